@@ -1,0 +1,60 @@
+// Package database opens outflow's PostgreSQL pool the same way in every
+// binary: DATABASE_URL (pgx/v5 syntax) with a local default, a bounded
+// connect timeout, and a schema check that names `outboxctl migrate`.
+package database
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outflow/outflow/migrations"
+)
+
+// DefaultURL is used when DATABASE_URL is unset.
+const DefaultURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+// URL returns DATABASE_URL or [DefaultURL].
+func URL() string {
+	if u := os.Getenv("DATABASE_URL"); u != "" {
+		return u
+	}
+	return DefaultURL
+}
+
+// Open connects to url and pings it.
+func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		return nil, fmt.Errorf("database: DATABASE_URL is not a valid PostgreSQL URL: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("database: %w", err)
+	}
+	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := pool.Ping(pctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("database: cannot reach %s@%s:%d/%s: %w (set DATABASE_URL)",
+			cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database, err)
+	}
+	return pool, nil
+}
+
+// OpenChecked opens url and refuses a database whose schema is behind this
+// binary, with an error that names `outboxctl migrate`.
+func OpenChecked(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	pool, err := Open(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	if err := migrations.Check(ctx, pool); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return pool, nil
+}

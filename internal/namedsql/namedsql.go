@@ -1,0 +1,85 @@
+// Package namedsql loads SQL statements from embedded .sql files in which each
+// statement is introduced by a "-- name: Name" line, the convention sqlc and
+// yesql use. Runtime code refers to statements by name, so the SQL lives in
+// .sql files a reviewer can read (and EXPLAIN) on their own.
+package namedsql
+
+import (
+	"bufio"
+	"fmt"
+	"io/fs"
+	"strings"
+)
+
+// Queries maps a statement's name to its text.
+type Queries map[string]string
+
+// MustLoad parses the named file of fsys and panics on a malformed file or a
+// duplicate name: both are programming errors caught by any test that loads
+// the package.
+func MustLoad(fsys fs.FS, file string) Queries {
+	q, err := Load(fsys, file)
+	if err != nil {
+		panic(err)
+	}
+	return q
+}
+
+// Load parses the named file of fsys.
+func Load(fsys fs.FS, file string) (Queries, error) {
+	data, err := fs.ReadFile(fsys, file)
+	if err != nil {
+		return nil, fmt.Errorf("namedsql: %w", err)
+	}
+	q := Queries{}
+	var name string
+	var body strings.Builder
+	flush := func() error {
+		if name == "" {
+			return nil
+		}
+		text := strings.TrimSpace(body.String())
+		if text == "" {
+			return fmt.Errorf("namedsql: %s: statement %q is empty", file, name)
+		}
+		if _, dup := q[name]; dup {
+			return fmt.Errorf("namedsql: %s: statement %q defined twice", file, name)
+		}
+		q[name] = strings.TrimSuffix(text, ";")
+		body.Reset()
+		return nil
+	}
+	sc := bufio.NewScanner(strings.NewReader(string(data)))
+	for sc.Scan() {
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "-- name:"); ok {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+			fields := strings.Fields(rest)
+			if len(fields) == 0 {
+				return nil, fmt.Errorf("namedsql: %s: a name line without a name", file)
+			}
+			name = fields[0]
+			continue
+		}
+		if name != "" {
+			body.WriteString(line)
+			body.WriteByte('\n')
+		}
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	return q, nil
+}
+
+// Get returns the statement called name, panicking if there is none: a typo
+// in a statement name fails the first test that reaches it.
+func (q Queries) Get(name string) string {
+	s, ok := q[name]
+	if !ok {
+		panic(fmt.Sprintf("namedsql: no statement named %q", name))
+	}
+	return s
+}

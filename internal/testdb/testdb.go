@@ -1,0 +1,187 @@
+// Package testdb gives each test its own freshly migrated PostgreSQL database.
+//
+// The first caller in a machine-wide critical section (an advisory lock)
+// builds a template database from the embedded migrations; its name carries a
+// hash of the migration files, so a schema change builds a new template. Each
+// test then gets CREATE DATABASE ... TEMPLATE, which takes tens of
+// milliseconds, and the database is dropped when the test ends.
+//
+// The server comes from TEST_DATABASE_URL, defaulting to
+// postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable.
+package testdb
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outflow/outflow/migrations"
+)
+
+// DefaultURL is used when TEST_DATABASE_URL is unset.
+const DefaultURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+
+// AdminURL is the server tests create their databases on.
+func AdminURL() string {
+	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
+		return u
+	}
+	return DefaultURL
+}
+
+var (
+	templateOnce sync.Once
+	templateName string
+	templateErr  error
+)
+
+// New creates a migrated database for t, returns a pool on it and its URL, and
+// drops it when t ends.
+func New(t testing.TB) (*pgxpool.Pool, string) {
+	t.Helper()
+	url := NewURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, url)
+	if err != nil {
+		t.Fatalf("testdb: connect: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	return pool, url
+}
+
+// NewURL creates a migrated database for t and returns only its URL, for
+// tests that hand it to a child process. The database is dropped when t ends.
+func NewURL(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	templateOnce.Do(func() { templateName, templateErr = ensureTemplate(ctx) })
+	if templateErr != nil {
+		t.Fatalf("testdb: %v (is PostgreSQL running? set TEST_DATABASE_URL)", templateErr)
+	}
+	name := "outflow_test_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16]
+	admin, err := pgx.Connect(ctx, AdminURL())
+	if err != nil {
+		t.Fatalf("testdb: connect to %s: %v (is PostgreSQL running? set TEST_DATABASE_URL)", AdminURL(), err)
+	}
+	defer admin.Close(ctx)
+	// The template may be busy for a moment while another test copies it.
+	var lastErr error
+	for range 50 {
+		_, lastErr = admin.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s STRATEGY FILE_COPY", name, templateName))
+		if lastErr == nil || !strings.Contains(lastErr.Error(), "being accessed by other users") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if lastErr != nil {
+		t.Fatalf("testdb: create database: %v", lastErr)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, AdminURL())
+		if err != nil {
+			t.Logf("testdb: drop %s: %v", name, err)
+			return
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name)); err != nil {
+			t.Logf("testdb: drop %s: %v", name, err)
+		}
+	})
+	return withDatabase(AdminURL(), name)
+}
+
+// withDatabase returns url with its database name replaced.
+func withDatabase(url, name string) string {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return url
+	}
+	prefix, query, _ := strings.Cut(url, "?")
+	i := strings.LastIndex(prefix, "/")
+	if i < len("postgres://") || cfg.Database == "" {
+		prefix += "/"
+		i = len(prefix) - 1
+	}
+	out := prefix[:i+1] + name
+	if query != "" {
+		out += "?" + query
+	}
+	return out
+}
+
+// migrationsHash names the template after the migration files' content.
+func migrationsHash() (string, error) {
+	h := sha256.New()
+	names, err := fs.Glob(migrations.FS(), "*.sql")
+	if err != nil {
+		return "", err
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		b, err := fs.ReadFile(migrations.FS(), n)
+		if err != nil {
+			return "", err
+		}
+		h.Write([]byte(n))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12], nil
+}
+
+func ensureTemplate(ctx context.Context) (string, error) {
+	hash, err := migrationsHash()
+	if err != nil {
+		return "", err
+	}
+	name := "outflow_tmpl_" + hash
+	admin, err := pgx.Connect(ctx, AdminURL())
+	if err != nil {
+		return "", fmt.Errorf("connect to %s: %w", AdminURL(), err)
+	}
+	defer admin.Close(ctx)
+	// One builder at a time across every test process on the machine.
+	if _, err := admin.Exec(ctx, "SELECT pg_advisory_lock(73617461)"); err != nil {
+		return "", err
+	}
+	defer admin.Exec(context.Background(), "SELECT pg_advisory_unlock(73617461)") //nolint:errcheck
+	var ready bool
+	err = admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1 AND datistemplate)", name).Scan(&ready)
+	if err != nil || ready {
+		return name, err
+	}
+	if _, err := admin.Exec(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name)); err != nil {
+		return "", err
+	}
+	if _, err := admin.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s", name)); err != nil {
+		return "", err
+	}
+	pool, err := pgxpool.New(ctx, withDatabase(AdminURL(), name))
+	if err != nil {
+		return "", err
+	}
+	_, err = migrations.Up(ctx, pool, nil)
+	pool.Close()
+	if err != nil {
+		return "", fmt.Errorf("migrate template: %w", err)
+	}
+	if _, err := admin.Exec(ctx, fmt.Sprintf("ALTER DATABASE %s WITH is_template true", name)); err != nil {
+		return "", err
+	}
+	return name, nil
+}

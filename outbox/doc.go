@@ -1,0 +1,22 @@
+// Package outbox is outflow's transactional outbox: the write side that puts
+// an immutable event into the caller's own PostgreSQL transaction, and the
+// relay that hands committed events to a [Publisher] (Temporal, in outflow),
+// at least once, one lane per aggregate.
+//
+// # The guarantee
+//
+// [Enqueue] writes events inside the transaction that changes the business
+// rows, so an event exists if and only if that change committed. The relay
+// claims committed events with a durable lease, publishes them outside any
+// database transaction and marks them published only after the publisher's
+// acknowledgement. A relay that dies between the acknowledgement and the mark
+// leaves the event to be published again: delivery is at least once, and
+// consumers make their effects idempotent with the event's immutable ID.
+//
+// # Ordering
+//
+// Each aggregate (an order, say) has its own gap-free sequence, allocated in
+// the enqueuing transaction under the aggregate's lock. The relay only claims
+// the lowest unpublished sequence of an aggregate, so an event never overtakes
+// an unfinished predecessor; there is no order across aggregates.
+package outbox

@@ -1,0 +1,159 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/outbox"
+)
+
+func mustEvent(t *testing.T, aggID, typ string) outbox.Event {
+	t.Helper()
+	e, err := outbox.NewEvent("order", aggID, typ, 1, map[string]string{"order_id": aggID})
+	require.NoError(t, err)
+	return e
+}
+
+func TestEnqueueAssignsConsecutiveSequences(t *testing.T) {
+	t.Parallel()
+	pool, _ := testdb.New(t)
+	ctx := context.Background()
+
+	var first, second []outbox.Event
+	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		var err error
+		first, err = outbox.Enqueue(ctx, tx, mustEvent(t, "a", "One"), mustEvent(t, "b", "One"), mustEvent(t, "a", "Two"))
+		return err
+	}))
+	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		var err error
+		second, err = outbox.Enqueue(ctx, tx, mustEvent(t, "a", "Three"))
+		return err
+	}))
+	require.Equal(t, []int64{1, 1, 2}, []int64{first[0].Sequence, first[1].Sequence, first[2].Sequence})
+	require.Equal(t, int64(3), second[0].Sequence)
+	for _, e := range append(first, second...) {
+		require.NotZero(t, e.ID)
+		require.EqualValues(t, 7, e.ID.Version(), "uuid v7")
+		require.False(t, e.OccurredAt.IsZero())
+	}
+	var n int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM outbox_events WHERE published_at IS NULL").Scan(&n))
+	require.Equal(t, 4, n)
+}
+
+func TestEnqueueRollbackLeavesNothing(t *testing.T) {
+	t.Parallel()
+	pool, _ := testdb.New(t)
+	ctx := context.Background()
+	errRollback := errors.New("forced rollback")
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := outbox.Enqueue(ctx, tx, mustEvent(t, "a", "One")); err != nil {
+			return err
+		}
+		return errRollback
+	})
+	require.ErrorIs(t, err, errRollback)
+	var n int
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM outbox_events").Scan(&n))
+	require.Zero(t, n)
+	require.NoError(t, pool.QueryRow(ctx, "SELECT count(*) FROM outbox_sequences").Scan(&n))
+	require.Zero(t, n, "a rolled back enqueue must not consume a sequence")
+}
+
+func TestEnqueueRejectsInvalidEvents(t *testing.T) {
+	t.Parallel()
+	pool, _ := testdb.New(t)
+	ctx := context.Background()
+	valid := mustEvent(t, "a", "One")
+	cases := map[string]func(e *outbox.Event){
+		"no aggregate type": func(e *outbox.Event) { e.AggregateType = "" },
+		"no aggregate id":   func(e *outbox.Event) { e.AggregateID = "" },
+		"no type":           func(e *outbox.Event) { e.Type = "" },
+		"no version":        func(e *outbox.Event) { e.SchemaVersion = 0 },
+		"bad payload":       func(e *outbox.Event) { e.Payload = []byte("{") },
+	}
+	for name, mutate := range cases {
+		e := valid
+		mutate(&e)
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			_, err := outbox.Enqueue(ctx, tx, e)
+			return err
+		})
+		require.ErrorIs(t, err, outbox.ErrInvalidEvent, name)
+	}
+}
+
+func TestEnqueueNotifiesOnlyOnCommit(t *testing.T) {
+	t.Parallel()
+	pool, url := testdb.New(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	listener, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer listener.Close(context.Background())
+	_, err = listener.Exec(ctx, "LISTEN "+outbox.NotifyChannel)
+	require.NoError(t, err)
+
+	// A rolled back transaction sends nothing...
+	_ = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		_, _ = outbox.Enqueue(ctx, tx, mustEvent(t, "a", "One"))
+		return errors.New("rollback")
+	})
+	// ...a committed one does; the first notification must be the committed one.
+	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		_, err := outbox.Enqueue(ctx, tx, mustEvent(t, "b", "One"))
+		return err
+	}))
+	n, err := listener.WaitForNotification(ctx)
+	require.NoError(t, err)
+	require.Equal(t, outbox.NotifyChannel, n.Channel)
+	short, cancelShort := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancelShort()
+	_, err = listener.WaitForNotification(short)
+	require.Error(t, err, "exactly one notification expected: the rolled back transaction must not notify")
+}
+
+// TestEnqueueConcurrentIsGapFree runs many transactions on one aggregate at
+// once: their sequences must be exactly 1..N.
+func TestEnqueueConcurrentIsGapFree(t *testing.T) {
+	t.Parallel()
+	pool, _ := testdb.New(t)
+	ctx := context.Background()
+	const workers, each = 10, 10
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*each)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				errs <- pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+					_, err := outbox.Enqueue(ctx, tx, mustEvent(t, "hot", fmt.Sprintf("E%d_%d", w, i)))
+					return err
+				})
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	rows, err := pool.Query(ctx, "SELECT aggregate_sequence FROM outbox_events WHERE aggregate_id = 'hot' ORDER BY 1")
+	require.NoError(t, err)
+	seqs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
+	require.Len(t, seqs, workers*each)
+	for i, s := range seqs {
+		require.Equal(t, int64(i+1), s)
+	}
+}

@@ -1,0 +1,74 @@
+package outbox
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// NotifyChannel is the PostgreSQL channel [Enqueue] notifies on commit; relays
+// LISTEN on it so commit-to-publish latency is not the poll interval.
+const NotifyChannel = "outbox_events"
+
+// Event is one immutable outbox row. The caller fills the aggregate, the
+// type, the schema version and the payload; [Enqueue] assigns the rest.
+type Event struct {
+	// ID never changes across retries and replays; consumers and providers
+	// de-duplicate with it. Optional: defaulted to a new UUIDv7 (time-ordered,
+	// so inserts stay at the right edge of the primary key index).
+	ID uuid.UUID
+	// AggregateType names the kind of aggregate, e.g. "order". Mandatory.
+	AggregateType string
+	// AggregateID identifies the aggregate within its type. Mandatory.
+	AggregateID string
+	// Sequence is the event's position in its aggregate's stream, starting at
+	// 1. Assigned by Enqueue.
+	Sequence int64
+	// Type is the event type, e.g. "OrderCreated". Mandatory.
+	Type string
+	// SchemaVersion is the payload's schema version. Mandatory, at least 1:
+	// set explicitly so consumers can upcast old payloads.
+	SchemaVersion int
+	// Payload is the event body as JSON. Mandatory.
+	Payload json.RawMessage
+	// OccurredAt is the commit-time clock of the enqueuing transaction.
+	// Assigned by Enqueue.
+	OccurredAt time.Time
+}
+
+// ErrInvalidEvent is wrapped by every validation error of [Enqueue].
+var ErrInvalidEvent = errors.New("outbox: invalid event")
+
+// NewEvent marshals payload and returns an event ready for [Enqueue].
+func NewEvent(aggregateType, aggregateID, eventType string, schemaVersion int, payload any) (Event, error) {
+	body, err := json.Marshal(payload)
+	if err != nil {
+		return Event{}, fmt.Errorf("%w: marshal %s payload: %v", ErrInvalidEvent, eventType, err)
+	}
+	return Event{
+		AggregateType: aggregateType,
+		AggregateID:   aggregateID,
+		Type:          eventType,
+		SchemaVersion: schemaVersion,
+		Payload:       body,
+	}, nil
+}
+
+func (e *Event) validate() error {
+	switch {
+	case e.AggregateType == "":
+		return fmt.Errorf("%w: AggregateType is empty", ErrInvalidEvent)
+	case e.AggregateID == "":
+		return fmt.Errorf("%w: AggregateID is empty", ErrInvalidEvent)
+	case e.Type == "":
+		return fmt.Errorf("%w: Type is empty", ErrInvalidEvent)
+	case e.SchemaVersion < 1:
+		return fmt.Errorf("%w: %s: SchemaVersion must be set explicitly (1 or more)", ErrInvalidEvent, e.Type)
+	case len(e.Payload) == 0 || !json.Valid(e.Payload):
+		return fmt.Errorf("%w: %s: Payload is not valid JSON", ErrInvalidEvent, e.Type)
+	}
+	return nil
+}
