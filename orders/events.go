@@ -44,7 +44,11 @@ type OrderCreated struct {
 // OrderCancelled is the payload of an OrderCancelled event (schema version 1).
 type OrderCancelled struct {
 	OrderID string `json:"order_id"`
-	Reason  string `json:"reason,omitempty"`
+	// CreatedEventID is the event_id of the order's OrderCreated event, which
+	// is also the workflow ID of the payment saga the cancel must stop or
+	// compensate.
+	CreatedEventID string `json:"created_event_id"`
+	Reason         string `json:"reason,omitempty"`
 }
 
 // ErrInvalidPayload is wrapped by payload validation errors: such an event can
@@ -93,8 +97,8 @@ func DecodeOrderCancelled(version int, payload []byte) (OrderCancelled, error) {
 	if err := json.Unmarshal(payload, &p); err != nil {
 		return p, fmt.Errorf("%w: OrderCancelled: %v", ErrInvalidPayload, err)
 	}
-	if p.OrderID == "" {
-		return p, fmt.Errorf("%w: OrderCancelled: missing order_id", ErrInvalidPayload)
+	if p.OrderID == "" || p.CreatedEventID == "" {
+		return p, fmt.Errorf("%w: OrderCancelled: missing order_id or created_event_id", ErrInvalidPayload)
 	}
 	return p, nil
 }
