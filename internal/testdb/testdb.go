@@ -72,6 +72,20 @@ func NewURL(t testing.TB) string {
 	if templateErr != nil {
 		t.Fatalf("testdb: %v (is PostgreSQL running? set TEST_DATABASE_URL)", templateErr)
 	}
+	return create(t, ctx, templateName)
+}
+
+// NewEmptyURL creates a database with no schema at all, for tests of the
+// migration path itself. It is dropped when t ends.
+func NewEmptyURL(t testing.TB) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return create(t, ctx, "template0")
+}
+
+func create(t testing.TB, ctx context.Context, templateName string) string {
+	t.Helper()
 	name := "outflow_test_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16]
 	admin, err := pgx.Connect(ctx, AdminURL())
 	if err != nil {

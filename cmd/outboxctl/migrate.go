@@ -1,0 +1,35 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/outflow/outflow/internal/database"
+	"github.com/outflow/outflow/migrations"
+)
+
+const defaultURLHint = database.DefaultURL
+
+func databaseURL() string { return database.URL() }
+
+// runMigrate applies pending migrations; concurrent runs are serialised by
+// goose's advisory lock, so it is safe to run from every deploy.
+func runMigrate(ctx context.Context, env *cliEnv, args []string) error {
+	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	pool, err := database.Open(ctx, env.databaseURL)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	version, err := migrations.Up(ctx, pool, env.logger)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(env.stdout, "schema is at version %d\n", version)
+	return nil
+}
