@@ -37,3 +37,8 @@ lint: $(BIN)/staticcheck $(BIN)/workflowcheck
 
 clean:
 	rm -rf $(BIN)
+
+## demo: the main job — prepares what is missing, runs the stack, places the
+## scripted orders and prints the summary. DEMO_EXIT=1 exits after the table.
+demo:
+	$(GO) run ./cmd/demo
