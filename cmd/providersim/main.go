@@ -1,0 +1,79 @@
+// Command providersim serves the Stripe-compatible payment API and the
+// Resend-compatible email API of package providersim, for make demo and for
+// tests that run the providers as a separate process.
+//
+//	PROVIDERSIM_ADDR=127.0.0.1:0 go run ./cmd/providersim
+//
+// It logs (slog text, on stderr) the base URL it listens on, as
+// "msg=listening url=http://127.0.0.1:NNNN", so a script started with port 0
+// can find it; point STRIPE_API_BASE and EMAIL_API_BASE there. SIGINT or
+// SIGTERM shuts it down gracefully.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/outflow/outflow/providersim"
+)
+
+// defaultAddr is the CONTRACT.md default of PROVIDERSIM_ADDR.
+const defaultAddr = "127.0.0.1:12111"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return // -h printed the usage
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "providersim:", err)
+		os.Exit(1)
+	}
+}
+
+// run serves until ctx ends. It is main without the process: tests call it
+// with their own context, environment and log writer.
+func run(ctx context.Context, args []string, getenv func(string) string, logOut io.Writer) error {
+	addr := getenv("PROVIDERSIM_ADDR")
+	if addr == "" {
+		addr = defaultAddr
+	}
+	fs := flag.NewFlagSet("providersim", flag.ContinueOnError)
+	fs.SetOutput(logOut)
+	fs.StringVar(&addr, "addr", addr, "listen address (env PROVIDERSIM_ADDR; port 0 picks a free port)")
+	debug := fs.Bool("debug", false, "log every request the simulator executes")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+
+	level := slog.LevelInfo
+	if *debug {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+
+	sim := providersim.New(providersim.Options{Logger: logger})
+	url, err := sim.Start(addr)
+	if err != nil {
+		return fmt.Errorf("%w (set PROVIDERSIM_ADDR or -addr to a free address, or port 0)", err)
+	}
+	logger.Info("listening", "url", url,
+		"stripe_api_base", url, "email_api_base", url, "ledger", url+"/_sim/ledger")
+
+	<-ctx.Done()
+	logger.Info("shutting down")
+	if err := sim.Close(); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	logger.Info("stopped")
+	return nil
+}

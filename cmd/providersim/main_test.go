@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/outflow/outflow/providersim"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// syncBuffer is a log destination the test can read while run writes.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+var listeningURL = regexp.MustCompile(`msg=listening url=(http://127\.0\.0\.1:\d+)`)
+
+func TestRunServesAndShutsDown(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var logs syncBuffer
+	env := map[string]string{"PROVIDERSIM_ADDR": "127.0.0.1:0"}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, nil, func(k string) string { return env[k] }, &logs) }()
+
+	var baseURL string
+	require.Eventually(t, func() bool {
+		m := listeningURL.FindStringSubmatch(logs.String())
+		if m != nil {
+			baseURL = m[1]
+		}
+		return m != nil
+	}, 10*time.Second, 5*time.Millisecond, "no listening line in: %s", logs.String())
+
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	c := &providersim.Client{BaseURL: baseURL, HTTP: hc}
+	l, err := c.Ledger(ctx)
+	require.NoError(t, err)
+	require.Empty(t, l.PaymentIntents)
+	require.NoError(t, c.InjectFault(ctx, providersim.Fault{Operation: providersim.OperationEmailsSend, Fault: "error_500"}))
+	hc.CloseIdleConnections()
+
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("run did not return after its context ended")
+	}
+	require.Contains(t, logs.String(), "msg=stopped")
+}
+
+func TestRunRejectsABusyAddress(t *testing.T) {
+	t.Parallel()
+	sim := providersim.New(providersim.Options{})
+	defer sim.Close()
+	url, err := sim.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	addr := url[len("http://"):]
+
+	var logs syncBuffer
+	err = run(context.Background(), []string{"-addr", addr}, func(string) string { return "" }, &logs)
+	require.ErrorContains(t, err, "PROVIDERSIM_ADDR")
+}

@@ -1,0 +1,81 @@
+package providersim
+
+import (
+	"net/http"
+	"slices"
+)
+
+// Ledger lists every effect the simulator committed, once each, in the
+// order they happened: what a test or the demo compares with the orders to
+// prove that retries, replays and crashes charged, refunded and emailed
+// exactly once. An idempotent replay adds nothing. It is the body of
+// GET /_sim/ledger (CONTRACT.md fixes the JSON).
+type Ledger struct {
+	PaymentIntents []LedgerPaymentIntent `json:"payment_intents"`
+	Refunds        []LedgerRefund        `json:"refunds"`
+	Emails         []LedgerEmail         `json:"emails"`
+}
+
+// LedgerPaymentIntent is one PaymentIntent. Declined ones are included with
+// status requires_payment_method, so "one succeeded charge per paid order"
+// is checked on Status, not on the count.
+type LedgerPaymentIntent struct {
+	ID             string            `json:"id"`
+	Amount         int64             `json:"amount"`
+	Currency       string            `json:"currency"`
+	Status         string            `json:"status"`
+	IdempotencyKey string            `json:"idempotency_key"`
+	Metadata       map[string]string `json:"metadata"`
+	Created        int64             `json:"created"`
+}
+
+// LedgerRefund is one refund.
+type LedgerRefund struct {
+	ID             string `json:"id"`
+	PaymentIntent  string `json:"payment_intent"`
+	Amount         int64  `json:"amount"`
+	Status         string `json:"status"`
+	IdempotencyKey string `json:"idempotency_key"`
+}
+
+// LedgerEmail is one accepted email, its Resend tags as a map.
+type LedgerEmail struct {
+	ID             string            `json:"id"`
+	To             []string          `json:"to"`
+	Subject        string            `json:"subject"`
+	Tags           map[string]string `json:"tags"`
+	IdempotencyKey string            `json:"idempotency_key"`
+}
+
+// Ledger returns a snapshot of every committed effect. The slices and maps
+// are copies: the caller may keep or change them.
+func (s *Simulator) Ledger() Ledger {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	l := Ledger{
+		PaymentIntents: make([]LedgerPaymentIntent, 0, len(s.st.piOrder)),
+		Refunds:        make([]LedgerRefund, 0, len(s.st.refundOrder)),
+		Emails:         make([]LedgerEmail, 0, len(s.st.emails)),
+	}
+	for _, pi := range s.st.piOrder {
+		l.PaymentIntents = append(l.PaymentIntents, LedgerPaymentIntent{
+			ID: pi.id, Amount: pi.amount, Currency: pi.currency, Status: pi.status,
+			IdempotencyKey: pi.idempotencyKey, Metadata: copyMap(pi.metadata), Created: pi.pos.created,
+		})
+	}
+	for _, rf := range s.st.refundOrder {
+		l.Refunds = append(l.Refunds, LedgerRefund{
+			ID: rf.id, PaymentIntent: rf.paymentIntent, Amount: rf.amount, Status: rf.status, IdempotencyKey: rf.idempotencyKey,
+		})
+	}
+	for _, e := range s.st.emails {
+		l.Emails = append(l.Emails, LedgerEmail{
+			ID: e.id, To: slices.Clone(e.to), Subject: e.subject, Tags: copyMap(e.tags), IdempotencyKey: e.idempotencyKey,
+		})
+	}
+	return l
+}
+
+func (s *Simulator) serveLedger(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, s.Ledger())
+}
