@@ -1,0 +1,19 @@
+// Command demo is `make demo`: outflow's main job in one command.
+//
+// It reuses what is already there and prepares what is missing:
+//
+//   - PostgreSQL: DATABASE_URL if set, else the local server on 127.0.0.1:5432
+//     if it answers, else a throwaway cluster under .data/postgres started
+//     from the machine's own initdb/pg_ctl (as the postgres user when run as
+//     root);
+//   - Temporal: TEMPORAL_ADDRESS if set, else a dev server with its Web UI and
+//     the OrderId search attribute, built from the tools module (the first
+//     build takes minutes) and persisting to .data/temporal.db;
+//   - the provider simulators, the worker, the relay and the order API, built
+//     into bin/ and started as child processes logging to .data/logs/.
+//
+// It then places the scripted orders, waits for each to reach its final
+// state, prints a summary table with a Temporal UI link to every workflow,
+// and keeps the stack up until Ctrl-C. With DEMO_EXIT=1 it exits after the
+// table, with status 0 only if every order matched its expectation.
+package main

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/outflow/outflow/providersim"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func say(format string, args ...any) {
+	fmt.Printf("demo: "+format+"\n", args...)
+}
+
+// stack is everything the demo started, stopped in reverse order.
+type stack struct{ stops []func() }
+
+func (s *stack) add(f func()) { s.stops = append(s.stops, f) }
+func (s *stack) stopAll() {
+	for i := len(s.stops) - 1; i >= 0; i-- {
+		s.stops[i]()
+	}
+}
+
+func run(ctx context.Context) error {
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	dataDir := filepath.Join(root, ".data")
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return err
+	}
+	exitAfter := os.Getenv("DEMO_EXIT") == "1"
+	var st stack
+	defer st.stopAll()
+
+	pg, err := ensurePostgres(ctx, dataDir, say)
+	if err != nil {
+		return err
+	}
+	if pg.stop != nil {
+		st.add(pg.stop)
+	}
+	say("PostgreSQL: %s", pg.how)
+
+	say("building outflow's binaries into bin/")
+	if err := buildBinaries(ctx, root); err != nil {
+		return err
+	}
+	bin := func(name string) string { return filepath.Join(root, "bin", name) }
+	migrate := exec.CommandContext(ctx, bin("outboxctl"), "migrate")
+	migrate.Env = append(os.Environ(), "DATABASE_URL="+pg.url)
+	if out, err := migrate.CombinedOutput(); err != nil {
+		return fmt.Errorf("outboxctl migrate: %v\n%s", err, out)
+	} else {
+		say("outboxctl migrate: %s", strings.TrimSpace(lastLine(string(out))))
+	}
+
+	tmp, err := ensureTemporal(ctx, root, dataDir, say)
+	if err != nil {
+		return err
+	}
+	if tmp.proc != nil {
+		st.add(func() { tmp.proc.stop(10 * time.Second) })
+	}
+	say("Temporal: %s at %s (namespace %s)", tmp.how, tmp.address, tmp.namespace)
+
+	simPort, err := freePort()
+	if err != nil {
+		return err
+	}
+	simURL := fmt.Sprintf("http://127.0.0.1:%d", simPort)
+	sim, err := startChild(dataDir, "providersim", bin("providersim"), nil, []string{fmt.Sprintf("PROVIDERSIM_ADDR=127.0.0.1:%d", simPort)})
+	if err != nil {
+		return err
+	}
+	st.add(func() { sim.stop(5 * time.Second) })
+	if err := waitTCP(ctx, fmt.Sprintf("127.0.0.1:%d", simPort), 30*time.Second); err != nil {
+		return fmt.Errorf("providersim: %w (see %s)", err, sim.logPath)
+	}
+	say("provider simulators (Stripe-compatible payments, Resend-compatible email) at %s", simURL)
+
+	common := []string{
+		"DATABASE_URL=" + pg.url,
+		"TEMPORAL_ADDRESS=" + tmp.address,
+		"TEMPORAL_NAMESPACE=" + tmp.namespace,
+		"STRIPE_API_KEY=sk_test_outflow_demo",
+		"STRIPE_API_BASE=" + simURL,
+		"EMAIL_API_KEY=re_outflow_demo",
+		"EMAIL_API_BASE=" + simURL,
+		"OUTFLOW_FAILPOINTS=",
+	}
+	worker, err := startChild(dataDir, "worker", bin("worker"), nil, common)
+	if err != nil {
+		return err
+	}
+	st.add(func() { worker.stop(15 * time.Second) })
+	relay, err := startChild(dataDir, "starter", bin("starter"), nil, common)
+	if err != nil {
+		return err
+	}
+	st.add(func() { relay.stop(15 * time.Second) })
+	apiAddr := "127.0.0.1:8080"
+	if !portFree(8080) {
+		p, err := freePort()
+		if err != nil {
+			return err
+		}
+		apiAddr = fmt.Sprintf("127.0.0.1:%d", p)
+	}
+	api, err := startChild(dataDir, "orderapi", bin("orderapi"), nil, append(common, "ORDERAPI_ADDR="+apiAddr, "ORDERAPI_TOKEN="))
+	if err != nil {
+		return err
+	}
+	st.add(func() { api.stop(10 * time.Second) })
+	for _, c := range []*child{worker, relay} {
+		if err := c.waitLog(ctx, "started", 60*time.Second); err != nil {
+			return err
+		}
+	}
+	if err := waitTCP(ctx, apiAddr, 30*time.Second); err != nil {
+		return fmt.Errorf("orderapi: %w (see %s)", err, api.logPath)
+	}
+	say("worker, relay and order API (http://%s) are up; logs in %s", apiAddr, filepath.Join(dataDir, "logs"))
+
+	orders := &orderAPI{base: "http://" + apiAddr, http: &http.Client{Timeout: 15 * time.Second}}
+	simClient := &providersim.Client{BaseURL: simURL, HTTP: &http.Client{Timeout: 10 * time.Second}}
+	results, err := runScenarios(ctx, orders, simClient, tmp)
+	if err != nil {
+		return err
+	}
+	fmt.Println()
+	allOK := printTable(os.Stdout, results)
+	fmt.Println()
+	if tmp.uiURL != "" {
+		say("Temporal Web UI: %s (search: OrderId=\"<order id>\")", tmp.uiURL)
+	}
+	say("order API: http://%s   provider ledger: %s/_sim/ledger", apiAddr, simURL)
+	if exitAfter {
+		if !allOK {
+			return errors.New("some orders did not reach their expected final state (see MISMATCH lines)")
+		}
+		say("every scripted order reached its expected final state")
+		return nil
+	}
+	say("the stack keeps running; press Ctrl-C to stop everything the demo started")
+	<-ctx.Done()
+	say("stopping...")
+	return nil
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// buildBinaries builds the stack's binaries into bin/; Go's build cache makes
+// a second run fast.
+func buildBinaries(ctx context.Context, root string) error {
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(root, "bin")+"/",
+		"./worker", "./starter", "./cmd/orderapi", "./cmd/providersim", "./cmd/outboxctl")
+	cmd.Dir = root
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("go build: %w", err)
+	}
+	return nil
+}
+
+// repoRoot finds the outflow checkout from the working directory.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
+		if err == nil && strings.Contains(string(b), "module github.com/outflow/outflow\n") {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("run the demo from inside the outflow checkout (make demo)")
+		}
+		dir = parent
+	}
+}
+
+// newKey returns an Idempotency-Key for one scripted order.
+func newKey(name string) string {
+	return "demo-" + strings.ReplaceAll(name, " ", "-") + "-" + uuid.NewString()[:8]
+}

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// child is a process the demo started and must stop.
+type child struct {
+	name    string
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+}
+
+// startChild runs bin with env added to the demo's own environment, its
+// output going to .data/logs/<name>.log.
+func startChild(dataDir, name, bin string, args []string, env []string) (*child, error) {
+	logDir := filepath.Join(dataDir, "logs")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(logDir, name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = f, f
+	// Own process group: Ctrl-C in the terminal reaches the demo, which then
+	// stops its children in order instead of all dying at once.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	c := &child{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	go func() { _ = cmd.Wait(); f.Close(); close(c.done) }()
+	return c, nil
+}
+
+// stop asks the child to shut down gracefully, then kills it.
+func (c *child) stop(grace time.Duration) {
+	select {
+	case <-c.done:
+		return
+	default:
+	}
+	_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-c.cmd.Process.Pid, syscall.SIGKILL)
+		<-c.done
+	}
+}
+
+// waitLog waits until the child's log contains marker, failing early if the
+// child exits.
+func (c *child) waitLog(ctx context.Context, marker string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		b, _ := os.ReadFile(c.logPath)
+		if strings.Contains(string(b), marker) {
+			return nil
+		}
+		select {
+		case <-c.done:
+			return fmt.Errorf("%s exited during start-up; last lines of %s:\n%s", c.name, c.logPath, tail(string(b), 15))
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not report %q within %s; see %s:\n%s", c.name, marker, timeout, c.logPath, tail(string(b), 15))
+		}
+	}
+}
+
+func tail(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// freePort asks the kernel for a free TCP port on the loopback interface.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// portFree reports whether nothing listens on 127.0.0.1:port.
+func portFree(port int) bool {
+	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		return false
+	}
+	l.Close()
+	return true
+}
+
+// waitTCP waits until something accepts connections on addr.
+func waitTCP(ctx context.Context, addr string, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
+			conn.Close()
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("nothing answered on %s within %s: %w", addr, timeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(ctx.Err(), err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
