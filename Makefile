@@ -6,6 +6,7 @@ TEMPORAL := $(BIN)/temporal
 # Tests find the Temporal CLI here (testsuite.StartDevServer gets ExistingPath,
 # never a download).
 export OUTFLOW_TEMPORAL_CLI := $(TEMPORAL)
+export OUTFLOW_PROMTOOL := $(BIN)/promtool
 
 .PHONY: test lint tools demo soak clean
 
@@ -23,10 +24,14 @@ $(BIN)/staticcheck: tools/lint/go.mod tools/lint/go.sum
 $(BIN)/workflowcheck: tools/lint/go.mod tools/lint/go.sum
 	cd tools/lint && $(GO) build -o $(BIN)/workflowcheck go.temporal.io/sdk/contrib/tools/workflowcheck
 
-tools: $(TEMPORAL) $(BIN)/staticcheck $(BIN)/workflowcheck
+$(BIN)/promtool: tools/promtool/go.mod tools/promtool/go.sum
+	@echo "building promtool from tools/promtool (first build takes a few minutes)..."
+	cd tools/promtool && $(GO) build -o $(BIN)/promtool github.com/prometheus/prometheus/cmd/promtool
+
+tools: $(TEMPORAL) $(BIN)/staticcheck $(BIN)/workflowcheck $(BIN)/promtool
 
 ## test: every test, unit and integration (real PostgreSQL, real Temporal dev server).
-test: $(TEMPORAL)
+test: $(TEMPORAL) $(BIN)/promtool
 	$(GO) test -count=1 -timeout 40m ./...
 
 ## lint: go vet, staticcheck and workflowcheck.
