@@ -1,0 +1,147 @@
+// Command orderapi is outflow's order service: the HTTP API of CONTRACT.md in
+// front of the orders package. It commits each order change together with
+// its outbox event; the relay (go run ./starter) hands the events to
+// Temporal.
+//
+// Configuration (environment):
+//
+//	DATABASE_URL        PostgreSQL, pgx/v5 syntax (default: local postgres)
+//	ORDERAPI_ADDR       listen address (default 127.0.0.1:8080; port 0 picks a free one)
+//	ORDERAPI_TOKEN      when set, /orders routes require Authorization: Bearer <token>
+//	ORDERAPI_LOG_FORMAT text (default) or json
+//	OUTFLOW_FAILPOINTS  fault injection for tests, e.g. orders.after_commit=crash
+//
+// At start it logs `listening addr=HOST:PORT` with the address actually
+// bound, which is what tests that pass port 0 read.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/internal/database"
+	"github.com/outflow/outflow/orders/orderhttp"
+)
+
+// config is orderapi's environment.
+type config struct {
+	addr      string
+	token     string
+	logFormat string
+}
+
+func configFromEnv() (config, error) {
+	c := config{
+		addr:      envOr("ORDERAPI_ADDR", "127.0.0.1:8080"),
+		token:     os.Getenv("ORDERAPI_TOKEN"),
+		logFormat: envOr("ORDERAPI_LOG_FORMAT", "text"),
+	}
+	if c.logFormat != "text" && c.logFormat != "json" {
+		return c, fmt.Errorf("ORDERAPI_LOG_FORMAT=%q: want text or json", c.logFormat)
+	}
+	if _, _, err := net.SplitHostPort(c.addr); err != nil {
+		return c, fmt.Errorf("ORDERAPI_ADDR=%q: want host:port, e.g. 127.0.0.1:8080: %v", c.addr, err)
+	}
+	return c, nil
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "orderapi:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	cfg, err := configFromEnv()
+	if err != nil {
+		return err
+	}
+	logger := newLogger(cfg.logFormat)
+	slog.SetDefault(logger)
+
+	// A malformed OUTFLOW_FAILPOINTS stops the binary before it serves: a
+	// typo must not silently test nothing.
+	if _, err := failpoints.FromEnv(); err != nil {
+		return fmt.Errorf("%s=%q: %w", failpoints.EnvVar, os.Getenv(failpoints.EnvVar), err)
+	}
+	if spec := os.Getenv(failpoints.EnvVar); spec != "" {
+		logger.Warn("failpoints enabled", "spec", spec)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	pool, err := database.OpenChecked(ctx, database.URL())
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	handler, err := orderhttp.New(orderhttp.Config{DB: pool, Token: cfg.token, Logger: logger})
+	if err != nil {
+		return err
+	}
+	if cfg.token == "" {
+		logger.Warn("ORDERAPI_TOKEN is not set: the API accepts unauthenticated requests")
+	}
+
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return fmt.Errorf("listen on ORDERAPI_ADDR=%s: %w", cfg.addr, err)
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	logger.Info("listening", "addr", ln.Addr().String())
+
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- srv.Serve(ln) }()
+	select {
+	case err := <-serveErr:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	stop() // a second signal kills the process the default way
+	logger.Info("shutting down: draining requests")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-serveErr; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+func newLogger(format string) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	if format == "json" {
+		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, opts))
+}

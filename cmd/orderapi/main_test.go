@@ -1,0 +1,285 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/internal/testdb"
+)
+
+const orderBody = `{"customer_email":"ann@example.com","currency":"usd","payment_method":"pm_card_visa",` +
+	`"items":[{"sku":"SKU-1","quantity":2,"unit_amount":1250}]}`
+
+// TestOrderAPIProcess runs the real orderapi binary as a child process: the
+// crash tests kill it with its own failpoints at the two order boundaries
+// and check the database afterwards. The binary is built once into the
+// parent test's temporary directory; the subtests run in parallel, each on
+// its own database.
+func TestOrderAPIProcess(t *testing.T) {
+	t.Parallel()
+	bin := buildOrderAPI(t)
+
+	t.Run("before_commit crash leaves nothing; the retry creates the order once", func(t *testing.T) {
+		t.Parallel()
+		url := testdb.NewURL(t)
+		pool := openPool(t, url)
+
+		p := startOrderAPI(t, bin, url, "OUTFLOW_FAILPOINTS=orders.before_commit=crash")
+		_, err := postOrder(t, p.addr, "retry-key-1")
+		require.Error(t, err, "the process dies before answering: the client sees a connection error")
+		p.waitKilled(t)
+		require.Equal(t, rowCounts{}, countRows(t, pool), "invariant 2: an uncommitted order leaves no row and no event")
+
+		p = startOrderAPI(t, bin, url)
+		resp, err := postOrder(t, p.addr, "retry-key-1")
+		require.NoError(t, err)
+		require.Equal(t, http.StatusCreated, resp.status, "%s", resp.body)
+		require.Empty(t, resp.header.Get("Idempotent-Replayed"), "nothing was stored, so nothing is replayed")
+		require.Equal(t, rowCounts{Orders: 1, Events: 1, Keys: 1}, countRows(t, pool))
+	})
+
+	t.Run("after_commit crash keeps order and event once; the retry replays", func(t *testing.T) {
+		t.Parallel()
+		url := testdb.NewURL(t)
+		pool := openPool(t, url)
+
+		p := startOrderAPI(t, bin, url, "OUTFLOW_FAILPOINTS=orders.after_commit=crash")
+		_, err := postOrder(t, p.addr, "retry-key-2")
+		require.Error(t, err, "the process dies after COMMIT, before the response")
+		p.waitKilled(t)
+		require.Equal(t, rowCounts{Orders: 1, Events: 1, Keys: 1}, countRows(t, pool), "invariant 1: the committed order has its event")
+		var eventType string
+		var seq int64
+		require.NoError(t, pool.QueryRow(t.Context(), `SELECT e.event_type, e.aggregate_sequence
+			FROM orders o JOIN outbox_events e ON e.event_id = o.created_event_id`).Scan(&eventType, &seq))
+		require.Equal(t, "OrderCreated", eventType)
+		require.Equal(t, int64(1), seq)
+
+		p = startOrderAPI(t, bin, url)
+		resp, err := postOrder(t, p.addr, "retry-key-2")
+		require.NoError(t, err)
+		require.Equal(t, http.StatusCreated, resp.status, "the replay has the stored status")
+		require.Equal(t, "true", resp.header.Get("Idempotent-Replayed"))
+		var body struct {
+			OrderID string `json:"order_id"`
+		}
+		require.NoError(t, json.Unmarshal(resp.body, &body))
+		var orderID string
+		require.NoError(t, pool.QueryRow(t.Context(), "SELECT id::text FROM orders").Scan(&orderID))
+		require.Equal(t, orderID, body.OrderID, "the stored response names the committed order")
+		require.Equal(t, rowCounts{Orders: 1, Events: 1, Keys: 1}, countRows(t, pool), "no second order")
+	})
+
+	t.Run("before_commit error rolls back and answers 500", func(t *testing.T) {
+		t.Parallel()
+		url := testdb.NewURL(t)
+		pool := openPool(t, url)
+		p := startOrderAPI(t, bin, url, "OUTFLOW_FAILPOINTS=orders.before_commit=error")
+		resp, err := postOrder(t, p.addr, "")
+		require.NoError(t, err)
+		require.Equal(t, http.StatusInternalServerError, resp.status)
+		require.Contains(t, string(resp.body), `"internal_error"`)
+		require.Equal(t, rowCounts{}, countRows(t, pool))
+		p.stop(t)
+	})
+
+	t.Run("malformed OUTFLOW_FAILPOINTS stops the binary", func(t *testing.T) {
+		t.Parallel()
+		url := testdb.NewURL(t)
+		cmd := exec.Command(bin)
+		cmd.Env = append(os.Environ(), "DATABASE_URL="+url, "ORDERAPI_ADDR=127.0.0.1:0", "OUTFLOW_FAILPOINTS=orders.before_comit=crash")
+		out, err := cmd.CombinedOutput()
+		var exitErr *exec.ExitError
+		require.ErrorAs(t, err, &exitErr)
+		require.Equal(t, 1, exitErr.ExitCode())
+		require.Contains(t, string(out), "OUTFLOW_FAILPOINTS")
+		require.Contains(t, string(out), `unknown failpoint "orders.before_comit"`)
+	})
+
+	t.Run("SIGTERM shuts down gracefully", func(t *testing.T) {
+		t.Parallel()
+		url := testdb.NewURL(t)
+		p := startOrderAPI(t, bin, url, "ORDERAPI_TOKEN=tok")
+		req, err := http.NewRequest(http.MethodGet, "http://"+p.addr+"/healthz", nil)
+		require.NoError(t, err)
+		resp, err := newClient().Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		p.stop(t)
+		require.Contains(t, p.logs(), "msg=stopped")
+	})
+}
+
+// buildOrderAPI compiles this package into the test's temporary directory.
+func buildOrderAPI(t *testing.T) string {
+	t.Helper()
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		goBin = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
+	}
+	bin := filepath.Join(t.TempDir(), "orderapi")
+	cmd := exec.Command(goBin, "build", "-o", bin, ".")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "go build ./cmd/orderapi: %s", out)
+	return bin
+}
+
+// process is a running orderapi.
+type process struct {
+	cmd    *exec.Cmd
+	addr   string
+	done   chan struct{}
+	err    error // cmd.Wait's result, set before done closes
+	mu     sync.Mutex
+	output bytes.Buffer
+}
+
+func (p *process) logs() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.output.String()
+}
+
+var listening = regexp.MustCompile(`msg=listening addr=(\S+)`)
+
+// startOrderAPI starts bin on url with ORDERAPI_ADDR=127.0.0.1:0 and extra
+// environment, and waits for its "listening" line.
+func startOrderAPI(t *testing.T, bin, url string, env ...string) *process {
+	t.Helper()
+	cmd := exec.Command(bin)
+	cmd.Env = append(os.Environ(), append([]string{
+		"DATABASE_URL=" + url, "ORDERAPI_ADDR=127.0.0.1:0", "ORDERAPI_LOG_FORMAT=text", "OUTFLOW_FAILPOINTS=",
+	}, env...)...)
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	p := &process{cmd: cmd, done: make(chan struct{})}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			line := sc.Text()
+			p.mu.Lock()
+			p.output.WriteString(line + "\n")
+			p.mu.Unlock()
+			if m := listening.FindStringSubmatch(line); m != nil {
+				addr <- m[1]
+			}
+		}
+		_, _ = io.Copy(io.Discard, stderr)
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("orderapi output:\n%s", p.logs())
+		}
+	})
+	select {
+	case p.addr = <-addr:
+		return p
+	case <-p.done:
+		t.Fatalf("orderapi exited before listening: %v\n%s", p.err, p.logs())
+	case <-time.After(30 * time.Second):
+		t.Fatalf("orderapi did not log its listen address within 30s:\n%s", p.logs())
+	}
+	return nil
+}
+
+// waitKilled waits for the process to die of its own crash failpoint.
+func (p *process) waitKilled(t *testing.T) {
+	t.Helper()
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("orderapi did not crash:\n%s", p.logs())
+	}
+	var exitErr *exec.ExitError
+	require.ErrorAs(t, p.err, &exitErr)
+	status, ok := exitErr.Sys().(syscall.WaitStatus)
+	require.True(t, ok)
+	require.True(t, status.Signaled() && status.Signal() == syscall.SIGKILL, "want death by SIGKILL, got %v", p.err)
+	require.Contains(t, p.logs(), "crashing (SIGKILL)")
+}
+
+// stop sends SIGTERM and expects a clean exit.
+func (p *process) stop(t *testing.T) {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		t.Fatalf("orderapi did not stop on SIGTERM:\n%s", p.logs())
+	}
+	require.NoError(t, p.err, p.logs())
+}
+
+type httpResponse struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+// newClient never reuses a connection, so a restarted server is dialled anew.
+func newClient() *http.Client {
+	return &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+}
+
+func postOrder(t *testing.T, addr, key string) (httpResponse, error) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/orders", strings.NewReader(orderBody))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	resp, err := newClient().Do(req)
+	if err != nil {
+		return httpResponse{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return httpResponse{}, err
+	}
+	return httpResponse{status: resp.StatusCode, header: resp.Header, body: body}, nil
+}
+
+func openPool(t *testing.T, url string) *pgxpool.Pool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, url)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+type rowCounts struct{ Orders, Events, Keys int }
+
+func countRows(t *testing.T, pool *pgxpool.Pool) rowCounts {
+	t.Helper()
+	var c rowCounts
+	require.NoError(t, pool.QueryRow(t.Context(), `SELECT (SELECT count(*) FROM orders),
+		(SELECT count(*) FROM outbox_events), (SELECT count(*) FROM idempotency_keys)`).Scan(&c.Orders, &c.Events, &c.Keys))
+	return c
+}

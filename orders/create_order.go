@@ -1,0 +1,122 @@
+package orders
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/outbox"
+)
+
+// CreateOrderResult is the body of a 201 response to POST /orders.
+type CreateOrderResult struct {
+	OrderID  uuid.UUID `json:"order_id"`
+	Status   Status    `json:"status"`
+	Amount   int64     `json:"amount"`
+	Currency string    `json:"currency"`
+	// EventID is the OrderCreated event, also the payment saga's workflow ID.
+	EventID           uuid.UUID `json:"event_id"`
+	AggregateSequence int64     `json:"aggregate_sequence"`
+}
+
+// CreateOrder validates p and, in one transaction, inserts the order and
+// enqueues its OrderCreated event. A *ValidationError means nothing was
+// written.
+func CreateOrder(ctx context.Context, db DB, p CreateOrderParams) (CreateOrderResult, error) {
+	var res CreateOrderResult
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		var err error
+		if res, err = CreateOrderTx(ctx, tx, p); err != nil {
+			return err
+		}
+		return failpoints.Inject(ctx, failpoints.OrdersBeforeCommit)
+	})
+	if err != nil {
+		return CreateOrderResult{}, err
+	}
+	return res, nil
+}
+
+// CreateOrderTx is [CreateOrder] inside the caller's transaction: the order
+// and its event commit or roll back with tx.
+func CreateOrderTx(ctx context.Context, tx pgx.Tx, p CreateOrderParams) (CreateOrderResult, error) {
+	ids, err := newOrderIDs()
+	if err != nil {
+		return CreateOrderResult{}, err
+	}
+	return createOrderTx(ctx, tx, p, ids)
+}
+
+// orderIDs are the IDs a new order needs before its first insert: the
+// order's own and its OrderCreated event's, which the order row records.
+type orderIDs struct {
+	order, createdEvent uuid.UUID
+}
+
+func newOrderIDs() (orderIDs, error) {
+	// UUIDv7 keeps both primary key indexes append-mostly.
+	order, err := uuid.NewV7()
+	if err != nil {
+		return orderIDs{}, fmt.Errorf("orders: new order id: %w", err)
+	}
+	event, err := uuid.NewV7()
+	if err != nil {
+		return orderIDs{}, fmt.Errorf("orders: new event id: %w", err)
+	}
+	return orderIDs{order: order, createdEvent: event}, nil
+}
+
+func createOrderTx(ctx context.Context, tx pgx.Tx, p CreateOrderParams, ids orderIDs) (CreateOrderResult, error) {
+	p, amount, err := p.Validate()
+	if err != nil {
+		return CreateOrderResult{}, err
+	}
+	status, err := insertOrder(ctx, tx, ids, p, amount)
+	if err != nil {
+		return CreateOrderResult{}, err
+	}
+	ev, err := outbox.NewEvent(AggregateType, ids.order.String(), EventOrderCreated, OrderCreatedVersion, OrderCreated{
+		OrderID:       ids.order.String(),
+		CustomerEmail: p.CustomerEmail,
+		Currency:      p.Currency,
+		PaymentMethod: p.PaymentMethod,
+		Amount:        amount,
+		Items:         p.Items,
+	})
+	if err != nil {
+		return CreateOrderResult{}, err
+	}
+	ev.ID = ids.createdEvent
+	out, err := outbox.Enqueue(ctx, tx, ev)
+	if err != nil {
+		return CreateOrderResult{}, fmt.Errorf("orders: enqueue OrderCreated of order %s: %w", ids.order, err)
+	}
+	return CreateOrderResult{
+		OrderID:           ids.order,
+		Status:            status,
+		Amount:            amount,
+		Currency:          p.Currency,
+		EventID:           out[0].ID,
+		AggregateSequence: out[0].Sequence,
+	}, nil
+}
+
+// insertOrder writes the orders row of a validated, normalized request.
+func insertOrder(ctx context.Context, tx pgx.Tx, ids orderIDs, p CreateOrderParams, amount int64) (Status, error) {
+	items, err := json.Marshal(p.Items)
+	if err != nil {
+		return "", fmt.Errorf("orders: marshal items: %w", err)
+	}
+	var status Status
+	err = tx.QueryRow(ctx, queries.Get("InsertOrder"),
+		ids.order, p.CustomerEmail, p.Currency, p.PaymentMethod, amount, items, ids.createdEvent,
+	).Scan(&status)
+	if err != nil {
+		return "", fmt.Errorf("orders: insert order %s: %w", ids.order, err)
+	}
+	return status, nil
+}

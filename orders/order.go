@@ -1,0 +1,66 @@
+package orders
+
+import (
+	"embed"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/outflow/outflow/internal/namedsql"
+)
+
+//go:embed queries.sql
+var sqlFiles embed.FS
+
+var queries = namedsql.MustLoad(sqlFiles, "queries.sql")
+
+// Status is an order's state. The order service writes pending and
+// cancelled; the workflows move an order through the others.
+type Status string
+
+// Order statuses (CONTRACT.md). Final: confirmed, payment_failed, cancelled.
+const (
+	StatusPending       Status = "pending"
+	StatusPaid          Status = "paid"
+	StatusConfirmed     Status = "confirmed"
+	StatusPaymentFailed Status = "payment_failed"
+	StatusCancelled     Status = "cancelled"
+)
+
+// Order is an order as GET /orders/{id} shows it, with its event stream.
+type Order struct {
+	ID            uuid.UUID `json:"order_id" db:"id"`
+	CustomerEmail string    `json:"customer_email" db:"customer_email"`
+	Currency      string    `json:"currency" db:"currency"`
+	PaymentMethod string    `json:"payment_method" db:"payment_method"`
+	// Amount is the total in minor units, computed by the server.
+	Amount int64  `json:"amount" db:"amount"`
+	Items  []Item `json:"items" db:"items"`
+	Status Status `json:"status" db:"status"`
+	// PaymentIntentID is set once the payment activity has charged.
+	PaymentIntentID *string `json:"payment_intent_id" db:"payment_intent_id"`
+	// RefundID is set once a cancel has refunded a charge.
+	RefundID *string `json:"refund_id" db:"refund_id"`
+	// CreatedEventID is the OrderCreated event, also the payment saga's
+	// workflow ID.
+	CreatedEventID uuid.UUID `json:"created_event_id" db:"created_event_id"`
+	// CancelEventID is the OrderCancelled event, once cancelled.
+	CancelEventID *uuid.UUID   `json:"cancel_event_id" db:"cancel_event_id"`
+	CreatedAt     time.Time    `json:"created_at" db:"created_at"`
+	UpdatedAt     time.Time    `json:"updated_at" db:"updated_at"`
+	Events        []OrderEvent `json:"events" db:"-"`
+}
+
+// OrderEvent is one outbox event of an order and its publication state.
+type OrderEvent struct {
+	EventID           uuid.UUID `json:"event_id" db:"event_id"`
+	EventType         string    `json:"event_type" db:"event_type"`
+	AggregateSequence int64     `json:"aggregate_sequence" db:"aggregate_sequence"`
+	OccurredAt        time.Time `json:"occurred_at" db:"occurred_at"`
+	// PublishedAt is when the relay saw Temporal accept the workflow start;
+	// nil while the event is pending.
+	PublishedAt *time.Time `json:"published_at" db:"published_at"`
+	// WorkflowID is the Temporal workflow the event started: its event_id,
+	// shown once published.
+	WorkflowID *string `json:"workflow_id" db:"-"`
+}

@@ -1,0 +1,85 @@
+package orderhttp
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/internal/testdb"
+)
+
+const validBody = `{"customer_email":"ann@example.com","currency":"usd","payment_method":"pm_card_visa",` +
+	`"items":[{"sku":"SKU-1","quantity":2,"unit_amount":1250}]}`
+
+type testBundle struct {
+	ctx    context.Context
+	pool   *pgxpool.Pool
+	server *httptest.Server
+}
+
+// setup serves the API on its own migrated database; token enables auth.
+func setup(t *testing.T, token string) testBundle {
+	t.Helper()
+	pool, _ := testdb.New(t)
+	h, err := New(Config{DB: pool, Token: token, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	return testBundle{ctx: ctx, pool: pool, server: srv}
+}
+
+type response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// do sends a request; headers are name, value pairs.
+func (b testBundle) do(t *testing.T, method, path, body string, headers ...string) response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(b.ctx, method, b.server.URL+path, bytes.NewBufferString(body))
+	require.NoError(t, err)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	resp, err := b.server.Client().Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	out, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return response{Status: resp.StatusCode, Header: resp.Header, Body: out}
+}
+
+// post sends a JSON POST /orders.
+func (b testBundle) post(t *testing.T, body string, headers ...string) response {
+	t.Helper()
+	return b.do(t, http.MethodPost, "/orders", body, append([]string{"Content-Type", "application/json"}, headers...)...)
+}
+
+type rowCounts struct{ Orders, Events, Keys int }
+
+func countRows(ctx context.Context, t testing.TB, pool *pgxpool.Pool) rowCounts {
+	t.Helper()
+	var c rowCounts
+	require.NoError(t, pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM orders),
+		(SELECT count(*) FROM outbox_events), (SELECT count(*) FROM idempotency_keys)`).Scan(&c.Orders, &c.Events, &c.Keys))
+	return c
+}
+
+type errorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+		Field   string `json:"field"`
+	} `json:"error"`
+}

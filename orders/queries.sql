@@ -1,0 +1,61 @@
+-- Statements of the orders package, loaded by name (internal/namedsql).
+
+-- name: InsertOrder :one
+-- The order row of CreateOrder; its OrderCreated event is enqueued in the
+-- same transaction. The benchmark's order-only transaction runs this same
+-- statement.
+INSERT INTO orders (id, customer_email, currency, payment_method, amount, items, created_event_id)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
+RETURNING status;
+
+-- name: LockOrderForCancel :one
+-- Row-locks the order until the cancelling transaction ends, so concurrent
+-- cancels serialise and only the first writes an event. Deliberately no join
+-- to the cancel event here: a cancel that waited for the lock gets the
+-- order's new version re-checked, but a joined row would still come from
+-- the statement's old snapshot, which predates the first cancel's event.
+SELECT created_event_id, cancel_event_id
+FROM orders
+WHERE id = $1
+FOR UPDATE;
+
+-- name: GetEventSequence :one
+-- A new statement, so a new snapshot under READ COMMITTED: it sees the
+-- event the first cancel committed while this one waited for the lock.
+SELECT aggregate_sequence
+FROM outbox_events
+WHERE event_id = $1;
+
+-- name: MarkOrderCancelled :exec
+UPDATE orders
+SET status = 'cancelled', cancel_event_id = $2, updated_at = now()
+WHERE id = $1;
+
+-- name: GetOrder :one
+SELECT id, customer_email, currency, payment_method, amount, items, status,
+       payment_intent_id, refund_id, created_event_id, cancel_event_id,
+       created_at, updated_at
+FROM orders
+WHERE id = $1;
+
+-- name: ListOrderEvents :many
+-- Served by the unique (aggregate_type, aggregate_id, aggregate_sequence) index.
+SELECT event_id, event_type, aggregate_sequence, occurred_at, published_at
+FROM outbox_events
+WHERE aggregate_type = $1 AND aggregate_id = $2
+ORDER BY aggregate_sequence;
+
+-- name: GetIdempotencyKey :one
+SELECT request_fingerprint, response_status, response_body
+FROM idempotency_keys
+WHERE key = $1;
+
+-- name: InsertIdempotencyKey :one
+-- ON CONFLICT DO NOTHING waits for a concurrent transaction that inserted
+-- the same key: if it commits, no row is returned and the caller rolls its
+-- own order back and replays the stored response; if it aborts, this insert
+-- goes ahead.
+INSERT INTO idempotency_keys (key, request_fingerprint, response_status, response_body, order_id)
+VALUES ($1, $2, $3, $4, $5)
+ON CONFLICT (key) DO NOTHING
+RETURNING key;
