@@ -112,8 +112,10 @@ func TestCreateOrderFailureLeavesNothing(t *testing.T) {
 		err := pgx.BeginFunc(b.ctx, b.pool, func(tx pgx.Tx) error {
 			p := validParams()
 			p.Currency = "USD"
-			_, err := insertOrder(b.ctx, tx, orderIDs{order: uuid.New(), createdEvent: uuid.New()}, p, 1)
-			return err
+			batch := &pgx.Batch{}
+			var status Status
+			require.NoError(t, queueInsertOrder(batch, orderIDs{order: uuid.New(), createdEvent: uuid.New()}, p, 1, &status))
+			return tx.SendBatch(b.ctx, batch).Close()
 		})
 		var pgErr *pgconn.PgError
 		require.ErrorAs(t, err, &pgErr)

@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"embed"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -26,6 +27,7 @@ var queries = namedsql.MustLoad(sqlFiles, "queries.sql")
 // Events of one aggregate get consecutive sequence numbers in the order
 // given. Aggregates are locked in a stable order (type, then ID) so two
 // transactions touching the same aggregates cannot deadlock on each other.
+// All aggregates are written in one round trip.
 //
 // There is deliberately no form of Enqueue that opens its own transaction: an
 // event written outside the business change it describes is exactly the dual
@@ -34,15 +36,108 @@ func Enqueue(ctx context.Context, tx pgx.Tx, events ...Event) ([]Event, error) {
 	if len(events) == 0 {
 		return nil, nil
 	}
-	out := slices.Clone(events)
-	type lane struct {
-		aggType, aggID string
-		idx            []int
+	b := &pgx.Batch{}
+	q, err := EnqueueBatch(b, events...)
+	if err != nil {
+		return nil, err
 	}
-	var lanes []*lane
-	byKey := map[[2]string]*lane{}
-	for i := range out {
-		e := &out[i]
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("outbox: enqueue: %w", err)
+	}
+	return q.Events()
+}
+
+// Queued is the result of [EnqueueBatch], complete once the batch's results
+// have been read.
+type Queued struct {
+	events  []Event
+	pending int
+	err     error
+}
+
+// Events returns the enqueued events with their IDs, sequences and
+// timestamps, or the error that writing them met. It is valid after the
+// caller's batch was sent and its results read (BatchResults.Close).
+func (q *Queued) Events() ([]Event, error) {
+	if q.err != nil {
+		return nil, q.err
+	}
+	if q.pending != 0 {
+		return nil, errors.New("outbox: EnqueueBatch results read before the batch was sent and closed")
+	}
+	return q.events, nil
+}
+
+// EnqueueBatch is [Enqueue] for callers that pipeline: it validates events
+// and queues their statements onto b, which the caller sends inside its own
+// transaction together with its business statements, so the outbox costs no
+// extra round trip. The batch must be sent with tx.SendBatch of the business
+// transaction; the events are known once its results are closed.
+func EnqueueBatch(b *pgx.Batch, events ...Event) (*Queued, error) {
+	out := slices.Clone(events)
+	lanes, err := prepare(out)
+	if err != nil {
+		return nil, err
+	}
+	q := &Queued{events: out, pending: len(lanes)}
+	for _, l := range lanes {
+		ids := make([]uuid.UUID, len(l.idx))
+		types := make([]string, len(l.idx))
+		versions := make([]int32, len(l.idx))
+		payloads := make([]string, len(l.idx))
+		for j, i := range l.idx {
+			ids[j], types[j], versions[j], payloads[j] = out[i].ID, out[i].Type, int32(out[i].SchemaVersion), string(out[i].Payload)
+		}
+		b.Queue(queries.Get("EnqueueAggregate"), l.aggType, l.aggID, ids, types, versions, payloads).Query(func(rows pgx.Rows) error {
+			if err := q.scanLane(rows, l); err != nil {
+				q.err = fmt.Errorf("outbox: enqueue %s/%s: %w", l.aggType, l.aggID, err)
+				return q.err
+			}
+			q.pending--
+			return nil
+		})
+	}
+	return q, nil
+}
+
+func (q *Queued) scanLane(rows pgx.Rows, l *enqueueLane) error {
+	j := 0
+	for rows.Next() {
+		if j >= len(l.idx) {
+			return errors.New("more rows returned than events written")
+		}
+		e := &q.events[l.idx[j]]
+		var id uuid.UUID
+		if err := rows.Scan(&id, &e.Sequence, &e.OccurredAt); err != nil {
+			return err
+		}
+		if id != e.ID {
+			return errors.New("rows returned out of order")
+		}
+		j++
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if j != len(l.idx) {
+		return fmt.Errorf("%d of %d events written", j, len(l.idx))
+	}
+	return nil
+}
+
+// enqueueLane is the events of one aggregate within an enqueue, by index.
+type enqueueLane struct {
+	aggType, aggID string
+	idx            []int
+}
+
+// prepare validates events, assigns missing IDs, and groups them into lanes
+// sorted by aggregate, the order in which the aggregates are locked.
+func prepare(events []Event) ([]*enqueueLane, error) {
+	var lanes []*enqueueLane
+	byKey := map[[2]string]*enqueueLane{}
+	for i := range events {
+		e := &events[i]
 		if err := e.validate(); err != nil {
 			return nil, err
 		}
@@ -56,50 +151,17 @@ func Enqueue(ctx context.Context, tx pgx.Tx, events ...Event) ([]Event, error) {
 		key := [2]string{e.AggregateType, e.AggregateID}
 		l := byKey[key]
 		if l == nil {
-			l = &lane{aggType: e.AggregateType, aggID: e.AggregateID}
+			l = &enqueueLane{aggType: e.AggregateType, aggID: e.AggregateID}
 			byKey[key] = l
 			lanes = append(lanes, l)
 		}
 		l.idx = append(l.idx, i)
 	}
-	slices.SortFunc(lanes, func(a, b *lane) int {
+	slices.SortFunc(lanes, func(a, b *enqueueLane) int {
 		if c := strings.Compare(a.aggType, b.aggType); c != 0 {
 			return c
 		}
 		return strings.Compare(a.aggID, b.aggID)
 	})
-	for _, l := range lanes {
-		ids := make([]uuid.UUID, len(l.idx))
-		types := make([]string, len(l.idx))
-		versions := make([]int32, len(l.idx))
-		payloads := make([]string, len(l.idx))
-		for j, i := range l.idx {
-			ids[j], types[j], versions[j], payloads[j] = out[i].ID, out[i].Type, int32(out[i].SchemaVersion), string(out[i].Payload)
-		}
-		rows, err := tx.Query(ctx, queries.Get("EnqueueAggregate"), l.aggType, l.aggID, ids, types, versions, payloads)
-		if err != nil {
-			return nil, fmt.Errorf("outbox: enqueue %s/%s: %w", l.aggType, l.aggID, err)
-		}
-		j := 0
-		for rows.Next() {
-			e := &out[l.idx[j]]
-			var id uuid.UUID
-			if err := rows.Scan(&id, &e.Sequence, &e.OccurredAt); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("outbox: enqueue %s/%s: %w", l.aggType, l.aggID, err)
-			}
-			if id != e.ID {
-				rows.Close()
-				return nil, fmt.Errorf("outbox: enqueue %s/%s: rows returned out of order", l.aggType, l.aggID)
-			}
-			j++
-		}
-		if err := rows.Err(); err != nil {
-			return nil, fmt.Errorf("outbox: enqueue %s/%s: %w", l.aggType, l.aggID, err)
-		}
-		if j != len(l.idx) {
-			return nil, fmt.Errorf("outbox: enqueue %s/%s: %d of %d events written", l.aggType, l.aggID, j, len(l.idx))
-		}
-	}
-	return out, nil
+	return lanes, nil
 }

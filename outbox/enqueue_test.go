@@ -157,3 +157,26 @@ func TestEnqueueConcurrentIsGapFree(t *testing.T) {
 		require.Equal(t, int64(i+1), s)
 	}
 }
+
+// TestEnqueueBatchJoinsTheCallersRoundTrip queues the outbox statements onto
+// the caller's own batch, next to a business statement.
+func TestEnqueueBatchJoinsTheCallersRoundTrip(t *testing.T) {
+	t.Parallel()
+	pool, _ := testdb.New(t)
+	ctx := context.Background()
+	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		b := &pgx.Batch{}
+		var one int
+		b.Queue("SELECT 1").QueryRow(func(row pgx.Row) error { return row.Scan(&one) })
+		q, err := outbox.EnqueueBatch(b, mustEvent(t, "x", "One"), mustEvent(t, "y", "One"), mustEvent(t, "x", "Two"))
+		require.NoError(t, err)
+		_, err = q.Events()
+		require.Error(t, err, "results are not known before the batch is sent")
+		require.NoError(t, tx.SendBatch(ctx, b).Close())
+		events, err := q.Events()
+		require.NoError(t, err)
+		require.Equal(t, 1, one)
+		require.Equal(t, []int64{1, 1, 2}, []int64{events[0].Sequence, events[1].Sequence, events[2].Sequence})
+		return nil
+	}))
+}
