@@ -1,0 +1,42 @@
+package devserver_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/outflow/outflow/internal/devserver"
+)
+
+// TestRestartKeepsStateAndSearchAttribute: a persisted server registers
+// OrderId, and a workflow started before a stop is still there after a start
+// on the same file and port.
+func TestRestartKeepsStateAndSearchAttribute(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	port, err := devserver.FreePort()
+	require.NoError(t, err)
+	db := filepath.Join(t.TempDir(), "temporal.db")
+
+	first := devserver.Start(t, devserver.Options{DBFile: db, Port: port})
+	resp, err := first.Client().OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: "default"})
+	require.NoError(t, err)
+	require.Equal(t, enumspb.INDEXED_VALUE_TYPE_KEYWORD, resp.GetCustomAttributes()["OrderId"])
+	run, err := first.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "persisted", TaskQueue: "devserver-test"}, "AnyWorkflow")
+	require.NoError(t, err)
+	require.NoError(t, first.Stop())
+	require.NoError(t, first.Stop(), "Stop is idempotent")
+
+	second := devserver.Start(t, devserver.Options{DBFile: db, Port: port})
+	require.Equal(t, first.Address(), second.Address())
+	desc, err := second.Client().DescribeWorkflow(ctx, "persisted", "")
+	require.NoError(t, err)
+	require.Equal(t, run.GetRunID(), desc.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId())
+}

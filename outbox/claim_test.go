@@ -1,0 +1,249 @@
+package outbox_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/outbox"
+)
+
+// TestClaimTakesOneLanePerAggregate: only the lowest unpublished sequence of
+// an aggregate is claimable, a claimed event is invisible to other relays
+// until its lease ends, and the successor becomes claimable after the mark.
+func TestClaimTakesOneLanePerAggregate(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	a := enqueue(t, b.pool, mustEvent(t, "A", "One"), mustEvent(t, "A", "Two"), mustEvent(t, "A", "Three"))
+	bEv := enqueue(t, b.pool, mustEvent(t, "B", "One"))
+
+	r1 := b.newRelay(t, outbox.Config{Owner: "relay-1"})
+	r2 := b.newRelay(t, outbox.Config{Owner: "relay-2"})
+	got, _, err := r1.ClaimForTest(ctx)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []uuid.UUID{a[0].ID, bEv[0].ID}, ids(got), "one event per aggregate, the lowest sequence")
+	for _, e := range got {
+		r := readRow(t, b.pool, e.ID)
+		require.Equal(t, "relay-1", *r.ClaimedBy)
+		require.Equal(t, 1, r.Attempts, "attempts are counted at claim")
+		require.NotNil(t, r.ClaimUntil)
+	}
+
+	got, _, err = r2.ClaimForTest(ctx)
+	require.NoError(t, err)
+	require.Empty(t, got, "leased events and their successors are not claimable")
+
+	n, err := r1.MarkForTest(ctx, a[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	got, _, err = r2.ClaimForTest(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{a[1].ID}, ids(got), "the successor follows its published predecessor")
+	require.Equal(t, int64(2), got[0].Sequence)
+	require.JSONEq(t, string(a[1].Payload), string(got[0].Payload))
+}
+
+func TestClaimSkipsUnavailableQuarantinedAndSkipped(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	later := enqueue(t, b.pool, mustEvent(t, "later", "One"))
+	poisoned := enqueue(t, b.pool, mustEvent(t, "poisoned", "One"), mustEvent(t, "poisoned", "Two"))
+	skipped := enqueue(t, b.pool, mustEvent(t, "skipped", "One"), mustEvent(t, "skipped", "Two"))
+	_, err := b.pool.Exec(ctx, `UPDATE outbox_events SET available_at = now() + interval '1 hour' WHERE event_id = $1`, later[0].ID)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `UPDATE outbox_events SET quarantined_at = now() WHERE event_id = $1`, poisoned[0].ID)
+	require.NoError(t, err)
+	// An operator skip (outboxctl skip) lets the aggregate's later events flow.
+	_, err = b.pool.Exec(ctx, `UPDATE outbox_events SET quarantined_at = now(), skipped_at = now(), skipped_by = 'ops', skip_reason = 'test' WHERE event_id = $1`, skipped[0].ID)
+	require.NoError(t, err)
+
+	got, _, err := b.newRelay(t, outbox.Config{}).ClaimForTest(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{skipped[1].ID}, ids(got),
+		"not before available_at; a quarantined event holds back its aggregate; a skipped one does not")
+}
+
+// TestLeaseFencing: relay A claims, its lease expires, relay B takes the event
+// over. A's mark, failure record and release change nothing; B's mark wins.
+func TestLeaseFencing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	ev := enqueue(t, b.pool, mustEvent(t, "fenced", "One"))[0]
+	regB := prometheus.NewRegistry()
+	relayA := b.newRelay(t, outbox.Config{Owner: "relay-A"})
+	relayB := b.newRelay(t, outbox.Config{Owner: "relay-B", Registerer: regB})
+
+	got, tookOver, err := relayA.ClaimForTest(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{ev.ID}, ids(got))
+	require.Equal(t, []bool{false}, tookOver)
+
+	// A's lease runs out (moved into the past rather than waited for).
+	expireLeases(t, b)
+	got, tookOver, err = relayB.ClaimForTest(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{ev.ID}, ids(got), "an expired lease is claimable")
+	require.Equal(t, []bool{true}, tookOver)
+	require.InDelta(t, 1, counter(t, regB, "outbox_expired_leases_total"), 0)
+
+	// A comes back from its stall: it cannot touch B's claim.
+	n, err := relayA.MarkForTest(ctx, ev.ID)
+	require.NoError(t, err)
+	require.Zero(t, n, "A's mark is fenced")
+	failed, err := relayA.FailForTest(ctx, ev.ID, "A's late failure")
+	require.NoError(t, err)
+	require.Zero(t, failed, "A's failure record is fenced")
+	released, err := relayA.ReleaseForTest(ctx, ev.ID)
+	require.NoError(t, err)
+	require.Zero(t, released, "A's release is fenced")
+	r := readRow(t, b.pool, ev.ID)
+	require.Equal(t, "relay-B", *r.ClaimedBy)
+	require.Nil(t, r.PublishedAt)
+	require.Nil(t, r.LastError)
+	require.Equal(t, 2, r.Attempts)
+	require.True(t, r.ClaimUntil.After(time.Now().Add(-time.Second)))
+
+	n, err = relayB.MarkForTest(ctx, ev.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, "B's mark wins")
+	r = readRow(t, b.pool, ev.ID)
+	require.NotNil(t, r.PublishedAt)
+	require.Equal(t, "relay-B", *r.ClaimedBy)
+	require.Nil(t, r.ClaimUntil)
+
+	// A lease that expired with nobody taking over is still its owner's:
+	// marking after the acknowledgement is right, not a conflict.
+	ev2 := enqueue(t, b.pool, mustEvent(t, "slow", "One"))[0]
+	got, _, err = relayA.ClaimForTest(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{ev2.ID}, ids(got))
+	expireLeases(t, b)
+	n, err = relayA.MarkForTest(ctx, ev2.ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+}
+
+// TestClaimUsesPartialIndex shows the claim's plan on a table whose history
+// (published rows) dwarfs its backlog: the planner reaches candidates through
+// the partial dispatch index and checks predecessors through the partial lane
+// index, never scanning outbox_events.
+func TestClaimUsesPartialIndex(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	// 50,000 published events of 10,000 orders, then a backlog of 200 events
+	// over 100 orders.
+	_, err := b.pool.Exec(ctx, `
+		INSERT INTO outbox_events (event_id, aggregate_type, aggregate_id, aggregate_sequence, event_type,
+		                           schema_version, payload, occurred_at, available_at, published_at, attempt_count)
+		SELECT gen_random_uuid(), 'order', 'hist-' || (g / 5), g % 5 + 1, 'OrderCreated', 1, '{}',
+		       now() - interval '1 day', now() - interval '1 day', now() - interval '1 day', 1
+		FROM generate_series(0, 49999) AS g`)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `
+		INSERT INTO outbox_events (event_id, aggregate_type, aggregate_id, aggregate_sequence, event_type,
+		                           schema_version, payload)
+		SELECT gen_random_uuid(), 'order', 'live-' || (g / 2), g % 2 + 1, 'OrderCreated', 1, '{}'
+		FROM generate_series(0, 199) AS g`)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `ANALYZE outbox_events`)
+	require.NoError(t, err)
+
+	var plan []byte
+	require.NoError(t, b.pool.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+claimSQL(t), "explain", 100, 30000).Scan(&plan))
+	var doc []map[string]any
+	require.NoError(t, json.Unmarshal(plan, &doc))
+	var indexes []string
+	var seqScans []string
+	walkPlan(doc[0]["Plan"].(map[string]any), func(node map[string]any) {
+		if name, ok := node["Index Name"].(string); ok {
+			indexes = append(indexes, name)
+		}
+		if node["Node Type"] == "Seq Scan" {
+			seqScans = append(seqScans, node["Relation Name"].(string))
+		}
+	})
+	rows, err := b.pool.Query(ctx, "EXPLAIN "+claimSQL(t), "explain", 100, 30000)
+	require.NoError(t, err)
+	text, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	t.Logf("claim plan:\n%s", strings.Join(text, "\n"))
+	require.Contains(t, indexes, "outbox_dispatch_idx", "candidates come from the partial dispatch index")
+	require.Contains(t, indexes, "outbox_pending_lane_idx", "the predecessor check uses the partial lane index")
+	require.NotContains(t, seqScans, "outbox_events")
+}
+
+// claimSQL reads the claim statement from relay.sql, as the relay does.
+func claimSQL(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("relay.sql")
+	require.NoError(t, err)
+	_, rest, ok := strings.Cut(string(data), "-- name: RelayClaim")
+	require.True(t, ok)
+	stmt, _, _ := strings.Cut(rest, "-- name:")
+	return strings.TrimSuffix(strings.TrimSpace(stmt[strings.Index(stmt, "\n"):]), ";")
+}
+
+func walkPlan(node map[string]any, visit func(map[string]any)) {
+	visit(node)
+	children, _ := node["Plans"].([]any)
+	for _, c := range children {
+		walkPlan(c.(map[string]any), visit)
+	}
+}
+
+func expireLeases(t *testing.T, b *testBundle) {
+	t.Helper()
+	_, err := b.pool.Exec(context.Background(),
+		`UPDATE outbox_events SET claim_until = now() - interval '1 second' WHERE claim_until IS NOT NULL`)
+	require.NoError(t, err)
+}
+
+func ids(events []outbox.Event) []uuid.UUID {
+	out := make([]uuid.UUID, len(events))
+	for i, e := range events {
+		out[i] = e.ID
+	}
+	return out
+}
+
+func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	v, err := gathered(reg, name)
+	require.NoError(t, err)
+	return v
+}
+
+// gathered reads one unlabelled counter or gauge, or a histogram's count.
+func gathered(reg *prometheus.Registry, name string) (float64, error) {
+	families, err := reg.Gather()
+	if err != nil {
+		return 0, err
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		m := f.GetMetric()[0]
+		switch {
+		case m.Counter != nil:
+			return m.Counter.GetValue(), nil
+		case m.Gauge != nil:
+			return m.Gauge.GetValue(), nil
+		case m.Histogram != nil:
+			return float64(m.Histogram.GetSampleCount()), nil
+		}
+	}
+	return 0, nil
+}

@@ -1,0 +1,181 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"os"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/outbox"
+)
+
+// testBundle is what most relay tests need.
+type testBundle struct {
+	pool *pgxpool.Pool
+	url  string
+	rec  *recorder
+}
+
+// recorder is a Publisher that records acknowledged events and delegates the
+// answer to fn (nil: acknowledge everything).
+type recorder struct {
+	mu    sync.Mutex
+	acked []outbox.Event
+	calls map[uuid.UUID]int
+	fn    func(ctx context.Context, e outbox.Event) error
+}
+
+func newRecorder(fn func(ctx context.Context, e outbox.Event) error) *recorder {
+	return &recorder{fn: fn, calls: map[uuid.UUID]int{}}
+}
+
+func (r *recorder) Publish(ctx context.Context, e outbox.Event) error {
+	r.mu.Lock()
+	r.calls[e.ID]++
+	r.mu.Unlock()
+	if r.fn != nil {
+		if err := r.fn(ctx, e); err != nil {
+			return err
+		}
+	}
+	r.mu.Lock()
+	r.acked = append(r.acked, e)
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *recorder) ackedIDs() map[uuid.UUID]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[uuid.UUID]int{}
+	for _, e := range r.acked {
+		out[e.ID]++
+	}
+	return out
+}
+
+func (r *recorder) callsFor(id uuid.UUID) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.calls[id]
+}
+
+func setup(t *testing.T, fn func(ctx context.Context, e outbox.Event) error) *testBundle {
+	t.Helper()
+	pool, url := testdb.New(t)
+	return &testBundle{pool: pool, url: url, rec: newRecorder(fn)}
+}
+
+func quietLogger() *slog.Logger {
+	if os.Getenv("OUTFLOW_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// newRelay builds a relay with test-friendly defaults over b's pool.
+func (b *testBundle) newRelay(t *testing.T, cfg outbox.Config) *outbox.Relay {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = quietLogger()
+	}
+	r, err := outbox.New(b.pool, b.rec, cfg)
+	require.NoError(t, err)
+	return r
+}
+
+// run starts r.Run and returns a function that stops it and waits; the test
+// stops it at cleanup in any case.
+func run(t *testing.T, r *outbox.Relay) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- r.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				require.NoError(t, err)
+			case <-time.After(30 * time.Second):
+				t.Errorf("relay %s did not stop within 30s", r.Owner())
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// enqueue commits events in one transaction and returns them as written.
+func enqueue(t *testing.T, pool *pgxpool.Pool, events ...outbox.Event) []outbox.Event {
+	t.Helper()
+	var out []outbox.Event
+	require.NoError(t, pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = outbox.Enqueue(context.Background(), tx, events...)
+		return err
+	}))
+	return out
+}
+
+// row is the relay's bookkeeping of one event.
+type row struct {
+	ClaimedBy   *string
+	ClaimUntil  *time.Time
+	PublishedAt *time.Time
+	Attempts    int
+	LastError   *string
+	AvailableAt time.Time
+	Quarantined *time.Time
+}
+
+func readRow(t *testing.T, pool *pgxpool.Pool, id uuid.UUID) row {
+	t.Helper()
+	r, err := queryRow(pool, id)
+	require.NoError(t, err)
+	return r
+}
+
+func queryRow(pool *pgxpool.Pool, id uuid.UUID) (row, error) {
+	var r row
+	err := pool.QueryRow(context.Background(),
+		`SELECT claimed_by, claim_until, published_at, attempt_count, last_error, available_at, quarantined_at
+		 FROM outbox_events WHERE event_id = $1`, id).
+		Scan(&r.ClaimedBy, &r.ClaimUntil, &r.PublishedAt, &r.Attempts, &r.LastError, &r.AvailableAt, &r.Quarantined)
+	return r, err
+}
+
+// published is safe inside eventually: it reports false on errors.
+func published(pool *pgxpool.Pool, ids ...uuid.UUID) bool {
+	for _, id := range ids {
+		r, err := queryRow(pool, id)
+		if err != nil || r.PublishedAt == nil {
+			return false
+		}
+	}
+	return true
+}
+
+func quarantined(pool *pgxpool.Pool, id uuid.UUID) bool {
+	r, err := queryRow(pool, id)
+	return err == nil && r.Quarantined != nil
+}
+
+// eventually waits for cond with a deadline, polling every 20ms.
+func eventually(t *testing.T, within time.Duration, cond func() bool, msg string, args ...any) {
+	t.Helper()
+	require.Eventually(t, cond, within, 20*time.Millisecond, append([]any{msg}, args...)...)
+}
+
+var errFlaky = errors.New("downstream unavailable")

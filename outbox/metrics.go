@@ -1,0 +1,112 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the relay's Prometheus collectors, named in CONTRACT.md.
+type metrics struct {
+	published     prometheus.Counter
+	publishErrors prometheus.Counter
+	expiredLeases prometheus.Counter
+	handoff       prometheus.Histogram
+	pending       prometheus.Gauge
+	oldestAge     prometheus.Gauge
+	quarantined   prometheus.Gauge
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		published: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "outbox_published_total",
+			Help: "Outbox events acknowledged by the publisher and marked published by this process.",
+		}),
+		publishErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "outbox_publish_errors_total",
+			Help: "Failed publish attempts (retried with backoff or quarantined).",
+		}),
+		expiredLeases: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "outbox_expired_leases_total",
+			Help: "Claims that took over another relay's expired lease (a relay died or stalled holding it).",
+		}),
+		handoff: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "outbox_handoff_latency_seconds",
+			Help:    "Time from the event's commit (occurred_at) to the publisher's acknowledgement.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 17), // 5ms .. ~5.5min
+		}),
+		pending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "outbox_pending_events",
+			Help: "Unpublished, unquarantined outbox events (refreshed periodically).",
+		}),
+		oldestAge: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "outbox_oldest_pending_age_seconds",
+			Help: "Age of the oldest unpublished, unquarantined event (refreshed periodically).",
+		}),
+		quarantined: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "outbox_quarantined_events",
+			Help: "Quarantined events waiting for an operator (refreshed periodically).",
+		}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	// Several relays may share a registry: they then share its collectors.
+	var err error
+	reg1 := func(c prometheus.Counter) prometheus.Counter {
+		if err == nil {
+			c, err = register(reg, c)
+		}
+		return c
+	}
+	regG := func(g prometheus.Gauge) prometheus.Gauge {
+		if err == nil {
+			g, err = register(reg, g)
+		}
+		return g
+	}
+	m.published, m.publishErrors, m.expiredLeases = reg1(m.published), reg1(m.publishErrors), reg1(m.expiredLeases)
+	m.pending, m.oldestAge, m.quarantined = regG(m.pending), regG(m.oldestAge), regG(m.quarantined)
+	if err == nil {
+		m.handoff, err = register(reg, m.handoff)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("outbox: register metrics: %w", err)
+	}
+	return m, nil
+}
+
+// register registers c, or returns the collector of the same description
+// already registered.
+func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
+	err := reg.Register(c)
+	if err == nil {
+		return c, nil
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(T); ok {
+			return existing, nil
+		}
+	}
+	return c, err
+}
+
+// refreshGauges recomputes the backlog gauges with one bounded query.
+func (r *Relay) refreshGauges(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	var pending, quarantined int64
+	var oldest float64
+	if err := r.pool.QueryRow(ctx, relayQueries.Get("RelayGauges")).Scan(&pending, &oldest, &quarantined); err != nil {
+		return err
+	}
+	r.metrics.pending.Set(float64(pending))
+	r.metrics.oldestAge.Set(oldest)
+	r.metrics.quarantined.Set(float64(quarantined))
+	return nil
+}

@@ -1,0 +1,71 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/outflow/outflow/failpoints"
+)
+
+// Publisher hands one event to the downstream system (Temporal, in outflow).
+// It is the relay's only port to the outside.
+//
+// The contract:
+//   - Publish returns nil only after the downstream has durably accepted the
+//     event: the relay marks the event published on nil and never offers it
+//     again.
+//   - An answer meaning "this event was already accepted" (Temporal's
+//     "workflow already started" for the event's ID) is an acknowledgement:
+//     return nil. The relay publishes at least once, so a duplicate after a
+//     crash between acknowledgement and mark is normal.
+//   - An event that can never succeed (no route for its type, a payload that
+//     fails validation) returns an error wrapping [ErrPermanent] (see
+//     [Permanent]): the relay quarantines it at once. Any other error is
+//     retried with backoff until Config.MaxAttempts.
+//   - Publish must honour ctx: the relay gives each call a deadline that ends
+//     before the event's lease, so a slow call cannot outlive its claim.
+//   - Publish is called concurrently (up to Config.MaxInFlight calls), never
+//     with two events of one aggregate at once.
+type Publisher interface {
+	Publish(ctx context.Context, e Event) error
+}
+
+// PublisherFunc adapts a function to [Publisher].
+type PublisherFunc func(ctx context.Context, e Event) error
+
+// Publish calls f.
+func (f PublisherFunc) Publish(ctx context.Context, e Event) error { return f(ctx, e) }
+
+// ErrPermanent marks a publish error that no retry can fix; the relay
+// quarantines the event at once. Test for it with errors.Is.
+var ErrPermanent = errors.New("outbox: permanent publish error")
+
+// Permanent wraps err so that errors.Is(err, ErrPermanent) holds, keeping
+// err's message and chain.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrPermanent, err)
+}
+
+// publishOne publishes one claimed event and runs the relay.after_publish
+// failpoint after the acknowledgement. A panicking publisher is a failed
+// publish, not a dead relay.
+func (r *Relay) publishOne(ctx context.Context, c claimed) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("outbox: publisher panicked: %v", p)
+		}
+	}()
+	if err := r.pub.Publish(ctx, c.Event); err != nil {
+		return err
+	}
+	// The downstream has the event; published_at is not yet written. A crash
+	// here is the ACK gap: the event will be published again.
+	if err := r.cfg.Failpoints.Inject(ctx, failpoints.RelayAfterPublish); err != nil {
+		return fmt.Errorf("outbox: acknowledgement dropped: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,379 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outflow/outflow/failpoints"
+)
+
+// Relay hands committed outbox events to a [Publisher]: it claims a batch
+// with a durable lease, publishes outside any transaction, marks the
+// acknowledged events published (fenced by its owner), records failures with
+// backoff or quarantine, and claims again. Run it in as many processes as
+// you like: leases and SKIP LOCKED keep them off each other's events, and the
+// claim keeps one lane per aggregate.
+type Relay struct {
+	pool         *pgxpool.Pool
+	pub          Publisher
+	cfg          Config
+	listenConfig *pgx.ConnConfig
+	metrics      *metrics
+	backoff      Backoff
+	wake         chan struct{}
+	running      atomic.Bool
+}
+
+// errorBackoff paces the loop after a failed claim (the database is away).
+var errorBackoff = Backoff{Base: 100 * time.Millisecond, Max: 5 * time.Second}
+
+// bookkeepingTimeout bounds a mark, failure record or release. They run on a
+// context detached from Run's, so a shutdown still records what it published.
+const bookkeepingTimeout = 15 * time.Second
+
+// New returns a relay over pool that publishes through pub. The relay also
+// opens one dedicated connection from pool's configuration for LISTEN.
+func New(pool *pgxpool.Pool, pub Publisher, cfg Config) (*Relay, error) {
+	if pool == nil || pub == nil {
+		return nil, errors.New("outbox: New needs a pool and a Publisher")
+	}
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	m, err := newMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	lc := pool.Config().ConnConfig.Copy()
+	if lc.RuntimeParams == nil {
+		lc.RuntimeParams = map[string]string{}
+	}
+	lc.RuntimeParams["application_name"] = ListenerApplicationName(cfg.Owner)
+	return &Relay{
+		pool:         pool,
+		pub:          pub,
+		cfg:          cfg,
+		listenConfig: lc,
+		metrics:      m,
+		backoff:      Backoff{Base: cfg.RetryBase, Max: cfg.RetryMax},
+		wake:         make(chan struct{}, 1),
+	}, nil
+}
+
+// ListenerApplicationName is the application_name of the listener connection
+// of the relay called owner, as pg_stat_activity shows it.
+func ListenerApplicationName(owner string) string {
+	name := "outbox-listen " + owner
+	if len(name) > 63 { // PostgreSQL's NAMEDATALEN-1
+		name = name[:63]
+	}
+	return name
+}
+
+// Owner returns the relay's identity, as written to claimed_by.
+func (r *Relay) Owner() string { return r.cfg.Owner }
+
+// Config returns the relay's configuration with defaults applied.
+func (r *Relay) Config() Config { return r.cfg }
+
+// Run relays until ctx ends, then shuts down gracefully: it stops claiming,
+// lets in-flight publishes finish (each bounded by PublishTimeout), marks the
+// acknowledged events, releases the claims it never attempted, and returns
+// nil. It returns an error only when called twice.
+func (r *Relay) Run(ctx context.Context) error {
+	if !r.running.CompareAndSwap(false, true) {
+		return errors.New("outbox: Relay.Run called twice; create one Relay per loop")
+	}
+	bg, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stop()
+	wg.Go(func() { r.listen(bg) })
+	if r.cfg.Registerer != nil {
+		wg.Go(func() { r.gaugeLoop(bg) })
+	}
+
+	var retries retryTimes
+	errors := 0
+	for ctx.Err() == nil {
+		claimedAt := time.Now()
+		n, retryAts, err := r.cycle(ctx)
+		if err != nil && ctx.Err() != nil {
+			break // shutting down
+		}
+		if err != nil {
+			errors++
+			delay := errorBackoff.Delay(errors)
+			r.cfg.Logger.Error("outbox relay: claim cycle failed; retrying", "owner", r.cfg.Owner, "retry_in", delay, "error", err)
+			if !sleep(ctx, delay) {
+				break
+			}
+			continue
+		}
+		errors = 0
+		retries.add(retryAts)
+		retries.prune(claimedAt) // that claim saw every retry due before it began
+		if n > 0 {
+			continue // successors may have become claimable: claim again at once
+		}
+		// Idle: wait for a NOTIFY, the safety poll, or the next retry due.
+		wait := r.cfg.PollInterval
+		if next, ok := retries.next(); ok {
+			wait = min(wait, max(time.Until(next), 0))
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-r.wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+	return nil
+}
+
+func (r *Relay) gaugeLoop(ctx context.Context) {
+	t := time.NewTicker(r.cfg.GaugeInterval)
+	defer t.Stop()
+	for {
+		if err := r.refreshGauges(ctx); err != nil && ctx.Err() == nil {
+			r.cfg.Logger.Warn("outbox relay: refreshing backlog gauges failed", "owner", r.cfg.Owner, "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// sleep waits d or until ctx ends; it reports whether d elapsed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// retryTimes remembers when events this relay backed off become available
+// again, so an idle relay wakes for them instead of waiting for the poll.
+type retryTimes struct{ at []time.Time }
+
+// maxRetryTimes bounds the memory; beyond it the safety poll takes over.
+const maxRetryTimes = 10000
+
+func (rt *retryTimes) add(ts []time.Time) {
+	for _, t := range ts {
+		if len(rt.at) < maxRetryTimes {
+			rt.at = append(rt.at, t)
+		}
+	}
+}
+
+// prune forgets the times that a claim begun at claimStart already covered.
+func (rt *retryTimes) prune(claimStart time.Time) {
+	rt.at = slices.DeleteFunc(rt.at, func(t time.Time) bool { return !t.After(claimStart) })
+}
+
+func (rt *retryTimes) next() (time.Time, bool) {
+	if len(rt.at) == 0 {
+		return time.Time{}, false
+	}
+	return slices.MinFunc(rt.at, time.Time.Compare), true
+}
+
+// outcome is what became of one claimed event.
+type outcome struct {
+	c     claimed
+	err   error // nil: acknowledged
+	acked time.Time
+	// skipped: never attempted (shutdown, or too little lease left).
+	skipped bool
+}
+
+// cycle claims one batch and sees every event in it through: published and
+// marked, failed and recorded, or released. It returns the batch size and
+// the retry times it set.
+func (r *Relay) cycle(ctx context.Context) (int, []time.Time, error) {
+	// Bookkeeping must outlive a shutdown signal: what was published gets
+	// marked, what was not gets released. The claim too: a claim cancelled
+	// after its commit would leave leases this relay does not know it holds.
+	bk := context.WithoutCancel(ctx)
+	cctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
+	batch, l, err := r.claim(cctx)
+	cancel()
+	if err != nil || len(batch) == 0 {
+		return 0, nil, err
+	}
+	if err := r.cfg.Failpoints.Inject(ctx, failpoints.RelayAfterClaim); err != nil {
+		ids := make([]uuid.UUID, len(batch))
+		for i, c := range batch {
+			ids[i] = c.ID
+		}
+		rctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
+		defer cancel()
+		if _, rerr := r.release(rctx, ids); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return 0, nil, fmt.Errorf("outbox: after claim: %w", err)
+	}
+	return len(batch), r.process(ctx, bk, batch, l), nil
+}
+
+// process publishes a claimed batch with up to MaxInFlight calls at once and
+// records each outcome; acknowledgements are marked in batches as they come.
+func (r *Relay) process(ctx, bk context.Context, batch []claimed, l lease) []time.Time {
+	jobs := make(chan claimed, len(batch))
+	for _, c := range batch {
+		jobs <- c
+	}
+	close(jobs)
+	results := make(chan outcome, len(batch))
+	margin := r.cfg.Lease / 10
+	var wg sync.WaitGroup
+	for range min(r.cfg.MaxInFlight, len(batch)) {
+		wg.Go(func() {
+			for c := range jobs {
+				deadline, ok := l.publishDeadline(time.Now(), r.cfg.PublishTimeout, margin)
+				if ctx.Err() != nil || !ok {
+					results <- outcome{c: c, skipped: true}
+					continue
+				}
+				pctx, cancel := context.WithDeadline(bk, deadline)
+				err := r.publishOne(pctx, c)
+				cancel()
+				results <- outcome{c: c, err: err, acked: time.Now()}
+			}
+		})
+	}
+
+	var (
+		acks     []uuid.UUID
+		failures []failure
+		skipped  []uuid.UUID
+		timer    *time.Timer
+		timerC   <-chan time.Time
+	)
+	flushAcks := func() {
+		if timer != nil {
+			timer.Stop()
+			timer, timerC = nil, nil
+		}
+		r.flushAcks(bk, acks)
+		acks = acks[:0]
+	}
+	for range len(batch) {
+		var o outcome
+		select {
+		case o = <-results:
+		case <-timerC:
+			flushAcks()
+			o = <-results
+		}
+		switch {
+		case o.skipped:
+			skipped = append(skipped, o.c.ID)
+		case o.err == nil:
+			r.metrics.handoff.Observe(o.acked.Sub(o.c.OccurredAt).Seconds())
+			acks = append(acks, o.c.ID)
+			if len(acks) >= r.cfg.MarkBatchSize {
+				flushAcks()
+			} else if timer == nil {
+				timer = time.NewTimer(r.cfg.MarkDelay)
+				timerC = timer.C
+			}
+		default:
+			r.metrics.publishErrors.Inc()
+			failures = append(failures, failure{c: o.c, err: o.err, delay: r.backoff.Delay(o.c.attempt)})
+		}
+	}
+	wg.Wait()
+	flushAcks()
+	retryAts := r.flushFailures(bk, failures)
+	if len(skipped) > 0 {
+		rctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
+		defer cancel()
+		if _, err := r.release(rctx, skipped); err != nil {
+			r.cfg.Logger.Error("outbox relay: releasing unattempted claims failed; they return when their lease expires",
+				"owner", r.cfg.Owner, "events", len(skipped), "error", err)
+		}
+	}
+	return retryAts
+}
+
+func (r *Relay) flushAcks(bk context.Context, acks []uuid.UUID) {
+	if len(acks) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
+	defer cancel()
+	marked, err := r.mark(ctx, acks)
+	if err != nil {
+		// The events stay claimed until their lease expires, then are
+		// published again; the publisher absorbs the duplicate.
+		r.cfg.Logger.Error("outbox relay: marking acknowledged events failed; they will be published again after their lease",
+			"owner", r.cfg.Owner, "events", len(acks), "error", err)
+		return
+	}
+	r.metrics.published.Add(float64(len(marked)))
+	if len(marked) < len(acks) {
+		r.cfg.Logger.Warn("outbox relay: some acknowledged events were not marked: their lease had been taken over",
+			"owner", r.cfg.Owner, "acked", len(acks), "marked", len(marked))
+	}
+}
+
+// flushFailures records failed publishes and returns when the retried ones
+// become available again.
+func (r *Relay) flushFailures(bk context.Context, fs []failure) []time.Time {
+	if len(fs) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
+	defer cancel()
+	recorded, err := r.recordFailures(ctx, fs)
+	if err != nil {
+		r.cfg.Logger.Error("outbox relay: recording failed publishes failed; they return when their lease expires",
+			"owner", r.cfg.Owner, "events", len(fs), "error", err)
+		return nil
+	}
+	var retryAts []time.Time
+	now := time.Now()
+	for _, f := range fs {
+		q, ok := recorded[f.c.ID]
+		attrs := []any{"owner", r.cfg.Owner, "event_id", f.c.ID, "event_type", f.c.Type,
+			"aggregate_type", f.c.AggregateType, "aggregate_id", f.c.AggregateID,
+			"aggregate_sequence", f.c.Sequence, "attempt", f.c.attempt, "error", f.err}
+		switch {
+		case !ok:
+			r.cfg.Logger.Warn("outbox relay: publish failed but the lease had been taken over; not recorded", attrs...)
+		case q:
+			reason := "permanent error"
+			if !f.permanent() {
+				reason = fmt.Sprintf("%d attempts used (OUTFLOW_MAX_ATTEMPTS)", r.cfg.MaxAttempts)
+			}
+			r.cfg.Logger.Error("outbox relay: event quarantined; its aggregate's later events wait for an operator (outboxctl retry or skip)",
+				append(attrs, "reason", reason)...)
+		default:
+			// now is after the statement, whose now() set available_at.
+			retryAts = append(retryAts, now.Add(f.delay))
+			r.cfg.Logger.Warn("outbox relay: publish failed; will retry", append(attrs, "retry_in", f.delay)...)
+		}
+	}
+	return retryAts
+}

@@ -1,0 +1,105 @@
+-- Statements of the relay, loaded by name (internal/namedsql). Every write
+-- after the claim is fenced by claimed_by = $1 (the relay's owner), so a relay
+-- whose lease was taken over changes nothing of the new owner's.
+
+-- name: RelayClaim :many
+-- Claims at most $2 events for owner $1 with a lease of $3 milliseconds, in
+-- one statement (one short transaction). A candidate is unpublished, not
+-- quarantined or skipped, available, not under a live lease, and the lowest
+-- unpublished sequence of its aggregate: an event never overtakes an
+-- unfinished predecessor (a quarantined predecessor holds its aggregate back;
+-- an operator-skipped one does not). So a batch holds at most one event per
+-- aggregate, and across relays an aggregate has one lane. SKIP LOCKED lets
+-- concurrent relays claim disjoint batches without waiting on each other.
+-- attempt_count is counted here, at claim, so an event that crashes its relay
+-- still uses up attempts. took_over reports a lease that had expired.
+WITH candidates AS (
+    SELECT e.event_id, (e.claimed_by IS NOT NULL) AS took_over
+    FROM outbox_events e
+    WHERE e.published_at IS NULL
+      AND e.quarantined_at IS NULL
+      AND e.skipped_at IS NULL
+      AND e.available_at <= now()
+      AND (e.claim_until IS NULL OR e.claim_until < now())
+      AND NOT EXISTS (
+          SELECT 1
+          FROM outbox_events p
+          WHERE p.aggregate_type = e.aggregate_type
+            AND p.aggregate_id = e.aggregate_id
+            AND p.aggregate_sequence < e.aggregate_sequence
+            AND p.published_at IS NULL
+            AND p.skipped_at IS NULL
+      )
+    ORDER BY e.available_at, e.occurred_at
+    LIMIT $2
+    FOR UPDATE OF e SKIP LOCKED
+)
+UPDATE outbox_events o
+SET claimed_by    = $1,
+    claim_until   = now() + $3::bigint * interval '1 millisecond',
+    attempt_count = o.attempt_count + 1
+FROM candidates c
+WHERE o.event_id = c.event_id
+RETURNING o.event_id, o.aggregate_type, o.aggregate_id, o.aggregate_sequence,
+          o.event_type, o.schema_version, o.payload, o.occurred_at,
+          o.attempt_count, c.took_over;
+
+-- name: RelayMark :many
+-- Marks the acknowledged events $2 published, only where $1 still holds the
+-- claim. claimed_by is kept as the record of who published the event.
+UPDATE outbox_events
+SET published_at = now(),
+    claim_until  = NULL
+WHERE event_id = ANY($2::uuid[])
+  AND claimed_by = $1
+  AND published_at IS NULL
+RETURNING event_id;
+
+-- name: RelayFail :many
+-- Records failed publishes of owner $1 and releases their leases: per event
+-- the error (bounded to 1000 characters) and a backoff delay in milliseconds.
+-- An event is quarantined instead when its error is permanent or it has used
+-- up $6 attempts. Returns the events it changed and whether each was
+-- quarantined.
+UPDATE outbox_events o
+SET last_error     = left(f.err, 1000),
+    available_at   = CASE WHEN f.permanent OR o.attempt_count >= $6
+                          THEN o.available_at
+                          ELSE now() + f.delay_ms * interval '1 millisecond' END,
+    quarantined_at = CASE WHEN f.permanent OR o.attempt_count >= $6
+                          THEN now()
+                          ELSE o.quarantined_at END,
+    claimed_by     = NULL,
+    claim_until    = NULL
+FROM unnest($2::uuid[], $3::text[], $4::bigint[], $5::bool[]) AS f(event_id, err, delay_ms, permanent)
+WHERE o.event_id = f.event_id
+  AND o.claimed_by = $1
+  AND o.published_at IS NULL
+RETURNING o.event_id, o.quarantined_at IS NOT NULL AS quarantined;
+
+-- name: RelayRelease :execrows
+-- Gives back claims of owner $1 that were never attempted (the relay is
+-- shutting down, or the lease ran too short to start a publish): the attempt
+-- counted at claim is returned and the event is available again at once.
+UPDATE outbox_events
+SET claimed_by    = NULL,
+    claim_until   = NULL,
+    attempt_count = greatest(attempt_count - 1, 0)
+WHERE event_id = ANY($2::uuid[])
+  AND claimed_by = $1
+  AND published_at IS NULL;
+
+-- name: RelayListen
+LISTEN outbox_events;
+
+-- name: RelayGauges :one
+-- The backlog gauges, read periodically (never per scrape). Only unpublished
+-- rows are visited, through the partial indexes: the cost follows the
+-- backlog, not the table's history.
+SELECT count(*) FILTER (WHERE quarantined_at IS NULL)                                  AS pending,
+       coalesce(extract(epoch FROM now() - min(occurred_at) FILTER (WHERE quarantined_at IS NULL)), 0)::float8
+                                                                                       AS oldest_pending_age_seconds,
+       count(*) FILTER (WHERE quarantined_at IS NOT NULL)                              AS quarantined
+FROM outbox_events
+WHERE published_at IS NULL
+  AND skipped_at IS NULL;

@@ -1,0 +1,130 @@
+// Package temporalpub is the outbox relay's Temporal publisher: it starts one
+// workflow per outbox event, with the event's ID as the workflow ID, so a
+// second start of the same event (the relay publishes at least once) is
+// refused by Temporal and counted as an acknowledgement.
+package temporalpub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/contrib/envconfig"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/workflows"
+)
+
+// Config configures a [Publisher].
+type Config struct {
+	// TaskQueue receives the started workflows (OUTFLOW_TASK_QUEUE).
+	// Optional: defaulted to workflows.DefaultTaskQueue ("orders").
+	TaskQueue string
+	// Routes maps an event type to its workflow type and payload validation.
+	// An event whose type is missing, or whose payload its Validate rejects,
+	// can never succeed: Publish returns a permanent error and the relay
+	// quarantines it. Optional: defaulted to workflows.Routes().
+	Routes map[string]workflows.Route
+}
+
+// Publisher implements [outbox.Publisher] with client.ExecuteWorkflow. It is
+// safe for concurrent use.
+type Publisher struct {
+	client    client.Client
+	taskQueue string
+	routes    map[string]workflows.Route
+	orderID   temporal.SearchAttributeKeyKeyword
+}
+
+var _ outbox.Publisher = (*Publisher)(nil)
+
+// New returns a publisher that starts workflows through c.
+func New(c client.Client, cfg Config) *Publisher {
+	if cfg.TaskQueue == "" {
+		cfg.TaskQueue = workflows.DefaultTaskQueue
+	}
+	if cfg.Routes == nil {
+		cfg.Routes = workflows.Routes()
+	}
+	return &Publisher{
+		client:    c,
+		taskQueue: cfg.TaskQueue,
+		routes:    cfg.Routes,
+		orderID:   temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeOrderID),
+	}
+}
+
+// Publish starts the event's workflow and returns nil once Temporal has
+// accepted the start, or answered that a workflow with this ID already
+// exists (started by an earlier attempt whose acknowledgement was lost).
+func (p *Publisher) Publish(ctx context.Context, e outbox.Event) error {
+	route, ok := p.routes[e.Type]
+	if !ok {
+		return outbox.Permanent(fmt.Errorf("temporalpub: event type %q (event %s) has no workflow; add a route to workflows.Routes() or skip the event with outboxctl",
+			e.Type, e.ID))
+	}
+	if route.Validate != nil {
+		if err := route.Validate(e.SchemaVersion, e.Payload); err != nil {
+			return outbox.Permanent(fmt.Errorf("temporalpub: event %s (%s v%d) has a payload its workflow cannot process: %w",
+				e.ID, e.Type, e.SchemaVersion, err))
+		}
+	}
+	opts := client.StartWorkflowOptions{
+		ID:        e.ID.String(),
+		TaskQueue: p.taskQueue,
+		// One workflow per event, ever: a duplicate start is refused whether
+		// the first run is still running or already closed.
+		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		// Report the duplicate as an error instead of returning the running
+		// run silently, so both cases are handled (and logged) alike.
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+		TypedSearchAttributes:                    temporal.NewSearchAttributes(p.orderID.ValueSet(e.AggregateID)),
+		Memo: map[string]any{
+			"aggregate_type":     e.AggregateType,
+			"aggregate_id":       e.AggregateID,
+			"aggregate_sequence": e.Sequence,
+			"schema_version":     e.SchemaVersion,
+			"event_type":         e.Type,
+		},
+	}
+	input := workflows.EventInput{
+		EventID:       e.ID.String(),
+		EventType:     e.Type,
+		AggregateType: e.AggregateType,
+		AggregateID:   e.AggregateID,
+		Sequence:      e.Sequence,
+		SchemaVersion: e.SchemaVersion,
+		OccurredAt:    e.OccurredAt,
+		Payload:       e.Payload,
+	}
+	_, err := p.client.ExecuteWorkflow(ctx, opts, route.Workflow, input)
+	if err == nil || IsAlreadyStarted(err) {
+		return nil
+	}
+	return fmt.Errorf("temporalpub: start %s for event %s: %w", route.Workflow, e.ID, err)
+}
+
+// IsAlreadyStarted reports whether err is Temporal's answer that a workflow
+// with this ID already exists, anywhere in err's chain.
+func IsAlreadyStarted(err error) bool {
+	var already *serviceerror.WorkflowExecutionAlreadyStarted
+	return errors.As(err, &already)
+}
+
+// ClientOptionsFromEnv loads Temporal client options the SDK's way
+// (go.temporal.io/sdk/contrib/envconfig): the default profile of the config
+// file, overridden by TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY,
+// TEMPORAL_TLS_* and the other TEMPORAL_* variables. An unset address means
+// localhost:7233.
+func ClientOptionsFromEnv() (client.Options, error) {
+	opts, err := envconfig.LoadDefaultClientOptions()
+	if err != nil {
+		return client.Options{}, fmt.Errorf("temporalpub: loading Temporal client options from TEMPORAL_* environment and config file: %w", err)
+	}
+	return opts, nil
+}

@@ -1,0 +1,306 @@
+package temporalpub_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/log"
+
+	"github.com/outflow/outflow/internal/devserver"
+	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/temporalpub"
+	"github.com/outflow/outflow/workflows"
+)
+
+// TestEveryEventGetsOneWorkflow: each committed event gets exactly one
+// workflow, ID = event_id, of the routed type, with the OrderId search
+// attribute and the memo, and its row is marked. A second publish of the same
+// event is absorbed as an acknowledgement.
+func TestEveryEventGetsOneWorkflow(t *testing.T) {
+	t.Parallel()
+	pool, _ := testdb.New(t)
+	tq := taskQueue(t)
+	pub := temporalpub.New(temporal.Client(), temporalpub.Config{TaskQueue: tq})
+	var events []outbox.Event
+	for range 5 {
+		orderID := uuid.NewString()
+		created := enqueue(t, pool, orderCreated(t, orderID))[0]
+		events = append(events, created)
+		events = append(events, enqueue(t, pool, orderCancelled(t, orderID, created.ID))...)
+	}
+	r, err := outbox.New(pool, pub, outbox.Config{Logger: quietLogger()})
+	require.NoError(t, err)
+	runRelay(t, r)
+	require.Eventually(t, func() bool { return allPublished(pool, events) }, 30*time.Second, 20*time.Millisecond)
+
+	for _, e := range events {
+		info := describe(t, e.ID)
+		want := workflows.OrderCreatedWorkflowName
+		if e.Type == orders.EventOrderCancelled {
+			want = workflows.OrderCancelledWorkflowName
+		}
+		require.Equal(t, want, info.GetType().GetName())
+		require.Equal(t, tq, info.GetTaskQueue())
+		require.Equal(t, e.AggregateID, searchAttribute(t, info, workflows.SearchAttributeOrderID))
+		require.Equal(t, e.AggregateID, memoValue[string](t, info, "aggregate_id"))
+		require.Equal(t, "order", memoValue[string](t, info, "aggregate_type"))
+		require.Equal(t, e.Sequence, memoValue[int64](t, info, "aggregate_sequence"))
+		require.Equal(t, 1, memoValue[int](t, info, "schema_version"))
+		require.Equal(t, e.Type, memoValue[string](t, info, "event_type"))
+	}
+
+	// The relay's at-least-once duplicate: acknowledged, still one workflow.
+	require.NoError(t, pub.Publish(context.Background(), events[0]))
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = temporal.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID: events[0].ID.String(), TaskQueue: tq,
+		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
+		WorkflowExecutionErrorWhenAlreadyStarted: true,
+	}, workflows.OrderCreatedWorkflowName)
+	require.True(t, temporalpub.IsAlreadyStarted(err), "got %v", err)
+	require.True(t, temporalpub.IsAlreadyStarted(fmt.Errorf("wrapped: %w", err)), "detected through wrapping")
+	countOn(t, tq, len(events))
+}
+
+// TestPoisonEventsAreQuarantinedAndHoldBackOnlyTheirAggregate: an event type
+// without a route and a payload its workflow cannot process are quarantined
+// at the first attempt, no workflow is started for them, their aggregates'
+// later events wait, and other aggregates flow.
+func TestPoisonEventsAreQuarantinedAndHoldBackOnlyTheirAggregate(t *testing.T) {
+	t.Parallel()
+	pool, _ := testdb.New(t)
+	tq := taskQueue(t)
+	r, err := outbox.New(pool, temporalpub.New(temporal.Client(), temporalpub.Config{TaskQueue: tq}),
+		outbox.Config{Logger: quietLogger(), PollInterval: 100 * time.Millisecond})
+	require.NoError(t, err)
+
+	noRoute, err := outbox.NewEvent("order", "o-noroute", "OrderTeleported", 1, map[string]string{"order_id": "o-noroute"})
+	require.NoError(t, err)
+	badPayload := orderCreated(t, "o-bad")
+	badPayload.Payload = []byte(`{"order_id":"o-bad"}`) // no email, currency, amount...
+	poison := []outbox.Event{
+		enqueue(t, pool, noRoute)[0],
+		enqueue(t, pool, badPayload)[0],
+	}
+	heldBack := []outbox.Event{
+		enqueue(t, pool, orderCancelled(t, "o-noroute", poison[0].ID))[0],
+		enqueue(t, pool, orderCancelled(t, "o-bad", poison[1].ID))[0],
+	}
+	healthy := enqueue(t, pool, orderCreated(t, "o-good"))
+	runRelay(t, r)
+	require.Eventually(t, func() bool { return allPublished(pool, healthy) }, 30*time.Second, 20*time.Millisecond)
+	late := enqueue(t, pool, orderCreated(t, "o-late"))
+	require.Eventually(t, func() bool { return allPublished(pool, late) }, 30*time.Second, 20*time.Millisecond)
+
+	ctx := context.Background()
+	for _, e := range poison {
+		var attempts int
+		var quarantined *time.Time
+		var lastError string
+		require.NoError(t, pool.QueryRow(ctx, `SELECT attempt_count, quarantined_at, last_error FROM outbox_events WHERE event_id = $1`, e.ID).
+			Scan(&attempts, &quarantined, &lastError))
+		require.NotNil(t, quarantined, "event %s (%s) quarantined", e.ID, e.Type)
+		require.Equal(t, 1, attempts, "quarantined at once")
+		t.Logf("quarantined %s: %s", e.Type, lastError)
+		_, err := temporal.Client().DescribeWorkflow(ctx, e.ID.String(), "")
+		require.ErrorAs(t, err, new(*serviceerror.NotFound), "no workflow for a poison event")
+	}
+	for _, e := range heldBack {
+		var attempts int
+		var publishedAt *time.Time
+		require.NoError(t, pool.QueryRow(ctx, `SELECT attempt_count, published_at FROM outbox_events WHERE event_id = $1`, e.ID).
+			Scan(&attempts, &publishedAt))
+		require.Nil(t, publishedAt)
+		require.Zero(t, attempts, "never claimed behind its quarantined predecessor")
+	}
+}
+
+// TestFourRelaysKeepOneLanePerOrder: four relays over 200 orders × 5 events,
+// committed while they run. Every event is started exactly once, by one
+// owner, and every order's workflows were started in sequence order — by the
+// acknowledgement order and by Temporal's own start times.
+func TestFourRelaysKeepOneLanePerOrder(t *testing.T) {
+	t.Parallel()
+	const nOrders, perOrder = 200, 5
+	pool, _ := testdb.New(t)
+	tq := taskQueue(t)
+	routes := map[string]workflows.Route{"OrderStep": {Workflow: "OrderStepWorkflow"}}
+	rec := &recorder{}
+	for i := range 4 {
+		owner := fmt.Sprintf("relay-%d-%s", i, tq)
+		pub := rec.wrap(owner, temporalpub.New(temporal.Client(), temporalpub.Config{TaskQueue: tq, Routes: routes}))
+		r, err := outbox.New(pool, pub, outbox.Config{Owner: owner, Logger: quietLogger(), BatchSize: 50, MaxInFlight: 8})
+		require.NoError(t, err)
+		runRelay(t, r)
+	}
+
+	var (
+		mu     sync.Mutex
+		events []outbox.Event
+		wg     sync.WaitGroup
+		errs   = make(chan error, 4)
+	)
+	for w := range 4 {
+		wg.Go(func() {
+			for step := range perOrder {
+				for o := w; o < nOrders; o += 4 {
+					id := fmt.Sprintf("%s-order-%03d", tq, o)
+					e, err := outbox.NewEvent("order", id, "OrderStep", 1, map[string]any{"order_id": id, "step": step + 1})
+					if err == nil {
+						var out []outbox.Event
+						if out, err = enqueueErr(pool, e); err == nil {
+							mu.Lock()
+							events = append(events, out...)
+							mu.Unlock()
+						}
+					}
+					if err != nil {
+						errs <- err
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	require.Len(t, events, nOrders*perOrder)
+	require.Eventually(t, func() bool { return allPublished(pool, events) }, 3*time.Minute, 100*time.Millisecond)
+
+	rec.mu.Lock()
+	acks := append([]ack(nil), rec.acks...)
+	rec.mu.Unlock()
+	byEvent := map[uuid.UUID][]string{}
+	next := map[string]int64{}
+	for _, a := range acks {
+		byEvent[a.event.ID] = append(byEvent[a.event.ID], a.owner)
+		require.Equal(t, next[a.event.AggregateID]+1, a.event.Sequence, "order %s: event %d acknowledged out of order", a.event.AggregateID, a.event.Sequence)
+		next[a.event.AggregateID] = a.event.Sequence
+	}
+	owners := map[string]int{}
+	for _, e := range events {
+		require.Len(t, byEvent[e.ID], 1, "event %s published once, by one owner", e.ID)
+		owners[byEvent[e.ID][0]]++
+	}
+	t.Logf("events per relay: %v (publish calls: %d)", owners, rec.calls)
+	require.Len(t, owners, 4, "all four relays took part")
+
+	// Temporal's view: start times increase along every order's sequence.
+	starts := make(map[uuid.UUID]time.Time, len(events))
+	var smu sync.Mutex
+	jobs := make(chan outbox.Event)
+	var dwg sync.WaitGroup
+	for range 8 {
+		dwg.Go(func() {
+			for e := range jobs {
+				info := describe(t, e.ID)
+				smu.Lock()
+				starts[e.ID] = info.GetStartTime().AsTime()
+				smu.Unlock()
+			}
+		})
+	}
+	for _, e := range events {
+		jobs <- e
+	}
+	close(jobs)
+	dwg.Wait()
+	bySeq := map[string]map[int64]uuid.UUID{}
+	for _, e := range events {
+		if bySeq[e.AggregateID] == nil {
+			bySeq[e.AggregateID] = map[int64]uuid.UUID{}
+		}
+		bySeq[e.AggregateID][e.Sequence] = e.ID
+	}
+	for agg, seqs := range bySeq {
+		for s := int64(2); s <= perOrder; s++ {
+			require.True(t, starts[seqs[s]].After(starts[seqs[s-1]]), "order %s: workflow %d started before %d", agg, s, s-1)
+		}
+	}
+	countOn(t, tq, len(events))
+}
+
+// TestTemporalUnavailable: Temporal is down while events are committed; the
+// relay backs off and records the errors, loses nothing, and catches up when
+// the server comes back on the same state and port.
+func TestTemporalUnavailable(t *testing.T) {
+	t.Parallel()
+	pool, _ := testdb.New(t)
+	port, err := devserver.FreePort()
+	require.NoError(t, err)
+	dbFile := filepath.Join(t.TempDir(), "temporal.db")
+	srv := devserver.Start(t, devserver.Options{DBFile: dbFile, Port: port})
+	addr := srv.Address()
+	require.NoError(t, srv.Stop())
+
+	c, err := client.NewLazyClient(client.Options{HostPort: addr, Logger: log.NewStructuredLogger(quietLogger())})
+	require.NoError(t, err)
+	defer c.Close()
+	tq := taskQueue(t)
+	var events []outbox.Event
+	for range 10 {
+		events = append(events, enqueue(t, pool, orderCreated(t, uuid.NewString()))...)
+	}
+	r, err := outbox.New(pool, temporalpub.New(c, temporalpub.Config{TaskQueue: tq}), outbox.Config{
+		Logger: quietLogger(), Lease: 5 * time.Second, PublishTimeout: time.Second,
+		RetryBase: 200 * time.Millisecond, RetryMax: time.Second, PollInterval: 200 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	runRelay(t, r)
+
+	ctx := context.Background()
+	ids := make([]uuid.UUID, len(events))
+	for i, e := range events {
+		ids[i] = e.ID
+	}
+	require.Eventually(t, func() bool {
+		var backedOff int
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM outbox_events
+			WHERE event_id = ANY($1) AND attempt_count >= 2 AND last_error IS NOT NULL AND published_at IS NULL AND quarantined_at IS NULL`, ids).
+			Scan(&backedOff)
+		return err == nil && backedOff == len(ids)
+	}, time.Minute, 50*time.Millisecond, "every event retried with its error recorded while Temporal is down")
+	var lastError string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT last_error FROM outbox_events WHERE event_id = $1`, ids[0]).Scan(&lastError))
+	t.Logf("while down: %s", lastError)
+
+	srv = devserver.Start(t, devserver.Options{DBFile: dbFile, Port: port})
+	require.Eventually(t, func() bool { return allPublished(pool, events) }, 2*time.Minute, 100*time.Millisecond,
+		"the relay catches up once Temporal is back")
+	for _, e := range events {
+		_, err := srv.Client().DescribeWorkflow(ctx, e.ID.String(), "")
+		require.NoError(t, err)
+	}
+}
+
+func TestPublishRejectsUnroutableEventsPermanently(t *testing.T) {
+	t.Parallel()
+	pub := temporalpub.New(nil, temporalpub.Config{})
+	e, err := outbox.NewEvent("order", "x", "Nope", 1, map[string]string{})
+	require.NoError(t, err)
+	e.ID = uuid.New()
+	require.ErrorIs(t, pub.Publish(context.Background(), e), outbox.ErrPermanent)
+	bad := orderCreated(t, "x")
+	bad.Payload = []byte(`{}`)
+	err = pub.Publish(context.Background(), bad)
+	require.ErrorIs(t, err, outbox.ErrPermanent)
+	require.ErrorIs(t, err, orders.ErrInvalidPayload)
+	require.False(t, temporalpub.IsAlreadyStarted(errors.New("other")))
+}

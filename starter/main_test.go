@@ -1,0 +1,353 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/outflow/outflow/internal/devserver"
+	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox"
+)
+
+var (
+	temporal   *devserver.Server
+	starterExe string
+)
+
+// TestMain builds the real starter binary once and shares one dev server.
+func TestMain(m *testing.M) {
+	os.Exit(func() int {
+		dir, err := os.MkdirTemp("", "outflow-starter-test-")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		starterExe = filepath.Join(dir, "starter")
+		build := exec.Command("go", "build", "-o", starterExe, ".")
+		build.Stdout, build.Stderr = os.Stderr, os.Stderr
+		if err := build.Run(); err != nil {
+			fmt.Fprintln(os.Stderr, "building the starter:", err)
+			return 1
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		temporal, err = devserver.New(ctx, devserver.Options{})
+		cancel()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer temporal.Stop()
+		return m.Run()
+	}())
+}
+
+// TestCrashAfterPublishThenRestart: the starter dies of SIGKILL after
+// Temporal accepted a start and before published_at is committed (after the
+// acknowledgement, or inside the mark transaction before COMMIT). Restarted,
+// it publishes the event again, Temporal's "already started" is taken as the
+// acknowledgement, every row is marked, and each event still has exactly one
+// workflow.
+func TestCrashAfterPublishThenRestart(t *testing.T) {
+	t.Parallel()
+	for _, fp := range []string{"relay.after_publish", "relay.before_mark_commit"} {
+		t.Run(fp, func(t *testing.T) {
+			t.Parallel()
+			pool, url := testdb.New(t)
+			tq := "crash-publish-" + uuid.NewString()[:8]
+			events := enqueueOrders(t, pool, 4)
+
+			// A short lease: the restarted relay waits for the dead one's to expire.
+			crashed := startStarter(t, url, tq, "OUTFLOW_FAILPOINTS="+fp+"=crash", "OUTFLOW_RELAY_LEASE=2s")
+			requireKilled(t, crashed)
+
+			var started int
+			for _, e := range events {
+				_, err := temporal.Client().DescribeWorkflow(context.Background(), e.ID.String(), "")
+				if err == nil {
+					started++
+				} else {
+					require.ErrorAs(t, err, new(*serviceerror.NotFound))
+				}
+			}
+			require.Positive(t, started, "the crash came after Temporal accepted a start")
+			require.Zero(t, countPublished(t, pool, events), "nothing was marked: the acknowledgements died with the process")
+
+			clean := startStarter(t, url, tq, "OUTFLOW_RELAY_LEASE=2s", "OUTFLOW_RELAY_POLL=200ms")
+			require.Eventually(t, func() bool { return countPublished(t, pool, events) == len(events) }, 60*time.Second, 50*time.Millisecond)
+			clean.terminate(t)
+
+			for _, e := range events {
+				_, err := temporal.Client().DescribeWorkflow(context.Background(), e.ID.String(), "")
+				require.NoError(t, err)
+			}
+			requireWorkflowCount(t, tq, len(events))
+		})
+	}
+}
+
+// TestCrashAfterClaimLeaseExpires: the starter dies of SIGKILL holding the
+// leases of a claimed batch. A second starter takes the expired leases over
+// (counted by outbox_expired_leases_total on its /metrics), publishes every
+// event, and stops gracefully on SIGTERM.
+func TestCrashAfterClaimLeaseExpires(t *testing.T) {
+	t.Parallel()
+	pool, url := testdb.New(t)
+	tq := "crash-claim-" + uuid.NewString()[:8]
+	events := enqueueOrders(t, pool, 3)
+
+	crashed := startStarter(t, url, tq, "OUTFLOW_FAILPOINTS=relay.after_claim=crash", "OUTFLOW_RELAY_LEASE=2s")
+	requireKilled(t, crashed)
+	deadOwner := crashed.owner(t)
+	for _, e := range events {
+		var owner *string
+		var until *time.Time
+		var attempts int
+		require.NoError(t, pool.QueryRow(context.Background(),
+			`SELECT claimed_by, claim_until, attempt_count FROM outbox_events WHERE event_id = $1`, e.ID).Scan(&owner, &until, &attempts))
+		require.Equal(t, deadOwner, *owner, "the dead relay still holds the lease")
+		require.NotNil(t, until)
+		require.Equal(t, 1, attempts)
+	}
+	require.Zero(t, countPublished(t, pool, events))
+
+	port, err := devserver.FreePort()
+	require.NoError(t, err)
+	metricsAddr := "127.0.0.1:" + strconv.Itoa(port)
+	next := startStarter(t, url, tq, "OUTFLOW_RELAY_LEASE=2s", "OUTFLOW_RELAY_POLL=200ms", "METRICS_ADDR="+metricsAddr)
+	require.Eventually(t, func() bool { return countPublished(t, pool, events) == len(events) }, 60*time.Second, 50*time.Millisecond)
+	owner := next.owner(t)
+	require.NotEqual(t, deadOwner, owner)
+	for _, e := range events {
+		var claimedBy string
+		require.NoError(t, pool.QueryRow(context.Background(), `SELECT claimed_by FROM outbox_events WHERE event_id = $1`, e.ID).Scan(&claimedBy))
+		require.Equal(t, owner, claimedBy, "published by the relay that took the lease over")
+	}
+	metrics := scrape(t, metricsAddr)
+	require.Equal(t, float64(len(events)), metricValue(t, metrics, "outbox_expired_leases_total"))
+	require.Equal(t, float64(len(events)), metricValue(t, metrics, "outbox_published_total"))
+	require.Contains(t, metrics, "outbox_handoff_latency_seconds_bucket")
+	next.terminate(t)
+	requireWorkflowCount(t, tq, len(events))
+}
+
+func TestMalformedFailpointsStopTheStarter(t *testing.T) {
+	t.Parallel()
+	url := testdb.NewURL(t)
+	p := startStarter(t, url, "unused", "OUTFLOW_FAILPOINTS=relay.after_publsh=crash")
+	err := p.wait(t, 30*time.Second)
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	require.Equal(t, 1, exit.ExitCode())
+	require.Contains(t, p.output(), "unknown failpoint")
+}
+
+// process is a running starter binary with its combined output captured.
+type process struct {
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	out  bytes.Buffer
+	done chan struct{}
+	err  error
+}
+
+func startStarter(t *testing.T, dbURL, taskQueue string, env ...string) *process {
+	t.Helper()
+	cmd := exec.Command(starterExe)
+	cmd.Env = append(cleanEnv(),
+		"DATABASE_URL="+dbURL,
+		"TEMPORAL_ADDRESS="+temporal.Address(),
+		"TEMPORAL_NAMESPACE=default",
+		"OUTFLOW_TASK_QUEUE="+taskQueue,
+	)
+	cmd.Env = append(cmd.Env, env...)
+	p := &process{cmd: cmd, done: make(chan struct{})}
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	require.NoError(t, cmd.Start())
+	go func() {
+		sc := bufio.NewScanner(pr)
+		sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+		for sc.Scan() {
+			p.mu.Lock()
+			p.out.WriteString(sc.Text() + "\n")
+			p.mu.Unlock()
+		}
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	go func() {
+		p.err = cmd.Wait()
+		_ = pw.Close()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			_ = cmd.Process.Kill()
+			<-p.done
+		}
+		if t.Failed() {
+			t.Logf("starter output:\n%s", p.output())
+		}
+	})
+	return p
+}
+
+// cleanEnv is this process's environment without the variables the test
+// sets itself.
+func cleanEnv() []string {
+	var out []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "OUTFLOW_") && name != "OUTFLOW_TEMPORAL_CLI" || strings.HasPrefix(name, "TEMPORAL_") ||
+			name == "DATABASE_URL" || name == "METRICS_ADDR" {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+func (p *process) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+func (p *process) wait(t *testing.T, within time.Duration) error {
+	t.Helper()
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(within):
+		t.Fatalf("starter still running after %s; output:\n%s", within, p.output())
+		return nil
+	}
+}
+
+var ownerRE = regexp.MustCompile(`msg="relay started" owner=(\S+)`)
+
+// owner waits for the start-up line and returns the relay's owner.
+func (p *process) owner(t *testing.T) string {
+	t.Helper()
+	var owner string
+	require.Eventually(t, func() bool {
+		m := ownerRE.FindStringSubmatch(p.output())
+		if m != nil {
+			owner = m[1]
+		}
+		return m != nil
+	}, 30*time.Second, 20*time.Millisecond, "no `relay started` line")
+	return owner
+}
+
+// terminate sends SIGTERM and requires a clean exit (graceful shutdown).
+func (p *process) terminate(t *testing.T) {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
+	require.NoError(t, p.wait(t, 30*time.Second), "graceful shutdown exits 0")
+	require.Contains(t, p.output(), "relay stopped")
+}
+
+func requireKilled(t *testing.T, p *process) {
+	t.Helper()
+	err := p.wait(t, 60*time.Second)
+	require.Error(t, err)
+	status, ok := p.cmd.ProcessState.Sys().(syscall.WaitStatus)
+	require.True(t, ok)
+	require.True(t, status.Signaled() && status.Signal() == syscall.SIGKILL, "want death by SIGKILL, got %v; output:\n%s", err, p.output())
+	require.Contains(t, p.output(), "crashing (SIGKILL)")
+}
+
+func enqueueOrders(t *testing.T, pool *pgxpool.Pool, n int) []outbox.Event {
+	t.Helper()
+	var events []outbox.Event
+	for range n {
+		orderID := uuid.NewString()
+		e, err := outbox.NewEvent(orders.AggregateType, orderID, orders.EventOrderCreated, orders.OrderCreatedVersion, orders.OrderCreated{
+			OrderID: orderID, CustomerEmail: "ada@example.com", Currency: "usd", PaymentMethod: "pm_card_visa", Amount: 1250,
+			Items: []orders.Item{{SKU: "SKU-1", Quantity: 1, UnitAmount: 1250}},
+		})
+		require.NoError(t, err)
+		require.NoError(t, pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
+			out, err := outbox.Enqueue(context.Background(), tx, e)
+			events = append(events, out...)
+			return err
+		}))
+	}
+	return events
+}
+
+func countPublished(t *testing.T, pool *pgxpool.Pool, events []outbox.Event) int {
+	ids := make([]uuid.UUID, len(events))
+	for i, e := range events {
+		ids[i] = e.ID
+	}
+	var n int
+	if err := pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM outbox_events WHERE event_id = ANY($1) AND published_at IS NOT NULL`, ids).Scan(&n); err != nil {
+		return -1
+	}
+	return n
+}
+
+// requireWorkflowCount waits until visibility shows exactly want workflows
+// on tq: one per event, no second run.
+func requireWorkflowCount(t *testing.T, tq string, want int) {
+	t.Helper()
+	var got int64
+	require.Eventually(t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		resp, err := temporal.Client().CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Query: fmt.Sprintf("TaskQueue = %q", tq)})
+		got = resp.GetCount()
+		return err == nil && got == int64(want)
+	}, 30*time.Second, 100*time.Millisecond, "workflows on %s: want %d, last count %d", tq, want, got)
+}
+
+func scrape(t *testing.T, addr string) string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	return string(body)
+}
+
+func metricValue(t *testing.T, metrics, name string) float64 {
+	t.Helper()
+	for _, line := range strings.Split(metrics, "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+			require.NoError(t, err)
+			return f
+		}
+	}
+	t.Fatalf("metric %s not found in:\n%s", name, metrics)
+	return 0
+}
