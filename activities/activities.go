@@ -1,0 +1,63 @@
+package activities
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stripe/stripe-go/v76/client"
+	temporalclient "go.temporal.io/sdk/client"
+
+	"github.com/outflow/outflow/failpoints"
+)
+
+// Activities holds the clients the saga's activities use. The worker builds
+// one with [NewFromEnv] and registers it once; workflows call its methods
+// through a typed nil pointer, e.g. (*Activities)(nil).ChargePayment.
+type Activities struct {
+	// Stripe is the payment provider's client. Mandatory for the payment
+	// activities. Its backend must have network retries off
+	// (MaxNetworkRetries 0): Temporal owns retries, and a hidden retry inside
+	// one attempt would blur which attempt's answer was lost.
+	Stripe *client.API
+	// Email sends transactional email. Mandatory for SendEmail.
+	Email *EmailClient
+	// DB is outflow's database, for the order projection. Mandatory for
+	// ProjectOrder.
+	DB *pgxpool.Pool
+	// Temporal lets AwaitSaga read another workflow's result. Mandatory for
+	// AwaitSaga.
+	Temporal temporalclient.Client
+	// Metrics counts inbox duplicates. Optional: defaulted to metrics
+	// registered nowhere.
+	Metrics *Metrics
+	// Failpoints injects faults at the CONTRACT.md points. Optional: defaulted
+	// to OUTFLOW_FAILPOINTS of the process.
+	Failpoints *failpoints.Set
+	// Now is the clock that decides whether an idempotency key is still
+	// within the provider's 24 h lifetime. Optional: defaulted to time.Now.
+	Now func() time.Time
+}
+
+func (a *Activities) now() time.Time {
+	if a.Now != nil {
+		return a.Now()
+	}
+	return time.Now()
+}
+
+func (a *Activities) metrics() *Metrics {
+	if a.Metrics != nil {
+		return a.Metrics
+	}
+	return defaultMetrics
+}
+
+// failpoint runs the named failpoint of a.Failpoints, or of the process's
+// OUTFLOW_FAILPOINTS when none is set.
+func (a *Activities) failpoint(ctx context.Context, name string) error {
+	if a.Failpoints != nil {
+		return a.Failpoints.Inject(ctx, name)
+	}
+	return failpoints.Inject(ctx, name)
+}

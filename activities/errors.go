@@ -1,0 +1,117 @@
+package activities
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/stripe/stripe-go/v76"
+	"go.temporal.io/sdk/temporal"
+)
+
+// Application error types the workflows match on (temporal.ApplicationError's
+// Type). They are part of the workflow/activity protocol: renaming one breaks
+// running workflows' retry policies.
+const (
+	// ErrTypePaymentDeclined: the provider declined the card. Final; never retried.
+	ErrTypePaymentDeclined = "PaymentDeclined"
+	// ErrTypePaymentOutcomeUnknown: the charge may or may not have happened
+	// (timeout, 5xx, connection reset, key in flight). Retryable in itself, but
+	// the saga's charge policy hands it to the workflow, which reconciles
+	// before charging again.
+	ErrTypePaymentOutcomeUnknown = "PaymentOutcomeUnknown"
+	// ErrTypePaymentIdempotencyConflict: the provider saw the charge's key
+	// with other parameters. Only a search can tell what the key holds.
+	ErrTypePaymentIdempotencyConflict = "PaymentIdempotencyConflict"
+	// ErrTypePaymentRejected: the provider rejected the request itself
+	// (invalid_request_error): retrying the same request cannot succeed.
+	ErrTypePaymentRejected = "PaymentRejected"
+	// ErrTypeRefundRejected: the provider rejected the refund for good.
+	ErrTypeRefundRejected = "RefundRejected"
+	// ErrTypeEmailRejected: the email provider rejected the message for good
+	// (invalid address, validation error).
+	ErrTypeEmailRejected = "EmailRejected"
+	// ErrTypeSequenceGap: an earlier event of the order has not been applied
+	// yet. Retryable: the projection waits for it, it never skips.
+	ErrTypeSequenceGap = "SequenceGap"
+	// ErrTypeIllegalTransition: the status change is not allowed from the
+	// order's current status (for instance leaving cancelled). A bug, final.
+	ErrTypeIllegalTransition = "IllegalTransition"
+	// ErrTypeOrderNotFound: the order row does not exist. Final.
+	ErrTypeOrderNotFound = "OrderNotFound"
+	// ErrTypeSagaStillRunning: the awaited saga has not finished within one
+	// activity attempt. Retryable.
+	ErrTypeSagaStillRunning = "SagaStillRunning"
+)
+
+// PaymentDeclinedDetails is attached to a PaymentDeclined error.
+type PaymentDeclinedDetails struct {
+	PaymentIntentID string `json:"payment_intent_id,omitempty"`
+	DeclineCode     string `json:"decline_code,omitempty"`
+	Message         string `json:"message,omitempty"`
+}
+
+// IsPaymentDeclined reports whether err (as returned by an activity future)
+// is a PaymentDeclined error.
+func IsPaymentDeclined(err error) bool { return hasType(err, ErrTypePaymentDeclined) }
+
+// hasType reports whether err wraps a temporal ApplicationError of type t.
+func hasType(err error, t string) bool {
+	var appErr *temporal.ApplicationError
+	return errors.As(err, &appErr) && appErr.Type() == t
+}
+
+// stripeErr returns err's *stripe.Error, if it is one.
+func stripeErr(err error) (*stripe.Error, bool) {
+	var se *stripe.Error
+	if errors.As(err, &se) {
+		return se, true
+	}
+	return nil, false
+}
+
+// classifyCharge turns a PaymentIntent create error into the error type the
+// saga acts on. The rule: only an answer that proves nothing was charged
+// (a card decline, a rejected request) is final; everything else, including
+// errors we cannot parse, is an unknown outcome, because guessing "not
+// charged" is how customers get charged twice.
+func classifyCharge(err error, key string) error {
+	se, ok := stripeErr(err)
+	if !ok {
+		// Timeout, connection reset, context deadline, EOF: the request may
+		// have been committed by the provider.
+		return temporal.NewApplicationErrorWithCause(
+			fmt.Sprintf("payment outcome unknown for key %s: %v", key, err), ErrTypePaymentOutcomeUnknown, err)
+	}
+	switch {
+	case se.Type == stripe.ErrorTypeCard:
+		d := PaymentDeclinedDetails{DeclineCode: string(se.DeclineCode), Message: se.Msg}
+		if d.DeclineCode == "" {
+			d.DeclineCode = string(se.Code)
+		}
+		if se.PaymentIntent != nil {
+			d.PaymentIntentID = se.PaymentIntent.ID
+		}
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("payment declined (%s): %s", d.DeclineCode, se.Msg), ErrTypePaymentDeclined, nil, d)
+	case se.Type == stripe.ErrorTypeIdempotency:
+		return temporal.NewApplicationError(
+			fmt.Sprintf("idempotency key %s was used with other parameters: %s", key, se.Msg), ErrTypePaymentIdempotencyConflict)
+	case se.HTTPStatusCode == 409 || se.Code == stripe.ErrorCodeIdempotencyKeyInUse,
+		se.HTTPStatusCode == 429,
+		se.HTTPStatusCode >= 500,
+		se.Type == stripe.ErrorTypeAPI:
+		// 409: another request with this key is still in flight, so its
+		// outcome is unknown too. 429 and 5xx may or may not have executed.
+		return temporal.NewApplicationErrorWithCause(
+			fmt.Sprintf("payment outcome unknown for key %s: HTTP %d %s", key, se.HTTPStatusCode, se.Msg), ErrTypePaymentOutcomeUnknown, err)
+	case se.HTTPStatusCode == 401 || se.HTTPStatusCode == 403:
+		// A configuration problem an operator can fix: keep retrying.
+		return fmt.Errorf("payment provider refused our credentials (HTTP %d): %s; check STRIPE_API_KEY", se.HTTPStatusCode, se.Msg)
+	case se.Type == stripe.ErrorTypeInvalidRequest:
+		return temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("payment request rejected (%s, param %q): %s", se.Code, se.Param, se.Msg), ErrTypePaymentRejected, err)
+	default:
+		return temporal.NewApplicationErrorWithCause(
+			fmt.Sprintf("payment outcome unknown for key %s: %s", key, se.Msg), ErrTypePaymentOutcomeUnknown, err)
+	}
+}

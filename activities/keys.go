@@ -1,0 +1,31 @@
+package activities
+
+// Idempotency keys sent to providers are derived from an outbox event id and
+// the step, never generated: every retry of an activity, every replay of a
+// workflow and every duplicate delivery of the event computes the same key,
+// which is what lets the provider store the effect once (CONTRACT.md).
+const keyPrefix = "outflow:"
+
+// ChargeKey is the idempotency key of the charge an OrderCreated event makes.
+func ChargeKey(createdEventID string) string {
+	return keyPrefix + createdEventID + ":charge"
+}
+
+// RefundKey is the idempotency key of the refund that compensates the charge
+// of the OrderCreated event createdEventID.
+//
+// It is derived from the charging event, not from the event that asks for
+// the refund, on purpose: a charge is refunded at most once and in full, so
+// every path that compensates it (the OrderCancelled workflow, the saga's own
+// compensation when it is cancelled, an operator's reset) converges on one
+// key, and the provider turns a second attempt into a replay instead of a
+// second refund.
+func RefundKey(createdEventID string) string {
+	return keyPrefix + createdEventID + ":refund"
+}
+
+// EmailKey is the idempotency key of the email of the given kind that event
+// eventID sends: one email of each kind per event.
+func EmailKey(eventID string, kind EmailKind) string {
+	return keyPrefix + eventID + ":email:" + string(kind)
+}

@@ -1,0 +1,102 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/outflow/outflow/failpoints"
+)
+
+// EmailKind is the kind of a transactional email; it is a Resend tag and part
+// of the idempotency key (one email of each kind per event).
+type EmailKind string
+
+// Email kinds, fixed by CONTRACT.md.
+const (
+	EmailConfirmation  EmailKind = "confirmation"
+	EmailPaymentFailed EmailKind = "payment_failed"
+	EmailCancellation  EmailKind = "cancellation"
+)
+
+// Email tag names, fixed by CONTRACT.md.
+const (
+	TagOrderID = "order_id"
+	TagKind    = "kind"
+)
+
+// SendEmailInput is one transactional email.
+type SendEmailInput struct {
+	// EventID is the event the email reports on; the key derives from it.
+	EventID  string    `json:"event_id"`
+	OrderID  string    `json:"order_id"`
+	Kind     EmailKind `json:"kind"`
+	To       string    `json:"to"`
+	Amount   int64     `json:"amount,omitempty"`
+	Currency string    `json:"currency,omitempty"`
+	// Refunded says the cancellation email also reports a refund.
+	Refunded bool `json:"refunded,omitempty"`
+}
+
+// SendEmailResult is the email provider's id of the sent email.
+type SendEmailResult struct {
+	EmailID string `json:"email_id"`
+}
+
+// SendEmail sends the email under [EmailKey]. Its body is a pure function of
+// the input, so a retry sends the same payload and the provider replays the
+// first send instead of rejecting the key.
+func (a *Activities) SendEmail(ctx context.Context, in SendEmailInput) (SendEmailResult, error) {
+	if a.Email == nil {
+		return SendEmailResult{}, errors.New("activities: no email client configured (set EMAIL_API_BASE)")
+	}
+	key := EmailKey(in.EventID, in.Kind)
+	id, err := a.Email.Send(ctx, composeEmail(a.Email.From, in), key)
+	if err != nil {
+		var apiErr *EmailAPIError
+		if errors.As(err, &apiErr) && !apiErr.Retryable() {
+			return SendEmailResult{}, temporal.NewNonRetryableApplicationError(
+				fmt.Sprintf("email %s to %q rejected: %v", key, in.To, err), ErrTypeEmailRejected, err)
+		}
+		return SendEmailResult{}, fmt.Errorf("email %s: %w (retrying under the same key)", key, err)
+	}
+	if err := a.failpoint(ctx, failpoints.ActivityEmailAfterProvider); err != nil {
+		return SendEmailResult{}, err
+	}
+	return SendEmailResult{EmailID: id}, nil
+}
+
+// composeEmail renders the message. No clock, no randomness: see SendEmail.
+func composeEmail(from string, in SendEmailInput) Email {
+	if from == "" {
+		from = DefaultEmailFrom
+	}
+	m := Email{
+		From: from,
+		To:   []string{in.To},
+		Tags: []EmailTag{{Name: TagOrderID, Value: in.OrderID}, {Name: TagKind, Value: string(in.Kind)}},
+	}
+	amount := fmt.Sprintf("%d %s (minor units)", in.Amount, in.Currency)
+	switch in.Kind {
+	case EmailConfirmation:
+		m.Subject = "Your order " + in.OrderID + " is confirmed"
+		m.Text = "We received your payment of " + amount + ". Your order " + in.OrderID + " is confirmed."
+	case EmailPaymentFailed:
+		m.Subject = "Payment for order " + in.OrderID + " failed"
+		m.Text = "Your payment method was declined; you have not been charged for order " + in.OrderID + "."
+	case EmailCancellation:
+		m.Subject = "Your order " + in.OrderID + " is cancelled"
+		m.Text = "Your order " + in.OrderID + " is cancelled."
+		if in.Refunded {
+			m.Text += " The payment of " + amount + " has been refunded."
+		} else {
+			m.Text += " You have not been charged."
+		}
+	default:
+		m.Subject = "Order " + in.OrderID
+		m.Text = "An update on your order " + in.OrderID + "."
+	}
+	return m
+}

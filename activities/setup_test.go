@@ -1,0 +1,83 @@
+package activities
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/providersim"
+)
+
+// clock is the shared fake time of the simulator and the activities, so a
+// test can step past the 24 h key lifetime without waiting.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+type testBundle struct {
+	sim   *providersim.Simulator
+	clock *clock
+}
+
+// setup starts a provider simulator and returns Activities talking to it
+// through the real stripe-go client and the real email client. The HTTP
+// timeout is short so timeout_after_commit faults resolve quickly.
+func setup(t *testing.T) (*Activities, *testBundle) {
+	t.Helper()
+	clk := &clock{now: time.Now().UTC().Truncate(time.Second)}
+	sim := providersim.New(providersim.Options{Now: clk.Now})
+	base, err := sim.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sim.Close() })
+
+	acts, err := New(Config{StripeAPIBase: base, EmailAPIBase: base, HTTPTimeout: 750 * time.Millisecond})
+	require.NoError(t, err)
+	acts.Now = clk.Now
+	acts.Metrics = NewMetrics(prometheus.NewRegistry())
+	noFaults, err := failpoints.Parse("")
+	require.NoError(t, err)
+	acts.Failpoints = noFaults
+	return acts, &testBundle{sim: sim, clock: clk}
+}
+
+func (b *testBundle) fault(t *testing.T, op, fault string) {
+	t.Helper()
+	require.NoError(t, b.sim.InjectFault(providersim.Fault{Operation: op, Fault: fault, Count: 1}))
+}
+
+func ctxT(t *testing.T) context.Context {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// requireAppError asserts err is an ApplicationError of type typ with the
+// given retryability.
+func requireAppError(t *testing.T, err error, typ string, nonRetryable bool) {
+	t.Helper()
+	var appErr *temporal.ApplicationError
+	require.True(t, errors.As(err, &appErr), "want ApplicationError %s, got %T %v", typ, err, err)
+	require.Equal(t, typ, appErr.Type(), "error: %v", err)
+	require.Equal(t, nonRetryable, appErr.NonRetryable(), "error: %v", err)
+}

@@ -1,0 +1,133 @@
+// Command worker is outflow's Temporal worker: it runs the payment saga's
+// workflows (OrderCreatedWorkflow, OrderCancelledWorkflow) and activities.
+//
+// Configuration (CONTRACT.md): the Temporal client from the SDK's
+// environment conventions (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
+// TEMPORAL_API_KEY, TLS, via go.temporal.io/sdk/contrib/envconfig),
+// OUTFLOW_TASK_QUEUE (default "orders"), DATABASE_URL, STRIPE_API_KEY /
+// STRIPE_API_BASE, EMAIL_API_KEY / EMAIL_API_BASE / EMAIL_FROM,
+// OUTFLOW_FAILPOINTS, and METRICS_ADDR (Prometheus /metrics; off when unset).
+//
+// SIGINT or SIGTERM stops it gracefully: no new tasks are polled and running
+// activities get WorkerStopTimeout to finish.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/contrib/envconfig"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/outflow/outflow/activities"
+	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/internal/database"
+	"github.com/outflow/outflow/workflows"
+)
+
+// stopTimeout is how long running activities may finish after a stop
+// signal. A provider call lasts at most the HTTP timeout (20 s); one cut
+// short is retried under the same idempotency key anyway.
+const stopTimeout = 25 * time.Second
+
+func main() {
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	slog.SetDefault(logger)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, logger); err != nil {
+		logger.Error("worker: " + err.Error())
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, logger *slog.Logger) error {
+	fps, err := failpoints.FromEnv()
+	if err != nil {
+		return fmt.Errorf("%w (check %s)", err, failpoints.EnvVar)
+	}
+	acts, err := activities.NewFromEnv()
+	if err != nil {
+		return err
+	}
+	pool, err := database.OpenChecked(ctx, database.URL())
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	opts, err := envconfig.LoadDefaultClientOptions()
+	if err != nil {
+		return fmt.Errorf("temporal client configuration: %w (check TEMPORAL_ADDRESS / TEMPORAL_CONFIG_FILE)", err)
+	}
+	opts.Logger = tlog.NewStructuredLogger(logger)
+	opts.MetricsHandler = newPromHandler(reg)
+	c, err := client.DialContext(ctx, opts)
+	if err != nil {
+		return fmt.Errorf("cannot reach Temporal at %q: %w (set TEMPORAL_ADDRESS, or start a dev server: bin/temporal server start-dev)", opts.HostPort, err)
+	}
+	defer c.Close()
+
+	acts.DB = pool
+	acts.Temporal = c
+	acts.Metrics = activities.NewMetrics(reg)
+	acts.Failpoints = fps
+
+	taskQueue := os.Getenv("OUTFLOW_TASK_QUEUE")
+	if taskQueue == "" {
+		taskQueue = workflows.DefaultTaskQueue
+	}
+	w := worker.New(c, taskQueue, worker.Options{WorkerStopTimeout: stopTimeout})
+	workflows.Register(w)
+	w.RegisterActivity(acts)
+
+	var metricsSrv *http.Server
+	if addr := os.Getenv("METRICS_ADDR"); addr != "" {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			return fmt.Errorf("METRICS_ADDR %q: %w", addr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := metricsSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				logger.Error("metrics server stopped", "error", err)
+			}
+		}()
+		logger.Info("metrics listening", "addr", ln.Addr().String())
+	}
+
+	if err := w.Start(); err != nil {
+		return fmt.Errorf("starting the worker on task queue %s: %w", taskQueue, err)
+	}
+	fmt.Printf("worker started task_queue=%s\n", taskQueue)
+	logger.Info("worker started", "task_queue", taskQueue, "namespace", opts.Namespace)
+
+	<-ctx.Done()
+	logger.Info("stopping: finishing running activities", "timeout", stopTimeout)
+	w.Stop()
+	if metricsSrv != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = metricsSrv.Shutdown(sctx)
+	}
+	logger.Info("worker stopped")
+	return nil
+}

@@ -1,0 +1,175 @@
+package main
+
+import (
+	"errors"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/client"
+)
+
+// promHandler is a client.MetricsHandler that exports the Temporal SDK's
+// metrics (and the workflows' own, emitted through
+// workflow.GetMetricsHandler) to a Prometheus registry. The SDK's tally
+// adapter would pull in uber-go/tally; this is the small subset the worker
+// needs.
+//
+// Counters get a "_total" suffix and timers become histograms in seconds
+// with a "_seconds" suffix, as Prometheus naming wants. Prometheus fixes a
+// metric's label names at its first use; a later use with other tags fills
+// missing labels with "" and drops extra ones rather than failing.
+type promHandler struct {
+	store *promStore
+	tags  map[string]string
+}
+
+type promStore struct {
+	reg prometheus.Registerer
+
+	mu         sync.Mutex
+	counters   map[string]*prometheus.CounterVec
+	gauges     map[string]*prometheus.GaugeVec
+	histograms map[string]*prometheus.HistogramVec
+	labels     map[string][]string
+}
+
+// newPromHandler returns a handler registering its metrics on reg.
+func newPromHandler(reg prometheus.Registerer) client.MetricsHandler {
+	return &promHandler{store: &promStore{
+		reg:        reg,
+		counters:   map[string]*prometheus.CounterVec{},
+		gauges:     map[string]*prometheus.GaugeVec{},
+		histograms: map[string]*prometheus.HistogramVec{},
+		labels:     map[string][]string{},
+	}}
+}
+
+// WithTags returns a handler whose metrics carry tags in addition to h's.
+func (h *promHandler) WithTags(tags map[string]string) client.MetricsHandler {
+	merged := make(map[string]string, len(h.tags)+len(tags))
+	for k, v := range h.tags {
+		merged[k] = v
+	}
+	for k, v := range tags {
+		merged[sanitize(k)] = v
+	}
+	return &promHandler{store: h.store, tags: merged}
+}
+
+// Counter returns the counter name (exported as name_total).
+func (h *promHandler) Counter(name string) client.MetricsCounter {
+	name = withSuffix(sanitize(name), "_total")
+	s := h.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	vec, ok := s.counters[name]
+	if !ok {
+		vec = prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: "Temporal SDK / workflow counter " + name + "."}, s.labelNames(name, h.tags))
+		vec = register(s.reg, vec)
+		s.counters[name] = vec
+	}
+	c := vec.WithLabelValues(s.labelValues(name, h.tags)...)
+	return counterFunc(func(d int64) { c.Add(float64(d)) })
+}
+
+// Gauge returns the gauge name.
+func (h *promHandler) Gauge(name string) client.MetricsGauge {
+	name = sanitize(name)
+	s := h.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	vec, ok := s.gauges[name]
+	if !ok {
+		vec = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: "Temporal SDK gauge " + name + "."}, s.labelNames(name, h.tags))
+		vec = register(s.reg, vec)
+		s.gauges[name] = vec
+	}
+	g := vec.WithLabelValues(s.labelValues(name, h.tags)...)
+	return gaugeFunc(g.Set)
+}
+
+// Timer returns a histogram of durations in seconds (name_seconds).
+func (h *promHandler) Timer(name string) client.MetricsTimer {
+	name = withSuffix(sanitize(name), "_seconds")
+	s := h.store
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	vec, ok := s.histograms[name]
+	if !ok {
+		vec = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    name,
+			Help:    "Temporal SDK latency " + name + ".",
+			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
+		}, s.labelNames(name, h.tags))
+		vec = register(s.reg, vec)
+		s.histograms[name] = vec
+	}
+	o := vec.WithLabelValues(s.labelValues(name, h.tags)...)
+	return timerFunc(func(d time.Duration) { o.Observe(d.Seconds()) })
+}
+
+// labelNames fixes the metric's label names at first use. Callers hold mu.
+func (s *promStore) labelNames(name string, tags map[string]string) []string {
+	names := make([]string, 0, len(tags))
+	for k := range tags {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	s.labels[name] = names
+	return names
+}
+
+// labelValues orders tags by the metric's label names. Callers hold mu.
+func (s *promStore) labelValues(name string, tags map[string]string) []string {
+	names := s.labels[name]
+	vals := make([]string, len(names))
+	for i, k := range names {
+		vals[i] = tags[k]
+	}
+	return vals
+}
+
+// register registers c, or returns the collector already registered under
+// its name (two handlers sharing one registry).
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if reg == nil {
+		return c
+	}
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		panic(err) // a name clash with another metric type: a programming error
+	}
+	return c
+}
+
+var invalidChars = regexp.MustCompile(`[^a-zA-Z0-9_]`)
+
+func sanitize(name string) string { return invalidChars.ReplaceAllString(name, "_") }
+
+func withSuffix(name, suffix string) string {
+	if strings.HasSuffix(name, suffix) {
+		return name
+	}
+	return name + suffix
+}
+
+type counterFunc func(int64)
+
+func (f counterFunc) Inc(d int64) { f(d) }
+
+type gaugeFunc func(float64)
+
+func (f gaugeFunc) Update(v float64) { f(v) }
+
+type timerFunc func(time.Duration)
+
+func (f timerFunc) Record(d time.Duration) { f(d) }

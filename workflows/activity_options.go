@@ -1,0 +1,135 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/outflow/outflow/activities"
+)
+
+// Every activity's timeouts and retry policy are explicit: the defaults
+// (unlimited retries, no schedule-to-close) are wrong for calls whose
+// idempotency keys expire.
+
+// ChargeWindow bounds every use of a charge's idempotency key: no charge
+// attempt starts later than this after the first one. The provider forgets a
+// key after 24 hours; a request sent after that under the "same" key is a new
+// charge, so retrying past it could charge the customer twice. The window is
+// the reconciliation replay window, which keeps an hour of margin.
+const ChargeWindow = activities.ReplayWindow
+
+// maxChargeRounds bounds charge → reconcile("not charged") → charge loops. A
+// provider that keeps losing our requests but never records them is an
+// outage an operator must see, not something to hammer for a day.
+const maxChargeRounds = 5
+
+// providerCallTimeout is one provider request (the HTTP client's 20 s
+// timeout) plus margin; a worker lost mid-call is noticed after it.
+const providerCallTimeout = 30 * time.Second
+
+// chargeOptions: a single attempt's failure is retried by Temporal only when
+// it says nothing about the charge (worker lost, credentials). Every answer
+// that matters — declined, rejected, outcome unknown, key conflict — goes back
+// to the workflow, which reconciles before charging again. scheduleToClose is
+// the time left in [ChargeWindow], so even Temporal's own retries stay
+// inside the key's lifetime.
+func chargeOptions(ctx workflow.Context, scheduleToClose time.Duration) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout:    providerCallTimeout,
+		ScheduleToCloseTimeout: min(scheduleToClose, time.Hour),
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    time.Minute,
+			NonRetryableErrorTypes: []string{
+				activities.ErrTypePaymentDeclined,
+				activities.ErrTypePaymentOutcomeUnknown,
+				activities.ErrTypePaymentIdempotencyConflict,
+				activities.ErrTypePaymentRejected,
+			},
+		},
+	})
+}
+
+// reconcileOptions: reconciliation must eventually answer, and it never
+// charges twice whenever it runs (it switches from replay to search when the
+// key's lifetime is over), so it retries for two days, backing off to ten
+// minutes between attempts during a provider outage.
+func reconcileOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout:    time.Minute, // a search plus a paginated list
+		ScheduleToCloseTimeout: 48 * time.Hour,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    5 * time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    10 * time.Minute,
+		},
+	})
+}
+
+// refundOptions: retries replay the refund's key, so they stay within 23 h
+// for the same reason as charges; after that the refund is a compensation
+// failure an operator handles (see the package doc).
+func refundOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout:    providerCallTimeout,
+		ScheduleToCloseTimeout: activities.ReplayWindow,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        5 * time.Minute,
+			NonRetryableErrorTypes: []string{activities.ErrTypeRefundRejected},
+		},
+	})
+}
+
+// emailOptions: email providers expire idempotency keys after 24 h too
+// (Resend), so retries stop within 23 h; a rejected address is final.
+func emailOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout:    providerCallTimeout,
+		ScheduleToCloseTimeout: activities.ReplayWindow,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        5 * time.Minute,
+			NonRetryableErrorTypes: []string{activities.ErrTypeEmailRejected},
+		},
+	})
+}
+
+// projectOptions: the projection is our own database, so retrying is always
+// safe (the inbox dedupes); a sequence gap waits for the earlier event for up
+// to a day. An illegal transition or a missing order is a bug: final.
+func projectOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout:    30 * time.Second,
+		ScheduleToCloseTimeout: 24 * time.Hour,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        time.Minute,
+			NonRetryableErrorTypes: []string{activities.ErrTypeIllegalTransition, activities.ErrTypeOrderNotFound},
+		},
+	})
+}
+
+// awaitSagaOptions: the saga can take as long as its charge window plus
+// reconciliation, so waiting is bounded by three days; each attempt
+// heartbeats and lasts at most ten minutes. After three days the saga cannot
+// charge any more (its window is over), so the caller's fallback — asking the
+// provider — is sound.
+func awaitSagaOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout:    10 * time.Minute,
+		HeartbeatTimeout:       time.Minute,
+		ScheduleToCloseTimeout: 72 * time.Hour,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:    time.Second,
+			BackoffCoefficient: 2,
+			MaximumInterval:    30 * time.Second,
+		},
+	})
+}

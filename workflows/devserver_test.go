@@ -1,0 +1,281 @@
+package workflows
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/temporalproto"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/outflow/outflow/activities"
+	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/internal/devserver"
+	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/providersim"
+)
+
+// recordEnv, when set, makes TestSagaOnDevServer save the histories it
+// produces under testdata/ for TestReplayHistories:
+//
+//	OUTFLOW_RECORD_HISTORIES=1 go test -run TestSagaOnDevServer ./workflows/
+const recordEnv = "OUTFLOW_RECORD_HISTORIES"
+
+// stack is a real Temporal dev server, a worker running the real workflows
+// and activities, the provider simulator and a migrated database.
+type stack struct {
+	c    client.Client
+	sim  *providersim.Simulator
+	pool *pgxpool.Pool
+	tq   string
+}
+
+func startStack(t *testing.T) *stack {
+	t.Helper()
+	srv := devserver.Start(t, devserver.Options{})
+	pool, _ := testdb.New(t)
+	sim := providersim.New(providersim.Options{})
+	base, err := sim.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sim.Close() })
+
+	acts, err := activities.New(activities.Config{StripeAPIBase: base, EmailAPIBase: base, HTTPTimeout: 2 * time.Second})
+	require.NoError(t, err)
+	acts.DB = pool
+	acts.Temporal = srv.Client()
+	acts.Metrics = activities.NewMetrics(prometheus.NewRegistry())
+	acts.Failpoints, err = failpoints.Parse("")
+	require.NoError(t, err)
+
+	s := &stack{c: srv.Client(), sim: sim, pool: pool, tq: "saga-test-" + uuid.NewString()}
+	w := worker.New(s.c, s.tq, worker.Options{})
+	Register(w)
+	w.RegisterActivity(acts)
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+	return s
+}
+
+// order is one order's events, with a row in the database as the order
+// service would have written it.
+type order struct {
+	id, created, cancelled string
+}
+
+func (s *stack) newOrder(t *testing.T) order {
+	t.Helper()
+	o := order{id: uuid.NewString(), created: uuid.NewString(), cancelled: uuid.NewString()}
+	_, err := s.pool.Exec(context.Background(), `
+		INSERT INTO orders (id, customer_email, currency, payment_method, amount, items, created_event_id)
+		VALUES ($1, 'ada@example.com', 'usd', 'pm_card_visa', 2500, '[]', $2)`, o.id, o.created)
+	require.NoError(t, err)
+	return o
+}
+
+func (o order) createdInput(t *testing.T, method string) EventInput {
+	payload, err := json.Marshal(orders.OrderCreated{OrderID: o.id, CustomerEmail: "ada@example.com", Currency: "usd",
+		PaymentMethod: method, Amount: 2500, Items: []orders.Item{{SKU: "SKU-1", Quantity: 2, UnitAmount: 1250}}})
+	require.NoError(t, err)
+	return EventInput{EventID: o.created, EventType: orders.EventOrderCreated, AggregateType: orders.AggregateType,
+		AggregateID: o.id, Sequence: 1, SchemaVersion: 1, OccurredAt: time.Now().UTC(), Payload: payload}
+}
+
+func (o order) cancelledInput(t *testing.T) EventInput {
+	payload, err := json.Marshal(orders.OrderCancelled{OrderID: o.id, CreatedEventID: o.created})
+	require.NoError(t, err)
+	return EventInput{EventID: o.cancelled, EventType: orders.EventOrderCancelled, AggregateType: orders.AggregateType,
+		AggregateID: o.id, Sequence: 2, SchemaVersion: 1, OccurredAt: time.Now().UTC(), Payload: payload}
+}
+
+// startOpts are the relay's start options: ID = event id, duplicates rejected.
+func (s *stack) startOpts(id string) client.StartWorkflowOptions {
+	return client.StartWorkflowOptions{ID: id, TaskQueue: s.tq,
+		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE}
+}
+
+func (s *stack) start(t *testing.T, name string, in EventInput) client.WorkflowRun {
+	t.Helper()
+	run, err := s.c.ExecuteWorkflow(ctxFor(t), s.startOpts(in.EventID), name, in)
+	require.NoError(t, err)
+	return run
+}
+
+func ctxFor(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func (s *stack) status(t *testing.T, orderID string) (status string, applied int64, refund *string) {
+	t.Helper()
+	require.NoError(t, s.pool.QueryRow(context.Background(),
+		`SELECT status, applied_sequence, refund_id FROM orders WHERE id = $1`, orderID).Scan(&status, &applied, &refund))
+	return
+}
+
+// effectsOf lists the simulator's effects for one order: PaymentIntents,
+// refunds of them, and email kinds.
+func (s *stack) effectsOf(orderID string) (pis []providersim.LedgerPaymentIntent, refunds []providersim.LedgerRefund, kinds []string) {
+	l := s.sim.Ledger()
+	mine := map[string]bool{}
+	for _, pi := range l.PaymentIntents {
+		if pi.Metadata[activities.MetadataOrderID] == orderID {
+			pis = append(pis, pi)
+			mine[pi.ID] = true
+		}
+	}
+	for _, r := range l.Refunds {
+		if mine[r.PaymentIntent] {
+			refunds = append(refunds, r)
+		}
+	}
+	for _, e := range l.Emails {
+		if e.Tags[activities.TagOrderID] == orderID {
+			kinds = append(kinds, e.Tags[activities.TagKind])
+		}
+	}
+	return
+}
+
+// record saves a workflow's history under testdata/ when recordEnv is set.
+func (s *stack) record(t *testing.T, workflowID, file string) {
+	t.Helper()
+	if os.Getenv(recordEnv) == "" {
+		return
+	}
+	it := s.c.GetWorkflowHistory(ctxFor(t), workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	h := &historypb.History{}
+	for it.HasNext() {
+		ev, err := it.Next()
+		require.NoError(t, err)
+		h.Events = append(h.Events, ev)
+	}
+	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(h)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join("testdata", file), data, 0o644))
+}
+
+// The saga and the cancel on a real dev server with the real activities,
+// the provider simulator and PostgreSQL: every order reaches its final state
+// with the expected effects, once each.
+func TestSagaOnDevServer(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts a Temporal dev server")
+	}
+	s := startStack(t)
+
+	t.Run("confirmed", func(t *testing.T) {
+		t.Parallel()
+		o := s.newOrder(t)
+		var res activities.SagaResult
+		require.NoError(t, s.start(t, OrderCreatedWorkflowName, o.createdInput(t, "pm_card_visa")).Get(ctxFor(t), &res))
+
+		require.Equal(t, activities.SagaConfirmed, res.Outcome)
+		st, applied, _ := s.status(t, o.id)
+		require.Equal(t, "confirmed", st)
+		require.EqualValues(t, 1, applied)
+		pis, refunds, kinds := s.effectsOf(o.id)
+		require.Len(t, pis, 1)
+		require.Empty(t, refunds)
+		require.Equal(t, []string{"confirmation"}, kinds)
+		s.record(t, o.created, "order_created_confirmed.json")
+	})
+
+	t.Run("declined", func(t *testing.T) {
+		t.Parallel()
+		o := s.newOrder(t)
+		var res activities.SagaResult
+		require.NoError(t, s.start(t, OrderCreatedWorkflowName, o.createdInput(t, "pm_card_chargeDeclined")).Get(ctxFor(t), &res))
+
+		require.Equal(t, activities.SagaPaymentFailed, res.Outcome)
+		st, _, _ := s.status(t, o.id)
+		require.Equal(t, "payment_failed", st)
+		_, _, kinds := s.effectsOf(o.id)
+		require.Equal(t, []string{"payment_failed"}, kinds)
+		s.record(t, o.created, "order_created_declined.json")
+	})
+
+	// The cancel races the charge: it arrives while the provider is slow to
+	// answer. The saga records the charge and stops before confirming; the
+	// cancel refunds it once.
+	t.Run("cancel_racing_the_charge", func(t *testing.T) {
+		o := s.newOrder(t) // not parallel: the fault is global to the simulator
+		require.NoError(t, s.sim.InjectFault(providersim.Fault{Operation: providersim.OperationPaymentIntentsCreate, Fault: "latency:1500ms"}))
+		saga := s.start(t, OrderCreatedWorkflowName, o.createdInput(t, "pm_card_visa"))
+		var cres CancelResult
+		require.NoError(t, s.start(t, OrderCancelledWorkflowName, o.cancelledInput(t)).Get(ctxFor(t), &cres))
+		var sres activities.SagaResult
+		require.NoError(t, saga.Get(ctxFor(t), &sres))
+
+		require.Equal(t, activities.SagaStopped, sres.Outcome)
+		require.True(t, cres.Charged)
+		require.True(t, cres.Refunded)
+		st, applied, refund := s.status(t, o.id)
+		require.Equal(t, "cancelled", st)
+		require.EqualValues(t, 2, applied)
+		require.NotNil(t, refund)
+		pis, refunds, kinds := s.effectsOf(o.id)
+		require.Len(t, pis, 1)
+		require.Len(t, refunds, 1)
+		require.Equal(t, pis[0].Amount, refunds[0].Amount, "net charge zero")
+		require.Equal(t, []string{"cancellation"}, kinds)
+		s.record(t, o.created, "order_created_cancelled_during_charge.json")
+		s.record(t, o.cancelled, "order_cancelled_refunded.json")
+	})
+
+	// The provider commits the charge and its answer is lost: the saga
+	// reconciles (replaying the key) and adopts the existing PaymentIntent.
+	t.Run("unknown_outcome_reconciled", func(t *testing.T) {
+		o := s.newOrder(t) // not parallel: the fault is global to the simulator
+		require.NoError(t, s.sim.InjectFault(providersim.Fault{Operation: providersim.OperationPaymentIntentsCreate, Fault: "timeout_after_commit"}))
+		saga := s.start(t, OrderCreatedWorkflowName, o.createdInput(t, "pm_card_visa"))
+		var res activities.SagaResult
+		require.NoError(t, saga.Get(ctxFor(t), &res))
+
+		require.Equal(t, activities.SagaConfirmed, res.Outcome)
+		pis, _, kinds := s.effectsOf(o.id)
+		require.Len(t, pis, 1, "one PaymentIntent, never a second")
+		require.Equal(t, res.PaymentIntentID, pis[0].ID)
+		require.Equal(t, []string{"confirmation"}, kinds)
+		s.record(t, o.created, "order_created_unknown_outcome.json")
+	})
+
+	// The cancel is in the saga's very first workflow task (signal-with-start):
+	// nothing is ever charged.
+	t.Run("cancel_before_the_charge", func(t *testing.T) {
+		t.Parallel()
+		o := s.newOrder(t)
+		in := o.createdInput(t, "pm_card_visa")
+		opts := s.startOpts(in.EventID)
+		opts.TypedSearchAttributes = temporal.NewSearchAttributes(OrderIDKey.ValueSet(o.id))
+		saga, err := s.c.SignalWithStartWorkflow(ctxFor(t), in.EventID, SignalCancel,
+			CancelRequest{CancelEventID: o.cancelled}, opts, OrderCreatedWorkflowName, in)
+		require.NoError(t, err)
+		var cres CancelResult
+		require.NoError(t, s.start(t, OrderCancelledWorkflowName, o.cancelledInput(t)).Get(ctxFor(t), &cres))
+		var sres activities.SagaResult
+		require.NoError(t, saga.Get(ctxFor(t), &sres))
+
+		require.Equal(t, activities.SagaStopped, sres.Outcome)
+		require.False(t, cres.Charged)
+		st, _, _ := s.status(t, o.id)
+		require.Equal(t, "cancelled", st)
+		pis, _, kinds := s.effectsOf(o.id)
+		require.Empty(t, pis)
+		require.Equal(t, []string{"cancellation"}, kinds)
+		s.record(t, o.created, "order_created_cancelled_before_charge.json")
+	})
+}

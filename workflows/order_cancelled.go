@@ -1,0 +1,161 @@
+package workflows
+
+import (
+	"errors"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/outflow/outflow/activities"
+	"github.com/outflow/outflow/orders"
+)
+
+// Stages of the cancel workflow, as the "status" query reports them.
+const (
+	StageStoppingSaga = "stopping_saga"
+	StageRefunding    = "refunding"
+	StageProjecting   = "projecting"
+	StageNotifying    = "notifying"
+	StageCancelled    = "cancelled"
+)
+
+// CancelStatus is the cancel workflow's state for operators (query "status").
+type CancelStatus struct {
+	OrderID string `json:"order_id"`
+	Stage   string `json:"stage"`
+	// SagaID is the workflow ID of the order's payment saga.
+	SagaID          string `json:"saga_id"`
+	SagaOutcome     string `json:"saga_outcome,omitempty"`
+	Charged         bool   `json:"charged"`
+	PaymentIntentID string `json:"payment_intent_id,omitempty"`
+	RefundID        string `json:"refund_id,omitempty"`
+	LastError       string `json:"last_error,omitempty"`
+}
+
+// CancelResult is the result of OrderCancelledWorkflow.
+type CancelResult struct {
+	OrderID         string `json:"order_id"`
+	Charged         bool   `json:"charged"`
+	PaymentIntentID string `json:"payment_intent_id,omitempty"`
+	Refunded        bool   `json:"refunded"`
+	RefundID        string `json:"refund_id,omitempty"`
+}
+
+// OrderCancelledWorkflow cancels an order (workflow ID = the OrderCancelled
+// event id): it stops the order's saga, waits for it to close, refunds the
+// charge if there was one, projects cancelled and sends one cancellation
+// email.
+//
+// Everything after decoding runs on a disconnected context. The cancel is a
+// committed business fact; a Temporal cancel of this run (an operator's
+// mistake) must not leave a charged order unrefunded, so it is not obeyed —
+// terminate is the operator's deliberate way out.
+func OrderCancelledWorkflow(ctx workflow.Context, in EventInput) (CancelResult, error) {
+	if err := setOrderID(ctx, in.AggregateID); err != nil {
+		return CancelResult{}, err
+	}
+	// Decoding JSON is deterministic; workflowcheck flags it only because
+	// the runtime's allocator may start GC goroutines.
+	p, err := orders.DecodeOrderCancelled(in.SchemaVersion, in.Payload) //workflowcheck:ignore
+	if err != nil {
+		return CancelResult{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidPayload", err)
+	}
+	st := &CancelStatus{OrderID: p.OrderID, SagaID: p.CreatedEventID, Stage: StageStoppingSaga}
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (CancelStatus, error) { return *st, nil }); err != nil {
+		return CancelResult{}, err
+	}
+	dctx, cancel := workflow.NewDisconnectedContext(ctx)
+	defer cancel()
+	return cancelOrder(dctx, in, p, st)
+}
+
+func cancelOrder(ctx workflow.Context, in EventInput, p orders.OrderCancelled, st *CancelStatus) (CancelResult, error) {
+	logger := workflow.GetLogger(ctx)
+	res := CancelResult{OrderID: p.OrderID}
+
+	// 1. Stop the saga. A saga that already closed is fine: its result says
+	// what happened.
+	err := workflow.SignalExternalWorkflow(ctx, p.CreatedEventID, "", SignalCancel,
+		CancelRequest{CancelEventID: in.EventID, Reason: p.Reason}).Get(ctx, nil)
+	var unknown *temporal.UnknownExternalWorkflowExecutionError
+	switch {
+	case errors.As(err, &unknown):
+		logger.Info("saga already closed; reading its result", "order_id", p.OrderID, "saga_id", p.CreatedEventID)
+	case err != nil:
+		// Awaiting the saga below still decides; the signal only hurries it.
+		logger.Warn("could not signal the saga", "order_id", p.OrderID, "saga_id", p.CreatedEventID, "error", err)
+	}
+
+	// 2. Learn whether money was taken, from the saga itself once closed.
+	var aw activities.AwaitSagaResult
+	if err := workflow.ExecuteActivity(awaitSagaOptions(ctx), a.AwaitSaga,
+		activities.AwaitSagaInput{WorkflowID: p.CreatedEventID}).Get(ctx, &aw); err != nil {
+		return res, err
+	}
+	amount := aw.Result.Amount
+	if aw.Found {
+		st.SagaOutcome = string(aw.Result.Outcome)
+		res.Charged, res.PaymentIntentID = aw.Result.Charged, aw.Result.PaymentIntentID
+		res.Refunded, res.RefundID = aw.Result.Refunded, aw.Result.RefundID
+	} else {
+		// The saga failed, was terminated or is gone: it can no longer
+		// charge (AwaitSaga only gives up after its charge window), so the
+		// provider's record is the truth. The shared refund key makes a
+		// refund the saga already made a replay, not a second refund.
+		logger.Warn("saga ended without a result; asking the provider", "order_id", p.OrderID, "problem", aw.Problem)
+		st.SagaOutcome = "unknown: " + aw.Problem
+		var rec activities.ReconcileResult
+		if err := workflow.ExecuteActivity(reconcileOptions(ctx), a.ReconcilePayment, activities.ReconcileInput{
+			Charge: activities.ChargeInput{EventID: p.CreatedEventID, OrderID: p.OrderID},
+		}).Get(ctx, &rec); err != nil {
+			return res, err
+		}
+		res.Charged, res.PaymentIntentID, amount = rec.Outcome == activities.Charged, rec.PaymentIntentID, rec.Amount
+		// Close the saga's event in the order's sequence, as its stop would
+		// have (a no-op if it got that far).
+		if err := workflow.ExecuteActivity(projectOptions(ctx), a.ProjectOrder, activities.ProjectOrderInput{
+			EventID: p.CreatedEventID, OrderID: p.OrderID, Step: activities.StepSagaStopped,
+		}).Get(ctx, nil); err != nil {
+			return res, err
+		}
+	}
+	st.Charged, st.PaymentIntentID = res.Charged, res.PaymentIntentID
+
+	// 3. Refund exactly once: the key is the charge's, whoever asks.
+	if res.Charged && !res.Refunded {
+		st.Stage = StageRefunding
+		var rr activities.RefundResult
+		err := workflow.ExecuteActivity(refundOptions(ctx), a.RefundPayment, activities.RefundInput{
+			ChargeEventID: p.CreatedEventID, OrderID: p.OrderID,
+			PaymentIntentID: res.PaymentIntentID, Amount: amount,
+		}).Get(ctx, &rr)
+		if err != nil {
+			st.Stage, st.LastError = StageCompensationFailed, err.Error()
+			return res, compensationFailed(ctx, CompensationFailure{
+				OrderID: p.OrderID, PaymentIntentID: res.PaymentIntentID, Amount: amount}, err)
+		}
+		res.Refunded, res.RefundID = true, rr.RefundID
+		st.RefundID = rr.RefundID
+	}
+
+	// 4. Project cancelled, with the refund.
+	st.Stage = StageProjecting
+	var pr activities.ProjectOrderResult
+	if err := workflow.ExecuteActivity(projectOptions(ctx), a.ProjectOrder, activities.ProjectOrderInput{
+		EventID: in.EventID, OrderID: p.OrderID, Step: activities.StepCancelled,
+		Sequence: in.Sequence, RefundID: res.RefundID,
+	}).Get(ctx, &pr); err != nil {
+		return res, err
+	}
+
+	// 5. One cancellation email (its key is the cancel event's).
+	st.Stage = StageNotifying
+	if err := workflow.ExecuteActivity(emailOptions(ctx), a.SendEmail, activities.SendEmailInput{
+		EventID: in.EventID, OrderID: p.OrderID, Kind: activities.EmailCancellation, To: pr.CustomerEmail,
+		Amount: amount, Currency: aw.Result.Currency, Refunded: res.Refunded,
+	}).Get(ctx, nil); err != nil {
+		return res, err
+	}
+	st.Stage = StageCancelled
+	return res, nil
+}

@@ -1,0 +1,336 @@
+package workflows
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/outflow/outflow/activities"
+	"github.com/outflow/outflow/orders"
+)
+
+// Stages of the saga, as the "status" query reports them.
+const (
+	StageStarted       = "started"
+	StageCharging      = "charging"
+	StageReconciling   = "reconciling"
+	StageCharged       = "charged"
+	StageConfirming    = "confirming"
+	StageConfirmed     = "confirmed"
+	StagePaymentFailed = "payment_failed"
+	StageStopped       = "stopped"
+	StageCompensating  = "compensating"
+	StageCompensated   = "compensated"
+)
+
+// SagaStatus is the saga's state for operators (query "status").
+type SagaStatus struct {
+	OrderID         string `json:"order_id"`
+	Stage           string `json:"stage"`
+	Charged         bool   `json:"charged"`
+	PaymentIntentID string `json:"payment_intent_id,omitempty"`
+	// ChargeRounds counts charge attempts the workflow made (each one may be
+	// retried by Temporal under the same key).
+	ChargeRounds    int    `json:"charge_rounds"`
+	CancelRequested bool   `json:"cancel_requested"`
+	CancelEventID   string `json:"cancel_event_id,omitempty"`
+	LastError       string `json:"last_error,omitempty"`
+}
+
+// chargeState is what the saga knows about its charge.
+type chargeState int
+
+const (
+	notAttempted chargeState = iota
+	inDoubt                  // sent, answer not (yet) known
+	charged
+	declined
+	notCharged // reconciled: nothing was charged, and the saga gives up
+)
+
+type saga struct {
+	in     EventInput
+	order  orders.OrderCreated
+	status SagaStatus
+	charge chargeState
+	// firstAttemptAt is when the charge key was first sent: the start of its
+	// lifetime, which bounds every later use of it.
+	firstAttemptAt time.Time
+	// stoppedByCancel: the saga stopped on a cancel signal, which hands any
+	// refund to the cancel workflow; its own compensation must not run.
+	stoppedByCancel bool
+	cancelCh        workflow.ReceiveChannel
+}
+
+// OrderCreatedWorkflow is the payment saga of one order (workflow ID = the
+// OrderCreated event id). See the package doc for the flow, the cancel
+// protocol and the compensation policy.
+func OrderCreatedWorkflow(ctx workflow.Context, in EventInput) (res activities.SagaResult, err error) {
+	if err := setOrderID(ctx, in.AggregateID); err != nil {
+		return res, err
+	}
+	// Decoding JSON is deterministic; workflowcheck flags it only because
+	// the runtime's allocator may start GC goroutines.
+	order, err := orders.DecodeOrderCreated(in.SchemaVersion, in.Payload) //workflowcheck:ignore
+	if err != nil {
+		// The relay validates payloads before starting a run; reaching this
+		// is a bug, and retrying cannot fix a payload.
+		return res, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidPayload", err)
+	}
+	s := &saga{in: in, order: order, status: SagaStatus{OrderID: order.OrderID, Stage: StageStarted}}
+	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (SagaStatus, error) { return s.status, nil }); err != nil {
+		return res, err
+	}
+	s.cancelCh = workflow.GetSignalChannel(ctx, SignalCancel)
+
+	// Compensation of a saga cancelled through Temporal (an operator's
+	// `temporal workflow cancel`, not an order cancel): learn the truth
+	// about the charge and refund it, on a disconnected context because ctx
+	// is already cancelled.
+	defer func() {
+		if ctx.Err() == nil || s.stoppedByCancel {
+			return
+		}
+		dctx, cancel := workflow.NewDisconnectedContext(ctx)
+		defer cancel()
+		err = s.compensate(dctx)
+	}()
+
+	return s.run(ctx)
+}
+
+// pollCancel takes any cancel signal that has arrived, without blocking. The
+// saga polls at its safe points instead of listening in a goroutine: a
+// signal that arrived before the saga's first workflow task is already in
+// the channel when the first poll runs, whereas a listener goroutine would
+// only run after the main coroutine blocked — on the charge it must not make.
+func (s *saga) pollCancel(ctx workflow.Context) bool {
+	for {
+		var req CancelRequest
+		if !s.cancelCh.ReceiveAsync(&req) {
+			return s.status.CancelRequested
+		}
+		if !s.status.CancelRequested {
+			s.status.CancelRequested = true
+			s.status.CancelEventID = req.CancelEventID
+			workflow.GetLogger(ctx).Info("cancel requested", "order_id", s.order.OrderID, "cancel_event_id", req.CancelEventID)
+		}
+	}
+}
+
+func (s *saga) run(ctx workflow.Context) (activities.SagaResult, error) {
+	if s.pollCancel(ctx) {
+		return s.stop(ctx)
+	}
+	if err := s.chargeUntilKnown(ctx); err != nil {
+		return s.result(""), err
+	}
+	switch s.charge {
+	case charged:
+		s.status.Stage = StageCharged
+		if _, err := s.project(ctx, activities.StepPaid); err != nil {
+			return s.result(""), err
+		}
+		if s.pollCancel(ctx) {
+			return s.stop(ctx)
+		}
+		s.status.Stage = StageConfirming
+		if err := s.email(ctx, activities.EmailConfirmation); err != nil {
+			return s.result(""), err
+		}
+		// The email went out, so the order is confirmed even if a cancel
+		// arrived meanwhile; the cancel workflow refunds it next.
+		if _, err := s.project(ctx, activities.StepConfirmed); err != nil {
+			return s.result(""), err
+		}
+		s.status.Stage = StageConfirmed
+		return s.result(activities.SagaConfirmed), nil
+	default: // declined, or not charged within the window
+		if s.pollCancel(ctx) {
+			return s.stop(ctx)
+		}
+		if _, err := s.project(ctx, activities.StepPaymentFailed); err != nil {
+			return s.result(""), err
+		}
+		if err := s.email(ctx, activities.EmailPaymentFailed); err != nil {
+			return s.result(""), err
+		}
+		s.status.Stage = StagePaymentFailed
+		return s.result(activities.SagaPaymentFailed), nil
+	}
+}
+
+// chargeUntilKnown charges once and, whenever the answer is lost, reconciles
+// before deciding anything. It leaves s.charge at charged, declined or
+// notCharged. A cancel before the first attempt, or after reconciliation
+// proved nothing was charged, stops it without charging.
+func (s *saga) chargeUntilKnown(ctx workflow.Context) error {
+	in := activities.ChargeInput{
+		EventID:       s.in.EventID,
+		OrderID:       s.order.OrderID,
+		Amount:        s.order.Amount,
+		Currency:      s.order.Currency,
+		PaymentMethod: s.order.PaymentMethod,
+	}
+	s.firstAttemptAt = workflow.Now(ctx)
+	deadline := s.firstAttemptAt.Add(ChargeWindow)
+	for round := 1; ; round++ {
+		remaining := deadline.Sub(workflow.Now(ctx))
+		switch {
+		case s.pollCancel(ctx):
+			s.charge = notCharged
+			return nil
+		case round > maxChargeRounds || remaining <= 0:
+			workflow.GetLogger(ctx).Error("giving up on the charge: the provider never recorded it",
+				"order_id", s.order.OrderID, "rounds", round-1, "key", activities.ChargeKey(s.in.EventID))
+			s.charge = notCharged
+			return nil
+		}
+		s.status.Stage = StageCharging
+		s.status.ChargeRounds = round
+		s.charge = inDoubt
+		var cr activities.ChargeResult
+		err := workflow.ExecuteActivity(chargeOptions(ctx, remaining), a.ChargePayment, in).Get(ctx, &cr)
+		switch {
+		case err == nil:
+			s.charged(cr.PaymentIntentID)
+			return nil
+		case isType(err, activities.ErrTypePaymentDeclined), isType(err, activities.ErrTypePaymentRejected):
+			s.status.LastError = err.Error()
+			s.charge = declined
+			return nil
+		case ctx.Err() != nil:
+			return err // cancelled through Temporal: compensation takes over
+		}
+		// Anything else — unknown outcome, key conflict, timeouts — says
+		// nothing about the money. Find out before doing anything else.
+		s.status.LastError = err.Error()
+		rec, rerr := s.reconcile(ctx, in)
+		if rerr != nil {
+			return rerr
+		}
+		switch rec.Outcome {
+		case activities.Charged:
+			s.charged(rec.PaymentIntentID)
+			return nil
+		case activities.Declined:
+			s.charge = declined
+			return nil
+		}
+		s.charge = notCharged // and, unless cancelled or out of time, charge again under the same key
+	}
+}
+
+func (s *saga) reconcile(ctx workflow.Context, in activities.ChargeInput) (activities.ReconcileResult, error) {
+	s.status.Stage = StageReconciling
+	var rec activities.ReconcileResult
+	err := workflow.ExecuteActivity(reconcileOptions(ctx), a.ReconcilePayment, activities.ReconcileInput{
+		Charge:         in,
+		FirstAttemptAt: s.firstAttemptAt,
+		OccurredAt:     s.in.OccurredAt,
+	}).Get(ctx, &rec)
+	return rec, err
+}
+
+func (s *saga) charged(paymentIntentID string) {
+	s.charge = charged
+	s.status.Charged = true
+	s.status.PaymentIntentID = paymentIntentID
+}
+
+// stop ends the saga on a cancel signal: it closes the OrderCreated event's
+// place in the order's sequence (so the cancel can project next) and returns
+// whether money was taken; the cancel workflow owns the refund.
+func (s *saga) stop(ctx workflow.Context) (activities.SagaResult, error) {
+	s.stoppedByCancel = true
+	if _, err := s.project(ctx, activities.StepSagaStopped); err != nil {
+		return s.result(""), err
+	}
+	s.status.Stage = StageStopped
+	workflow.GetLogger(ctx).Info("saga stopped by cancel", "order_id", s.order.OrderID, "charged", s.status.Charged)
+	return s.result(activities.SagaStopped), nil
+}
+
+func (s *saga) project(ctx workflow.Context, step activities.OrderStep) (activities.ProjectOrderResult, error) {
+	var res activities.ProjectOrderResult
+	err := workflow.ExecuteActivity(projectOptions(ctx), a.ProjectOrder, activities.ProjectOrderInput{
+		EventID:         s.in.EventID,
+		OrderID:         s.order.OrderID,
+		Step:            step,
+		Sequence:        s.in.Sequence,
+		PaymentIntentID: s.status.PaymentIntentID,
+	}).Get(ctx, &res)
+	return res, err
+}
+
+func (s *saga) email(ctx workflow.Context, kind activities.EmailKind) error {
+	return workflow.ExecuteActivity(emailOptions(ctx), a.SendEmail, activities.SendEmailInput{
+		EventID:  s.in.EventID,
+		OrderID:  s.order.OrderID,
+		Kind:     kind,
+		To:       s.order.CustomerEmail,
+		Amount:   s.order.Amount,
+		Currency: s.order.Currency,
+	}).Get(ctx, nil)
+}
+
+func (s *saga) result(outcome activities.SagaOutcome) activities.SagaResult {
+	return activities.SagaResult{
+		OrderID:         s.order.OrderID,
+		Outcome:         outcome,
+		Charged:         s.status.Charged,
+		PaymentIntentID: s.status.PaymentIntentID,
+		Amount:          s.order.Amount,
+		Currency:        s.order.Currency,
+	}
+}
+
+// compensate undoes the charge of a saga cancelled through Temporal and
+// returns the run's error: a CanceledError carrying the SagaResult when the
+// undo succeeded, CompensationFailed when it did not. ctx is disconnected. A charge still in doubt is reconciled first: refunding
+// requires knowing the PaymentIntent, and not refunding requires knowing
+// there is none.
+func (s *saga) compensate(ctx workflow.Context) error {
+	s.status.Stage = StageCompensating
+	in := activities.ChargeInput{EventID: s.in.EventID, OrderID: s.order.OrderID, Amount: s.order.Amount,
+		Currency: s.order.Currency, PaymentMethod: s.order.PaymentMethod}
+	if s.charge == inDoubt {
+		rec, err := s.reconcile(ctx, in)
+		if err != nil {
+			return compensationFailed(ctx, CompensationFailure{OrderID: s.order.OrderID, Amount: s.order.Amount}, err)
+		}
+		if rec.Outcome == activities.Charged {
+			s.charged(rec.PaymentIntentID)
+		}
+	}
+	var refundID string
+	refunded := false
+	if s.status.Charged {
+		var rr activities.RefundResult
+		err := workflow.ExecuteActivity(refundOptions(ctx), a.RefundPayment, activities.RefundInput{
+			ChargeEventID: s.in.EventID, OrderID: s.order.OrderID,
+			PaymentIntentID: s.status.PaymentIntentID, Amount: s.order.Amount,
+		}).Get(ctx, &rr)
+		if err != nil {
+			s.status.Stage = StageCompensationFailed
+			return compensationFailed(ctx, CompensationFailure{
+				OrderID: s.order.OrderID, PaymentIntentID: s.status.PaymentIntentID, Amount: s.order.Amount}, err)
+		}
+		refundID, refunded = rr.RefundID, true
+	}
+	if err := workflow.ExecuteActivity(projectOptions(ctx), a.ProjectOrder, activities.ProjectOrderInput{
+		EventID: s.in.EventID, OrderID: s.order.OrderID, Step: activities.StepCancelled,
+		Sequence: s.in.Sequence, RefundID: refundID,
+	}).Get(ctx, nil); err != nil {
+		return err
+	}
+	s.status.Stage = StageCompensated
+	workflow.GetLogger(ctx).Warn("saga cancelled through Temporal; its charge was refunded",
+		"order_id", s.order.OrderID, "payment_intent_id", s.status.PaymentIntentID, "refund_id", refundID)
+	return temporal.NewCanceledError(activities.SagaResult{
+		OrderID: s.order.OrderID, Outcome: activities.SagaCompensated, Charged: s.status.Charged,
+		PaymentIntentID: s.status.PaymentIntentID, Amount: s.order.Amount, Currency: s.order.Currency,
+		Refunded: refunded, RefundID: refundID,
+	})
+}
