@@ -47,3 +47,8 @@ clean:
 ## scripted orders and prints the summary. DEMO_EXIT=1 exits after the table.
 demo:
 	$(GO) run ./cmd/demo
+
+## soak: the chaos soak alone, for as long as DURATION (default 10m).
+DURATION ?= 10m
+soak: $(TEMPORAL)
+	OUTFLOW_SOAK_DURATION=$(DURATION) $(GO) test -count=1 -timeout 0 -run '^TestChaosSoak$$' -v ./testsuite/

@@ -55,15 +55,17 @@ func printTable(w io.Writer, results []result) bool {
 			if target == "" {
 				target = "workflow id " + l.workflowID
 			}
-			fmt.Fprintf(w, "  %s %-15s %s\n", shortID(r.orderID), l.eventType, target)
+			fmt.Fprintf(w, "  %s %-15s %s\n", r.orderID, l.eventType, target)
 		}
 	}
 	return all
 }
 
+// shortID keeps the random tail of a UUIDv7: its head is a timestamp, the
+// same for every order the demo places.
 func shortID(id string) string {
 	if len(id) > 8 {
-		return id[:8]
+		return "…" + id[len(id)-8:]
 	}
 	return id
 }
