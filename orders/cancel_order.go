@@ -49,8 +49,9 @@ func CancelOrderTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (CancelOrderRes
 	var (
 		createdEventID uuid.UUID
 		cancelEventID  *uuid.UUID
+		cancelSequence *int64
 	)
-	err := tx.QueryRow(ctx, queries.Get("LockOrderForCancel"), id).Scan(&createdEventID, &cancelEventID)
+	err := tx.QueryRow(ctx, queries.Get("LockOrderForCancel"), id).Scan(&createdEventID, &cancelEventID, &cancelSequence)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return CancelOrderResult{}, ErrOrderNotFound
 	}
@@ -58,6 +59,9 @@ func CancelOrderTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (CancelOrderRes
 		return CancelOrderResult{}, fmt.Errorf("orders: lock order %s: %w", id, err)
 	}
 	if cancelEventID != nil {
+		if cancelSequence != nil {
+			return CancelOrderResult{OrderID: id, EventID: *cancelEventID, AggregateSequence: *cancelSequence, Replayed: true}, nil
+		}
 		return replayCancel(ctx, tx, id, *cancelEventID)
 	}
 
@@ -72,14 +76,17 @@ func CancelOrderTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (CancelOrderRes
 	if err != nil {
 		return CancelOrderResult{}, fmt.Errorf("orders: enqueue OrderCancelled of order %s: %w", id, err)
 	}
-	if _, err := tx.Exec(ctx, queries.Get("MarkOrderCancelled"), id, out[0].ID); err != nil {
+	// The sequence is stored with the order so a repeated cancel can answer
+	// after retention cleanup has deleted the event row.
+	if _, err := tx.Exec(ctx, queries.Get("MarkOrderCancelled"), id, out[0].ID, out[0].Sequence); err != nil {
 		return CancelOrderResult{}, fmt.Errorf("orders: mark order %s cancelled: %w", id, err)
 	}
 	return CancelOrderResult{OrderID: id, EventID: out[0].ID, AggregateSequence: out[0].Sequence}, nil
 }
 
-// replayCancel returns the first cancel's result for an order already
-// cancelled by event eventID.
+// replayCancel returns the first cancel's result for an order cancelled by
+// event eventID before orders.cancel_event_sequence existed: the sequence
+// comes from the event row, and is lost once cleanup deleted it.
 func replayCancel(ctx context.Context, tx pgx.Tx, id, eventID uuid.UUID) (CancelOrderResult, error) {
 	var seq int64
 	err := tx.QueryRow(ctx, queries.Get("GetEventSequence"), eventID).Scan(&seq)

@@ -50,7 +50,8 @@ func TestCancelOrderFromAnyStatus(t *testing.T) {
 		require.False(t, res.Replayed)
 		o, err := GetOrder(b.ctx, b.pool, created.OrderID)
 		require.NoError(t, err)
-		require.Equal(t, StatusCancelled, o.Status)
+		require.Equal(t, status, o.Status, "the saga, not the request, makes an order cancelled")
+		require.True(t, o.CancelRequested)
 	}
 }
 
@@ -89,7 +90,10 @@ func TestCancelOrderRollbackLeavesNothing(t *testing.T) {
 	require.Equal(t, int64(2), res.AggregateSequence)
 }
 
-func TestCancelOrderPurgedEvent(t *testing.T) {
+// TestCancelOrderAfterCleanup: retention cleanup deleted the first cancel's
+// event; a repeated cancel still answers with the first cancel's result (the
+// sequence is kept on the order) and writes nothing.
+func TestCancelOrderAfterCleanup(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	created, err := CreateOrder(b.ctx, b.pool, validParams())
@@ -97,6 +101,34 @@ func TestCancelOrderPurgedEvent(t *testing.T) {
 	first, err := CancelOrder(b.ctx, b.pool, created.OrderID)
 	require.NoError(t, err)
 	// What retention cleanup does to a published event.
+	_, err = b.pool.Exec(b.ctx, "DELETE FROM outbox_events WHERE event_id = $1", first.EventID)
+	require.NoError(t, err)
+	before := b.counts(t)
+
+	again, err := CancelOrder(b.ctx, b.pool, created.OrderID)
+	require.NoError(t, err)
+	require.True(t, again.Replayed)
+	again.Replayed = false
+	require.Equal(t, first, again)
+	require.Equal(t, before, b.counts(t), "a repeated cancel writes nothing")
+}
+
+// TestCancelOrderLegacyPurgedEvent: an order cancelled before
+// cancel_event_sequence existed, whose event cleanup deleted, still reports
+// ErrCancelEventPurged (there is nothing left to answer with).
+func TestCancelOrderLegacyPurgedEvent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	created, err := CreateOrder(b.ctx, b.pool, validParams())
+	require.NoError(t, err)
+	first, err := CancelOrder(b.ctx, b.pool, created.OrderID)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(b.ctx, "UPDATE orders SET cancel_event_sequence = NULL WHERE id = $1", created.OrderID)
+	require.NoError(t, err)
+	legacy, err := CancelOrder(b.ctx, b.pool, created.OrderID)
+	require.NoError(t, err, "the legacy path reads the sequence from the event row")
+	require.Equal(t, first.AggregateSequence, legacy.AggregateSequence)
+
 	_, err = b.pool.Exec(b.ctx, "DELETE FROM outbox_events WHERE event_id = $1", first.EventID)
 	require.NoError(t, err)
 	_, err = CancelOrder(b.ctx, b.pool, created.OrderID)

@@ -14,21 +14,28 @@ RETURNING status;
 -- to the cancel event here: a cancel that waited for the lock gets the
 -- order's new version re-checked, but a joined row would still come from
 -- the statement's old snapshot, which predates the first cancel's event.
-SELECT created_event_id, cancel_event_id
+-- cancel_event_sequence is on the order row itself, so a repeated cancel
+-- answers even after retention cleanup deleted the cancel event.
+SELECT created_event_id, cancel_event_id, cancel_event_sequence
 FROM orders
 WHERE id = $1
 FOR UPDATE;
 
 -- name: GetEventSequence :one
--- A new statement, so a new snapshot under READ COMMITTED: it sees the
--- event the first cancel committed while this one waited for the lock.
+-- Only for orders cancelled before cancel_event_sequence existed (and not
+-- backfilled because their event was already gone). A new statement, so a
+-- new snapshot under READ COMMITTED: it sees the event the first cancel
+-- committed while this one waited for the lock.
 SELECT aggregate_sequence
 FROM outbox_events
 WHERE event_id = $1;
 
 -- name: MarkOrderCancelled :exec
+-- Records the cancel request. The status becomes 'cancelled' only when the
+-- cancel saga has stopped or refunded the payment (net charge zero), so a
+-- client reading 'cancelled' can rely on it.
 UPDATE orders
-SET status = 'cancelled', cancel_event_id = $2, updated_at = now()
+SET cancel_event_id = $2, cancel_event_sequence = $3, updated_at = now()
 WHERE id = $1;
 
 -- name: GetOrder :one

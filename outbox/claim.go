@@ -43,7 +43,7 @@ func (r *Relay) claim(ctx context.Context) ([]claimed, lease, error) {
 			attempt int32
 		)
 		err := row.Scan(&id, &c.AggregateType, &c.AggregateID, &c.Sequence, &c.Type, &version,
-			&payload, &c.OccurredAt, &attempt, &c.tookOver)
+			&payload, &c.OccurredAt, &attempt, &c.tookOver, &c.Replay)
 		c.ID, c.Payload, c.SchemaVersion, c.attempt = id, payload, int(version), int(attempt)
 		return c, err
 	})

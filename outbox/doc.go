@@ -19,4 +19,13 @@
 // the enqueuing transaction under the aggregate's lock. The relay only claims
 // the lowest unpublished sequence of an aggregate, so an event never overtakes
 // an unfinished predecessor; there is no order across aggregates.
+//
+// # Operations
+//
+// [Status] and [List] show the backlog; [Retry] and [Skip] repair a
+// quarantined event (which holds back its aggregate's later events until
+// then); [Replay] delivers published events again, with semantics against
+// Temporal documented on it; [Cleanup] deletes old published events and
+// inbox rows in bounded batches. cmd/outboxctl exposes them, and
+// docs/operations.md is the operator's guide.
 package outbox

@@ -290,7 +290,9 @@ func (r *Relay) process(ctx, bk context.Context, batch []claimed, l lease) []tim
 		case o.skipped:
 			skipped = append(skipped, o.c.ID)
 		case o.err == nil:
-			r.metrics.handoff.Observe(o.acked.Sub(o.c.OccurredAt).Seconds())
+			if !o.c.Replay { // a replay's commit is long past: not a handoff
+				r.metrics.handoff.Observe(o.acked.Sub(o.c.OccurredAt).Seconds())
+			}
 			acks = append(acks, o.c.ID)
 			if len(acks) >= r.cfg.MarkBatchSize {
 				flushAcks()

@@ -12,7 +12,9 @@
 -- aggregate, and across relays an aggregate has one lane. SKIP LOCKED lets
 -- concurrent relays claim disjoint batches without waiting on each other.
 -- attempt_count is counted here, at claim, so an event that crashes its relay
--- still uses up attempts. took_over reports a lease that had expired.
+-- still uses up attempts. took_over reports a lease that had expired; replay
+-- reports an event an operator replayed (replay_requested_at, see
+-- operations.sql).
 WITH candidates AS (
     SELECT e.event_id, (e.claimed_by IS NOT NULL) AS took_over
     FROM outbox_events e
@@ -42,14 +44,16 @@ FROM candidates c
 WHERE o.event_id = c.event_id
 RETURNING o.event_id, o.aggregate_type, o.aggregate_id, o.aggregate_sequence,
           o.event_type, o.schema_version, o.payload, o.occurred_at,
-          o.attempt_count, c.took_over;
+          o.attempt_count, c.took_over, o.replay_requested_at IS NOT NULL AS replay;
 
 -- name: RelayMark :many
 -- Marks the acknowledged events $2 published, only where $1 still holds the
--- claim. claimed_by is kept as the record of who published the event.
+-- claim. claimed_by is kept as the record of who published the event. A
+-- replay request is fulfilled by the publish, so its flag is cleared.
 UPDATE outbox_events
-SET published_at = now(),
-    claim_until  = NULL
+SET published_at        = now(),
+    claim_until         = NULL,
+    replay_requested_at = NULL
 WHERE event_id = ANY($2::uuid[])
   AND claimed_by = $1
   AND published_at IS NULL
@@ -95,9 +99,11 @@ LISTEN outbox_events;
 -- name: RelayGauges :one
 -- The backlog gauges, read periodically (never per scrape). Only unpublished
 -- rows are visited, through the partial indexes: the cost follows the
--- backlog, not the table's history.
+-- backlog, not the table's history. A replayed event's age counts from the
+-- replay request, so a replay of old events does not look like lag.
 SELECT count(*) FILTER (WHERE quarantined_at IS NULL)                                  AS pending,
-       coalesce(extract(epoch FROM now() - min(occurred_at) FILTER (WHERE quarantined_at IS NULL)), 0)::float8
+       coalesce(extract(epoch FROM now() - min(coalesce(replay_requested_at, occurred_at))
+                                           FILTER (WHERE quarantined_at IS NULL)), 0)::float8
                                                                                        AS oldest_pending_age_seconds,
        count(*) FILTER (WHERE quarantined_at IS NOT NULL)                              AS quarantined
 FROM outbox_events

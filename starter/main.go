@@ -19,6 +19,14 @@
 //	METRICS_ADDR             Serve Prometheus /metrics on this address (e.g. 127.0.0.1:9102); off when unset.
 //	OUTFLOW_LOG_LEVEL        debug, info (default), warn or error.
 //
+// Retention cleanup (one pass per interval across all starters, by advisory lock;
+// see outbox.Cleanup and `outboxctl cleanup`):
+//
+//	OUTFLOW_RETENTION        Keep published (and skipped) events this long; default 168h (7 days); 0 disables.
+//	OUTFLOW_INBOX_RETENTION  Keep processed_events rows this long, at least OUTFLOW_RETENTION; default the same.
+//	OUTFLOW_CLEANUP_INTERVAL Time between passes; default 10m.
+//	OUTFLOW_CLEANUP_BATCH    Rows per batch (one short transaction each); default 1000.
+//
 // Tuning (defaults are those of outbox.Config):
 //
 //	OUTFLOW_RELAY_BATCH      Events per claim; default 100.
@@ -75,6 +83,10 @@ func run(logger *slog.Logger) error {
 		return err
 	}
 	taskQueue := envOr("OUTFLOW_TASK_QUEUE", workflows.DefaultTaskQueue)
+	ccfg, err := cleanupConfigFromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -123,6 +135,21 @@ func run(logger *slog.Logger) error {
 		}()
 	}
 
+	if ccfg.Retention > 0 {
+		var registerer prometheus.Registerer // a nil *Registry is not a nil interface
+		if reg != nil {
+			registerer = reg
+		}
+		sched, err := newCleanupSchedule(pool, ccfg, fps, registerer, logger)
+		if err != nil {
+			return err
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); sched.run(cctx) }()
+		defer func() { cancel(); <-done }()
+	}
+
 	eff := relay.Config()
 	logger.Info("relay started",
 		"owner", relay.Owner(),
@@ -131,7 +158,8 @@ func run(logger *slog.Logger) error {
 		"task_queue", taskQueue,
 		"batch", eff.BatchSize, "lease", eff.Lease, "publish_timeout", eff.PublishTimeout,
 		"poll", eff.PollInterval, "in_flight", eff.MaxInFlight, "max_attempts", eff.MaxAttempts,
-		"metrics_addr", metricsAddr, "failpoints", os.Getenv(failpoints.EnvVar))
+		"metrics_addr", metricsAddr, "failpoints", os.Getenv(failpoints.EnvVar),
+		"retention", ccfg.Retention, "cleanup_interval", ccfg.Interval)
 	err = relay.Run(ctx)
 	logger.Info("relay stopped", "owner", relay.Owner())
 	return err

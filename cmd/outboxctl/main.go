@@ -1,9 +1,21 @@
 // Command outboxctl is outflow's operator CLI.
 //
-//	outboxctl migrate            bring DATABASE_URL to the newest schema
+//	outboxctl migrate                                   bring DATABASE_URL to the newest schema
+//	outboxctl status [--json]                           backlog, quarantine, leases, throughput
+//	outboxctl list [--pending | --quarantined] [--aggregate ID] [--limit N]
+//	outboxctl retry EVENT_ID                            a quarantined or backing-off event: available now, attempts reset
+//	outboxctl skip EVENT_ID --reason TEXT [--actor NAME]
+//	outboxctl replay --from TIME --to TIME [--aggregate ID] [--yes]
+//	outboxctl cleanup --retention DURATION [--batch-size N] [--inbox-retention DURATION]
+//	outboxctl help [COMMAND]
 //
 // Every command reads DATABASE_URL (pgx/v5 syntax), defaulting to the local
-// server.
+// server; --database-url overrides it. Every command but migrate refuses a
+// database whose schema is outdated. Every write is logged to stderr with who
+// ran it ($USER@hostname unless --actor says otherwise).
+//
+// Exit status: 0 success, 1 the command failed (unknown event, wrong state,
+// database error), 2 usage (unknown command, bad flag or argument).
 package main
 
 import (
@@ -26,18 +38,37 @@ type command struct {
 	run     func(ctx context.Context, env *cliEnv, args []string) error
 }
 
-// cliEnv is what every subcommand gets: where to write and how to log.
+// cliEnv is what every subcommand gets: where to read and write, how to log,
+// and who is running it.
 type cliEnv struct {
 	stdout, stderr io.Writer
 	logger         *slog.Logger
 	databaseURL    string
+	// stdin and interactive serve confirmation prompts; interactive is true
+	// only when stdin is a terminal.
+	stdin       io.Reader
+	interactive bool
+	// actor is recorded with every write: $USER@hostname.
+	actor string
 }
 
-var commands = map[string]command{
-	"migrate": {summary: "apply every pending schema migration to DATABASE_URL", run: runMigrate},
+var commands map[string]command
+
+func init() {
+	// Assigned in init: help refers to the table.
+	commands = map[string]command{
+		"migrate": {summary: "apply every pending schema migration to DATABASE_URL", run: runMigrate},
+		"status":  {summary: "pending, oldest pending age, quarantined, leases by relay, recent throughput", run: runStatus},
+		"list":    {summary: "list events, one a line, the event id first", run: runList},
+		"retry":   {summary: "make a quarantined or backing-off event available now, attempts reset", run: runRetry},
+		"skip":    {summary: "give up a quarantined event (with a reason) so its aggregate flows again", run: runSkip},
+		"replay":  {summary: "deliver published events of a time window again", run: runReplay},
+		"cleanup": {summary: "delete old published events and inbox rows in bounded batches", run: runCleanup},
+		"help":    {summary: "list the commands, or show one command's flags", run: runHelp},
+	}
 }
 
-// errUsage asks main to print usage and exit 2.
+// errUsage asks main to exit 2; the message was already printed.
 var errUsage = errors.New("usage")
 
 func main() {
@@ -48,7 +79,7 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
 		usage(stderr)
 		if len(args) == 0 {
 			return 2
@@ -66,9 +97,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		stderr:      stderr,
 		logger:      slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
 		databaseURL: databaseURL(),
+		stdin:       os.Stdin,
+		interactive: isTerminal(os.Stdin),
+		actor:       defaultActor(),
 	}
 	if err := cmd.run(ctx, env, args[1:]); err != nil {
-		if errors.Is(err, errUsage) || errors.Is(err, flag.ErrHelp) {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		if errors.Is(err, errUsage) {
 			return 2
 		}
 		fmt.Fprintf(stderr, "outboxctl %s: %v\n", args[0], err)
@@ -87,5 +124,37 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\nenvironment: DATABASE_URL (default "+strings.TrimSpace(defaultURLHint)+")")
+	fmt.Fprintln(w, "\n`outboxctl help COMMAND` shows a command's flags.")
+	fmt.Fprintln(w, "environment: DATABASE_URL (default "+strings.TrimSpace(defaultURLHint)+"), or --database-url")
+}
+
+// runHelp lists the commands, or shows one command's usage.
+func runHelp(ctx context.Context, env *cliEnv, args []string) error {
+	if len(args) == 0 {
+		usage(env.stdout)
+		return nil
+	}
+	cmd, ok := commands[args[0]]
+	if !ok || args[0] == "help" {
+		fmt.Fprintf(env.stderr, "outboxctl help: unknown command %q\n\n", args[0])
+		usage(env.stderr)
+		return errUsage
+	}
+	help := *env
+	help.stderr = env.stdout
+	return cmd.run(ctx, &help, []string{"-h"})
+}
+
+// defaultActor is who runs the command, as recorded with skips and logged
+// with every write: $USER@hostname.
+func defaultActor() string {
+	user := os.Getenv("USER")
+	if user == "" {
+		user = "unknown"
+	}
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown-host"
+	}
+	return user + "@" + host
 }

@@ -52,3 +52,40 @@ func TestMigrateBringsAnEmptyDatabaseUp(t *testing.T) {
 	require.NoError(t, check.QueryRow(ctx, "SELECT count(*) FROM information_schema.tables WHERE table_name IN ('orders','outbox_events','processed_events','idempotency_keys')").Scan(&n))
 	require.Equal(t, 4, n)
 }
+
+// TestHelpAndUsageErrors: `help` lists every command, `help CMD` shows its
+// flags, and malformed invocations exit 2 with a message saying what to do.
+func TestHelpAndUsageErrors(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var out, errb bytes.Buffer
+	require.Equal(t, 0, run(b.ctx, []string{"help"}, &out, &errb))
+	for _, c := range []string{"migrate", "status", "list", "retry", "skip", "replay", "cleanup"} {
+		require.Contains(t, out.String(), "  "+c+" ")
+	}
+	out.Reset()
+	require.Equal(t, 0, run(b.ctx, []string{"help", "skip"}, &out, &errb))
+	require.Contains(t, out.String(), "usage: outboxctl skip EVENT_ID --reason TEXT")
+	require.Contains(t, out.String(), "-actor")
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"retry"}, "want exactly one EVENT_ID"},
+		{[]string{"retry", "not-a-uuid"}, `EVENT_ID "not-a-uuid" is not a UUID`},
+		{[]string{"skip", "0190f7c2-0000-7000-8000-000000000000"}, "--reason is mandatory"},
+		{[]string{"list", "--pending", "--quarantined"}, "exclude each other"},
+		{[]string{"list", "--limit", "0"}, "out of range"},
+		{[]string{"status", "--frobnicate"}, "flag provided but not defined"},
+		{[]string{"replay", "--to", "2025-01-01T00:00:00Z"}, "--from is mandatory"},
+		{[]string{"replay", "--from", "yesterday", "--to", "2025-01-01T00:00:00Z"}, "not an RFC 3339 time"},
+		{[]string{"replay", "--from", "2025-01-02T00:00:00Z", "--to", "2025-01-01T00:00:00Z"}, "must be after"},
+		{[]string{"cleanup"}, "--retention is mandatory"},
+		{[]string{"cleanup", "--retention", "168h", "--inbox-retention", "1h"}, "shorter than --retention"},
+	} {
+		r := b.ctl(t, tc.args...)
+		require.Equal(t, 2, r.code, "%v: %s", tc.args, r.stderr)
+		require.Contains(t, r.stderr, tc.want, "%v", tc.args)
+	}
+}

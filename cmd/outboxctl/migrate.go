@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 
 	"github.com/outflow/outflow/internal/database"
@@ -16,10 +15,13 @@ func databaseURL() string { return database.URL() }
 // runMigrate applies pending migrations; concurrent runs are serialised by
 // goose's advisory lock, so it is safe to run from every deploy.
 func runMigrate(ctx context.Context, env *cliEnv, args []string) error {
-	fs := flag.NewFlagSet("migrate", flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	if err := fs.Parse(args); err != nil {
+	fs := newFlagSet(env, "migrate", "migrate")
+	pos, err := parse(fs, args)
+	if err != nil {
 		return err
+	}
+	if len(pos) > 0 {
+		return usagef(fs, "migrate takes no arguments, got %q", pos)
 	}
 	pool, err := database.Open(ctx, env.databaseURL)
 	if err != nil {

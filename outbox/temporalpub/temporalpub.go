@@ -60,7 +60,9 @@ func New(c client.Client, cfg Config) *Publisher {
 
 // Publish starts the event's workflow and returns nil once Temporal has
 // accepted the start, or answered that a workflow with this ID already
-// exists (started by an earlier attempt whose acknowledgement was lost).
+// exists (started by an earlier attempt whose acknowledgement was lost, or,
+// for a replayed event, a run that completed or is still running). See
+// [ReusePolicy] for when a replay starts a new run.
 func (p *Publisher) Publish(ctx context.Context, e outbox.Event) error {
 	route, ok := p.routes[e.Type]
 	if !ok {
@@ -74,11 +76,9 @@ func (p *Publisher) Publish(ctx context.Context, e outbox.Event) error {
 		}
 	}
 	opts := client.StartWorkflowOptions{
-		ID:        e.ID.String(),
-		TaskQueue: p.taskQueue,
-		// One workflow per event, ever: a duplicate start is refused whether
-		// the first run is still running or already closed.
-		WorkflowIDReusePolicy:    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		ID:                       e.ID.String(),
+		TaskQueue:                p.taskQueue,
+		WorkflowIDReusePolicy:    ReusePolicy(e),
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		// Report the duplicate as an error instead of returning the running
 		// run silently, so both cases are handled (and logged) alike.
@@ -107,6 +107,28 @@ func (p *Publisher) Publish(ctx context.Context, e outbox.Event) error {
 		return nil
 	}
 	return fmt.Errorf("temporalpub: start %s for event %s: %w", route.Workflow, e.ID, err)
+}
+
+// ReusePolicy is the workflow ID reuse policy of e's start.
+//
+// A first delivery uses REJECT_DUPLICATE: one workflow per event, ever; a
+// duplicate start (the relay publishes at least once) is refused whether the
+// first run is still running or already closed, and the refusal is the
+// acknowledgement.
+//
+// An operator's replay (e.Replay, see [outbox.Replay]) uses
+// ALLOW_DUPLICATE_FAILED_ONLY: a run that completed still refuses the start
+// (the replay is acknowledged and the event stays one run), a running one
+// refuses it too (the conflict policy is FAIL), but a run that failed, was
+// terminated, cancelled or timed out lets a new run start under the same
+// workflow ID. Its effects stay single: provider idempotency keys derive from
+// the event ID and the step, and local effects go through the
+// processed_events inbox.
+func ReusePolicy(e outbox.Event) enumspb.WorkflowIdReusePolicy {
+	if e.Replay {
+		return enumspb.WORKFLOW_ID_REUSE_POLICY_ALLOW_DUPLICATE_FAILED_ONLY
+	}
+	return enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
 }
 
 // IsAlreadyStarted reports whether err is Temporal's answer that a workflow

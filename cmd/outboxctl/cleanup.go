@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/outflow/outflow/outbox"
+)
+
+// runCleanup deletes old published (and skipped) events and inbox rows in
+// bounded batches, printing progress per batch.
+func runCleanup(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet(env, "cleanup", "cleanup --retention DURATION [--batch-size N] [--inbox-retention DURATION]")
+	retention := fs.Duration("retention", 0, "delete events published (or skipped) longer ago than this, e.g. 168h (mandatory)")
+	inbox := fs.Duration("inbox-retention", 0, "delete inbox rows (processed_events) older than this; at least --retention (default --retention)")
+	batch := fs.Int("batch-size", 1000, "rows per batch, each batch one short transaction (1 to 100000)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) > 0:
+		return usagef(fs, "cleanup takes no arguments, got %q", pos)
+	case *retention <= 0:
+		return usagef(fs, "--retention is mandatory and positive, a Go duration such as 168h (7 days) or 720h (30 days)")
+	case *inbox != 0 && *inbox < *retention:
+		return usagef(fs, "--inbox-retention %s is shorter than --retention %s: an event that can still be replayed would lose its inbox rows and apply its local effects twice; use --inbox-retention %s or more",
+			*inbox, *retention, *retention)
+	case *batch < 1 || *batch > 100000:
+		return usagef(fs, "--batch-size %d is out of range; use 1 to 100000", *batch)
+	}
+	pool, err := openDB(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	start := time.Now()
+	res, err := outbox.Cleanup(ctx, pool, outbox.CleanupOptions{
+		Retention: *retention, InboxRetention: *inbox, BatchSize: *batch,
+		OnBatch: func(b outbox.CleanupBatch) {
+			fmt.Fprintf(env.stdout, "%s: batch %d deleted %d rows (%d so far)\n", b.Table, b.Number, b.Deleted, b.Total)
+		},
+	})
+	env.logger.Info("outboxctl: cleanup", "actor", env.actor, "retention", *retention, "inbox_retention", *inbox,
+		"events_deleted", res.EventsDeleted, "inbox_deleted", res.InboxDeleted, "batches", res.Batches,
+		"events_cutoff", res.EventsCutoff, "elapsed", time.Since(start).Round(time.Millisecond), "error", err)
+	if err != nil {
+		return fmt.Errorf("%w (the batches before the error are deleted; run the command again to finish)", err)
+	}
+	fmt.Fprintf(env.stdout, "deleted %d events published or skipped before %s and %d inbox rows processed before %s\n",
+		res.EventsDeleted, res.EventsCutoff.UTC().Format(time.RFC3339), res.InboxDeleted, res.InboxCutoff.UTC().Format(time.RFC3339))
+	return nil
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+)
+
+// cleanupSeed is a database with old published and skipped events (and the
+// inbox rows of the published ones) that cleanup must delete, and events and
+// inbox rows it must keep.
+type cleanupSeed struct {
+	old  []uuid.UUID // published or skipped 10 days ago
+	keep []uuid.UUID // unpublished, quarantined, backing off, replaying, recent
+}
+
+func (b *testBundle) seedCleanup(t *testing.T, oldPublished int) cleanupSeed {
+	t.Helper()
+	var s cleanupSeed
+	var published []uuid.UUID
+	for i := range oldPublished {
+		published = append(published, b.enqueue(t, fmt.Sprintf("o-old-%d", i), "OrderCreated")[0].ID)
+	}
+	b.exec(t, `UPDATE outbox_events SET occurred_at = now() - interval '11 days', published_at = now() - interval '10 days' WHERE event_id = ANY($1)`, published)
+	b.exec(t, `INSERT INTO processed_events (consumer_name, event_id, processed_at)
+	           SELECT 'projection', id, now() - interval '10 days' FROM unnest($1::uuid[]) AS id`, published)
+	skipped := b.enqueue(t, "o-skipped", "OrderCreated")[0].ID
+	b.exec(t, `UPDATE outbox_events SET quarantined_at = now() - interval '10 days', skipped_at = now() - interval '10 days',
+	           skipped_by = 'ops', skip_reason = 'test' WHERE event_id = $1`, skipped)
+	s.old = append(published, skipped)
+
+	for _, sql := range []string{
+		`UPDATE outbox_events SET occurred_at = now() - interval '30 days' WHERE event_id = $1`,
+		`UPDATE outbox_events SET occurred_at = now() - interval '30 days', quarantined_at = now() - interval '29 days' WHERE event_id = $1`,
+		`UPDATE outbox_events SET occurred_at = now() - interval '30 days', attempt_count = 3, available_at = now() + interval '1 hour' WHERE event_id = $1`,
+		`UPDATE outbox_events SET occurred_at = now() - interval '30 days', replay_requested_at = now() WHERE event_id = $1`,
+		`UPDATE outbox_events SET published_at = now() - interval '1 day' WHERE event_id = $1`,
+	} {
+		id := b.enqueue(t, "o-keep-"+uuid.NewString()[:8], "OrderCreated")[0].ID
+		b.exec(t, sql, id)
+		s.keep = append(s.keep, id)
+	}
+	// An old inbox row of a retained event, and a recent one: both stay.
+	b.exec(t, `INSERT INTO processed_events (consumer_name, event_id, processed_at) VALUES ('projection', $1, now() - interval '30 days')`, s.keep[0])
+	b.exec(t, `INSERT INTO processed_events (consumer_name, event_id, processed_at) VALUES ('projection', $1, now())`, uuid.New())
+	return s
+}
+
+// counts returns how many of ids are still in outbox_events, and the inbox size.
+func (b *testBundle) counts(t *testing.T, ids []uuid.UUID) (events, inbox int) {
+	t.Helper()
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT (SELECT count(*) FROM outbox_events WHERE event_id = ANY($1)), (SELECT count(*) FROM processed_events)`, ids).
+		Scan(&events, &inbox))
+	return events, inbox
+}
+
+// TestCleanup: only old published and skipped events and old inbox rows of
+// deleted events go, in bounded batches with progress per batch; a second run
+// deletes nothing; afterwards a replay reaching behind the horizon is refused.
+func TestCleanup(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	s := b.seedCleanup(t, 7)
+
+	r := b.ok(t, "cleanup", "--retention", "168h", "--batch-size", "3")
+	require.Equal(t, []string{
+		"outbox_events: batch 1 deleted 3 rows (3 so far)",
+		"outbox_events: batch 2 deleted 3 rows (6 so far)",
+		"outbox_events: batch 3 deleted 2 rows (8 so far)",
+		"processed_events: batch 1 deleted 3 rows (3 so far)",
+		"processed_events: batch 2 deleted 3 rows (6 so far)",
+		"processed_events: batch 3 deleted 1 rows (7 so far)",
+	}, strings.Split(strings.TrimSpace(r.stdout), "\n")[:6])
+	require.Contains(t, r.stdout, "deleted 8 events")
+	require.Contains(t, r.stderr, "outboxctl: cleanup")
+
+	old, inbox := b.counts(t, s.old)
+	require.Zero(t, old)
+	kept, _ := b.counts(t, s.keep)
+	require.Equal(t, len(s.keep), kept, "never an unpublished, quarantined, backing-off, replayed or recent event")
+	require.Equal(t, 2, inbox, "the inbox rows of a retained event and recent ones stay")
+
+	r = b.ok(t, "cleanup", "--retention", "168h")
+	require.Contains(t, r.stdout, "deleted 0 events")
+
+	r = b.ctl(t, "replay", "--from", time.Now().Add(-30*24*time.Hour).UTC().Format(time.RFC3339),
+		"--to", time.Now().UTC().Format(time.RFC3339), "--yes")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "before the cleanup horizon")
+}
+
+// TestCleanupCrashMidBatch runs the real binary with
+// OUTFLOW_FAILPOINTS=cleanup.mid_batch=crash on more rows than one batch: it
+// dies of SIGKILL after its first batch, that batch's rows are gone, nothing
+// unpublished or quarantined was touched, and a clean run finishes the job.
+func TestCleanupCrashMidBatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	exe := filepath.Join(t.TempDir(), "outboxctl")
+	build := exec.Command("go", "build", "-o", exe, ".")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "go build: %s", out)
+	s := b.seedCleanup(t, 25)
+
+	cleanup := func(failpoints string) (*exec.Cmd, []byte, error) {
+		ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, exe, "cleanup", "--retention", "168h", "--batch-size", "10")
+		cmd.Env = append(os.Environ(), "DATABASE_URL="+b.url, "OUTFLOW_FAILPOINTS="+failpoints)
+		out, err := cmd.CombinedOutput()
+		return cmd, out, err
+	}
+	cmd, out, err := cleanup("cleanup.mid_batch=crash")
+	var exitErr *exec.ExitError
+	require.True(t, errors.As(err, &exitErr), "want a crash, got %v\n%s", err, out)
+	ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	require.True(t, ws.Signaled(), "%s", out)
+	require.Equal(t, syscall.SIGKILL, ws.Signal())
+	require.Contains(t, string(out), "outbox_events: batch 1 deleted 10 rows")
+	require.NotContains(t, string(out), "batch 2")
+
+	left, _ := b.counts(t, s.old)
+	require.Equal(t, len(s.old)-10, left, "exactly the first batch is gone")
+	kept, _ := b.counts(t, s.keep)
+	require.Equal(t, len(s.keep), kept)
+
+	_, out, err = cleanup("")
+	require.NoError(t, err, "%s", out)
+	left, inbox := b.counts(t, s.old)
+	require.Zero(t, left, "the re-run finished the job")
+	require.Equal(t, 2, inbox)
+	kept, _ = b.counts(t, s.keep)
+	require.Equal(t, len(s.keep), kept)
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outflow/outflow/internal/database"
+)
+
+// newFlagSet returns a subcommand's flag set: errors and usage go to stderr,
+// and --database-url mirrors DATABASE_URL.
+func newFlagSet(env *cliEnv, name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(env.stderr)
+	fs.StringVar(&env.databaseURL, "database-url", env.databaseURL, "PostgreSQL URL (default $DATABASE_URL)")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: outboxctl %s\n\nflags:\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses flags that may come before, between or after the positional
+// arguments (`skip EVENT_ID --reason TEXT`), and returns the positionals. A
+// bad flag is a usage error (flag has printed it); -h is flag.ErrHelp.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil, err
+			}
+			return nil, errUsage
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+// usagef prints a usage error with the command's usage and returns errUsage
+// (exit status 2).
+func usagef(fs *flag.FlagSet, format string, args ...any) error {
+	fmt.Fprintf(fs.Output(), "outboxctl %s: %s\n\n", fs.Name(), fmt.Sprintf(format, args...))
+	fs.Usage()
+	return errUsage
+}
+
+// eventIDArg parses the single EVENT_ID argument.
+func eventIDArg(fs *flag.FlagSet, pos []string) (uuid.UUID, error) {
+	if len(pos) != 1 {
+		return uuid.Nil, usagef(fs, "want exactly one EVENT_ID, got %d arguments (find event ids with `outboxctl list --quarantined`)", len(pos))
+	}
+	id, err := uuid.Parse(pos[0])
+	if err != nil {
+		return uuid.Nil, usagef(fs, "EVENT_ID %q is not a UUID (event ids look like 01912d4e-7c1a-7b3e-9f00-5e2a8c4d1b2f; find them with `outboxctl list`)", pos[0])
+	}
+	return id, nil
+}
+
+// openDB opens the database and refuses an outdated schema, naming
+// `outboxctl migrate`.
+func openDB(ctx context.Context, env *cliEnv) (*pgxpool.Pool, error) {
+	return database.OpenChecked(ctx, env.databaseURL)
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/outflow/outflow/outbox"
+)
+
+// lastErrorWidth bounds last_error in list output; `outboxctl status` and
+// the database keep it whole (up to 1000 characters).
+const lastErrorWidth = 80
+
+// runList prints events one a line: id, type, aggregate, sequence, attempts,
+// state and the last error, truncated.
+func runList(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet(env, "list", "list [--pending | --quarantined] [--aggregate ID] [--limit N]")
+	var opts outbox.ListOptions
+	fs.BoolVar(&opts.Pending, "pending", false, "only unpublished events that are not quarantined or skipped")
+	fs.BoolVar(&opts.Quarantined, "quarantined", false, "only quarantined events (waiting for retry or skip)")
+	fs.StringVar(&opts.AggregateID, "aggregate", "", "only this aggregate's events (an order id), in sequence order")
+	fs.IntVar(&opts.Limit, "limit", 100, "at most this many events (1 to 10000); without filters, the newest")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(pos) > 0:
+		return usagef(fs, "list takes no arguments, got %q (did you mean --aggregate %s?)", pos, pos[0])
+	case opts.Pending && opts.Quarantined:
+		return usagef(fs, "--pending and --quarantined exclude each other")
+	case opts.Limit < 1 || opts.Limit > 10000:
+		return usagef(fs, "--limit %d is out of range; use 1 to 10000", opts.Limit)
+	}
+	pool, err := openDB(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	events, err := outbox.List(ctx, pool, opts)
+	if err != nil {
+		return err
+	}
+	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	for _, e := range events {
+		fmt.Fprintf(tw, "%s\t%s\t%s/%s\tseq=%d\tattempts=%d\t%s\t%s\n",
+			e.ID, e.Type, e.AggregateType, e.AggregateID, e.Sequence, e.Attempts, e.State, lastError(e.LastError))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(events) == 0 {
+		fmt.Fprintln(env.stderr, "no events match")
+	}
+	return nil
+}
+
+// lastError renders an error on one line, bounded, quoted so a space-split
+// line keeps its columns; empty when there is none.
+func lastError(s string) string {
+	if s == "" {
+		return ""
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > lastErrorWidth {
+		s = string(r[:lastErrorWidth-1]) + "…"
+	}
+	return "last_error=" + strconv.Quote(s)
+}

@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/outflow/outflow/outbox"
+)
+
+// runReplay delivers the published events of a window again, after a
+// confirmation (see outbox.Replay for the semantics against Temporal).
+func runReplay(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet(env, "replay", "replay --from TIME --to TIME [--aggregate ID] [--yes]")
+	from := fs.String("from", "", "window start, RFC 3339 (e.g. 2025-06-01T10:00:00Z), inclusive, on the events' occurred_at")
+	to := fs.String("to", "", "window end, RFC 3339, exclusive")
+	aggregate := fs.String("aggregate", "", "only this aggregate's events (an order id)")
+	yes := fs.Bool("yes", false, "do not ask for confirmation (required when stdin is not a terminal)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef(fs, "replay takes no arguments, got %q", pos)
+	}
+	var opts outbox.ReplayOptions
+	opts.AggregateID = *aggregate
+	for _, f := range []struct {
+		name, value string
+		dst         *time.Time
+	}{{"--from", *from, &opts.From}, {"--to", *to, &opts.To}} {
+		if f.value == "" {
+			return usagef(fs, "%s is mandatory", f.name)
+		}
+		t, err := time.Parse(time.RFC3339Nano, f.value)
+		if err != nil {
+			return usagef(fs, "%s %q is not an RFC 3339 time; write it like 2025-06-01T10:00:00Z or 2025-06-01T12:00:00+02:00", f.name, f.value)
+		}
+		*f.dst = t
+	}
+	if !opts.To.After(opts.From) {
+		return usagef(fs, "--to (%s) must be after --from (%s)", *to, *from)
+	}
+
+	pool, err := openDB(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	plan, err := outbox.PlanReplay(ctx, pool, opts)
+	if err != nil {
+		return err
+	}
+	scope := "all aggregates"
+	if opts.AggregateID != "" {
+		scope = "aggregate " + opts.AggregateID
+	}
+	if plan.Events == 0 {
+		fmt.Fprintf(env.stdout, "no published events of %s occurred in [%s, %s); nothing to replay\n",
+			scope, opts.From.Format(time.RFC3339), opts.To.Format(time.RFC3339))
+		return nil
+	}
+	fmt.Fprintf(env.stdout, "%d published events of %s (occurred %s .. %s) will be delivered again.\n"+
+		"Workflows that completed stay one run; failed, terminated or timed-out ones run again (effects stay single).\n",
+		plan.Events, scope, plan.First.UTC().Format(time.RFC3339), plan.Last.UTC().Format(time.RFC3339))
+	if !*yes {
+		if !env.interactive {
+			return usagef(fs, "stdin is not a terminal, so there is nobody to confirm: pass --yes to replay these %d events", plan.Events)
+		}
+		ok, err := confirm(env, fmt.Sprintf("Replay %d events? [y/N] ", plan.Events))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return errors.New("not confirmed; nothing was replayed")
+		}
+	}
+	n, err := outbox.Replay(ctx, pool, opts)
+	if err != nil {
+		return err
+	}
+	env.logger.Info("outboxctl: events replayed", "events", n, "actor", env.actor,
+		"from", opts.From, "to", opts.To, "aggregate_id", opts.AggregateID)
+	fmt.Fprintf(env.stdout, "replayed %d events; the relays publish them again (outboxctl status shows the replays pending)\n", n)
+	return nil
+}
+
+// confirm asks question on stderr and reads a yes or no from stdin.
+func confirm(env *cliEnv, question string) (bool, error) {
+	fmt.Fprint(env.stderr, question)
+	line, err := bufio.NewReader(env.stdin).ReadString('\n')
+	if err != nil && line == "" {
+		return false, fmt.Errorf("reading the confirmation: %w", err)
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true, nil
+	}
+	return false, nil
+}

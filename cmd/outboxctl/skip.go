@@ -1,0 +1,45 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/outflow/outflow/outbox"
+)
+
+// runSkip gives up a quarantined event, recording the reason and the actor.
+func runSkip(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet(env, "skip", "skip EVENT_ID --reason TEXT [--actor NAME]")
+	reason := fs.String("reason", "", "why this event may be given up (mandatory; recorded in skip_reason)")
+	actor := fs.String("actor", env.actor, "who decided the skip (recorded in skipped_by)")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	id, err := eventIDArg(fs, pos)
+	if err != nil {
+		return err
+	}
+	if strings.TrimSpace(*reason) == "" {
+		return usagef(fs, "--reason is mandatory: a skip loses a business event, so say why (e.g. --reason \"payload references a deleted SKU; refunded by hand, ticket OPS-123\")")
+	}
+	if strings.TrimSpace(*actor) == "" {
+		return usagef(fs, "--actor may not be empty")
+	}
+	pool, err := openDB(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	c, err := outbox.Skip(ctx, pool, id, *reason, *actor)
+	if err != nil {
+		return err
+	}
+	env.logger.Info("outboxctl: event skipped", "event_id", id, "actor", *actor, "reason", *reason,
+		"aggregate_type", c.Before.AggregateType, "aggregate_id", c.Before.AggregateID, "aggregate_sequence", c.Before.Sequence,
+		"event_type", c.Before.Type, "attempts", c.Before.Attempts, "last_error", c.Before.LastError)
+	fmt.Fprintf(env.stdout, "skipped %s (%s %s/%s seq=%d) by %s: %q; it will never be published, and its aggregate's later events flow again\n",
+		id, c.After.Type, c.After.AggregateType, c.After.AggregateID, c.After.Sequence, c.After.SkippedBy, c.After.SkipReason)
+	return nil
+}

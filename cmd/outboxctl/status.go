@@ -1,0 +1,65 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/outflow/outflow/outbox"
+)
+
+// runStatus prints the outbox's backlog, quarantine, leases and throughput.
+func runStatus(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet(env, "status", "status [--json]")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	pos, err := parse(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef(fs, "status takes no arguments, got %q", pos)
+	}
+	pool, err := openDB(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	s, err := outbox.Status(ctx, pool)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s)
+	}
+	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	oldest := "-"
+	if s.Pending > 0 {
+		oldest = s.OldestPendingAge.Round(time.Millisecond).String()
+	}
+	fmt.Fprintf(tw, "pending\t%d\t(oldest %s)\n", s.Pending, oldest)
+	fmt.Fprintf(tw, "  backing off\t%d\t\n", s.BackingOff)
+	fmt.Fprintf(tw, "  replays\t%d\t\n", s.Replaying)
+	hint := ""
+	if s.Quarantined > 0 {
+		hint = "(outboxctl list --quarantined; then retry or skip)"
+	}
+	fmt.Fprintf(tw, "quarantined\t%d\t%s\n", s.Quarantined, hint)
+	fmt.Fprintf(tw, "skipped\t%d\t\n", s.Skipped)
+	fmt.Fprintf(tw, "published\t1m: %d  5m: %d  15m: %d\t\n", s.Published.Last1m, s.Published.Last5m, s.Published.Last15m)
+	if len(s.Leases) == 0 {
+		fmt.Fprintf(tw, "leases\tnone\t\n")
+	}
+	for _, l := range s.Leases {
+		fmt.Fprintf(tw, "leases\t%s\t%d events, first expires in %s\n", l.Owner, l.Events, l.EarliestExpiry.Sub(s.CheckedAt).Round(time.Millisecond))
+	}
+	horizon := "never ran"
+	if s.CleanupHorizon != nil {
+		horizon = "events published before " + s.CleanupHorizon.UTC().Format(time.RFC3339) + " may be deleted"
+	}
+	fmt.Fprintf(tw, "cleanup\t%s\t\n", horizon)
+	return tw.Flush()
+}

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"encoding/json"
+	"regexp"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestStatus: the text report and the --json shape, over a backlog with a
+// pending, a backing-off, a quarantined and a recently published event and a
+// relay's live lease.
+func TestStatus(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	pending := b.enqueue(t, "o-pending", "OrderCreated")[0]
+	backing := b.enqueue(t, "o-backing", "OrderCreated")[0]
+	quarantined := b.enqueue(t, "o-quarantined", "OrderCreated")[0]
+	published := b.enqueue(t, "o-published", "OrderCreated")[0]
+	leased := b.enqueue(t, "o-leased", "OrderCreated")[0]
+	b.exec(t, `UPDATE outbox_events SET occurred_at = now() - interval '90 seconds' WHERE event_id = $1`, pending.ID)
+	b.exec(t, `UPDATE outbox_events SET attempt_count = 2, available_at = now() + interval '1 hour' WHERE event_id = $1`, backing.ID)
+	b.quarantine(t, quarantined.ID, "no route")
+	b.exec(t, `UPDATE outbox_events SET published_at = now() - interval '3 minutes' WHERE event_id = $1`, published.ID)
+	b.exec(t, `UPDATE outbox_events SET claimed_by = 'relay-7', claim_until = now() + interval '30 seconds', attempt_count = 1 WHERE event_id = $1`, leased.ID)
+
+	r := b.ok(t, "status")
+	require.Regexp(t, `pending\s+3\s+\(oldest 1m3\d`, r.stdout)
+	require.Regexp(t, `backing off\s+1`, r.stdout)
+	require.Regexp(t, `quarantined\s+1\s+\(outboxctl list --quarantined`, r.stdout)
+	require.Regexp(t, `published\s+1m: 0  5m: 1  15m: 1`, r.stdout)
+	require.Regexp(t, `leases\s+relay-7\s+1 events, first expires in \d`, r.stdout)
+	require.Regexp(t, `cleanup\s+never ran`, r.stdout)
+
+	r = b.ok(t, "status", "--json")
+	var got map[string]any
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got), r.stdout)
+	require.EqualValues(t, 3, got["pending"])
+	require.EqualValues(t, 1, got["quarantined"])
+	require.EqualValues(t, 1, got["backing_off"])
+	require.EqualValues(t, 0, got["replaying"])
+	require.EqualValues(t, 0, got["skipped"])
+	require.InDelta(t, 90, got["oldest_pending_age_seconds"], 30)
+	require.Equal(t, map[string]any{"last_1m": 0.0, "last_5m": 1.0, "last_15m": 1.0}, got["published"])
+	leases := got["leases"].([]any)
+	require.Len(t, leases, 1)
+	lease := leases[0].(map[string]any)
+	require.Equal(t, "relay-7", lease["owner"])
+	require.EqualValues(t, 1, lease["events"])
+	require.Regexp(t, regexp.MustCompile(`^\d{4}-\d\d-\d\dT`), lease["earliest_expiry"])
+	require.Nil(t, got["cleanup_horizon"])
+	require.Contains(t, got, "checked_at")
+}

@@ -1,0 +1,192 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outflow/outflow/failpoints"
+)
+
+// The tables [Cleanup] deletes from, as [CleanupBatch.Table] names them.
+const (
+	CleanupTableEvents = "outbox_events"
+	CleanupTableInbox  = "processed_events"
+)
+
+// CleanupOptions configures [Cleanup].
+type CleanupOptions struct {
+	// Retention is how long published (and skipped) events are kept after
+	// their publish (or skip). Mandatory, positive.
+	Retention time.Duration
+	// InboxRetention is how long processed_events rows are kept. It may not
+	// be shorter than Retention: a replayed event's local effects are kept
+	// single by its inbox rows. Optional: defaulted to Retention.
+	InboxRetention time.Duration
+	// BatchSize is the most rows one batch (one short transaction) deletes,
+	// 1 to 100000. Optional: defaulted to 1000.
+	BatchSize int
+	// OnBatch is called after each batch that deleted rows has committed,
+	// e.g. to print progress or count metrics. Optional.
+	OnBatch func(CleanupBatch)
+	// Failpoints injects faults at cleanup.mid_batch (after a batch, before
+	// the next). Optional: defaulted to OUTFLOW_FAILPOINTS.
+	Failpoints *failpoints.Set
+}
+
+// CleanupBatch is one committed batch of [Cleanup].
+type CleanupBatch struct {
+	// Table is CleanupTableEvents or CleanupTableInbox.
+	Table string
+	// Number counts the table's batches in this pass, from 1.
+	Number int
+	// Deleted is the number of rows this batch deleted.
+	Deleted int64
+	// Total is the number of rows of Table this pass has deleted so far.
+	Total int64
+}
+
+// CleanupResult is what one [Cleanup] pass did.
+type CleanupResult struct {
+	// EventsCutoff: events published (or skipped) before it were deleted.
+	EventsCutoff time.Time
+	// InboxCutoff: inbox rows processed before it whose event is gone were
+	// deleted.
+	InboxCutoff time.Time
+	// EventsDeleted and InboxDeleted count the deleted rows.
+	EventsDeleted, InboxDeleted int64
+	// Batches counts the batches that deleted rows.
+	Batches int
+}
+
+// Cleanup deletes, in bounded batches, outbox events published (or skipped by
+// an operator) longer than Retention ago, and processed_events rows older
+// than InboxRetention whose event is no longer retained. It never deletes an
+// unpublished event that was not skipped: pending, backing-off, quarantined
+// and replayed events stay however old they are.
+//
+// Each batch is one DELETE ... WHERE event_id IN (SELECT ... LIMIT n FOR
+// UPDATE SKIP LOCKED), its own short transaction, so cleanup never holds
+// many locks or a long transaction, skips rows a relay holds, and can run
+// next to relays and other cleanups. A pass interrupted between batches
+// (a crash at cleanup.mid_batch, a cancelled ctx) has deleted whole batches
+// only; running it again finishes the job.
+//
+// Before deleting it records the cutoff as the cleanup horizon, which
+// [Replay] refuses to reach behind.
+func Cleanup(ctx context.Context, db DB, opts CleanupOptions) (CleanupResult, error) {
+	if err := opts.setDefaults(); err != nil {
+		return CleanupResult{}, err
+	}
+	var res CleanupResult
+	err := db.QueryRow(ctx, opsQueries.Get("OpsCleanupCutoffs"),
+		opts.Retention.Milliseconds(), opts.InboxRetention.Milliseconds()).Scan(&res.EventsCutoff, &res.InboxCutoff)
+	if err != nil {
+		return res, fmt.Errorf("outbox: cleanup: %w", err)
+	}
+	if _, err := db.Exec(ctx, opsQueries.Get("OpsRecordCleanupHorizon"), res.EventsCutoff); err != nil {
+		return res, fmt.Errorf("outbox: cleanup: recording the horizon: %w", err)
+	}
+	tables := []struct {
+		name, stmt string
+		cutoff     time.Time
+		total      *int64
+	}{
+		{CleanupTableEvents, "OpsCleanupEvents", res.EventsCutoff, &res.EventsDeleted},
+		{CleanupTableInbox, "OpsCleanupInbox", res.InboxCutoff, &res.InboxDeleted},
+	}
+	for _, t := range tables {
+		for n := 1; ; n++ {
+			if err := ctx.Err(); err != nil {
+				return res, fmt.Errorf("outbox: cleanup interrupted after %d batches: %w", res.Batches, err)
+			}
+			tag, err := db.Exec(ctx, opsQueries.Get(t.stmt), t.cutoff, opts.BatchSize)
+			if err != nil {
+				return res, fmt.Errorf("outbox: cleanup %s batch %d: %w", t.name, n, err)
+			}
+			deleted := tag.RowsAffected()
+			if deleted == 0 {
+				break
+			}
+			*t.total += deleted
+			res.Batches++
+			if opts.OnBatch != nil {
+				opts.OnBatch(CleanupBatch{Table: t.name, Number: n, Deleted: deleted, Total: *t.total})
+			}
+			// One batch committed, the next not started.
+			if err := opts.Failpoints.Inject(ctx, failpoints.CleanupMidBatch); err != nil {
+				return res, fmt.Errorf("outbox: cleanup after %d batches: %w", res.Batches, err)
+			}
+			if deleted < int64(opts.BatchSize) {
+				break
+			}
+		}
+	}
+	return res, nil
+}
+
+func (o *CleanupOptions) setDefaults() error {
+	if o.InboxRetention == 0 {
+		o.InboxRetention = o.Retention
+	}
+	if o.BatchSize == 0 {
+		o.BatchSize = 1000
+	}
+	if o.Failpoints == nil {
+		fps, err := failpoints.FromEnv()
+		if err != nil {
+			return fmt.Errorf("outbox: cleanup: %s: %w", failpoints.EnvVar, err)
+		}
+		o.Failpoints = fps
+	}
+	switch {
+	case o.Retention <= 0:
+		return fmt.Errorf("outbox: cleanup: retention %s must be positive, e.g. 168h for 7 days", o.Retention)
+	case o.InboxRetention < o.Retention:
+		return fmt.Errorf("outbox: cleanup: inbox retention %s is shorter than the event retention %s: an event that can still be replayed would lose its inbox rows and apply its local effects twice; keep the inbox at least as long (e.g. --inbox-retention %s)",
+			o.InboxRetention, o.Retention, o.Retention)
+	case o.BatchSize < 1 || o.BatchSize > 100000:
+		return fmt.Errorf("outbox: cleanup: batch size %d is out of range; use 1 to 100000 (default 1000)", o.BatchSize)
+	}
+	return nil
+}
+
+// cleanupLockKey is the PostgreSQL advisory lock [CleanupExclusive] takes:
+// "outflowC" read as a big-endian integer, unlikely to collide.
+const cleanupLockKey int64 = 0x6f7574666c6f7743
+
+// CleanupExclusive runs one [Cleanup] pass unless another process's
+// CleanupExclusive holds the cleanup lock (a session-level advisory lock on a
+// connection of pool, released when the pass ends or the process dies). ran
+// reports whether the pass ran. Starters call it on a schedule so that one of
+// them cleans at a time.
+func CleanupExclusive(ctx context.Context, pool *pgxpool.Pool, opts CleanupOptions) (res CleanupResult, ran bool, err error) {
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return res, false, fmt.Errorf("outbox: cleanup: %w", err)
+	}
+	defer conn.Release()
+	if err := conn.QueryRow(ctx, opsQueries.Get("OpsCleanupTryLock"), cleanupLockKey).Scan(&ran); err != nil {
+		return res, false, fmt.Errorf("outbox: cleanup: taking the cleanup lock: %w", err)
+	}
+	if !ran {
+		return res, false, nil
+	}
+	defer func() {
+		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		var unlocked bool
+		uerr := conn.QueryRow(uctx, opsQueries.Get("OpsCleanupUnlock"), cleanupLockKey).Scan(&unlocked)
+		if uerr != nil || !unlocked {
+			// Closing the session releases the lock; the pool discards the
+			// closed connection.
+			_ = conn.Conn().Close(uctx)
+			err = errors.Join(err, uerr)
+		}
+	}()
+	res, err = Cleanup(ctx, pool, opts)
+	return res, true, err
+}

@@ -1,0 +1,77 @@
+package outbox
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ListOptions selects the events [List] returns. Pending and Quarantined
+// are exclusive; with neither, every event is listed (published and skipped
+// ones too).
+type ListOptions struct {
+	// Pending lists unpublished events that are neither quarantined nor
+	// skipped: waiting, blocked, in flight or backing off.
+	Pending bool
+	// Quarantined lists the events waiting for an operator.
+	Quarantined bool
+	// AggregateType restricts the list to one aggregate type. Optional:
+	// defaulted to every type.
+	AggregateType string
+	// AggregateID restricts the list to one aggregate (e.g. an order ID).
+	// Optional: defaulted to every aggregate.
+	AggregateID string
+	// Limit is the most events returned, 1 to 10000. Optional: defaulted to
+	// 100.
+	Limit int
+}
+
+// List returns outbox events with their state, oldest first; an unfiltered
+// list (neither Pending, Quarantined nor an aggregate) returns the newest
+// Limit events, still oldest first. One aggregate's events come in sequence
+// order.
+func List(ctx context.Context, db DB, opts ListOptions) ([]EventInfo, error) {
+	if opts.Limit == 0 {
+		opts.Limit = 100
+	}
+	switch {
+	case opts.Pending && opts.Quarantined:
+		return nil, fmt.Errorf("outbox: list: Pending and Quarantined exclude each other; ask for one or neither")
+	case opts.Limit < 1 || opts.Limit > 10000:
+		return nil, fmt.Errorf("outbox: list: limit %d is out of range; use 1 to 10000 (default 100)", opts.Limit)
+	}
+	filter := "all"
+	switch {
+	case opts.Pending:
+		filter = "pending"
+	case opts.Quarantined:
+		filter = "quarantined"
+	}
+	newest := filter == "all" && opts.AggregateID == "" && opts.AggregateType == ""
+	rows, err := db.Query(ctx, opsQueries.Get("OpsList"), filter, opts.AggregateID, opts.AggregateType, opts.Limit, newest)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: list: %w", err)
+	}
+	events, err := pgx.CollectRows(rows, scanEventInfo)
+	if err != nil {
+		return nil, fmt.Errorf("outbox: list: %w", err)
+	}
+	if newest {
+		slices.Reverse(events)
+	}
+	if opts.AggregateID != "" {
+		// Within an aggregate the sequence is the order; occurred_at (the
+		// enqueuing transaction's clock) may disagree with it.
+		slices.SortStableFunc(events, func(a, b EventInfo) int {
+			if c := strings.Compare(a.AggregateType, b.AggregateType); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.Sequence, b.Sequence)
+		})
+	}
+	return events, nil
+}

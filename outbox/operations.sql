@@ -1,0 +1,213 @@
+-- Statements of the operator's commands (Status, List, Retry, Skip, Replay,
+-- Cleanup), loaded by name (internal/namedsql). None of them touches a row
+-- under a live lease of a relay, and every state change re-checks the row
+-- after locking it.
+
+-- name: OpsStatus :one
+-- One snapshot of the backlog. The backlog counts visit unpublished rows only
+-- (the partial indexes); throughput reads the last 15 minutes of
+-- outbox_published_idx. pending includes backing-off events; a replayed
+-- event's age counts from the replay request, not from its first commit.
+WITH backlog AS (
+    SELECT count(*) FILTER (WHERE quarantined_at IS NULL)                          AS pending,
+           min(coalesce(replay_requested_at, occurred_at)) FILTER (WHERE quarantined_at IS NULL)
+                                                                                   AS oldest_pending,
+           count(*) FILTER (WHERE quarantined_at IS NOT NULL)                      AS quarantined,
+           count(*) FILTER (WHERE quarantined_at IS NULL
+                              AND attempt_count > 0
+                              AND available_at > now()
+                              AND (claim_until IS NULL OR claim_until < now()))    AS backing_off,
+           count(*) FILTER (WHERE replay_requested_at IS NOT NULL)                 AS replaying
+    FROM outbox_events
+    WHERE published_at IS NULL
+      AND skipped_at IS NULL
+), recent AS (
+    SELECT count(*) FILTER (WHERE published_at > now() - interval '1 minute')  AS last_1m,
+           count(*) FILTER (WHERE published_at > now() - interval '5 minutes') AS last_5m,
+           count(*)                                                            AS last_15m
+    FROM outbox_events
+    WHERE published_at > now() - interval '15 minutes'
+)
+SELECT now(),
+       backlog.pending,
+       coalesce(extract(epoch FROM now() - backlog.oldest_pending), 0)::float8,
+       backlog.quarantined,
+       backlog.backing_off,
+       backlog.replaying,
+       (SELECT count(*) FROM outbox_events WHERE skipped_at IS NOT NULL),
+       recent.last_1m,
+       recent.last_5m,
+       recent.last_15m,
+       (SELECT deleted_before FROM outbox_cleanup_horizon)
+FROM backlog, recent;
+
+-- name: OpsLeases :many
+-- Live leases by owner: how many unpublished events each relay holds and
+-- when its first lease ends.
+SELECT claimed_by, count(*), min(claim_until)
+FROM outbox_events
+WHERE published_at IS NULL
+  AND claim_until > now()
+GROUP BY claimed_by
+ORDER BY claimed_by;
+
+-- name: OpsList :many
+-- At most $4 events: every event ($1 = 'all'), the unpublished, unquarantined
+-- ones ($1 = 'pending') or the quarantined ones waiting for an operator
+-- ($1 = 'quarantined'); of one aggregate when $2 is not empty (and of type
+-- $3 when that is not empty). The oldest first, or the newest when $5.
+-- blocked: an unpublished, unskipped predecessor holds the event back.
+SELECT e.event_id, e.aggregate_type, e.aggregate_id, e.aggregate_sequence, e.event_type,
+       e.schema_version, e.occurred_at, e.available_at, e.claimed_by, e.claim_until,
+       e.published_at, e.attempt_count, e.last_error, e.quarantined_at, e.skipped_at,
+       e.skipped_by, e.skip_reason, e.replay_requested_at, now(),
+       e.published_at IS NULL AND EXISTS (
+           SELECT 1
+           FROM outbox_events p
+           WHERE p.aggregate_type = e.aggregate_type
+             AND p.aggregate_id = e.aggregate_id
+             AND p.aggregate_sequence < e.aggregate_sequence
+             AND p.published_at IS NULL
+             AND p.skipped_at IS NULL
+       )
+FROM outbox_events e
+WHERE ($1 = 'all'
+       OR ($1 = 'pending' AND e.published_at IS NULL AND e.quarantined_at IS NULL AND e.skipped_at IS NULL)
+       OR ($1 = 'quarantined' AND e.published_at IS NULL AND e.quarantined_at IS NOT NULL AND e.skipped_at IS NULL))
+  AND ($2 = '' OR e.aggregate_id = $2)
+  AND ($3 = '' OR e.aggregate_type = $3)
+ORDER BY CASE WHEN $5::bool THEN e.occurred_at END DESC,
+         e.occurred_at, e.aggregate_type, e.aggregate_id, e.aggregate_sequence
+LIMIT $4;
+
+-- name: OpsLockEvent :one
+-- One event, row-locked until the operator's transaction ends, with the
+-- columns its state is derived from (see EventInfo).
+SELECT e.event_id, e.aggregate_type, e.aggregate_id, e.aggregate_sequence, e.event_type,
+       e.schema_version, e.occurred_at, e.available_at, e.claimed_by, e.claim_until,
+       e.published_at, e.attempt_count, e.last_error, e.quarantined_at, e.skipped_at,
+       e.skipped_by, e.skip_reason, e.replay_requested_at, now(),
+       e.published_at IS NULL AND EXISTS (
+           SELECT 1
+           FROM outbox_events p
+           WHERE p.aggregate_type = e.aggregate_type
+             AND p.aggregate_id = e.aggregate_id
+             AND p.aggregate_sequence < e.aggregate_sequence
+             AND p.published_at IS NULL
+             AND p.skipped_at IS NULL
+       )
+FROM outbox_events e
+WHERE e.event_id = $1
+FOR UPDATE OF e;
+
+-- name: OpsRetry :exec
+-- The event becomes available now with a fresh attempt budget and out of
+-- quarantine. last_error is kept as the record of what went wrong.
+UPDATE outbox_events
+SET available_at   = now(),
+    attempt_count  = 0,
+    quarantined_at = NULL
+WHERE event_id = $1
+  AND published_at IS NULL
+  AND skipped_at IS NULL;
+
+-- name: OpsSkip :exec
+-- An operator gives up on a quarantined event: it is never published, and it
+-- no longer holds back its aggregate's later events (RelayClaim ignores
+-- skipped predecessors).
+UPDATE outbox_events
+SET skipped_at  = now(),
+    skipped_by  = $2,
+    skip_reason = $3
+WHERE event_id = $1
+  AND published_at IS NULL
+  AND quarantined_at IS NOT NULL
+  AND skipped_at IS NULL;
+
+-- name: OpsNotify :exec
+-- Wakes the relays when the transaction commits (see NotifyChannel).
+SELECT pg_notify('outbox_events', '');
+
+-- name: OpsCleanupHorizon :one
+-- The newest cutoff retention cleanup has used, or NULL if it never ran.
+SELECT max(deleted_before) FROM outbox_cleanup_horizon;
+
+-- name: OpsReplayCount :one
+-- The published events whose occurred_at is in [$1, $2), of aggregate $3
+-- when that is not empty: what OpsReplay would replay.
+SELECT count(*), min(occurred_at), max(occurred_at)
+FROM outbox_events
+WHERE published_at IS NOT NULL
+  AND occurred_at >= $1
+  AND occurred_at < $2
+  AND ($3 = '' OR aggregate_id = $3);
+
+-- name: OpsReplay :execrows
+-- Published events whose occurred_at is in [$1, $2) (of aggregate $3 when
+-- that is not empty) become unpublished, available now, with a fresh attempt
+-- budget, and flagged as replays. claimed_by is cleared so the next claim is
+-- not counted as an expired lease.
+UPDATE outbox_events
+SET published_at        = NULL,
+    available_at        = now(),
+    attempt_count       = 0,
+    claimed_by          = NULL,
+    claim_until         = NULL,
+    replay_requested_at = now()
+WHERE published_at IS NOT NULL
+  AND occurred_at >= $1
+  AND occurred_at < $2
+  AND ($3 = '' OR aggregate_id = $3);
+
+-- name: OpsCleanupCutoffs :one
+-- The cutoffs of one cleanup pass, from the database's clock: events
+-- published (or skipped) before the first, inbox rows processed before the
+-- second are deleted. $1 and $2 are retentions in milliseconds.
+SELECT now() - $1::bigint * interval '1 millisecond',
+       now() - $2::bigint * interval '1 millisecond';
+
+-- name: OpsRecordCleanupHorizon :exec
+-- Recorded before the first delete commits, so even a cleanup that crashes
+-- mid-way leaves the horizon that Replay checks.
+INSERT INTO outbox_cleanup_horizon AS h (singleton, deleted_before)
+VALUES (true, $1)
+ON CONFLICT (singleton) DO UPDATE
+SET deleted_before = greatest(h.deleted_before, EXCLUDED.deleted_before),
+    updated_at     = now();
+
+-- name: OpsCleanupEvents :execrows
+-- One bounded batch: at most $2 events published before $1, or skipped by an
+-- operator before $1. Never an unpublished event that is not skipped (pending,
+-- backing off, quarantined, being replayed: a replay unpublishes the event). SKIP LOCKED leaves rows a relay
+-- or another cleanup holds for a later pass; a row changed concurrently is
+-- re-checked after its lock.
+DELETE FROM outbox_events
+WHERE event_id IN (
+    SELECT event_id
+    FROM outbox_events
+    WHERE (published_at < $1
+           OR (published_at IS NULL AND skipped_at < $1))
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED
+);
+
+-- name: OpsCleanupInbox :execrows
+-- One bounded batch of at most $2 inbox rows processed before $1 whose event
+-- is no longer retained: an event that can still be replayed keeps its inbox
+-- rows, so its local effects are not applied twice.
+DELETE FROM processed_events
+WHERE (consumer_name, event_id) IN (
+    SELECT p.consumer_name, p.event_id
+    FROM processed_events p
+    WHERE p.processed_at < $1
+      AND NOT EXISTS (SELECT 1 FROM outbox_events e WHERE e.event_id = p.event_id)
+    LIMIT $2
+    FOR UPDATE OF p SKIP LOCKED
+);
+
+-- name: OpsCleanupTryLock :one
+-- Session-level: one cleanup pass at a time across every starter.
+SELECT pg_try_advisory_lock($1);
+
+-- name: OpsCleanupUnlock :one
+SELECT pg_advisory_unlock($1);

@@ -1,0 +1,140 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/outbox"
+)
+
+// cleanupConfig is the retention cleanup the starter runs on a schedule.
+type cleanupConfig struct {
+	// Retention keeps published (and skipped) events this long
+	// (OUTFLOW_RETENTION). Defaults to 168h (7 days); 0 disables cleanup.
+	Retention time.Duration
+	// InboxRetention keeps processed_events rows this long, at least
+	// Retention (OUTFLOW_INBOX_RETENTION). Defaults to Retention.
+	InboxRetention time.Duration
+	// Interval is the time between two passes (OUTFLOW_CLEANUP_INTERVAL).
+	// Defaults to 10 minutes.
+	Interval time.Duration
+	// BatchSize is the rows per batch (OUTFLOW_CLEANUP_BATCH). Defaults to 1000.
+	BatchSize int
+}
+
+// cleanupConfigFromEnv reads OUTFLOW_RETENTION, OUTFLOW_INBOX_RETENTION,
+// OUTFLOW_CLEANUP_INTERVAL and OUTFLOW_CLEANUP_BATCH through getenv.
+func cleanupConfigFromEnv(getenv func(string) string) (cleanupConfig, error) {
+	cfg := cleanupConfig{Retention: 7 * 24 * time.Hour, Interval: 10 * time.Minute, BatchSize: 1000}
+	dur := func(name string, dst *time.Duration, zeroOK bool) error {
+		v := getenv(name)
+		if v == "" {
+			return nil
+		}
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || (d == 0 && !zeroOK) {
+			hint := "a positive Go duration such as 168h (7 days) or 10m"
+			if zeroOK {
+				hint += ", or 0 to disable cleanup"
+			}
+			return fmt.Errorf("%s=%q: want %s", name, v, hint)
+		}
+		*dst = d
+		return nil
+	}
+	if err := dur("OUTFLOW_RETENTION", &cfg.Retention, true); err != nil {
+		return cfg, err
+	}
+	if err := dur("OUTFLOW_INBOX_RETENTION", &cfg.InboxRetention, false); err != nil {
+		return cfg, err
+	}
+	if err := dur("OUTFLOW_CLEANUP_INTERVAL", &cfg.Interval, false); err != nil {
+		return cfg, err
+	}
+	if v := getenv("OUTFLOW_CLEANUP_BATCH"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > 100000 {
+			return cfg, fmt.Errorf("OUTFLOW_CLEANUP_BATCH=%q: want an integer from 1 to 100000", v)
+		}
+		cfg.BatchSize = n
+	}
+	if cfg.Retention > 0 && cfg.InboxRetention != 0 && cfg.InboxRetention < cfg.Retention {
+		return cfg, fmt.Errorf("OUTFLOW_INBOX_RETENTION=%s is shorter than OUTFLOW_RETENTION=%s: a replayable event would lose its inbox rows; keep the inbox at least as long",
+			cfg.InboxRetention, cfg.Retention)
+	}
+	return cfg, nil
+}
+
+// cleanupSchedule runs one retention cleanup pass per interval. Every starter
+// runs one, and an advisory lock lets one of them clean at a time.
+type cleanupSchedule struct {
+	pool    *pgxpool.Pool
+	cfg     cleanupConfig
+	fps     *failpoints.Set
+	logger  *slog.Logger
+	deleted *prometheus.CounterVec
+}
+
+// newCleanupSchedule registers outbox_cleanup_deleted_total{table} with reg
+// (nil: kept but not registered).
+func newCleanupSchedule(pool *pgxpool.Pool, cfg cleanupConfig, fps *failpoints.Set, reg prometheus.Registerer, logger *slog.Logger) (*cleanupSchedule, error) {
+	deleted := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "outbox_cleanup_deleted_total",
+		Help: "Rows deleted by retention cleanup, by table (outbox_events, processed_events).",
+	}, []string{"table"})
+	deleted.WithLabelValues(outbox.CleanupTableEvents)
+	deleted.WithLabelValues(outbox.CleanupTableInbox)
+	if reg != nil {
+		if err := reg.Register(deleted); err != nil {
+			return nil, fmt.Errorf("register cleanup metrics: %w", err)
+		}
+	}
+	return &cleanupSchedule{pool: pool, cfg: cfg, fps: fps, logger: logger, deleted: deleted}, nil
+}
+
+// run passes at once, then every interval, until ctx ends.
+func (s *cleanupSchedule) run(ctx context.Context) {
+	t := time.NewTicker(s.cfg.Interval)
+	defer t.Stop()
+	for {
+		s.pass(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// pass runs one cleanup pass unless another starter is running one.
+func (s *cleanupSchedule) pass(ctx context.Context) {
+	start := time.Now()
+	res, ran, err := outbox.CleanupExclusive(ctx, s.pool, outbox.CleanupOptions{
+		Retention:      s.cfg.Retention,
+		InboxRetention: s.cfg.InboxRetention,
+		BatchSize:      s.cfg.BatchSize,
+		Failpoints:     s.fps,
+		OnBatch: func(b outbox.CleanupBatch) {
+			s.deleted.WithLabelValues(b.Table).Add(float64(b.Deleted))
+		},
+	})
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return // shutting down; the next start finishes the job
+	case err != nil:
+		s.logger.Error("retention cleanup failed; retrying at the next interval", "error", err,
+			"events_deleted", res.EventsDeleted, "inbox_deleted", res.InboxDeleted, "next_in", s.cfg.Interval)
+	case !ran:
+		s.logger.Debug("retention cleanup skipped: another process holds the cleanup lock")
+	case res.EventsDeleted+res.InboxDeleted > 0:
+		s.logger.Info("retention cleanup", "events_deleted", res.EventsDeleted, "inbox_deleted", res.InboxDeleted,
+			"batches", res.Batches, "events_cutoff", res.EventsCutoff, "elapsed", time.Since(start).Round(time.Millisecond))
+	}
+}

@@ -1,0 +1,115 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/outbox"
+)
+
+// TestCleanupSchedule: the starter's schedule deletes old published events
+// at once and again on later passes, never an unpublished one, and counts
+// the deleted rows in outbox_cleanup_deleted_total{table}.
+func TestCleanupSchedule(t *testing.T) {
+	t.Parallel()
+	pool, _ := testdb.New(t)
+	ctx := context.Background()
+	first := oldPublished(t, pool, 5)
+	unpublished := enqueueOrders(t, pool, 1)[0]
+	_, err := pool.Exec(ctx, `UPDATE outbox_events SET occurred_at = now() - interval '30 days' WHERE event_id = $1`, unpublished.ID)
+	require.NoError(t, err)
+
+	reg := prometheus.NewRegistry()
+	sched, err := newCleanupSchedule(pool, cleanupConfig{Retention: time.Hour, Interval: 50 * time.Millisecond, BatchSize: 2},
+		nil, reg, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); sched.run(runCtx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	require.Eventually(t, func() bool { return remaining(pool, first) == 0 }, 10*time.Second, 20*time.Millisecond, "first pass")
+	second := oldPublished(t, pool, 3)
+	require.Eventually(t, func() bool { return remaining(pool, second) == 0 }, 10*time.Second, 20*time.Millisecond, "a later pass")
+	require.Equal(t, 1, remaining(pool, []uuid.UUID{unpublished.ID}), "an unpublished event is never deleted")
+	require.Eventually(t, func() bool { return deletedTotal(t, reg, outbox.CleanupTableEvents) == 8 }, 5*time.Second, 20*time.Millisecond)
+}
+
+func TestCleanupConfigFromEnv(t *testing.T) {
+	t.Parallel()
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	cfg, err := cleanupConfigFromEnv(env())
+	require.NoError(t, err)
+	require.Equal(t, cleanupConfig{Retention: 168 * time.Hour, Interval: 10 * time.Minute, BatchSize: 1000}, cfg)
+	cfg, err = cleanupConfigFromEnv(env("OUTFLOW_RETENTION", "0"))
+	require.NoError(t, err)
+	require.Zero(t, cfg.Retention, "0 disables cleanup")
+	cfg, err = cleanupConfigFromEnv(env("OUTFLOW_RETENTION", "24h", "OUTFLOW_CLEANUP_INTERVAL", "1m", "OUTFLOW_CLEANUP_BATCH", "50"))
+	require.NoError(t, err)
+	require.Equal(t, cleanupConfig{Retention: 24 * time.Hour, Interval: time.Minute, BatchSize: 50}, cfg)
+	for _, bad := range [][]string{
+		{"OUTFLOW_RETENTION", "7d"},
+		{"OUTFLOW_CLEANUP_INTERVAL", "0"},
+		{"OUTFLOW_CLEANUP_BATCH", "0"},
+		{"OUTFLOW_RETENTION", "48h", "OUTFLOW_INBOX_RETENTION", "24h"},
+	} {
+		_, err := cleanupConfigFromEnv(env(bad...))
+		require.Error(t, err, "%v", bad)
+		require.Contains(t, err.Error(), bad[0], "the error names the variable")
+	}
+}
+
+// oldPublished commits n order events published ten days ago.
+func oldPublished(t *testing.T, pool *pgxpool.Pool, n int) []uuid.UUID {
+	t.Helper()
+	var ids []uuid.UUID
+	for _, e := range enqueueOrders(t, pool, n) {
+		ids = append(ids, e.ID)
+	}
+	_, err := pool.Exec(context.Background(),
+		`UPDATE outbox_events SET published_at = now() - interval '10 days' WHERE event_id = ANY($1)`, ids)
+	require.NoError(t, err)
+	return ids
+}
+
+func remaining(pool *pgxpool.Pool, ids []uuid.UUID) int {
+	var n int
+	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM outbox_events WHERE event_id = ANY($1)`, ids).Scan(&n); err != nil {
+		return -1
+	}
+	return n
+}
+
+func deletedTotal(t *testing.T, reg *prometheus.Registry, table string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != "outbox_cleanup_deleted_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "table" && l.GetValue() == table {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return -1
+}
