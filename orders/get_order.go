@@ -24,6 +24,7 @@ func GetOrder(ctx context.Context, db DB, id uuid.UUID) (Order, error) {
 	if err != nil {
 		return Order{}, fmt.Errorf("orders: get order %s: %w", id, err)
 	}
+	o.CancelRequested = o.CancelEventID != nil
 	rows, err = db.Query(ctx, queries.Get("ListOrderEvents"), AggregateType, id.String())
 	if err != nil {
 		return Order{}, fmt.Errorf("orders: list events of order %s: %w", id, err)

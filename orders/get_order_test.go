@@ -17,7 +17,8 @@ func TestGetOrder(t *testing.T) {
 
 	o, err := GetOrder(b.ctx, b.pool, created.OrderID)
 	require.NoError(t, err)
-	require.Equal(t, StatusCancelled, o.Status)
+	require.Equal(t, StatusPending, o.Status, "cancelled only once the cancel saga is done")
+	require.True(t, o.CancelRequested)
 	require.Nil(t, o.PaymentIntentID)
 	require.Nil(t, o.RefundID)
 	require.Equal(t, created.EventID, o.CreatedEventID)

@@ -14,8 +14,10 @@ var sqlFiles embed.FS
 
 var queries = namedsql.MustLoad(sqlFiles, "queries.sql")
 
-// Status is an order's state. The order service writes pending and
-// cancelled; the workflows move an order through the others.
+// Status is an order's state. The order service writes pending; the
+// workflows move an order through the others. A cancel request shows at once
+// as CancelRequested; the status becomes cancelled when the cancel saga has
+// made the net charge zero.
 type Status string
 
 // Order statuses (CONTRACT.md). Final: confirmed, payment_failed, cancelled.
@@ -44,11 +46,14 @@ type Order struct {
 	// CreatedEventID is the OrderCreated event, also the payment saga's
 	// workflow ID.
 	CreatedEventID uuid.UUID `json:"created_event_id" db:"created_event_id"`
-	// CancelEventID is the OrderCancelled event, once cancelled.
-	CancelEventID *uuid.UUID   `json:"cancel_event_id" db:"cancel_event_id"`
-	CreatedAt     time.Time    `json:"created_at" db:"created_at"`
-	UpdatedAt     time.Time    `json:"updated_at" db:"updated_at"`
-	Events        []OrderEvent `json:"events" db:"-"`
+	// CancelEventID is the OrderCancelled event, once a cancel was requested.
+	CancelEventID *uuid.UUID `json:"cancel_event_id" db:"cancel_event_id"`
+	// CancelRequested is true from the accepted cancel on; Status follows
+	// when the cancel saga has finished.
+	CancelRequested bool         `json:"cancel_requested" db:"-"`
+	CreatedAt       time.Time    `json:"created_at" db:"created_at"`
+	UpdatedAt       time.Time    `json:"updated_at" db:"updated_at"`
+	Events          []OrderEvent `json:"events" db:"-"`
 }
 
 // OrderEvent is one outbox event of an order and its publication state.

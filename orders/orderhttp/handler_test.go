@@ -66,7 +66,8 @@ func TestOrderLifecycle(t *testing.T) {
 
 	resp = b.do(t, http.MethodGet, path, "")
 	require.NoError(t, json.Unmarshal(resp.Body, &got))
-	require.Equal(t, "cancelled", got["status"])
+	require.Equal(t, "pending", got["status"], "cancelled only once the cancel saga is done")
+	require.Equal(t, true, got["cancel_requested"])
 	require.Len(t, got["events"], 2)
 	require.Equal(t, rowCounts{Orders: 1, Events: 2}, countRows(b.ctx, t, b.pool))
 }
