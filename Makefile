@@ -52,3 +52,9 @@ demo:
 DURATION ?= 10m
 soak: $(TEMPORAL)
 	OUTFLOW_SOAK_DURATION=$(DURATION) $(GO) test -count=1 -timeout 0 -run '^TestChaosSoak$$' -v ./testsuite/
+
+## bench: outflow's relay figures beside same-run baselines (docs/performance.md). Uses
+## DATABASE_URL and TEMPORAL_ADDRESS, starts nothing. BENCH_FLAGS=-quick for a short run.
+.PHONY: bench
+bench:
+	$(GO) run ./cmd/bench $(BENCH_FLAGS)

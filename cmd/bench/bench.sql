@@ -1,0 +1,47 @@
+-- Statements of the benchmark itself, loaded by name (internal/namedsql).
+-- They only ever run on the bench's own scratch databases. The relay's
+-- statements come from outbox.RelaySQL, the order insert from orders.SQL, so
+-- the bench measures exactly the SQL the product sends.
+
+-- name: SeedPending :exec
+-- Writes $1 unpublished events over $2 aggregates, as a live producer would
+-- have: event g is sequence g/$2+1 of aggregate g%$2, and occurred_at and
+-- available_at grow with g (one microsecond apart, in the past).
+INSERT INTO outbox_events (event_id, aggregate_type, aggregate_id, aggregate_sequence,
+                           event_type, schema_version, payload, occurred_at, available_at)
+SELECT gen_random_uuid(), 'bench', 'p' || (g % $2::int), g / $2::int + 1, 'BenchEvent', 1,
+       jsonb_build_object('order_id', 'p' || (g % $2::int), 'amount', 2500, 'currency', 'usd'),
+       t.base + g * interval '1 microsecond', t.base + g * interval '1 microsecond'
+FROM generate_series(0, $1::int - 1) AS g,
+     (SELECT now() - interval '1 hour' AS base) AS t;
+
+-- name: SeedPublished :exec
+-- Writes $1 events that a relay published long ago: the table's history.
+INSERT INTO outbox_events (event_id, aggregate_type, aggregate_id, aggregate_sequence,
+                           event_type, schema_version, payload, occurred_at, available_at,
+                           claimed_by, published_at, attempt_count)
+SELECT gen_random_uuid(), 'bench', 'h' || g, 1, 'BenchEvent', 1,
+       jsonb_build_object('order_id', 'h' || g, 'amount', 2500, 'currency', 'usd'),
+       t.base + g * interval '1 microsecond', t.base + g * interval '1 microsecond',
+       'bench-history', t.base + g * interval '1 microsecond' + interval '20 milliseconds', 1
+FROM generate_series(0, $1::int - 1) AS g,
+     (SELECT now() - interval '30 days' AS base) AS t;
+
+-- name: AnalyzeOutbox :exec
+ANALYZE outbox_events;
+
+-- name: TruncateOutbox :exec
+TRUNCATE outbox_events, outbox_sequences;
+
+-- name: CountPending :one
+-- Served by the partial index over unpublished rows.
+SELECT count(*) FROM outbox_events WHERE published_at IS NULL;
+
+-- name: DatabaseTransactions :one
+-- Transactions the server has counted for database $1 (every autocommit
+-- statement is one). Run from a connection to another database, so the
+-- reading does not count itself.
+SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = $1;
+
+-- name: ServerVersion :one
+SELECT current_setting('server_version');

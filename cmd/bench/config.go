@@ -1,0 +1,118 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+)
+
+// phases, in the order they run; -only selects some of them.
+var phases = []string{"handoff", "latency", "noop", "write", "claim", "idle"}
+
+// config sizes every measurement. The full run takes about three minutes on
+// two cores; -quick about one, with figures that are noisier but of the same
+// shape.
+type config struct {
+	quick bool
+	only  []string
+
+	// handoffEvents is how many workflows each throughput run starts, bare
+	// and through the relay; handoffRounds is how many bare/relay pairs run
+	// (ABBA order from the second on).
+	handoffEvents, handoffRounds int
+	// latencyRate is the steady order rate of the latency run, per second;
+	// latencyDuration its length after one second of warm-up.
+	latencyRate     int
+	latencyDuration time.Duration
+	// bareLatencyStarts is how many sequential ExecuteWorkflow round trips
+	// give bare_start_latency.
+	bareLatencyStarts int
+	// noopEvents is the backlog the no-op relay and the raw SQL loop each
+	// drain, spread over noopEvents/noopPerAggregate aggregates; noopRounds
+	// as handoffRounds.
+	noopEvents, noopPerAggregate, noopRounds int
+	// writePairs is how many order-only and order+outbox transactions each
+	// are timed, interleaved.
+	writePairs int
+	// claimPublished and claimPending size the large table of
+	// claim_scale_ratio; claimSamples is the claims timed on each table.
+	claimPublished, claimPending, claimSamples int
+	// idleWindow is how long the idle relay is watched.
+	idleWindow time.Duration
+}
+
+func fullConfig() config {
+	return config{
+		handoffEvents: 2000, handoffRounds: 4,
+		latencyRate: 50, latencyDuration: 20 * time.Second, bareLatencyStarts: 200,
+		noopEvents: 50000, noopPerAggregate: 10, noopRounds: 2,
+		writePairs:     2000,
+		claimPublished: 1_000_000, claimPending: 100_000, claimSamples: 400,
+		idleWindow: 30 * time.Second,
+	}
+}
+
+func quickConfig() config {
+	return config{
+		quick:         true,
+		handoffEvents: 300, handoffRounds: 1,
+		latencyRate: 50, latencyDuration: 6 * time.Second, bareLatencyStarts: 50,
+		noopEvents: 10000, noopPerAggregate: 10, noopRounds: 1,
+		writePairs:     300,
+		claimPublished: 100_000, claimPending: 10_000, claimSamples: 150,
+		idleWindow: 20 * time.Second,
+	}
+}
+
+// parseFlags reads the command line.
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	quick := fs.Bool("quick", false, "smaller sizes: about a minute instead of about three")
+	only := fs.String("only", "", "comma-separated phases to run (default all): "+strings.Join(phases, ","))
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: go run ./cmd/bench [-quick] [-only %s]\n\n", strings.Join(phases, ","))
+		fmt.Fprintln(stderr, "Measures outflow's relay against baselines taken in the same run. Uses DATABASE_URL and")
+		fmt.Fprintln(stderr, "TEMPORAL_* (envconfig); creates and drops scratch databases outflow_bench_* on that server.")
+		fmt.Fprintln(stderr)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("unexpected arguments %q; see -h", fs.Args())
+	}
+	cfg := fullConfig()
+	if *quick {
+		cfg = quickConfig()
+	}
+	if *only != "" {
+		for p := range strings.SplitSeq(*only, ",") {
+			p = strings.TrimSpace(p)
+			if !slices.Contains(phases, p) {
+				return config{}, fmt.Errorf("-only: unknown phase %q; choose from %s", p, strings.Join(phases, ","))
+			}
+			cfg.only = append(cfg.only, p)
+		}
+	}
+	return cfg, nil
+}
+
+// runs reports whether phase is selected.
+func (c config) runs(phase string) bool {
+	return len(c.only) == 0 || slices.Contains(c.only, phase)
+}
+
+// needsTemporal reports whether a selected phase starts workflows.
+func (c config) needsTemporal() bool { return c.runs("handoff") || c.runs("latency") }
+
+func (c config) mode() string {
+	if c.quick {
+		return "quick"
+	}
+	return "full"
+}

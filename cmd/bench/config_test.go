@@ -1,0 +1,39 @@
+package main
+
+import (
+	"io"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseFlags(t *testing.T) {
+	t.Parallel()
+	cfg, err := parseFlags(nil, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, "full", cfg.mode())
+	require.Equal(t, 1_000_000, cfg.claimPublished)
+	require.True(t, cfg.runs("idle"))
+	require.True(t, cfg.needsTemporal())
+
+	cfg, err = parseFlags([]string{"-quick", "-only", "noop, claim"}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, "quick", cfg.mode())
+	require.Equal(t, 100_000, cfg.claimPublished)
+	require.True(t, cfg.runs("claim"))
+	require.False(t, cfg.runs("handoff"))
+	require.False(t, cfg.needsTemporal(), "no Temporal needed for database-only phases")
+
+	_, err = parseFlags([]string{"-only", "nope"}, io.Discard)
+	require.ErrorContains(t, err, `unknown phase "nope"`)
+	_, err = parseFlags([]string{"extra"}, io.Discard)
+	require.ErrorContains(t, err, "unexpected arguments")
+}
+
+func TestStatementsLoad(t *testing.T) {
+	t.Parallel()
+	for _, name := range []string{"SeedPending", "SeedPublished", "AnalyzeOutbox", "TruncateOutbox",
+		"CountPending", "DatabaseTransactions", "ServerVersion"} {
+		require.NotEmpty(t, queries.Get(name), name)
+	}
+}

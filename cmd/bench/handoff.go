@@ -1,0 +1,141 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/temporalpub"
+)
+
+// measureHandoff compares Temporal's own start throughput with the relay's
+// on the same server: bare_start_per_s is a plain ExecuteWorkflow loop in as
+// many goroutines as the relay's MaxInFlight; relay_per_s is the relay with
+// the Temporal publisher draining as many pre-enqueued orders. Rounds
+// alternate the order (bare, relay, relay, bare, ...) so drift hits both.
+func (b *bench) measureHandoff(ctx context.Context) error {
+	n := b.cfg.handoffEvents
+	name, dbcfg, err := b.srv.scratch(ctx, "handoff")
+	if err != nil {
+		return err
+	}
+	defer b.srv.drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
+	pool, err := openPool(ctx, dbcfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	pub := temporalpub.New(b.tc, temporalpub.Config{TaskQueue: b.taskQueue})
+	defaults, err := relayDefaults(pool)
+	if err != nil {
+		return err
+	}
+	inFlight := defaults.MaxInFlight
+
+	// Warm both paths: connections, plan caches, the task queue.
+	if _, err := b.bareStarts(ctx, 50, inFlight); err != nil {
+		return err
+	}
+	if err := seedOrders(ctx, pool, 50); err != nil {
+		return err
+	}
+	if _, err := drain(ctx, pool, pub, 50, b.logger); err != nil {
+		return err
+	}
+
+	var bareTime, relayTime time.Duration
+	var bareN, relayN int
+	var perRound []string
+	for round := range b.cfg.handoffRounds {
+		var roundBare, roundRelay float64
+		relayFirst := round%2 == 1
+		for i := range 2 {
+			if (i == 0) != relayFirst { // bare
+				b.progress("handoff round %d: bare ExecuteWorkflow loop, %d starts", round+1, n)
+				d, err := b.bareStarts(ctx, n, inFlight)
+				if err != nil {
+					return err
+				}
+				bareTime += d
+				bareN += n
+				roundBare = perSecond(n, d)
+				b.progress("  %.0f starts/s", roundBare)
+				continue
+			}
+			b.progress("handoff round %d: enqueueing %d orders, then the relay drains them", round+1, n)
+			if err := seedOrders(ctx, pool, n); err != nil {
+				return err
+			}
+			res, err := drain(ctx, pool, pub, n, b.logger)
+			if err != nil {
+				return err
+			}
+			if res.publishErrors > 0 {
+				b.progress("  warning: %d publish errors (retried with backoff); relay_per_s is pessimistic", res.publishErrors)
+			}
+			relayTime += res.elapsed
+			relayN += n
+			roundRelay = perSecond(n, res.elapsed)
+			b.progress("  %.0f events/s", roundRelay)
+		}
+		perRound = append(perRound, fmt.Sprintf("%.2f", ratio(roundRelay, roundBare)))
+	}
+	bare, relay := perSecond(bareN, bareTime), perSecond(relayN, relayTime)
+	b.rep.add(metric{name: "bare_start_per_s", value: bare})
+	b.rep.add(metric{name: "relay_per_s", value: relay})
+	b.rep.add(metric{name: "handoff_ratio", value: ratio(relay, bare), decimals: 2, target: atLeast(0.9)})
+	b.rep.note("handoff: %d workflow starts per side in %d round(s), alternating which side goes first; bare = "+
+		"client.ExecuteWorkflow (the request temporalpub sends) from %d goroutines, the relay's MaxInFlight; relay = "+
+		"outbox relay with default Config and the temporalpub publisher, from Run until every event is marked "+
+		"published; task queue without a worker; rates are total events / total time per side. Ratio per round: %s.",
+		n, b.cfg.handoffRounds, inFlight, strings.Join(perRound, ", "))
+	return nil
+}
+
+// relayDefaults is outbox.Config with the relay's defaults applied, as
+// outbox.New applies them (it connects nothing).
+func relayDefaults(pool *pgxpool.Pool) (outbox.Config, error) {
+	r, err := outbox.New(pool, outbox.PublisherFunc(noopPublish), outbox.Config{})
+	if err != nil {
+		return outbox.Config{}, err
+	}
+	return r.Config(), nil
+}
+
+// noopPublish acknowledges every event at once.
+func noopPublish(context.Context, outbox.Event) error { return nil }
+
+// seedOrders places n orders through orders.CreateOrder (an order row and
+// its OrderCreated event each) from a few concurrent producers.
+func seedOrders(ctx context.Context, pool *pgxpool.Pool, n int) error {
+	var (
+		next     atomic.Int64
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		firstErr error
+	)
+	p := benchOrder()
+	for range 4 {
+		wg.Go(func() {
+			for next.Add(1) <= int64(n) {
+				if _, err := orders.CreateOrder(ctx, pool, p); err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = fmt.Errorf("seed orders: %w", err)
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return firstErr
+}

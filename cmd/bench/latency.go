@@ -1,0 +1,161 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/temporalpub"
+)
+
+// measureLatency measures commit → Temporal accept through the relay, with
+// orders trickled at a steady rate while the relay sits on a long poll
+// interval, so every handoff is woken by LISTEN/NOTIFY; and, beside it, one
+// bare ExecuteWorkflow round trip, the floor of any handoff.
+func (b *bench) measureLatency(ctx context.Context) error {
+	b.progress("latency: %d sequential bare ExecuteWorkflow round trips", b.cfg.bareLatencyStarts)
+	bare := make([]time.Duration, 0, b.cfg.bareLatencyStarts)
+	for i := range b.cfg.bareLatencyStarts + 10 {
+		start := time.Now()
+		if err := b.startOne(ctx); err != nil {
+			return err
+		}
+		if i >= 10 { // the first few warm the connection
+			bare = append(bare, time.Since(start))
+		}
+	}
+
+	name, dbcfg, err := b.srv.scratch(ctx, "latency")
+	if err != nil {
+		return err
+	}
+	defer b.srv.drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
+	relayPool, err := openPool(ctx, dbcfg)
+	if err != nil {
+		return err
+	}
+	defer relayPool.Close()
+	producerPool, err := openPool(ctx, dbcfg)
+	if err != nil {
+		return err
+	}
+	defer producerPool.Close()
+
+	var (
+		mu        sync.Mutex
+		acks      = map[uuid.UUID]time.Time{}
+		ackSignal = make(chan struct{}, 1)
+	)
+	tp := temporalpub.New(b.tc, temporalpub.Config{TaskQueue: b.taskQueue})
+	pub := outbox.PublisherFunc(func(ctx context.Context, e outbox.Event) error {
+		if err := tp.Publish(ctx, e); err != nil {
+			return err
+		}
+		at := time.Now() // Temporal has accepted the start
+		mu.Lock()
+		acks[e.ID] = at
+		mu.Unlock()
+		select {
+		case ackSignal <- struct{}{}:
+		default:
+		}
+		return nil
+	})
+	// A poll interval far beyond the run: only NOTIFY wakes the relay.
+	const poll = 10 * time.Minute
+	relay, err := outbox.New(relayPool, pub, outbox.Config{PollInterval: poll, Logger: b.logger})
+	if err != nil {
+		return err
+	}
+	rctx, stop := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		_ = relay.Run(rctx)
+	}()
+	defer func() {
+		stop()
+		<-stopped
+	}()
+
+	rate := b.cfg.latencyRate
+	warm := rate // one second of warm-up: the listener connects, plans are cached
+	total := warm + int(b.cfg.latencyDuration.Seconds()*float64(rate))
+	b.progress("latency: %d orders at %d/s through the relay (poll interval %s, so NOTIFY-driven); the first %d are warm-up",
+		total, rate, poll, warm)
+	commits := make([]struct {
+		event uuid.UUID
+		at    time.Time
+	}, total)
+	var (
+		wg       sync.WaitGroup
+		errMu    sync.Mutex
+		firstErr error
+	)
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	p := benchOrder()
+	for i := range total {
+		select {
+		case <-ctx.Done():
+			tick.Stop()
+			wg.Wait()
+			return ctx.Err()
+		case <-tick.C:
+		}
+		wg.Go(func() {
+			res, err := orders.CreateOrder(ctx, producerPool, p)
+			at := time.Now() // COMMIT has returned
+			if err != nil {
+				errMu.Lock()
+				firstErr = fmt.Errorf("place order: %w", err)
+				errMu.Unlock()
+				return
+			}
+			commits[i].event, commits[i].at = res.EventID, at
+		})
+	}
+	tick.Stop()
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+
+	deadline := time.NewTimer(time.Minute)
+	defer deadline.Stop()
+	for {
+		mu.Lock()
+		n := len(acks)
+		mu.Unlock()
+		if n >= total {
+			break
+		}
+		select {
+		case <-ackSignal:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline.C:
+			return fmt.Errorf("only %d of %d events reached Temporal within a minute of the last commit", n, total)
+		}
+	}
+	handoff := make([]time.Duration, 0, total-warm)
+	mu.Lock()
+	for _, c := range commits[warm:] {
+		handoff = append(handoff, acks[c.event].Sub(c.at))
+	}
+	mu.Unlock()
+
+	b.rep.add(metric{name: "handoff_latency_p50_ms", value: ms(percentile(handoff, 50)), decimals: 1})
+	b.rep.add(metric{name: "handoff_latency_p99_ms", value: ms(percentile(handoff, 99)), decimals: 1})
+	b.rep.add(metric{name: "bare_start_latency_p50_ms", value: ms(percentile(bare, 50)), decimals: 1})
+	b.rep.add(metric{name: "bare_start_latency_p99_ms", value: ms(percentile(bare, 99)), decimals: 1})
+	b.rep.note("handoff latency: %d orders at %d/s (after %d warm-up), each from the return of its COMMIT to the return "+
+		"of the publisher's ExecuteWorkflow, matched by event id; relay poll interval %s, so every handoff is woken by "+
+		"LISTEN/NOTIFY. bare start latency: %d sequential ExecuteWorkflow round trips on an idle client.",
+		total-warm, rate, warm, poll, len(bare))
+	return nil
+}

@@ -1,0 +1,165 @@
+// Command bench measures outflow's relay on this machine, each figure beside
+// a baseline taken in the same run, because absolute times drift on a shared
+// machine and ratios do not:
+//
+//	go run ./cmd/bench [-quick] [-only handoff,latency,noop,write,claim,idle]
+//	make bench
+//
+// It uses DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres)
+// and the Temporal client's TEMPORAL_* environment (envconfig, default
+// localhost:7233) and starts nothing itself. It never writes to the database
+// of DATABASE_URL: every measurement runs in a scratch database
+// outflow_bench_<run>_<phase> created on that server and dropped afterwards
+// (the role needs CREATEDB). Workflows go to a task queue of their own,
+// outflow-bench-<run>, which no worker polls; they are terminated by a batch
+// operation at the end.
+//
+// Progress goes to stderr. Stdout gets one "name: value" line per figure as
+// it is measured, then a Markdown table with targets and verdicts, then notes
+// on method. See docs/performance.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+
+	"github.com/outflow/outflow/internal/database"
+	"github.com/outflow/outflow/outbox/temporalpub"
+)
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:], os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, cfg, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// bench is what every measurement shares.
+type bench struct {
+	cfg config
+	srv *server
+	// tc is nil when no selected phase needs Temporal.
+	tc        client.Client
+	namespace string
+	// taskQueue has no worker: started workflows stay scheduled, so the
+	// figures are Temporal's accept path only.
+	taskQueue string
+	rep       *report
+	// logger receives the relay's and the Temporal client's warnings.
+	logger *slog.Logger
+	stderr io.Writer
+	start  time.Time
+}
+
+// progress writes a timestamped line to stderr.
+func (b *bench) progress(format string, args ...any) {
+	fmt.Fprintf(b.stderr, "[%6.1fs] %s\n", time.Since(b.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
+	b := &bench{
+		cfg:    cfg,
+		rep:    &report{w: stdout},
+		logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		stderr: stderr,
+		start:  time.Now(),
+	}
+	srv, err := newServer(ctx, database.URL())
+	if err != nil {
+		return err
+	}
+	b.srv = srv
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := srv.close(cctx); err != nil {
+			b.progress("warning: %v; drop it by hand", err)
+		}
+	}()
+	pgVersion, err := srv.version(ctx)
+	if err != nil {
+		return err
+	}
+	b.taskQueue = "outflow-bench-" + srv.run
+	temporalAddr := "-"
+	if cfg.needsTemporal() {
+		topts, err := temporalpub.ClientOptionsFromEnv()
+		if err != nil {
+			return err
+		}
+		topts.Logger = tlog.NewStructuredLogger(b.logger.With("component", "temporal-client"))
+		temporalAddr = orDefault(topts.HostPort, client.DefaultHostPort)
+		b.namespace = orDefault(topts.Namespace, client.DefaultNamespace)
+		dctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		tc, err := client.DialContext(dctx, topts)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("cannot reach Temporal at %s: %w (set TEMPORAL_ADDRESS; the bench starts no server)", temporalAddr, err)
+		}
+		defer tc.Close()
+		b.tc = tc
+		defer b.terminateWorkflows()
+	}
+
+	fmt.Fprintf(stdout, "# outflow bench (%s): %s %s/%s, %d CPUs, PostgreSQL %s, Temporal %s, run %s\n",
+		cfg.mode(), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), pgVersion, temporalAddr, srv.run)
+	b.progress("scratch databases outflow_bench_%s_* on %s:%d (dropped at the end); task queue %s (no worker)",
+		srv.run, srv.base.ConnConfig.Host, srv.base.ConnConfig.Port, b.taskQueue)
+
+	steps := []struct {
+		phase string
+		run   func(context.Context) error
+	}{
+		{"handoff", b.measureHandoff},
+		{"latency", b.measureLatency},
+		{"noop", b.measureRelayNoop},
+		{"write", b.measureWriteOverhead},
+		{"claim", b.measureClaimScale},
+		{"idle", b.measureIdleQueries},
+	}
+	for _, s := range steps {
+		if !cfg.runs(s.phase) {
+			continue
+		}
+		if err := s.run(ctx); err != nil {
+			return fmt.Errorf("%s: %w", s.phase, err)
+		}
+	}
+	b.rep.writeTable(stdout)
+	if missed := b.rep.missed(); len(missed) > 0 {
+		b.progress("done in %s; missed targets: %s", time.Since(b.start).Round(time.Second), strings.Join(missed, ", "))
+	} else {
+		b.progress("done in %s; every target met", time.Since(b.start).Round(time.Second))
+	}
+	return nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
