@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"go.temporal.io/sdk/temporal"
 
@@ -38,6 +39,33 @@ type SendEmailInput struct {
 	Currency string    `json:"currency,omitempty"`
 	// Refunded says the cancellation email also reports a refund.
 	Refunded bool `json:"refunded,omitempty"`
+	// ShippingAddress, when set, is printed in the confirmation email. Nil
+	// for an order without one, and for every email scheduled by a workflow
+	// before the field existed: their recorded input renders as before, so a
+	// retry sends the very payload the provider already holds under the key.
+	ShippingAddress *ShippingAddress `json:"shipping_address,omitempty"`
+}
+
+// ShippingAddress is the address printed in a confirmation email; the same
+// fields as the order's (orders.ShippingAddress), owned here because the
+// activity's input is a contract recorded in workflow histories.
+type ShippingAddress struct {
+	Name       string `json:"name"`
+	Line1      string `json:"line1"`
+	Line2      string `json:"line2,omitempty"`
+	City       string `json:"city"`
+	PostalCode string `json:"postal_code"`
+	Country    string `json:"country"`
+}
+
+// lines renders the address as a label: one field a line, line2 only when set.
+func (a *ShippingAddress) lines() string {
+	parts := []string{a.Name, a.Line1}
+	if a.Line2 != "" {
+		parts = append(parts, a.Line2)
+	}
+	parts = append(parts, a.PostalCode+" "+a.City, a.Country)
+	return strings.Join(parts, "\n")
 }
 
 // SendEmailResult is the email provider's id of the sent email.
@@ -83,6 +111,9 @@ func composeEmail(from string, in SendEmailInput) Email {
 	case EmailConfirmation:
 		m.Subject = "Your order " + in.OrderID + " is confirmed"
 		m.Text = "We received your payment of " + amount + ". Your order " + in.OrderID + " is confirmed."
+		if in.ShippingAddress != nil {
+			m.Text += "\n\nIt will ship to:\n" + in.ShippingAddress.lines()
+		}
 	case EmailPaymentFailed:
 		m.Subject = "Payment for order " + in.OrderID + " failed"
 		m.Text = "Your payment method was declined; you have not been charged for order " + in.OrderID + "."

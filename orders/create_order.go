@@ -75,14 +75,16 @@ func createOrderTx(ctx context.Context, tx pgx.Tx, p CreateOrderParams, ids orde
 	if err != nil {
 		return CreateOrderResult{}, err
 	}
-	ev, err := outbox.NewEvent(AggregateType, ids.order.String(), EventOrderCreated, OrderCreatedVersion, OrderCreated{
-		OrderID:       ids.order.String(),
-		CustomerEmail: p.CustomerEmail,
-		Currency:      p.Currency,
-		PaymentMethod: p.PaymentMethod,
-		Amount:        amount,
-		Items:         p.Items,
+	version, payload := EncodeOrderCreated(OrderCreated{
+		OrderID:         ids.order.String(),
+		CustomerEmail:   p.CustomerEmail,
+		Currency:        p.Currency,
+		PaymentMethod:   p.PaymentMethod,
+		Amount:          amount,
+		Items:           p.Items,
+		ShippingAddress: p.ShippingAddress,
 	})
+	ev, err := outbox.NewEvent(AggregateType, ids.order.String(), EventOrderCreated, version, payload)
 	if err != nil {
 		return CreateOrderResult{}, err
 	}
@@ -122,9 +124,15 @@ func queueInsertOrder(b *pgx.Batch, ids orderIDs, p CreateOrderParams, amount in
 	if err != nil {
 		return fmt.Errorf("orders: marshal items: %w", err)
 	}
-	b.Queue(queries.Get("InsertOrder"),
-		ids.order, p.CustomerEmail, p.Currency, p.PaymentMethod, amount, items, ids.createdEvent,
-	).QueryRow(func(row pgx.Row) error {
+	sql, args := queries.Get("InsertOrder"), []any{ids.order, p.CustomerEmail, p.Currency, p.PaymentMethod, amount, items, ids.createdEvent}
+	if p.ShippingAddress != nil {
+		addr, err := json.Marshal(p.ShippingAddress)
+		if err != nil {
+			return fmt.Errorf("orders: marshal shipping address: %w", err)
+		}
+		sql, args = shippingQueries.Get("InsertOrderWithShippingAddress"), append(args, addr)
+	}
+	b.Queue(sql, args...).QueryRow(func(row pgx.Row) error {
 		if err := row.Scan(status); err != nil {
 			return fmt.Errorf("orders: insert order %s: %w", ids.order, err)
 		}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 )
 
 // AggregateType is the outbox aggregate type of every order event; the
@@ -17,11 +16,25 @@ const (
 	EventOrderCancelled = "OrderCancelled"
 )
 
-// Payload schema versions written by this build.
+// Schema versions of the OrderCreated payload. The order service writes the
+// lowest version that can carry the order (see [EncodeOrderCreated]), so
+// workers and consumers that predate a version keep receiving only what they
+// understand; [DecodeOrderCreated] reads every version. docs/schema-evolution.md
+// says how to add one.
 const (
-	OrderCreatedVersion   = 1
-	OrderCancelledVersion = 1
+	// OrderCreatedV1 is an order without a shipping address.
+	OrderCreatedV1 = 1
+	// OrderCreatedV2 is v1 plus a mandatory shipping_address.
+	OrderCreatedV2 = 2
+	// OrderCreatedLatest is the newest version this build reads and writes.
+	OrderCreatedLatest = OrderCreatedV2
+	// OrderCreatedVersion is the version of an OrderCreated without a
+	// shipping address, [OrderCreatedV1]: what every order had before v2.
+	OrderCreatedVersion = OrderCreatedV1
 )
+
+// OrderCancelledVersion is the only schema version of OrderCancelled.
+const OrderCancelledVersion = 1
 
 // Item is one line of an order. Amounts are in the currency's minor unit.
 type Item struct {
@@ -30,7 +43,11 @@ type Item struct {
 	UnitAmount int64  `json:"unit_amount"`
 }
 
-// OrderCreated is the payload of an OrderCreated event (schema version 1).
+// OrderCreated is an OrderCreated event in its newest in-memory shape, which
+// every schema version upcasts to ([DecodeOrderCreated]). The wire format of
+// each version is frozen in its own type in upcast.go; marshalled with a nil
+// ShippingAddress this struct happens to be exactly the v1 JSON, which
+// producers and tests written before v2 rely on.
 type OrderCreated struct {
 	OrderID       string `json:"order_id"`
 	CustomerEmail string `json:"customer_email"`
@@ -39,6 +56,8 @@ type OrderCreated struct {
 	// Amount is the order total in minor units, computed by the server.
 	Amount int64  `json:"amount"`
 	Items  []Item `json:"items"`
+	// ShippingAddress is nil for an order without one (every v1 event).
+	ShippingAddress *ShippingAddress `json:"shipping_address,omitempty"`
 }
 
 // OrderCancelled is the payload of an OrderCancelled event (schema version 1).
@@ -54,38 +73,6 @@ type OrderCancelled struct {
 // ErrInvalidPayload is wrapped by payload validation errors: such an event can
 // never succeed and is quarantined by the relay at once.
 var ErrInvalidPayload = errors.New("invalid event payload")
-
-// DecodeOrderCreated parses and validates an OrderCreated payload of the
-// given schema version.
-func DecodeOrderCreated(version int, payload []byte) (OrderCreated, error) {
-	var p OrderCreated
-	if version != OrderCreatedVersion {
-		return p, fmt.Errorf("%w: OrderCreated schema version %d is not supported", ErrInvalidPayload, version)
-	}
-	if err := json.Unmarshal(payload, &p); err != nil {
-		return p, fmt.Errorf("%w: OrderCreated: %v", ErrInvalidPayload, err)
-	}
-	var missing []string
-	if p.OrderID == "" {
-		missing = append(missing, "order_id")
-	}
-	if p.CustomerEmail == "" {
-		missing = append(missing, "customer_email")
-	}
-	if p.Currency == "" {
-		missing = append(missing, "currency")
-	}
-	if p.PaymentMethod == "" {
-		missing = append(missing, "payment_method")
-	}
-	if p.Amount <= 0 {
-		missing = append(missing, "amount")
-	}
-	if len(missing) > 0 {
-		return p, fmt.Errorf("%w: OrderCreated: missing or invalid %s", ErrInvalidPayload, strings.Join(missing, ", "))
-	}
-	return p, nil
-}
 
 // DecodeOrderCancelled parses and validates an OrderCancelled payload of the
 // given schema version.

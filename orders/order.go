@@ -50,10 +50,13 @@ type Order struct {
 	CancelEventID *uuid.UUID `json:"cancel_event_id" db:"cancel_event_id"`
 	// CancelRequested is true from the accepted cancel on; Status follows
 	// when the cancel saga has finished.
-	CancelRequested bool         `json:"cancel_requested" db:"-"`
-	CreatedAt       time.Time    `json:"created_at" db:"created_at"`
-	UpdatedAt       time.Time    `json:"updated_at" db:"updated_at"`
-	Events          []OrderEvent `json:"events" db:"-"`
+	CancelRequested bool `json:"cancel_requested" db:"-"`
+	// ShippingAddress is where the order ships; nil (JSON null) for an order
+	// placed without one.
+	ShippingAddress *ShippingAddress `json:"shipping_address" db:"shipping_address"`
+	CreatedAt       time.Time        `json:"created_at" db:"created_at"`
+	UpdatedAt       time.Time        `json:"updated_at" db:"updated_at"`
+	Events          []OrderEvent     `json:"events" db:"-"`
 }
 
 // OrderEvent is one outbox event of an order and its publication state.

@@ -41,7 +41,7 @@ WHERE id = $1;
 -- name: GetOrder :one
 SELECT id, customer_email, currency, payment_method, amount, items, status,
        payment_intent_id, refund_id, created_event_id, cancel_event_id,
-       created_at, updated_at
+       shipping_address, created_at, updated_at
 FROM orders
 WHERE id = $1;
 

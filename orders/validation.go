@@ -29,10 +29,15 @@ type CreateOrderParams struct {
 	// PaymentMethod is a Stripe payment method ID, e.g. "pm_card_visa".
 	PaymentMethod string `json:"payment_method"`
 	Items         []Item `json:"items"`
+	// ShippingAddress is optional. An order with one is announced with
+	// OrderCreated schema version 2, one without with version 1, so clients
+	// and workers that predate addresses see nothing new.
+	ShippingAddress *ShippingAddress `json:"shipping_address,omitempty"`
 }
 
 // Validate checks every field and computes the order total in minor units.
-// It returns the normalized parameters (currency in lower case) or a
+// It returns the normalized parameters (currency in lower case, shipping
+// country in upper case) or a
 // *ValidationError naming the first offending field. It is pure: nothing is
 // read or written, so a rejected request never reaches the database.
 func (p CreateOrderParams) Validate() (CreateOrderParams, int64, error) {
@@ -59,6 +64,14 @@ func (p CreateOrderParams) Validate() (CreateOrderParams, int64, error) {
 	total, ok := orderTotal(p.Items)
 	if !ok {
 		return p, 0, invalid("items", CodeAmountTooLarge, "the order total does not fit in a 64-bit amount of minor units; split the order")
+	}
+	if p.ShippingAddress != nil {
+		// A copy: the caller's address is not normalized behind its back.
+		addr, err := p.ShippingAddress.validate()
+		if err != nil {
+			return p, 0, err
+		}
+		p.ShippingAddress = &addr
 	}
 	p.Currency = strings.ToLower(p.Currency)
 	return p, total, nil

@@ -16,6 +16,7 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/temporalproto"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/worker"
 
@@ -31,6 +32,11 @@ import (
 // produces under testdata/ for TestReplayHistories:
 //
 //	OUTFLOW_RECORD_HISTORIES=1 go test -run TestSagaOnDevServer ./workflows/
+//
+// A file that exists is kept: it is a run of older code, and replaying it
+// is what proves a change safe for workflows still in flight. Only
+// OUTFLOW_RECORD_HISTORIES=overwrite replaces them, for when no run of that
+// older code can exist any more.
 const recordEnv = "OUTFLOW_RECORD_HISTORIES"
 
 // stack is a real Temporal dev server, a worker running the real workflows
@@ -152,7 +158,13 @@ func (s *stack) effectsOf(orderID string) (pis []providersim.LedgerPaymentIntent
 // record saves a workflow's history under testdata/ when recordEnv is set.
 func (s *stack) record(t *testing.T, workflowID, file string) {
 	t.Helper()
-	if os.Getenv(recordEnv) == "" {
+	mode := os.Getenv(recordEnv)
+	if mode == "" {
+		return
+	}
+	path := filepath.Join("testdata", file)
+	if _, err := os.Stat(path); err == nil && mode != "overwrite" {
+		t.Logf("keeping %s, recorded by older code (%s=overwrite replaces it)", path, recordEnv)
 		return
 	}
 	it := s.c.GetWorkflowHistory(ctxFor(t), workflowID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
@@ -164,7 +176,7 @@ func (s *stack) record(t *testing.T, workflowID, file string) {
 	}
 	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(h)
 	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join("testdata", file), data, 0o644))
+	require.NoError(t, os.WriteFile(path, data, 0o644))
 }
 
 // The saga and the cancel on a real dev server with the real activities,
@@ -192,6 +204,30 @@ func TestSagaOnDevServer(t *testing.T) {
 		require.Empty(t, refunds)
 		require.Equal(t, []string{"confirmation"}, kinds)
 		s.record(t, o.created, "order_created_confirmed.json")
+	})
+
+	// An OrderCreated v2 (with a shipping address) takes the versioned path
+	// of ChangeShippingAddress: its history has the version marker and the
+	// memo, which TestReplayHistories then replays.
+	t.Run("confirmed_v2", func(t *testing.T) {
+		t.Parallel()
+		o := s.newOrder(t)
+		in := o.createdInput(t, "pm_card_visa")
+		in.SchemaVersion, in.Payload = orders.OrderCreatedV2, v2Payload(t, in.Payload)
+		var res activities.SagaResult
+		require.NoError(t, s.start(t, OrderCreatedWorkflowName, in).Get(ctxFor(t), &res))
+
+		require.Equal(t, activities.SagaConfirmed, res.Outcome)
+		st, _, _ := s.status(t, o.id)
+		require.Equal(t, "confirmed", st)
+		_, _, kinds := s.effectsOf(o.id)
+		require.Equal(t, []string{"confirmation"}, kinds)
+		desc, err := s.c.DescribeWorkflow(ctxFor(t), o.created, "")
+		require.NoError(t, err)
+		var shipsTo string
+		require.NoError(t, converter.GetDefaultDataConverter().FromPayload(desc.Memo.GetFields()[MemoShipsTo], &shipsTo))
+		require.Equal(t, "GB", shipsTo)
+		s.record(t, o.created, "order_created_v2_confirmed.json")
 	})
 
 	t.Run("declined", func(t *testing.T) {

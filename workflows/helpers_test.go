@@ -101,6 +101,7 @@ type harness struct {
 	// metrics captures counters the workflow emits.
 	metrics *counterHandler
 	charges []activities.ChargeInput
+	emails  []activities.SendEmailInput
 }
 
 func newHarness(t *testing.T, f fakes) *harness {
@@ -152,6 +153,9 @@ func newHarness(t *testing.T, f fakes) *harness {
 		func(_ context.Context, in activities.SendEmailInput) (activities.SendEmailResult, error) {
 			h.fx.add("email:%s", in.Kind)
 			require.Equal(t, testEmail, in.To)
+			mu.Lock()
+			h.emails = append(h.emails, in)
+			mu.Unlock()
 			return activities.SendEmailResult{EmailID: "em_" + string(in.Kind)}, nil
 		}).Maybe()
 	env.OnActivity(acts.ProjectOrder, mock.Anything, mock.Anything).Return(

@@ -50,10 +50,13 @@ const (
 )
 
 type saga struct {
-	in     EventInput
-	order  orders.OrderCreated
-	status SagaStatus
-	charge chargeState
+	// getVersion is workflow.GetVersion; a replay test swaps it to prove
+	// what the guard protects (see versioning_test.go).
+	getVersion versionFunc
+	in         EventInput
+	order      orders.OrderCreated
+	status     SagaStatus
+	charge     chargeState
 	// firstAttemptAt is when the charge key was first sent: the start of its
 	// lifetime, which bounds every later use of it.
 	firstAttemptAt time.Time
@@ -66,7 +69,11 @@ type saga struct {
 // OrderCreatedWorkflow is the payment saga of one order (workflow ID = the
 // OrderCreated event id). See the package doc for the flow, the cancel
 // protocol and the compensation policy.
-func OrderCreatedWorkflow(ctx workflow.Context, in EventInput) (res activities.SagaResult, err error) {
+func OrderCreatedWorkflow(ctx workflow.Context, in EventInput) (activities.SagaResult, error) {
+	return orderCreated(ctx, in, workflow.GetVersion)
+}
+
+func orderCreated(ctx workflow.Context, in EventInput, getVersion versionFunc) (res activities.SagaResult, err error) {
 	if err := setOrderID(ctx, in.AggregateID); err != nil {
 		return res, err
 	}
@@ -78,7 +85,7 @@ func OrderCreatedWorkflow(ctx workflow.Context, in EventInput) (res activities.S
 		// is a bug, and retrying cannot fix a payload.
 		return res, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidPayload", err)
 	}
-	s := &saga{in: in, order: order, status: SagaStatus{OrderID: order.OrderID, Stage: StageStarted}}
+	s := &saga{getVersion: getVersion, in: in, order: order, status: SagaStatus{OrderID: order.OrderID, Stage: StageStarted}}
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (SagaStatus, error) { return s.status, nil }); err != nil {
 		return res, err
 	}
@@ -136,7 +143,7 @@ func (s *saga) run(ctx workflow.Context) (activities.SagaResult, error) {
 			return s.stop(ctx)
 		}
 		s.status.Stage = StageConfirming
-		if err := s.email(ctx, activities.EmailConfirmation); err != nil {
+		if err := s.confirm(ctx); err != nil {
 			return s.result(""), err
 		}
 		// The email went out, so the order is confirmed even if a cancel
@@ -153,7 +160,7 @@ func (s *saga) run(ctx workflow.Context) (activities.SagaResult, error) {
 		if _, err := s.project(ctx, activities.StepPaymentFailed); err != nil {
 			return s.result(""), err
 		}
-		if err := s.email(ctx, activities.EmailPaymentFailed); err != nil {
+		if err := s.email(ctx, s.emailInput(activities.EmailPaymentFailed)); err != nil {
 			return s.result(""), err
 		}
 		s.status.Stage = StagePaymentFailed
@@ -264,15 +271,34 @@ func (s *saga) project(ctx workflow.Context, step activities.OrderStep) (activit
 	return res, err
 }
 
-func (s *saga) email(ctx workflow.Context, kind activities.EmailKind) error {
-	return workflow.ExecuteActivity(emailOptions(ctx), a.SendEmail, activities.SendEmailInput{
+// confirm sends the confirmation email. From [ChangeShippingAddress] on, an
+// order with a shipping address (OrderCreated v2) gets it printed in the
+// email, and the run's memo says where it ships.
+func (s *saga) confirm(ctx workflow.Context) error {
+	in := s.emailInput(activities.EmailConfirmation)
+	if s.getVersion(ctx, ChangeShippingAddress, workflow.DefaultVersion, 1) >= 1 && s.order.ShippingAddress != nil {
+		addr := activities.ShippingAddress(*s.order.ShippingAddress)
+		in.ShippingAddress = &addr
+		if err := workflow.UpsertMemo(ctx, map[string]any{MemoShipsTo: addr.Country}); err != nil {
+			return err
+		}
+	}
+	return s.email(ctx, in)
+}
+
+func (s *saga) emailInput(kind activities.EmailKind) activities.SendEmailInput {
+	return activities.SendEmailInput{
 		EventID:  s.in.EventID,
 		OrderID:  s.order.OrderID,
 		Kind:     kind,
 		To:       s.order.CustomerEmail,
 		Amount:   s.order.Amount,
 		Currency: s.order.Currency,
-	}).Get(ctx, nil)
+	}
+}
+
+func (s *saga) email(ctx workflow.Context, in activities.SendEmailInput) error {
+	return workflow.ExecuteActivity(emailOptions(ctx), a.SendEmail, in).Get(ctx, nil)
 }
 
 func (s *saga) result(outcome activities.SagaOutcome) activities.SagaResult {

@@ -77,7 +77,8 @@ func decodeError(err error) *apiError {
 	if name, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
 		name = strings.Trim(name, `"`)
 		return &apiError{Status: http.StatusBadRequest, Code: codeUnknownField, Field: name,
-			Message: fmt.Sprintf("unknown field %q; the fields are customer_email, currency, payment_method and items (sku, quantity, unit_amount)", name)}
+			Message: fmt.Sprintf("unknown field %q; the fields are customer_email, currency, payment_method, items (sku, quantity, unit_amount) "+
+				"and the optional shipping_address (name, line1, line2, city, postal_code, country)", name)}
 	}
 	return &apiError{Status: http.StatusBadRequest, Code: codeInvalidJSON, Message: "cannot decode the JSON body: " + err.Error()}
 }

@@ -1,0 +1,126 @@
+package workflows_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/worker"
+
+	"github.com/outflow/outflow/activities"
+	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/internal/devserver"
+	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/temporalpub"
+	"github.com/outflow/outflow/providersim"
+	"github.com/outflow/outflow/workflows"
+)
+
+// v1 and v2 OrderCreated events processed side by side, end to end: the
+// order service writes one order without and one with a shipping address
+// (v1 and v2 events), the real relay validates and starts both, the real
+// worker confirms both against the provider simulator, and only the v2 run
+// takes the shipping-address path. An event of a version no worker knows
+// is quarantined by the relay, never started.
+func TestOrderCreatedV1AndV2SideBySide(t *testing.T) {
+	t.Parallel()
+	if testing.Short() {
+		t.Skip("starts a Temporal dev server")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	srv := devserver.Start(t, devserver.Options{})
+	c := srv.Client()
+	pool, _ := testdb.New(t)
+	sim := providersim.New(providersim.Options{})
+	base, err := sim.Start("127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sim.Close() })
+
+	acts, err := activities.New(activities.Config{StripeAPIBase: base, EmailAPIBase: base, HTTPTimeout: 2 * time.Second})
+	require.NoError(t, err)
+	acts.DB, acts.Temporal = pool, c
+	acts.Metrics = activities.NewMetrics(prometheus.NewRegistry())
+	acts.Failpoints, err = failpoints.Parse("")
+	require.NoError(t, err)
+	tq := "side-by-side-" + uuid.NewString()
+	w := worker.New(c, tq, worker.Options{})
+	workflows.Register(w)
+	w.RegisterActivity(acts)
+	require.NoError(t, w.Start())
+	t.Cleanup(w.Stop)
+
+	relay, err := outbox.New(pool, temporalpub.New(c, temporalpub.Config{TaskQueue: tq}), outbox.Config{
+		PollInterval: 200 * time.Millisecond,
+		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	require.NoError(t, err)
+	relayCtx, stopRelay := context.WithCancel(ctx)
+	relayDone := make(chan error, 1)
+	go func() { relayDone <- relay.Run(relayCtx) }()
+	t.Cleanup(func() { stopRelay(); require.NoError(t, <-relayDone) })
+
+	params := orders.CreateOrderParams{CustomerEmail: "ada@example.com", Currency: "eur", PaymentMethod: "pm_card_visa",
+		Items: []orders.Item{{SKU: "SKU-1", Quantity: 2, UnitAmount: 1250}}}
+	v1, err := orders.CreateOrder(ctx, pool, params)
+	require.NoError(t, err)
+	params.ShippingAddress = &orders.ShippingAddress{Name: "Ada Lovelace", Line1: "Unter den Linden 1",
+		City: "Berlin", PostalCode: "10117", Country: "DE"}
+	v2, err := orders.CreateOrder(ctx, pool, params)
+	require.NoError(t, err)
+
+	// A v3 OrderCreated from a producer ahead of the workers.
+	future := uuid.NewString()
+	ev, err := outbox.NewEvent(orders.AggregateType, future, orders.EventOrderCreated, 3, map[string]any{"order_id": future})
+	require.NoError(t, err)
+	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { _, err := outbox.Enqueue(ctx, tx, ev); return err }))
+
+	require.Eventually(t, func() bool {
+		var confirmed, quarantined int
+		err := pool.QueryRow(ctx, `SELECT
+			(SELECT count(*) FROM orders WHERE id = ANY($1) AND status = 'confirmed'),
+			(SELECT count(*) FROM outbox_events WHERE aggregate_id = $2 AND quarantined_at IS NOT NULL)`,
+			[]uuid.UUID{v1.OrderID, v2.OrderID}, future).Scan(&confirmed, &quarantined)
+		return err == nil && confirmed == 2 && quarantined == 1
+	}, time.Minute, 100*time.Millisecond, "both orders confirmed and the v3 event quarantined")
+
+	for _, tc := range []struct {
+		res     orders.CreateOrderResult
+		version int
+		shipsTo string
+	}{{v1, orders.OrderCreatedV1, ""}, {v2, orders.OrderCreatedV2, "DE"}} {
+		var version int
+		require.NoError(t, pool.QueryRow(ctx, `SELECT schema_version FROM outbox_events WHERE event_id = $1`,
+			tc.res.EventID).Scan(&version))
+		require.Equal(t, tc.version, version)
+
+		desc, err := c.DescribeWorkflow(ctx, tc.res.EventID.String(), "")
+		require.NoError(t, err)
+		var shipsTo string
+		if p, ok := desc.Memo.GetFields()[workflows.MemoShipsTo]; ok {
+			require.NoError(t, converter.GetDefaultDataConverter().FromPayload(p, &shipsTo))
+		}
+		require.Equal(t, tc.shipsTo, shipsTo, "only the v2 run takes the shipping-address path")
+
+		var kinds []string
+		for _, e := range sim.Ledger().Emails {
+			if e.Tags[activities.TagOrderID] == tc.res.OrderID.String() {
+				kinds = append(kinds, e.Tags[activities.TagKind])
+			}
+		}
+		require.Equal(t, []string{"confirmation"}, kinds)
+	}
+
+	var lastError string
+	require.NoError(t, pool.QueryRow(ctx, `SELECT last_error FROM outbox_events WHERE aggregate_id = $1`, future).Scan(&lastError))
+	require.Contains(t, lastError, "schema version 3 is not supported")
+}

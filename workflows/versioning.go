@@ -1,0 +1,24 @@
+package workflows
+
+import "go.temporal.io/sdk/workflow"
+
+// Workflow code changes that alter the commands a run issues are guarded
+// with workflow.GetVersion, so a run that reached the changed point under
+// the old code replays it the old way. One change ID per change, listed
+// here; a guard stays until no history recorded before it can still be
+// replayed (docs/schema-evolution.md).
+const (
+	// ChangeShippingAddress (version 1): the confirmation of an order with
+	// a shipping address (OrderCreated v2) prints the address in the email
+	// and records the destination country in the memo [MemoShipsTo] — a new
+	// command that a v2 run confirmed before the change never issued.
+	ChangeShippingAddress = "confirmation-shipping-address"
+)
+
+// MemoShipsTo is the memo key holding the ISO 3166-1 country a confirmed
+// order ships to, for operators browsing runs in the Temporal UI (the full
+// address is personal data and stays out of the visibility store).
+const MemoShipsTo = "ships_to"
+
+// versionFunc is the signature of workflow.GetVersion.
+type versionFunc func(ctx workflow.Context, changeID string, minSupported, maxSupported workflow.Version) workflow.Version
