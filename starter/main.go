@@ -118,7 +118,11 @@ func run(logger *slog.Logger) error {
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		cfg.Registerer = reg
 	}
-	relay, err := outbox.New(pool, temporalpub.New(tc, temporalpub.Config{TaskQueue: taskQueue}), cfg)
+	pcfg := temporalpub.Config{TaskQueue: taskQueue, Logger: logger}
+	if reg != nil {
+		pcfg.Registerer = reg
+	}
+	relay, err := outbox.New(pool, temporalpub.New(tc, pcfg), cfg)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 
+	"github.com/prometheus/client_golang/prometheus"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -29,6 +31,12 @@ type Config struct {
 	// can never succeed: Publish returns a permanent error and the relay
 	// quarantines it. Optional: defaulted to workflows.Routes().
 	Routes map[string]workflows.Route
+	// Logger records each duplicate start Temporal absorbed (the ACK gap at
+	// work). Optional: defaulted to no logging.
+	Logger *slog.Logger
+	// Registerer receives outbox_duplicate_starts_total. Optional: defaulted
+	// to none.
+	Registerer prometheus.Registerer
 }
 
 // Publisher implements [outbox.Publisher] with client.ExecuteWorkflow. It is
@@ -38,6 +46,8 @@ type Publisher struct {
 	taskQueue string
 	routes    map[string]workflows.Route
 	orderID   temporal.SearchAttributeKeyKeyword
+	logger    *slog.Logger
+	dups      prometheus.Counter
 }
 
 var _ outbox.Publisher = (*Publisher)(nil)
@@ -50,11 +60,23 @@ func New(c client.Client, cfg Config) *Publisher {
 	if cfg.Routes == nil {
 		cfg.Routes = workflows.Routes()
 	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	dups := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "outbox_duplicate_starts_total",
+		Help: "Workflow starts Temporal refused because the event's workflow already exists: re-deliveries absorbed by the workflow ID.",
+	})
+	if cfg.Registerer != nil {
+		cfg.Registerer.MustRegister(dups)
+	}
 	return &Publisher{
 		client:    c,
 		taskQueue: cfg.TaskQueue,
 		routes:    cfg.Routes,
 		orderID:   temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeOrderID),
+		logger:    cfg.Logger,
+		dups:      dups,
 	}
 }
 
@@ -103,7 +125,13 @@ func (p *Publisher) Publish(ctx context.Context, e outbox.Event) error {
 		Payload:       e.Payload,
 	}
 	_, err := p.client.ExecuteWorkflow(ctx, opts, route.Workflow, input)
-	if err == nil || IsAlreadyStarted(err) {
+	if err == nil {
+		return nil
+	}
+	if IsAlreadyStarted(err) {
+		p.dups.Inc()
+		p.logger.Info("workflow already started: duplicate start absorbed", "event_id", e.ID, "workflow", route.Workflow,
+			"aggregate_id", e.AggregateID, "replay", e.Replay)
 		return nil
 	}
 	return fmt.Errorf("temporalpub: start %s for event %s: %w", route.Workflow, e.ID, err)

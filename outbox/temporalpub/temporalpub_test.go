@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -32,7 +33,8 @@ func TestEveryEventGetsOneWorkflow(t *testing.T) {
 	t.Parallel()
 	pool, _ := testdb.New(t)
 	tq := taskQueue(t)
-	pub := temporalpub.New(temporal.Client(), temporalpub.Config{TaskQueue: tq})
+	reg := prometheus.NewRegistry()
+	pub := temporalpub.New(temporal.Client(), temporalpub.Config{TaskQueue: tq, Registerer: reg})
 	var events []outbox.Event
 	for range 5 {
 		orderID := uuid.NewString()
@@ -61,8 +63,10 @@ func TestEveryEventGetsOneWorkflow(t *testing.T) {
 		require.Equal(t, e.Type, memoValue[string](t, info, "event_type"))
 	}
 
-	// The relay's at-least-once duplicate: acknowledged, still one workflow.
+	// The relay's at-least-once duplicate: acknowledged, counted, still one
+	// workflow.
 	require.NoError(t, pub.Publish(context.Background(), events[0]))
+	require.Equal(t, 1.0, gatheredValue(t, reg, "outbox_duplicate_starts_total"))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err = temporal.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{
@@ -303,4 +307,18 @@ func TestPublishRejectsUnroutableEventsPermanently(t *testing.T) {
 	require.ErrorIs(t, err, outbox.ErrPermanent)
 	require.ErrorIs(t, err, orders.ErrInvalidPayload)
 	require.False(t, temporalpub.IsAlreadyStarted(errors.New("other")))
+}
+
+// gatheredValue reads one unlabelled counter from reg.
+func gatheredValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return 0
 }

@@ -1,0 +1,159 @@
+package testsuite
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/internal/namedsql"
+	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox"
+)
+
+// TestBacklogRecovery stops the relays, lets a backlog of 20,000 events build
+// up (4,000 orders with 5 events each), then starts two relays: the backlog
+// drains, every order's events are started in sequence order, and the claim
+// stays on the partial indexes with bounded work per batch even at the
+// backlog's peak. No worker runs: this is the relay's test, and the started
+// workflows simply wait on their task queue.
+//
+// It runs alone (not parallel): 20,000 starts load the shared Temporal
+// server for a couple of minutes.
+func TestBacklogRecovery(t *testing.T) {
+	const ordersN, perOrder = 4000, 5
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	s := NewStack(t)
+
+	// The claim's work with a small backlog, then at the peak: it must be
+	// bounded by the batch (100 events), not grow with the backlog.
+	buildBacklog(ctx, t, s, 200, perOrder)
+	small := explainClaim(ctx, t, s)
+	start := time.Now()
+	buildBacklog(ctx, t, s, ordersN-200, perOrder)
+	t.Logf("backlog of %d events built in %s", ordersN*perOrder, time.Since(start).Round(time.Millisecond))
+	peak := explainClaim(ctx, t, s)
+	for _, plan := range []claimPlan{small, peak} {
+		require.NotContains(t, plan.text, `"Node Type": "Seq Scan"`, "the claim must not scan the table")
+		require.Contains(t, plan.text, "outbox_dispatch_idx")
+	}
+	t.Logf("claim of 100: %d buffers / %.1f ms with %d pending events, %d buffers / %.1f ms with %d",
+		small.buffers, small.ms, 200*perOrder, peak.buffers, peak.ms, ordersN*perOrder)
+	// Linear work would be 20x; allow for one more index level and heap
+	// pages, not for the backlog.
+	require.Less(t, float64(peak.buffers), 2.5*float64(small.buffers),
+		"a claim at a 20x larger backlog must touch about the same number of buffers")
+
+	start = time.Now()
+	s.Start("starter", "")
+	s.Start("starter-2", "")
+	require.NoError(t, WaitPublished(ctx, s, 12*time.Minute))
+	drain := time.Since(start)
+	t.Logf("backlog drained by two relays in %s (%.0f events/s)", drain.Round(time.Millisecond), float64(ordersN*perOrder)/drain.Seconds())
+
+	var outOfOrder int
+	require.NoError(t, s.Pool.QueryRow(ctx, queries.Get("PublishedOutOfOrder")).Scan(&outOfOrder))
+	require.Zero(t, outOfOrder, "an event was published before its predecessor")
+
+	// Temporal's own record, for a sample of orders: start times follow the
+	// sequence.
+	rows, err := s.Pool.Query(ctx, queries.Get("SampleLanes"), 20)
+	require.NoError(t, err)
+	lanes, err := pgx.CollectRows(rows, pgx.RowTo[[]string])
+	require.NoError(t, err)
+	require.Len(t, lanes, 20)
+	for _, ids := range lanes {
+		var prev time.Time
+		for i, id := range ids {
+			d, err := s.Env.Client.DescribeWorkflow(ctx, id, "")
+			require.NoError(t, err, "invariant 3: workflow %s", id)
+			st := d.RawResponse.GetWorkflowExecutionInfo().GetStartTime().AsTime()
+			require.False(t, st.Before(prev), "event %d of its order started before its predecessor", i+1)
+			prev = st
+		}
+	}
+}
+
+// buildBacklog enqueues n orders' events, perOrder each (an OrderCreated
+// then OrderCancelled events), 100 orders a transaction.
+func buildBacklog(ctx context.Context, t *testing.T, s *Stack, n, perOrder int) {
+	t.Helper()
+	for done := 0; done < n; done += 100 {
+		err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+			var events []outbox.Event
+			for range 100 {
+				orderID := uuid.NewString()
+				created := uuid.Must(uuid.NewV7())
+				payload, _ := json.Marshal(orders.OrderCreated{OrderID: orderID, CustomerEmail: "b@example.com", Currency: "usd",
+					PaymentMethod: "pm_card_visa", Amount: 2500, Items: []orders.Item{{SKU: "SKU-1", Quantity: 1, UnitAmount: 2500}}})
+				events = append(events, outbox.Event{ID: created, AggregateType: orders.AggregateType, AggregateID: orderID,
+					Type: orders.EventOrderCreated, SchemaVersion: orders.OrderCreatedVersion, Payload: payload})
+				for range perOrder - 1 {
+					payload, _ := json.Marshal(orders.OrderCancelled{OrderID: orderID, CreatedEventID: created.String()})
+					events = append(events, outbox.Event{AggregateType: orders.AggregateType, AggregateID: orderID,
+						Type: orders.EventOrderCancelled, SchemaVersion: orders.OrderCancelledVersion, Payload: payload})
+				}
+			}
+			_, err := outbox.Enqueue(ctx, tx, events...)
+			return err
+		})
+		require.NoError(t, err)
+	}
+}
+
+type claimPlan struct {
+	text    string
+	buffers int
+	ms      float64
+}
+
+// explainClaim runs the relay's own claim statement (outbox/relay.sql) under
+// EXPLAIN ANALYZE in a transaction it rolls back.
+func explainClaim(ctx context.Context, t *testing.T, s *Stack) claimPlan {
+	t.Helper()
+	root, err := RepoRoot()
+	require.NoError(t, err)
+	relaySQL, err := namedsql.Load(os.DirFS(filepath.Join(root, "outbox")), "relay.sql")
+	require.NoError(t, err)
+	tx, err := s.Pool.Begin(ctx)
+	require.NoError(t, err)
+	defer tx.Rollback(ctx) //nolint:errcheck
+	_, err = tx.Exec(ctx, "ANALYZE outbox_events")
+	require.NoError(t, err)
+	var out []map[string]any
+	require.NoError(t, tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+relaySQL.Get("RelayClaim"), "explain", 100, 30000).Scan(&out))
+	b, _ := json.Marshal(out)
+	top := out[0]["Plan"].(map[string]any)
+	buffers := int(top["Shared Hit Blocks"].(float64) + top["Shared Read Blocks"].(float64))
+	return claimPlan{text: string(b), buffers: buffers, ms: out[0]["Execution Time"].(float64)}
+}
+
+// WaitPublished waits until no event is left unpublished.
+func WaitPublished(ctx context.Context, s *Stack, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		var unpublished, unfinished int64
+		if err := s.Pool.QueryRow(ctx, queries.Get("Progress")).Scan(&unpublished, &unfinished); err != nil {
+			return err
+		}
+		if unpublished == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d events still unpublished after %s", unpublished, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}

@@ -1,0 +1,66 @@
+-- Read-only statements the invariant checker runs after recovery.
+
+-- name: OrderFacts :many
+SELECT o.id::text                 AS order_id,
+       o.status,
+       o.payment_method,
+       o.amount,
+       o.cancel_event_id IS NOT NULL AS cancel_requested,
+       o.applied_sequence,
+       count(e.event_id) FILTER (WHERE e.event_type = 'OrderCreated')   AS created_events,
+       count(e.event_id) FILTER (WHERE e.event_type = 'OrderCancelled') AS cancelled_events,
+       count(e.event_id)                                                AS events,
+       coalesce(max(e.aggregate_sequence), 0)                           AS max_sequence,
+       count(e.event_id) FILTER (WHERE e.published_at IS NULL)          AS unpublished
+FROM orders o
+LEFT JOIN outbox_events e ON e.aggregate_type = 'order' AND e.aggregate_id = o.id::text
+GROUP BY o.id
+ORDER BY o.id;
+
+-- name: OrphanEvents :one
+-- An order event whose order does not exist: a rolled-back change that left
+-- its event behind (invariant 2).
+SELECT count(*)
+FROM outbox_events e
+WHERE e.aggregate_type = 'order'
+  AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.id::text = e.aggregate_id);
+
+-- name: EventIDs :many
+SELECT event_id::text FROM outbox_events ORDER BY event_id;
+
+-- name: Progress :one
+SELECT (SELECT count(*) FROM outbox_events WHERE published_at IS NULL)                        AS unpublished,
+       (SELECT count(*) FROM orders WHERE status NOT IN ('confirmed', 'payment_failed', 'cancelled')
+                                       OR (cancel_event_id IS NOT NULL AND status <> 'cancelled')) AS unfinished;
+
+-- name: OrderStatus :one
+SELECT status FROM orders WHERE id = $1;
+
+-- name: Counts :one
+SELECT (SELECT count(*) FROM orders) AS orders, (SELECT count(*) FROM outbox_events) AS events;
+
+-- name: EventTimes :many
+SELECT event_id::text, occurred_at FROM outbox_events ORDER BY occurred_at;
+
+-- name: TerminateBackends :one
+-- Every backend on this database but the caller's own.
+SELECT count(*) FILTER (WHERE pg_terminate_backend(pid))
+FROM pg_stat_activity
+WHERE datname = current_database() AND pid <> pg_backend_pid();
+
+-- name: PublishedOutOfOrder :one
+-- Events published before a predecessor of the same aggregate.
+SELECT count(*)
+FROM (
+    SELECT published_at,
+           lag(published_at) OVER (PARTITION BY aggregate_type, aggregate_id ORDER BY aggregate_sequence) AS prev
+    FROM outbox_events
+) x
+WHERE prev > published_at;
+
+-- name: SampleLanes :many
+-- The event ids of $1 random aggregates, in sequence order.
+SELECT array_agg(event_id::text ORDER BY aggregate_sequence)
+FROM outbox_events
+WHERE aggregate_id IN (SELECT DISTINCT aggregate_id FROM outbox_events ORDER BY 1 LIMIT $1)
+GROUP BY aggregate_type, aggregate_id;

@@ -1,0 +1,234 @@
+package testsuite
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/providersim"
+)
+
+// soakDuration is how long orders keep coming: 90s in `make test`,
+// OUTFLOW_SOAK_DURATION (e.g. `make soak DURATION=10m`) for a long run.
+func soakDuration(t *testing.T) time.Duration {
+	if v := os.Getenv("OUTFLOW_SOAK_DURATION"); v != "" {
+		d, err := time.ParseDuration(v)
+		require.NoError(t, err, "OUTFLOW_SOAK_DURATION")
+		return d
+	}
+	return 90 * time.Second
+}
+
+// TestChaosSoak runs two relays and two workers while orders arrive at a
+// steady rate with cancels, declines and provider faults mixed in. Every few
+// seconds a random relay or worker is SIGKILLed and restarted, PostgreSQL
+// backends are terminated, and the Temporal server is restarted once
+// mid-run. Then it drains and asserts every invariant, and prints a report.
+//
+// It runs alone (not parallel) on an environment of its own, so its faults
+// and its Temporal restart disturb no other test.
+func TestChaosSoak(t *testing.T) {
+	dur := soakDuration(t)
+	ctx, cancel := context.WithTimeout(context.Background(), dur+10*time.Minute)
+	defer cancel()
+	s := NewStackOn(t, PrivateEnv(t))
+	for _, name := range []string{"orderapi", "starter", "starter-2", "worker", "worker-2"} {
+		s.Start(name, "")
+	}
+	sim := s.Env.SimClient()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 42))
+
+	var placed, cancels, declines, faults, kills, backendKills atomic.Int64
+	var errMu sync.Mutex
+	var loadErrs []error
+	record := func(err error) {
+		if err != nil {
+			errMu.Lock()
+			loadErrs = append(loadErrs, err)
+			errMu.Unlock()
+		}
+	}
+
+	loadCtx, stopLoad := context.WithTimeout(ctx, dur)
+	defer stopLoad()
+	var wg sync.WaitGroup
+	// Load: about four orders a second, each on its own goroutine so a slow
+	// cancel does not hold back the rate.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-loadCtx.Done():
+				return
+			case <-tick.C:
+			}
+			roll := rng.IntN(100)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				pm := "pm_card_visa"
+				if roll < 15 {
+					pm = "pm_card_chargeDeclined"
+					declines.Add(1)
+				}
+				if roll >= 90 {
+					// The next charge or email of someone's order hits a provider fault.
+					ops := []string{"payment_intents.create", "emails.send", "refunds.create"}
+					kinds := []string{"error_500", "timeout_after_commit", "latency:2s"}
+					record(sim.InjectFault(ctx, providersim.Fault{Operation: ops[roll%3], Fault: kinds[roll%3], Count: 1}))
+					faults.Add(1)
+				}
+				o, err := s.API().Create(ctx, "soak-"+uuid.NewString(), pm)
+				if err != nil {
+					record(err)
+					return
+				}
+				placed.Add(1)
+				if roll >= 15 && roll < 30 {
+					cancels.Add(1)
+					record(s.API().Cancel(ctx, o.OrderID))
+				}
+			}()
+		}
+	}()
+	// Chaos: a random relay or worker dies every few seconds; sometimes the
+	// database drops every outflow connection; Temporal restarts once.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		restarted := false
+		start := time.Now()
+		victims := []string{"starter", "starter-2", "worker", "worker-2"}
+		for {
+			select {
+			case <-loadCtx.Done():
+				return
+			case <-time.After(time.Duration(3000+rng.IntN(3000)) * time.Millisecond):
+			}
+			name := victims[rng.IntN(len(victims))]
+			s.Proc(name).Kill()
+			kills.Add(1)
+			s.Start(name, "")
+			if rng.IntN(3) == 0 {
+				n, err := terminateBackends(ctx, s)
+				record(err)
+				backendKills.Add(n)
+			}
+			if !restarted && time.Since(start) > dur/2 {
+				restarted = true
+				s.Env.Temporal.Stop()
+				record(s.Env.Temporal.Start(ctx))
+			}
+		}
+	}()
+	wg.Wait()
+	errMu.Lock()
+	require.Empty(t, loadErrs, "every request must eventually succeed")
+	errMu.Unlock()
+
+	require.NoError(t, WaitDrained(ctx, s.Pool, 8*time.Minute))
+	var rep Report
+	var err error
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		ledger, lerr := sim.Ledger(ctx)
+		require.NoError(t, lerr)
+		rep, err = CheckInvariants(ctx, s.Pool, s.Env.Client, ledger)
+		if err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	require.NoError(t, err)
+
+	lag, err := handoffLag(ctx, s)
+	require.NoError(t, err)
+	logs := s.LogCounts("already started", "inbox duplicate")
+	report := fmt.Sprintf(`chaos soak report (%s of load)
+  orders placed:            %d (declines %d, cancels %d, provider faults injected %d)
+  events:                   %d
+  process kills:            %d relay/worker SIGKILLs, %d PostgreSQL backends terminated, Temporal restarted once
+  duplicate starts absorbed: %d (relay logs: workflow already started)
+  inbox duplicates:         %d (worker logs)
+  handoff lag (commit -> Temporal accept): p50 %s, p99 %s, max %s
+  effects:                  %s
+  lost events: 0, duplicated effects: 0 (checked above)`,
+		dur, placed.Load(), declines.Load(), cancels.Load(), faults.Load(), rep.Events,
+		kills.Load(), backendKills.Load(), logs["already started"], logs["inbox duplicate"],
+		lag.p50, lag.p99, lag.max, rep)
+	t.Log(report)
+	fmt.Println(report)
+}
+
+type lagStats struct{ p50, p99, max time.Duration }
+
+// handoffLag measures commit → Temporal accept per event from the workflow's
+// start time and the event's occurred_at.
+func handoffLag(ctx context.Context, s *Stack) (lagStats, error) {
+	rows, err := s.Pool.Query(ctx, queries.Get("EventTimes"))
+	if err != nil {
+		return lagStats{}, err
+	}
+	defer rows.Close()
+	var lags []time.Duration
+	for rows.Next() {
+		var id string
+		var occurred time.Time
+		if err := rows.Scan(&id, &occurred); err != nil {
+			return lagStats{}, err
+		}
+		d, err := s.Env.Client.DescribeWorkflow(ctx, id, "")
+		if err != nil {
+			return lagStats{}, err
+		}
+		lags = append(lags, d.RawResponse.GetWorkflowExecutionInfo().GetStartTime().AsTime().Sub(occurred))
+	}
+	if len(lags) == 0 {
+		return lagStats{}, rows.Err()
+	}
+	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
+	at := func(q float64) time.Duration { return lags[int(q*float64(len(lags)-1))].Round(time.Millisecond) }
+	return lagStats{p50: at(0.5), p99: at(0.99), max: lags[len(lags)-1].Round(time.Millisecond)}, rows.Err()
+}
+
+// terminateBackends drops every connection of this stack's database except
+// the test's own pool's, as a failover or an idle-killer would.
+func terminateBackends(ctx context.Context, s *Stack) (int64, error) {
+	var n int64
+	err := s.Pool.QueryRow(ctx, queries.Get("TerminateBackends")).Scan(&n)
+	return n, err
+}
+
+// LogCounts counts lines containing each marker across the stack's logs.
+func (s *Stack) LogCounts(markers ...string) map[string]int {
+	out := map[string]int{}
+	prefix := strings.ReplaceAll(s.T.Name(), "/", "_") + "-"
+	entries, _ := os.ReadDir(s.Env.Dir)
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), prefix) {
+			continue
+		}
+		b, _ := os.ReadFile(s.Env.Dir + "/" + e.Name())
+		for _, line := range strings.Split(string(b), "\n") {
+			for _, m := range markers {
+				if strings.Contains(line, m) {
+					out[m]++
+				}
+			}
+		}
+	}
+	return out
+}

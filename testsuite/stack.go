@@ -1,0 +1,254 @@
+package testsuite
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"go.temporal.io/sdk/client"
+
+	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/providersim"
+)
+
+// Env is what the tests of one process share: the binaries, one Temporal dev
+// server and one provider simulator. Each test gets its own database and
+// task queue on top of it (see [NewStack]).
+type Env struct {
+	Dir      string
+	Bin      Binaries
+	Temporal *TemporalServer
+	Sim      *Process
+	SimURL   string
+	Client   client.Client
+}
+
+var (
+	envOnce sync.Once
+	shared  *Env
+	envErr  error
+)
+
+// SharedEnv builds and starts the shared environment once; [CloseSharedEnv]
+// (from TestMain) stops it.
+func SharedEnv(t testing.TB) *Env {
+	t.Helper()
+	envOnce.Do(func() { shared, envErr = startEnv() })
+	if envErr != nil {
+		t.Fatalf("testsuite: %v", envErr)
+	}
+	return shared
+}
+
+// CloseSharedEnv stops what [SharedEnv] started.
+func CloseSharedEnv() {
+	if shared != nil {
+		shared.Close()
+	}
+}
+
+// PrivateEnv starts an environment of t's own (its own Temporal server and
+// simulator), for tests that restart Temporal or inject provider faults,
+// which would disturb tests sharing the environment. It stops when t ends.
+func PrivateEnv(t testing.TB) *Env {
+	t.Helper()
+	env, err := startEnv()
+	if err != nil {
+		t.Fatalf("testsuite: %v", err)
+	}
+	t.Cleanup(env.Close)
+	return env
+}
+
+// Close stops the environment's processes and removes its files.
+func (e *Env) Close() {
+	if e.Client != nil {
+		e.Client.Close()
+	}
+	if e.Sim != nil {
+		e.Sim.Stop(5 * time.Second)
+	}
+	if e.Temporal != nil {
+		e.Temporal.Stop()
+	}
+	_ = os.RemoveAll(e.Dir)
+}
+
+func startEnv() (*Env, error) {
+	dir, err := os.MkdirTemp("", "outflow-testsuite-")
+	if err != nil {
+		return nil, err
+	}
+	bin, err := Build()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tmp, err := StartTemporal(ctx, bin.Temporal, dir)
+	if err != nil {
+		return nil, err
+	}
+	env := &Env{Dir: dir, Bin: bin, Temporal: tmp}
+	port, err := FreePort()
+	if err != nil {
+		return nil, err
+	}
+	env.SimURL = fmt.Sprintf("http://127.0.0.1:%d", port)
+	env.Sim, err = StartProcess("providersim", bin.ProviderSim, filepath.Join(dir, "providersim.log"),
+		[]string{fmt.Sprintf("PROVIDERSIM_ADDR=127.0.0.1:%d", port)})
+	if err != nil {
+		return nil, err
+	}
+	if err := env.Sim.WaitLog(ctx, "listening"); err != nil {
+		return nil, err
+	}
+	env.Client, err = tmp.Client()
+	if err != nil {
+		return nil, err
+	}
+	return env, nil
+}
+
+// Sim returns a client of the shared simulator.
+func (e *Env) SimClient() *providersim.Client {
+	return &providersim.Client{BaseURL: e.SimURL}
+}
+
+// Stack is one test's outflow deployment: its own database and task queue,
+// and the processes it started, by name ("orderapi", "starter", "starter-2",
+// "worker", ...).
+type Stack struct {
+	T           testing.TB
+	Env         *Env
+	DatabaseURL string
+	Pool        *pgxpool.Pool
+	TaskQueue   string
+	APIAddr     string
+	// Extra is added to every process's environment (tuning for a test).
+	Extra []string
+
+	mu    sync.Mutex
+	procs map[string]*Process
+}
+
+// NewStack creates a fresh database and task queue on the shared
+// environment; processes are started with [Stack.Start].
+func NewStack(t testing.TB) *Stack {
+	t.Helper()
+	return NewStackOn(t, SharedEnv(t))
+}
+
+// NewStackOn is [NewStack] on a given environment.
+func NewStackOn(t testing.TB, env *Env) *Stack {
+	t.Helper()
+	pool, url := testdb.New(t)
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Stack{
+		T: t, Env: env, DatabaseURL: url, Pool: pool,
+		TaskQueue: "orders-" + uuid.NewString()[:8],
+		APIAddr:   fmt.Sprintf("127.0.0.1:%d", port),
+		procs:     map[string]*Process{},
+	}
+	t.Cleanup(func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, p := range s.procs {
+			p.Stop(10 * time.Second)
+		}
+		if t.Failed() {
+			for name, p := range s.procs {
+				t.Logf("---- last lines of %s ----\n%s", name, p.LogTail(40))
+			}
+		}
+	})
+	return s
+}
+
+// kindOf maps a process name like "worker-2" to its binary kind.
+func kindOf(name string) string {
+	kind, _, _ := strings.Cut(name, "-")
+	return kind
+}
+
+// readyMarker is the log line each binary prints once it serves.
+var readyMarker = map[string]string{
+	"orderapi": "listening",
+	"starter":  "relay started",
+	"worker":   "worker started",
+}
+
+// Start runs the named process with the given failpoints ("" for none) and,
+// unless it is expected to crash at once, waits until it is ready.
+func (s *Stack) Start(name, failpoints string) *Process {
+	s.T.Helper()
+	kind := kindOf(name)
+	var bin string
+	switch kind {
+	case "orderapi":
+		bin = s.Env.Bin.OrderAPI
+	case "starter":
+		bin = s.Env.Bin.Starter
+	case "worker":
+		bin = s.Env.Bin.Worker
+	default:
+		s.T.Fatalf("testsuite: unknown process kind %q", kind)
+	}
+	env := []string{
+		"DATABASE_URL=" + s.DatabaseURL,
+		"TEMPORAL_ADDRESS=" + s.Env.Temporal.Address(),
+		"TEMPORAL_NAMESPACE=default",
+		"OUTFLOW_TASK_QUEUE=" + s.TaskQueue,
+		"STRIPE_API_KEY=sk_test_outflow_testsuite",
+		"STRIPE_API_BASE=" + s.Env.SimURL,
+		"EMAIL_API_KEY=re_outflow_testsuite",
+		"EMAIL_API_BASE=" + s.Env.SimURL,
+		"ORDERAPI_ADDR=" + s.APIAddr,
+		// Short leases and polls so recovery after a crash takes seconds.
+		"OUTFLOW_RELAY_LEASE=3s",
+		"OUTFLOW_RELAY_POLL=1s",
+		"OUTFLOW_FAILPOINTS=" + failpoints,
+	}
+	env = append(env, s.Extra...)
+	logPath := filepath.Join(s.Env.Dir, fmt.Sprintf("%s-%s.log", strings.ReplaceAll(s.T.Name(), "/", "_"), name))
+	p, err := StartProcess(name, bin, logPath, env)
+	if err != nil {
+		s.T.Fatal(err)
+	}
+	s.mu.Lock()
+	if old := s.procs[name]; old != nil && !old.Exited() {
+		s.mu.Unlock()
+		p.Kill()
+		s.T.Fatalf("testsuite: %s is already running", name)
+	}
+	s.procs[name] = p
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := p.WaitLog(ctx, readyMarker[kind]); err != nil && !(failpoints != "" && p.Exited()) {
+		s.T.Fatalf("testsuite: %v", err)
+	}
+	return p
+}
+
+// Proc returns the current process of that name.
+func (s *Stack) Proc(name string) *Process {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.procs[name]
+}
+
+// API returns a client of this stack's order service.
+func (s *Stack) API() *OrderClient {
+	return NewOrderClient("http://" + s.APIAddr)
+}
