@@ -5,8 +5,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
+
+	"github.com/outflow/outflow/internal/checkout"
+	"github.com/outflow/outflow/internal/devserver"
 )
 
 // Binaries are the paths of outflow's programs built for a test run.
@@ -65,40 +67,10 @@ func build(dir string) (Binaries, error) {
 	}, nil
 }
 
-// TemporalCLI finds the Temporal CLI: OUTFLOW_TEMPORAL_CLI, else bin/temporal
-// in the checkout. It never downloads one.
-func TemporalCLI() (string, error) {
-	if p := os.Getenv("OUTFLOW_TEMPORAL_CLI"); p != "" {
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
-	}
-	root, err := RepoRoot()
-	if err != nil {
-		return "", err
-	}
-	p := filepath.Join(root, "bin", "temporal")
-	if _, err := os.Stat(p); err != nil {
-		return "", fmt.Errorf("no Temporal CLI at %s: run `make bin/temporal` (it builds from the tools module)", p)
-	}
-	return p, nil
-}
+// TemporalCLI finds the Temporal CLI the way every test does
+// (OUTFLOW_TEMPORAL_CLI, else bin/temporal in the checkout). It never
+// downloads one.
+func TemporalCLI() (string, error) { return devserver.CLIPath() }
 
 // RepoRoot finds the checkout from the working directory.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.Contains(string(b), "module github.com/outflow/outflow\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("not inside the outflow checkout")
-		}
-		dir = parent
-	}
-}
+func RepoRoot() (string, error) { return checkout.Root() }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/outflow/outflow/internal/checkout"
 	"github.com/outflow/outflow/providersim"
 )
 
@@ -42,9 +43,9 @@ func (s *stack) stopAll() {
 }
 
 func run(ctx context.Context) error {
-	root, err := repoRoot()
+	root, err := checkout.Root()
 	if err != nil {
-		return err
+		return fmt.Errorf("%w: run the demo from inside the checkout (make demo)", err)
 	}
 	dataDir := filepath.Join(root, ".data")
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
@@ -185,25 +186,6 @@ func buildBinaries(ctx context.Context, root string) error {
 		return fmt.Errorf("go build: %w", err)
 	}
 	return nil
-}
-
-// repoRoot finds the outflow checkout from the working directory.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		b, err := os.ReadFile(filepath.Join(dir, "go.mod"))
-		if err == nil && strings.Contains(string(b), "module github.com/outflow/outflow\n") {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("run the demo from inside the outflow checkout (make demo)")
-		}
-		dir = parent
-	}
 }
 
 // newKey returns an Idempotency-Key for one scripted order.

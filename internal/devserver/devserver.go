@@ -38,6 +38,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
+
+	"github.com/outflow/outflow/internal/checkout"
 )
 
 // CLIEnvVar names the Temporal CLI to run; the Makefile exports it.
@@ -171,24 +173,15 @@ func CLIPath() (string, error) {
 		}
 		return p, nil
 	}
-	dir, err := os.Getwd()
+	root, err := checkout.Root()
 	if err != nil {
-		return "", fmt.Errorf("devserver: %w", err)
+		return "", fmt.Errorf("devserver: %w, and %s is unset; run `make bin/temporal` and set %s", err, CLIEnvVar, CLIEnvVar)
 	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			p := filepath.Join(dir, "bin", "temporal")
-			if _, err := os.Stat(p); err != nil {
-				return "", fmt.Errorf("devserver: no Temporal CLI at %s; run `make bin/temporal` at the repository root (it is built from the Go module proxy, never downloaded)", p)
-			}
-			return p, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("devserver: no go.mod above the working directory and %s is unset; run `make bin/temporal` and set %s", CLIEnvVar, CLIEnvVar)
-		}
-		dir = parent
+	p := filepath.Join(root, "bin", "temporal")
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("devserver: no Temporal CLI at %s; run `make bin/temporal` at the repository root (it is built from the Go module proxy, never downloaded)", p)
 	}
+	return p, nil
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
