@@ -132,8 +132,6 @@ type Stack struct {
 	Pool        *pgxpool.Pool
 	TaskQueue   string
 	APIAddr     string
-	// Extra is added to every process's environment (tuning for a test).
-	Extra []string
 
 	mu    sync.Mutex
 	procs map[string]*Process
@@ -219,7 +217,6 @@ func (s *Stack) Start(name, failpoints string) *Process {
 		"OUTFLOW_RELAY_POLL=1s",
 		"OUTFLOW_FAILPOINTS=" + failpoints,
 	}
-	env = append(env, s.Extra...)
 	logPath := filepath.Join(s.Env.Dir, fmt.Sprintf("%s-%s.log", strings.ReplaceAll(s.T.Name(), "/", "_"), name))
 	p, err := StartProcess(name, bin, logPath, env)
 	if err != nil {
