@@ -171,8 +171,13 @@ func TestFaultsOverHTTP(t *testing.T) {
 
 	require.NoError(t, c.ClearFaults(ctx))
 	require.Empty(t, b.sim.Faults())
-	_, err = b.stripe.PaymentIntents.New(chargeParams("", "evt-clear", 2500, "pm_card_visa"))
+	_, err = b.stripe.PaymentIntents.New(chargeParams("evt-clear:charge", "evt-clear", 2500, "pm_card_visa"))
 	require.NoError(t, err, "cleared faults do not fire")
+	_, err = b.stripe.PaymentIntents.New(chargeParams("evt-clear:charge", "evt-clear", 2500, "pm_card_visa"))
+	require.NoError(t, err)
+	stats, err := c.Stats(ctx)
+	require.NoError(t, err)
+	require.Equal(t, 1, stats.Replays[providersim.OperationPaymentIntentsCreate], "GET /_sim/stats counts the replay")
 
 	// The raw contract: POST /_sim/faults with the JSON of CONTRACT.md.
 	resp := b.do(t, ctx, http.MethodPost, "/_sim/faults",

@@ -163,6 +163,11 @@ func (s *Simulator) serveCall(w http.ResponseWriter, r *http.Request, c call) {
 	if c.scope.key != "" {
 		if prev := st.idem.lookup(c.scope, now); prev != nil {
 			resp, replay := c.proto.conflict(prev, c)
+			if replay {
+				st.stats.replays[c.operation]++
+			} else {
+				st.stats.rejected[c.operation]++
+			}
 			s.mu.Unlock()
 			if replay {
 				log.Info("providersim: idempotent replay", "status", resp.status)

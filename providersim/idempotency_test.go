@@ -28,6 +28,7 @@ func TestIdempotentReplayReturnsTheFirstResponse(t *testing.T) {
 	require.Equal(t, first.LastResponse.RequestID, second.LastResponse.Header.Get("Original-Request"))
 	require.Equal(t, first.LastResponse.RawJSON, second.LastResponse.RawJSON, "the body is replayed verbatim")
 	require.Len(t, b.sim.Ledger().PaymentIntents, 1, "a replay adds no effect")
+	require.Equal(t, map[string]int{"payment_intents.create": 1}, b.sim.Stats().Replays)
 }
 
 func TestIdempotentReplayOfADecline(t *testing.T) {
@@ -58,6 +59,7 @@ func TestIdempotencyKeyWithOtherParameters(t *testing.T) {
 	require.Equal(t, stripe.ErrorTypeIdempotency, se.Type)
 	var idemErr *stripe.IdempotencyError
 	require.True(t, errors.As(err, &idemErr), "stripe-go types it as an IdempotencyError")
+	require.Equal(t, providersim.Stats{Replays: map[string]int{}, Rejected: map[string]int{"payment_intents.create": 1}}, b.sim.Stats())
 
 	// The same key on another endpoint is an idempotency error as well.
 	refund := &stripe.RefundParams{PaymentIntent: stripe.String("pi_whatever")}

@@ -142,6 +142,7 @@ func (s *Simulator) routes() http.Handler {
 	mux.Handle("POST /emails", s.resendAuth(http.HandlerFunc(s.sendEmail)))
 
 	mux.HandleFunc("GET /_sim/ledger", s.serveLedger)
+	mux.HandleFunc("GET /_sim/stats", s.serveStats)
 	mux.HandleFunc("GET /_sim/faults", s.serveFaults)
 	mux.HandleFunc("POST /_sim/faults", s.serveInjectFault)
 	mux.HandleFunc("DELETE /_sim/faults", s.serveClearFaults)

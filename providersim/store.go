@@ -20,6 +20,7 @@ type store struct {
 
 	idem   idempotencyStore
 	faults faultQueue
+	stats  stats
 }
 
 func newStore() *store {
@@ -29,6 +30,7 @@ func newStore() *store {
 		charges:        map[string]*charge{},
 		refunds:        map[string]*refund{},
 		idem:           newIdempotencyStore(),
+		stats:          newStats(),
 	}
 }
 

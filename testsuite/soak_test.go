@@ -157,17 +157,23 @@ func TestChaosSoak(t *testing.T) {
 	lag, err := handoffLag(ctx, s)
 	require.NoError(t, err)
 	logs := s.LogCounts("already started", "inbox duplicate")
+	simStats, err := sim.Stats(ctx)
+	require.NoError(t, err)
 	report := fmt.Sprintf(`chaos soak report (%s of load)
   orders placed:            %d (declines %d, cancels %d, provider faults injected %d)
   events:                   %d
   process kills:            %d relay/worker SIGKILLs, %d PostgreSQL backends terminated, Temporal restarted once
   duplicate starts absorbed: %d (relay logs: workflow already started)
+  provider replays:         %d charges, %d refunds, %d emails (same key, first response replayed; %d keys refused)
   inbox duplicates:         %d (worker logs)
   handoff lag (commit -> Temporal accept): p50 %s, p99 %s, max %s
   effects:                  %s
   lost events: 0, duplicated effects: 0 (checked above)`,
 		dur, placed.Load(), declines.Load(), cancels.Load(), faults.Load(), rep.Events,
-		kills.Load(), backendKills.Load(), logs["already started"], logs["inbox duplicate"],
+		kills.Load(), backendKills.Load(), logs["already started"],
+		simStats.Replays["payment_intents.create"], simStats.Replays["refunds.create"], simStats.Replays["emails.send"],
+		simStats.Rejected["payment_intents.create"]+simStats.Rejected["refunds.create"]+simStats.Rejected["emails.send"],
+		logs["inbox duplicate"],
 		lag.p50, lag.p99, lag.max, rep)
 	t.Log(report)
 	fmt.Println(report)
