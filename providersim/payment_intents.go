@@ -204,24 +204,35 @@ func parseCreatePaymentIntent(v url.Values) (createPaymentIntentParams, *stripeE
 
 // createPaymentIntent is POST /v1/payment_intents.
 func (s *Simulator) createPaymentIntent(w http.ResponseWriter, r *http.Request) {
+	serveStripeCreate(s, w, r, OperationPaymentIntentsCreate, "POST /v1/payment_intents",
+		parseCreatePaymentIntent, s.executeCreatePaymentIntent)
+}
+
+// serveStripeCreate is the path every Stripe create endpoint shares: read
+// the form, validate it (a rejected request stores no key), then run the
+// create through the idempotency and fault pipeline of serveCall.
+func serveStripeCreate[P any](s *Simulator, w http.ResponseWriter, r *http.Request, operation, endpoint string,
+	parse func(url.Values) (P, *stripeError),
+	execute func(st *store, now time.Time, f fault, p P, key string) response,
+) {
 	form, ok := s.stripePostForm(w, r)
 	if !ok {
 		return
 	}
-	p, perr := parseCreatePaymentIntent(form)
+	p, perr := parse(form)
 	if perr != nil {
 		s.writeStripe(w, r, perr.response())
 		return
 	}
 	key := r.Header.Get("Idempotency-Key")
 	s.serveCall(w, r, call{
-		operation:   OperationPaymentIntentsCreate,
+		operation:   operation,
 		proto:       stripeProtocol{s},
 		scope:       idemScope{api: "stripe", apiKey: apiKeyFrom(r), key: key},
-		endpoint:    "POST /v1/payment_intents",
+		endpoint:    endpoint,
 		fingerprint: fingerprint(form),
 		execute: func(st *store, now time.Time, f fault) response {
-			return s.executeCreatePaymentIntent(st, now, f, p, key)
+			return execute(st, now, f, p, key)
 		},
 	})
 }

@@ -64,28 +64,13 @@ func parseCreateRefund(v url.Values) (createRefundParams, *stripeError) {
 	return p, nil
 }
 
-// createRefund is POST /v1/refunds.
+// createRefund is POST /v1/refunds. Only payment_intents.create knows the
+// decline fault, so refunds ignore the fault the pipeline hands them.
 func (s *Simulator) createRefund(w http.ResponseWriter, r *http.Request) {
-	form, ok := s.stripePostForm(w, r)
-	if !ok {
-		return
-	}
-	p, perr := parseCreateRefund(form)
-	if perr != nil {
-		s.writeStripe(w, r, perr.response())
-		return
-	}
-	key := r.Header.Get("Idempotency-Key")
-	s.serveCall(w, r, call{
-		operation:   OperationRefundsCreate,
-		proto:       stripeProtocol{s},
-		scope:       idemScope{api: "stripe", apiKey: apiKeyFrom(r), key: key},
-		endpoint:    "POST /v1/refunds",
-		fingerprint: fingerprint(form),
-		execute: func(st *store, now time.Time, _ fault) response {
+	serveStripeCreate(s, w, r, OperationRefundsCreate, "POST /v1/refunds", parseCreateRefund,
+		func(st *store, now time.Time, _ fault, p createRefundParams, key string) response {
 			return s.executeCreateRefund(st, now, p, key)
-		},
-	})
+		})
 }
 
 // executeCreateRefund refunds the PaymentIntent's charge. The sum of a
