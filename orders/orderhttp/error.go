@@ -14,6 +14,7 @@ const (
 	codeUnsupportedMedia     = "unsupported_media_type"
 	codeUnauthorized         = "unauthorized"
 	codeNotFound             = "not_found"
+	codeMethodNotAllowed     = "method_not_allowed"
 	codeOrderNotFound        = "order_not_found"
 	codeInvalidOrderID       = "invalid_order_id"
 	codeInvalidIdemKey       = "invalid_idempotency_key"

@@ -90,7 +90,18 @@ func New(cfg Config) (http.Handler, error) {
 	s.handle(mux, "GET /orders/{id}", true, s.getOrder)
 	s.handle(mux, "GET /healthz", false, s.healthz)
 	s.handle(mux, "GET /metrics", false, promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{Registry: cfg.Registry}).ServeHTTP)
-	// Everything else gets a JSON 404 rather than ServeMux's plain text.
+	// A known path with another method is a JSON 405 naming the allowed one,
+	// and everything else a JSON 404, rather than ServeMux's plain text.
+	for path, allow := range map[string]string{
+		"/orders": http.MethodPost, "/orders/{id}/cancel": http.MethodPost, "/orders/{id}": http.MethodGet,
+		"/healthz": http.MethodGet, "/metrics": http.MethodGet,
+	} {
+		s.handle(mux, path, false, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Allow", allow)
+			writeError(w, &apiError{Status: http.StatusMethodNotAllowed, Code: codeMethodNotAllowed,
+				Message: r.Method + " " + r.URL.Path + " is not supported; use " + allow})
+		})
+	}
 	s.handle(mux, "/", false, func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{Status: http.StatusNotFound, Code: codeNotFound, Message: "no such route: " + r.Method + " " + r.URL.Path})
 	})

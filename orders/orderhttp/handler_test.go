@@ -93,13 +93,19 @@ func TestOrderIDErrors(t *testing.T) {
 		{http.MethodGet, "/orders/" + uuid.NewString(), 404, "order_not_found"},
 		{http.MethodPost, "/orders/" + uuid.NewString() + "/cancel", 404, "order_not_found"},
 		{http.MethodGet, "/nowhere", 404, "not_found"},
-		{http.MethodDelete, "/orders/" + uuid.NewString(), 404, "not_found"},
+		{http.MethodDelete, "/orders/" + uuid.NewString(), 405, "method_not_allowed"},
+		{http.MethodGet, "/orders", 405, "method_not_allowed"},
+		{http.MethodGet, "/orders/" + uuid.NewString() + "/cancel", 405, "method_not_allowed"},
+		{http.MethodPost, "/healthz", 405, "method_not_allowed"},
 	} {
 		resp := b.do(t, tc.method, tc.path, "")
 		require.Equal(t, tc.status, resp.Status, "%s %s: %s", tc.method, tc.path, resp.Body)
 		var e errorBody
 		require.NoError(t, json.Unmarshal(resp.Body, &e))
 		require.Equal(t, tc.code, e.Error.Code)
+		if tc.status == http.StatusMethodNotAllowed {
+			require.NotEmpty(t, resp.Header.Get("Allow"), "a 405 names the allowed method")
+		}
 	}
 	require.Equal(t, rowCounts{}, countRows(b.ctx, t, b.pool))
 }
