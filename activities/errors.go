@@ -93,9 +93,11 @@ func classifyCharge(err error, key string) error {
 		}
 		return temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("payment declined (%s): %s", d.DeclineCode, se.Msg), ErrTypePaymentDeclined, nil, d)
-	case se.Type == stripe.ErrorTypeIdempotency:
-		return temporal.NewApplicationError(
-			fmt.Sprintf("idempotency key %s was used with other parameters: %s", key, se.Msg), ErrTypePaymentIdempotencyConflict)
+	// Checked before the idempotency_error type below: Stripe answers a key
+	// whose first request is still executing with 409 and type
+	// idempotency_error too, and that request may yet charge. Reading it as
+	// "other parameters" sent reconciliation to a search that cannot see the
+	// in-flight charge, which then looked like "not charged".
 	case se.HTTPStatusCode == 409 || se.Code == stripe.ErrorCodeIdempotencyKeyInUse,
 		se.HTTPStatusCode == 429,
 		se.HTTPStatusCode >= 500,
@@ -104,6 +106,9 @@ func classifyCharge(err error, key string) error {
 		// outcome is unknown too. 429 and 5xx may or may not have executed.
 		return temporal.NewApplicationErrorWithCause(
 			fmt.Sprintf("payment outcome unknown for key %s: HTTP %d %s", key, se.HTTPStatusCode, se.Msg), ErrTypePaymentOutcomeUnknown, err)
+	case se.Type == stripe.ErrorTypeIdempotency:
+		return temporal.NewApplicationError(
+			fmt.Sprintf("idempotency key %s was used with other parameters: %s", key, se.Msg), ErrTypePaymentIdempotencyConflict)
 	case se.HTTPStatusCode == 401 || se.HTTPStatusCode == 403:
 		// A configuration problem an operator can fix: keep retrying.
 		return fmt.Errorf("payment provider refused our credentials (HTTP %d): %s; check STRIPE_API_KEY", se.HTTPStatusCode, se.Msg)

@@ -115,6 +115,36 @@ func TestTimeoutAfterCommitIsReconciledToTheExistingIntent(t *testing.T) {
 	require.Len(t, b.sim.Ledger().PaymentIntents, 1, "never a second PaymentIntent")
 }
 
+// A charge whose first request is still executing at the provider (409,
+// idempotency_key_in_use) is in doubt, not "not charged": neither a second
+// charge nor reconciliation may decide until it has finished, and the
+// reconciliation after it finds that one charge.
+func TestInFlightChargeIsUnknownNotNotCharged(t *testing.T) {
+	t.Parallel()
+	acts, b := setup(t)
+	in := newCharge("pm_card_visa")
+	b.fault(t, providersim.OperationPaymentIntentsCreate, "latency:500ms")
+	started := b.clock.Now()
+	first := make(chan error, 1)
+	go func() {
+		_, err := acts.ChargePayment(ctxT(t), in)
+		first <- err
+	}()
+	require.Eventually(t, func() bool { return len(b.sim.Faults()) == 0 }, 5*time.Second, 5*time.Millisecond,
+		"the first request holds the key")
+
+	_, err := acts.ChargePayment(ctxT(t), in)
+	requireAppError(t, err, ErrTypePaymentOutcomeUnknown, false)
+	_, err = acts.ReconcilePayment(ctxT(t), ReconcileInput{Charge: in, FirstAttemptAt: started, OccurredAt: started})
+	requireAppError(t, err, ErrTypePaymentOutcomeUnknown, false)
+
+	require.NoError(t, <-first)
+	rec, err := acts.ReconcilePayment(ctxT(t), ReconcileInput{Charge: in, FirstAttemptAt: started, OccurredAt: started})
+	require.NoError(t, err)
+	require.Equal(t, Charged, rec.Outcome)
+	require.Len(t, b.sim.Ledger().PaymentIntents, 1)
+}
+
 // The key held other parameters (idempotency_error): only a search can tell,
 // and it finds the charge.
 func TestReconcileIdempotencyConflictSearches(t *testing.T) {
