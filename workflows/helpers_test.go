@@ -111,6 +111,9 @@ func newHarness(t *testing.T, f fakes) *harness {
 	suite.SetMetricsHandler(h.metrics)
 	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	env := suite.NewTestWorkflowEnvironment()
+	// Runs start a second after their event committed, as in production;
+	// a start a day later is the replay case (TestSagaLateRunReconcilesFirst).
+	env.SetStartTime(testOccurredAt.Add(time.Second))
 	h.env = env
 	var mu sync.Mutex
 

@@ -2,7 +2,9 @@ package workflows
 
 import (
 	"errors"
+	"time"
 
+	"github.com/google/uuid"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -92,7 +94,7 @@ func cancelOrder(ctx workflow.Context, in EventInput, p orders.OrderCancelled, s
 		activities.AwaitSagaInput{WorkflowID: p.CreatedEventID}).Get(ctx, &aw); err != nil {
 		return res, err
 	}
-	amount := aw.Result.Amount
+	amount, currency := aw.Result.Amount, aw.Result.Currency
 	if aw.Found {
 		st.SagaOutcome = string(aw.Result.Outcome)
 		res.Charged, res.PaymentIntentID = aw.Result.Charged, aw.Result.PaymentIntentID
@@ -104,12 +106,19 @@ func cancelOrder(ctx workflow.Context, in EventInput, p orders.OrderCancelled, s
 		// refund the saga already made a replay, not a second refund.
 		logger.Warn("saga ended without a result; asking the provider", "order_id", p.OrderID, "problem", aw.Problem)
 		st.SagaOutcome = "unknown: " + aw.Problem
+		// No FirstAttemptAt: a replay under the charge's key would make the
+		// charge if it never happened. OccurredAt bounds the strongly
+		// consistent list (search may lag): the OrderCreated event's id is a
+		// UUIDv7, whose timestamp is that event's commit time, before any
+		// charge of it.
 		var rec activities.ReconcileResult
 		if err := workflow.ExecuteActivity(reconcileOptions(ctx), a.ReconcilePayment, activities.ReconcileInput{
-			Charge: activities.ChargeInput{EventID: p.CreatedEventID, OrderID: p.OrderID},
+			Charge:     activities.ChargeInput{EventID: p.CreatedEventID, OrderID: p.OrderID},
+			OccurredAt: uuidTime(p.CreatedEventID),
 		}).Get(ctx, &rec); err != nil {
 			return res, err
 		}
+		currency = rec.Currency
 		res.Charged, res.PaymentIntentID, amount = rec.Outcome == activities.Charged, rec.PaymentIntentID, rec.Amount
 		// Close the saga's event in the order's sequence, as its stop would
 		// have (a no-op if it got that far).
@@ -152,10 +161,21 @@ func cancelOrder(ctx workflow.Context, in EventInput, p orders.OrderCancelled, s
 	st.Stage = StageNotifying
 	if err := workflow.ExecuteActivity(emailOptions(ctx), a.SendEmail, activities.SendEmailInput{
 		EventID: in.EventID, OrderID: p.OrderID, Kind: activities.EmailCancellation, To: pr.CustomerEmail,
-		Amount: amount, Currency: aw.Result.Currency, Refunded: res.Refunded,
+		Amount: amount, Currency: currency, Refunded: res.Refunded,
 	}).Get(ctx, nil); err != nil {
 		return res, err
 	}
 	st.Stage = StageCancelled
 	return res, nil
+}
+
+// uuidTime is the timestamp of a UUIDv7 (zero for anything else), read
+// deterministically from the id itself.
+func uuidTime(id string) time.Time {
+	u, err := uuid.Parse(id)
+	if err != nil || u.Version() != 7 {
+		return time.Time{}
+	}
+	sec, nsec := u.Time().UnixTime()
+	return time.Unix(sec, nsec).UTC()
 }

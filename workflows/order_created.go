@@ -63,7 +63,9 @@ type saga struct {
 	// stoppedByCancel: the saga stopped on a cancel signal, which hands any
 	// refund to the cancel workflow; its own compensation must not run.
 	stoppedByCancel bool
-	cancelCh        workflow.ReceiveChannel
+	// safe is ChangeSafeCharge in force for this run.
+	safe     bool
+	cancelCh workflow.ReceiveChannel
 }
 
 // OrderCreatedWorkflow is the payment saga of one order (workflow ID = the
@@ -86,6 +88,7 @@ func orderCreated(ctx workflow.Context, in EventInput, getVersion versionFunc) (
 		return res, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidPayload", err)
 	}
 	s := &saga{getVersion: getVersion, in: in, order: order, status: SagaStatus{OrderID: order.OrderID, Stage: StageStarted}}
+	s.safe = getVersion(ctx, ChangeSafeCharge, workflow.DefaultVersion, 1) >= 1
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (SagaStatus, error) { return s.status, nil }); err != nil {
 		return res, err
 	}
@@ -96,7 +99,7 @@ func orderCreated(ctx workflow.Context, in EventInput, getVersion versionFunc) (
 	// about the charge and refund it, on a disconnected context because ctx
 	// is already cancelled.
 	defer func() {
-		if ctx.Err() == nil || s.stoppedByCancel {
+		if ctx.Err() == nil || s.stoppedByCancel || (s.safe && err == nil) {
 			return
 		}
 		dctx, cancel := workflow.NewDisconnectedContext(ctx)
@@ -181,12 +184,36 @@ func (s *saga) chargeUntilKnown(ctx workflow.Context) error {
 		PaymentMethod: s.order.PaymentMethod,
 	}
 	s.firstAttemptAt = workflow.Now(ctx)
+	if s.safe && !s.in.OccurredAt.IsZero() && s.in.OccurredAt.Before(s.firstAttemptAt) {
+		// The key may have been used by an earlier run of this event; its
+		// lifetime cannot have begun before the event committed.
+		s.firstAttemptAt = s.in.OccurredAt
+	}
 	deadline := s.firstAttemptAt.Add(ChargeWindow)
 	for round := 1; ; round++ {
 		remaining := deadline.Sub(workflow.Now(ctx))
 		switch {
 		case s.pollCancel(ctx):
 			s.charge = notCharged
+			return nil
+		case s.safe && round == 1 && remaining <= 0:
+			// Too late to trust the key: an earlier run may have charged
+			// under it. Only the provider's record can say, and without a
+			// live key a new charge is never safe.
+			rec, err := s.reconcile(ctx, in)
+			if err != nil {
+				return err
+			}
+			switch rec.Outcome {
+			case activities.Charged:
+				s.charged(rec.PaymentIntentID)
+			case activities.Declined:
+				s.charge = declined
+			default:
+				workflow.GetLogger(ctx).Error("not charging: the charge key's lifetime is over and the provider holds no charge",
+					"order_id", s.order.OrderID, "key", activities.ChargeKey(s.in.EventID))
+				s.charge = notCharged
+			}
 			return nil
 		case round > maxChargeRounds || remaining <= 0:
 			workflow.GetLogger(ctx).Error("giving up on the charge: the provider never recorded it",
@@ -198,7 +225,7 @@ func (s *saga) chargeUntilKnown(ctx workflow.Context) error {
 		s.status.ChargeRounds = round
 		s.charge = inDoubt
 		var cr activities.ChargeResult
-		err := workflow.ExecuteActivity(chargeOptions(ctx, remaining), a.ChargePayment, in).Get(ctx, &cr)
+		err := workflow.ExecuteActivity(s.settled(chargeOptions(ctx, remaining)), a.ChargePayment, in).Get(ctx, &cr)
 		switch {
 		case err == nil:
 			s.charged(cr.PaymentIntentID)
@@ -226,7 +253,33 @@ func (s *saga) chargeUntilKnown(ctx workflow.Context) error {
 			return nil
 		}
 		s.charge = notCharged // and, unless cancelled or out of time, charge again under the same key
+		if s.safe {
+			// Give a provider that answered "no such charge" a moment before
+			// the same key is sent again: rounds in a tight loop would spend
+			// them all within one hiccup.
+			if err := workflow.Sleep(ctx, chargeRoundPause(round)); err != nil {
+				return err
+			}
+		}
 	}
+}
+
+// chargeRoundPause is the wait after round's "not charged": 5 s doubling,
+// at most 5 minutes.
+func chargeRoundPause(round int) time.Duration {
+	return min(5*time.Second<<min(round-1, 6), 5*time.Minute)
+}
+
+// settled makes the activity's future wait until a cancellation has taken
+// effect (ChangeSafeCharge), so a cancel never leaves a charge or a
+// projection running behind the compensation.
+func (s *saga) settled(ctx workflow.Context) workflow.Context {
+	if !s.safe {
+		return ctx
+	}
+	ao := workflow.GetActivityOptions(ctx)
+	ao.WaitForCancellation = true
+	return workflow.WithActivityOptions(ctx, ao)
 }
 
 func (s *saga) reconcile(ctx workflow.Context, in activities.ChargeInput) (activities.ReconcileResult, error) {
@@ -261,7 +314,7 @@ func (s *saga) stop(ctx workflow.Context) (activities.SagaResult, error) {
 
 func (s *saga) project(ctx workflow.Context, step activities.OrderStep) (activities.ProjectOrderResult, error) {
 	var res activities.ProjectOrderResult
-	err := workflow.ExecuteActivity(projectOptions(ctx), a.ProjectOrder, activities.ProjectOrderInput{
+	err := workflow.ExecuteActivity(s.settled(projectOptions(ctx)), a.ProjectOrder, activities.ProjectOrderInput{
 		EventID:         s.in.EventID,
 		OrderID:         s.order.OrderID,
 		Step:            step,

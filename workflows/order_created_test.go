@@ -122,6 +122,44 @@ func TestSagaGivesUpAfterMaxRounds(t *testing.T) {
 	res := runSaga(t, h, "pm_card_visa")
 	require.Len(t, h.charges, maxChargeRounds)
 	require.Equal(t, activities.SagaPaymentFailed, res.Outcome)
+	var paused time.Duration
+	for round := 1; round < maxChargeRounds; round++ {
+		paused += chargeRoundPause(round)
+	}
+	require.GreaterOrEqual(t, h.env.Now().Sub(testOccurredAt), paused, "rounds wait between them")
+}
+
+// A run that starts after the charge key's lifetime (an operator's replay of
+// a failed saga a day later) must not charge under the expired key: a new
+// charge there could be the second. It asks the provider first, and only
+// its record decides.
+func TestSagaLateRunReconcilesFirst(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name    string
+		outcome activities.ReconcileOutcome
+		want    activities.SagaOutcome
+		effects []string
+	}{
+		{"charged by an earlier run", activities.Charged, activities.SagaConfirmed,
+			[]string{"reconcile", "project:paid", "email:confirmation", "project:confirmed"}},
+		{"never charged", activities.NotCharged, activities.SagaPaymentFailed,
+			[]string{"reconcile", "project:payment_failed", "email:payment_failed"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			h := newHarness(t, fakes{ // any charge fails the test
+				reconcile: func(in activities.ReconcileInput) (activities.ReconcileResult, error) {
+					require.Equal(t, testOccurredAt, in.FirstAttemptAt, "the key's lifetime counts from the event")
+					return activities.ReconcileResult{Outcome: tc.outcome, PaymentIntentID: testPaymentIntent}, nil
+				},
+			})
+			h.env.SetStartTime(testOccurredAt.Add(25 * time.Hour))
+			res := runSaga(t, h, "pm_card_visa")
+			require.Equal(t, tc.want, res.Outcome)
+			require.Equal(t, tc.effects, h.fx.list())
+		})
+	}
 }
 
 // A cancel that arrives before the charge: nothing is ever charged; the saga

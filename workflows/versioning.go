@@ -13,6 +13,18 @@ const (
 	// and records the destination country in the memo [MemoShipsTo] — a new
 	// command that a v2 run confirmed before the change never issued.
 	ChangeShippingAddress = "confirmation-shipping-address"
+
+	// ChangeSafeCharge (version 1) closes three holes found in review:
+	//   - the charge key's lifetime is counted from the OrderCreated event's
+	//     commit, not from this run's start, so a new run of the same event
+	//     (an operator's replay of a failed saga a day later) reconciles
+	//     instead of charging again under an expired key;
+	//   - charge rounds wait between them, and the charge and projection
+	//     activities wait for cancellation to settle, so a Temporal cancel
+	//     cannot compensate while a charge or a projection is still running;
+	//   - a run that already completed does not compensate when a cancel
+	//     arrives in the same workflow task.
+	ChangeSafeCharge = "safe-charge-and-compensation"
 )
 
 // MemoShipsTo is the memo key holding the ISO 3166-1 country a confirmed
