@@ -19,8 +19,8 @@ const (
 
 // CleanupOptions configures [Cleanup].
 type CleanupOptions struct {
-	// Retention is how long published (and skipped) events are kept after
-	// their publish (or skip). Mandatory, positive.
+	// Retention is how long published events are kept after their publish.
+	// Mandatory, positive.
 	Retention time.Duration
 	// InboxRetention is how long processed_events rows are kept. It may not
 	// be shorter than Retention: a replayed event's local effects are kept
@@ -51,7 +51,7 @@ type CleanupBatch struct {
 
 // CleanupResult is what one [Cleanup] pass did.
 type CleanupResult struct {
-	// EventsCutoff: events published (or skipped) before it were deleted.
+	// EventsCutoff: events published before it were deleted.
 	EventsCutoff time.Time
 	// InboxCutoff: inbox rows processed before it whose event is gone were
 	// deleted.
@@ -62,11 +62,11 @@ type CleanupResult struct {
 	Batches int
 }
 
-// Cleanup deletes, in bounded batches, outbox events published (or skipped by
-// an operator) longer than Retention ago, and processed_events rows older
-// than InboxRetention whose event is no longer retained. It never deletes an
-// unpublished event that was not skipped: pending, backing-off, quarantined
-// and replayed events stay however old they are.
+// Cleanup deletes, in bounded batches, outbox events published longer than
+// Retention ago, and processed_events rows older than InboxRetention whose
+// event is no longer retained. It never deletes an unpublished event:
+// pending, backing-off, quarantined, replayed and skipped events stay however
+// old they are (a skipped event's row records the operator's decision).
 //
 // Each batch is one DELETE ... WHERE event_id IN (SELECT ... LIMIT n FOR
 // UPDATE SKIP LOCKED), its own short transaction, so cleanup never holds

@@ -176,17 +176,17 @@ SET deleted_before = greatest(h.deleted_before, EXCLUDED.deleted_before),
     updated_at     = now();
 
 -- name: OpsCleanupEvents :execrows
--- One bounded batch: at most $2 events published before $1, or skipped by an
--- operator before $1. Never an unpublished event that is not skipped (pending,
--- backing off, quarantined, being replayed: a replay unpublishes the event). SKIP LOCKED leaves rows a relay
--- or another cleanup holds for a later pass; a row changed concurrently is
--- re-checked after its lock.
+-- One bounded batch: at most $2 events published before $1. Never an
+-- unpublished one: pending, backing off, quarantined, being replayed (a
+-- replay unpublishes the event), or skipped — a skipped event is quarantined
+-- and unpublished, and its row is the record of the operator's decision
+-- (who, when, why). SKIP LOCKED leaves rows a relay or another cleanup holds
+-- for a later pass; a row changed concurrently is re-checked after its lock.
 DELETE FROM outbox_events
 WHERE event_id IN (
     SELECT event_id
     FROM outbox_events
-    WHERE (published_at < $1
-           OR (published_at IS NULL AND skipped_at < $1))
+    WHERE published_at < $1
     LIMIT $2
     FOR UPDATE SKIP LOCKED
 );

@@ -22,7 +22,7 @@
 // Retention cleanup (one pass per interval across all starters, by advisory lock;
 // see outbox.Cleanup and `outboxctl cleanup`):
 //
-//	OUTFLOW_RETENTION        Keep published (and skipped) events this long; default 168h (7 days); 0 disables.
+//	OUTFLOW_RETENTION        Keep published events this long; default 168h (7 days); 0 disables.
 //	OUTFLOW_INBOX_RETENTION  Keep processed_events rows this long, at least OUTFLOW_RETENTION; default the same.
 //	OUTFLOW_CLEANUP_INTERVAL Time between passes; default 10m.
 //	OUTFLOW_CLEANUP_BATCH    Rows per batch (one short transaction each); default 1000.

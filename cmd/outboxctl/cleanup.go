@@ -8,11 +8,11 @@ import (
 	"github.com/outflow/outflow/outbox"
 )
 
-// runCleanup deletes old published (and skipped) events and inbox rows in
+// runCleanup deletes old published events and inbox rows in
 // bounded batches, printing progress per batch.
 func runCleanup(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet(env, "cleanup", "cleanup --retention DURATION [--batch-size N] [--inbox-retention DURATION]")
-	retention := fs.Duration("retention", 0, "delete events published (or skipped) longer ago than this, e.g. 168h (mandatory)")
+	retention := fs.Duration("retention", 0, "delete events published longer ago than this, e.g. 168h (mandatory)")
 	inbox := fs.Duration("inbox-retention", 0, "delete inbox rows (processed_events) older than this; at least --retention (default --retention)")
 	batch := fs.Int("batch-size", 1000, "rows per batch, each batch one short transaction (1 to 100000)")
 	pos, err := parse(fs, args)
@@ -48,7 +48,7 @@ func runCleanup(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return fmt.Errorf("%w (the batches before the error are deleted; run the command again to finish)", err)
 	}
-	fmt.Fprintf(env.stdout, "deleted %d events published or skipped before %s and %d inbox rows processed before %s\n",
+	fmt.Fprintf(env.stdout, "deleted %d events published before %s and %d inbox rows processed before %s\n",
 		res.EventsDeleted, res.EventsCutoff.UTC().Format(time.RFC3339), res.InboxDeleted, res.InboxCutoff.UTC().Format(time.RFC3339))
 	return nil
 }

@@ -16,12 +16,11 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// cleanupSeed is a database with old published and skipped events (and the
-// inbox rows of the published ones) that cleanup must delete, and events and
-// inbox rows it must keep.
+// cleanupSeed is a database with old published events (and their inbox
+// rows) that cleanup must delete, and events and inbox rows it must keep.
 type cleanupSeed struct {
-	old  []uuid.UUID // published or skipped 10 days ago
-	keep []uuid.UUID // unpublished, quarantined, backing off, replaying, recent
+	old  []uuid.UUID // published 10 days ago
+	keep []uuid.UUID // skipped 10 days ago, unpublished, quarantined, backing off, replaying, recent
 }
 
 func (b *testBundle) seedCleanup(t *testing.T, oldPublished int) cleanupSeed {
@@ -37,7 +36,8 @@ func (b *testBundle) seedCleanup(t *testing.T, oldPublished int) cleanupSeed {
 	skipped := b.enqueue(t, "o-skipped", "OrderCreated")[0].ID
 	b.exec(t, `UPDATE outbox_events SET quarantined_at = now() - interval '10 days', skipped_at = now() - interval '10 days',
 	           skipped_by = 'ops', skip_reason = 'test' WHERE event_id = $1`, skipped)
-	s.old = append(published, skipped)
+	s.old = published
+	s.keep = append(s.keep, skipped) // the record of an operator's decision
 
 	for _, sql := range []string{
 		`UPDATE outbox_events SET occurred_at = now() - interval '30 days' WHERE event_id = $1`,
@@ -65,7 +65,7 @@ func (b *testBundle) counts(t *testing.T, ids []uuid.UUID) (events, inbox int) {
 	return events, inbox
 }
 
-// TestCleanup: only old published and skipped events and old inbox rows of
+// TestCleanup: only old published events and old inbox rows of
 // deleted events go, in bounded batches with progress per batch; a second run
 // deletes nothing; afterwards a replay reaching behind the horizon is refused.
 func TestCleanup(t *testing.T) {
@@ -77,18 +77,18 @@ func TestCleanup(t *testing.T) {
 	require.Equal(t, []string{
 		"outbox_events: batch 1 deleted 3 rows (3 so far)",
 		"outbox_events: batch 2 deleted 3 rows (6 so far)",
-		"outbox_events: batch 3 deleted 2 rows (8 so far)",
+		"outbox_events: batch 3 deleted 1 rows (7 so far)",
 		"processed_events: batch 1 deleted 3 rows (3 so far)",
 		"processed_events: batch 2 deleted 3 rows (6 so far)",
 		"processed_events: batch 3 deleted 1 rows (7 so far)",
 	}, strings.Split(strings.TrimSpace(r.stdout), "\n")[:6])
-	require.Contains(t, r.stdout, "deleted 8 events")
+	require.Contains(t, r.stdout, "deleted 7 events")
 	require.Contains(t, r.stderr, "outboxctl: cleanup")
 
 	old, inbox := b.counts(t, s.old)
 	require.Zero(t, old)
 	kept, _ := b.counts(t, s.keep)
-	require.Equal(t, len(s.keep), kept, "never an unpublished, quarantined, backing-off, replayed or recent event")
+	require.Equal(t, len(s.keep), kept, "never an unpublished, quarantined, skipped, backing-off, replayed or recent event")
 	require.Equal(t, 2, inbox, "the inbox rows of a retained event and recent ones stay")
 
 	r = b.ok(t, "cleanup", "--retention", "168h")
