@@ -103,13 +103,18 @@ FOR UPDATE OF e;
 -- name: OpsRetry :exec
 -- The event becomes available now with a fresh attempt budget and out of
 -- quarantine. last_error is kept as the record of what went wrong.
+-- The old owner is cleared too: a relay whose lease expired may still record
+-- a late failure fenced by claimed_by, which would undo this retry.
 UPDATE outbox_events
 SET available_at   = now(),
     attempt_count  = 0,
-    quarantined_at = NULL
+    quarantined_at = NULL,
+    claimed_by     = NULL,
+    claim_until    = NULL
 WHERE event_id = $1
   AND published_at IS NULL
-  AND skipped_at IS NULL;
+  AND skipped_at IS NULL
+  AND (claim_until IS NULL OR claim_until < now());
 
 -- name: OpsSkip :exec
 -- An operator gives up on a quarantined event: it is never published, and it

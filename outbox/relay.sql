@@ -24,13 +24,18 @@ WITH candidates AS (
       AND e.available_at <= now()
       AND (e.claim_until IS NULL OR e.claim_until < now())
       AND NOT EXISTS (
+          -- An unfinished predecessor, or any other event of the aggregate
+          -- under a live lease: an operator's replay can make an earlier
+          -- event unpublished again while a later one is being published,
+          -- and the aggregate's lane must still carry one event at a time.
           SELECT 1
           FROM outbox_events p
           WHERE p.aggregate_type = e.aggregate_type
             AND p.aggregate_id = e.aggregate_id
-            AND p.aggregate_sequence < e.aggregate_sequence
+            AND p.event_id <> e.event_id
             AND p.published_at IS NULL
-            AND p.skipped_at IS NULL
+            AND ((p.aggregate_sequence < e.aggregate_sequence AND p.skipped_at IS NULL)
+                 OR p.claim_until >= now())
       )
     ORDER BY e.available_at, e.occurred_at
     LIMIT $2

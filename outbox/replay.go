@@ -83,6 +83,14 @@ func ReplayTx(ctx context.Context, tx pgx.Tx, opts ReplayOptions) (int64, error)
 	if err != nil {
 		return 0, fmt.Errorf("outbox: replay: %w", err)
 	}
+	// A cleanup may have recorded a new horizon and deleted part of the
+	// window between the check and the UPDATE (cleanup commits its horizon
+	// before it deletes, and skips rows this UPDATE has locked). Checking
+	// again here, a new statement seeing what has committed since, turns a
+	// silently partial replay into a refusal that rolls the whole one back.
+	if err := checkReplayWindow(ctx, tx, opts); err != nil {
+		return 0, err
+	}
 	if tag.RowsAffected() > 0 {
 		if _, err := tx.Exec(ctx, opsQueries.Get("OpsNotify")); err != nil {
 			return 0, fmt.Errorf("outbox: replay: notify relays: %w", err)

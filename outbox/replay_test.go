@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/outbox"
@@ -91,4 +92,42 @@ func TestReplayRefusesBadWindows(t *testing.T) {
 	n, err := outbox.Replay(ctx, b.pool, outbox.ReplayOptions{From: h.Add(time.Second), To: now})
 	require.NoError(t, err)
 	require.Zero(t, n)
+}
+
+// TestReplayKeepsOneEventInFlightPerAggregate: a replay makes an earlier
+// event of an order unpublished again while a relay is publishing a later
+// one; no relay may claim the replayed event until that publish is done.
+func TestReplayKeepsOneEventInFlightPerAggregate(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	evs := enqueue(t, b.pool, mustEvent(t, "lane", "One"), mustEvent(t, "lane", "Two"))
+	r1 := b.newRelay(t, outbox.Config{Owner: "relay-1"})
+	r2 := b.newRelay(t, outbox.Config{Owner: "relay-2"})
+
+	got, _, err := r1.ClaimForTest(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{evs[0].ID}, ids(got))
+	n, err := r1.MarkForTest(ctx, evs[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	got, _, err = r1.ClaimForTest(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{evs[1].ID}, ids(got), "r1 is publishing the second event")
+
+	replayed, err := outbox.Replay(ctx, b.pool, outbox.ReplayOptions{
+		From: evs[0].OccurredAt.Add(-time.Minute), To: time.Now().Add(time.Minute), AggregateID: "lane"})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), replayed)
+
+	got, _, err = r2.ClaimForTest(ctx)
+	require.NoError(t, err)
+	require.Empty(t, got, "the lane is busy with the second event")
+	n, err = r1.MarkForTest(ctx, evs[1].ID)
+	require.NoError(t, err)
+	require.Equal(t, 1, n)
+	got, _, err = r2.ClaimForTest(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{evs[0].ID}, ids(got), "then the replayed event goes")
+	require.True(t, got[0].Replay)
 }

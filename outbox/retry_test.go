@@ -83,3 +83,31 @@ func TestSkipTxJoinsTheCallersTransaction(t *testing.T) {
 	require.Len(t, l, 1)
 	require.Equal(t, outbox.StateQuarantined, l[0].State)
 }
+
+// TestRetryFencesOutTheOldOwner: a relay whose lease expired while it was
+// still publishing records its failure late; after an operator's retry that
+// late write must change nothing, or it would undo the retry.
+func TestRetryFencesOutTheOldOwner(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	ev := enqueue(t, b.pool, mustEvent(t, "late", "One"))[0]
+	r1 := b.newRelay(t, outbox.Config{Owner: "relay-1"})
+	got, _, err := r1.ClaimForTest(ctx)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	expireLeases(t, b)
+
+	c, err := outbox.Retry(ctx, b.pool, ev.ID)
+	require.NoError(t, err)
+	require.Equal(t, outbox.StatePending, c.After.State)
+	failed, err := r1.FailForTest(ctx, ev.ID, "r1's late failure")
+	require.NoError(t, err)
+	require.Zero(t, failed, "the old owner's late failure record is fenced out")
+	released, err := r1.ReleaseForTest(ctx, ev.ID)
+	require.NoError(t, err)
+	require.Zero(t, released)
+	c2, err := outbox.Retry(ctx, b.pool, ev.ID)
+	require.NoError(t, err)
+	require.Equal(t, outbox.StatePending, c2.Before.State, "the retry stands")
+}
