@@ -30,7 +30,7 @@ func (r *Relay) claim(ctx context.Context) ([]claimed, lease, error) {
 	// ends no later than claim_until, which the database computes from its
 	// own now() at claim time.
 	l := newLease(time.Now(), r.cfg.Lease)
-	rows, err := r.pool.Query(ctx, relayQueries.Get("RelayClaim"), r.cfg.Owner, r.cfg.BatchSize, r.cfg.Lease.Milliseconds())
+	rows, err := r.pool.Query(ctx, relayQueries.Get("RelayClaim"), r.cfg.Owner, r.cfg.BatchSize, r.cfg.Lease.Milliseconds(), r.cfg.MaxAttempts)
 	if err != nil {
 		return nil, l, fmt.Errorf("outbox: claim: %w", err)
 	}

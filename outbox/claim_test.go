@@ -161,7 +161,7 @@ func TestClaimUsesPartialIndex(t *testing.T) {
 	require.NoError(t, err)
 
 	var plan []byte
-	require.NoError(t, b.pool.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+claimSQL(t), "explain", 100, 30000).Scan(&plan))
+	require.NoError(t, b.pool.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+claimSQL(t), "explain", 100, 30000, 20).Scan(&plan))
 	var doc []map[string]any
 	require.NoError(t, json.Unmarshal(plan, &doc))
 	var indexes []string
@@ -174,7 +174,7 @@ func TestClaimUsesPartialIndex(t *testing.T) {
 			seqScans = append(seqScans, node["Relation Name"].(string))
 		}
 	})
-	rows, err := b.pool.Query(ctx, "EXPLAIN "+claimSQL(t), "explain", 100, 30000)
+	rows, err := b.pool.Query(ctx, "EXPLAIN "+claimSQL(t), "explain", 100, 30000, 20)
 	require.NoError(t, err)
 	text, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
@@ -246,4 +246,36 @@ func gathered(reg *prometheus.Registry, name string) (float64, error) {
 		}
 	}
 	return 0, nil
+}
+
+// TestEventThatKillsItsRelaysIsQuarantined: an event whose publish crashes
+// or stalls every relay that claims it never gets a failure recorded; once
+// its attempts are used up by claims whose leases expired, the next claim
+// quarantines it instead of handing it out again, and its aggregate waits.
+func TestEventThatKillsItsRelaysIsQuarantined(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	evs := enqueue(t, b.pool, mustEvent(t, "deadly", "One"), mustEvent(t, "deadly", "Two"))
+	other := enqueue(t, b.pool, mustEvent(t, "fine", "One"))[0]
+	r := b.newRelay(t, outbox.Config{Owner: "relay-crashy", MaxAttempts: 2, BatchSize: 1})
+
+	for attempt := 1; attempt <= 2; attempt++ {
+		got, _, err := r.ClaimForTest(ctx)
+		require.NoError(t, err)
+		require.Equal(t, []uuid.UUID{evs[0].ID}, ids(got), "attempt %d", attempt)
+		expireLeases(t, b) // the relay died holding it
+	}
+	got, _, err := r.ClaimForTest(ctx)
+	require.NoError(t, err)
+	require.Empty(t, got, "the batch slot went to quarantining the exhausted event")
+	var quarantined bool
+	var lastErr string
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT quarantined_at IS NOT NULL, coalesce(last_error, '') FROM outbox_events WHERE event_id = $1`, evs[0].ID).
+		Scan(&quarantined, &lastErr))
+	require.True(t, quarantined)
+	require.Contains(t, lastErr, "lost its lease")
+	got, _, err = r.ClaimForTest(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{other.ID}, ids(got), "other aggregates flow; the quarantined one holds its successor back")
 }

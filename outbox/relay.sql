@@ -12,11 +12,15 @@
 -- aggregate, and across relays an aggregate has one lane. SKIP LOCKED lets
 -- concurrent relays claim disjoint batches without waiting on each other.
 -- attempt_count is counted here, at claim, so an event that crashes its relay
--- still uses up attempts. took_over reports a lease that had expired; replay
--- reports an event an operator replayed (replay_requested_at, see
--- operations.sql).
+-- still uses up attempts: a candidate whose lease expired with $4
+-- (OUTFLOW_MAX_ATTEMPTS) attempts used is quarantined instead of claimed
+-- again — every relay that took it died or stalled before recording an
+-- outcome, and only RelayFail would otherwise ever quarantine it. took_over
+-- reports a lease that had expired; replay reports an event an operator
+-- replayed (replay_requested_at, see operations.sql).
 WITH candidates AS (
-    SELECT e.event_id, (e.claimed_by IS NOT NULL) AS took_over
+    SELECT e.event_id, (e.claimed_by IS NOT NULL) AS took_over,
+           (e.claimed_by IS NOT NULL AND e.attempt_count >= $4) AS exhausted
     FROM outbox_events e
     WHERE e.published_at IS NULL
       AND e.quarantined_at IS NULL
@@ -40,13 +44,22 @@ WITH candidates AS (
     ORDER BY e.available_at, e.occurred_at
     LIMIT $2
     FOR UPDATE OF e SKIP LOCKED
+), abandoned AS (
+    UPDATE outbox_events o
+    SET quarantined_at = now(),
+        claimed_by     = NULL,
+        claim_until    = NULL,
+        last_error     = 'quarantined after ' || o.attempt_count || ' attempts: each relay that claimed it lost its lease '
+                         || 'before recording an outcome (it crashed or stalled while publishing this event)'
+    FROM candidates c
+    WHERE o.event_id = c.event_id AND c.exhausted
 )
 UPDATE outbox_events o
 SET claimed_by    = $1,
     claim_until   = now() + $3::bigint * interval '1 millisecond',
     attempt_count = o.attempt_count + 1
 FROM candidates c
-WHERE o.event_id = c.event_id
+WHERE o.event_id = c.event_id AND NOT c.exhausted
 RETURNING o.event_id, o.aggregate_type, o.aggregate_id, o.aggregate_sequence,
           o.event_type, o.schema_version, o.payload, o.occurred_at,
           o.attempt_count, c.took_over, o.replay_requested_at IS NOT NULL AS replay;

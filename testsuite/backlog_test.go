@@ -129,7 +129,7 @@ func explainClaim(ctx context.Context, t *testing.T, s *Stack) claimPlan {
 	_, err = tx.Exec(ctx, "ANALYZE outbox_events")
 	require.NoError(t, err)
 	var out []map[string]any
-	require.NoError(t, tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+relaySQL.Get("RelayClaim"), "explain", 100, 30000).Scan(&out))
+	require.NoError(t, tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+relaySQL.Get("RelayClaim"), "explain", 100, 30000, 20).Scan(&out))
 	b, _ := json.Marshal(out)
 	top := out[0]["Plan"].(map[string]any)
 	buffers := int(top["Shared Hit Blocks"].(float64) + top["Shared Read Blocks"].(float64))

@@ -126,7 +126,7 @@ func claimOnce(ctx context.Context, pool *pgxpool.Pool, cfg outbox.Config) (time
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // the point: nothing of the claim stays
 	start := time.Now()
-	rows, err := tx.Query(ctx, outbox.RelaySQL("RelayClaim"), "bench-claim", cfg.BatchSize, cfg.Lease.Milliseconds())
+	rows, err := tx.Query(ctx, outbox.RelaySQL("RelayClaim"), "bench-claim", cfg.BatchSize, cfg.Lease.Milliseconds(), cfg.MaxAttempts)
 	if err != nil {
 		return 0, 0, fmt.Errorf("claim: %w", err)
 	}

@@ -102,7 +102,7 @@ func rawClaimMark(ctx context.Context, pool *pgxpool.Pool, n int, cfg outbox.Con
 	marked := 0
 	start := time.Now()
 	for {
-		rows, err := pool.Query(ctx, claim, owner, cfg.BatchSize, cfg.Lease.Milliseconds())
+		rows, err := pool.Query(ctx, claim, owner, cfg.BatchSize, cfg.Lease.Milliseconds(), cfg.MaxAttempts)
 		if err != nil {
 			return 0, fmt.Errorf("claim: %w", err)
 		}
