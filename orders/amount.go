@@ -5,6 +5,12 @@ import (
 	"math/bits"
 )
 
+// MaxAmount is the largest order total in minor units: Stripe charges at
+// most eight digits in one payment (99,999,999, e.g. $999,999.99). A larger
+// order would be accepted only to fail at the provider as payment_failed, so
+// the API refuses it up front.
+const MaxAmount = 99_999_999
+
 // orderTotal returns the sum of quantity × unit_amount over items, in minor
 // units, and false when the total (or one line) does not fit in an int64,
 // the orders.amount column. The caller has already checked that every

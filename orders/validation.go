@@ -65,6 +65,10 @@ func (p CreateOrderParams) Validate() (CreateOrderParams, int64, error) {
 	if !ok {
 		return p, 0, invalid("items", CodeAmountTooLarge, "the order total does not fit in a 64-bit amount of minor units; split the order")
 	}
+	if total > MaxAmount {
+		return p, 0, invalid("items", CodeAmountTooLarge,
+			"the order total is %d minor units; the payment provider charges at most %d in one payment, so split the order", total, int64(MaxAmount))
+	}
 	if p.ShippingAddress != nil {
 		// A copy: the caller's address is not normalized behind its back.
 		addr, err := p.ShippingAddress.validate()

@@ -30,10 +30,10 @@ func TestValidateAcceptsAndNormalizes(t *testing.T) {
 	require.Equal(t, int64(MaxItems), total)
 
 	p = validParams()
-	p.Items = []Item{{SKU: "A", Quantity: 1, UnitAmount: math.MaxInt64}}
+	p.Items = []Item{{SKU: "A", Quantity: 1, UnitAmount: MaxAmount}}
 	_, total, err = p.Validate()
-	require.NoError(t, err, "a total of exactly MaxInt64 fits")
-	require.Equal(t, int64(math.MaxInt64), total)
+	require.NoError(t, err, "a total of exactly MaxAmount is accepted")
+	require.Equal(t, int64(MaxAmount), total)
 }
 
 // TestValidateRejects has one case per validation rule; the HTTP table in
@@ -85,6 +85,9 @@ func TestValidateRejects(t *testing.T) {
 		}, "items", CodeAmountTooLarge},
 		{"sum overflows", func(p *CreateOrderParams) {
 			p.Items = []Item{{SKU: "A", Quantity: 1, UnitAmount: math.MaxInt64}, {SKU: "B", Quantity: 1, UnitAmount: 1}}
+		}, "items", CodeAmountTooLarge},
+		{"above the provider's maximum", func(p *CreateOrderParams) {
+			p.Items = []Item{{SKU: "A", Quantity: 2, UnitAmount: 50_000_000}}
 		}, "items", CodeAmountTooLarge},
 	}
 	for _, tc := range cases {

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/orders"
 )
 
 // withItems returns the valid body with its items replaced.
@@ -128,7 +130,7 @@ func TestCreateOrderAcceptsEdges(t *testing.T) {
 	for _, body := range []string{
 		with("items", nItems(100)),
 		with("currency", `"JPY"`),
-		withItems(`[{"sku":"` + strings.Repeat("s", 64) + `","quantity":1,"unit_amount":` + strconv.FormatInt(math.MaxInt64, 10) + `}]`),
+		withItems(`[{"sku":"` + strings.Repeat("s", 64) + `","quantity":1,"unit_amount":` + strconv.FormatInt(orders.MaxAmount, 10) + `}]`),
 		validBody + "\n\t ",
 	} {
 		resp := b.post(t, body, "Content-Type", "application/json; charset=utf-8")
