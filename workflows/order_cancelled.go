@@ -2,6 +2,7 @@ package workflows
 
 import (
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/google/uuid"
@@ -92,7 +93,13 @@ func cancelOrder(ctx workflow.Context, in EventInput, p orders.OrderCancelled, s
 	var aw activities.AwaitSagaResult
 	if err := workflow.ExecuteActivity(awaitSagaOptions(ctx), a.AwaitSaga,
 		activities.AwaitSagaInput{WorkflowID: p.CreatedEventID}).Get(ctx, &aw); err != nil {
-		return res, err
+		// The saga is still running after the whole wait (a provider outage
+		// longer than its windows): whether it charged is unknown, so the
+		// cancel cannot promise a net charge of zero. That is a failed
+		// compensation, and it must reach an operator like one.
+		st.Stage, st.LastError = StageCompensationFailed, err.Error()
+		return res, compensationFailed(ctx, CompensationFailure{OrderID: p.OrderID},
+			fmt.Errorf("the payment saga %s did not finish while the cancel waited: %w", p.CreatedEventID, err))
 	}
 	amount, currency := aw.Result.Amount, aw.Result.Currency
 	if aw.Found {

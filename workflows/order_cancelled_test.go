@@ -153,6 +153,33 @@ func TestCancelWorkflowIgnoresTemporalCancel(t *testing.T) {
 // the order and PaymentIntent, the metric counts it, the status query says
 // so, and neither cancelled nor the cancellation email (which would claim a
 // refund) goes out.
+// The saga never finished while the cancel waited for it: whether money was
+// taken is unknown, so nothing is refunded or mailed and the failure reaches
+// an operator as a failed compensation.
+func TestCancelWhenSagaNeverFinishesIsVisible(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t, fakes{
+		await: func(activities.AwaitSagaInput) (activities.AwaitSagaResult, error) {
+			return activities.AwaitSagaResult{}, temporalAppError("saga still running", "SagaStillRunning", true)
+		},
+	})
+	expectSignal(h, nil)
+
+	h.env.ExecuteWorkflow(OrderCancelledWorkflow, cancelledInput(t))
+
+	require.True(t, h.env.IsWorkflowCompleted())
+	var appErr *temporal.ApplicationError
+	require.ErrorAs(t, h.env.GetWorkflowError(), &appErr)
+	require.Equal(t, ErrTypeCompensationFailed, appErr.Type())
+	require.True(t, appErr.NonRetryable())
+	var details CompensationFailure
+	require.NoError(t, appErr.Details(&details))
+	require.Equal(t, testOrderID, details.OrderID)
+	require.Contains(t, details.Error, "did not finish while the cancel waited")
+	require.EqualValues(t, 1, h.metrics.count(MetricCompensationFailures))
+	require.Equal(t, []string{"await"}, h.fx.list(), "nothing refunded, projected or mailed")
+}
+
 func TestCancelRefundFailureIsVisible(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, fakes{
