@@ -39,6 +39,31 @@ type searchJSON struct {
 }
 
 // parseLimit reads limit: default 10, between 1 and 100, as at Stripe.
+// listQuery is what every Stripe list endpoint reads first: the query with
+// its parameters checked, the page size and the created filter.
+type listQuery struct {
+	q       url.Values
+	limit   int
+	created createdFilter
+}
+
+// parseListQuery checks q against the endpoint's allowed parameters and
+// parses limit and created, the way Stripe rejects an unknown or malformed one.
+func parseListQuery(q url.Values, allowed ...string) (listQuery, *stripeError) {
+	if err := checkParams(q, allowed...); err != nil {
+		return listQuery{}, err
+	}
+	limit, err := parseLimit(q)
+	if err != nil {
+		return listQuery{}, err
+	}
+	created, err := parseCreated(q)
+	if err != nil {
+		return listQuery{}, err
+	}
+	return listQuery{q: q, limit: limit, created: created}, nil
+}
+
 func parseLimit(v url.Values) (int, *stripeError) {
 	n, present, err := formInt(v, "limit")
 	if err != nil {

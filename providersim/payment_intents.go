@@ -357,21 +357,12 @@ func (s *Simulator) retrievePaymentIntent(w http.ResponseWriter, r *http.Request
 // created and customer, paged with starting_after/ending_before. It is how
 // reconciliation scans a time window once an idempotency key has expired.
 func (s *Simulator) listPaymentIntents(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	if err := checkParams(q, "created", "customer", "limit", "starting_after", "ending_before", "expand"); err != nil {
-		s.writeStripe(w, r, err.response())
-		return
-	}
-	limit, err := parseLimit(q)
+	lq, err := parseListQuery(r.URL.Query(), "created", "customer", "limit", "starting_after", "ending_before", "expand")
 	if err != nil {
 		s.writeStripe(w, r, err.response())
 		return
 	}
-	created, err := parseCreated(q)
-	if err != nil {
-		s.writeStripe(w, r, err.response())
-		return
-	}
+	q, limit, created := lq.q, lq.limit, lq.created
 	expand, err := formExpand(q, "data.latest_charge")
 	if err != nil {
 		s.writeStripe(w, r, err.response())

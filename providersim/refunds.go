@@ -165,21 +165,12 @@ func (s *Simulator) retrieveRefund(w http.ResponseWriter, r *http.Request) {
 // payment_intent or charge: how a caller finds out whether a refund it lost
 // the answer to exists.
 func (s *Simulator) listRefunds(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	if err := checkParams(q, "payment_intent", "charge", "created", "limit", "starting_after", "ending_before", "expand"); err != nil {
-		s.writeStripe(w, r, err.response())
-		return
-	}
-	limit, err := parseLimit(q)
+	lq, err := parseListQuery(r.URL.Query(), "payment_intent", "charge", "created", "limit", "starting_after", "ending_before", "expand")
 	if err != nil {
 		s.writeStripe(w, r, err.response())
 		return
 	}
-	created, err := parseCreated(q)
-	if err != nil {
-		s.writeStripe(w, r, err.response())
-		return
-	}
+	q, limit, created := lq.q, lq.limit, lq.created
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var after, before *position
