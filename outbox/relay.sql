@@ -28,19 +28,28 @@ WITH candidates AS (
       AND e.available_at <= now()
       AND (e.claim_until IS NULL OR e.claim_until < now())
       AND NOT EXISTS (
-          -- An unfinished predecessor, or any other event of the aggregate
-          -- under a live lease: an operator's replay can make an earlier
-          -- event unpublished again while a later one is being published,
-          -- and the aggregate's lane must still carry one event at a time.
           SELECT 1
           FROM outbox_events p
           WHERE p.aggregate_type = e.aggregate_type
             AND p.aggregate_id = e.aggregate_id
-            AND p.event_id <> e.event_id
+            AND p.aggregate_sequence < e.aggregate_sequence
             AND p.published_at IS NULL
-            AND ((p.aggregate_sequence < e.aggregate_sequence AND p.skipped_at IS NULL)
-                 OR p.claim_until >= now())
+            AND p.skipped_at IS NULL
       )
+      -- An operator's replay makes an earlier event unpublished again, maybe
+      -- while a later one of its aggregate is being published: a replayed
+      -- event also waits for its successors' live leases, so the lane still
+      -- carries one event at a time. Only replays need the probe: otherwise
+      -- a successor cannot be claimed while its predecessor is unpublished.
+      AND (e.replay_requested_at IS NULL OR NOT EXISTS (
+          SELECT 1
+          FROM outbox_events q
+          WHERE q.aggregate_type = e.aggregate_type
+            AND q.aggregate_id = e.aggregate_id
+            AND q.aggregate_sequence > e.aggregate_sequence
+            AND q.published_at IS NULL
+            AND q.claim_until >= now()
+      ))
     ORDER BY e.available_at, e.occurred_at
     LIMIT $2
     FOR UPDATE OF e SKIP LOCKED
