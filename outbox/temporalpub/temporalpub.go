@@ -88,12 +88,12 @@ func New(c client.Client, cfg Config) *Publisher {
 func (p *Publisher) Publish(ctx context.Context, e outbox.Event) error {
 	route, ok := p.routes[e.Type]
 	if !ok {
-		return outbox.Permanent(fmt.Errorf("temporalpub: event type %q (event %s) has no workflow; add a route to workflows.Routes() or skip the event with outboxctl",
+		return p.permanentUnlessStarted(ctx, e, fmt.Errorf("temporalpub: event type %q (event %s) has no workflow; add a route to workflows.Routes() or skip the event with outboxctl",
 			e.Type, e.ID))
 	}
 	if route.Validate != nil {
 		if err := route.Validate(e.SchemaVersion, e.Payload); err != nil {
-			return outbox.Permanent(fmt.Errorf("temporalpub: event %s (%s v%d) has a payload its workflow cannot process: %w",
+			return p.permanentUnlessStarted(ctx, e, fmt.Errorf("temporalpub: event %s (%s v%d) has a payload its workflow cannot process: %w",
 				e.ID, e.Type, e.SchemaVersion, err))
 		}
 	}
@@ -135,6 +135,31 @@ func (p *Publisher) Publish(ctx context.Context, e outbox.Event) error {
 		return nil
 	}
 	return fmt.Errorf("temporalpub: start %s for event %s: %w", route.Workflow, e.ID, err)
+}
+
+// permanentUnlessStarted returns err as permanent (the relay quarantines the
+// event) unless the event's workflow already exists: then an earlier
+// delivery, by a relay with other routes or looser validation (a rolling
+// deploy), was accepted and only its mark was lost, and this delivery is
+// acknowledged like any duplicate. When Temporal cannot say, the error is
+// transient and the relay asks again after a backoff.
+func (p *Publisher) permanentUnlessStarted(ctx context.Context, e outbox.Event, err error) error {
+	if p.client == nil {
+		return outbox.Permanent(err)
+	}
+	_, derr := p.client.DescribeWorkflow(ctx, e.ID.String(), "")
+	var notFound *serviceerror.NotFound
+	switch {
+	case derr == nil:
+		p.dups.Inc()
+		p.logger.Info("workflow already started by an earlier delivery; acknowledged although this relay cannot start it",
+			"event_id", e.ID, "event_type", e.Type, "aggregate_id", e.AggregateID, "reason", err.Error())
+		return nil
+	case errors.As(derr, &notFound):
+		return outbox.Permanent(err)
+	default:
+		return fmt.Errorf("%w (and whether its workflow already exists is unknown: %v)", err, derr)
+	}
 }
 
 // ReusePolicy is the workflow ID reuse policy of e's start.

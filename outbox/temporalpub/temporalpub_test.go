@@ -294,6 +294,23 @@ func TestTemporalUnavailable(t *testing.T) {
 	}
 }
 
+// TestUnroutableEventWhoseWorkflowExistsIsAcknowledged: a re-delivery
+// judged by a relay that cannot route or validate the event (a rolling
+// deploy) is not quarantined when the workflow of an earlier, accepted
+// delivery exists.
+func TestUnroutableEventWhoseWorkflowExistsIsAcknowledged(t *testing.T) {
+	t.Parallel()
+	tq := taskQueue(t)
+	e := orderCreated(t, uuid.NewString())
+	e.ID = uuid.New()
+	strict := temporalpub.New(temporal.Client(), temporalpub.Config{TaskQueue: tq, Routes: map[string]workflows.Route{}})
+	require.ErrorIs(t, strict.Publish(context.Background(), e), outbox.ErrPermanent, "no workflow yet: poison")
+
+	require.NoError(t, temporalpub.New(temporal.Client(), temporalpub.Config{TaskQueue: tq}).Publish(context.Background(), e))
+	require.NoError(t, strict.Publish(context.Background(), e), "its workflow exists: acknowledged")
+	countOn(t, tq, 1)
+}
+
 func TestPublishRejectsUnroutableEventsPermanently(t *testing.T) {
 	t.Parallel()
 	pub := temporalpub.New(nil, temporalpub.Config{})
