@@ -38,7 +38,6 @@ type searchJSON struct {
 	URL      string  `json:"url"`
 }
 
-// parseLimit reads limit: default 10, between 1 and 100, as at Stripe.
 // listQuery is what every Stripe list endpoint reads first: the query with
 // its parameters checked, the page size and the created filter.
 type listQuery struct {
@@ -49,8 +48,12 @@ type listQuery struct {
 
 // parseListQuery checks q against the endpoint's allowed parameters and
 // parses limit and created, the way Stripe rejects an unknown or malformed one.
+// The cursors are checked for form only: which ids exist is the endpoint's.
 func parseListQuery(q url.Values, allowed ...string) (listQuery, *stripeError) {
 	if err := checkParams(q, allowed...); err != nil {
+		return listQuery{}, err
+	}
+	if err := checkCursors(q); err != nil {
 		return listQuery{}, err
 	}
 	limit, err := parseLimit(q)
@@ -64,6 +67,26 @@ func parseListQuery(q url.Values, allowed ...string) (listQuery, *stripeError) {
 	return listQuery{q: q, limit: limit, created: created}, nil
 }
 
+// checkCursors refuses what Stripe refuses of starting_after and
+// ending_before: an empty value (Stripe reads an empty string as unsetting a
+// parameter, which a cursor cannot be; a client that sends one has lost its
+// cursor and would otherwise silently restart from the first page) and both
+// at once (a page cannot run in both directions).
+func checkCursors(v url.Values) *stripeError {
+	for _, name := range []string{"starting_after", "ending_before"} {
+		if vals, ok := v[name]; ok && vals[0] == "" {
+			return invalidRequest("", name, fmt.Sprintf("You passed an empty string for '%[1]s'. "+
+				"We assume empty values are an attempt to unset a parameter; however '%[1]s' cannot be unset. "+
+				"You should remove '%[1]s' from your request or supply a non-empty value.", name))
+		}
+	}
+	if v.Has("starting_after") && v.Has("ending_before") {
+		return invalidRequest("", "", "You may only specify one of these parameters: ending_before, starting_after.")
+	}
+	return nil
+}
+
+// parseLimit reads limit: default 10, between 1 and 100, as at Stripe.
 func parseLimit(v url.Values) (int, *stripeError) {
 	n, present, err := formInt(v, "limit")
 	if err != nil {
