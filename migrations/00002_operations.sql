@@ -9,14 +9,16 @@
 -- rejects any duplicate. The relay's mark clears it.
 ALTER TABLE outbox_events ADD COLUMN replay_requested_at timestamptz;
 
--- Retention cleanup also deletes skipped events (the operator gave them up).
+-- Skipped events, for the count `outboxctl status` shows. Retention cleanup
+-- never deletes a skipped event: it is unpublished, and its row is the
+-- record of the operator's decision (see OpsCleanupEvents).
 CREATE INDEX outbox_skipped_idx
     ON outbox_events (skipped_at)
     WHERE skipped_at IS NOT NULL;
 
 -- outbox_cleanup_horizon remembers the newest cutoff retention cleanup has
--- used: events published (or skipped) before it may be gone, so a replay
--- whose window starts before it would be incomplete and is refused. One row.
+-- used: events published before it may be gone, so a replay whose window
+-- starts before it would be incomplete and is refused. One row.
 CREATE TABLE outbox_cleanup_horizon (
     singleton     boolean     PRIMARY KEY DEFAULT true CHECK (singleton),
     deleted_before timestamptz NOT NULL,

@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -23,37 +24,107 @@ type claimed struct {
 	tookOver bool
 }
 
-// claim takes a batch of claimable events (see RelayClaim in relay.sql) in
-// one statement and returns them with the lease's local deadline.
+// batchSender is where the claim's statements run: a connection, or a
+// transaction (a test's).
+type batchSender interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// claim takes a batch of claimable events in one short transaction of two
+// statements, RelayClaim then RelayClaimVerify (see relay.sql: the second
+// gives back what an operator's concurrent replay made unclaimable), and
+// returns them with the lease's local deadline. The transaction costs two
+// round trips, BEGIN and the claim pipelined in the first, the
+// verification and COMMIT in the second.
 func (r *Relay) claim(ctx context.Context) ([]claimed, lease, error) {
 	// The local deadline is measured from before the statement is sent, so it
 	// ends no later than claim_until, which the database computes from its
 	// own now() at claim time.
 	l := newLease(time.Now(), r.cfg.Lease)
-	rows, err := r.pool.Query(ctx, relayQueries.Get("RelayClaim"), r.cfg.Owner, r.cfg.BatchSize, r.cfg.Lease.Milliseconds(), r.cfg.MaxAttempts)
+	conn, err := r.pool.Acquire(ctx)
 	if err != nil {
 		return nil, l, fmt.Errorf("outbox: claim: %w", err)
 	}
-	batch, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (claimed, error) {
-		var (
-			c       claimed
-			id      uuid.UUID
-			payload []byte
-			version int32
-			attempt int32
-		)
-		err := row.Scan(&id, &c.AggregateType, &c.AggregateID, &c.Sequence, &c.Type, &version,
-			&payload, &c.OccurredAt, &attempt, &c.tookOver, &c.Replay)
-		c.ID, c.Payload, c.SchemaVersion, c.attempt = id, payload, int(version), int(attempt)
-		return c, err
-	})
+	// A connection an error left inside the transaction is closed rather
+	// than reused (pgxpool checks), which rolls the claim back.
+	defer conn.Release()
+	batch, err := r.claimOn(ctx, conn.Conn(), true)
 	if err != nil {
-		return nil, l, fmt.Errorf("outbox: claim: %w", err)
+		return nil, l, err
 	}
-	for _, c := range batch {
-		if c.tookOver {
+	return batch, l, nil
+}
+
+// claimOn runs the claim's statements on c. own says whether c is outside
+// any transaction, so that the claim begins and commits its own; otherwise
+// c's transaction is the caller's to end.
+func (r *Relay) claimOn(ctx context.Context, c batchSender, own bool) ([]claimed, error) {
+	var batch []claimed
+	b := &pgx.Batch{}
+	if own {
+		b.Queue("BEGIN")
+	}
+	b.Queue(relayQueries.Get("RelayClaim"), r.cfg.Owner, r.cfg.BatchSize, r.cfg.Lease.Milliseconds(), r.cfg.MaxAttempts).
+		Query(func(rows pgx.Rows) error {
+			var err error
+			batch, err = pgx.CollectRows(rows, scanClaimed)
+			return err
+		})
+	if err := c.SendBatch(ctx, b).Close(); err != nil {
+		return nil, fmt.Errorf("outbox: claim: %w", err)
+	}
+
+	// The verification is a new statement, so under READ COMMITTED it reads
+	// a new snapshot, taken after RelayClaim's row locks are held.
+	var released []uuid.UUID
+	b = &pgx.Batch{}
+	if len(batch) > 0 {
+		ids := make([]uuid.UUID, len(batch))
+		for i, e := range batch {
+			ids[i] = e.ID
+		}
+		b.Queue(relayQueries.Get("RelayClaimVerify"), r.cfg.Owner, ids).Query(func(rows pgx.Rows) error {
+			var err error
+			released, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+			return err
+		})
+	}
+	if own {
+		// Even an empty claim commits: RelayClaim may have quarantined
+		// abandoned events.
+		b.Queue("COMMIT")
+	}
+	if b.Len() > 0 {
+		if err := c.SendBatch(ctx, b).Close(); err != nil {
+			return nil, fmt.Errorf("outbox: claim: verifying %d claims: %w", len(batch), err)
+		}
+	}
+
+	for _, e := range batch {
+		if e.tookOver {
 			r.metrics.expiredLeases.Inc()
 		}
 	}
-	return batch, l, nil
+	if len(released) > 0 {
+		// Rare (a replay committed while this claim was running) and
+		// harmless: the events wait their turn in their lane.
+		r.cfg.Logger.Debug("outbox relay: gave back claims found blocked by an operator's replay that committed during the claim",
+			"owner", r.cfg.Owner, "events", released)
+		batch = slices.DeleteFunc(batch, func(e claimed) bool { return slices.Contains(released, e.ID) })
+	}
+	return batch, nil
+}
+
+func scanClaimed(row pgx.CollectableRow) (claimed, error) {
+	var (
+		c       claimed
+		id      uuid.UUID
+		payload []byte
+		version int32
+		attempt int32
+	)
+	err := row.Scan(&id, &c.AggregateType, &c.AggregateID, &c.Sequence, &c.Type, &version,
+		&payload, &c.OccurredAt, &attempt, &c.tookOver, &c.Replay)
+	c.ID, c.Payload, c.SchemaVersion, c.attempt = id, payload, int(version), int(attempt)
+	return c, err
 }

@@ -18,7 +18,12 @@
 // Each aggregate (an order, say) has its own gap-free sequence, allocated in
 // the enqueuing transaction under the aggregate's lock. The relay only claims
 // the lowest unpublished sequence of an aggregate, so an event never overtakes
-// an unfinished predecessor; there is no order across aggregates.
+// an unfinished predecessor; there is no order across aggregates. An
+// operator's [Replay] makes an earlier event unpublished again: the replayed
+// event then also waits for a later one in flight, and the replay and the
+// claim fence each other (the replay waits for claims in flight, a claim
+// re-checks its batch in a fresh snapshot), so an aggregate has at most one
+// event in flight even under READ COMMITTED.
 //
 // # Operations
 //

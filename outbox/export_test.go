@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 )
 
 // Statement-level hooks for the lease-fencing tests.
@@ -37,4 +38,27 @@ func (c Config) ValidateForTest() error {
 		return err
 	}
 	return c.validate()
+}
+
+// ClaimInTxForTest runs the relay's claim (both statements) inside the
+// caller's transaction, which the test commits or rolls back, so it can hold
+// a claim uncommitted.
+func (r *Relay) ClaimInTxForTest(ctx context.Context, tx pgx.Tx) ([]Event, error) {
+	batch, err := r.claimOn(ctx, tx, false)
+	var events []Event
+	for _, c := range batch {
+		events = append(events, c.Event)
+	}
+	return events, err
+}
+
+// VerifyClaimInTxForTest runs only the claim's verification statement
+// (RelayClaimVerify) on ids inside the caller's transaction and returns the
+// IDs it gave back.
+func (r *Relay) VerifyClaimInTxForTest(ctx context.Context, tx pgx.Tx, ids ...uuid.UUID) ([]uuid.UUID, error) {
+	rows, err := tx.Query(ctx, relayQueries.Get("RelayClaimVerify"), r.cfg.Owner, ids)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
 }

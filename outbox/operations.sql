@@ -1,7 +1,8 @@
 -- Statements of the operator's commands (Status, List, Retry, Skip, Replay,
--- Cleanup), loaded by name (internal/namedsql). None of them touches a row
--- under a live lease of a relay, and every state change re-checks the row
--- after locking it.
+-- Cleanup), loaded by name (internal/namedsql). None of them changes a row
+-- under a live lease of a relay (a replay only waits for a claim in flight,
+-- see OpsReplayFence), and every state change re-checks the row after
+-- locking it.
 
 -- name: OpsStatus :one
 -- One snapshot of the backlog. The backlog counts visit unpublished rows only
@@ -56,19 +57,14 @@ ORDER BY claimed_by;
 -- ones ($1 = 'pending') or the quarantined ones waiting for an operator
 -- ($1 = 'quarantined'); of one aggregate when $2 is not empty (and of type
 -- $3 when that is not empty). The oldest first, or the newest when $5.
--- blocked: an unpublished, unskipped predecessor holds the event back.
+-- blocked: an unpublished, unskipped predecessor holds the event back (the
+-- lane rule RelayClaim applies, migrations/00006).
 SELECT e.event_id, e.aggregate_type, e.aggregate_id, e.aggregate_sequence, e.event_type,
        e.schema_version, e.occurred_at, e.available_at, e.claimed_by, e.claim_until,
        e.published_at, e.attempt_count, e.last_error, e.quarantined_at, e.skipped_at,
        e.skipped_by, e.skip_reason, e.replay_requested_at, now(),
        e.published_at IS NULL AND EXISTS (
-           SELECT 1
-           FROM outbox_events p
-           WHERE p.aggregate_type = e.aggregate_type
-             AND p.aggregate_id = e.aggregate_id
-             AND p.aggregate_sequence < e.aggregate_sequence
-             AND p.published_at IS NULL
-             AND p.skipped_at IS NULL
+           SELECT 1 FROM outbox_unpublished_predecessors(e.aggregate_type, e.aggregate_id, e.aggregate_sequence)
        )
 FROM outbox_events e
 WHERE ($1 = 'all'
@@ -88,13 +84,7 @@ SELECT e.event_id, e.aggregate_type, e.aggregate_id, e.aggregate_sequence, e.eve
        e.published_at, e.attempt_count, e.last_error, e.quarantined_at, e.skipped_at,
        e.skipped_by, e.skip_reason, e.replay_requested_at, now(),
        e.published_at IS NULL AND EXISTS (
-           SELECT 1
-           FROM outbox_events p
-           WHERE p.aggregate_type = e.aggregate_type
-             AND p.aggregate_id = e.aggregate_id
-             AND p.aggregate_sequence < e.aggregate_sequence
-             AND p.published_at IS NULL
-             AND p.skipped_at IS NULL
+           SELECT 1 FROM outbox_unpublished_predecessors(e.aggregate_type, e.aggregate_id, e.aggregate_sequence)
        )
 FROM outbox_events e
 WHERE e.event_id = $1
@@ -138,36 +128,115 @@ SELECT pg_notify('outbox_events', '');
 SELECT max(deleted_before) FROM outbox_cleanup_horizon;
 
 -- name: OpsReplayCount :one
--- The published events whose occurred_at is in [$1, $2), of aggregate $3
--- when that is not empty: what OpsReplay would replay.
+-- The published events whose occurred_at is in [$1, $2), of aggregate type
+-- $3 and aggregate $4 when those are not empty: what OpsReplay would replay.
 SELECT count(*), min(occurred_at), max(occurred_at)
 FROM outbox_events
 WHERE published_at IS NOT NULL
   AND occurred_at >= $1
   AND occurred_at < $2
-  AND ($3 = '' OR aggregate_id = $3);
+  AND ($3 = '' OR aggregate_type = $3)
+  AND ($4 = '' OR aggregate_id = $4);
 
--- name: OpsReplay :execrows
--- Published events whose occurred_at is in [$1, $2) (of aggregate $3 when
--- that is not empty) become unpublished, available now, with a fresh attempt
--- budget, and flagged as replays. claimed_by is cleared so the next claim is
--- not counted as an expired lease.
-UPDATE outbox_events
-SET published_at        = NULL,
-    available_at        = now(),
-    attempt_count       = 0,
-    claimed_by          = NULL,
-    claim_until         = NULL,
-    replay_requested_at = now()
-WHERE published_at IS NOT NULL
-  AND occurred_at >= $1
-  AND occurred_at < $2
-  AND ($3 = '' OR aggregate_id = $3);
+-- name: OpsReplay :many
+-- Published events whose occurred_at is in [$1, $2) (of aggregate type $3
+-- and aggregate $4 when those are not empty) become unpublished, available
+-- now, with a fresh attempt budget, and flagged as replays. claimed_by is
+-- cleared so the next claim is not counted as an expired lease. Returns one
+-- row per aggregate replayed, with its lowest replayed sequence and the
+-- number of its events replayed: the lanes OpsReplayLockLanes and
+-- OpsReplayFence then take, in this transaction, before it commits. The
+-- UPDATE comes first so that the lanes fenced are exactly the lanes it
+-- changed, including an event a relay marked published a moment before.
+WITH replayed AS (
+    UPDATE outbox_events
+    SET published_at        = NULL,
+        available_at        = now(),
+        attempt_count       = 0,
+        claimed_by          = NULL,
+        claim_until         = NULL,
+        replay_requested_at = now()
+    WHERE published_at IS NOT NULL
+      AND occurred_at >= $1
+      AND occurred_at < $2
+      AND ($3 = '' OR aggregate_type = $3)
+      AND ($4 = '' OR aggregate_id = $4)
+    RETURNING aggregate_type, aggregate_id, aggregate_sequence
+)
+SELECT aggregate_type, aggregate_id, min(aggregate_sequence), count(*)
+FROM replayed
+GROUP BY aggregate_type, aggregate_id
+ORDER BY aggregate_type, aggregate_id;
+
+-- name: OpsReplayLockLanes :exec
+-- Row-locks the sequence rows of the replayed aggregates ($1 types, $2 ids,
+-- every aggregate Enqueue wrote has one) until the replay commits. Enqueue's
+-- upsert locks the same row, so an event of these aggregates either
+-- committed before this lock was granted, and OpsReplayFence (a later
+-- statement) sees it, or commits after the replay: a claim that sees it
+-- then also sees its replayed predecessor unpublished. Two replays of one
+-- aggregate take turns here as well, so the later one's fence sees the
+-- events the earlier one made unpublished. In key order, the order in
+-- which Enqueue locks several aggregates, so that replays and enqueues do
+-- not deadlock on these rows.
+SELECT 1
+FROM outbox_sequences s
+JOIN unnest($1::text[], $2::text[]) AS r(aggregate_type, aggregate_id)
+  ON s.aggregate_type = r.aggregate_type
+ AND s.aggregate_id = r.aggregate_id
+ORDER BY s.aggregate_type, s.aggregate_id
+FOR UPDATE OF s;
+
+-- name: OpsReplayFence :exec
+-- Fences the claims in flight. Under READ COMMITTED, a relay's claim
+-- (RelayClaim) may have judged a replayed event's successor claimable
+-- because, in its statement's snapshot, the replayed event was still
+-- published; if this replay committed while that claim was uncommitted,
+-- another relay would see the replayed event unpublished and no lease on
+-- the successor, and take it: two events of one aggregate in flight. So
+-- this statement locks every unpublished successor of each replayed
+-- aggregate's first replayed sequence ($1 types, $2 ids, $3 sequences)
+-- and waits (no SKIP LOCKED) for any claim that holds one. That claim
+-- commits its lease before this replay can commit, so every claim that
+-- starts after the replay sees the lease, and RelayClaim's successor-lease
+-- probe holds the replayed event back until the successor is done. A claim
+-- that reaches a successor while the lock is held skips it (SKIP LOCKED);
+-- one that locks it only after the replay committed sees the replay in
+-- RelayClaimVerify and gives the successor back. The snapshot is taken after
+-- OpsReplayLockLanes, so no successor appears after it. FOR KEY SHARE
+-- conflicts with the claim's FOR UPDATE (and OpsLockEvent's), not with the
+-- plain UPDATEs of RelayMark, RelayFail and RelayRelease, which lock their
+-- rows in no particular order: the replay never waits for those, so it
+-- cannot deadlock with them.
+SELECT 1
+FROM unnest($1::text[], $2::text[], $3::bigint[]) AS r(aggregate_type, aggregate_id, first_sequence)
+JOIN outbox_events e
+  ON e.aggregate_type = r.aggregate_type
+ AND e.aggregate_id = r.aggregate_id
+ AND e.aggregate_sequence > r.first_sequence
+WHERE e.published_at IS NULL
+FOR KEY SHARE OF e;
+
+-- name: OpsReplayHorizon :one
+-- The replay horizon the starter recorded, if any (outbox_replay_horizon),
+-- with the earliest occurred_at a replay may still reach now.
+SELECT horizon_ms, reason, recorded_at, now() - horizon_ms * interval '1 millisecond'
+FROM outbox_replay_horizon;
+
+-- name: OpsRecordReplayHorizon :exec
+-- The latest recording wins: it reflects the namespace's retention as read
+-- by the most recent starter, which is what Temporal applies now.
+INSERT INTO outbox_replay_horizon (singleton, horizon_ms, reason, recorded_at)
+VALUES (true, $1, $2, now())
+ON CONFLICT (singleton) DO UPDATE
+SET horizon_ms  = EXCLUDED.horizon_ms,
+    reason      = EXCLUDED.reason,
+    recorded_at = EXCLUDED.recorded_at;
 
 -- name: OpsCleanupCutoffs :one
 -- The cutoffs of one cleanup pass, from the database's clock: events
--- published (or skipped) before the first, inbox rows processed before the
--- second are deleted. $1 and $2 are retentions in milliseconds.
+-- published before the first (never a skipped one), inbox rows processed
+-- before the second are deleted. $1 and $2 are retentions in milliseconds.
 SELECT now() - $1::bigint * interval '1 millisecond',
        now() - $2::bigint * interval '1 millisecond';
 

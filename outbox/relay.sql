@@ -4,20 +4,26 @@
 
 -- name: RelayClaim :many
 -- Claims at most $2 events for owner $1 with a lease of $3 milliseconds, in
--- one statement (one short transaction). A candidate is unpublished, not
--- quarantined or skipped, available, not under a live lease, and the lowest
--- unpublished sequence of its aggregate: an event never overtakes an
--- unfinished predecessor (a quarantined predecessor holds its aggregate back;
--- an operator-skipped one does not). So a batch holds at most one event per
--- aggregate, and across relays an aggregate has one lane. SKIP LOCKED lets
--- concurrent relays claim disjoint batches without waiting on each other.
--- attempt_count is counted here, at claim, so an event that crashes its relay
--- still uses up attempts: a candidate whose lease expired with $4
--- (OUTFLOW_MAX_ATTEMPTS) attempts used is quarantined instead of claimed
--- again — every relay that took it died or stalled before recording an
--- outcome, and only RelayFail would otherwise ever quarantine it. took_over
--- reports a lease that had expired; replay reports an event an operator
--- replayed (replay_requested_at, see operations.sql).
+-- one statement, the first of the claim's short transaction. A candidate is
+-- unpublished, not quarantined or skipped, available, not under a live
+-- lease, and the lowest unpublished sequence of its aggregate: an event never
+-- overtakes an unfinished predecessor (a quarantined predecessor holds its
+-- aggregate back; an operator-skipped one does not; see
+-- outbox_unpublished_predecessors in migrations/00006). So a batch holds at
+-- most one event per aggregate, and across relays an aggregate has one lane.
+-- SKIP LOCKED lets concurrent relays claim disjoint batches without waiting
+-- on each other. attempt_count is counted here, at claim, so an event that
+-- crashes its relay still uses up attempts: a candidate whose lease expired
+-- with $4 (OUTFLOW_MAX_ATTEMPTS) attempts used is quarantined instead of
+-- claimed again — every relay that took it died or stalled before recording
+-- an outcome, and only RelayFail would otherwise ever quarantine it.
+-- took_over reports a lease that had expired; replay reports an event an
+-- operator replayed (replay_requested_at, see operations.sql).
+-- RelayClaimVerify follows in the same transaction and gives back what this
+-- statement's snapshot could not see to be blocked. The row lock must stay
+-- FOR UPDATE: an operator's replay waits for a claim in flight through FOR
+-- KEY SHARE (OpsReplayFence), which FOR NO KEY UPDATE would not conflict
+-- with.
 WITH candidates AS (
     SELECT e.event_id, (e.claimed_by IS NOT NULL) AS took_over,
            (e.claimed_by IS NOT NULL AND e.attempt_count >= $4) AS exhausted
@@ -28,13 +34,7 @@ WITH candidates AS (
       AND e.available_at <= now()
       AND (e.claim_until IS NULL OR e.claim_until < now())
       AND NOT EXISTS (
-          SELECT 1
-          FROM outbox_events p
-          WHERE p.aggregate_type = e.aggregate_type
-            AND p.aggregate_id = e.aggregate_id
-            AND p.aggregate_sequence < e.aggregate_sequence
-            AND p.published_at IS NULL
-            AND p.skipped_at IS NULL
+          SELECT 1 FROM outbox_unpublished_predecessors(e.aggregate_type, e.aggregate_id, e.aggregate_sequence)
       )
       -- An operator's replay makes an earlier event unpublished again, maybe
       -- while a later one of its aggregate is being published: a replayed
@@ -72,6 +72,44 @@ WHERE o.event_id = c.event_id AND NOT c.exhausted
 RETURNING o.event_id, o.aggregate_type, o.aggregate_id, o.aggregate_sequence,
           o.event_type, o.schema_version, o.payload, o.occurred_at,
           o.attempt_count, c.took_over, o.replay_requested_at IS NOT NULL AS replay;
+
+-- name: RelayClaimVerify :many
+-- The second statement of the claim's transaction: gives back (like
+-- RelayRelease: lease cleared, attempt returned) those of the events $2 that
+-- owner $1 has just claimed that turn out to be blocked, and returns their
+-- IDs; the relay drops them from its batch before publishing anything.
+-- RelayClaim decides from its statement's snapshot but row-locks each
+-- candidate later, as it reaches it, so under READ COMMITTED an operator's
+-- replay of a predecessor may commit in between. The replay waits for a
+-- claim that locked a successor before the replay's fence did
+-- (OpsReplayFence), but a claim that locks it only after the replay
+-- committed still believes the predecessor published. This statement's
+-- snapshot is taken after those row locks are held, so it sees any such
+-- replay: a just-claimed event with an unpublished, unskipped predecessor
+-- goes back, and so does a just-claimed replayed event whose successor is
+-- now under a live lease. now() is the transaction's start, as in
+-- RelayClaim.
+UPDATE outbox_events o
+SET claimed_by    = NULL,
+    claim_until   = NULL,
+    attempt_count = greatest(o.attempt_count - 1, 0)
+WHERE o.event_id = ANY($2::uuid[])
+  AND o.claimed_by = $1
+  AND o.published_at IS NULL
+  AND (EXISTS (
+           SELECT 1 FROM outbox_unpublished_predecessors(o.aggregate_type, o.aggregate_id, o.aggregate_sequence)
+       )
+       -- RelayClaim's successor-lease probe, in this fresher snapshot.
+       OR (o.replay_requested_at IS NOT NULL AND EXISTS (
+           SELECT 1
+           FROM outbox_events q
+           WHERE q.aggregate_type = o.aggregate_type
+             AND q.aggregate_id = o.aggregate_id
+             AND q.aggregate_sequence > o.aggregate_sequence
+             AND q.published_at IS NULL
+             AND q.claim_until >= now()
+       )))
+RETURNING o.event_id;
 
 -- name: RelayMark :many
 -- Marks the acknowledged events $2 published, only where $1 still holds the

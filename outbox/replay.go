@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -16,8 +17,12 @@ type ReplayOptions struct {
 	From time.Time
 	// To is the window's end (exclusive). Mandatory, after From.
 	To time.Time
-	// AggregateID restricts the replay to one aggregate (e.g. an order ID).
-	// Optional: defaulted to every aggregate.
+	// AggregateType restricts the replay to aggregates of one type (e.g.
+	// "order"). Optional: defaulted to every type, but mandatory with
+	// AggregateID, since an aggregate ID is only unique within its type.
+	AggregateType string
+	// AggregateID restricts the replay to one aggregate (e.g. an order ID)
+	// of AggregateType. Optional: defaulted to every aggregate.
 	AggregateID string
 }
 
@@ -31,7 +36,8 @@ type ReplayPlan struct {
 }
 
 // ErrReplayWindow is wrapped by the errors of [Replay] and [PlanReplay] for a
-// window that is malformed or reaches before the cleanup horizon.
+// window that is malformed (an AggregateID without its AggregateType too) or
+// reaches before the cleanup horizon or the replay horizon.
 var ErrReplayWindow = errors.New("outbox: invalid replay window")
 
 // Replay delivers published events again: every published event whose
@@ -59,10 +65,26 @@ var ErrReplayWindow = errors.New("outbox: invalid replay window")
 // through the processed_events inbox, which is why [Cleanup] keeps inbox rows
 // at least as long as their events.
 //
+// That holds while Temporal remembers the workflow: a namespace forgets a
+// closed workflow after its retention, and a replayed event whose workflow is
+// gone starts a brand-new run. The starter records the retention as the
+// replay horizon ([RecordReplayHorizon]), and a window that starts before
+// now minus that horizon is refused (error wrapping [ErrReplayWindow]).
+//
 // The relay's mark clears the flag once the replay is acknowledged. Events
 // older than the cleanup horizon may already be deleted, so a window that
-// starts before it is refused (error wrapping [ErrReplayWindow]) rather than
-// silently replaying part of it.
+// starts before it is refused too, rather than silently replaying part of
+// it.
+//
+// # Ordering
+//
+// A replayed event goes through its aggregate's lane again: it waits for its
+// unpublished predecessors, and for any successor that is being published.
+// A relay may be claiming a successor at the moment of the replay, having
+// seen the replayed event still published; the replay waits for that claim
+// to commit before it commits itself (see OpsReplayFence in operations.sql),
+// so the aggregate never has two events in flight. Enqueues on the replayed
+// aggregates wait for the replay's commit.
 func Replay(ctx context.Context, db DB, opts ReplayOptions) (int64, error) {
 	var n int64
 	err := inTx(ctx, db, func(tx pgx.Tx) error {
@@ -74,14 +96,42 @@ func Replay(ctx context.Context, db DB, opts ReplayOptions) (int64, error) {
 }
 
 // ReplayTx is [Replay] inside the caller's transaction; relays are woken when
-// tx commits.
+// tx commits. Until then it holds the replayed aggregates' locks: enqueues on
+// them and claims of their later events wait (or skip them) until tx ends,
+// so keep tx short.
 func ReplayTx(ctx context.Context, tx pgx.Tx, opts ReplayOptions) (int64, error) {
 	if err := checkReplayWindow(ctx, tx, opts); err != nil {
 		return 0, err
 	}
-	tag, err := tx.Exec(ctx, opsQueries.Get("OpsReplay"), opts.From, opts.To, opts.AggregateID)
+	rows, err := tx.Query(ctx, opsQueries.Get("OpsReplay"), opts.From, opts.To, opts.AggregateType, opts.AggregateID)
 	if err != nil {
 		return 0, fmt.Errorf("outbox: replay: %w", err)
+	}
+	var (
+		n             int64
+		lane          replayedLane
+		types, aggIDs []string
+		firstSeqs     []int64
+	)
+	_, err = pgx.ForEachRow(rows, []any{&lane.aggregateType, &lane.aggregateID, &lane.firstSequence, &lane.events}, func() error {
+		types, aggIDs, firstSeqs = append(types, lane.aggregateType), append(aggIDs, lane.aggregateID), append(firstSeqs, lane.firstSequence)
+		n += lane.events
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("outbox: replay: %w", err)
+	}
+	if n > 0 {
+		// Before this transaction commits, no event may join the replayed
+		// aggregates, and every claim in flight on their later events must
+		// have committed its lease: see OpsReplayLockLanes and
+		// OpsReplayFence for why, and why in this order.
+		if _, err := tx.Exec(ctx, opsQueries.Get("OpsReplayLockLanes"), types, aggIDs); err != nil {
+			return 0, fmt.Errorf("outbox: replay: locking the replayed aggregates: %w", err)
+		}
+		if _, err := tx.Exec(ctx, opsQueries.Get("OpsReplayFence"), types, aggIDs, firstSeqs); err != nil {
+			return 0, fmt.Errorf("outbox: replay: waiting for claims in flight: %w", err)
+		}
 	}
 	// A cleanup may have recorded a new horizon and deleted part of the
 	// window between the check and the UPDATE (cleanup commits its horizon
@@ -91,12 +141,21 @@ func ReplayTx(ctx context.Context, tx pgx.Tx, opts ReplayOptions) (int64, error)
 	if err := checkReplayWindow(ctx, tx, opts); err != nil {
 		return 0, err
 	}
-	if tag.RowsAffected() > 0 {
+	if n > 0 {
 		if _, err := tx.Exec(ctx, opsQueries.Get("OpsNotify")); err != nil {
 			return 0, fmt.Errorf("outbox: replay: notify relays: %w", err)
 		}
 	}
-	return tag.RowsAffected(), nil
+	return n, nil
+}
+
+// replayedLane is one aggregate a replay made unpublished events of.
+type replayedLane struct {
+	aggregateType, aggregateID string
+	// firstSequence is its lowest replayed sequence.
+	firstSequence int64
+	// events is the number of its events replayed.
+	events int64
 }
 
 // PlanReplay reports what [Replay] with opts would replay, without changing
@@ -106,19 +165,24 @@ func PlanReplay(ctx context.Context, db DB, opts ReplayOptions) (ReplayPlan, err
 		return ReplayPlan{}, err
 	}
 	var p ReplayPlan
-	err := db.QueryRow(ctx, opsQueries.Get("OpsReplayCount"), opts.From, opts.To, opts.AggregateID).Scan(&p.Events, &p.First, &p.Last)
+	err := db.QueryRow(ctx, opsQueries.Get("OpsReplayCount"), opts.From, opts.To, opts.AggregateType, opts.AggregateID).Scan(&p.Events, &p.First, &p.Last)
 	if err != nil {
 		return ReplayPlan{}, fmt.Errorf("outbox: replay: counting events: %w", err)
 	}
 	return p, nil
 }
 
+// checkReplayWindow refuses options Replay must not act on. It reads the
+// horizons from db's clock; within one transaction, now() does not move, so
+// ReplayTx's two checks agree.
 func checkReplayWindow(ctx context.Context, db DB, opts ReplayOptions) error {
 	switch {
 	case opts.From.IsZero() || opts.To.IsZero():
 		return fmt.Errorf("%w: both From and To are mandatory", ErrReplayWindow)
 	case !opts.To.After(opts.From):
 		return fmt.Errorf("%w: To (%s) must be after From (%s)", ErrReplayWindow, opts.To.Format(time.RFC3339), opts.From.Format(time.RFC3339))
+	case opts.AggregateID != "" && opts.AggregateType == "":
+		return fmt.Errorf("%w: aggregate %q needs its AggregateType (e.g. \"order\"): an aggregate ID is only unique within its type", ErrReplayWindow, opts.AggregateID)
 	}
 	horizon, err := CleanupHorizon(ctx, db)
 	if err != nil {
@@ -127,6 +191,15 @@ func checkReplayWindow(ctx context.Context, db DB, opts ReplayOptions) error {
 	if horizon != nil && opts.From.Before(*horizon) {
 		return fmt.Errorf("%w: it starts at %s, before the cleanup horizon %s: events published before the horizon may already be deleted, and their inbox rows with them, so the replay would be incomplete; start the window at or after %s",
 			ErrReplayWindow, opts.From.Format(time.RFC3339), horizon.Format(time.RFC3339Nano), horizon.Format(time.RFC3339Nano))
+	}
+	rh, err := readReplayHorizon(ctx, db)
+	if err != nil {
+		return err
+	}
+	if rh.horizon > 0 && opts.From.Before(rh.earliest) {
+		return fmt.Errorf("%w: it starts at %s, before the replay horizon of %s (%s; recorded %s): Temporal may have forgotten the workflow of an older event, and its replay would start a brand-new run instead of being recognised; start the window at or after %s",
+			ErrReplayWindow, opts.From.Format(time.RFC3339), rh.horizon, rh.reason, rh.recordedAt.Format(time.RFC3339),
+			rh.earliest.Format(time.RFC3339Nano))
 	}
 	return nil
 }
@@ -139,4 +212,69 @@ func CleanupHorizon(ctx context.Context, db DB) (*time.Time, error) {
 		return nil, fmt.Errorf("outbox: reading the cleanup horizon: %w", err)
 	}
 	return h, nil
+}
+
+// RecordReplayHorizon records horizon, how long Temporal keeps a closed
+// workflow (the namespace's retention, or less), and reason, which names
+// where it comes from (e.g. `Temporal namespace "default" keeps closed
+// workflows 24h0m0s`): [Replay] and [PlanReplay] then refuse a window that
+// starts before now minus horizon, quoting reason. The starter calls it at
+// start-up and whenever the retention it reads changes; the latest recording
+// replaces the previous one. horizon must be positive. One statement; db may
+// be the caller's transaction (see [RecordReplayHorizonTx]).
+func RecordReplayHorizon(ctx context.Context, db DB, horizon time.Duration, reason string) error {
+	return recordReplayHorizon(ctx, db, horizon, reason)
+}
+
+// RecordReplayHorizonTx is [RecordReplayHorizon] inside the caller's
+// transaction.
+func RecordReplayHorizonTx(ctx context.Context, tx pgx.Tx, horizon time.Duration, reason string) error {
+	return recordReplayHorizon(ctx, tx, horizon, reason)
+}
+
+func recordReplayHorizon(ctx context.Context, db DB, horizon time.Duration, reason string) error {
+	switch {
+	case horizon < time.Millisecond:
+		return fmt.Errorf("outbox: a replay horizon must be at least 1ms, got %s", horizon)
+	case strings.TrimSpace(reason) == "":
+		return errors.New("outbox: a replay horizon needs a reason naming where it comes from")
+	}
+	if _, err := db.Exec(ctx, opsQueries.Get("OpsRecordReplayHorizon"), horizon.Milliseconds(), reason); err != nil {
+		return fmt.Errorf("outbox: recording the replay horizon: %w", err)
+	}
+	return nil
+}
+
+// ReplayHorizon returns the replay horizon last recorded by
+// [RecordReplayHorizon] and its reason, or 0 and "" when none was ever
+// recorded (then only the cleanup horizon limits a replay).
+func ReplayHorizon(ctx context.Context, db DB) (time.Duration, string, error) {
+	rh, err := readReplayHorizon(ctx, db)
+	return rh.horizon, rh.reason, err
+}
+
+// replayHorizon is the recorded replay horizon; the zero value when none.
+type replayHorizon struct {
+	horizon    time.Duration
+	reason     string
+	recordedAt time.Time
+	// earliest is the oldest occurred_at a replay may reach now, by the
+	// database's clock.
+	earliest time.Time
+}
+
+func readReplayHorizon(ctx context.Context, db DB) (replayHorizon, error) {
+	var (
+		rh replayHorizon
+		ms int64
+	)
+	err := db.QueryRow(ctx, opsQueries.Get("OpsReplayHorizon")).Scan(&ms, &rh.reason, &rh.recordedAt, &rh.earliest)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return replayHorizon{}, nil
+	}
+	if err != nil {
+		return replayHorizon{}, fmt.Errorf("outbox: reading the replay horizon: %w", err)
+	}
+	rh.horizon = time.Duration(ms) * time.Millisecond
+	return rh, nil
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"strings"
 	"time"
@@ -14,10 +15,11 @@ import (
 // runReplay delivers the published events of a window again, after a
 // confirmation (see outbox.Replay for the semantics against Temporal).
 func runReplay(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet(env, "replay", "replay --from TIME --to TIME [--aggregate ID] [--yes]")
+	fs := newFlagSet(env, "replay", "replay --from TIME --to TIME [--aggregate ID [--aggregate-type TYPE]] [--yes]")
 	from := fs.String("from", "", "window start, RFC 3339 (e.g. 2025-06-01T10:00:00Z), inclusive, on the events' occurred_at")
 	to := fs.String("to", "", "window end, RFC 3339, exclusive")
 	aggregate := fs.String("aggregate", "", "only this aggregate's events (an order id)")
+	aggregateType := fs.String("aggregate-type", "order", "the type of --aggregate's aggregate; without --aggregate, set explicitly: only aggregates of this type")
 	yes := fs.Bool("yes", false, "do not ask for confirmation (required when stdin is not a terminal)")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -28,6 +30,18 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	var opts outbox.ReplayOptions
 	opts.AggregateID = *aggregate
+	// An aggregate ID is unique only within its type, so --aggregate always
+	// filters on a type, "order" unless told otherwise. Without --aggregate
+	// the default does not apply: a replay of a window replays every type
+	// unless --aggregate-type is given.
+	typeSet := false
+	fs.Visit(func(f *flag.Flag) { typeSet = typeSet || f.Name == "aggregate-type" })
+	if opts.AggregateID != "" || typeSet {
+		if *aggregateType == "" {
+			return usagef(fs, "--aggregate-type must not be empty")
+		}
+		opts.AggregateType = *aggregateType
+	}
 	for _, f := range []struct {
 		name, value string
 		dst         *time.Time
@@ -55,8 +69,11 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	scope := "all aggregates"
-	if opts.AggregateID != "" {
-		scope = "aggregate " + opts.AggregateID
+	switch {
+	case opts.AggregateID != "":
+		scope = "aggregate " + opts.AggregateType + "/" + opts.AggregateID
+	case opts.AggregateType != "":
+		scope = "all " + opts.AggregateType + " aggregates"
 	}
 	if plan.Events == 0 {
 		fmt.Fprintf(env.stdout, "no published events of %s occurred in [%s, %s); nothing to replay\n",
@@ -83,7 +100,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	env.logger.Info("outboxctl: events replayed", "events", n, "actor", env.actor,
-		"from", opts.From, "to", opts.To, "aggregate_id", opts.AggregateID)
+		"from", opts.From, "to", opts.To, "aggregate_type", opts.AggregateType, "aggregate_id", opts.AggregateID)
 	fmt.Fprintf(env.stdout, "replayed %d events; the relays publish them again (outboxctl status shows the replays pending)\n", n)
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/outbox"
@@ -13,13 +14,16 @@ import (
 
 // TestReplay: the published events of a window are counted, refused without
 // --yes when nobody can confirm, then flagged, unpublished and republished by
-// a relay with Event.Replay set; an interactive "n" replays nothing.
+// a relay with Event.Replay set; an interactive "n" replays nothing. --aggregate
+// means an order unless --aggregate-type says otherwise: another type's
+// aggregate of the same ID is not replayed.
 func TestReplay(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	evs := b.enqueue(t, "o-replay", "OrderCreated", "OrderCancelled")
 	other := b.enqueue(t, "o-other", "OrderCreated")[0]
-	b.exec(t, `UPDATE outbox_events SET published_at = now() WHERE event_id = ANY($1)`, idsOf(append(evs, other)...))
+	namesake := b.enqueueTyped(t, "customer", "o-replay", "CustomerCreated")
+	b.exec(t, `UPDATE outbox_events SET published_at = now() WHERE event_id = ANY($1)`, idsOf(append(evs, other, namesake)...))
 	from := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 	to := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	args := []string{"replay", "--from", from, "--to", to, "--aggregate", "o-replay"}
@@ -28,7 +32,7 @@ func TestReplay(t *testing.T) {
 	var out, errb bytes.Buffer
 	env := &cliEnv{stdout: &out, stderr: &errb, logger: quiet(), databaseURL: b.url, stdin: strings.NewReader(""), actor: "test"}
 	require.ErrorIs(t, runReplay(b.ctx, env, args[1:]), errUsage)
-	require.Contains(t, out.String(), "2 published events of aggregate o-replay")
+	require.Contains(t, out.String(), "2 published events of aggregate order/o-replay")
 	require.Contains(t, errb.String(), "pass --yes")
 	// A terminal answering "n": nothing changed.
 	env.interactive, env.stdin = true, strings.NewReader("n\n")
@@ -45,6 +49,7 @@ func TestReplay(t *testing.T) {
 		require.Zero(t, row.Attempts)
 	}
 	require.NotNil(t, b.row(t, other.ID).PublishedAt, "other aggregates are not replayed")
+	require.NotNil(t, b.row(t, namesake.ID).PublishedAt, "nor another type's aggregate of the same ID")
 
 	acked := b.runRelay(t)
 	b.waitPublished(t, idsOf(evs...)...)
@@ -61,4 +66,51 @@ func TestReplay(t *testing.T) {
 	r = b.ok(t, "replay", "--from", time.Now().Add(-3*time.Hour).UTC().Format(time.RFC3339),
 		"--to", time.Now().Add(-2*time.Hour).UTC().Format(time.RFC3339))
 	require.Contains(t, r.stdout, "nothing to replay")
+
+	r = b.ok(t, "replay", "--from", from, "--to", to, "--aggregate", "o-replay", "--aggregate-type", "customer", "--yes")
+	require.Contains(t, r.stdout, "1 published events of aggregate customer/o-replay")
+	require.Contains(t, r.stdout, "replayed 1 events")
+	b.waitPublished(t, namesake.ID)
+	require.Eventually(t, func() bool { replayed = acked(); return len(replayed) == 3 }, 5*time.Second, 10*time.Millisecond)
+	require.Equal(t, namesake.ID, replayed[2].ID, "only the customer is delivered again")
+	require.True(t, replayed[2].Replay)
+}
+
+// TestReplayAggregateTypeAlone: without --aggregate, the type filter applies
+// only when --aggregate-type is given, and then to every aggregate of it.
+func TestReplayAggregateTypeAlone(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	order := b.enqueue(t, "o-1", "OrderCreated")[0]
+	customer := b.enqueueTyped(t, "customer", "c-1", "CustomerCreated")
+	b.exec(t, `UPDATE outbox_events SET published_at = now()`)
+	from := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
+	to := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+
+	r := b.ok(t, "replay", "--from", from, "--to", to, "--aggregate-type", "customer", "--yes")
+	require.Contains(t, r.stdout, "1 published events of all customer aggregates")
+	require.Nil(t, b.row(t, customer.ID).PublishedAt)
+	require.NotNil(t, b.row(t, order.ID).PublishedAt)
+
+	b.exec(t, `UPDATE outbox_events SET published_at = now(), replay_requested_at = NULL`)
+	r = b.ok(t, "replay", "--from", from, "--to", to, "--yes")
+	require.Contains(t, r.stdout, "2 published events of all aggregates", "the default type applies to --aggregate only")
+
+	r = b.ctl(t, "replay", "--from", from, "--to", to, "--aggregate", "o-1", "--aggregate-type", "")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "--aggregate-type must not be empty")
+}
+
+// enqueueTyped commits one event of an aggregate of any type.
+func (b *testBundle) enqueueTyped(t *testing.T, aggregateType, aggregateID, eventType string) outbox.Event {
+	t.Helper()
+	e, err := outbox.NewEvent(aggregateType, aggregateID, eventType, 1, map[string]string{"id": aggregateID})
+	require.NoError(t, err)
+	var out []outbox.Event
+	require.NoError(t, pgx.BeginFunc(b.ctx, b.pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = outbox.Enqueue(b.ctx, tx, e)
+		return err
+	}))
+	return out[0]
 }
