@@ -38,6 +38,11 @@ const (
 	ErrTypeIllegalTransition = "IllegalTransition"
 	// ErrTypeOrderNotFound: the order row does not exist. Final.
 	ErrTypeOrderNotFound = "OrderNotFound"
+	// ErrTypeSequenceUnknown: a projection step without a sequence names an
+	// event the order row has no sequence for (neither its created nor its
+	// cancel event, or a cancel recorded before its sequence was). Final:
+	// the caller must pass the sequence.
+	ErrTypeSequenceUnknown = "SequenceUnknown"
 	// ErrTypeSagaStillRunning: the awaited saga has not finished within one
 	// activity attempt. Retryable.
 	ErrTypeSagaStillRunning = "SagaStillRunning"

@@ -9,6 +9,12 @@ type Metrics struct {
 	// A steady rate is normal (at-least-once delivery); a spike means a
 	// redelivery storm upstream.
 	InboxDuplicates *prometheus.CounterVec
+	// IllegalTransitions counts projection steps refused because the
+	// order's status does not allow them, by step
+	// (outflow_illegal_transitions_total{step}). Any increase is a bug or a
+	// run that should not exist (a replayed payment run on a cancelled
+	// order): each one is also logged at error level, for an operator.
+	IllegalTransitions *prometheus.CounterVec
 }
 
 // NewMetrics creates the activities' metrics and registers them on reg (nil:
@@ -19,9 +25,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "inbox_duplicates_total",
 			Help: "Event deliveries the inbox (processed_events) acknowledged without effect, by consumer.",
 		}, []string{"consumer"}),
+		IllegalTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "outflow_illegal_transitions_total",
+			Help: "Order projection steps refused because the order's status does not allow them, by step.",
+		}, []string{"step"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.InboxDuplicates)
+		reg.MustRegister(m.InboxDuplicates, m.IllegalTransitions)
 	}
 	return m
 }

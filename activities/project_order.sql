@@ -1,5 +1,8 @@
 -- Queries of the order projection (project_order.go). Every statement runs in
--- the one transaction that also writes the inbox row.
+-- the one transaction that also writes the inbox row. None reads
+-- outbox_events: retention cleanup deletes its rows while orders still get
+-- late steps (a cancel long after the order), so the order row alone must
+-- say where the order's stream stands.
 
 -- name: InboxInsert
 -- The inbox: a row returned means this (consumer, event) is new.
@@ -8,25 +11,25 @@ VALUES ($1, $2)
 ON CONFLICT DO NOTHING
 RETURNING event_id;
 
--- name: EventSequence
--- The sequence of an event, for callers that only know its id (the cancel
--- workflow closing the stream of a saga that ended without a result).
-SELECT aggregate_sequence FROM outbox_events WHERE event_id = $1;
-
 -- name: OrderLock
--- Serialises every projection of one order.
-SELECT status, applied_sequence, customer_email
+-- Serialises every projection of one order (and its skips, see
+-- orders.SettleSkippedTx). The event ids and their sequences give a step
+-- that carries no sequence its place in the stream.
+SELECT status, applied_sequence, customer_email,
+       created_event_id, created_sequence, cancel_event_id, cancel_event_sequence
 FROM orders
 WHERE id = $1
 FOR UPDATE;
 
 -- name: OrderApply
 -- $5 is the event's sequence on its final step, 0 otherwise; GREATEST keeps
--- applied_sequence monotonic.
+-- applied_sequence monotonic. orders_settled_through (migration 00007) then
+-- moves it past every skipped sequence that directly follows, which an
+-- operator may have skipped before this event applied.
 UPDATE orders
 SET status            = $2,
     payment_intent_id = COALESCE($3, payment_intent_id),
     refund_id         = COALESCE($4, refund_id),
-    applied_sequence  = GREATEST(applied_sequence, $5),
+    applied_sequence  = orders_settled_through(GREATEST(applied_sequence, $5), skipped_sequences),
     updated_at        = now()
 WHERE id = $1;

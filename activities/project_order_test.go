@@ -1,17 +1,25 @@
 package activities
 
 import (
+	"bytes"
 	"context"
+	"log/slog"
+	"sync"
 	"testing"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
+	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
 
 	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox"
 )
 
 // projectionFixture is a migrated database holding one pending order.
@@ -168,3 +176,174 @@ func TestProjectionFailpointAfterCommit(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, res.Duplicate)
 }
+
+// A replayed payment run charging a cancelled order: its StepPaid is at a
+// sequence the cancel already closed, but leaving cancelled is never legal,
+// so it must fail loudly (a non-retryable IllegalTransition, an error log
+// line, outflow_illegal_transitions_total{step}) instead of being
+// acknowledged as stale. It is run through Temporal's activity environment
+// so the activity's own logger can be read.
+func TestProjectionIllegalStaleStepIsReported(t *testing.T) {
+	t.Parallel()
+	f := setupProjection(t)
+	_, err := f.project(t, f.created, 1, StepSagaStopped)
+	require.NoError(t, err)
+	_, err = f.project(t, uuid.NewString(), 2, StepCancelled)
+	require.NoError(t, err)
+
+	var logs syncBuffer
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(f.acts.ProjectOrder)
+	_, err = env.ExecuteActivity(f.acts.ProjectOrder, ProjectOrderInput{EventID: f.created, OrderID: f.orderID,
+		Step: StepPaid, Sequence: 1, PaymentIntentID: "pi_replayed"})
+	requireAppError(t, err, ErrTypeIllegalTransition, true)
+	require.Equal(t, 1.0, testutil.ToFloat64(f.acts.Metrics.IllegalTransitions.WithLabelValues(string(StepPaid))))
+
+	line := logs.String()
+	require.Contains(t, line, "level=ERROR")
+	for _, kv := range []string{"order_id=" + f.orderID, "event_id=" + f.created, "step=paid", "status=cancelled"} {
+		require.Contains(t, line, kv)
+	}
+	r := f.row(t)
+	require.Equal(t, "cancelled", r.Status)
+	require.EqualValues(t, 2, r.AppliedSequence)
+	require.Equal(t, "pi_1", *r.PaymentIntentID, "the replayed run's PaymentIntent is not recorded")
+	var inbox int
+	require.NoError(t, f.pool.QueryRow(ctxT(t), `SELECT count(*) FROM processed_events WHERE consumer_name = $1`,
+		ConsumerName(StepPaid)).Scan(&inbox))
+	require.Zero(t, inbox, "the refused step leaves no inbox row: it fails again if redelivered")
+}
+
+// A late cancel: retention cleanup deleted the order's outbox rows (the
+// fixture never had any), and the cancel workflow closes the saga's event
+// without knowing its sequence (Sequence 0). The order row knows it.
+func TestProjectionSequenceZeroResolvesFromOrderRow(t *testing.T) {
+	t.Parallel()
+	f := setupProjection(t)
+	cancelEvent := uuid.NewString()
+	_, err := f.pool.Exec(ctxT(t), `UPDATE orders SET cancel_event_id = $2, cancel_event_sequence = 2 WHERE id = $1`,
+		f.orderID, cancelEvent)
+	require.NoError(t, err)
+
+	res, err := f.project(t, f.created, 0, StepSagaStopped)
+	require.NoError(t, err)
+	require.True(t, res.Applied)
+	require.EqualValues(t, 1, f.row(t).AppliedSequence)
+
+	res, err = f.project(t, cancelEvent, 0, StepCancelled)
+	require.NoError(t, err)
+	require.True(t, res.Applied)
+	r := f.row(t)
+	require.Equal(t, "cancelled", r.Status)
+	require.EqualValues(t, 2, r.AppliedSequence)
+
+	_, err = f.project(t, uuid.NewString(), 0, StepSagaStopped)
+	requireAppError(t, err, ErrTypeSequenceUnknown, true)
+	require.ErrorContains(t, err, "is neither the created nor the cancel event of order "+f.orderID)
+}
+
+// syncBuffer is a bytes.Buffer a logger may write to from another goroutine.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// skipFixture is an order made by the order service whose stream has a hole
+// to be: OrderCreated (1), an event no workflow takes (2), quarantined by
+// the relay, and the cancel (3).
+type skipFixture struct {
+	*projectionFixture
+	stray, cancel string
+}
+
+func setupSkip(t *testing.T) *skipFixture {
+	t.Helper()
+	f := setupProjection(t)
+	ctx := ctxT(t)
+	created, err := orders.CreateOrder(ctx, f.pool, orders.CreateOrderParams{CustomerEmail: "ada@example.com", Currency: "usd",
+		PaymentMethod: "pm_card_visa", Items: []orders.Item{{SKU: "SKU-1", Quantity: 1, UnitAmount: 2500}}})
+	require.NoError(t, err)
+	f.orderID, f.created = created.OrderID.String(), created.EventID.String()
+	stray, err := outbox.NewEvent(orders.AggregateType, f.orderID, "OrderAudited", 1, map[string]string{"order_id": f.orderID})
+	require.NoError(t, err)
+	require.NoError(t, pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error {
+		out, err := outbox.Enqueue(ctx, tx, stray)
+		if err == nil {
+			stray = out[0]
+		}
+		return err
+	}))
+	cancel, err := orders.CancelOrder(ctx, f.pool, created.OrderID)
+	require.NoError(t, err)
+	require.EqualValues(t, 3, cancel.AggregateSequence)
+	// What the relay leaves behind for an event no workflow takes.
+	_, err = f.pool.Exec(ctx, `UPDATE outbox_events SET quarantined_at = now(), attempt_count = 20,
+		last_error = 'no workflow for OrderAudited' WHERE event_id = $1`, stray.ID)
+	require.NoError(t, err)
+	return &skipFixture{projectionFixture: f, stray: stray.ID.String(), cancel: cancel.EventID.String()}
+}
+
+// skip is `outboxctl skip` of the stray event: the skip and the settling of
+// the order's sequence in one transaction.
+func (f *skipFixture) skip(t *testing.T) {
+	t.Helper()
+	ctx := ctxT(t)
+	require.NoError(t, pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error {
+		c, err := outbox.SkipTx(ctx, tx, uuid.MustParse(f.stray), "no workflow takes it", "test")
+		if err != nil {
+			return err
+		}
+		return orders.SettleSkippedTx(ctx, tx, c.Before.AggregateType, c.Before.AggregateID, c.Before.Sequence)
+	}))
+}
+
+// A skipped event leaves no hole: whether the skip comes before or after the
+// earlier event applied, the cancel behind it applies.
+func TestProjectionSkippedSequenceIsSettled(t *testing.T) {
+	t.Parallel()
+	t.Run("skip after the earlier event applied", func(t *testing.T) {
+		t.Parallel()
+		f := setupSkip(t)
+		_, err := f.project(t, f.created, 1, StepPaymentFailed)
+		require.NoError(t, err)
+		f.skip(t)
+		require.EqualValues(t, 2, f.row(t).AppliedSequence, "the skip itself closes sequence 2")
+
+		res, err := f.project(t, f.cancel, 3, StepCancelled)
+		require.NoError(t, err)
+		require.True(t, res.Applied)
+		require.EqualValues(t, 3, f.row(t).AppliedSequence)
+	})
+	t.Run("skip before the earlier event applied", func(t *testing.T) {
+		t.Parallel()
+		f := setupSkip(t)
+		f.skip(t)
+		require.EqualValues(t, 0, f.row(t).AppliedSequence, "sequence 1 is still open")
+		_, err := f.project(t, f.cancel, 3, StepCancelled)
+		requireAppError(t, err, ErrTypeSequenceGap, false)
+
+		_, err = f.project(t, f.created, 1, StepSagaStopped)
+		require.NoError(t, err)
+		require.EqualValues(t, 2, f.row(t).AppliedSequence, "the final step of 1 also closes the skipped 2")
+		res, err := f.project(t, f.cancel, 3, StepCancelled)
+		require.NoError(t, err)
+		require.True(t, res.Applied)
+		require.Equal(t, orderRow{Status: "cancelled", AppliedSequence: 3, PaymentIntentID: ptr("pi_1"), RefundID: ptr("re_1")}, f.row(t))
+	})
+}
+
+func ptr[T any](v T) *T { return &v }

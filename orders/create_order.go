@@ -107,6 +107,15 @@ func createOrderTx(ctx context.Context, tx pgx.Tx, p CreateOrderParams, ids orde
 	if err != nil {
 		return CreateOrderResult{}, fmt.Errorf("orders: enqueue OrderCreated of order %s: %w", ids.order, err)
 	}
+	// The order row keeps its event's sequence (the projection needs it
+	// after retention cleanup). The column defaults to 1, what a new
+	// order's first event always gets, so the write is only for a sequence
+	// the outbox assigned otherwise and costs the usual path no round trip.
+	if out[0].Sequence != defaultCreatedSequence {
+		if _, err := tx.Exec(ctx, queries.Get("SetCreatedSequence"), ids.order, out[0].Sequence); err != nil {
+			return CreateOrderResult{}, fmt.Errorf("orders: record the created sequence of order %s: %w", ids.order, err)
+		}
+	}
 	return CreateOrderResult{
 		OrderID:           ids.order,
 		Status:            status,
@@ -116,6 +125,10 @@ func createOrderTx(ctx context.Context, tx pgx.Tx, p CreateOrderParams, ids orde
 		AggregateSequence: out[0].Sequence,
 	}, nil
 }
+
+// defaultCreatedSequence is orders.created_sequence's column default
+// (migration 00007).
+const defaultCreatedSequence = 1
 
 // queueInsertOrder queues the orders row of a validated, normalized request
 // onto b; status is set when the batch's results are read.

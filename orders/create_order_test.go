@@ -149,3 +149,35 @@ func TestCreateOrderTxJoinsCallerTransaction(t *testing.T) {
 	require.NoError(t, err)
 	require.JSONEq(t, `[{"sku":"SKU-1","quantity":2,"unit_amount":1250},{"sku":"mug.blue_XL","quantity":1,"unit_amount":500}]`, string(items))
 }
+
+// TestCreateOrderRecordsCreatedSequence: the order row keeps the sequence
+// the outbox gave its OrderCreated event, so the projection can place the
+// event after retention cleanup deleted it. A new order's event is always
+// sequence 1, the column's default; should the outbox ever give another,
+// it is written explicitly (forced here by a sequence row left behind).
+func TestCreateOrderRecordsCreatedSequence(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	createdSequence := func(id uuid.UUID) int64 {
+		t.Helper()
+		var seq int64
+		require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT created_sequence FROM orders WHERE id = $1`, id).Scan(&seq))
+		return seq
+	}
+	res, err := CreateOrder(b.ctx, b.pool, validParams())
+	require.NoError(t, err)
+	require.EqualValues(t, 1, res.AggregateSequence)
+	require.EqualValues(t, 1, createdSequence(res.OrderID))
+
+	ids, err := newOrderIDs()
+	require.NoError(t, err)
+	_, err = b.pool.Exec(b.ctx, `INSERT INTO outbox_sequences (aggregate_type, aggregate_id, last_sequence) VALUES ($1, $2, 4)`,
+		AggregateType, ids.order.String())
+	require.NoError(t, err)
+	require.NoError(t, pgx.BeginFunc(b.ctx, b.pool, func(tx pgx.Tx) error {
+		res, err = createOrderTx(b.ctx, tx, validParams(), ids)
+		return err
+	}))
+	require.EqualValues(t, 5, res.AggregateSequence)
+	require.EqualValues(t, 5, createdSequence(res.OrderID))
+}

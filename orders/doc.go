@@ -38,4 +38,16 @@
 // [CancelOrder] locks the order row, so concurrent cancels serialise: the
 // first writes the OrderCancelled event, the others see cancel_event_id set
 // and return the first cancel's event without writing anything.
+//
+// # The order row is the projection's record
+//
+// The workflows project status changes onto the order row strictly in the
+// order's event sequence (applied_sequence). Everything this needs is on the
+// row itself, never in outbox_events, whose rows retention cleanup deletes:
+// the sequences of the order's two events (created_sequence, written by
+// [CreateOrderTx]; cancel_event_sequence, by [CancelOrderTx]) and the
+// sequences an operator skipped (skipped_sequences). [SettleSkippedTx], run in
+// the skip's own transaction, records a skipped sequence and moves
+// applied_sequence past it, so the order's later events do not wait for it
+// forever. [State] is the row as the workflows consult it before charging.
 package orders

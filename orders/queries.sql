@@ -66,3 +66,30 @@ INSERT INTO idempotency_keys (key, request_fingerprint, response_status, respons
 VALUES ($1, $2, $3, $4, $5)
 ON CONFLICT (key) DO NOTHING
 RETURNING key;
+
+-- name: SetCreatedSequence :exec
+-- Only when the OrderCreated event did not get sequence 1, the column's
+-- default (see createOrderTx): the order row must name its event's place in
+-- the stream without outbox_events, whose rows retention cleanup deletes.
+UPDATE orders
+SET created_sequence = $2
+WHERE id = $1;
+
+-- name: SettleSkipped :execrows
+-- Records a skipped sequence and counts it, with every skipped sequence that
+-- directly follows, as applied (orders_settled_through, migration 00007).
+-- Every expression reads only the row being updated: behind a concurrent
+-- projection step (which holds the row lock until it commits) PostgreSQL
+-- evaluates them again on the committed row, so neither change is lost.
+UPDATE orders
+SET skipped_sequences = ARRAY(SELECT DISTINCT s FROM unnest(skipped_sequences || $2::bigint) AS s ORDER BY s),
+    applied_sequence  = orders_settled_through(applied_sequence, skipped_sequences || $2::bigint),
+    updated_at        = now()
+WHERE id = $1;
+
+-- name: GetOrderState :one
+-- What the workflows ask before any charge: the order's own columns only,
+-- no event rows, so the answer does not depend on retention cleanup.
+SELECT status, cancel_event_id IS NOT NULL, COALESCE(payment_intent_id, ''), COALESCE(refund_id, ''), applied_sequence
+FROM orders
+WHERE id = $1;

@@ -5,10 +5,15 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
 )
 
-// runSkip gives up a quarantined event, recording the reason and the actor.
+// runSkip gives up a quarantined event, recording the reason and the actor,
+// and settles the skipped sequence of an order's event in the same
+// transaction (orders.SettleSkippedTx).
 func runSkip(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet(env, "skip", "skip EVENT_ID --reason TEXT [--actor NAME]")
 	reason := fs.String("reason", "", "why this event may be given up (mandatory; recorded in skip_reason)")
@@ -32,7 +37,21 @@ func runSkip(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	c, err := outbox.Skip(ctx, pool, id, *reason, *actor)
+	// The skip and what it means to the event's consumers commit together:
+	// an order's projection applies its events strictly in sequence, so a
+	// skipped order event must close its place in the order's stream, or the
+	// order's later events (its cancel) wait for it forever.
+	var c outbox.Change
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		var err error
+		if c, err = outbox.SkipTx(ctx, tx, id, *reason, *actor); err != nil {
+			return err
+		}
+		if err := orders.SettleSkippedTx(ctx, tx, c.Before.AggregateType, c.Before.AggregateID, c.Before.Sequence); err != nil {
+			return fmt.Errorf("nothing was skipped: the order's projection cannot account for skipping %s: %w", id, err)
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,10 @@ package main
 import (
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/orders"
 )
 
 // TestSkip: only a quarantined event can be skipped; the skip records the
@@ -12,8 +15,8 @@ import (
 func TestSkip(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	evs := b.enqueue(t, "o-skip", "OrderCreated", "OrderCancelled")
-	dflt := b.enqueue(t, "o-default-actor", "OrderCreated")[0]
+	evs := b.enqueue(t, b.order(t), "OrderCreated", "OrderCancelled")
+	dflt := b.enqueue(t, b.order(t), "OrderCreated")[0]
 
 	r := b.ctl(t, "skip", evs[0].ID.String(), "--reason", "bad payload")
 	require.Equal(t, 1, r.code)
@@ -42,4 +45,54 @@ func TestSkip(t *testing.T) {
 	r = b.ctl(t, "skip", evs[0].ID.String(), "--reason", "again")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "already skipped by ada")
+}
+
+// TestSkipSettlesOrderSequence: skipping an order's event closes its place in
+// the order's projected sequence in the skip's own transaction, so the
+// order's later events (the cancel behind it) are not stalled forever; and
+// when the order cannot be settled, the skip does not happen either.
+func TestSkipSettlesOrderSequence(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	created, err := orders.CreateOrder(b.ctx, b.pool, orders.CreateOrderParams{CustomerEmail: "ada@example.com", Currency: "usd",
+		PaymentMethod: "pm_card_visa", Items: []orders.Item{{SKU: "SKU-1", Quantity: 1, UnitAmount: 2500}}})
+	require.NoError(t, err)
+	orderID := created.OrderID.String()
+	stray := b.enqueue(t, orderID, "OrderAudited")[0]
+	require.EqualValues(t, 2, stray.Sequence)
+	_, err = orders.CancelOrder(b.ctx, b.pool, created.OrderID)
+	require.NoError(t, err)
+	// The payment saga's final step has applied sequence 1.
+	b.exec(t, `UPDATE orders SET status = 'payment_failed', applied_sequence = 1 WHERE id = $1`, orderID)
+	b.quarantine(t, stray.ID, "no workflow for OrderAudited")
+
+	b.ok(t, "skip", stray.ID.String(), "--reason", "no workflow takes OrderAudited", "--actor", "ada")
+	var applied int64
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT applied_sequence FROM orders WHERE id = $1`, orderID).Scan(&applied))
+	require.EqualValues(t, 2, applied, "the cancel (3) is next")
+	var skipped []int64
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT skipped_sequences FROM orders WHERE id = $1`, orderID).Scan(&skipped))
+	require.Equal(t, []int64{2}, skipped)
+
+	// An order event without its order cannot be settled: the skip is
+	// refused and rolled back with it.
+	orphan := b.enqueue(t, uuid.NewString(), "OrderCreated")[0]
+	b.quarantine(t, orphan.ID, "order row is gone")
+	r := b.ctl(t, "skip", orphan.ID.String(), "--reason", "orphan", "--actor", "ada")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "order not found")
+	row := b.row(t, orphan.ID)
+	require.Nil(t, row.SkippedAt, "the skip rolled back with the failed settle")
+	require.NotNil(t, row.QuarantinedAt)
+}
+
+// order inserts an order row and returns its id, the aggregate id of its
+// events: a skip settles the order's projected sequence, so an order event
+// needs its order.
+func (b *testBundle) order(t *testing.T) string {
+	t.Helper()
+	id := uuid.NewString()
+	b.exec(t, `INSERT INTO orders (id, customer_email, currency, payment_method, amount, items, created_event_id)
+		VALUES ($1, 'ada@example.com', 'usd', 'pm_card_visa', 2500, '[]', $2)`, id, uuid.New())
+	return id
 }
