@@ -3,19 +3,24 @@ package activities
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/providersim"
 )
 
 // One email per event and kind: a retry under the same key (even after an
-// error_500) is the same email, another kind is another email, and every
-// email carries the order_id and kind tags.
+// error_500) is the same email, a retry after it was sent is an inbox
+// duplicate, another kind is another email, and every email carries the
+// order_id and kind tags.
 func TestEmailKeyStability(t *testing.T) {
 	t.Parallel()
 	acts, b := setup(t)
+	withDB(t, acts)
 	in := SendEmailInput{EventID: uuid.NewString(), OrderID: uuid.NewString(), Kind: EmailConfirmation,
 		To: "ada@example.com", Amount: 2500, Currency: "usd"}
 
@@ -26,9 +31,10 @@ func TestEmailKeyStability(t *testing.T) {
 
 	first, err := acts.SendEmail(ctxT(t), in)
 	require.NoError(t, err)
+	require.False(t, first.Duplicate)
 	again, err := acts.SendEmail(ctxT(t), in)
 	require.NoError(t, err)
-	require.Equal(t, first, again)
+	require.Equal(t, SendEmailResult{Duplicate: true}, again)
 
 	other := in
 	other.Kind = EmailPaymentFailed
@@ -47,8 +53,71 @@ func TestEmailKeyStability(t *testing.T) {
 func TestEmailRejected(t *testing.T) {
 	t.Parallel()
 	acts, _ := setup(t)
+	withDB(t, acts)
 	_, err := acts.SendEmail(ctxT(t), SendEmailInput{EventID: uuid.NewString(), OrderID: "o", Kind: EmailConfirmation, To: "not an address"})
 	requireAppError(t, err, ErrTypeEmailRejected, true)
+}
+
+// SendEmail keeps its inbox in our database: without one it refuses to
+// send rather than send without remembering.
+func TestEmailNeedsDatabase(t *testing.T) {
+	t.Parallel()
+	acts, b := setup(t)
+	_, err := acts.SendEmail(ctxT(t), SendEmailInput{EventID: uuid.NewString(), OrderID: "o", Kind: EmailConfirmation, To: "ada@example.com"})
+	require.ErrorContains(t, err, "no database configured for SendEmail's inbox")
+	require.Empty(t, b.sim.Ledger().Emails)
+}
+
+// activity.email.after_provider fails the activity after the email was sent
+// and recorded: the retry finds the inbox row and sends nothing.
+func TestEmailFailpointAfterProvider(t *testing.T) {
+	t.Parallel()
+	acts, b := setup(t)
+	withDB(t, acts)
+	fps, err := failpoints.Parse(failpoints.ActivityEmailAfterProvider + "=error")
+	require.NoError(t, err)
+	acts.Failpoints = fps
+	in := SendEmailInput{EventID: uuid.NewString(), OrderID: uuid.NewString(), Kind: EmailConfirmation, To: "ada@example.com"}
+	_, err = acts.SendEmail(ctxT(t), in)
+	require.ErrorIs(t, err, failpoints.ErrInjected)
+
+	acts.Failpoints, _ = failpoints.Parse("")
+	res, err := acts.SendEmail(ctxT(t), in)
+	require.NoError(t, err)
+	require.True(t, res.Duplicate)
+	require.Len(t, b.sim.Ledger().Emails, 1)
+}
+
+// An operator's replay days later: the provider has long forgotten the
+// email's key, but our inbox has not, so nothing is sent again.
+func TestEmailDeduplicatedLocally(t *testing.T) {
+	t.Parallel()
+	acts, b := setup(t)
+	pool := withDB(t, acts)
+	in := SendEmailInput{EventID: uuid.NewString(), OrderID: uuid.NewString(), Kind: EmailCancellation,
+		To: "ada@example.com", Amount: 2500, Currency: "usd", Refunded: true}
+	first, err := acts.SendEmail(ctxT(t), in)
+	require.NoError(t, err)
+	require.NotEmpty(t, first.EmailID)
+
+	b.clock.Advance(25 * time.Hour) // past the provider's 24 h key lifetime
+	again, err := acts.SendEmail(ctxT(t), in)
+	require.NoError(t, err)
+	require.Len(t, b.sim.Ledger().Emails, 1, "the replayed run sends nothing")
+	require.Equal(t, SendEmailResult{Duplicate: true}, again)
+	require.Equal(t, 1.0, testutil.ToFloat64(acts.Metrics.InboxDuplicates.WithLabelValues("email.cancellation")))
+	var rows int
+	require.NoError(t, pool.QueryRow(ctxT(t), `SELECT count(*) FROM processed_events WHERE consumer_name = 'email.cancellation' AND event_id = $1`,
+		in.EventID).Scan(&rows))
+	require.Equal(t, 1, rows, "one inbox row per email: consumer email.<kind>, the event's id")
+
+	// Without the inbox row the provider would have sent it again: the
+	// inbox, not the key, is what kept it single.
+	_, err = pool.Exec(ctxT(t), `DELETE FROM processed_events`)
+	require.NoError(t, err)
+	_, err = acts.SendEmail(ctxT(t), in)
+	require.NoError(t, err)
+	require.Len(t, b.sim.Ledger().Emails, 2)
 }
 
 func asAny(err error, target any) bool { return errors.As(err, target) }

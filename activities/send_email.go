@@ -2,6 +2,7 @@ package activities
 
 import (
 	"context"
+	"embed"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,7 +10,14 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/internal/namedsql"
 )
+
+//go:embed send_email.sql
+var emailSQLFiles embed.FS
+
+// emailQueries are SendEmail's inbox statements.
+var emailQueries = namedsql.MustLoad(emailSQLFiles, "send_email.sql")
 
 // EmailKind is the kind of a transactional email; it is a Resend tag and part
 // of the idempotency key (one email of each kind per event).
@@ -68,19 +76,50 @@ func (a *ShippingAddress) lines() string {
 	return strings.Join(parts, "\n")
 }
 
-// SendEmailResult is the email provider's id of the sent email.
+// SendEmailResult says what SendEmail did.
 type SendEmailResult struct {
+	// EmailID is the email provider's id of the sent email; "" for a
+	// Duplicate, whose id was not kept.
 	EmailID string `json:"email_id"`
+	// Duplicate: the inbox showed this email as sent already (by an earlier
+	// attempt or run); the provider was not called.
+	Duplicate bool `json:"duplicate,omitempty"`
 }
 
-// SendEmail sends the email under [EmailKey]. Its body is a pure function of
-// the input, so a retry sends the same payload and the provider replays the
-// first send instead of rejecting the key.
+// EmailConsumerName is the inbox consumer of the emails of one kind: with
+// the event id, it names one email, as [EmailKey] does at the provider.
+func EmailConsumerName(kind EmailKind) string { return "email." + string(kind) }
+
+// SendEmail sends the email under [EmailKey], once. Its body is a pure
+// function of the input, so a retry sends the same payload and the provider
+// replays the first send instead of rejecting the key.
+//
+// The provider forgets keys after 24 hours, so a run started again days
+// later (an operator's replay) would mail the customer a second time. Our
+// own inbox remembers as long as the event is retained: a processed_events
+// row (consumer [EmailConsumerName], the event id) is written once the
+// provider accepted the email, and a call that finds it sends nothing and
+// returns Duplicate. Between the send and that row a crash leaves only the
+// provider's key to deduplicate the retry, as before.
 func (a *Activities) SendEmail(ctx context.Context, in SendEmailInput) (SendEmailResult, error) {
+	if a.DB == nil {
+		return SendEmailResult{}, errors.New("activities: no database configured for SendEmail's inbox (set DATABASE_URL)")
+	}
 	if a.Email == nil {
 		return SendEmailResult{}, errors.New("activities: no email client configured (set EMAIL_API_BASE)")
 	}
 	key := EmailKey(in.EventID, in.Kind)
+	consumer := EmailConsumerName(in.Kind)
+	var sent bool
+	if err := a.DB.QueryRow(ctx, emailQueries.Get("EmailInboxSeen"), consumer, in.EventID).Scan(&sent); err != nil {
+		return SendEmailResult{}, fmt.Errorf("email %s: read the inbox: %w", key, err)
+	}
+	if sent {
+		a.metrics().InboxDuplicates.WithLabelValues(consumer).Inc()
+		logger(ctx).Info("inbox duplicate acknowledged without effect: the email was sent already",
+			"consumer", consumer, "event_id", in.EventID, "order_id", in.OrderID)
+		return SendEmailResult{Duplicate: true}, nil
+	}
 	id, err := a.Email.Send(ctx, composeEmail(a.Email.From, in), key)
 	if err != nil {
 		var apiErr *EmailAPIError
@@ -89,6 +128,11 @@ func (a *Activities) SendEmail(ctx context.Context, in SendEmailInput) (SendEmai
 				fmt.Sprintf("email %s to %q rejected: %v", key, in.To, err), ErrTypeEmailRejected, err)
 		}
 		return SendEmailResult{}, fmt.Errorf("email %s: %w (retrying under the same key)", key, err)
+	}
+	if _, err := a.DB.Exec(ctx, emailQueries.Get("EmailInboxInsert"), consumer, in.EventID); err != nil {
+		// Retried: the provider replays the send under the key (within its
+		// 24 hours), and the retry writes the row.
+		return SendEmailResult{}, fmt.Errorf("email %s: sent, but recording it in the inbox failed: %w", key, err)
 	}
 	if err := a.failpoint(ctx, failpoints.ActivityEmailAfterProvider); err != nil {
 		return SendEmailResult{}, err

@@ -33,14 +33,20 @@ func TestConfirmationEmailShippingAddress(t *testing.T) {
 }
 
 // Through the provider: one email under the key, and a retry with the same
-// input (address included) replays it.
+// input (address included) replays it. The retry reaches the provider only
+// when the first attempt died between the send and its inbox row, as
+// simulated here by deleting the row.
 func TestConfirmationEmailWithAddressIsIdempotent(t *testing.T) {
 	t.Parallel()
 	acts, b := setup(t)
+	pool := withDB(t, acts)
 	in := SendEmailInput{EventID: uuid.NewString(), OrderID: uuid.NewString(), Kind: EmailConfirmation, To: "ada@example.com",
 		Amount: 2500, Currency: "usd",
 		ShippingAddress: &ShippingAddress{Name: "Ada", Line1: "Unter den Linden 1", City: "Berlin", PostalCode: "10117", Country: "DE"}}
 	first, err := acts.SendEmail(ctxT(t), in)
+	require.NoError(t, err)
+	_, err = pool.Exec(ctxT(t), `DELETE FROM processed_events WHERE consumer_name = $1 AND event_id = $2`,
+		EmailConsumerName(in.Kind), in.EventID)
 	require.NoError(t, err)
 	again, err := acts.SendEmail(ctxT(t), in)
 	require.NoError(t, err)

@@ -7,11 +7,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/internal/testdb"
 	"github.com/outflow/outflow/providersim"
 )
 
@@ -80,4 +82,13 @@ func requireAppError(t *testing.T, err error, typ string, nonRetryable bool) {
 	require.True(t, errors.As(err, &appErr), "want ApplicationError %s, got %T %v", typ, err, err)
 	require.Equal(t, typ, appErr.Type(), "error: %v", err)
 	require.Equal(t, nonRetryable, appErr.NonRetryable(), "error: %v", err)
+}
+
+// withDB gives acts a migrated database of its own, for the activities that
+// keep an inbox (SendEmail, ProjectOrder).
+func withDB(t *testing.T, acts *Activities) *pgxpool.Pool {
+	t.Helper()
+	pool, _ := testdb.New(t)
+	acts.DB = pool
+	return pool
 }
