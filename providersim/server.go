@@ -31,6 +31,7 @@ type Options struct {
 // A Simulator is safe for concurrent use.
 type Simulator struct {
 	now     func() time.Time
+	clk     *clock
 	log     *slog.Logger
 	handler http.Handler
 
@@ -58,6 +59,8 @@ func New(opts Options) *Simulator {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.clk = &clock{base: s.now}
+	s.now = s.clk.now
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -147,6 +150,8 @@ func (s *Simulator) routes() http.Handler {
 	mux.HandleFunc("POST /_sim/faults", s.serveInjectFault)
 	mux.HandleFunc("DELETE /_sim/faults", s.serveClearFaults)
 	mux.HandleFunc("POST /_sim/reset", s.serveReset)
+	mux.HandleFunc("GET /_sim/clock", s.serveClock)
+	mux.HandleFunc("POST /_sim/clock", s.serveClock)
 	mux.HandleFunc("GET /_sim/health", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]bool{"ok": true})
 	})
