@@ -26,6 +26,9 @@
 //	OUTFLOW_INBOX_RETENTION  Keep processed_events rows this long, at least OUTFLOW_RETENTION; default the same.
 //	OUTFLOW_CLEANUP_INTERVAL Time between passes; default 10m.
 //	OUTFLOW_CLEANUP_BATCH    Rows per batch (one short transaction each); default 1000.
+//	OUTFLOW_REPLAY_HORIZON   How far back `outboxctl replay` may reach; default (and at most) the
+//	                         Temporal namespace's retention, read with DescribeNamespace. Replays of
+//	                         older events are acknowledged without a start (docs/time-and-money.md).
 //
 // Tuning (defaults are those of outbox.Config):
 //
@@ -87,6 +90,13 @@ func run(logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
+	if err := checkFixedHorizons(); err != nil {
+		return err
+	}
+	configuredHorizon, err := replayHorizonFromEnv(os.Getenv)
+	if err != nil {
+		return err
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -118,14 +128,31 @@ func run(logger *slog.Logger) error {
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		cfg.Registerer = reg
 	}
-	pcfg := temporalpub.Config{TaskQueue: taskQueue, Logger: logger}
+	namespace := orDefault(topts.Namespace, client.DefaultNamespace)
+	pcfg := temporalpub.Config{TaskQueue: taskQueue, Logger: logger, Namespace: namespace, ReplayHorizon: configuredHorizon}
 	if reg != nil {
 		pcfg.Registerer = reg
 	}
-	relay, err := outbox.New(pool, temporalpub.New(tc, pcfg), cfg)
+	pub := temporalpub.New(tc, pcfg)
+	relay, err := outbox.New(pool, pub, cfg)
 	if err != nil {
 		return err
 	}
+
+	// The replay horizon is checked against the namespace retention before
+	// the relay runs when Temporal answers now, and in the background
+	// otherwise; a violation stops the relay.
+	guard := &horizonGuard{pool: pool, pub: pub, namespace: namespace, configured: configuredHorizon, logger: logger}
+	if _, err := guard.check(ctx, 3*time.Second); err != nil {
+		return err
+	}
+	ctx, stopRelay := context.WithCancelCause(ctx)
+	defer stopRelay(nil)
+	go func() {
+		if err := guard.run(ctx); err != nil {
+			stopRelay(err)
+		}
+	}()
 
 	if reg != nil {
 		srv, err := serveMetrics(metricsAddr, reg, logger)
@@ -158,14 +185,17 @@ func run(logger *slog.Logger) error {
 	logger.Info("relay started",
 		"owner", relay.Owner(),
 		"temporal", orDefault(topts.HostPort, client.DefaultHostPort),
-		"namespace", orDefault(topts.Namespace, client.DefaultNamespace),
+		"namespace", namespace,
 		"task_queue", taskQueue,
 		"batch", eff.BatchSize, "lease", eff.Lease, "publish_timeout", eff.PublishTimeout,
 		"poll", eff.PollInterval, "in_flight", eff.MaxInFlight, "max_attempts", eff.MaxAttempts,
 		"metrics_addr", metricsAddr, "failpoints", os.Getenv(failpoints.EnvVar),
-		"retention", ccfg.Retention, "cleanup_interval", ccfg.Interval)
+		"retention", ccfg.Retention, "cleanup_interval", ccfg.Interval, "replay_horizon", orDefault(os.Getenv("OUTFLOW_REPLAY_HORIZON"), "namespace retention"))
 	err = relay.Run(ctx)
 	logger.Info("relay stopped", "owner", relay.Owner())
+	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+		return cause
+	}
 	return err
 }
 

@@ -204,6 +204,7 @@ func TestSagaOnDevServer(t *testing.T) {
 		require.Empty(t, refunds)
 		require.Equal(t, []string{"confirmation"}, kinds)
 		s.record(t, o.created, "order_created_confirmed.json")
+		s.record(t, o.created, "order_created_confirmed_time_edges.json")
 	})
 
 	// An OrderCreated v2 (with a shipping address) takes the versioned path
@@ -251,6 +252,13 @@ func TestSagaOnDevServer(t *testing.T) {
 		o := s.newOrder(t) // not parallel: the fault is global to the simulator
 		require.NoError(t, s.sim.InjectFault(providersim.Fault{Operation: providersim.OperationPaymentIntentsCreate, Fault: "latency:1500ms"}))
 		saga := s.start(t, OrderCreatedWorkflowName, o.createdInput(t, "pm_card_visa"))
+		// The saga asks the order first (ChangeTimeEdges); the cancel must
+		// arrive while the slow charge is in flight, not before it starts.
+		require.Eventually(t, func() bool {
+			v, err := s.c.QueryWorkflow(ctxFor(t), o.created, "", QueryStatus)
+			var st SagaStatus
+			return err == nil && v.Get(&st) == nil && st.Stage == StageCharging
+		}, 30*time.Second, 20*time.Millisecond, "the saga is charging")
 		var cres CancelResult
 		require.NoError(t, s.start(t, OrderCancelledWorkflowName, o.cancelledInput(t)).Get(ctxFor(t), &cres))
 		var sres activities.SagaResult
@@ -270,6 +278,8 @@ func TestSagaOnDevServer(t *testing.T) {
 		require.Equal(t, []string{"cancellation"}, kinds)
 		s.record(t, o.created, "order_created_cancelled_during_charge.json")
 		s.record(t, o.cancelled, "order_cancelled_refunded.json")
+		s.record(t, o.created, "order_created_cancelled_during_charge_time_edges.json")
+		s.record(t, o.cancelled, "order_cancelled_refunded_time_edges.json")
 	})
 
 	// The provider commits the charge and its answer is lost: the saga
@@ -287,6 +297,7 @@ func TestSagaOnDevServer(t *testing.T) {
 		require.Equal(t, res.PaymentIntentID, pis[0].ID)
 		require.Equal(t, []string{"confirmation"}, kinds)
 		s.record(t, o.created, "order_created_unknown_outcome.json")
+		s.record(t, o.created, "order_created_unknown_outcome_time_edges.json")
 	})
 
 	// The cancel is in the saga's very first workflow task (signal-with-start):

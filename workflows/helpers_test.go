@@ -88,6 +88,11 @@ type fakes struct {
 	reconcile func(in activities.ReconcileInput) (activities.ReconcileResult, error)
 	refund    func(in activities.RefundInput) (activities.RefundResult, error)
 	await     func(in activities.AwaitSagaInput) (activities.AwaitSagaResult, error)
+	// orderState is the order as our database holds it; nil: pending,
+	// no cancel requested.
+	orderState func() (activities.OrderStateResult, error)
+	// project, when set, answers ProjectOrder instead of "applied".
+	project func(in activities.ProjectOrderInput) (activities.ProjectOrderResult, error)
 	// chargeDelay makes the charge take that long (workflow time), so a
 	// signal can arrive while it is in flight.
 	chargeDelay time.Duration
@@ -102,6 +107,10 @@ type harness struct {
 	metrics *counterHandler
 	charges []activities.ChargeInput
 	emails  []activities.SendEmailInput
+	// stateReads counts GetOrderState calls (not in fx: existing effect
+	// lists stay about effects).
+	stateReads int
+	reconciles []activities.ReconcileInput
 }
 
 func newHarness(t *testing.T, f fakes) *harness {
@@ -139,6 +148,9 @@ func newHarness(t *testing.T, f fakes) *harness {
 	env.OnActivity(acts.ReconcilePayment, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.ReconcileInput) (activities.ReconcileResult, error) {
 			h.fx.add("reconcile")
+			mu.Lock()
+			h.reconciles = append(h.reconciles, in)
+			mu.Unlock()
 			if f.reconcile == nil {
 				return activities.ReconcileResult{}, fail("ReconcilePayment")
 			}
@@ -164,7 +176,21 @@ func newHarness(t *testing.T, f fakes) *harness {
 	env.OnActivity(acts.ProjectOrder, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.ProjectOrderInput) (activities.ProjectOrderResult, error) {
 			h.fx.add("project:%s", in.Step)
+			if f.project != nil {
+				return f.project(in)
+			}
 			return activities.ProjectOrderResult{Applied: true, Status: string(in.Step), CustomerEmail: testEmail}, nil
+		}).Maybe()
+	env.OnActivity(acts.GetOrderState, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.OrderStateInput) (activities.OrderStateResult, error) {
+			require.Equal(t, testOrderID, in.OrderID)
+			mu.Lock()
+			h.stateReads++
+			mu.Unlock()
+			if f.orderState == nil {
+				return activities.OrderStateResult{Status: "pending"}, nil
+			}
+			return f.orderState()
 		}).Maybe()
 	awaitCall := env.OnActivity(acts.AwaitSaga, mock.Anything, mock.Anything).Return(
 		func(_ context.Context, in activities.AwaitSagaInput) (activities.AwaitSagaResult, error) {

@@ -30,4 +30,23 @@ type EventInput struct {
 	SchemaVersion int             `json:"schema_version"`
 	OccurredAt    time.Time       `json:"occurred_at"`
 	Payload       json.RawMessage `json:"payload"`
+	// Delivery says what the relay knows about earlier runs of this event:
+	// [DeliveryFirst], [DeliveryReplay] or "" (unknown: an older relay, or a
+	// re-delivery older than the namespace retention, behind which Temporal
+	// may have forgotten an earlier run). A workflow trusts an idempotency
+	// key's lifetime from its own start only on a first delivery.
+	Delivery string `json:"delivery,omitempty"`
 }
+
+// Delivery kinds of [EventInput.Delivery].
+const (
+	// DeliveryFirst: no earlier run of this event can exist. The relay
+	// starts it with REJECT_DUPLICATE and the event is younger than the
+	// namespace retention, so Temporal still remembers any earlier run and
+	// would have refused this start.
+	DeliveryFirst = "first"
+	// DeliveryReplay: an operator's replay (ALLOW_DUPLICATE_FAILED_ONLY);
+	// an earlier run failed, was terminated or cancelled, maybe after it
+	// charged.
+	DeliveryReplay = "replay"
+)

@@ -75,6 +75,19 @@ func OrderCancelledWorkflow(ctx workflow.Context, in EventInput) (CancelResult, 
 func cancelOrder(ctx workflow.Context, in EventInput, p orders.OrderCancelled, st *CancelStatus) (CancelResult, error) {
 	logger := workflow.GetLogger(ctx)
 	res := CancelResult{OrderID: p.OrderID}
+	edges := workflow.GetVersion(ctx, ChangeTimeEdges, workflow.DefaultVersion, 1) >= 1
+	// failed ends the cancel on a step that failed for good. From
+	// ChangeTimeEdges on every such end is a CompensationFailed: a cancel
+	// that stops half-way leaves money or the order's state wrong, and must
+	// reach an operator like a failed refund does.
+	failed := func(err error, what string, amount int64) error {
+		if !edges {
+			return err
+		}
+		st.Stage, st.LastError = StageCompensationFailed, err.Error()
+		return compensationFailed(ctx, CompensationFailure{OrderID: p.OrderID, PaymentIntentID: res.PaymentIntentID, Amount: amount},
+			fmt.Errorf("%s: %w", what, err))
+	}
 
 	// 1. Stop the saga. A saga that already closed is fine: its result says
 	// what happened.
@@ -118,21 +131,22 @@ func cancelOrder(ctx workflow.Context, in EventInput, p orders.OrderCancelled, s
 		// consistent list (search may lag): the OrderCreated event's id is a
 		// UUIDv7, whose timestamp is that event's commit time, before any
 		// charge of it.
-		var rec activities.ReconcileResult
-		if err := workflow.ExecuteActivity(reconcileOptions(ctx), a.ReconcilePayment, activities.ReconcileInput{
+		rec, err := reconcileAll(ctx, edges, activities.ReconcileInput{
 			Charge:     activities.ChargeInput{EventID: p.CreatedEventID, OrderID: p.OrderID},
 			OccurredAt: uuidTime(p.CreatedEventID),
-		}).Get(ctx, &rec); err != nil {
-			return res, err
+		})
+		if err != nil {
+			return res, failed(err, "asking the provider whether the order was charged", 0)
 		}
 		currency = rec.Currency
 		res.Charged, res.PaymentIntentID, amount = rec.Outcome == activities.Charged, rec.PaymentIntentID, rec.Amount
 		// Close the saga's event in the order's sequence, as its stop would
-		// have (a no-op if it got that far).
+		// have (a no-op if it got that far). Sequence 0: the order knows its
+		// created event's sequence, even after cleanup deleted the event.
 		if err := workflow.ExecuteActivity(projectOptions(ctx), a.ProjectOrder, activities.ProjectOrderInput{
 			EventID: p.CreatedEventID, OrderID: p.OrderID, Step: activities.StepSagaStopped,
 		}).Get(ctx, nil); err != nil {
-			return res, err
+			return res, failed(err, "closing the payment saga's event", amount)
 		}
 	}
 	st.Charged, st.PaymentIntentID = res.Charged, res.PaymentIntentID
@@ -161,7 +175,7 @@ func cancelOrder(ctx workflow.Context, in EventInput, p orders.OrderCancelled, s
 		EventID: in.EventID, OrderID: p.OrderID, Step: activities.StepCancelled,
 		Sequence: in.Sequence, RefundID: res.RefundID,
 	}).Get(ctx, &pr); err != nil {
-		return res, err
+		return res, failed(err, "projecting the order cancelled", amount)
 	}
 
 	// 5. One cancellation email (its key is the cancel event's).
@@ -170,7 +184,7 @@ func cancelOrder(ctx workflow.Context, in EventInput, p orders.OrderCancelled, s
 		EventID: in.EventID, OrderID: p.OrderID, Kind: activities.EmailCancellation, To: pr.CustomerEmail,
 		Amount: amount, Currency: currency, Refunded: res.Refunded,
 	}).Get(ctx, nil); err != nil {
-		return res, err
+		return res, failed(err, "sending the cancellation email", amount)
 	}
 	st.Stage = StageCancelled
 	return res, nil

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -64,7 +65,9 @@ type saga struct {
 	// refund to the cancel workflow; its own compensation must not run.
 	stoppedByCancel bool
 	// safe is ChangeSafeCharge in force for this run.
-	safe     bool
+	safe bool
+	// edges is ChangeTimeEdges in force for this run.
+	edges    bool
 	cancelCh workflow.ReceiveChannel
 }
 
@@ -89,6 +92,7 @@ func orderCreated(ctx workflow.Context, in EventInput, getVersion versionFunc) (
 	}
 	s := &saga{getVersion: getVersion, in: in, order: order, status: SagaStatus{OrderID: order.OrderID, Stage: StageStarted}}
 	s.safe = getVersion(ctx, ChangeSafeCharge, workflow.DefaultVersion, 1) >= 1
+	s.edges = getVersion(ctx, ChangeTimeEdges, workflow.DefaultVersion, 1) >= 1
 	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (SagaStatus, error) { return s.status, nil }); err != nil {
 		return res, err
 	}
@@ -133,29 +137,17 @@ func (s *saga) run(ctx workflow.Context) (activities.SagaResult, error) {
 	if s.pollCancel(ctx) {
 		return s.stop(ctx)
 	}
+	if s.edges {
+		if res, done, err := s.checkOrder(ctx); done || err != nil {
+			return res, err
+		}
+	}
 	if err := s.chargeUntilKnown(ctx); err != nil {
 		return s.result(""), err
 	}
 	switch s.charge {
 	case charged:
-		s.status.Stage = StageCharged
-		if _, err := s.project(ctx, activities.StepPaid); err != nil {
-			return s.result(""), err
-		}
-		if s.pollCancel(ctx) {
-			return s.stop(ctx)
-		}
-		s.status.Stage = StageConfirming
-		if err := s.confirm(ctx); err != nil {
-			return s.result(""), err
-		}
-		// The email went out, so the order is confirmed even if a cancel
-		// arrived meanwhile; the cancel workflow refunds it next.
-		if _, err := s.project(ctx, activities.StepConfirmed); err != nil {
-			return s.result(""), err
-		}
-		s.status.Stage = StageConfirmed
-		return s.result(activities.SagaConfirmed), nil
+		return s.confirmCharged(ctx, true)
 	default: // declined, or not charged within the window
 		if s.pollCancel(ctx) {
 			return s.stop(ctx)
@@ -171,49 +163,181 @@ func (s *saga) run(ctx workflow.Context) (activities.SagaResult, error) {
 	}
 }
 
-// chargeUntilKnown charges once and, whenever the answer is lost, reconciles
-// before deciding anything. It leaves s.charge at charged, declined or
-// notCharged. A cancel before the first attempt, or after reconciliation
-// proved nothing was charged, stops it without charging.
-func (s *saga) chargeUntilKnown(ctx workflow.Context) error {
-	in := activities.ChargeInput{
+// confirmCharged finishes a charged saga: projects paid (unless an earlier
+// run of the event already did), sends the confirmation and projects
+// confirmed, stopping instead if a cancel arrived before the email.
+func (s *saga) confirmCharged(ctx workflow.Context, projectPaid bool) (activities.SagaResult, error) {
+	s.status.Stage = StageCharged
+	if projectPaid {
+		if _, err := s.project(ctx, activities.StepPaid); err != nil {
+			return s.result(""), err
+		}
+	}
+	if s.pollCancel(ctx) {
+		return s.stop(ctx)
+	}
+	s.status.Stage = StageConfirming
+	if err := s.confirm(ctx); err != nil {
+		return s.result(""), err
+	}
+	// The email went out, so the order is confirmed even if a cancel
+	// arrived meanwhile; the cancel workflow refunds it next.
+	if _, err := s.project(ctx, activities.StepConfirmed); err != nil {
+		return s.result(""), err
+	}
+	s.status.Stage = StageConfirmed
+	return s.result(activities.SagaConfirmed), nil
+}
+
+// checkOrder asks our database, the authority on the order, before any
+// charge (ChangeTimeEdges). A run is not always the event's first: an
+// operator's replay of a failed or terminated run, or a re-delivery behind
+// the namespace retention, starts a run that never received the cancel
+// signal and knows nothing of what an earlier run did. done reports that the
+// run ends here with res:
+//   - cancelled, or a cancel requested: never charge. An earlier run may
+//     have charged, so the provider is asked (without using the charge key)
+//     and the result says so: a cancel saga awaiting this run refunds it.
+//   - paid: an earlier run charged and ended before confirming; finish its
+//     work (the confirmation's inbox row keeps the email single).
+//   - confirmed or payment_failed: the event's work is done; nothing is
+//     charged, mailed or projected again.
+//   - pending: charge as usual.
+func (s *saga) checkOrder(ctx workflow.Context) (res activities.SagaResult, done bool, err error) {
+	var st activities.OrderStateResult
+	if err := workflow.ExecuteActivity(s.settled(projectOptions(ctx)), a.GetOrderState,
+		activities.OrderStateInput{OrderID: s.order.OrderID}).Get(ctx, &st); err != nil {
+		return s.result(""), true, err
+	}
+	logger := workflow.GetLogger(ctx)
+	switch orders.Status(st.Status) {
+	case orders.StatusPending:
+		if !st.CancelRequested {
+			return res, false, nil
+		}
+		fallthrough
+	case orders.StatusCancelled:
+		logger.Info("the order is cancelled or cancel-requested: not charging",
+			"order_id", s.order.OrderID, "status", st.Status, "delivery", s.in.Delivery)
+		s.status.CancelRequested = true
+		if err := s.learnCharge(ctx, st.PaymentIntentID); err != nil {
+			return s.result(""), true, err
+		}
+		res, err := s.stop(ctx)
+		return res, true, err
+	case orders.StatusPaid:
+		if st.CancelRequested {
+			logger.Info("the order is paid and cancel-requested: the cancel saga refunds it", "order_id", s.order.OrderID)
+			s.status.CancelRequested = true
+			s.charged(st.PaymentIntentID)
+			res, err := s.stop(ctx)
+			return res, true, err
+		}
+		logger.Info("an earlier run charged this order: confirming without charging", "order_id", s.order.OrderID)
+		s.charged(st.PaymentIntentID)
+		res, err := s.confirmCharged(ctx, false)
+		return res, true, err
+	case orders.StatusConfirmed:
+		logger.Info("the order is already confirmed: nothing to do", "order_id", s.order.OrderID, "delivery", s.in.Delivery)
+		s.charged(st.PaymentIntentID)
+		s.status.Stage = StageConfirmed
+		return s.result(activities.SagaConfirmed), true, nil
+	case orders.StatusPaymentFailed:
+		logger.Info("the order's payment already failed: nothing to do", "order_id", s.order.OrderID, "delivery", s.in.Delivery)
+		s.charge = declined
+		s.status.Stage = StagePaymentFailed
+		return s.result(activities.SagaPaymentFailed), true, nil
+	}
+	return s.result(""), true, temporal.NewNonRetryableApplicationError(
+		fmt.Sprintf("order %s has status %q, which the saga does not know", s.order.OrderID, st.Status), activities.ErrTypeIllegalTransition, nil)
+}
+
+// learnCharge finds out, without ever charging, whether an earlier run of
+// this event took money: the order's recorded PaymentIntent if it has one,
+// otherwise the provider's complete record (search, then the list since the
+// event; never a replay under the key, which would make the charge).
+func (s *saga) learnCharge(ctx workflow.Context, paymentIntentID string) error {
+	if paymentIntentID != "" {
+		s.charged(paymentIntentID)
+		return nil
+	}
+	s.status.Stage = StageReconciling
+	rec, err := reconcileAll(ctx, true, activities.ReconcileInput{
+		Charge:     s.chargeInput(),
+		OccurredAt: s.in.OccurredAt,
+	})
+	if err != nil {
+		return err
+	}
+	if rec.Outcome == activities.Charged {
+		s.charged(rec.PaymentIntentID)
+	}
+	return nil
+}
+
+func (s *saga) chargeInput() activities.ChargeInput {
+	return activities.ChargeInput{
 		EventID:       s.in.EventID,
 		OrderID:       s.order.OrderID,
 		Amount:        s.order.Amount,
 		Currency:      s.order.Currency,
 		PaymentMethod: s.order.PaymentMethod,
 	}
+}
+
+// chargeUntilKnown charges once and, whenever the answer is lost, reconciles
+// before deciding anything. It leaves s.charge at charged, declined or
+// notCharged. A cancel before the first attempt, or after reconciliation
+// proved nothing was charged, stops it without charging.
+func (s *saga) chargeUntilKnown(ctx workflow.Context) error {
+	in := s.chargeInput()
 	s.firstAttemptAt = workflow.Now(ctx)
-	if s.safe && !s.in.OccurredAt.IsZero() && s.in.OccurredAt.Before(s.firstAttemptAt) {
+	firstDelivery := s.edges && s.in.Delivery == DeliveryFirst
+	if s.safe && !firstDelivery && !s.in.OccurredAt.IsZero() && s.in.OccurredAt.Before(s.firstAttemptAt) {
 		// The key may have been used by an earlier run of this event; its
-		// lifetime cannot have begun before the event committed.
+		// lifetime cannot have begun before the event committed. A first
+		// delivery has no earlier run (Temporal would have refused the
+		// start), so its key's lifetime begins with its own first attempt,
+		// however late the delivery.
 		s.firstAttemptAt = s.in.OccurredAt
 	}
 	deadline := s.firstAttemptAt.Add(ChargeWindow)
 	for round := 1; ; round++ {
 		remaining := deadline.Sub(workflow.Now(ctx))
-		switch {
-		case s.pollCancel(ctx):
-			s.charge = notCharged
-			return nil
-		case s.safe && round == 1 && remaining <= 0:
+		if s.safe && round == 1 && remaining <= 0 && !s.pollCancel(ctx) {
 			// Too late to trust the key: an earlier run may have charged
-			// under it. Only the provider's record can say, and without a
-			// live key a new charge is never safe.
+			// under it. Only the provider's record can say.
 			rec, err := s.reconcile(ctx, in)
 			if err != nil {
 				return err
 			}
-			switch rec.Outcome {
-			case activities.Charged:
+			switch {
+			case rec.Outcome == activities.Charged:
 				s.charged(rec.PaymentIntentID)
-			case activities.Declined:
+				return nil
+			case rec.Outcome == activities.Declined:
 				s.charge = declined
-			default:
+				return nil
+			case !s.edges:
 				workflow.GetLogger(ctx).Error("not charging: the charge key's lifetime is over and the provider holds no charge",
 					"order_id", s.order.OrderID, "key", activities.ChargeKey(s.in.EventID))
 				s.charge = notCharged
+				return nil
 			}
+			// The provider's complete record holds no charge of this event,
+			// and the order is pending (checkOrder): nothing was taken, and
+			// any earlier use of the key is over (the provider has forgotten
+			// it, or replays an answer that was not a charge). This charge is
+			// the only one; the key's lifetime starts again with it.
+			workflow.GetLogger(ctx).Info("late run: the provider holds no charge, charging now",
+				"order_id", s.order.OrderID, "delivery", s.in.Delivery, "key", activities.ChargeKey(s.in.EventID))
+			s.firstAttemptAt = workflow.Now(ctx)
+			deadline = s.firstAttemptAt.Add(ChargeWindow)
+			remaining = ChargeWindow
+		}
+		switch {
+		case s.pollCancel(ctx):
+			s.charge = notCharged
 			return nil
 		case round > maxChargeRounds || remaining <= 0:
 			workflow.GetLogger(ctx).Error("giving up on the charge: the provider never recorded it",
@@ -284,13 +408,11 @@ func (s *saga) settled(ctx workflow.Context) workflow.Context {
 
 func (s *saga) reconcile(ctx workflow.Context, in activities.ChargeInput) (activities.ReconcileResult, error) {
 	s.status.Stage = StageReconciling
-	var rec activities.ReconcileResult
-	err := workflow.ExecuteActivity(reconcileOptions(ctx), a.ReconcilePayment, activities.ReconcileInput{
+	return reconcileAll(ctx, s.edges, activities.ReconcileInput{
 		Charge:         in,
 		FirstAttemptAt: s.firstAttemptAt,
 		OccurredAt:     s.in.OccurredAt,
-	}).Get(ctx, &rec)
-	return rec, err
+	})
 }
 
 func (s *saga) charged(paymentIntentID string) {
@@ -372,8 +494,7 @@ func (s *saga) result(outcome activities.SagaOutcome) activities.SagaResult {
 // there is none.
 func (s *saga) compensate(ctx workflow.Context) error {
 	s.status.Stage = StageCompensating
-	in := activities.ChargeInput{EventID: s.in.EventID, OrderID: s.order.OrderID, Amount: s.order.Amount,
-		Currency: s.order.Currency, PaymentMethod: s.order.PaymentMethod}
+	in := s.chargeInput()
 	if s.charge == inDoubt {
 		rec, err := s.reconcile(ctx, in)
 		if err != nil {

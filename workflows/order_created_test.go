@@ -143,12 +143,16 @@ func TestSagaLateRunReconcilesFirst(t *testing.T) {
 	}{
 		{"charged by an earlier run", activities.Charged, activities.SagaConfirmed,
 			[]string{"reconcile", "project:paid", "email:confirmation", "project:confirmed"}},
-		{"never charged", activities.NotCharged, activities.SagaPaymentFailed,
-			[]string{"reconcile", "project:payment_failed", "email:payment_failed"}},
+		// The provider's complete record holds no charge and the order is
+		// pending: nothing was taken, so the late run charges (before
+		// ChangeTimeEdges it reported a decline that never happened).
+		{"never charged", activities.NotCharged, activities.SagaConfirmed,
+			[]string{"reconcile", "charge", "project:paid", "email:confirmation", "project:confirmed"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			h := newHarness(t, fakes{ // any charge fails the test
+			h := newHarness(t, fakes{
+				charge: chargeOK,
 				reconcile: func(in activities.ReconcileInput) (activities.ReconcileResult, error) {
 					require.Equal(t, testOccurredAt, in.FirstAttemptAt, "the key's lifetime counts from the event")
 					return activities.ReconcileResult{Outcome: tc.outcome, PaymentIntentID: testPaymentIntent}, nil
@@ -291,6 +295,13 @@ func TestSagaCompensationFailureIsVisible(t *testing.T) {
 
 func requireCompensationFailed(t *testing.T, h *harness) {
 	t.Helper()
+	require.Equal(t, testPaymentIntent, requireCompensationFailure(t, h).PaymentIntentID)
+}
+
+// requireCompensationFailure checks the run failed as a CompensationFailed
+// for the test order, counted once, and returns its details.
+func requireCompensationFailure(t *testing.T, h *harness) CompensationFailure {
+	t.Helper()
 	require.True(t, h.env.IsWorkflowCompleted())
 	err := h.env.GetWorkflowError()
 	var appErr *temporal.ApplicationError
@@ -300,6 +311,6 @@ func requireCompensationFailed(t *testing.T, h *harness) {
 	var details CompensationFailure
 	require.NoError(t, appErr.Details(&details))
 	require.Equal(t, testOrderID, details.OrderID)
-	require.Equal(t, testPaymentIntent, details.PaymentIntentID)
 	require.EqualValues(t, 1, h.metrics.count(MetricCompensationFailures))
+	return details
 }

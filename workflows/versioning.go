@@ -25,6 +25,22 @@ const (
 	//   - a run that already completed does not compensate when a cancel
 	//     arrives in the same workflow task.
 	ChangeSafeCharge = "safe-charge-and-compensation"
+
+	// ChangeTimeEdges (version 1) makes the sagas hold at the edges of time
+	// (late, replayed and forgotten events):
+	//   - the payment saga asks the order's authoritative state (our
+	//     database) before any charge: a cancelled or cancel-requested order
+	//     is never charged, an order whose saga already finished is not
+	//     charged or mailed again, whatever the run's age or origin;
+	//   - a first delivery ([DeliveryFirst]) counts its key's lifetime from
+	//     its own first attempt, so a delivery a day late charges instead of
+	//     reporting a decline that never happened; a replay or an unknown
+	//     delivery past the key's lifetime reconciles completely first and
+	//     charges only when the provider holds no charge;
+	//   - reconciliation walks the provider's list in bounded steps with a
+	//     cursor kept in the workflow;
+	//   - every terminal failure of a cancel is a CompensationFailed.
+	ChangeTimeEdges = "time-edges"
 )
 
 // MemoShipsTo is the memo key holding the ISO 3166-1 country a confirmed

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	enumspb "go.temporal.io/api/enums/v1"
@@ -34,9 +35,21 @@ type Config struct {
 	// Logger records each duplicate start Temporal absorbed (the ACK gap at
 	// work). Optional: defaulted to no logging.
 	Logger *slog.Logger
-	// Registerer receives outbox_duplicate_starts_total. Optional: defaulted
-	// to none.
+	// Registerer receives outbox_duplicate_starts_total and
+	// outbox_replays_refused_total. Optional: defaulted to none.
 	Registerer prometheus.Registerer
+	// Namespace is the client's namespace, whose retention (how long
+	// Temporal remembers a closed workflow, and so refuses a duplicate
+	// start) the publisher reads with DescribeNamespace and refreshes every
+	// five minutes. Optional: defaulted to "default".
+	Namespace string
+	// ReplayHorizon, when shorter than the namespace retention, refuses
+	// replays of events older than it too (OUTFLOW_REPLAY_HORIZON).
+	// Optional: defaulted to the namespace retention.
+	ReplayHorizon time.Duration
+	// Now is the clock that ages events against the retention. Optional:
+	// defaulted to time.Now.
+	Now func() time.Time
 }
 
 // Publisher implements [outbox.Publisher] with client.ExecuteWorkflow. It is
@@ -48,6 +61,10 @@ type Publisher struct {
 	orderID   temporal.SearchAttributeKeyKeyword
 	logger    *slog.Logger
 	dups      prometheus.Counter
+	refused   prometheus.Counter
+	retention *retention
+	horizon   time.Duration
+	now       func() time.Time
 }
 
 var _ outbox.Publisher = (*Publisher)(nil)
@@ -67,8 +84,18 @@ func New(c client.Client, cfg Config) *Publisher {
 		Name: "outbox_duplicate_starts_total",
 		Help: "Workflow starts Temporal refused because the event's workflow already exists: re-deliveries absorbed by the workflow ID.",
 	})
+	refused := prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "outbox_replays_refused_total",
+		Help: "Replayed events not started again because they are older than the namespace retention: Temporal may have forgotten their first run, so a start could run them twice.",
+	})
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(dups)
+		cfg.Registerer.MustRegister(dups, refused)
+	}
+	if cfg.Namespace == "" {
+		cfg.Namespace = client.DefaultNamespace
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
 	}
 	return &Publisher{
 		client:    c,
@@ -77,7 +104,51 @@ func New(c client.Client, cfg Config) *Publisher {
 		orderID:   temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeOrderID),
 		logger:    cfg.Logger,
 		dups:      dups,
+		refused:   refused,
+		retention: &retention{client: c, namespace: cfg.Namespace, now: cfg.Now},
+		horizon:   cfg.ReplayHorizon,
+		now:       cfg.Now,
 	}
+}
+
+// Retention returns the namespace's retention as the publisher last read it
+// (reading it now if it never did or the value is stale).
+func (p *Publisher) Retention(ctx context.Context) (time.Duration, error) {
+	return p.retention.get(ctx)
+}
+
+// delivery tells the workflow what is known about earlier runs of e (see
+// workflows.EventInput.Delivery), and refuses a replay that Temporal may no
+// longer be able to keep single.
+//
+// A workflow ID is refused a second start only while Temporal keeps the
+// closed run: for the namespace retention after it closed. A run closes
+// after its event committed, so an event younger than the retention has any
+// earlier run still on record. An older one may not: a replay of it is
+// acknowledged without a start (ok false), and a re-delivery of it is
+// started with an unknown delivery, which makes the workflow ask the
+// provider before it charges.
+func (p *Publisher) delivery(ctx context.Context, e outbox.Event) (delivery string, ok bool, err error) {
+	ret, rerr := p.retention.get(ctx)
+	age := p.now().Sub(e.OccurredAt)
+	horizon := ret
+	if p.horizon > 0 && p.horizon < horizon {
+		horizon = p.horizon
+	}
+	switch {
+	case e.Replay && rerr != nil:
+		return "", false, fmt.Errorf("temporalpub: replay of event %s: %w (a replay is started only once the retention is known)", e.ID, rerr)
+	case e.Replay && age >= horizon:
+		p.refused.Inc()
+		p.logger.Warn("replay refused: the event is older than the replay horizon, behind which Temporal may have forgotten its first run and a new start could run it twice",
+			"event_id", e.ID, "aggregate_id", e.AggregateID, "age", age.Round(time.Second), "horizon", horizon, "namespace_retention", ret)
+		return "", false, nil
+	case e.Replay:
+		return workflows.DeliveryReplay, true, nil
+	case rerr != nil || age >= ret:
+		return "", true, nil
+	}
+	return workflows.DeliveryFirst, true, nil
 }
 
 // Publish starts the event's workflow and returns nil once Temporal has
@@ -97,6 +168,13 @@ func (p *Publisher) Publish(ctx context.Context, e outbox.Event) error {
 				e.ID, e.Type, e.SchemaVersion, err))
 		}
 	}
+	delivery, ok, err := p.delivery(ctx, e)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return nil // acknowledged: the event stays as published as it was
+	}
 	opts := client.StartWorkflowOptions{
 		ID:                       e.ID.String(),
 		TaskQueue:                p.taskQueue,
@@ -112,6 +190,7 @@ func (p *Publisher) Publish(ctx context.Context, e outbox.Event) error {
 			"aggregate_sequence": e.Sequence,
 			"schema_version":     e.SchemaVersion,
 			"event_type":         e.Type,
+			"delivery":           delivery,
 		},
 	}
 	input := workflows.EventInput{
@@ -123,8 +202,9 @@ func (p *Publisher) Publish(ctx context.Context, e outbox.Event) error {
 		SchemaVersion: e.SchemaVersion,
 		OccurredAt:    e.OccurredAt,
 		Payload:       e.Payload,
+		Delivery:      delivery,
 	}
-	_, err := p.client.ExecuteWorkflow(ctx, opts, route.Workflow, input)
+	_, err = p.client.ExecuteWorkflow(ctx, opts, route.Workflow, input)
 	if err == nil {
 		return nil
 	}
