@@ -22,8 +22,9 @@ type Activities struct {
 	Stripe *client.API
 	// Email sends transactional email. Mandatory for SendEmail.
 	Email *EmailClient
-	// DB is outflow's database, for the order projection. Mandatory for
-	// ProjectOrder.
+	// DB is outflow's database: the order projection, the order's state,
+	// and the email inbox. Mandatory for ProjectOrder, GetOrderState and
+	// SendEmail.
 	DB *pgxpool.Pool
 	// Temporal lets AwaitSaga read another workflow's result. Mandatory for
 	// AwaitSaga.

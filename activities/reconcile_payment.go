@@ -2,8 +2,8 @@ package activities
 
 import (
 	"context"
-	"math"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 

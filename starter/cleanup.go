@@ -16,7 +16,7 @@ import (
 
 // cleanupConfig is the retention cleanup the starter runs on a schedule.
 type cleanupConfig struct {
-	// Retention keeps published (and skipped) events this long
+	// Retention keeps published events this long (skipped ones forever)
 	// (OUTFLOW_RETENTION). Defaults to 168h (7 days); 0 disables cleanup.
 	Retention time.Duration
 	// InboxRetention keeps processed_events rows this long, at least
