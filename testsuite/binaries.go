@@ -13,7 +13,7 @@ import (
 
 // Binaries are the paths of outflow's programs built for a test run.
 type Binaries struct {
-	OrderAPI, Starter, Worker, ProviderSim string
+	OrderAPI, Starter, Worker, ProviderSim, Outboxctl string
 	// Temporal is the Temporal CLI built from the tools module.
 	Temporal string
 }
@@ -49,7 +49,7 @@ func build(dir string) (Binaries, error) {
 	if err != nil {
 		return Binaries{}, err
 	}
-	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/orderapi", "./starter", "./worker", "./cmd/providersim")
+	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/orderapi", "./starter", "./worker", "./cmd/providersim", "./cmd/outboxctl")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return Binaries{}, fmt.Errorf("go build: %v\n%s", err, out)
@@ -63,6 +63,7 @@ func build(dir string) (Binaries, error) {
 		Starter:     filepath.Join(dir, "starter"),
 		Worker:      filepath.Join(dir, "worker"),
 		ProviderSim: filepath.Join(dir, "providersim"),
+		Outboxctl:   filepath.Join(dir, "outboxctl"),
 		Temporal:    temporal,
 	}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -248,4 +249,13 @@ func (s *Stack) Proc(name string) *Process {
 // API returns a client of this stack's order service.
 func (s *Stack) API() *OrderClient {
 	return NewOrderClient("http://" + s.APIAddr)
+}
+
+// Outboxctl runs the operator CLI against this stack's database and returns
+// its combined output; a non-zero exit is an *exec.ExitError.
+func (s *Stack) Outboxctl(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, s.Env.Bin.Outboxctl, args...)
+	cmd.Env = append(baseEnv(), "DATABASE_URL="+s.DatabaseURL)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
