@@ -32,7 +32,7 @@ type Activities struct {
 	// Metrics counts inbox duplicates. Optional: defaulted to metrics
 	// registered nowhere.
 	Metrics *Metrics
-	// Failpoints injects faults at the CONTRACT.md points. Optional: defaulted
+	// Failpoints injects faults at the points of docs/reference.md. Optional: defaulted
 	// to OUTFLOW_FAILPOINTS of the process.
 	Failpoints *failpoints.Set
 	// Now is the clock that decides whether an idempotency key is still

@@ -11,7 +11,7 @@ import (
 )
 
 // Config configures the provider clients. [ConfigFromEnv] reads it from the
-// CONTRACT.md environment variables.
+// environment variables of docs/reference.md.
 type Config struct {
 	// StripeAPIKey is the payment provider's secret key (STRIPE_API_KEY).
 	// Optional with StripeAPIBase: defaulted to a placeholder the simulator

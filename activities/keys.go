@@ -3,7 +3,7 @@ package activities
 // Idempotency keys sent to providers are derived from an outbox event id and
 // the step, never generated: every retry of an activity, every replay of a
 // workflow and every duplicate delivery of the event computes the same key,
-// which is what lets the provider store the effect once (CONTRACT.md).
+// which is what lets the provider store the effect once (docs/reference.md).
 const keyPrefix = "outflow:"
 
 // ChargeKey is the idempotency key of the charge an OrderCreated event makes.

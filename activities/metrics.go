@@ -5,7 +5,7 @@ import "github.com/prometheus/client_golang/prometheus"
 // Metrics are the activities' Prometheus metrics.
 type Metrics struct {
 	// InboxDuplicates counts deliveries the inbox acknowledged without
-	// effect, by consumer (CONTRACT.md: inbox_duplicates_total{consumer}).
+	// effect, by consumer (docs/reference.md: inbox_duplicates_total{consumer}).
 	// A steady rate is normal (at-least-once delivery); a spike means a
 	// redelivery storm upstream.
 	InboxDuplicates *prometheus.CounterVec

@@ -23,14 +23,14 @@ var emailQueries = namedsql.MustLoad(emailSQLFiles, "send_email.sql")
 // of the idempotency key (one email of each kind per event).
 type EmailKind string
 
-// Email kinds, fixed by CONTRACT.md.
+// Email kinds, fixed in docs/reference.md.
 const (
 	EmailConfirmation  EmailKind = "confirmation"
 	EmailPaymentFailed EmailKind = "payment_failed"
 	EmailCancellation  EmailKind = "cancellation"
 )
 
-// Email tag names, fixed by CONTRACT.md.
+// Email tag names, fixed in docs/reference.md.
 const (
 	TagOrderID = "order_id"
 	TagKind    = "kind"

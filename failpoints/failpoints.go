@@ -10,7 +10,7 @@
 //   - error: [Inject] returns an error wrapping [ErrInjected].
 //   - sleep:DURATION: [Inject] sleeps (or returns early when ctx ends).
 //
-// The names are fixed in CONTRACT.md. An unknown name or action is rejected
+// The names are fixed in docs/reference.md. An unknown name or action is rejected
 // when the configuration is parsed, so a typo in a test fails loudly instead
 // of testing nothing.
 package failpoints
@@ -29,7 +29,7 @@ import (
 // EnvVar is the environment variable failpoints are read from.
 const EnvVar = "OUTFLOW_FAILPOINTS"
 
-// The failpoint names of CONTRACT.md.
+// The failpoint names of docs/reference.md.
 const (
 	OrdersBeforeCommit           = "orders.before_commit"
 	OrdersAfterCommit            = "orders.after_commit"

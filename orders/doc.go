@@ -8,7 +8,7 @@
 // validates the command, changes the orders row and writes the matching
 // outbox event with [outbox.Enqueue]. Either both rows commit or neither
 // does, so every committed change has exactly one durable event and a
-// rolled-back change has none (invariants 1 and 2 of CONTRACT.md). The Tx
+// rolled-back change has none (invariants 1 and 2 of docs/reference.md). The Tx
 // forms ([CreateOrderTx], [CancelOrderTx]) let a caller join its own
 // transaction; the plain forms open one with pgx.BeginFunc and are where the
 // orders.before_commit failpoint sits, because only they know that COMMIT

@@ -20,7 +20,7 @@ var queries = namedsql.MustLoad(sqlFiles, "queries.sql")
 // made the net charge zero.
 type Status string
 
-// Order statuses (CONTRACT.md). Final: confirmed, payment_failed, cancelled.
+// Order statuses (docs/reference.md). Final: confirmed, payment_failed, cancelled.
 const (
 	StatusPending       Status = "pending"
 	StatusPaid          Status = "paid"

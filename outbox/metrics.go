@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics are the relay's Prometheus collectors, named in CONTRACT.md.
+// metrics are the relay's Prometheus collectors, named in docs/reference.md.
 type metrics struct {
 	published     prometheus.Counter
 	publishErrors prometheus.Counter

@@ -41,7 +41,7 @@
 //
 // # Test hooks
 //
-// GET /_sim/ledger lists every effect once (the JSON fixed in CONTRACT.md),
+// GET /_sim/ledger lists every effect once (the JSON fixed in docs/reference.md),
 // POST /_sim/faults queues faults for the next calls of an operation
 // (error_500, latency:DURATION, timeout_after_commit, decline), DELETE
 // /_sim/faults clears them, POST /_sim/reset forgets everything. The same

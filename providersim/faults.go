@@ -8,7 +8,7 @@ import (
 	"time"
 )
 
-// The operations a fault can target (CONTRACT.md, "Provider simulators").
+// The operations a fault can target (docs/reference.md, "Provider simulators").
 const (
 	OperationPaymentIntentsCreate = "payment_intents.create"
 	OperationRefundsCreate        = "refunds.create"

@@ -179,7 +179,7 @@ func TestFaultsOverHTTP(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 1, stats.Replays[providersim.OperationPaymentIntentsCreate], "GET /_sim/stats counts the replay")
 
-	// The raw contract: POST /_sim/faults with the JSON of CONTRACT.md.
+	// The raw contract: POST /_sim/faults with the JSON of docs/reference.md.
 	resp := b.do(t, ctx, http.MethodPost, "/_sim/faults",
 		`{"operation": "refunds.create", "fault": "timeout_after_commit", "count": 2}`, nil)
 	require.Equal(t, http.StatusOK, resp.status, resp.body)

@@ -9,7 +9,7 @@ import (
 // order they happened: what a test or the demo compares with the orders to
 // prove that retries, replays and crashes charged, refunded and emailed
 // exactly once. An idempotent replay adds nothing. It is the body of
-// GET /_sim/ledger (CONTRACT.md fixes the JSON).
+// GET /_sim/ledger (docs/reference.md fixes the JSON).
 type Ledger struct {
 	PaymentIntents []LedgerPaymentIntent `json:"payment_intents"`
 	Refunds        []LedgerRefund        `json:"refunds"`

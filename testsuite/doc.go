@@ -2,7 +2,7 @@
 // crash windows. Its harness runs the real binaries (orderapi, starter,
 // worker, providersim) as processes on real PostgreSQL and a real Temporal
 // dev server persisting to a file, can SIGKILL and restart each of them, and
-// checks CONTRACT.md's four invariants plus the provider's ledger:
+// checks the four invariants of docs/reference.md plus the provider's ledger:
 //
 //  1. every committed order change has exactly one durable outbox event;
 //  2. a rolled-back change has none;

@@ -69,7 +69,7 @@ func WaitDrained(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration)
 	}
 }
 
-// CheckInvariants asserts CONTRACT.md's four invariants and the provider
+// CheckInvariants asserts the four invariants of docs/reference.md and the provider
 // ledger over everything in the database. It returns every violation found,
 // not just the first.
 func CheckInvariants(ctx context.Context, pool *pgxpool.Pool, tc client.Client, ledger providersim.Ledger) (Report, error) {

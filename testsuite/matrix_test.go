@@ -19,7 +19,7 @@ type crashCase struct {
 	process   string // "orderapi", "starter" or "worker"
 }
 
-// TestFailpointMatrix crashes one process at each failpoint of CONTRACT.md
+// TestFailpointMatrix crashes one process at each failpoint of docs/reference.md
 // once, restarts it clean, lets the stack recover and asserts the four
 // invariants and the provider ledger.
 func TestFailpointMatrix(t *testing.T) {

@@ -1,7 +1,7 @@
 // Command worker is outflow's Temporal worker: it runs the payment saga's
 // workflows (OrderCreatedWorkflow, OrderCancelledWorkflow) and activities.
 //
-// Configuration (CONTRACT.md): the Temporal client from the SDK's
+// Configuration (docs/reference.md): the Temporal client from the SDK's
 // environment conventions (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
 // TEMPORAL_API_KEY, TLS, via go.temporal.io/sdk/contrib/envconfig),
 // OUTFLOW_TASK_QUEUE (default "orders"), DATABASE_URL, STRIPE_API_KEY /

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Workflow type names, fixed by CONTRACT.md.
+// Workflow type names, fixed in docs/reference.md.
 const (
 	OrderCreatedWorkflowName   = "OrderCreatedWorkflow"
 	OrderCancelledWorkflowName = "OrderCancelledWorkflow"

@@ -1,4 +1,4 @@
-// Command orderapi is outflow's order service: the HTTP API of CONTRACT.md in
+// Command orderapi is outflow's order service: the HTTP API of docs/reference.md in
 // front of the orders package. It commits each order change together with
 // its outbox event; the relay (go run ./starter) hands the events to
 // Temporal.

@@ -24,7 +24,7 @@ import (
 	"github.com/outflow/outflow/providersim"
 )
 
-// defaultAddr is the CONTRACT.md default of PROVIDERSIM_ADDR.
+// defaultAddr is the default (docs/reference.md) of PROVIDERSIM_ADDR.
 const defaultAddr = "127.0.0.1:12111"
 
 func main() {

@@ -1,4 +1,4 @@
-// Package orderhttp is the order service's HTTP API (CONTRACT.md) on the
+// Package orderhttp is the order service's HTTP API (docs/reference.md) on the
 // standard library's ServeMux:
 //
 //	POST /orders              create an order (optional Idempotency-Key)   201

@@ -14,7 +14,7 @@ import (
 )
 
 // TestOrderLifecycle goes create → get → cancel → cancel again → get, and
-// checks every response against CONTRACT.md.
+// checks every response against docs/reference.md.
 func TestOrderLifecycle(t *testing.T) {
 	t.Parallel()
 	b := setup(t, "")
