@@ -53,7 +53,7 @@
 //   - Stripe's search index lags writes by up to a minute; the simulator's
 //     search is immediately consistent. Reconciliation code must not rely on
 //     that (look a key up by replaying it while it is alive; search after).
-//   - Only the parameters listed in payment_intents.go and refunds.go are
+//   - Only the parameters listed in payment_intent_*.go and refunds.go are
 //     accepted; anything else is parameter_unknown, so code that works here
 //     sends nothing Stripe would not understand, but not everything Stripe
 //     understands works here.

@@ -69,17 +69,6 @@ func stripeServerError() response {
 	}})
 }
 
-// stripeJSON renders v indented, as Stripe's API does.
-func stripeJSON(status int, v any) response {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		// Only the simulator's own types reach here; failing to encode them
-		// is a bug in this package.
-		panic("providersim: encode response: " + err.Error())
-	}
-	return response{status: status, body: append(b, '\n')}
-}
-
 // resendError renders Resend's error object: {"statusCode", "message", "name"}.
 func resendError(status int, name, message string) response {
 	b, _ := json.Marshal(struct {
@@ -88,16 +77,6 @@ func resendError(status int, name, message string) response {
 		Name       string `json:"name"`
 	}{status, message, name})
 	return response{status: status, body: b}
-}
-
-// writeJSON answers the simulator's own /_sim endpoints.
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
-	}
-	writeResponse(w, response{status: status, body: append(b, '\n')})
 }
 
 // simError is the body of a rejected /_sim request.

@@ -31,8 +31,11 @@ const (
 //   - "decline": the charge is declined with card_declined/generic_decline
 //     whatever the payment method (payment_intents.create only).
 type Fault struct {
+	// Operation is the call the fault targets: one of the Operation
+	// constants.
 	Operation string `json:"operation"`
-	Fault     string `json:"fault"`
+	// Fault is what happens to the call, in the syntax above.
+	Fault string `json:"fault"`
 	// Count is how many calls get the fault. Optional: 0 means 1.
 	Count int `json:"count"`
 }

@@ -11,40 +11,62 @@ import (
 // exactly once. An idempotent replay adds nothing. It is the body of
 // GET /_sim/ledger (docs/reference.md fixes the JSON).
 type Ledger struct {
+	// PaymentIntents are every PaymentIntent created, declined ones included.
 	PaymentIntents []LedgerPaymentIntent `json:"payment_intents"`
-	Refunds        []LedgerRefund        `json:"refunds"`
-	Emails         []LedgerEmail         `json:"emails"`
+	// Refunds are every refund made.
+	Refunds []LedgerRefund `json:"refunds"`
+	// Emails are every email accepted.
+	Emails []LedgerEmail `json:"emails"`
 }
 
 // LedgerPaymentIntent is one PaymentIntent. Declined ones are included with
 // status requires_payment_method, so "one succeeded charge per paid order"
 // is checked on Status, not on the count.
 type LedgerPaymentIntent struct {
-	ID             string            `json:"id"`
-	Amount         int64             `json:"amount"`
-	Currency       string            `json:"currency"`
-	Status         string            `json:"status"`
-	IdempotencyKey string            `json:"idempotency_key"`
-	Metadata       map[string]string `json:"metadata"`
-	Created        int64             `json:"created"`
+	// ID is the pi_ id.
+	ID string `json:"id"`
+	// Amount is in the currency's smallest unit, as Stripe counts it.
+	Amount int64 `json:"amount"`
+	// Currency is the lower-case ISO code.
+	Currency string `json:"currency"`
+	// Status is the PaymentIntent's status now: succeeded,
+	// requires_payment_method (declined, or created without a payment
+	// method) or requires_confirmation (created with one but not confirmed).
+	Status string `json:"status"`
+	// IdempotencyKey is the key the create was sent with; empty if none was.
+	IdempotencyKey string `json:"idempotency_key"`
+	// Metadata is what the create attached, outflow's order and event ids.
+	Metadata map[string]string `json:"metadata"`
+	// Created is the creation time in Unix seconds of the simulator's clock.
+	Created int64 `json:"created"`
 }
 
 // LedgerRefund is one refund.
 type LedgerRefund struct {
-	ID             string `json:"id"`
-	PaymentIntent  string `json:"payment_intent"`
-	Amount         int64  `json:"amount"`
-	Status         string `json:"status"`
+	// ID is the re_ id.
+	ID string `json:"id"`
+	// PaymentIntent is the pi_ id of the refunded charge's PaymentIntent.
+	PaymentIntent string `json:"payment_intent"`
+	// Amount is in the currency's smallest unit.
+	Amount int64 `json:"amount"`
+	// Status is the refund's status; the simulator's refunds succeed.
+	Status string `json:"status"`
+	// IdempotencyKey is the key the refund was sent with; empty if none was.
 	IdempotencyKey string `json:"idempotency_key"`
 }
 
 // LedgerEmail is one accepted email, its Resend tags as a map.
 type LedgerEmail struct {
-	ID             string            `json:"id"`
-	To             []string          `json:"to"`
-	Subject        string            `json:"subject"`
-	Tags           map[string]string `json:"tags"`
-	IdempotencyKey string            `json:"idempotency_key"`
+	// ID is the email's id, a UUID as at Resend.
+	ID string `json:"id"`
+	// To are the recipients, a list even when the request sent one string.
+	To []string `json:"to"`
+	// Subject is the subject line.
+	Subject string `json:"subject"`
+	// Tags are the email's tags by name; outflow sets order_id and kind.
+	Tags map[string]string `json:"tags"`
+	// IdempotencyKey is the key the email was sent with; empty if none was.
+	IdempotencyKey string `json:"idempotency_key"`
 }
 
 // Ledger returns a snapshot of every committed effect. The slices and maps

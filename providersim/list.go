@@ -164,6 +164,15 @@ func page[T any](items []T, pos func(T) position, limit int, after, before *posi
 	return sorted, false
 }
 
+// trimExpand turns a list's "data.x" expansions into the per-object "x".
+func trimExpand(expand []string) []string {
+	out := make([]string, 0, len(expand))
+	for _, e := range expand {
+		out = append(out, strings.TrimPrefix(e, "data."))
+	}
+	return out
+}
+
 // encodeCursor and decodeCursor make search's opaque next_page tokens. A
 // token names a position, not an offset, so objects created between two
 // page requests do not shift the pages.

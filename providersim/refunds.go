@@ -136,14 +136,6 @@ func (s *Simulator) executeCreateRefund(st *store, now time.Time, p createRefund
 	return stripeJSON(http.StatusOK, rf.json())
 }
 
-// money formats an amount in the smallest currency unit for messages.
-func money(amount int64, currency string) string {
-	if currency == "jpy" {
-		return fmt.Sprintf("%d %s", amount, currency)
-	}
-	return fmt.Sprintf("%d.%02d %s", amount/100, amount%100, currency)
-}
-
 // retrieveRefund is GET /v1/refunds/{id}.
 func (s *Simulator) retrieveRefund(w http.ResponseWriter, r *http.Request) {
 	if err := checkParams(r.URL.Query(), "expand"); err != nil {

@@ -12,7 +12,10 @@ import (
 // was refused (other parameters, or still in flight). A client retrying
 // safely shows replays and never a second effect in the ledger.
 type Stats struct {
-	Replays  map[string]int `json:"replays"`
+	// Replays counts, per operation, the requests answered with the stored
+	// first response.
+	Replays map[string]int `json:"replays"`
+	// Rejected counts, per operation, the requests whose key was refused.
 	Rejected map[string]int `json:"rejected"`
 }
 

@@ -1,10 +1,5 @@
 package providersim
 
-import (
-	"crypto/rand"
-	"fmt"
-)
-
 // store is the simulator's whole state. It is guarded by Simulator.mu; every
 // method expects the caller to hold it.
 type store struct {
@@ -23,6 +18,8 @@ type store struct {
 	stats  stats
 }
 
+// newStore returns empty state, its maps made so that handlers can write to
+// them without checking.
 func newStore() *store {
 	return &store{
 		paymentIntents: map[string]*paymentIntent{},
@@ -39,26 +36,4 @@ func newStore() *store {
 func (st *store) nextSeq() int64 {
 	st.seq++
 	return st.seq
-}
-
-const idAlphabet = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-
-// newID returns a Stripe-looking object id: the type prefix and 24 random
-// base62 characters.
-func newID(prefix string) string {
-	b := make([]byte, 24)
-	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
-	for i := range b {
-		b[i] = idAlphabet[int(b[i])%len(idAlphabet)]
-	}
-	return prefix + string(b)
-}
-
-// newUUID returns a random (version 4) UUID, the shape of Resend's email ids.
-func newUUID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
 }

@@ -1,0 +1,31 @@
+package providersim
+
+// testCard is what one of Stripe's test payment methods stands for.
+type testCard struct {
+	brand, last4, funding, country string
+	// declineCode is set for cards that are always declined.
+	declineCode string
+}
+
+// testPaymentMethods are the test-mode tokens the simulator knows, with the
+// outcome Stripe documents for each (https://docs.stripe.com/testing).
+// Stripe turns each token into a fresh pm_ object when it is used.
+var testPaymentMethods = map[string]testCard{
+	"pm_card_visa":                            {brand: "visa", last4: "4242", funding: "credit", country: "US"},
+	"pm_card_mastercard":                      {brand: "mastercard", last4: "4444", funding: "credit", country: "US"},
+	"pm_card_chargeDeclined":                  {brand: "visa", last4: "0002", funding: "credit", country: "US", declineCode: "generic_decline"},
+	"pm_card_chargeDeclinedInsufficientFunds": {brand: "visa", last4: "9995", funding: "credit", country: "US", declineCode: "insufficient_funds"},
+}
+
+// declineMessages are Stripe's customer-facing messages per decline code.
+var declineMessages = map[string]string{
+	"generic_decline":    "Your card was declined.",
+	"insufficient_funds": "Your card has insufficient funds.",
+}
+
+// paymentMethod is a pm_ object made from a test token.
+type paymentMethod struct {
+	id      string
+	card    testCard
+	created int64
+}
