@@ -1,0 +1,81 @@
+package outbox
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/outflow/outflow/internal/namedsql"
+)
+
+// lookupSQL is embedded and loaded here, apart from the package's other
+// statements, so the lookups do not depend on how those are loaded.
+//
+//go:embed lookup.sql
+var lookupSQL embed.FS
+
+// lookupQueries are the statements of lookup.sql.
+var lookupQueries = namedsql.MustLoad(lookupSQL, "lookup.sql")
+
+// LookupDB is what [EventSequence] and [AggregateEvents] need from a
+// database handle: they only read. *pgxpool.Pool, *pgx.Conn, pgx.Tx and
+// every [DB] satisfy it, and so does a caller's narrower interface (such as
+// orders.DB) that has Query.
+type LookupDB interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// AggregateEvent is one outbox event of an aggregate and whether it has been
+// published, as [AggregateEvents] reports it.
+type AggregateEvent struct {
+	ID       uuid.UUID `db:"event_id"`
+	Type     string    `db:"event_type"`
+	Sequence int64     `db:"aggregate_sequence"`
+	// OccurredAt is when the event was enqueued.
+	OccurredAt time.Time `db:"occurred_at"`
+	// PublishedAt is when the publisher acknowledged the event; nil while it
+	// is not published.
+	PublishedAt *time.Time `db:"published_at"`
+}
+
+// EventSequence returns the aggregate sequence of the outbox event eventID,
+// or an error wrapping [ErrEventNotFound] when no outbox row has that ID
+// (never written, or deleted by retention cleanup). It reads in one
+// statement of its own: run in a READ COMMITTED transaction after waiting
+// for a row lock, it sees the event the lock's holder committed meanwhile.
+func EventSequence(ctx context.Context, db LookupDB, eventID uuid.UUID) (int64, error) {
+	rows, err := db.Query(ctx, lookupQueries.Get("LookupEventSequence"), pgx.StrictNamedArgs{"event_id": eventID})
+	if err != nil {
+		return 0, fmt.Errorf("outbox: read the sequence of event %s: %w", eventID, err)
+	}
+	seq, err := pgx.CollectExactlyOneRow(rows, pgx.RowTo[int64])
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, fmt.Errorf("%w: %s", ErrEventNotFound, eventID)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("outbox: read the sequence of event %s: %w", eventID, err)
+	}
+	return seq, nil
+}
+
+// AggregateEvents returns the outbox events of one aggregate still on file,
+// in sequence order; none (an empty, non-nil slice) when it has none.
+// Retention cleanup deletes published events, so the list may start after
+// sequence 1 or be empty for an aggregate that had events.
+func AggregateEvents(ctx context.Context, db LookupDB, aggregateType, aggregateID string) ([]AggregateEvent, error) {
+	rows, err := db.Query(ctx, lookupQueries.Get("LookupAggregateEvents"),
+		pgx.StrictNamedArgs{"aggregate_type": aggregateType, "aggregate_id": aggregateID})
+	if err != nil {
+		return nil, fmt.Errorf("outbox: list the events of %s %s: %w", aggregateType, aggregateID, err)
+	}
+	events, err := pgx.CollectRows(rows, pgx.RowToStructByName[AggregateEvent])
+	if err != nil {
+		return nil, fmt.Errorf("outbox: list the events of %s %s: %w", aggregateType, aggregateID, err)
+	}
+	return events, nil
+}
