@@ -46,28 +46,27 @@ func CancelOrder(ctx context.Context, db DB, id uuid.UUID) (CancelOrderResult, e
 // CancelOrderTx is [CancelOrder] inside the caller's transaction. The order
 // row stays locked until tx ends.
 func CancelOrderTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (CancelOrderResult, error) {
-	var (
-		createdEventID uuid.UUID
-		cancelEventID  *uuid.UUID
-		cancelSequence *int64
-	)
-	err := tx.QueryRow(ctx, queries.Get("LockOrderForCancel"), id).Scan(&createdEventID, &cancelEventID, &cancelSequence)
+	rows, err := tx.Query(ctx, queries.Get("LockOrderForCancel"), pgx.StrictNamedArgs{"id": id})
+	if err != nil {
+		return CancelOrderResult{}, fmt.Errorf("orders: lock order %s: %w", id, err)
+	}
+	o, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[cancelLock])
 	if errors.Is(err, pgx.ErrNoRows) {
 		return CancelOrderResult{}, ErrOrderNotFound
 	}
 	if err != nil {
 		return CancelOrderResult{}, fmt.Errorf("orders: lock order %s: %w", id, err)
 	}
-	if cancelEventID != nil {
-		if cancelSequence != nil {
-			return CancelOrderResult{OrderID: id, EventID: *cancelEventID, AggregateSequence: *cancelSequence, Replayed: true}, nil
+	if o.CancelEventID != nil {
+		if o.CancelSequence != nil {
+			return CancelOrderResult{OrderID: id, EventID: *o.CancelEventID, AggregateSequence: *o.CancelSequence, Replayed: true}, nil
 		}
-		return replayCancel(ctx, tx, id, *cancelEventID)
+		return replayCancel(ctx, tx, id, *o.CancelEventID)
 	}
 
 	ev, err := outbox.NewEvent(AggregateType, id.String(), EventOrderCancelled, OrderCancelledVersion, OrderCancelled{
 		OrderID:        id.String(),
-		CreatedEventID: createdEventID.String(),
+		CreatedEventID: o.CreatedEventID.String(),
 	})
 	if err != nil {
 		return CancelOrderResult{}, err
@@ -78,19 +77,31 @@ func CancelOrderTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (CancelOrderRes
 	}
 	// The sequence is stored with the order so a repeated cancel can answer
 	// after retention cleanup has deleted the event row.
-	if _, err := tx.Exec(ctx, queries.Get("MarkOrderCancelled"), id, out[0].ID, out[0].Sequence); err != nil {
+	if _, err := tx.Exec(ctx, queries.Get("MarkOrderCancelled"), pgx.StrictNamedArgs{
+		"id": id, "cancel_event_id": out[0].ID, "cancel_event_sequence": out[0].Sequence,
+	}); err != nil {
 		return CancelOrderResult{}, fmt.Errorf("orders: mark order %s cancelled: %w", id, err)
 	}
 	return CancelOrderResult{OrderID: id, EventID: out[0].ID, AggregateSequence: out[0].Sequence}, nil
 }
 
+// cancelLock is the order row as a cancel locks it.
+type cancelLock struct {
+	CreatedEventID uuid.UUID  `db:"created_event_id"`
+	CancelEventID  *uuid.UUID `db:"cancel_event_id"`
+	CancelSequence *int64     `db:"cancel_event_sequence"`
+}
+
 // replayCancel returns the first cancel's result for an order cancelled by
-// event eventID before orders.cancel_event_sequence existed: the sequence
-// comes from the event row, and is lost once cleanup deleted it.
+// event eventID before orders.cancel_event_sequence existed (and not
+// backfilled because the event was already gone): the sequence comes from
+// the event row, and is lost once cleanup deleted it. It is read in tx, after
+// the order's lock: a statement of its own, so a new snapshot under READ
+// COMMITTED, which sees the event the first cancel committed while this one
+// waited for the lock.
 func replayCancel(ctx context.Context, tx pgx.Tx, id, eventID uuid.UUID) (CancelOrderResult, error) {
-	var seq int64
-	err := tx.QueryRow(ctx, queries.Get("GetEventSequence"), eventID).Scan(&seq)
-	if errors.Is(err, pgx.ErrNoRows) {
+	seq, err := outbox.EventSequence(ctx, tx, eventID)
+	if errors.Is(err, outbox.ErrEventNotFound) {
 		return CancelOrderResult{}, fmt.Errorf("%w (order %s, event %s)", ErrCancelEventPurged, id, eventID)
 	}
 	if err != nil {

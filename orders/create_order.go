@@ -112,7 +112,8 @@ func createOrderTx(ctx context.Context, tx pgx.Tx, p CreateOrderParams, ids orde
 	// order's first event always gets, so the write is only for a sequence
 	// the outbox assigned otherwise and costs the usual path no round trip.
 	if out[0].Sequence != defaultCreatedSequence {
-		if _, err := tx.Exec(ctx, queries.Get("SetCreatedSequence"), ids.order, out[0].Sequence); err != nil {
+		if _, err := tx.Exec(ctx, queries.Get("SetCreatedSequence"),
+			pgx.StrictNamedArgs{"id": ids.order, "created_sequence": out[0].Sequence}); err != nil {
 			return CreateOrderResult{}, fmt.Errorf("orders: record the created sequence of order %s: %w", ids.order, err)
 		}
 	}
@@ -137,13 +138,17 @@ func queueInsertOrder(b *pgx.Batch, ids orderIDs, p CreateOrderParams, amount in
 	if err != nil {
 		return fmt.Errorf("orders: marshal items: %w", err)
 	}
+	// InsertOrder's arguments are positional: cmd/bench runs it too (SQL).
 	sql, args := queries.Get("InsertOrder"), []any{ids.order, p.CustomerEmail, p.Currency, p.PaymentMethod, amount, items, ids.createdEvent}
 	if p.ShippingAddress != nil {
 		addr, err := json.Marshal(p.ShippingAddress)
 		if err != nil {
 			return fmt.Errorf("orders: marshal shipping address: %w", err)
 		}
-		sql, args = shippingQueries.Get("InsertOrderWithShippingAddress"), append(args, addr)
+		sql, args = queries.Get("InsertOrderWithShippingAddress"), []any{pgx.StrictNamedArgs{
+			"id": ids.order, "customer_email": p.CustomerEmail, "currency": p.Currency, "payment_method": p.PaymentMethod,
+			"amount": amount, "items": items, "created_event_id": ids.createdEvent, "shipping_address": addr,
+		}}
 	}
 	b.Queue(sql, args...).QueryRow(func(row pgx.Row) error {
 		if err := row.Scan(status); err != nil {

@@ -1,6 +1,7 @@
 package orders
 
 import (
+	"encoding/json"
 	"testing"
 
 	"github.com/google/uuid"
@@ -40,6 +41,18 @@ func TestGetOrder(t *testing.T) {
 	require.NotNil(t, o.Events[0].PublishedAt)
 	require.Equal(t, created.EventID.String(), *o.Events[0].WorkflowID, "workflow ID = event_id")
 	require.Nil(t, o.Events[1].WorkflowID)
+
+	// Retention cleanup deleted the events: the order shows none, as an
+	// empty list.
+	_, err = b.pool.Exec(b.ctx, "DELETE FROM outbox_events")
+	require.NoError(t, err)
+	o, err = GetOrder(b.ctx, b.pool, created.OrderID)
+	require.NoError(t, err)
+	require.NotNil(t, o.Events)
+	require.Empty(t, o.Events)
+	body, err := json.Marshal(o)
+	require.NoError(t, err)
+	require.Contains(t, string(body), `"events":[]`)
 
 	_, err = GetOrder(b.ctx, b.pool, uuid.New())
 	require.ErrorIs(t, err, ErrOrderNotFound)

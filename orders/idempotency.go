@@ -86,7 +86,9 @@ func CreateOrderIdempotent(ctx context.Context, db DB, key string, p CreateOrder
 		}
 		stored = StoredResponse{Status: http.StatusCreated, Body: body}
 		var inserted string
-		err = tx.QueryRow(ctx, queries.Get("InsertIdempotencyKey"), key, fp, stored.Status, body, ids.order).Scan(&inserted)
+		err = tx.QueryRow(ctx, queries.Get("InsertIdempotencyKey"), pgx.StrictNamedArgs{
+			"key": key, "request_fingerprint": fp, "response_status": stored.Status, "response_body": body, "order_id": ids.order,
+		}).Scan(&inserted)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errKeyTaken
 		}
@@ -112,21 +114,28 @@ func CreateOrderIdempotent(ctx context.Context, db DB, key string, p CreateOrder
 // lookupKey returns the response stored under key, found=false if there is
 // none, or ErrIdempotencyKeyReused if the key belongs to another request.
 func lookupKey(ctx context.Context, db DB, key string, fp []byte) (StoredResponse, bool, error) {
-	var (
-		storedFP []byte
-		stored   = StoredResponse{Replayed: true}
-	)
-	err := db.QueryRow(ctx, queries.Get("GetIdempotencyKey"), key).Scan(&storedFP, &stored.Status, &stored.Body)
+	rows, err := db.Query(ctx, queries.Get("GetIdempotencyKey"), pgx.StrictNamedArgs{"key": key})
+	if err != nil {
+		return StoredResponse{}, false, fmt.Errorf("orders: look up idempotency key: %w", err)
+	}
+	k, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[storedKey])
 	if errors.Is(err, pgx.ErrNoRows) {
 		return StoredResponse{}, false, nil
 	}
 	if err != nil {
 		return StoredResponse{}, false, fmt.Errorf("orders: look up idempotency key: %w", err)
 	}
-	if !bytes.Equal(storedFP, fp) {
+	if !bytes.Equal(k.Fingerprint, fp) {
 		return StoredResponse{}, true, ErrIdempotencyKeyReused
 	}
-	return stored, true, nil
+	return StoredResponse{Status: k.Status, Body: k.Body, Replayed: true}, true, nil
+}
+
+// storedKey is an idempotency_keys row as lookupKey reads it.
+type storedKey struct {
+	Fingerprint []byte          `db:"request_fingerprint"`
+	Status      int             `db:"response_status"`
+	Body        json.RawMessage `db:"response_body"`
 }
 
 // fingerprint is the SHA-256 of the canonical request: the normalized

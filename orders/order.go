@@ -1,18 +1,10 @@
 package orders
 
 import (
-	"embed"
 	"time"
 
 	"github.com/google/uuid"
-
-	"github.com/outflow/outflow/internal/namedsql"
 )
-
-//go:embed queries.sql
-var sqlFiles embed.FS
-
-var queries = namedsql.MustLoad(sqlFiles, "queries.sql")
 
 // Status is an order's state. The order service writes pending; the
 // workflows move an order through the others. A cancel request shows at once
@@ -59,16 +51,17 @@ type Order struct {
 	Events          []OrderEvent     `json:"events" db:"-"`
 }
 
-// OrderEvent is one outbox event of an order and its publication state.
+// OrderEvent is one outbox event of an order and its publication state, from
+// [outbox.AggregateEvents].
 type OrderEvent struct {
-	EventID           uuid.UUID `json:"event_id" db:"event_id"`
-	EventType         string    `json:"event_type" db:"event_type"`
-	AggregateSequence int64     `json:"aggregate_sequence" db:"aggregate_sequence"`
-	OccurredAt        time.Time `json:"occurred_at" db:"occurred_at"`
+	EventID           uuid.UUID `json:"event_id"`
+	EventType         string    `json:"event_type"`
+	AggregateSequence int64     `json:"aggregate_sequence"`
+	OccurredAt        time.Time `json:"occurred_at"`
 	// PublishedAt is when the relay saw Temporal accept the workflow start;
 	// nil while the event is pending.
-	PublishedAt *time.Time `json:"published_at" db:"published_at"`
+	PublishedAt *time.Time `json:"published_at"`
 	// WorkflowID is the Temporal workflow the event started: its event_id,
 	// shown once published.
-	WorkflowID *string `json:"workflow_id" db:"-"`
+	WorkflowID *string `json:"workflow_id"`
 }

@@ -1,9 +1,16 @@
--- Statements of the orders package, loaded by name (internal/namedsql).
+-- Statements of the orders package, loaded by name (internal/namedsql) with
+-- the package's other .sql files (sql.go). Arguments are named (@name,
+-- bound with pgx.StrictNamedArgs), but for InsertOrder's. Only this package's
+-- .sql files write the orders table, and outbox_events is read only through
+-- package outbox (outbox.EventSequence, outbox.AggregateEvents):
+-- TestTableOwnership.
 
 -- name: InsertOrder :one
 -- The order row of CreateOrder; its OrderCreated event is enqueued in the
 -- same transaction. The benchmark's order-only transaction runs this same
--- statement.
+-- statement (orders.SQL) and binds its arguments by position, so they stay
+-- positional: $1 id, $2 customer_email, $3 currency, $4 payment_method,
+-- $5 amount, $6 items, $7 created_event_id.
 INSERT INTO orders (id, customer_email, currency, payment_method, amount, items, created_event_id)
 VALUES ($1, $2, $3, $4, $5, $6, $7)
 RETURNING status;
@@ -18,44 +25,28 @@ RETURNING status;
 -- answers even after retention cleanup deleted the cancel event.
 SELECT created_event_id, cancel_event_id, cancel_event_sequence
 FROM orders
-WHERE id = $1
+WHERE id = @id
 FOR UPDATE;
-
--- name: GetEventSequence :one
--- Only for orders cancelled before cancel_event_sequence existed (and not
--- backfilled because their event was already gone). A new statement, so a
--- new snapshot under READ COMMITTED: it sees the event the first cancel
--- committed while this one waited for the lock.
-SELECT aggregate_sequence
-FROM outbox_events
-WHERE event_id = $1;
 
 -- name: MarkOrderCancelled :exec
 -- Records the cancel request. The status becomes 'cancelled' only when the
 -- cancel saga has stopped or refunded the payment (net charge zero), so a
 -- client reading 'cancelled' can rely on it.
 UPDATE orders
-SET cancel_event_id = $2, cancel_event_sequence = $3, updated_at = now()
-WHERE id = $1;
+SET cancel_event_id = @cancel_event_id, cancel_event_sequence = @cancel_event_sequence, updated_at = now()
+WHERE id = @id;
 
 -- name: GetOrder :one
 SELECT id, customer_email, currency, payment_method, amount, items, status,
        payment_intent_id, refund_id, created_event_id, cancel_event_id,
        shipping_address, created_at, updated_at
 FROM orders
-WHERE id = $1;
-
--- name: ListOrderEvents :many
--- Served by the unique (aggregate_type, aggregate_id, aggregate_sequence) index.
-SELECT event_id, event_type, aggregate_sequence, occurred_at, published_at
-FROM outbox_events
-WHERE aggregate_type = $1 AND aggregate_id = $2
-ORDER BY aggregate_sequence;
+WHERE id = @id;
 
 -- name: GetIdempotencyKey :one
 SELECT request_fingerprint, response_status, response_body
 FROM idempotency_keys
-WHERE key = $1;
+WHERE key = @key;
 
 -- name: InsertIdempotencyKey :one
 -- ON CONFLICT DO NOTHING waits for a concurrent transaction that inserted
@@ -63,7 +54,7 @@ WHERE key = $1;
 -- own order back and replays the stored response; if it aborts, this insert
 -- goes ahead.
 INSERT INTO idempotency_keys (key, request_fingerprint, response_status, response_body, order_id)
-VALUES ($1, $2, $3, $4, $5)
+VALUES (@key, @request_fingerprint, @response_status, @response_body, @order_id)
 ON CONFLICT (key) DO NOTHING
 RETURNING key;
 
@@ -72,8 +63,8 @@ RETURNING key;
 -- default (see createOrderTx): the order row must name its event's place in
 -- the stream without outbox_events, whose rows retention cleanup deletes.
 UPDATE orders
-SET created_sequence = $2
-WHERE id = $1;
+SET created_sequence = @created_sequence
+WHERE id = @id;
 
 -- name: SettleSkipped :execrows
 -- Records a skipped sequence and counts it, with every skipped sequence that
@@ -82,14 +73,18 @@ WHERE id = $1;
 -- projection step (which holds the row lock until it commits) PostgreSQL
 -- evaluates them again on the committed row, so neither change is lost.
 UPDATE orders
-SET skipped_sequences = ARRAY(SELECT DISTINCT s FROM unnest(skipped_sequences || $2::bigint) AS s ORDER BY s),
-    applied_sequence  = orders_settled_through(applied_sequence, skipped_sequences || $2::bigint),
+SET skipped_sequences = ARRAY(SELECT DISTINCT s FROM unnest(skipped_sequences || @sequence::bigint) AS s ORDER BY s),
+    applied_sequence  = orders_settled_through(applied_sequence, skipped_sequences || @sequence::bigint),
     updated_at        = now()
-WHERE id = $1;
+WHERE id = @id;
 
 -- name: GetOrderState :one
 -- What the workflows ask before any charge: the order's own columns only,
 -- no event rows, so the answer does not depend on retention cleanup.
-SELECT status, cancel_event_id IS NOT NULL, COALESCE(payment_intent_id, ''), COALESCE(refund_id, ''), applied_sequence
+SELECT status,
+       cancel_event_id IS NOT NULL    AS cancel_requested,
+       COALESCE(payment_intent_id, '') AS payment_intent_id,
+       COALESCE(refund_id, '')         AS refund_id,
+       applied_sequence
 FROM orders
-WHERE id = $1;
+WHERE id = @id;

@@ -1,10 +1,10 @@
 -- Statements for the shipping address (OrderCreated schema v2), loaded by
--- name (internal/namedsql) next to queries.sql.
+-- name (internal/namedsql) with the package's other .sql files (sql.go).
 
 -- name: InsertOrderWithShippingAddress :one
 -- InsertOrder plus the shipping address (jsonb), for an order that has one;
 -- an order without one keeps running the plain InsertOrder, which the
 -- benchmark measures.
 INSERT INTO orders (id, customer_email, currency, payment_method, amount, items, created_event_id, shipping_address)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+VALUES (@id, @customer_email, @currency, @payment_method, @amount, @items, @created_event_id, @shipping_address)
 RETURNING status;

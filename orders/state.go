@@ -14,25 +14,27 @@ import (
 // its event's first and knows nothing of what earlier runs did.
 type OrderState struct {
 	// Status is the projected status.
-	Status Status
+	Status Status `db:"status"`
 	// CancelRequested is true once a cancel was accepted (the order has a
 	// cancel event); Status becomes cancelled only when the cancel saga is
 	// done.
-	CancelRequested bool
+	CancelRequested bool `db:"cancel_requested"`
 	// PaymentIntentID is the projected charge, "" while there is none.
-	PaymentIntentID string
+	PaymentIntentID string `db:"payment_intent_id"`
 	// RefundID is the projected refund, "" while there is none.
-	RefundID string
+	RefundID string `db:"refund_id"`
 	// AppliedSequence is the projection's position in the order's event
 	// stream.
-	AppliedSequence int64
+	AppliedSequence int64 `db:"applied_sequence"`
 }
 
 // State reads the order's state, or returns [ErrOrderNotFound].
 func State(ctx context.Context, db DB, id uuid.UUID) (OrderState, error) {
-	var s OrderState
-	err := db.QueryRow(ctx, queries.Get("GetOrderState"), id).
-		Scan(&s.Status, &s.CancelRequested, &s.PaymentIntentID, &s.RefundID, &s.AppliedSequence)
+	rows, err := db.Query(ctx, queries.Get("GetOrderState"), pgx.StrictNamedArgs{"id": id})
+	if err != nil {
+		return OrderState{}, fmt.Errorf("orders: read state of order %s: %w", id, err)
+	}
+	s, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[OrderState])
 	if errors.Is(err, pgx.ErrNoRows) {
 		return OrderState{}, ErrOrderNotFound
 	}
