@@ -6,6 +6,8 @@ import (
 
 	"github.com/stripe/stripe-go/v76"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/outflow/outflow/orders"
 )
 
 // Application error types the workflows match on (temporal.ApplicationError's
@@ -63,6 +65,24 @@ func IsPaymentDeclined(err error) bool { return hasType(err, ErrTypePaymentDecli
 func hasType(err error, t string) bool {
 	var appErr *temporal.ApplicationError
 	return errors.As(err, &appErr) && appErr.Type() == t
+}
+
+// projectionError turns an error of [orders.ApplyStep] into the error type
+// the workflows act on: orders' sentinel errors become the application
+// errors of the same name, final but for SequenceGap. Anything else (the
+// database) is returned as is, and retried.
+func projectionError(err error) error {
+	switch {
+	case errors.Is(err, orders.ErrIllegalTransition):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeIllegalTransition, nil)
+	case errors.Is(err, orders.ErrSequenceGap):
+		return temporal.NewApplicationError(err.Error(), ErrTypeSequenceGap)
+	case errors.Is(err, orders.ErrOrderNotFound):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeOrderNotFound, nil)
+	case errors.Is(err, orders.ErrSequenceUnknown):
+		return temporal.NewNonRetryableApplicationError(err.Error(), ErrTypeSequenceUnknown, nil)
+	}
+	return err
 }
 
 // stripeErr returns err's *stripe.Error, if it is one.

@@ -3,6 +3,7 @@ package activities
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 	tlog "go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/outflow/outflow/failpoints"
@@ -143,21 +145,6 @@ func TestProjectionIllegalTransitions(t *testing.T) {
 	require.Equal(t, "cancelled", f.row(t).Status)
 }
 
-// A step of an event whose place in the sequence is already closed (the
-// cancel workflow closing a saga that got further than it knew) is
-// acknowledged without effect.
-func TestProjectionStaleStepIsAcknowledged(t *testing.T) {
-	t.Parallel()
-	f := setupProjection(t)
-	_, err := f.project(t, f.created, 1, StepPaymentFailed)
-	require.NoError(t, err)
-
-	res, err := f.project(t, f.created, 1, StepSagaStopped)
-	require.NoError(t, err)
-	require.True(t, res.Stale)
-	require.Equal(t, "payment_failed", f.row(t).Status)
-}
-
 // consumer.after_commit=error fails the activity after the commit; the retry
 // finds the inbox row and does not apply the change twice.
 func TestProjectionFailpointAfterCommit(t *testing.T) {
@@ -216,9 +203,9 @@ func TestProjectionIllegalStaleStepIsReported(t *testing.T) {
 	require.Zero(t, inbox, "the refused step leaves no inbox row: it fails again if redelivered")
 }
 
-// A late cancel: retention cleanup deleted the order's outbox rows (the
-// fixture never had any), and the cancel workflow closes the saga's event
-// without knowing its sequence (Sequence 0). The order row knows it.
+// A late cancel closes the saga's event without knowing its sequence
+// (Sequence 0), which the order row supplies (orders.TestApplyStepSequenceZero
+// covers the rule); an event the row cannot place is a final SequenceUnknown.
 func TestProjectionSequenceZeroResolvesFromOrderRow(t *testing.T) {
 	t.Parallel()
 	f := setupProjection(t)
@@ -230,18 +217,43 @@ func TestProjectionSequenceZeroResolvesFromOrderRow(t *testing.T) {
 	res, err := f.project(t, f.created, 0, StepSagaStopped)
 	require.NoError(t, err)
 	require.True(t, res.Applied)
-	require.EqualValues(t, 1, f.row(t).AppliedSequence)
-
 	res, err = f.project(t, cancelEvent, 0, StepCancelled)
 	require.NoError(t, err)
 	require.True(t, res.Applied)
-	r := f.row(t)
-	require.Equal(t, "cancelled", r.Status)
-	require.EqualValues(t, 2, r.AppliedSequence)
+	require.Equal(t, orderRow{Status: "cancelled", AppliedSequence: 2, PaymentIntentID: ptr("pi_1"), RefundID: ptr("re_1")}, f.row(t))
 
 	_, err = f.project(t, uuid.NewString(), 0, StepSagaStopped)
 	requireAppError(t, err, ErrTypeSequenceUnknown, true)
 	require.ErrorContains(t, err, "is neither the created nor the cancel event of order "+f.orderID)
+}
+
+// The errors of orders.ApplyStep become the application errors the
+// workflows' retry policies act on; an unknown step is refused but, having
+// met no status, is neither logged nor counted as an illegal transition.
+func TestProjectionErrorTypes(t *testing.T) {
+	t.Parallel()
+	f := setupProjection(t)
+
+	_, err := f.acts.ProjectOrder(ctxT(t), ProjectOrderInput{EventID: f.created, OrderID: uuid.NewString(), Step: StepPaid, Sequence: 1})
+	requireAppError(t, err, ErrTypeOrderNotFound, true)
+
+	_, err = f.project(t, f.created, 1, "shipped")
+	requireAppError(t, err, ErrTypeIllegalTransition, true)
+	require.ErrorContains(t, err, `unknown projection step "shipped"`)
+	require.Zero(t, testutil.CollectAndCount(f.acts.Metrics.IllegalTransitions))
+
+	// What PostgreSQL refused before the IDs were parsed: retried, like any
+	// database error.
+	for _, in := range []ProjectOrderInput{
+		{EventID: f.created, OrderID: "not-a-uuid", Step: StepPaid, Sequence: 1},
+		{EventID: "not-a-uuid", OrderID: f.orderID, Step: StepPaid, Sequence: 1},
+	} {
+		_, err = f.acts.ProjectOrder(ctxT(t), in)
+		require.Error(t, err)
+		var appErr *temporal.ApplicationError
+		require.False(t, errors.As(err, &appErr) && appErr.NonRetryable(), "%v", err)
+	}
+	require.Equal(t, orderRow{Status: "pending"}, f.row(t))
 }
 
 // syncBuffer is a bytes.Buffer a logger may write to from another goroutine.

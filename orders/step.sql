@@ -1,0 +1,35 @@
+-- Statements of the order projection's steps (step.go, ApplyStepTx). Every
+-- statement runs in the one transaction that also writes the inbox row. None
+-- reads outbox_events: retention cleanup deletes its rows while orders still
+-- get late steps (a cancel long after the order), so the order row alone
+-- must say where the order's stream stands.
+
+-- name: StepInboxInsert :one
+-- The inbox: a row returned means this (consumer, event) is new.
+INSERT INTO processed_events (consumer_name, event_id)
+VALUES (@consumer_name, @event_id)
+ON CONFLICT DO NOTHING
+RETURNING event_id;
+
+-- name: StepLockOrder :one
+-- Serialises every step of one order (and its skips, see SettleSkipped).
+-- The event ids and their sequences give a step that carries no sequence
+-- its place in the stream.
+SELECT status, applied_sequence, customer_email,
+       created_event_id, created_sequence, cancel_event_id, cancel_event_sequence
+FROM orders
+WHERE id = @id
+FOR UPDATE;
+
+-- name: StepApply :exec
+-- @final_sequence is the event's sequence on its final step, 0 otherwise;
+-- GREATEST keeps applied_sequence monotonic. orders_settled_through
+-- (migration 00007) then moves it past every skipped sequence that directly
+-- follows, which an operator may have skipped before this event applied.
+UPDATE orders
+SET status            = @status,
+    payment_intent_id = COALESCE(@payment_intent_id, payment_intent_id),
+    refund_id         = COALESCE(@refund_id, refund_id),
+    applied_sequence  = orders_settled_through(GREATEST(applied_sequence, @final_sequence), skipped_sequences),
+    updated_at        = now()
+WHERE id = @id;
