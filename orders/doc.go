@@ -1,6 +1,16 @@
 // Package orders is the order service's domain: the commands that create and
-// cancel an order, the read model that shows one, and the events an order
-// emits (events.go).
+// cancel an order, the read model that shows one, the events an order emits
+// (events.go), and the state machine the workflows move an order through
+// ([ApplyStep]).
+//
+// # One owner per table
+//
+// This package is the only one that writes the orders table: its statements
+// are in its .sql files, loaded in one place (sql.go), and the workflows'
+// activities change an order only through [ApplyStep]. It reads the outbox's
+// rows only through package outbox ([outbox.EventSequence],
+// [outbox.AggregateEvents]); TestTableOwnership keeps it so for the whole
+// repository.
 //
 // # One transaction per command
 //
@@ -41,13 +51,18 @@
 //
 // # The order row is the projection's record
 //
-// The workflows project status changes onto the order row strictly in the
-// order's event sequence (applied_sequence). Everything this needs is on the
-// row itself, never in outbox_events, whose rows retention cleanup deletes:
-// the sequences of the order's two events (created_sequence, written by
-// [CreateOrderTx]; cancel_event_sequence, by [CancelOrderTx]) and the
-// sequences an operator skipped (skipped_sequences). [SettleSkippedTx], run in
-// the skip's own transaction, records a skipped sequence and moves
+// The workflows project status changes onto the order row with [ApplyStep]
+// (or [ApplyStepTx] in a caller's transaction), one [Step] of one event at a
+// time: through the inbox (processed_events, consumer [ConsumerName]), by
+// the transition table (a step the status does not allow is an
+// [*IllegalTransitionError]), and strictly in the order's event sequence
+// (applied_sequence; a later event waits with [ErrSequenceGap]). Everything
+// this needs is on the row itself, never in outbox_events, whose rows
+// retention cleanup deletes: the sequences of the order's two events
+// (created_sequence, written by [CreateOrderTx]; cancel_event_sequence, by
+// [CancelOrderTx]), which place a step that carries no sequence, and the
+// sequences an operator skipped (skipped_sequences). [SettleSkippedTx], run
+// in the skip's own transaction, records a skipped sequence and moves
 // applied_sequence past it, so the order's later events do not wait for it
 // forever. [State] is the row as the workflows consult it before charging.
 package orders

@@ -216,7 +216,7 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
 	defer cancel()
 	if err := s.cfg.DB.Ping(ctx); err != nil {
-		s.cfg.Logger.WarnContext(ctx, "health check: database does not answer", "err", err)
+		s.cfg.Logger.WarnContext(ctx, "health check: database does not answer", "error", err)
 		writeError(w, &apiError{Status: http.StatusServiceUnavailable, Code: codeDatabaseUnavailable, Message: "the database does not answer"})
 		return
 	}
@@ -263,7 +263,7 @@ func (s *server) writeCommandError(w http.ResponseWriter, r *http.Request, err e
 		writeError(w, &apiError{Status: http.StatusConflict, Code: codeAlreadyCancelled,
 			Message: "the order is cancelled; its cancel event is older than the retention period and no longer listed"})
 	default:
-		s.cfg.Logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		s.cfg.Logger.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path, "error", err)
 		writeError(w, &apiError{Status: http.StatusInternalServerError, Code: codeInternal,
 			Message: "the server could not complete the request; it is safe to retry with the same Idempotency-Key"})
 	}
