@@ -9,39 +9,9 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/outflow/outflow/handoff"
 )
-
-// SagaOutcome is how an OrderCreated saga ended.
-type SagaOutcome string
-
-// Saga outcomes.
-const (
-	// SagaConfirmed: charged, confirmation sent, order confirmed.
-	SagaConfirmed SagaOutcome = "confirmed"
-	// SagaPaymentFailed: declined; payment_failed projected and emailed.
-	SagaPaymentFailed SagaOutcome = "payment_failed"
-	// SagaStopped: a cancel stopped the saga at a safe point; Charged says
-	// whether money was taken (the cancel workflow refunds it).
-	SagaStopped SagaOutcome = "stopped"
-	// SagaCompensated: the saga itself was cancelled (a Temporal cancel, not
-	// an order cancel) and refunded its own charge.
-	SagaCompensated SagaOutcome = "compensated"
-)
-
-// SagaResult is the result of OrderCreatedWorkflow. It lives here, not in
-// package workflows, because [Activities.AwaitSaga] returns it and workflows
-// import activities.
-type SagaResult struct {
-	OrderID         string      `json:"order_id"`
-	Outcome         SagaOutcome `json:"outcome"`
-	Charged         bool        `json:"charged"`
-	PaymentIntentID string      `json:"payment_intent_id,omitempty"`
-	Amount          int64       `json:"amount"`
-	Currency        string      `json:"currency"`
-	// Refunded: the saga refunded its charge itself (SagaCompensated).
-	Refunded bool   `json:"refunded,omitempty"`
-	RefundID string `json:"refund_id,omitempty"`
-}
 
 // AwaitSagaInput names the saga to wait for.
 type AwaitSagaInput struct {
@@ -52,8 +22,8 @@ type AwaitSagaInput struct {
 // AwaitSagaResult is the awaited saga's result, or why there is none.
 type AwaitSagaResult struct {
 	// Found: the saga completed and Result is its result.
-	Found  bool       `json:"found"`
-	Result SagaResult `json:"result"`
+	Found  bool               `json:"found"`
+	Result handoff.SagaResult `json:"result"`
 	// Problem says why there is no result: the saga failed, was terminated,
 	// timed out, or no longer exists (retention). The caller must then find
 	// the truth at the provider.
@@ -95,7 +65,7 @@ func (a *Activities) AwaitSaga(ctx context.Context, in AwaitSagaInput) (AwaitSag
 		}()
 	}
 
-	var res SagaResult
+	var res handoff.SagaResult
 	err := a.Temporal.GetWorkflow(waitCtx, in.WorkflowID, "").Get(waitCtx, &res)
 	if err == nil {
 		return AwaitSagaResult{Found: true, Result: res}, nil

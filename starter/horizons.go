@@ -8,10 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outflow/outflow/activities"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/temporalpub"
-	"github.com/outflow/outflow/workflows"
 )
 
 // The horizons the guarantees depend on, and how they must relate (the
@@ -22,24 +20,15 @@ import (
 //	replay horizon (OUTFLOW_REPLAY_HORIZON)     ≤ namespace retention (Temporal)
 //	outbox retention (OUTFLOW_RETENTION)        ≤ inbox retention (OUTFLOW_INBOX_RETENTION), checked in cleanupConfigFromEnv
 //
-// The first is fixed in code and checked here so that a change to one
-// constant cannot silently break it; the second needs Temporal's answer and
+// The first is fixed in code and checked by the worker at start
+// (workflows.CheckHorizons), which links both constants; the second needs
+// Temporal's answer and
 // is checked once Temporal is reachable (and again every few minutes, since
 // an operator may shorten the retention); the relay refuses to run on a
 // violation, with a message naming both settings.
 
 // horizonRecheck is how often the namespace retention is read again.
 const horizonRecheck = 5 * time.Minute
-
-// checkFixedHorizons checks the relations between the horizons fixed in
-// code.
-func checkFixedHorizons() error {
-	if workflows.ChargeWindow >= activities.KeyLifetime {
-		return fmt.Errorf("the charge window (%s) must be shorter than the provider's idempotency key lifetime (%s): a retry after the key expired would be a new charge",
-			workflows.ChargeWindow, activities.KeyLifetime)
-	}
-	return nil
-}
 
 // replayHorizonFromEnv reads OUTFLOW_REPLAY_HORIZON: how far back an
 // operator's replay may reach. Unset or 0: the namespace retention.

@@ -46,51 +46,44 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/internal/database"
+	"github.com/outflow/outflow/internal/routes"
+	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/temporalpub"
-	"github.com/outflow/outflow/workflows"
 )
 
 func main() {
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: logLevel()}))
-	if err := run(logger); err != nil {
-		logger.Error("relay failed", "error", err)
+	env := service.NewEnv(os.Getenv)
+	logger := service.NewLogger(os.Stderr, env)
+	if err := run(logger, env); err != nil {
+		logger.Error("relay failed", service.ErrorKey, err)
 		os.Exit(1)
 	}
 }
 
-func run(logger *slog.Logger) error {
+func run(logger *slog.Logger, env *service.Env) error {
 	fps, err := failpoints.FromEnv()
 	if err != nil {
 		return fmt.Errorf("%s: %w", failpoints.EnvVar, err)
 	}
-	cfg, err := configFromEnv()
-	if err != nil {
+	cfg := configFromEnv(env)
+	taskQueue := service.TaskQueue(env)
+	if err := env.Err(); err != nil {
 		return err
 	}
-	taskQueue := envOr("OUTFLOW_TASK_QUEUE", workflows.DefaultTaskQueue)
 	ccfg, err := cleanupConfigFromEnv(os.Getenv)
 	if err != nil {
-		return err
-	}
-	if err := checkFixedHorizons(); err != nil {
 		return err
 	}
 	configuredHorizon, err := replayHorizonFromEnv(os.Getenv)
@@ -107,7 +100,7 @@ func run(logger *slog.Logger) error {
 	}
 	defer pool.Close()
 
-	topts, err := temporalpub.ClientOptionsFromEnv()
+	topts, err := service.TemporalClientOptions()
 	if err != nil {
 		return err
 	}
@@ -115,25 +108,27 @@ func run(logger *slog.Logger) error {
 	// Lazy: the relay starts while Temporal is unreachable and backs off.
 	tc, err := client.NewLazyClient(topts)
 	if err != nil {
-		return fmt.Errorf("temporal client for %s: %w", orDefault(topts.HostPort, client.DefaultHostPort), err)
+		return fmt.Errorf("temporal client for %s: %w", topts.HostPort, err)
 	}
 	defer tc.Close()
 
 	cfg.Logger = logger
 	cfg.Failpoints = fps
-	metricsAddr := os.Getenv("METRICS_ADDR")
+	metricsAddr := os.Getenv(service.MetricsAddrEnv)
 	var reg *prometheus.Registry
 	if metricsAddr != "" {
-		reg = prometheus.NewRegistry()
-		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		reg = service.NewRegistry()
 		cfg.Registerer = reg
 	}
-	namespace := orDefault(topts.Namespace, client.DefaultNamespace)
-	pcfg := temporalpub.Config{TaskQueue: taskQueue, Logger: logger, Namespace: namespace, ReplayHorizon: configuredHorizon}
+	namespace := topts.Namespace
+	pcfg := temporalpub.Config{TaskQueue: taskQueue, Routes: routes.Orders(), Logger: logger, Namespace: namespace, ReplayHorizon: configuredHorizon}
 	if reg != nil {
 		pcfg.Registerer = reg
 	}
-	pub := temporalpub.New(tc, pcfg)
+	pub, err := temporalpub.New(tc, pcfg)
+	if err != nil {
+		return err
+	}
 	relay, err := outbox.New(pool, pub, cfg)
 	if err != nil {
 		return err
@@ -155,7 +150,7 @@ func run(logger *slog.Logger) error {
 	}()
 
 	if reg != nil {
-		srv, err := serveMetrics(metricsAddr, reg, logger)
+		srv, err := service.ServeMetrics(metricsAddr, reg, logger)
 		if err != nil {
 			return err
 		}
@@ -184,7 +179,7 @@ func run(logger *slog.Logger) error {
 	eff := relay.Config()
 	logger.Info("relay started",
 		"owner", relay.Owner(),
-		"temporal", orDefault(topts.HostPort, client.DefaultHostPort),
+		"temporal", topts.HostPort,
 		"namespace", namespace,
 		"task_queue", taskQueue,
 		"batch", eff.BatchSize, "lease", eff.Lease, "publish_timeout", eff.PublishTimeout,
@@ -201,67 +196,14 @@ func run(logger *slog.Logger) error {
 
 // configFromEnv reads the relay's tuning variables; unset means the
 // outbox.Config default.
-func configFromEnv() (outbox.Config, error) {
-	var cfg outbox.Config
-	var errs []error
-	intVar := func(name string, dst *int) {
-		if v := os.Getenv(name); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 {
-				errs = append(errs, fmt.Errorf("%s=%q: want a positive integer", name, v))
-				return
-			}
-			*dst = n
-		}
+func configFromEnv(env *service.Env) outbox.Config {
+	return outbox.Config{
+		MaxAttempts:  env.PositiveInt("OUTFLOW_MAX_ATTEMPTS", 0),
+		BatchSize:    env.PositiveInt("OUTFLOW_RELAY_BATCH", 0),
+		MaxInFlight:  env.PositiveInt("OUTFLOW_RELAY_IN_FLIGHT", 0),
+		Lease:        env.Duration("OUTFLOW_RELAY_LEASE", 0, false),
+		PollInterval: env.Duration("OUTFLOW_RELAY_POLL", 0, false),
 	}
-	durVar := func(name string, dst *time.Duration) {
-		if v := os.Getenv(name); v != "" {
-			d, err := time.ParseDuration(v)
-			if err != nil || d <= 0 {
-				errs = append(errs, fmt.Errorf("%s=%q: want a positive Go duration such as 30s or 500ms", name, v))
-				return
-			}
-			*dst = d
-		}
-	}
-	intVar("OUTFLOW_MAX_ATTEMPTS", &cfg.MaxAttempts)
-	intVar("OUTFLOW_RELAY_BATCH", &cfg.BatchSize)
-	intVar("OUTFLOW_RELAY_IN_FLIGHT", &cfg.MaxInFlight)
-	durVar("OUTFLOW_RELAY_LEASE", &cfg.Lease)
-	durVar("OUTFLOW_RELAY_POLL", &cfg.PollInterval)
-	return cfg, errors.Join(errs...)
-}
-
-func serveMetrics(addr string, reg *prometheus.Registry, logger *slog.Logger) (*http.Server, error) {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("METRICS_ADDR=%s: %w", addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			logger.Error("metrics server failed", "addr", addr, "error", err)
-		}
-	}()
-	logger.Info("serving metrics", "addr", l.Addr().String())
-	return srv, nil
-}
-
-func logLevel() slog.Level {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(strings.ToUpper(envOr("OUTFLOW_LOG_LEVEL", "info")))); err != nil {
-		return slog.LevelInfo
-	}
-	return l
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }
 
 func orDefault(v, def string) string {

@@ -6,7 +6,8 @@
 // TEMPORAL_API_KEY, TLS, via go.temporal.io/sdk/contrib/envconfig),
 // OUTFLOW_TASK_QUEUE (default "orders"), DATABASE_URL, STRIPE_API_KEY /
 // STRIPE_API_BASE, EMAIL_API_KEY / EMAIL_API_BASE / EMAIL_FROM,
-// OUTFLOW_FAILPOINTS, and METRICS_ADDR (Prometheus /metrics; off when unset).
+// OUTFLOW_FAILPOINTS, METRICS_ADDR (Prometheus /metrics; off when unset),
+// OUTFLOW_LOG_LEVEL and OUTFLOW_LOG_FORMAT (text or json).
 //
 // SIGINT or SIGTERM stops it gracefully: no new tasks are polled and running
 // activities get WorkerStopTimeout to finish.
@@ -14,27 +15,22 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/contrib/envconfig"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/outflow/outflow/activities"
 	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/internal/database"
+	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/workflows"
 )
 
@@ -44,17 +40,25 @@ import (
 const stopTimeout = 25 * time.Second
 
 func main() {
-	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	env := service.NewEnv(os.Getenv)
+	logger := service.NewLogger(os.Stderr, env)
 	slog.SetDefault(logger)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, logger); err != nil {
-		logger.Error("worker: " + err.Error())
+	if err := run(ctx, logger, env); err != nil {
+		logger.Error("worker failed", service.ErrorKey, err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, logger *slog.Logger) error {
+func run(ctx context.Context, logger *slog.Logger, env *service.Env) error {
+	taskQueue := service.TaskQueue(env)
+	if err := env.Err(); err != nil {
+		return err
+	}
+	if err := workflows.CheckHorizons(); err != nil {
+		return err
+	}
 	fps, err := failpoints.FromEnv()
 	if err != nil {
 		return fmt.Errorf("%w (check %s)", err, failpoints.EnvVar)
@@ -69,12 +73,11 @@ func run(ctx context.Context, logger *slog.Logger) error {
 	}
 	defer pool.Close()
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := service.NewRegistry()
 
-	opts, err := envconfig.LoadDefaultClientOptions()
+	opts, err := service.TemporalClientOptions()
 	if err != nil {
-		return fmt.Errorf("temporal client configuration: %w (check TEMPORAL_ADDRESS / TEMPORAL_CONFIG_FILE)", err)
+		return err
 	}
 	opts.Logger = tlog.NewStructuredLogger(logger)
 	opts.MetricsHandler = newPromHandler(reg)
@@ -89,29 +92,15 @@ func run(ctx context.Context, logger *slog.Logger) error {
 	acts.Metrics = activities.NewMetrics(reg)
 	acts.Failpoints = fps
 
-	taskQueue := os.Getenv("OUTFLOW_TASK_QUEUE")
-	if taskQueue == "" {
-		taskQueue = workflows.DefaultTaskQueue
-	}
 	w := worker.New(c, taskQueue, worker.Options{WorkerStopTimeout: stopTimeout})
 	workflows.Register(w)
 	w.RegisterActivity(acts)
 
 	var metricsSrv *http.Server
-	if addr := os.Getenv("METRICS_ADDR"); addr != "" {
-		ln, err := net.Listen("tcp", addr)
-		if err != nil {
-			return fmt.Errorf("METRICS_ADDR %q: %w", addr, err)
+	if addr := os.Getenv(service.MetricsAddrEnv); addr != "" {
+		if metricsSrv, err = service.ServeMetrics(addr, reg, logger); err != nil {
+			return err
 		}
-		mux := http.NewServeMux()
-		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		metricsSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go func() {
-			if err := metricsSrv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				logger.Error("metrics server stopped", "error", err)
-			}
-		}()
-		logger.Info("metrics listening", "addr", ln.Addr().String())
 	}
 
 	if err := w.Start(); err != nil {

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"fmt"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -8,6 +9,10 @@ import (
 
 	"github.com/outflow/outflow/activities"
 )
+
+// a is the typed nil pointer workflows call activities through: the method
+// value names the activity, no string can drift from the registration.
+var a *activities.Activities
 
 // Every activity's timeouts and retry policy are explicit: the defaults
 // (unlimited retries, no schedule-to-close) are wrong for calls whose
@@ -132,4 +137,16 @@ func awaitSagaOptions(ctx workflow.Context) workflow.Context {
 			MaximumInterval:    30 * time.Second,
 		},
 	})
+}
+
+// CheckHorizons checks the relation between the horizons fixed in code that
+// the saga's safety rests on (docs/time-and-money.md): no charge attempt may
+// start after the provider has forgotten the key it is sent under. The worker
+// refuses to start when a change to one constant breaks it.
+func CheckHorizons() error {
+	if ChargeWindow >= activities.KeyLifetime {
+		return fmt.Errorf("the charge window (%s) must be shorter than the provider's idempotency key lifetime (%s): a retry after the key expired would be a new charge",
+			ChargeWindow, activities.KeyLifetime)
+	}
+	return nil
 }

@@ -20,7 +20,7 @@ const MetricCompensationFailures = "outflow_compensation_failures_total"
 
 // StageCompensationFailed is the "status" query's stage of a workflow whose
 // compensation failed.
-const StageCompensationFailed = "compensation_failed"
+const StageCompensationFailed Stage = "compensation_failed"
 
 // CompensationFailure is the details of a CompensationFailed error.
 type CompensationFailure struct {
@@ -61,6 +61,49 @@ func isType(err error, t string) bool {
 	return errors.As(err, &appErr) && appErr.Type() == t
 }
 
-// a is the typed nil pointer workflows call activities through: the method
-// value names the activity, no string can drift from the registration.
-var a *activities.Activities
+// cancellation is what both ways of undoing an order's payment end with: the
+// cancel workflow (an order cancel) and the saga's own compensation (a
+// Temporal cancel of the saga).
+type cancellation struct {
+	orderID string
+	// refund, when set, is the charge to refund first; its key derives from
+	// the charge's event, so whoever asks, the provider makes one refund.
+	refund *activities.RefundInput
+	// eventID and sequence are the event whose projection step says
+	// "cancelled".
+	eventID  string
+	sequence int64
+	// stage reports progress to the caller's status query.
+	stage func(Stage)
+}
+
+// errRefund marks a refund that failed for good: the caller's compensation
+// failed, and it must say so (compensationFailed), not just fail.
+type errRefund struct{ err error }
+
+func (e errRefund) Error() string { return e.err.Error() }
+func (e errRefund) Unwrap() error { return e.err }
+
+// refundThenProjectCancelled makes the order's net charge zero and only then
+// projects it cancelled: a refund that fails leaves the order as it was
+// (paid or confirmed), so no one reads "cancelled" for money still taken.
+// It returns the refund's id ("" without one) and the projection's result;
+// a failed refund is an [errRefund], a failed projection its own error.
+func refundThenProjectCancelled(ctx workflow.Context, c cancellation) (string, activities.ProjectOrderResult, error) {
+	var refundID string
+	if c.refund != nil {
+		c.stage(StageRefunding)
+		var rr activities.RefundResult
+		if err := workflow.ExecuteActivity(refundOptions(ctx), a.RefundPayment, *c.refund).Get(ctx, &rr); err != nil {
+			return "", activities.ProjectOrderResult{}, errRefund{err}
+		}
+		refundID = rr.RefundID
+	}
+	c.stage(StageProjecting)
+	var pr activities.ProjectOrderResult
+	err := workflow.ExecuteActivity(projectOptions(ctx), a.ProjectOrder, activities.ProjectOrderInput{
+		EventID: c.eventID, OrderID: c.orderID, Step: activities.StepCancelled,
+		Sequence: c.sequence, RefundID: refundID,
+	}).Get(ctx, &pr)
+	return refundID, pr, err
+}

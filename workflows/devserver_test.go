@@ -22,6 +22,7 @@ import (
 
 	"github.com/outflow/outflow/activities"
 	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/devserver"
 	"github.com/outflow/outflow/internal/testdb"
 	"github.com/outflow/outflow/orders"
@@ -90,18 +91,18 @@ func (s *stack) newOrder(t *testing.T) order {
 	return o
 }
 
-func (o order) createdInput(t *testing.T, method string) EventInput {
+func (o order) createdInput(t *testing.T, method string) handoff.EventInput {
 	payload, err := json.Marshal(orders.OrderCreated{OrderID: o.id, CustomerEmail: "ada@example.com", Currency: "usd",
 		PaymentMethod: method, Amount: 2500, Items: []orders.Item{{SKU: "SKU-1", Quantity: 2, UnitAmount: 1250}}})
 	require.NoError(t, err)
-	return EventInput{EventID: o.created, EventType: orders.EventOrderCreated, AggregateType: orders.AggregateType,
+	return handoff.EventInput{EventID: o.created, EventType: orders.EventOrderCreated, AggregateType: orders.AggregateType,
 		AggregateID: o.id, Sequence: 1, SchemaVersion: 1, OccurredAt: time.Now().UTC(), Payload: payload}
 }
 
-func (o order) cancelledInput(t *testing.T) EventInput {
+func (o order) cancelledInput(t *testing.T) handoff.EventInput {
 	payload, err := json.Marshal(orders.OrderCancelled{OrderID: o.id, CreatedEventID: o.created})
 	require.NoError(t, err)
-	return EventInput{EventID: o.cancelled, EventType: orders.EventOrderCancelled, AggregateType: orders.AggregateType,
+	return handoff.EventInput{EventID: o.cancelled, EventType: orders.EventOrderCancelled, AggregateType: orders.AggregateType,
 		AggregateID: o.id, Sequence: 2, SchemaVersion: 1, OccurredAt: time.Now().UTC(), Payload: payload}
 }
 
@@ -111,7 +112,7 @@ func (s *stack) startOpts(id string) client.StartWorkflowOptions {
 		WorkflowIDReusePolicy: enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE}
 }
 
-func (s *stack) start(t *testing.T, name string, in EventInput) client.WorkflowRun {
+func (s *stack) start(t *testing.T, name string, in handoff.EventInput) client.WorkflowRun {
 	t.Helper()
 	run, err := s.c.ExecuteWorkflow(ctxFor(t), s.startOpts(in.EventID), name, in)
 	require.NoError(t, err)
@@ -192,10 +193,10 @@ func TestSagaOnDevServer(t *testing.T) {
 	t.Run("confirmed", func(t *testing.T) {
 		t.Parallel()
 		o := s.newOrder(t)
-		var res activities.SagaResult
-		require.NoError(t, s.start(t, OrderCreatedWorkflowName, o.createdInput(t, "pm_card_visa")).Get(ctxFor(t), &res))
+		var res handoff.SagaResult
+		require.NoError(t, s.start(t, handoff.OrderCreatedWorkflowName, o.createdInput(t, "pm_card_visa")).Get(ctxFor(t), &res))
 
-		require.Equal(t, activities.SagaConfirmed, res.Outcome)
+		require.Equal(t, handoff.SagaConfirmed, res.Outcome)
 		st, applied, _ := s.status(t, o.id)
 		require.Equal(t, "confirmed", st)
 		require.EqualValues(t, 1, applied)
@@ -215,10 +216,10 @@ func TestSagaOnDevServer(t *testing.T) {
 		o := s.newOrder(t)
 		in := o.createdInput(t, "pm_card_visa")
 		in.SchemaVersion, in.Payload = orders.OrderCreatedV2, v2Payload(t, in.Payload)
-		var res activities.SagaResult
-		require.NoError(t, s.start(t, OrderCreatedWorkflowName, in).Get(ctxFor(t), &res))
+		var res handoff.SagaResult
+		require.NoError(t, s.start(t, handoff.OrderCreatedWorkflowName, in).Get(ctxFor(t), &res))
 
-		require.Equal(t, activities.SagaConfirmed, res.Outcome)
+		require.Equal(t, handoff.SagaConfirmed, res.Outcome)
 		st, _, _ := s.status(t, o.id)
 		require.Equal(t, "confirmed", st)
 		_, _, kinds := s.effectsOf(o.id)
@@ -234,10 +235,10 @@ func TestSagaOnDevServer(t *testing.T) {
 	t.Run("declined", func(t *testing.T) {
 		t.Parallel()
 		o := s.newOrder(t)
-		var res activities.SagaResult
-		require.NoError(t, s.start(t, OrderCreatedWorkflowName, o.createdInput(t, "pm_card_chargeDeclined")).Get(ctxFor(t), &res))
+		var res handoff.SagaResult
+		require.NoError(t, s.start(t, handoff.OrderCreatedWorkflowName, o.createdInput(t, "pm_card_chargeDeclined")).Get(ctxFor(t), &res))
 
-		require.Equal(t, activities.SagaPaymentFailed, res.Outcome)
+		require.Equal(t, handoff.SagaPaymentFailed, res.Outcome)
 		st, _, _ := s.status(t, o.id)
 		require.Equal(t, "payment_failed", st)
 		_, _, kinds := s.effectsOf(o.id)
@@ -251,20 +252,20 @@ func TestSagaOnDevServer(t *testing.T) {
 	t.Run("cancel_racing_the_charge", func(t *testing.T) {
 		o := s.newOrder(t) // not parallel: the fault is global to the simulator
 		require.NoError(t, s.sim.InjectFault(providersim.Fault{Operation: providersim.OperationPaymentIntentsCreate, Fault: "latency:1500ms"}))
-		saga := s.start(t, OrderCreatedWorkflowName, o.createdInput(t, "pm_card_visa"))
+		saga := s.start(t, handoff.OrderCreatedWorkflowName, o.createdInput(t, "pm_card_visa"))
 		// The saga asks the order first (ChangeTimeEdges); the cancel must
 		// arrive while the slow charge is in flight, not before it starts.
 		require.Eventually(t, func() bool {
-			v, err := s.c.QueryWorkflow(ctxFor(t), o.created, "", QueryStatus)
+			v, err := s.c.QueryWorkflow(ctxFor(t), o.created, "", handoff.QueryStatus)
 			var st SagaStatus
 			return err == nil && v.Get(&st) == nil && st.Stage == StageCharging
 		}, 30*time.Second, 20*time.Millisecond, "the saga is charging")
 		var cres CancelResult
-		require.NoError(t, s.start(t, OrderCancelledWorkflowName, o.cancelledInput(t)).Get(ctxFor(t), &cres))
-		var sres activities.SagaResult
+		require.NoError(t, s.start(t, handoff.OrderCancelledWorkflowName, o.cancelledInput(t)).Get(ctxFor(t), &cres))
+		var sres handoff.SagaResult
 		require.NoError(t, saga.Get(ctxFor(t), &sres))
 
-		require.Equal(t, activities.SagaStopped, sres.Outcome)
+		require.Equal(t, handoff.SagaStopped, sres.Outcome)
 		require.True(t, cres.Charged)
 		require.True(t, cres.Refunded)
 		st, applied, refund := s.status(t, o.id)
@@ -287,11 +288,11 @@ func TestSagaOnDevServer(t *testing.T) {
 	t.Run("unknown_outcome_reconciled", func(t *testing.T) {
 		o := s.newOrder(t) // not parallel: the fault is global to the simulator
 		require.NoError(t, s.sim.InjectFault(providersim.Fault{Operation: providersim.OperationPaymentIntentsCreate, Fault: "timeout_after_commit"}))
-		saga := s.start(t, OrderCreatedWorkflowName, o.createdInput(t, "pm_card_visa"))
-		var res activities.SagaResult
+		saga := s.start(t, handoff.OrderCreatedWorkflowName, o.createdInput(t, "pm_card_visa"))
+		var res handoff.SagaResult
 		require.NoError(t, saga.Get(ctxFor(t), &res))
 
-		require.Equal(t, activities.SagaConfirmed, res.Outcome)
+		require.Equal(t, handoff.SagaConfirmed, res.Outcome)
 		pis, _, kinds := s.effectsOf(o.id)
 		require.Len(t, pis, 1, "one PaymentIntent, never a second")
 		require.Equal(t, res.PaymentIntentID, pis[0].ID)
@@ -307,16 +308,16 @@ func TestSagaOnDevServer(t *testing.T) {
 		o := s.newOrder(t)
 		in := o.createdInput(t, "pm_card_visa")
 		opts := s.startOpts(in.EventID)
-		opts.TypedSearchAttributes = temporal.NewSearchAttributes(OrderIDKey.ValueSet(o.id))
-		saga, err := s.c.SignalWithStartWorkflow(ctxFor(t), in.EventID, SignalCancel,
-			CancelRequest{CancelEventID: o.cancelled}, opts, OrderCreatedWorkflowName, in)
+		opts.TypedSearchAttributes = temporal.NewSearchAttributes(handoff.OrderIDKey.ValueSet(o.id))
+		saga, err := s.c.SignalWithStartWorkflow(ctxFor(t), in.EventID, handoff.SignalCancel,
+			handoff.CancelRequest{CancelEventID: o.cancelled}, opts, handoff.OrderCreatedWorkflowName, in)
 		require.NoError(t, err)
 		var cres CancelResult
-		require.NoError(t, s.start(t, OrderCancelledWorkflowName, o.cancelledInput(t)).Get(ctxFor(t), &cres))
-		var sres activities.SagaResult
+		require.NoError(t, s.start(t, handoff.OrderCancelledWorkflowName, o.cancelledInput(t)).Get(ctxFor(t), &cres))
+		var sres handoff.SagaResult
 		require.NoError(t, saga.Get(ctxFor(t), &sres))
 
-		require.Equal(t, activities.SagaStopped, sres.Outcome)
+		require.Equal(t, handoff.SagaStopped, sres.Outcome)
 		require.False(t, cres.Charged)
 		st, _, _ := s.status(t, o.id)
 		require.Equal(t, "cancelled", st)

@@ -1,5 +1,5 @@
 // Package workflows holds outflow's Temporal workflows: one run per outbox
-// event, workflow ID = event_id, input [EventInput].
+// event, workflow ID = event_id, input [handoff.EventInput].
 //
 // # The payment saga
 //

@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/outflow/outflow/activities"
+	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/orders"
 )
 
@@ -35,7 +36,7 @@ const (
 
 var testOccurredAt = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func createdInput(t *testing.T, paymentMethod string) EventInput {
+func createdInput(t *testing.T, paymentMethod string) handoff.EventInput {
 	t.Helper()
 	payload, err := json.Marshal(orders.OrderCreated{
 		OrderID: testOrderID, CustomerEmail: testEmail, Currency: "usd",
@@ -43,18 +44,18 @@ func createdInput(t *testing.T, paymentMethod string) EventInput {
 		Items: []orders.Item{{SKU: "SKU-1", Quantity: 2, UnitAmount: 1250}},
 	})
 	require.NoError(t, err)
-	return EventInput{
+	return handoff.EventInput{
 		EventID: testCreatedEvent, EventType: orders.EventOrderCreated, AggregateType: orders.AggregateType,
 		AggregateID: testOrderID, Sequence: 1, SchemaVersion: orders.OrderCreatedVersion,
 		OccurredAt: testOccurredAt, Payload: payload,
 	}
 }
 
-func cancelledInput(t *testing.T) EventInput {
+func cancelledInput(t *testing.T) handoff.EventInput {
 	t.Helper()
 	payload, err := json.Marshal(orders.OrderCancelled{OrderID: testOrderID, CreatedEventID: testCreatedEvent, Reason: "changed my mind"})
 	require.NoError(t, err)
-	return EventInput{
+	return handoff.EventInput{
 		EventID: testCancelEvent, EventType: orders.EventOrderCancelled, AggregateType: orders.AggregateType,
 		AggregateID: testOrderID, Sequence: 2, SchemaVersion: orders.OrderCancelledVersion,
 		OccurredAt: testOccurredAt.Add(time.Minute), Payload: payload,
@@ -209,13 +210,13 @@ func newHarness(t *testing.T, f fakes) *harness {
 // signalCancelAt delivers the cancel signal after d of workflow time.
 func (h *harness) signalCancelAt(d time.Duration) {
 	h.env.RegisterDelayedCallback(func() {
-		h.env.SignalWorkflow(SignalCancel, CancelRequest{CancelEventID: testCancelEvent})
+		h.env.SignalWorkflow(handoff.SignalCancel, handoff.CancelRequest{CancelEventID: testCancelEvent})
 	}, d)
 }
 
 func (h *harness) sagaStatus() SagaStatus {
 	h.t.Helper()
-	v, err := h.env.QueryWorkflow(QueryStatus)
+	v, err := h.env.QueryWorkflow(handoff.QueryStatus)
 	require.NoError(h.t, err)
 	var st SagaStatus
 	require.NoError(h.t, v.Get(&st))

@@ -10,22 +10,23 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/outflow/outflow/activities"
+	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/orders"
 )
 
-// Stages of the cancel workflow, as the "status" query reports them.
+// Stages of the cancel workflow.
 const (
-	StageStoppingSaga = "stopping_saga"
-	StageRefunding    = "refunding"
-	StageProjecting   = "projecting"
-	StageNotifying    = "notifying"
-	StageCancelled    = "cancelled"
+	StageStoppingSaga Stage = "stopping_saga"
+	StageRefunding    Stage = "refunding"
+	StageProjecting   Stage = "projecting"
+	StageNotifying    Stage = "notifying"
+	StageCancelled    Stage = "cancelled"
 )
 
 // CancelStatus is the cancel workflow's state for operators (query "status").
 type CancelStatus struct {
 	OrderID string `json:"order_id"`
-	Stage   string `json:"stage"`
+	Stage   Stage  `json:"stage"`
 	// SagaID is the workflow ID of the order's payment saga.
 	SagaID          string `json:"saga_id"`
 	SagaOutcome     string `json:"saga_outcome,omitempty"`
@@ -53,7 +54,7 @@ type CancelResult struct {
 // committed business fact; a Temporal cancel of this run (an operator's
 // mistake) must not leave a charged order unrefunded, so it is not obeyed —
 // terminate is the operator's deliberate way out.
-func OrderCancelledWorkflow(ctx workflow.Context, in EventInput) (CancelResult, error) {
+func OrderCancelledWorkflow(ctx workflow.Context, in handoff.EventInput) (CancelResult, error) {
 	if err := setOrderID(ctx, in.AggregateID); err != nil {
 		return CancelResult{}, err
 	}
@@ -64,7 +65,7 @@ func OrderCancelledWorkflow(ctx workflow.Context, in EventInput) (CancelResult, 
 		return CancelResult{}, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidPayload", err)
 	}
 	st := &CancelStatus{OrderID: p.OrderID, SagaID: p.CreatedEventID, Stage: StageStoppingSaga}
-	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (CancelStatus, error) { return *st, nil }); err != nil {
+	if err := workflow.SetQueryHandler(ctx, handoff.QueryStatus, func() (CancelStatus, error) { return *st, nil }); err != nil {
 		return CancelResult{}, err
 	}
 	dctx, cancel := workflow.NewDisconnectedContext(ctx)
@@ -72,7 +73,7 @@ func OrderCancelledWorkflow(ctx workflow.Context, in EventInput) (CancelResult, 
 	return cancelOrder(dctx, in, p, st)
 }
 
-func cancelOrder(ctx workflow.Context, in EventInput, p orders.OrderCancelled, st *CancelStatus) (CancelResult, error) {
+func cancelOrder(ctx workflow.Context, in handoff.EventInput, p orders.OrderCancelled, st *CancelStatus) (CancelResult, error) {
 	logger := workflow.GetLogger(ctx)
 	res := CancelResult{OrderID: p.OrderID}
 	edges := workflow.GetVersion(ctx, ChangeTimeEdges, workflow.DefaultVersion, 1) >= 1
@@ -91,8 +92,8 @@ func cancelOrder(ctx workflow.Context, in EventInput, p orders.OrderCancelled, s
 
 	// 1. Stop the saga. A saga that already closed is fine: its result says
 	// what happened.
-	err := workflow.SignalExternalWorkflow(ctx, p.CreatedEventID, "", SignalCancel,
-		CancelRequest{CancelEventID: in.EventID, Reason: p.Reason}).Get(ctx, nil)
+	err := workflow.SignalExternalWorkflow(ctx, p.CreatedEventID, "", handoff.SignalCancel,
+		handoff.CancelRequest{CancelEventID: in.EventID, Reason: p.Reason}).Get(ctx, nil)
 	var unknown *temporal.UnknownExternalWorkflowExecutionError
 	switch {
 	case errors.As(err, &unknown):
@@ -151,30 +152,26 @@ func cancelOrder(ctx workflow.Context, in EventInput, p orders.OrderCancelled, s
 	}
 	st.Charged, st.PaymentIntentID = res.Charged, res.PaymentIntentID
 
-	// 3. Refund exactly once: the key is the charge's, whoever asks.
+	// 3. Refund exactly once (the key is the charge's, whoever asks), then
+	// 4. project cancelled, with the refund.
+	c := cancellation{orderID: p.OrderID, eventID: in.EventID, sequence: in.Sequence,
+		stage: func(s Stage) { st.Stage = s }}
 	if res.Charged && !res.Refunded {
-		st.Stage = StageRefunding
-		var rr activities.RefundResult
-		err := workflow.ExecuteActivity(refundOptions(ctx), a.RefundPayment, activities.RefundInput{
-			ChargeEventID: p.CreatedEventID, OrderID: p.OrderID,
-			PaymentIntentID: res.PaymentIntentID, Amount: amount,
-		}).Get(ctx, &rr)
-		if err != nil {
-			st.Stage, st.LastError = StageCompensationFailed, err.Error()
-			return res, compensationFailed(ctx, CompensationFailure{
-				OrderID: p.OrderID, PaymentIntentID: res.PaymentIntentID, Amount: amount}, err)
-		}
-		res.Refunded, res.RefundID = true, rr.RefundID
-		st.RefundID = rr.RefundID
+		c.refund = &activities.RefundInput{ChargeEventID: p.CreatedEventID, OrderID: p.OrderID,
+			PaymentIntentID: res.PaymentIntentID, Amount: amount}
 	}
-
-	// 4. Project cancelled, with the refund.
-	st.Stage = StageProjecting
-	var pr activities.ProjectOrderResult
-	if err := workflow.ExecuteActivity(projectOptions(ctx), a.ProjectOrder, activities.ProjectOrderInput{
-		EventID: in.EventID, OrderID: p.OrderID, Step: activities.StepCancelled,
-		Sequence: in.Sequence, RefundID: res.RefundID,
-	}).Get(ctx, &pr); err != nil {
+	refundID, pr, err := refundThenProjectCancelled(ctx, c)
+	var rerr errRefund
+	if c.refund != nil && !errors.As(err, &rerr) {
+		res.Refunded, res.RefundID = true, refundID
+		st.RefundID = refundID
+	}
+	switch {
+	case errors.As(err, &rerr):
+		st.Stage, st.LastError = StageCompensationFailed, rerr.Error()
+		return res, compensationFailed(ctx, CompensationFailure{
+			OrderID: p.OrderID, PaymentIntentID: res.PaymentIntentID, Amount: amount}, rerr.err)
+	case err != nil:
 		return res, failed(err, "projecting the order cancelled", amount)
 	}
 

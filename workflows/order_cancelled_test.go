@@ -9,11 +9,12 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/outflow/outflow/activities"
+	"github.com/outflow/outflow/handoff"
 )
 
-func sagaResult(outcome activities.SagaOutcome, charged bool) func(activities.AwaitSagaInput) (activities.AwaitSagaResult, error) {
+func sagaResult(outcome handoff.SagaOutcome, charged bool) func(activities.AwaitSagaInput) (activities.AwaitSagaResult, error) {
 	return func(in activities.AwaitSagaInput) (activities.AwaitSagaResult, error) {
-		r := activities.SagaResult{OrderID: testOrderID, Outcome: outcome, Charged: charged, Amount: testAmount, Currency: "usd"}
+		r := handoff.SagaResult{OrderID: testOrderID, Outcome: outcome, Charged: charged, Amount: testAmount, Currency: "usd"}
 		if charged {
 			r.PaymentIntentID = testPaymentIntent
 		}
@@ -28,8 +29,8 @@ func refundOK(in activities.RefundInput) (activities.RefundResult, error) {
 // expectSignal mocks the cancel signal to the saga; err is what the server
 // answers (nil: delivered).
 func expectSignal(h *harness, err error) {
-	h.env.OnSignalExternalWorkflow(mock.Anything, testCreatedEvent, "", SignalCancel,
-		CancelRequest{CancelEventID: testCancelEvent, Reason: "changed my mind"}).Return(err).Once()
+	h.env.OnSignalExternalWorkflow(mock.Anything, testCreatedEvent, "", handoff.SignalCancel,
+		handoff.CancelRequest{CancelEventID: testCancelEvent, Reason: "changed my mind"}).Return(err).Once()
 }
 
 func runCancel(t *testing.T, h *harness) CancelResult {
@@ -46,7 +47,7 @@ func runCancel(t *testing.T, h *harness) CancelResult {
 // nothing to refund; cancelled and one cancellation email.
 func TestCancelBeforeCharge(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, fakes{await: sagaResult(activities.SagaStopped, false)})
+	h := newHarness(t, fakes{await: sagaResult(handoff.SagaStopped, false)})
 	expectSignal(h, nil)
 
 	res := runCancel(t, h)
@@ -61,7 +62,7 @@ func TestCancelBeforeCharge(t *testing.T) {
 // reports the charge, which is refunded exactly once.
 func TestCancelDuringUnknownOutcome(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, fakes{await: sagaResult(activities.SagaStopped, true), refund: refundOK})
+	h := newHarness(t, fakes{await: sagaResult(handoff.SagaStopped, true), refund: refundOK})
 	expectSignal(h, nil)
 
 	res := runCancel(t, h)
@@ -78,7 +79,7 @@ func TestCancelAfterConfirmation(t *testing.T) {
 	t.Parallel()
 	var refunds []activities.RefundInput
 	h := newHarness(t, fakes{
-		await: sagaResult(activities.SagaConfirmed, true),
+		await: sagaResult(handoff.SagaConfirmed, true),
 		refund: func(in activities.RefundInput) (activities.RefundResult, error) {
 			refunds = append(refunds, in)
 			return refundOK(in)
@@ -98,8 +99,8 @@ func TestCancelAfterConfirmation(t *testing.T) {
 func TestCancelAfterSagaCompensatedItself(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, fakes{await: func(activities.AwaitSagaInput) (activities.AwaitSagaResult, error) {
-		return activities.AwaitSagaResult{Found: true, Result: activities.SagaResult{
-			OrderID: testOrderID, Outcome: activities.SagaCompensated, Charged: true,
+		return activities.AwaitSagaResult{Found: true, Result: handoff.SagaResult{
+			OrderID: testOrderID, Outcome: handoff.SagaCompensated, Charged: true,
 			PaymentIntentID: testPaymentIntent, Refunded: true, RefundID: "re_saga",
 		}}, nil
 	}})
@@ -139,7 +140,7 @@ func TestCancelWhenSagaHasNoResult(t *testing.T) {
 // it runs on a disconnected context.
 func TestCancelWorkflowIgnoresTemporalCancel(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, fakes{awaitDelay: time.Minute, await: sagaResult(activities.SagaConfirmed, true), refund: refundOK})
+	h := newHarness(t, fakes{awaitDelay: time.Minute, await: sagaResult(handoff.SagaConfirmed, true), refund: refundOK})
 	expectSignal(h, nil)
 	h.env.RegisterDelayedCallback(h.env.CancelWorkflow, 30*time.Second)
 
@@ -183,7 +184,7 @@ func TestCancelWhenSagaNeverFinishesIsVisible(t *testing.T) {
 func TestCancelRefundFailureIsVisible(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, fakes{
-		await: sagaResult(activities.SagaConfirmed, true),
+		await: sagaResult(handoff.SagaConfirmed, true),
 		refund: func(activities.RefundInput) (activities.RefundResult, error) {
 			return activities.RefundResult{}, temporalAppError("charge is disputed", activities.ErrTypeRefundRejected, true)
 		},
@@ -194,7 +195,7 @@ func TestCancelRefundFailureIsVisible(t *testing.T) {
 
 	requireCompensationFailed(t, h)
 	require.Equal(t, []string{"await", "refund:pi_test_1:2500"}, h.fx.list())
-	v, err := h.env.QueryWorkflow(QueryStatus)
+	v, err := h.env.QueryWorkflow(handoff.QueryStatus)
 	require.NoError(t, err)
 	var st CancelStatus
 	require.NoError(t, v.Get(&st))

@@ -1,6 +1,7 @@
 package workflows
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -8,27 +9,31 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/outflow/outflow/activities"
+	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/orders"
 )
 
-// Stages of the saga, as the "status" query reports them.
+// Stage is where a workflow is, as its "status" query reports it.
+type Stage string
+
+// Stages of the saga.
 const (
-	StageStarted       = "started"
-	StageCharging      = "charging"
-	StageReconciling   = "reconciling"
-	StageCharged       = "charged"
-	StageConfirming    = "confirming"
-	StageConfirmed     = "confirmed"
-	StagePaymentFailed = "payment_failed"
-	StageStopped       = "stopped"
-	StageCompensating  = "compensating"
-	StageCompensated   = "compensated"
+	StageStarted       Stage = "started"
+	StageCharging      Stage = "charging"
+	StageReconciling   Stage = "reconciling"
+	StageCharged       Stage = "charged"
+	StageConfirming    Stage = "confirming"
+	StageConfirmed     Stage = "confirmed"
+	StagePaymentFailed Stage = "payment_failed"
+	StageStopped       Stage = "stopped"
+	StageCompensating  Stage = "compensating"
+	StageCompensated   Stage = "compensated"
 )
 
 // SagaStatus is the saga's state for operators (query "status").
 type SagaStatus struct {
 	OrderID         string `json:"order_id"`
-	Stage           string `json:"stage"`
+	Stage           Stage  `json:"stage"`
 	Charged         bool   `json:"charged"`
 	PaymentIntentID string `json:"payment_intent_id,omitempty"`
 	// ChargeRounds counts charge attempts the workflow made (each one may be
@@ -54,7 +59,7 @@ type saga struct {
 	// getVersion is workflow.GetVersion; a replay test swaps it to prove
 	// what the guard protects (see versioning_test.go).
 	getVersion versionFunc
-	in         EventInput
+	in         handoff.EventInput
 	order      orders.OrderCreated
 	status     SagaStatus
 	charge     chargeState
@@ -74,11 +79,11 @@ type saga struct {
 // OrderCreatedWorkflow is the payment saga of one order (workflow ID = the
 // OrderCreated event id). See the package doc for the flow, the cancel
 // protocol and the compensation policy.
-func OrderCreatedWorkflow(ctx workflow.Context, in EventInput) (activities.SagaResult, error) {
+func OrderCreatedWorkflow(ctx workflow.Context, in handoff.EventInput) (handoff.SagaResult, error) {
 	return orderCreated(ctx, in, workflow.GetVersion)
 }
 
-func orderCreated(ctx workflow.Context, in EventInput, getVersion versionFunc) (res activities.SagaResult, err error) {
+func orderCreated(ctx workflow.Context, in handoff.EventInput, getVersion versionFunc) (res handoff.SagaResult, err error) {
 	if err := setOrderID(ctx, in.AggregateID); err != nil {
 		return res, err
 	}
@@ -93,10 +98,10 @@ func orderCreated(ctx workflow.Context, in EventInput, getVersion versionFunc) (
 	s := &saga{getVersion: getVersion, in: in, order: order, status: SagaStatus{OrderID: order.OrderID, Stage: StageStarted}}
 	s.safe = getVersion(ctx, ChangeSafeCharge, workflow.DefaultVersion, 1) >= 1
 	s.edges = getVersion(ctx, ChangeTimeEdges, workflow.DefaultVersion, 1) >= 1
-	if err := workflow.SetQueryHandler(ctx, QueryStatus, func() (SagaStatus, error) { return s.status, nil }); err != nil {
+	if err := workflow.SetQueryHandler(ctx, handoff.QueryStatus, func() (SagaStatus, error) { return s.status, nil }); err != nil {
 		return res, err
 	}
-	s.cancelCh = workflow.GetSignalChannel(ctx, SignalCancel)
+	s.cancelCh = workflow.GetSignalChannel(ctx, handoff.SignalCancel)
 
 	// Compensation of a saga cancelled through Temporal (an operator's
 	// `temporal workflow cancel`, not an order cancel): learn the truth
@@ -121,7 +126,7 @@ func orderCreated(ctx workflow.Context, in EventInput, getVersion versionFunc) (
 // only run after the main coroutine blocked — on the charge it must not make.
 func (s *saga) pollCancel(ctx workflow.Context) bool {
 	for {
-		var req CancelRequest
+		var req handoff.CancelRequest
 		if !s.cancelCh.ReceiveAsync(&req) {
 			return s.status.CancelRequested
 		}
@@ -133,7 +138,7 @@ func (s *saga) pollCancel(ctx workflow.Context) bool {
 	}
 }
 
-func (s *saga) run(ctx workflow.Context) (activities.SagaResult, error) {
+func (s *saga) run(ctx workflow.Context) (handoff.SagaResult, error) {
 	if s.pollCancel(ctx) {
 		return s.stop(ctx)
 	}
@@ -159,14 +164,14 @@ func (s *saga) run(ctx workflow.Context) (activities.SagaResult, error) {
 			return s.result(""), err
 		}
 		s.status.Stage = StagePaymentFailed
-		return s.result(activities.SagaPaymentFailed), nil
+		return s.result(handoff.SagaPaymentFailed), nil
 	}
 }
 
 // confirmCharged finishes a charged saga: projects paid (unless an earlier
 // run of the event already did), sends the confirmation and projects
 // confirmed, stopping instead if a cancel arrived before the email.
-func (s *saga) confirmCharged(ctx workflow.Context, projectPaid bool) (activities.SagaResult, error) {
+func (s *saga) confirmCharged(ctx workflow.Context, projectPaid bool) (handoff.SagaResult, error) {
 	s.status.Stage = StageCharged
 	if projectPaid {
 		if _, err := s.project(ctx, activities.StepPaid); err != nil {
@@ -186,7 +191,7 @@ func (s *saga) confirmCharged(ctx workflow.Context, projectPaid bool) (activitie
 		return s.result(""), err
 	}
 	s.status.Stage = StageConfirmed
-	return s.result(activities.SagaConfirmed), nil
+	return s.result(handoff.SagaConfirmed), nil
 }
 
 // checkOrder asks our database, the authority on the order, before any
@@ -203,7 +208,7 @@ func (s *saga) confirmCharged(ctx workflow.Context, projectPaid bool) (activitie
 //   - confirmed or payment_failed: the event's work is done; nothing is
 //     charged, mailed or projected again.
 //   - pending: charge as usual.
-func (s *saga) checkOrder(ctx workflow.Context) (res activities.SagaResult, done bool, err error) {
+func (s *saga) checkOrder(ctx workflow.Context) (res handoff.SagaResult, done bool, err error) {
 	var st activities.OrderStateResult
 	if err := workflow.ExecuteActivity(s.settled(projectOptions(ctx)), a.GetOrderState,
 		activities.OrderStateInput{OrderID: s.order.OrderID}).Get(ctx, &st); err != nil {
@@ -241,12 +246,12 @@ func (s *saga) checkOrder(ctx workflow.Context) (res activities.SagaResult, done
 		logger.Info("the order is already confirmed: nothing to do", "order_id", s.order.OrderID, "delivery", s.in.Delivery)
 		s.charged(st.PaymentIntentID)
 		s.status.Stage = StageConfirmed
-		return s.result(activities.SagaConfirmed), true, nil
+		return s.result(handoff.SagaConfirmed), true, nil
 	case orders.StatusPaymentFailed:
 		logger.Info("the order's payment already failed: nothing to do", "order_id", s.order.OrderID, "delivery", s.in.Delivery)
 		s.charge = declined
 		s.status.Stage = StagePaymentFailed
-		return s.result(activities.SagaPaymentFailed), true, nil
+		return s.result(handoff.SagaPaymentFailed), true, nil
 	}
 	return s.result(""), true, temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("order %s has status %q, which the saga does not know", s.order.OrderID, st.Status), activities.ErrTypeIllegalTransition, nil)
@@ -292,7 +297,7 @@ func (s *saga) chargeInput() activities.ChargeInput {
 func (s *saga) chargeUntilKnown(ctx workflow.Context) error {
 	in := s.chargeInput()
 	s.firstAttemptAt = workflow.Now(ctx)
-	firstDelivery := s.edges && s.in.Delivery == DeliveryFirst
+	firstDelivery := s.edges && s.in.Delivery == handoff.DeliveryFirst
 	if s.safe && !firstDelivery && !s.in.OccurredAt.IsZero() && s.in.OccurredAt.Before(s.firstAttemptAt) {
 		// The key may have been used by an earlier run of this event; its
 		// lifetime cannot have begun before the event committed. A first
@@ -424,14 +429,14 @@ func (s *saga) charged(paymentIntentID string) {
 // stop ends the saga on a cancel signal: it closes the OrderCreated event's
 // place in the order's sequence (so the cancel can project next) and returns
 // whether money was taken; the cancel workflow owns the refund.
-func (s *saga) stop(ctx workflow.Context) (activities.SagaResult, error) {
+func (s *saga) stop(ctx workflow.Context) (handoff.SagaResult, error) {
 	s.stoppedByCancel = true
 	if _, err := s.project(ctx, activities.StepSagaStopped); err != nil {
 		return s.result(""), err
 	}
 	s.status.Stage = StageStopped
 	workflow.GetLogger(ctx).Info("saga stopped by cancel", "order_id", s.order.OrderID, "charged", s.status.Charged)
-	return s.result(activities.SagaStopped), nil
+	return s.result(handoff.SagaStopped), nil
 }
 
 func (s *saga) project(ctx workflow.Context, step activities.OrderStep) (activities.ProjectOrderResult, error) {
@@ -476,8 +481,8 @@ func (s *saga) email(ctx workflow.Context, in activities.SendEmailInput) error {
 	return workflow.ExecuteActivity(emailOptions(ctx), a.SendEmail, in).Get(ctx, nil)
 }
 
-func (s *saga) result(outcome activities.SagaOutcome) activities.SagaResult {
-	return activities.SagaResult{
+func (s *saga) result(outcome handoff.SagaOutcome) handoff.SagaResult {
+	return handoff.SagaResult{
 		OrderID:         s.order.OrderID,
 		Outcome:         outcome,
 		Charged:         s.status.Charged,
@@ -504,32 +509,28 @@ func (s *saga) compensate(ctx workflow.Context) error {
 			s.charged(rec.PaymentIntentID)
 		}
 	}
-	var refundID string
-	refunded := false
+	c := cancellation{orderID: s.order.OrderID, eventID: s.in.EventID, sequence: s.in.Sequence,
+		stage: func(Stage) {}} // the saga's stage stays "compensating"
 	if s.status.Charged {
-		var rr activities.RefundResult
-		err := workflow.ExecuteActivity(refundOptions(ctx), a.RefundPayment, activities.RefundInput{
-			ChargeEventID: s.in.EventID, OrderID: s.order.OrderID,
-			PaymentIntentID: s.status.PaymentIntentID, Amount: s.order.Amount,
-		}).Get(ctx, &rr)
-		if err != nil {
-			s.status.Stage = StageCompensationFailed
-			return compensationFailed(ctx, CompensationFailure{
-				OrderID: s.order.OrderID, PaymentIntentID: s.status.PaymentIntentID, Amount: s.order.Amount}, err)
-		}
-		refundID, refunded = rr.RefundID, true
+		c.refund = &activities.RefundInput{ChargeEventID: s.in.EventID, OrderID: s.order.OrderID,
+			PaymentIntentID: s.status.PaymentIntentID, Amount: s.order.Amount}
 	}
-	if err := workflow.ExecuteActivity(projectOptions(ctx), a.ProjectOrder, activities.ProjectOrderInput{
-		EventID: s.in.EventID, OrderID: s.order.OrderID, Step: activities.StepCancelled,
-		Sequence: s.in.Sequence, RefundID: refundID,
-	}).Get(ctx, nil); err != nil {
+	refundID, _, err := refundThenProjectCancelled(ctx, c)
+	var rerr errRefund
+	switch {
+	case errors.As(err, &rerr):
+		s.status.Stage = StageCompensationFailed
+		return compensationFailed(ctx, CompensationFailure{
+			OrderID: s.order.OrderID, PaymentIntentID: s.status.PaymentIntentID, Amount: s.order.Amount}, rerr.err)
+	case err != nil:
 		return err
 	}
+	refunded := c.refund != nil
 	s.status.Stage = StageCompensated
 	workflow.GetLogger(ctx).Warn("saga cancelled through Temporal; its charge was refunded",
 		"order_id", s.order.OrderID, "payment_intent_id", s.status.PaymentIntentID, "refund_id", refundID)
-	return temporal.NewCanceledError(activities.SagaResult{
-		OrderID: s.order.OrderID, Outcome: activities.SagaCompensated, Charged: s.status.Charged,
+	return temporal.NewCanceledError(handoff.SagaResult{
+		OrderID: s.order.OrderID, Outcome: handoff.SagaCompensated, Charged: s.status.Charged,
 		PaymentIntentID: s.status.PaymentIntentID, Amount: s.order.Amount, Currency: s.order.Currency,
 		Refunded: refunded, RefundID: refundID,
 	})

@@ -10,18 +10,19 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/outflow/outflow/activities"
+	"github.com/outflow/outflow/handoff"
 )
 
 func chargeOK(int, activities.ChargeInput) (activities.ChargeResult, error) {
 	return activities.ChargeResult{PaymentIntentID: testPaymentIntent}, nil
 }
 
-func runSaga(t *testing.T, h *harness, method string) activities.SagaResult {
+func runSaga(t *testing.T, h *harness, method string) handoff.SagaResult {
 	t.Helper()
 	h.env.ExecuteWorkflow(OrderCreatedWorkflow, createdInput(t, method))
 	require.True(t, h.env.IsWorkflowCompleted())
 	require.NoError(t, h.env.GetWorkflowError())
-	var res activities.SagaResult
+	var res handoff.SagaResult
 	require.NoError(t, h.env.GetWorkflowResult(&res))
 	return res
 }
@@ -32,14 +33,14 @@ func TestSagaSuccess(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, fakes{charge: chargeOK})
 	h.env.OnUpsertTypedSearchAttributes(mock.MatchedBy(func(sa temporal.SearchAttributes) bool {
-		v, ok := sa.GetKeyword(OrderIDKey)
+		v, ok := sa.GetKeyword(handoff.OrderIDKey)
 		return ok && v == testOrderID
 	})).Return(nil).Once()
 
 	res := runSaga(t, h, "pm_card_visa")
 
 	require.Equal(t, []string{"charge", "project:paid", "email:confirmation", "project:confirmed"}, h.fx.list())
-	require.Equal(t, activities.SagaConfirmed, res.Outcome)
+	require.Equal(t, handoff.SagaConfirmed, res.Outcome)
 	require.True(t, res.Charged)
 	require.Equal(t, testPaymentIntent, res.PaymentIntentID)
 	require.Equal(t, StageConfirmed, h.sagaStatus().Stage)
@@ -55,7 +56,7 @@ func TestSagaDeclined(t *testing.T) {
 	res := runSaga(t, h, "pm_card_chargeDeclined")
 
 	require.Equal(t, []string{"charge", "project:payment_failed", "email:payment_failed"}, h.fx.list())
-	require.Equal(t, activities.SagaPaymentFailed, res.Outcome)
+	require.Equal(t, handoff.SagaPaymentFailed, res.Outcome)
 	require.False(t, res.Charged)
 }
 
@@ -103,7 +104,7 @@ func TestSagaUnknownOutcomeNotChargedThenChargedOnce(t *testing.T) {
 	require.Equal(t, []string{"charge", "reconcile", "charge", "project:paid", "email:confirmation", "project:confirmed"}, h.fx.list())
 	require.Len(t, h.charges, 2)
 	require.Equal(t, h.charges[0], h.charges[1], "a second attempt must reuse the first one's parameters and key")
-	require.Equal(t, activities.SagaConfirmed, res.Outcome)
+	require.Equal(t, handoff.SagaConfirmed, res.Outcome)
 	require.Equal(t, 2, h.sagaStatus().ChargeRounds)
 }
 
@@ -121,7 +122,7 @@ func TestSagaGivesUpAfterMaxRounds(t *testing.T) {
 	})
 	res := runSaga(t, h, "pm_card_visa")
 	require.Len(t, h.charges, maxChargeRounds)
-	require.Equal(t, activities.SagaPaymentFailed, res.Outcome)
+	require.Equal(t, handoff.SagaPaymentFailed, res.Outcome)
 	var paused time.Duration
 	for round := 1; round < maxChargeRounds; round++ {
 		paused += chargeRoundPause(round)
@@ -138,15 +139,15 @@ func TestSagaLateRunReconcilesFirst(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		outcome activities.ReconcileOutcome
-		want    activities.SagaOutcome
+		want    handoff.SagaOutcome
 		effects []string
 	}{
-		{"charged by an earlier run", activities.Charged, activities.SagaConfirmed,
+		{"charged by an earlier run", activities.Charged, handoff.SagaConfirmed,
 			[]string{"reconcile", "project:paid", "email:confirmation", "project:confirmed"}},
 		// The provider's complete record holds no charge and the order is
 		// pending: nothing was taken, so the late run charges (before
 		// ChangeTimeEdges it reported a decline that never happened).
-		{"never charged", activities.NotCharged, activities.SagaConfirmed,
+		{"never charged", activities.NotCharged, handoff.SagaConfirmed,
 			[]string{"reconcile", "charge", "project:paid", "email:confirmation", "project:confirmed"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -176,7 +177,7 @@ func TestSagaCancelBeforeCharge(t *testing.T) {
 	res := runSaga(t, h, "pm_card_visa")
 
 	require.Equal(t, []string{"project:saga_stopped"}, h.fx.list())
-	require.Equal(t, activities.SagaStopped, res.Outcome)
+	require.Equal(t, handoff.SagaStopped, res.Outcome)
 	require.False(t, res.Charged)
 	st := h.sagaStatus()
 	require.True(t, st.CancelRequested)
@@ -202,7 +203,7 @@ func TestSagaCancelDuringUnknownOutcome(t *testing.T) {
 	res := runSaga(t, h, "pm_card_visa")
 
 	require.Equal(t, []string{"charge", "reconcile", "project:paid", "project:saga_stopped"}, h.fx.list())
-	require.Equal(t, activities.SagaStopped, res.Outcome)
+	require.Equal(t, handoff.SagaStopped, res.Outcome)
 	require.True(t, res.Charged)
 	require.Equal(t, testPaymentIntent, res.PaymentIntentID)
 }
@@ -238,7 +239,7 @@ func TestSagaCancelAfterChargeBeforeConfirmation(t *testing.T) {
 	res := runSaga(t, h, "pm_card_visa")
 
 	require.Equal(t, []string{"charge", "project:paid", "project:saga_stopped"}, h.fx.list())
-	require.Equal(t, activities.SagaStopped, res.Outcome)
+	require.Equal(t, handoff.SagaStopped, res.Outcome)
 	require.True(t, res.Charged)
 }
 

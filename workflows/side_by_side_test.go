@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outflow/outflow/internal/routes"
+
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,7 +61,9 @@ func TestOrderCreatedV1AndV2SideBySide(t *testing.T) {
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 
-	relay, err := outbox.New(pool, temporalpub.New(c, temporalpub.Config{TaskQueue: tq}), outbox.Config{
+	pub, err := temporalpub.New(c, temporalpub.Config{TaskQueue: tq, Routes: routes.Orders()})
+	require.NoError(t, err)
+	relay, err := outbox.New(pool, pub, outbox.Config{
 		PollInterval: 200 * time.Millisecond,
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

@@ -8,25 +8,26 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/outflow/outflow/activities"
+	"github.com/outflow/outflow/handoff"
 )
 
 // The tests of ChangeTimeEdges: runs that are late, replayed, or started for
 // an order whose story has moved on (issue "exactly-once at the edges of
 // time"). Each names the defect it pins down.
 
-func runSagaInput(t *testing.T, h *harness, in EventInput) activities.SagaResult {
+func runSagaInput(t *testing.T, h *harness, in handoff.EventInput) handoff.SagaResult {
 	t.Helper()
 	h.env.ExecuteWorkflow(OrderCreatedWorkflow, in)
 	require.True(t, h.env.IsWorkflowCompleted())
 	require.NoError(t, h.env.GetWorkflowError())
-	var res activities.SagaResult
+	var res handoff.SagaResult
 	require.NoError(t, h.env.GetWorkflowResult(&res))
 	return res
 }
 
-func replayed(t *testing.T) EventInput {
+func replayed(t *testing.T) handoff.EventInput {
 	in := createdInput(t, "pm_card_visa")
-	in.Delivery = DeliveryReplay
+	in.Delivery = handoff.DeliveryReplay
 	return in
 }
 
@@ -56,7 +57,7 @@ func TestReplayOfCancelledOrderNeverCharges(t *testing.T) {
 	res := runSagaInput(t, h, replayed(t))
 
 	require.Equal(t, []string{"reconcile", "project:saga_stopped"}, h.fx.list())
-	require.Equal(t, activities.SagaStopped, res.Outcome)
+	require.Equal(t, handoff.SagaStopped, res.Outcome)
 	require.False(t, res.Charged)
 	require.Empty(t, h.charges)
 	require.Equal(t, 1, h.stateReads)
@@ -73,7 +74,7 @@ func TestReplayOfRefundedOrderSendsNothing(t *testing.T) {
 	res := runSagaInput(t, h, replayed(t))
 
 	require.Equal(t, []string{"project:saga_stopped"}, h.fx.list(), "no charge, no email")
-	require.Equal(t, activities.SagaStopped, res.Outcome)
+	require.Equal(t, handoff.SagaStopped, res.Outcome)
 	require.True(t, res.Charged, "the result says money was taken (and the order says it was refunded)")
 	require.Equal(t, testPaymentIntent, res.PaymentIntentID)
 }
@@ -91,7 +92,7 @@ func TestReplayWithCancelRequestedNeverCharges(t *testing.T) {
 	})
 	res := runSagaInput(t, h, replayed(t))
 	require.Equal(t, []string{"reconcile", "project:saga_stopped"}, h.fx.list())
-	require.Equal(t, activities.SagaStopped, res.Outcome)
+	require.Equal(t, handoff.SagaStopped, res.Outcome)
 	require.True(t, h.sagaStatus().CancelRequested)
 }
 
@@ -101,10 +102,10 @@ func TestRunOfFinishedOrderDoesNothing(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		status string
-		want   activities.SagaOutcome
+		want   handoff.SagaOutcome
 	}{
-		{"confirmed", activities.SagaConfirmed},
-		{"payment_failed", activities.SagaPaymentFailed},
+		{"confirmed", handoff.SagaConfirmed},
+		{"payment_failed", handoff.SagaPaymentFailed},
 	} {
 		t.Run(tc.status, func(t *testing.T) {
 			t.Parallel()
@@ -123,7 +124,7 @@ func TestRunOfPaidOrderConfirmsWithoutCharging(t *testing.T) {
 	h := newHarness(t, fakes{orderState: orderIs("paid", false, testPaymentIntent, "")})
 	res := runSagaInput(t, h, replayed(t))
 	require.Equal(t, []string{"email:confirmation", "project:confirmed"}, h.fx.list())
-	require.Equal(t, activities.SagaConfirmed, res.Outcome)
+	require.Equal(t, handoff.SagaConfirmed, res.Outcome)
 	require.Equal(t, testPaymentIntent, res.PaymentIntentID)
 }
 
@@ -136,12 +137,12 @@ func TestLateFirstDeliveryCharges(t *testing.T) {
 	h := newHarness(t, fakes{charge: chargeOK}) // a reconcile fails the test
 	h.env.SetStartTime(testOccurredAt.Add(30 * time.Hour))
 	in := createdInput(t, "pm_card_visa")
-	in.Delivery = DeliveryFirst
+	in.Delivery = handoff.DeliveryFirst
 
 	res := runSagaInput(t, h, in)
 
 	require.Equal(t, []string{"charge", "project:paid", "email:confirmation", "project:confirmed"}, h.fx.list())
-	require.Equal(t, activities.SagaConfirmed, res.Outcome)
+	require.Equal(t, handoff.SagaConfirmed, res.Outcome)
 }
 
 // Defect 6: reconciliation reads the provider's list in bounded calls, and
@@ -174,7 +175,7 @@ func TestReconcileWalksTheListWithACursor(t *testing.T) {
 
 	require.Equal(t, 3, calls)
 	require.Equal(t, []string{"reconcile", "reconcile", "reconcile", "project:paid", "email:confirmation", "project:confirmed"}, h.fx.list())
-	require.Equal(t, activities.SagaConfirmed, res.Outcome)
+	require.Equal(t, handoff.SagaConfirmed, res.Outcome)
 }
 
 // Defects 1 and 6: a late cancel whose payment saga has no result, on an
@@ -205,7 +206,7 @@ func TestCancelWhoseReconciliationCannotFinishIsACompensationFailure(t *testing.
 func TestCancelProjectionFailureIsACompensationFailure(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, fakes{
-		await:  sagaResult(activities.SagaConfirmed, true),
+		await:  sagaResult(handoff.SagaConfirmed, true),
 		refund: refundOK,
 		project: func(in activities.ProjectOrderInput) (activities.ProjectOrderResult, error) {
 			return activities.ProjectOrderResult{}, temporalAppError("order gone", activities.ErrTypeOrderNotFound, true)
@@ -256,4 +257,10 @@ func countOf(list []string, s string) int {
 		}
 	}
 	return n
+}
+
+func TestHorizonRelations(t *testing.T) {
+	t.Parallel()
+	require.NoError(t, CheckHorizons())
+	require.Less(t, ChargeWindow, activities.KeyLifetime)
 }

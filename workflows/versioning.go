@@ -32,7 +32,7 @@ const (
 	//     database) before any charge: a cancelled or cancel-requested order
 	//     is never charged, an order whose saga already finished is not
 	//     charged or mailed again, whatever the run's age or origin;
-	//   - a first delivery ([DeliveryFirst]) counts its key's lifetime from
+	//   - a first delivery ([handoff.DeliveryFirst]) counts its key's lifetime from
 	//     its own first attempt, so a delivery a day late charges instead of
 	//     reporting a decline that never happened; a replay or an unknown
 	//     delivery past the key's lifetime reconciles completely first and

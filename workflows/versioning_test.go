@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/outflow/outflow/activities"
+	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/orders"
 )
 
@@ -39,7 +40,7 @@ func v2Payload(t *testing.T, v1 json.RawMessage) json.RawMessage {
 }
 
 // createdInputV2 is createdInput with a v2 payload.
-func createdInputV2(t *testing.T, paymentMethod string) EventInput {
+func createdInputV2(t *testing.T, paymentMethod string) handoff.EventInput {
 	in := createdInput(t, paymentMethod)
 	in.SchemaVersion, in.Payload = orders.OrderCreatedV2, v2Payload(t, in.Payload)
 	return in
@@ -51,7 +52,7 @@ func TestSagaV1AndV2SideBySide(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
 		name string
-		in   EventInput
+		in   handoff.EventInput
 		want *activities.ShippingAddress
 	}{
 		{"v1", createdInput(t, "pm_card_visa"), nil},
@@ -67,10 +68,10 @@ func TestSagaV1AndV2SideBySide(t *testing.T) {
 			h.env.ExecuteWorkflow(OrderCreatedWorkflow, tc.in)
 			require.True(t, h.env.IsWorkflowCompleted())
 			require.NoError(t, h.env.GetWorkflowError())
-			var res activities.SagaResult
+			var res handoff.SagaResult
 			require.NoError(t, h.env.GetWorkflowResult(&res))
 
-			require.Equal(t, activities.SagaConfirmed, res.Outcome)
+			require.Equal(t, handoff.SagaConfirmed, res.Outcome)
 			require.Equal(t, []string{"charge", "project:paid", "email:confirmation", "project:confirmed"}, h.fx.list())
 			require.Len(t, h.emails, 1)
 			require.Equal(t, tc.want, h.emails[0].ShippingAddress)
@@ -98,10 +99,10 @@ func TestSagaV2Declined(t *testing.T) {
 func replay(t *testing.T, history *historypb.History, getVersion versionFunc) error {
 	t.Helper()
 	r := worker.NewWorkflowReplayer()
-	r.RegisterWorkflowWithOptions(func(ctx workflow.Context, in EventInput) (activities.SagaResult, error) {
+	r.RegisterWorkflowWithOptions(func(ctx workflow.Context, in handoff.EventInput) (handoff.SagaResult, error) {
 		return orderCreated(ctx, in, getVersion)
-	}, workflow.RegisterOptions{Name: OrderCreatedWorkflowName})
-	r.RegisterWorkflowWithOptions(OrderCancelledWorkflow, workflow.RegisterOptions{Name: OrderCancelledWorkflowName})
+	}, workflow.RegisterOptions{Name: handoff.OrderCreatedWorkflowName})
+	r.RegisterWorkflowWithOptions(OrderCancelledWorkflow, workflow.RegisterOptions{Name: handoff.OrderCancelledWorkflowName})
 	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelError})))
 	return r.ReplayWorkflowHistory(logger, history)
 }
@@ -126,7 +127,7 @@ func asInFlightV2(t *testing.T, h *historypb.History) *historypb.History {
 	attrs := h.Events[0].GetWorkflowExecutionStartedEventAttributes()
 	require.NotNil(t, attrs, "the first event starts the workflow")
 	dc := converter.GetDefaultDataConverter()
-	var in EventInput
+	var in handoff.EventInput
 	require.NoError(t, dc.FromPayloads(attrs.Input, &in))
 	require.Equal(t, orders.OrderCreatedV1, in.SchemaVersion)
 	in.SchemaVersion, in.Payload = orders.OrderCreatedV2, v2Payload(t, in.Payload)

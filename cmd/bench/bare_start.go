@@ -15,8 +15,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/orders"
-	"github.com/outflow/outflow/workflows"
 )
 
 // benchOrder is the order every measurement places: the README's example.
@@ -33,10 +33,10 @@ func benchOrder() orders.CreateOrderParams {
 // request temporalpub.Publisher sends for an OrderCreated event (same
 // options, search attribute, memo and input size), so that bare and relay
 // differ only by the relay.
-func (b *bench) startRequest() (client.StartWorkflowOptions, workflows.EventInput, error) {
+func (b *bench) startRequest() (client.StartWorkflowOptions, handoff.EventInput, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
-		return client.StartWorkflowOptions{}, workflows.EventInput{}, err
+		return client.StartWorkflowOptions{}, handoff.EventInput{}, err
 	}
 	order := id.String()
 	payload, err := json.Marshal(orders.OrderCreated{
@@ -44,7 +44,7 @@ func (b *bench) startRequest() (client.StartWorkflowOptions, workflows.EventInpu
 		PaymentMethod: "pm_card_visa", Amount: 2500, Items: benchOrder().Items,
 	})
 	if err != nil {
-		return client.StartWorkflowOptions{}, workflows.EventInput{}, err
+		return client.StartWorkflowOptions{}, handoff.EventInput{}, err
 	}
 	opts := client.StartWorkflowOptions{
 		ID:                                       id.String(),
@@ -53,13 +53,13 @@ func (b *bench) startRequest() (client.StartWorkflowOptions, workflows.EventInpu
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeOrderID).ValueSet(order)),
+			handoff.OrderIDKey.ValueSet(order)),
 		Memo: map[string]any{
 			"aggregate_type": orders.AggregateType, "aggregate_id": order, "aggregate_sequence": 1,
 			"schema_version": orders.OrderCreatedVersion, "event_type": orders.EventOrderCreated,
 		},
 	}
-	in := workflows.EventInput{
+	in := handoff.EventInput{
 		EventID: id.String(), EventType: orders.EventOrderCreated, AggregateType: orders.AggregateType,
 		AggregateID: order, Sequence: 1, SchemaVersion: orders.OrderCreatedVersion,
 		OccurredAt: time.Now(), Payload: payload,
@@ -73,7 +73,7 @@ func (b *bench) startOne(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if _, err := b.tc.ExecuteWorkflow(ctx, opts, workflows.OrderCreatedWorkflowName, in); err != nil {
+	if _, err := b.tc.ExecuteWorkflow(ctx, opts, handoff.OrderCreatedWorkflowName, in); err != nil {
 		return fmt.Errorf("ExecuteWorkflow: %w", err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outflow/outflow/internal/routes"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/temporalpub"
@@ -32,7 +33,10 @@ func (b *bench) measureHandoff(ctx context.Context) error {
 		return err
 	}
 	defer pool.Close()
-	pub := temporalpub.New(b.tc, temporalpub.Config{TaskQueue: b.taskQueue})
+	pub, err := temporalpub.New(b.tc, temporalpub.Config{TaskQueue: b.taskQueue, Routes: routes.Orders(), Namespace: b.namespace})
+	if err != nil {
+		return err
+	}
 	defaults, err := relayDefaults(pool)
 	if err != nil {
 		return err

@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/outflow/outflow/internal/routes"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/temporalpub"
@@ -51,7 +52,10 @@ func (b *bench) measureLatency(ctx context.Context) error {
 		acks      = map[uuid.UUID]time.Time{}
 		ackSignal = make(chan struct{}, 1)
 	)
-	tp := temporalpub.New(b.tc, temporalpub.Config{TaskQueue: b.taskQueue})
+	tp, err := temporalpub.New(b.tc, temporalpub.Config{TaskQueue: b.taskQueue, Routes: routes.Orders(), Namespace: b.namespace})
+	if err != nil {
+		return err
+	}
 	pub := outbox.PublisherFunc(func(ctx context.Context, e outbox.Event) error {
 		if err := tp.Publish(ctx, e); err != nil {
 			return err

@@ -37,7 +37,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/outflow/outflow/internal/database"
-	"github.com/outflow/outflow/outbox/temporalpub"
+	"github.com/outflow/outflow/internal/service"
 )
 
 func main() {
@@ -106,7 +106,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	b.taskQueue = "outflow-bench-" + srv.run
 	temporalAddr := "-"
 	if cfg.needsTemporal() {
-		topts, err := temporalpub.ClientOptionsFromEnv()
+		topts, err := service.TemporalClientOptions()
 		if err != nil {
 			return err
 		}

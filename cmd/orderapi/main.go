@@ -8,7 +8,8 @@
 //	DATABASE_URL        PostgreSQL, pgx/v5 syntax (default: local postgres)
 //	ORDERAPI_ADDR       listen address (default 127.0.0.1:8080; port 0 picks a free one)
 //	ORDERAPI_TOKEN      when set, /orders routes require Authorization: Bearer <token>
-//	ORDERAPI_LOG_FORMAT text (default) or json
+//	OUTFLOW_LOG_LEVEL   debug, info (default), warn or error
+//	OUTFLOW_LOG_FORMAT  text (default) or json; ORDERAPI_LOG_FORMAT is its older name, still read
 //	OUTFLOW_FAILPOINTS  fault injection for tests, e.g. orders.after_commit=crash
 //
 // At start it logs `listening addr=HOST:PORT` with the address actually
@@ -29,36 +30,37 @@ import (
 
 	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/internal/database"
+	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/orders/orderhttp"
 )
 
+// AddrDefault is ORDERAPI_ADDR's default.
+const AddrDefault = "127.0.0.1:8080"
+
 // config is orderapi's environment.
 type config struct {
-	addr      string
-	token     string
-	logFormat string
+	addr  string
+	token string
 }
 
-func configFromEnv() (config, error) {
+func configFromEnv(env *service.Env) config {
 	c := config{
-		addr:      envOr("ORDERAPI_ADDR", "127.0.0.1:8080"),
-		token:     os.Getenv("ORDERAPI_TOKEN"),
-		logFormat: envOr("ORDERAPI_LOG_FORMAT", "text"),
-	}
-	if c.logFormat != "text" && c.logFormat != "json" {
-		return c, fmt.Errorf("ORDERAPI_LOG_FORMAT=%q: want text or json", c.logFormat)
+		addr:  env.String("ORDERAPI_ADDR", AddrDefault),
+		token: env.String("ORDERAPI_TOKEN", ""),
 	}
 	if _, _, err := net.SplitHostPort(c.addr); err != nil {
-		return c, fmt.Errorf("ORDERAPI_ADDR=%q: want host:port, e.g. 127.0.0.1:8080: %v", c.addr, err)
+		env.Fail(fmt.Errorf("ORDERAPI_ADDR=%q: want host:port, e.g. %s: %v", c.addr, AddrDefault, err))
 	}
-	return c, nil
+	return c
 }
 
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
+// getenv is os.Getenv, with ORDERAPI_LOG_FORMAT, the older name of
+// OUTFLOW_LOG_FORMAT, still honoured when the new one is unset.
+func getenv(name string) string {
+	if v := os.Getenv(name); v != "" || name != service.LogFormatEnv {
 		return v
 	}
-	return def
+	return os.Getenv("ORDERAPI_LOG_FORMAT")
 }
 
 func main() {
@@ -69,11 +71,12 @@ func main() {
 }
 
 func run() error {
-	cfg, err := configFromEnv()
-	if err != nil {
+	env := service.NewEnv(getenv)
+	logger := service.NewLogger(os.Stderr, env)
+	cfg := configFromEnv(env)
+	if err := env.Err(); err != nil {
 		return err
 	}
-	logger := newLogger(cfg.logFormat)
 	slog.SetDefault(logger)
 
 	// A malformed OUTFLOW_FAILPOINTS stops the binary before it serves: a
@@ -136,12 +139,4 @@ func run() error {
 	}
 	logger.Info("stopped")
 	return nil
-}
-
-func newLogger(format string) *slog.Logger {
-	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
-	if format == "json" {
-		return slog.New(slog.NewJSONHandler(os.Stderr, opts))
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, opts))
 }

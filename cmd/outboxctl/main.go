@@ -30,6 +30,8 @@ import (
 	"sort"
 	"strings"
 	"syscall"
+
+	"github.com/outflow/outflow/internal/service"
 )
 
 // command is one outboxctl subcommand.
@@ -92,10 +94,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
+	senv := service.NewEnv(os.Getenv)
+	logger := service.NewLogger(stderr, senv)
+	if err := senv.Err(); err != nil {
+		fmt.Fprintf(stderr, "outboxctl: %v\n", err)
+		return 2
+	}
 	env := &cliEnv{
 		stdout:      stdout,
 		stderr:      stderr,
-		logger:      slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelInfo})),
+		logger:      logger,
 		databaseURL: databaseURL(),
 		stdin:       os.Stdin,
 		interactive: isTerminal(os.Stdin),

@@ -4,7 +4,8 @@
 //
 //	PROVIDERSIM_ADDR=127.0.0.1:0 go run ./cmd/providersim
 //
-// It logs (slog text, on stderr) the base URL it listens on, as
+// It logs (slog text unless OUTFLOW_LOG_FORMAT=json, on stderr; the level
+// from OUTFLOW_LOG_LEVEL or -debug) the base URL it listens on, as
 // "msg=listening url=http://127.0.0.1:NNNN", so a script started with port 0
 // can find it; point STRIPE_API_BASE and EMAIL_API_BASE there. SIGINT or
 // SIGTERM shuts it down gracefully.
@@ -16,11 +17,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
 
+	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/providersim"
 )
 
@@ -43,10 +44,8 @@ func main() {
 // run serves until ctx ends. It is main without the process: tests call it
 // with their own context, environment and log writer.
 func run(ctx context.Context, args []string, getenv func(string) string, logOut io.Writer) error {
-	addr := getenv("PROVIDERSIM_ADDR")
-	if addr == "" {
-		addr = defaultAddr
-	}
+	env := service.NewEnv(getenv)
+	addr := env.String("PROVIDERSIM_ADDR", defaultAddr)
 	fs := flag.NewFlagSet("providersim", flag.ContinueOnError)
 	fs.SetOutput(logOut)
 	fs.StringVar(&addr, "addr", addr, "listen address (env PROVIDERSIM_ADDR; port 0 picks a free port)")
@@ -55,11 +54,19 @@ func run(ctx context.Context, args []string, getenv func(string) string, logOut 
 		return err
 	}
 
-	level := slog.LevelInfo
 	if *debug {
-		level = slog.LevelDebug
+		// -debug is OUTFLOW_LOG_LEVEL=debug for this run.
+		env = service.NewEnv(func(name string) string {
+			if name == service.LogLevelEnv {
+				return "debug"
+			}
+			return getenv(name)
+		})
 	}
-	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+	logger := service.NewLogger(logOut, env)
+	if err := env.Err(); err != nil {
+		return err
+	}
 
 	sim := providersim.New(providersim.Options{Logger: logger})
 	url, err := sim.Start(addr)

@@ -39,15 +39,12 @@ import (
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 
+	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/checkout"
 )
 
 // CLIEnvVar names the Temporal CLI to run; the Makefile exports it.
 const CLIEnvVar = "OUTFLOW_TEMPORAL_CLI"
-
-// searchAttributeOrderID is workflows.SearchAttributeOrderID, repeated here so
-// this helper does not depend on the workflows package.
-const searchAttributeOrderID = "OrderId"
 
 // Options configures a dev server. The zero value is an in-memory server on
 // a free port.
@@ -125,7 +122,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		DBFilename: opts.DBFile,
 		LogLevel:   level,
 		ExtraArgs: []string{
-			"--search-attribute", searchAttributeOrderID + "=Keyword",
+			"--search-attribute", handoff.SearchAttributeOrderID + "=Keyword",
 			// WAL roughly doubles the start rate of workflows on SQLite.
 			"--sqlite-pragma", "journal_mode=WAL",
 			"--sqlite-pragma", "synchronous=NORMAL",

@@ -10,9 +10,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
 
+	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/temporalpub"
-	"github.com/outflow/outflow/workflows"
 )
 
 // TestDeliveryKindsAndTheRetentionHorizon: the publisher tells the workflow
@@ -30,9 +30,9 @@ func TestDeliveryKindsAndTheRetentionHorizon(t *testing.T) {
 	require.NoError(t, err)
 	require.Positive(t, retention)
 
-	young := temporalpub.New(temporal.Client(), temporalpub.Config{TaskQueue: tq})
+	young := newPublisher(t, temporal.Client(), temporalpub.Config{TaskQueue: tq})
 	reg := prometheus.NewRegistry()
-	late := temporalpub.New(temporal.Client(), temporalpub.Config{TaskQueue: tq, Registerer: reg,
+	late := newPublisher(t, temporal.Client(), temporalpub.Config{TaskQueue: tq, Registerer: reg,
 		Now: func() time.Time { return time.Now().Add(2 * retention) }})
 	got, err := late.Retention(ctx)
 	require.NoError(t, err)
@@ -46,11 +46,11 @@ func TestDeliveryKindsAndTheRetentionHorizon(t *testing.T) {
 
 	first := event(false)
 	require.NoError(t, young.Publish(ctx, first))
-	require.Equal(t, workflows.DeliveryFirst, memoValue[string](t, describe(t, first.ID), "delivery"))
+	require.Equal(t, handoff.DeliveryFirst, memoValue[string](t, describe(t, first.ID), "delivery"))
 
 	replay := event(true)
 	require.NoError(t, young.Publish(ctx, replay))
-	require.Equal(t, workflows.DeliveryReplay, memoValue[string](t, describe(t, replay.ID), "delivery"))
+	require.Equal(t, handoff.DeliveryReplay, memoValue[string](t, describe(t, replay.ID), "delivery"))
 
 	// A re-delivery older than the retention: an earlier run may have been
 	// forgotten, so the workflow must not trust it is the first.
@@ -67,7 +67,7 @@ func TestDeliveryKindsAndTheRetentionHorizon(t *testing.T) {
 	require.Equal(t, 1.0, gatheredValue(t, reg, "outbox_replays_refused_total"))
 
 	// OUTFLOW_REPLAY_HORIZON shorter than the retention refuses earlier.
-	short := temporalpub.New(temporal.Client(), temporalpub.Config{TaskQueue: tq, ReplayHorizon: time.Minute,
+	short := newPublisher(t, temporal.Client(), temporalpub.Config{TaskQueue: tq, ReplayHorizon: time.Minute,
 		Now: func() time.Time { return time.Now().Add(time.Hour) }})
 	tooOld := event(true)
 	require.NoError(t, short.Publish(ctx, tooOld))

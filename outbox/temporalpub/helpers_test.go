@@ -11,6 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/sdk/client"
+
+	"github.com/outflow/outflow/internal/routes"
+	"github.com/outflow/outflow/outbox/temporalpub"
+
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -167,4 +172,16 @@ func countOn(t *testing.T, tq string, want int) {
 		got = resp.GetCount()
 		return err == nil && got == int64(want)
 	}, 30*time.Second, 100*time.Millisecond, "workflows on %s: want %d, last count %d", tq, want, got)
+}
+
+// newPublisher is temporalpub.New for tests: outflow's routes unless cfg
+// names others.
+func newPublisher(t testing.TB, c client.Client, cfg temporalpub.Config) *temporalpub.Publisher {
+	t.Helper()
+	if cfg.Routes == nil {
+		cfg.Routes = routes.Orders()
+	}
+	p, err := temporalpub.New(c, cfg)
+	require.NoError(t, err)
+	return p
 }

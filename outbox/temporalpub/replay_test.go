@@ -16,16 +16,16 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/testdb"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/temporalpub"
-	"github.com/outflow/outflow/workflows"
 )
 
 // replayProbe is a stand-in for OrderCreatedWorkflow, registered under its
 // name on the test's own task queue: it completes, fails or blocks forever
 // by the prefix of the order ID, so each terminal state can be replayed.
-func replayProbe(ctx workflow.Context, in workflows.EventInput) error {
+func replayProbe(ctx workflow.Context, in handoff.EventInput) error {
 	switch {
 	case strings.HasPrefix(in.AggregateID, "fail-"):
 		return sdktemporal.NewNonRetryableApplicationError("probe fails on purpose", "ProbeFailure", nil)
@@ -49,14 +49,14 @@ func TestReplaySemanticsAgainstTemporal(t *testing.T) {
 	tc := temporal.Client()
 
 	w := worker.New(tc, tq, worker.Options{})
-	w.RegisterWorkflowWithOptions(replayProbe, workflow.RegisterOptions{Name: workflows.OrderCreatedWorkflowName})
+	w.RegisterWorkflowWithOptions(replayProbe, workflow.RegisterOptions{Name: handoff.OrderCreatedWorkflowName})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 
 	// No payload validation: the probe ignores the payload.
-	routes := map[string]workflows.Route{"OrderCreated": {Workflow: workflows.OrderCreatedWorkflowName}}
+	routes := map[string]temporalpub.Route{"OrderCreated": {Workflow: handoff.OrderCreatedWorkflowName}}
 	newRelay := func() {
-		r, err := outbox.New(pool, temporalpub.New(tc, temporalpub.Config{TaskQueue: tq, Routes: routes}),
+		r, err := outbox.New(pool, newPublisher(t, tc, temporalpub.Config{TaskQueue: tq, Routes: routes}),
 			outbox.Config{Logger: quietLogger(), PollInterval: 100 * time.Millisecond})
 		require.NoError(t, err)
 		runRelay(t, r)

@@ -15,23 +15,23 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
-	"go.temporal.io/sdk/contrib/envconfig"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/outbox"
-	"github.com/outflow/outflow/workflows"
 )
 
 // Config configures a [Publisher].
 type Config struct {
 	// TaskQueue receives the started workflows (OUTFLOW_TASK_QUEUE).
-	// Optional: defaulted to workflows.DefaultTaskQueue ("orders").
+	// Optional: defaulted to handoff.DefaultTaskQueue ("orders").
 	TaskQueue string
 	// Routes maps an event type to its workflow type and payload validation.
+	// Mandatory: the publisher knows no event types of its own.
 	// An event whose type is missing, or whose payload its Validate rejects,
 	// can never succeed: Publish returns a permanent error and the relay
-	// quarantines it. Optional: defaulted to workflows.Routes().
-	Routes map[string]workflows.Route
+	// quarantines it. An outflow relay passes routes.Orders().
+	Routes map[string]Route
 	// Logger records each duplicate start Temporal absorbed (the ACK gap at
 	// work). Optional: defaulted to no logging.
 	Logger *slog.Logger
@@ -52,12 +52,23 @@ type Config struct {
 	Now func() time.Time
 }
 
+// Route says which workflow handles an event type and how to validate its
+// payload before a workflow is started for it.
+type Route struct {
+	// Workflow is the workflow type name. Mandatory.
+	Workflow string
+	// Validate rejects a payload no workflow run could ever process; the
+	// relay quarantines such an event at once instead of retrying it.
+	// Optional: defaulted to accepting every payload.
+	Validate func(schemaVersion int, payload []byte) error
+}
+
 // Publisher implements [outbox.Publisher] with client.ExecuteWorkflow. It is
 // safe for concurrent use.
 type Publisher struct {
 	client    client.Client
 	taskQueue string
-	routes    map[string]workflows.Route
+	routes    map[string]Route
 	orderID   temporal.SearchAttributeKeyKeyword
 	logger    *slog.Logger
 	dups      prometheus.Counter
@@ -70,12 +81,17 @@ type Publisher struct {
 var _ outbox.Publisher = (*Publisher)(nil)
 
 // New returns a publisher that starts workflows through c.
-func New(c client.Client, cfg Config) *Publisher {
+func New(c client.Client, cfg Config) (*Publisher, error) {
 	if cfg.TaskQueue == "" {
-		cfg.TaskQueue = workflows.DefaultTaskQueue
+		cfg.TaskQueue = handoff.DefaultTaskQueue
 	}
-	if cfg.Routes == nil {
-		cfg.Routes = workflows.Routes()
+	if len(cfg.Routes) == 0 {
+		return nil, errors.New("temporalpub: Config.Routes is empty: pass the workflow of every event type the relay publishes (an outflow relay uses routes.Orders())")
+	}
+	for typ, r := range cfg.Routes {
+		if r.Workflow == "" {
+			return nil, fmt.Errorf("temporalpub: the route of event type %q names no workflow", typ)
+		}
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -101,14 +117,14 @@ func New(c client.Client, cfg Config) *Publisher {
 		client:    c,
 		taskQueue: cfg.TaskQueue,
 		routes:    cfg.Routes,
-		orderID:   temporal.NewSearchAttributeKeyKeyword(workflows.SearchAttributeOrderID),
+		orderID:   handoff.OrderIDKey,
 		logger:    cfg.Logger,
 		dups:      dups,
 		refused:   refused,
 		retention: &retention{client: c, namespace: cfg.Namespace, now: cfg.Now},
 		horizon:   cfg.ReplayHorizon,
 		now:       cfg.Now,
-	}
+	}, nil
 }
 
 // Retention returns the namespace's retention as the publisher last read it
@@ -118,7 +134,7 @@ func (p *Publisher) Retention(ctx context.Context) (time.Duration, error) {
 }
 
 // delivery tells the workflow what is known about earlier runs of e (see
-// workflows.EventInput.Delivery), and refuses a replay that Temporal may no
+// handoff.EventInput.Delivery), and refuses a replay that Temporal may no
 // longer be able to keep single.
 //
 // A workflow ID is refused a second start only while Temporal keeps the
@@ -144,11 +160,11 @@ func (p *Publisher) delivery(ctx context.Context, e outbox.Event) (delivery stri
 			"event_id", e.ID, "aggregate_id", e.AggregateID, "age", age.Round(time.Second), "horizon", horizon, "namespace_retention", ret)
 		return "", false, nil
 	case e.Replay:
-		return workflows.DeliveryReplay, true, nil
+		return handoff.DeliveryReplay, true, nil
 	case rerr != nil || age >= ret:
 		return "", true, nil
 	}
-	return workflows.DeliveryFirst, true, nil
+	return handoff.DeliveryFirst, true, nil
 }
 
 // Publish starts the event's workflow and returns nil once Temporal has
@@ -159,7 +175,7 @@ func (p *Publisher) delivery(ctx context.Context, e outbox.Event) (delivery stri
 func (p *Publisher) Publish(ctx context.Context, e outbox.Event) error {
 	route, ok := p.routes[e.Type]
 	if !ok {
-		return p.permanentUnlessStarted(ctx, e, fmt.Errorf("temporalpub: event type %q (event %s) has no workflow; add a route to workflows.Routes() or skip the event with outboxctl",
+		return p.permanentUnlessStarted(ctx, e, fmt.Errorf("temporalpub: event type %q (event %s) has no workflow; add a route for it to the relay's routes (routes.Orders()) or skip the event with outboxctl",
 			e.Type, e.ID))
 	}
 	if route.Validate != nil {
@@ -193,7 +209,7 @@ func (p *Publisher) Publish(ctx context.Context, e outbox.Event) error {
 			"delivery":           delivery,
 		},
 	}
-	input := workflows.EventInput{
+	input := handoff.EventInput{
 		EventID:       e.ID.String(),
 		EventType:     e.Type,
 		AggregateType: e.AggregateType,
@@ -269,17 +285,4 @@ func ReusePolicy(e outbox.Event) enumspb.WorkflowIdReusePolicy {
 func IsAlreadyStarted(err error) bool {
 	var already *serviceerror.WorkflowExecutionAlreadyStarted
 	return errors.As(err, &already)
-}
-
-// ClientOptionsFromEnv loads Temporal client options the SDK's way
-// (go.temporal.io/sdk/contrib/envconfig): the default profile of the config
-// file, overridden by TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY,
-// TEMPORAL_TLS_* and the other TEMPORAL_* variables. An unset address means
-// localhost:7233.
-func ClientOptionsFromEnv() (client.Options, error) {
-	opts, err := envconfig.LoadDefaultClientOptions()
-	if err != nil {
-		return client.Options{}, fmt.Errorf("temporalpub: loading Temporal client options from TEMPORAL_* environment and config file: %w", err)
-	}
-	return opts, nil
 }

@@ -17,12 +17,12 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
+	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/devserver"
 	"github.com/outflow/outflow/internal/testdb"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/temporalpub"
-	"github.com/outflow/outflow/workflows"
 )
 
 // TestEveryEventGetsOneWorkflow: each committed event gets exactly one
@@ -34,7 +34,7 @@ func TestEveryEventGetsOneWorkflow(t *testing.T) {
 	pool, _ := testdb.New(t)
 	tq := taskQueue(t)
 	reg := prometheus.NewRegistry()
-	pub := temporalpub.New(temporal.Client(), temporalpub.Config{TaskQueue: tq, Registerer: reg})
+	pub := newPublisher(t, temporal.Client(), temporalpub.Config{TaskQueue: tq, Registerer: reg})
 	var events []outbox.Event
 	for range 5 {
 		orderID := uuid.NewString()
@@ -49,13 +49,13 @@ func TestEveryEventGetsOneWorkflow(t *testing.T) {
 
 	for _, e := range events {
 		info := describe(t, e.ID)
-		want := workflows.OrderCreatedWorkflowName
+		want := handoff.OrderCreatedWorkflowName
 		if e.Type == orders.EventOrderCancelled {
-			want = workflows.OrderCancelledWorkflowName
+			want = handoff.OrderCancelledWorkflowName
 		}
 		require.Equal(t, want, info.GetType().GetName())
 		require.Equal(t, tq, info.GetTaskQueue())
-		require.Equal(t, e.AggregateID, searchAttribute(t, info, workflows.SearchAttributeOrderID))
+		require.Equal(t, e.AggregateID, searchAttribute(t, info, handoff.SearchAttributeOrderID))
 		require.Equal(t, e.AggregateID, memoValue[string](t, info, "aggregate_id"))
 		require.Equal(t, "order", memoValue[string](t, info, "aggregate_type"))
 		require.Equal(t, e.Sequence, memoValue[int64](t, info, "aggregate_sequence"))
@@ -74,7 +74,7 @@ func TestEveryEventGetsOneWorkflow(t *testing.T) {
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, workflows.OrderCreatedWorkflowName)
+	}, handoff.OrderCreatedWorkflowName)
 	require.True(t, temporalpub.IsAlreadyStarted(err), "got %v", err)
 	require.True(t, temporalpub.IsAlreadyStarted(fmt.Errorf("wrapped: %w", err)), "detected through wrapping")
 	countOn(t, tq, len(events))
@@ -88,7 +88,7 @@ func TestPoisonEventsAreQuarantinedAndHoldBackOnlyTheirAggregate(t *testing.T) {
 	t.Parallel()
 	pool, _ := testdb.New(t)
 	tq := taskQueue(t)
-	r, err := outbox.New(pool, temporalpub.New(temporal.Client(), temporalpub.Config{TaskQueue: tq}),
+	r, err := outbox.New(pool, newPublisher(t, temporal.Client(), temporalpub.Config{TaskQueue: tq}),
 		outbox.Config{Logger: quietLogger(), PollInterval: 100 * time.Millisecond})
 	require.NoError(t, err)
 
@@ -142,11 +142,11 @@ func TestFourRelaysKeepOneLanePerOrder(t *testing.T) {
 	const nOrders, perOrder = 200, 5
 	pool, _ := testdb.New(t)
 	tq := taskQueue(t)
-	routes := map[string]workflows.Route{"OrderStep": {Workflow: "OrderStepWorkflow"}}
+	routes := map[string]temporalpub.Route{"OrderStep": {Workflow: "OrderStepWorkflow"}}
 	rec := &recorder{}
 	for i := range 4 {
 		owner := fmt.Sprintf("relay-%d-%s", i, tq)
-		pub := rec.wrap(owner, temporalpub.New(temporal.Client(), temporalpub.Config{TaskQueue: tq, Routes: routes}))
+		pub := rec.wrap(owner, newPublisher(t, temporal.Client(), temporalpub.Config{TaskQueue: tq, Routes: routes}))
 		r, err := outbox.New(pool, pub, outbox.Config{Owner: owner, Logger: quietLogger(), BatchSize: 50, MaxInFlight: 8})
 		require.NoError(t, err)
 		runRelay(t, r)
@@ -262,7 +262,7 @@ func TestTemporalUnavailable(t *testing.T) {
 	for range 10 {
 		events = append(events, enqueue(t, pool, orderCreated(t, uuid.NewString()))...)
 	}
-	r, err := outbox.New(pool, temporalpub.New(c, temporalpub.Config{TaskQueue: tq}), outbox.Config{
+	r, err := outbox.New(pool, newPublisher(t, c, temporalpub.Config{TaskQueue: tq}), outbox.Config{
 		Logger: quietLogger(), Lease: 5 * time.Second, PublishTimeout: time.Second,
 		RetryBase: 200 * time.Millisecond, RetryMax: time.Second, PollInterval: 200 * time.Millisecond,
 	})
@@ -303,17 +303,17 @@ func TestUnroutableEventWhoseWorkflowExistsIsAcknowledged(t *testing.T) {
 	tq := taskQueue(t)
 	e := orderCreated(t, uuid.NewString())
 	e.ID = uuid.New()
-	strict := temporalpub.New(temporal.Client(), temporalpub.Config{TaskQueue: tq, Routes: map[string]workflows.Route{}})
+	strict := newPublisher(t, temporal.Client(), temporalpub.Config{TaskQueue: tq, Routes: map[string]temporalpub.Route{"SomethingElse": {Workflow: "SomethingElseWorkflow"}}})
 	require.ErrorIs(t, strict.Publish(context.Background(), e), outbox.ErrPermanent, "no workflow yet: poison")
 
-	require.NoError(t, temporalpub.New(temporal.Client(), temporalpub.Config{TaskQueue: tq}).Publish(context.Background(), e))
+	require.NoError(t, newPublisher(t, temporal.Client(), temporalpub.Config{TaskQueue: tq}).Publish(context.Background(), e))
 	require.NoError(t, strict.Publish(context.Background(), e), "its workflow exists: acknowledged")
 	countOn(t, tq, 1)
 }
 
 func TestPublishRejectsUnroutableEventsPermanently(t *testing.T) {
 	t.Parallel()
-	pub := temporalpub.New(nil, temporalpub.Config{})
+	pub := newPublisher(t, nil, temporalpub.Config{})
 	e, err := outbox.NewEvent("order", "x", "Nope", 1, map[string]string{})
 	require.NoError(t, err)
 	e.ID = uuid.New()

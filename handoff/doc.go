@@ -1,0 +1,13 @@
+// Package handoff is the contract between outflow's relay and the
+// workflows it starts: the single workflow input ([EventInput]), the
+// workflow type names, the default task queue, the OrderId search
+// attribute, the cancel signal and status query, and the payment saga's
+// result, which the cancel saga reads.
+//
+// It is a leaf: it imports nothing of outflow's and nothing of Temporal's
+// but the SDK's search attribute key type, so the relay (starter,
+// outbox/temporalpub) links it without the workflows, their activities and
+// the payment provider's client. Everything here is recorded in workflow
+// histories or relied on by operators (docs/reference.md), so it changes
+// only compatibly: fields are added, never renamed.
+package handoff

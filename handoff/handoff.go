@@ -1,0 +1,105 @@
+package handoff
+
+import (
+	"encoding/json"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+)
+
+// Workflow type names (docs/reference.md).
+const (
+	OrderCreatedWorkflowName   = "OrderCreatedWorkflow"
+	OrderCancelledWorkflowName = "OrderCancelledWorkflow"
+)
+
+// DefaultTaskQueue is the workflows' task queue when OUTFLOW_TASK_QUEUE is
+// unset.
+const DefaultTaskQueue = "orders"
+
+// SearchAttributeOrderID is the custom Keyword search attribute every
+// workflow carries, so operators find an order's histories with
+// OrderId="...".
+const SearchAttributeOrderID = "OrderId"
+
+// OrderIDKey is the typed key of [SearchAttributeOrderID].
+var OrderIDKey = temporal.NewSearchAttributeKeyKeyword(SearchAttributeOrderID)
+
+// EventInput is the single input of every workflow the relay starts: the
+// outbox event's envelope, with the payload left as JSON so the workflow can
+// upcast older schema versions itself.
+type EventInput struct {
+	EventID       string          `json:"event_id"`
+	EventType     string          `json:"event_type"`
+	AggregateType string          `json:"aggregate_type"`
+	AggregateID   string          `json:"aggregate_id"`
+	Sequence      int64           `json:"aggregate_sequence"`
+	SchemaVersion int             `json:"schema_version"`
+	OccurredAt    time.Time       `json:"occurred_at"`
+	Payload       json.RawMessage `json:"payload"`
+	// Delivery says what the relay knows about earlier runs of this event:
+	// [DeliveryFirst], [DeliveryReplay] or "" (unknown: an older relay, or a
+	// re-delivery older than the namespace retention, behind which Temporal
+	// may have forgotten an earlier run). A workflow trusts an idempotency
+	// key's lifetime from its own start only on a first delivery.
+	Delivery string `json:"delivery,omitempty"`
+}
+
+// Delivery kinds of [EventInput.Delivery].
+const (
+	// DeliveryFirst: no earlier run of this event can exist. The relay
+	// starts it with REJECT_DUPLICATE and the event is younger than the
+	// namespace retention, so Temporal still remembers any earlier run and
+	// would have refused this start.
+	DeliveryFirst = "first"
+	// DeliveryReplay: an operator's replay (ALLOW_DUPLICATE_FAILED_ONLY);
+	// an earlier run failed, was terminated or cancelled, maybe after it
+	// charged.
+	DeliveryReplay = "replay"
+)
+
+// SignalCancel is the signal the cancel workflow sends to the order's
+// payment saga (workflow ID = the OrderCreated event id) to stop it.
+const SignalCancel = "cancel"
+
+// QueryStatus is the query both workflows answer with their current state,
+// for operators: `temporal workflow query --type status -w EVENT_ID`.
+const QueryStatus = "status"
+
+// CancelRequest is the payload of [SignalCancel].
+type CancelRequest struct {
+	// CancelEventID is the OrderCancelled event that asks for the stop.
+	CancelEventID string `json:"cancel_event_id"`
+	Reason        string `json:"reason,omitempty"`
+}
+
+// SagaOutcome is how a payment saga (OrderCreatedWorkflow) ended.
+type SagaOutcome string
+
+// Saga outcomes.
+const (
+	// SagaConfirmed: charged, confirmation sent, order confirmed.
+	SagaConfirmed SagaOutcome = "confirmed"
+	// SagaPaymentFailed: declined; payment_failed projected and emailed.
+	SagaPaymentFailed SagaOutcome = "payment_failed"
+	// SagaStopped: a cancel stopped the saga at a safe point; Charged says
+	// whether money was taken (the cancel workflow refunds it).
+	SagaStopped SagaOutcome = "stopped"
+	// SagaCompensated: the saga itself was cancelled (a Temporal cancel, not
+	// an order cancel) and refunded its own charge.
+	SagaCompensated SagaOutcome = "compensated"
+)
+
+// SagaResult is the result of OrderCreatedWorkflow; the cancel workflow
+// reads it to learn whether money was taken.
+type SagaResult struct {
+	OrderID         string      `json:"order_id"`
+	Outcome         SagaOutcome `json:"outcome"`
+	Charged         bool        `json:"charged"`
+	PaymentIntentID string      `json:"payment_intent_id,omitempty"`
+	Amount          int64       `json:"amount"`
+	Currency        string      `json:"currency"`
+	// Refunded: the saga refunded its charge itself (SagaCompensated).
+	Refunded bool   `json:"refunded,omitempty"`
+	RefundID string `json:"refund_id,omitempty"`
+}

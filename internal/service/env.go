@@ -1,0 +1,68 @@
+package service
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// Env reads typed settings from the environment. A malformed value is
+// recorded, its default kept, and [Env.Err] reports every one of them at
+// once, so an operator fixes the configuration in one go.
+type Env struct {
+	getenv func(string) string
+	errs   []error
+}
+
+// NewEnv reads through getenv (os.Getenv, or a map's lookup in tests).
+func NewEnv(getenv func(string) string) *Env { return &Env{getenv: getenv} }
+
+// String returns the variable, or def when it is unset or empty.
+func (e *Env) String(name, def string) string {
+	if v := e.getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// Duration returns the variable as a Go duration, or def when it is unset.
+// Zero is accepted only when zeroOK (a setting where 0 means "off");
+// negative durations never are.
+func (e *Env) Duration(name string, def time.Duration, zeroOK bool) time.Duration {
+	v := e.getenv(name)
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || (d == 0 && !zeroOK) {
+		want := "a positive Go duration such as 30s, 10m or 168h"
+		if zeroOK {
+			want += ", or 0 to turn it off"
+		}
+		e.errs = append(e.errs, fmt.Errorf("%s=%q: want %s", name, v, want))
+		return def
+	}
+	return d
+}
+
+// PositiveInt returns the variable as an integer of at least 1, or def when
+// it is unset.
+func (e *Env) PositiveInt(name string, def int) int {
+	v := e.getenv(name)
+	if v == "" {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q: want a positive integer", name, v))
+		return def
+	}
+	return n
+}
+
+// Fail records a problem found while reading the environment.
+func (e *Env) Fail(err error) { e.errs = append(e.errs, err) }
+
+// Err is every problem found so far, joined; nil when there was none.
+func (e *Env) Err() error { return errors.Join(e.errs...) }

@@ -1,0 +1,45 @@
+package service
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+)
+
+// ErrorKey is the log attribute every outflow binary puts an error under,
+// so one query finds the errors of all of them.
+const ErrorKey = "error"
+
+// Logging settings and their defaults.
+const (
+	// LogLevelEnv selects the level: debug, info, warn or error.
+	LogLevelEnv = "OUTFLOW_LOG_LEVEL"
+	// LogFormatEnv selects the format: text (logfmt-like) or json.
+	LogFormatEnv = "OUTFLOW_LOG_FORMAT"
+	// LogLevelDefault is the level when LogLevelEnv is unset.
+	LogLevelDefault = "info"
+	// LogFormatDefault is the format when LogFormatEnv is unset.
+	LogFormatDefault = "text"
+)
+
+// NewLogger returns the binary's logger, writing to w at the level and in
+// the format the environment selects. A malformed setting is recorded in env
+// (and the default used), so the binary can refuse to start on it.
+func NewLogger(w io.Writer, env *Env) *slog.Logger {
+	var level slog.Level
+	lv := env.String(LogLevelEnv, LogLevelDefault)
+	if err := level.UnmarshalText([]byte(strings.ToUpper(lv))); err != nil {
+		env.Fail(fmt.Errorf("%s=%q: want debug, info, warn or error", LogLevelEnv, lv))
+		level = slog.LevelInfo
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch format := env.String(LogFormatEnv, LogFormatDefault); format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts))
+	case "text":
+	default:
+		env.Fail(fmt.Errorf("%s=%q: want text or json", LogFormatEnv, format))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
