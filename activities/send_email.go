@@ -2,7 +2,6 @@ package activities
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,14 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/outflow/outflow/failpoints"
-	"github.com/outflow/outflow/internal/namedsql"
 )
-
-//go:embed send_email.sql
-var emailSQLFiles embed.FS
-
-// emailQueries are SendEmail's inbox statements.
-var emailQueries = namedsql.MustLoad(emailSQLFiles, "send_email.sql")
 
 // EmailKind is the kind of a transactional email; it is a Resend tag and part
 // of the idempotency key (one email of each kind per event).
@@ -111,7 +103,7 @@ func (a *Activities) SendEmail(ctx context.Context, in SendEmailInput) (SendEmai
 	key := EmailKey(in.EventID, in.Kind)
 	consumer := EmailConsumerName(in.Kind)
 	var sent bool
-	if err := a.DB.QueryRow(ctx, emailQueries.Get("EmailInboxSeen"), consumer, in.EventID).Scan(&sent); err != nil {
+	if err := a.DB.QueryRow(ctx, queries.Get("EmailInboxSeen"), inboxArgs(consumer, in.EventID)).Scan(&sent); err != nil {
 		return SendEmailResult{}, fmt.Errorf("email %s: read the inbox: %w", key, err)
 	}
 	if sent {
@@ -129,7 +121,7 @@ func (a *Activities) SendEmail(ctx context.Context, in SendEmailInput) (SendEmai
 		}
 		return SendEmailResult{}, fmt.Errorf("email %s: %w (retrying under the same key)", key, err)
 	}
-	if _, err := a.DB.Exec(ctx, emailQueries.Get("EmailInboxInsert"), consumer, in.EventID); err != nil {
+	if _, err := a.DB.Exec(ctx, queries.Get("EmailInboxInsert"), inboxArgs(consumer, in.EventID)); err != nil {
 		// Retried: the provider replays the send under the key (within its
 		// 24 hours), and the retry writes the row.
 		return SendEmailResult{}, fmt.Errorf("email %s: sent, but recording it in the inbox failed: %w", key, err)
