@@ -26,8 +26,8 @@ func TestClaimTakesOneLanePerAggregate(t *testing.T) {
 	a := enqueue(t, b.pool, mustEvent(t, "A", "One"), mustEvent(t, "A", "Two"), mustEvent(t, "A", "Three"))
 	bEv := enqueue(t, b.pool, mustEvent(t, "B", "One"))
 
-	r1 := b.newRelay(t, outbox.Config{Owner: "relay-1"})
-	r2 := b.newRelay(t, outbox.Config{Owner: "relay-2"})
+	r1 := b.newRelay(t, outbox.RelayConfig{Owner: "relay-1"})
+	r2 := b.newRelay(t, outbox.RelayConfig{Owner: "relay-2"})
 	got, _, err := r1.ClaimForTest(ctx)
 	require.NoError(t, err)
 	require.ElementsMatch(t, []uuid.UUID{a[0].ID, bEv[0].ID}, ids(got), "one event per aggregate, the lowest sequence")
@@ -67,7 +67,7 @@ func TestClaimSkipsUnavailableQuarantinedAndSkipped(t *testing.T) {
 	_, err = b.pool.Exec(ctx, `UPDATE outbox_events SET quarantined_at = now(), skipped_at = now(), skipped_by = 'ops', skip_reason = 'test' WHERE event_id = $1`, skipped[0].ID)
 	require.NoError(t, err)
 
-	got, _, err := b.newRelay(t, outbox.Config{}).ClaimForTest(ctx)
+	got, _, err := b.newRelay(t, outbox.RelayConfig{}).ClaimForTest(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{skipped[1].ID}, ids(got),
 		"not before available_at; a quarantined event holds back its aggregate; a skipped one does not")
@@ -81,8 +81,8 @@ func TestLeaseFencing(t *testing.T) {
 	ctx := context.Background()
 	ev := enqueue(t, b.pool, mustEvent(t, "fenced", "One"))[0]
 	regB := prometheus.NewRegistry()
-	relayA := b.newRelay(t, outbox.Config{Owner: "relay-A"})
-	relayB := b.newRelay(t, outbox.Config{Owner: "relay-B", Registerer: regB})
+	relayA := b.newRelay(t, outbox.RelayConfig{Owner: "relay-A"})
+	relayB := b.newRelay(t, outbox.RelayConfig{Owner: "relay-B", Registerer: regB})
 
 	got, tookOver, err := relayA.ClaimForTest(ctx)
 	require.NoError(t, err)
@@ -258,7 +258,7 @@ func TestEventThatKillsItsRelaysIsQuarantined(t *testing.T) {
 	ctx := context.Background()
 	evs := enqueue(t, b.pool, mustEvent(t, "deadly", "One"), mustEvent(t, "deadly", "Two"))
 	other := enqueue(t, b.pool, mustEvent(t, "fine", "One"))[0]
-	r := b.newRelay(t, outbox.Config{Owner: "relay-crashy", MaxAttempts: 2, BatchSize: 1})
+	r := b.newRelay(t, outbox.RelayConfig{Owner: "relay-crashy", MaxAttempts: 2, BatchSize: 1})
 
 	for attempt := 1; attempt <= 2; attempt++ {
 		got, _, err := r.ClaimForTest(ctx)

@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,12 @@ const (
 	CleanupTableInbox  = "processed_events"
 )
 
+// CleanupBatchSizeDefault is the default of [CleanupOptions.BatchSize].
+const CleanupBatchSizeDefault = 1000
+
+// cleanupBatchSizeMax bounds [CleanupOptions.BatchSize].
+const cleanupBatchSizeMax = 100000
+
 // CleanupOptions configures [Cleanup].
 type CleanupOptions struct {
 	// Retention is how long published events are kept after their publish.
@@ -27,7 +34,7 @@ type CleanupOptions struct {
 	// single by its inbox rows. Optional: defaulted to Retention.
 	InboxRetention time.Duration
 	// BatchSize is the most rows one batch (one short transaction) deletes,
-	// 1 to 100000. Optional: defaulted to 1000.
+	// 1 to 100000. Optional: defaulted to [CleanupBatchSizeDefault] (1000).
 	BatchSize int
 	// OnBatch is called after each batch that deleted rows has committed,
 	// e.g. to print progress or count metrics. Optional.
@@ -81,6 +88,9 @@ func Cleanup(ctx context.Context, db DB, opts CleanupOptions) (CleanupResult, er
 	if err := opts.setDefaults(); err != nil {
 		return CleanupResult{}, err
 	}
+	if err := opts.validate(); err != nil {
+		return CleanupResult{}, err
+	}
 	var res CleanupResult
 	err := db.QueryRow(ctx, opsQueries.Get("OpsCleanupCutoffs"),
 		opts.Retention.Milliseconds(), opts.InboxRetention.Milliseconds()).Scan(&res.EventsCutoff, &res.InboxCutoff)
@@ -129,12 +139,8 @@ func Cleanup(ctx context.Context, db DB, opts CleanupOptions) (CleanupResult, er
 }
 
 func (o *CleanupOptions) setDefaults() error {
-	if o.InboxRetention == 0 {
-		o.InboxRetention = o.Retention
-	}
-	if o.BatchSize == 0 {
-		o.BatchSize = 1000
-	}
+	o.InboxRetention = cmp.Or(o.InboxRetention, o.Retention)
+	o.BatchSize = cmp.Or(o.BatchSize, CleanupBatchSizeDefault)
 	if o.Failpoints == nil {
 		fps, err := failpoints.FromEnv()
 		if err != nil {
@@ -142,14 +148,18 @@ func (o *CleanupOptions) setDefaults() error {
 		}
 		o.Failpoints = fps
 	}
+	return nil
+}
+
+func (o *CleanupOptions) validate() error {
 	switch {
 	case o.Retention <= 0:
 		return fmt.Errorf("outbox: cleanup: retention %s must be positive, e.g. 168h for 7 days", o.Retention)
 	case o.InboxRetention < o.Retention:
 		return fmt.Errorf("outbox: cleanup: inbox retention %s is shorter than the event retention %s: an event that can still be replayed would lose its inbox rows and apply its local effects twice; keep the inbox at least as long (e.g. --inbox-retention %s)",
 			o.InboxRetention, o.Retention, o.Retention)
-	case o.BatchSize < 1 || o.BatchSize > 100000:
-		return fmt.Errorf("outbox: cleanup: batch size %d is out of range; use 1 to 100000 (default 1000)", o.BatchSize)
+	case o.BatchSize < 1 || o.BatchSize > cleanupBatchSizeMax:
+		return fmt.Errorf("outbox: cleanup: batch size %d is out of range; use 1 to %d (default %d)", o.BatchSize, cleanupBatchSizeMax, CleanupBatchSizeDefault)
 	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package outbox
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"time"
@@ -10,46 +11,95 @@ import (
 	"github.com/outflow/outflow/failpoints"
 )
 
-// Config tunes a [Relay]. The zero value is ready to use: every field has a
-// default, applied by [New].
-type Config struct {
+// The defaults of [RelayConfig], which [NewRelay] gives the fields left zero.
+const (
+	// BatchSizeDefault is the default of RelayConfig.BatchSize.
+	BatchSizeDefault = 100
+	// LeaseDefault is the default of RelayConfig.Lease.
+	LeaseDefault = 30 * time.Second
+	// PublishTimeoutDefault is the default of RelayConfig.PublishTimeout
+	// when half the Lease is longer.
+	PublishTimeoutDefault = 10 * time.Second
+	// MaxInFlightDefault is the default of RelayConfig.MaxInFlight.
+	MaxInFlightDefault = 16
+	// PollIntervalDefault is the default of RelayConfig.PollInterval.
+	PollIntervalDefault = 5 * time.Second
+	// MaxAttemptsDefault is the default of RelayConfig.MaxAttempts, and of
+	// OUTFLOW_MAX_ATTEMPTS.
+	MaxAttemptsDefault = 20
+	// RetryBaseDefault is the default of RelayConfig.RetryBase.
+	RetryBaseDefault = time.Second
+	// RetryMaxDefault is the default of RelayConfig.RetryMax.
+	RetryMaxDefault = 5 * time.Minute
+	// MarkDelayDefault is the default of RelayConfig.MarkDelay.
+	MarkDelayDefault = 5 * time.Millisecond
+	// MarkBatchSizeDefault is the default of RelayConfig.MarkBatchSize.
+	MarkBatchSizeDefault = 64
+	// GaugeIntervalDefault is the default of RelayConfig.GaugeInterval.
+	GaugeIntervalDefault = 15 * time.Second
+)
+
+// The bounds validate enforces besides positive counts, as RelayConfig's
+// documentation states them.
+const (
+	ownerMaxLen      = 200
+	batchSizeMax     = 10000
+	leaseMin         = 100 * time.Millisecond
+	pollIntervalMin  = 10 * time.Millisecond
+	gaugeIntervalMin = 10 * time.Millisecond
+)
+
+// RelayConfig tunes a [Relay]. The zero value is ready to use: every field
+// has a default, applied by [NewRelay].
+type RelayConfig struct {
 	// Owner is written to claimed_by and fences every later write of this
-	// relay. It must be unique among live relays. Defaults to
-	// "hostname-pid-random", unique per process start (and per Relay).
+	// relay. It must be unique among live relays, and at most 200 bytes.
+	// Defaults to "hostname-pid-random", unique per process start (and per
+	// Relay).
 	Owner string
-	// BatchSize is the most events one claim takes. Defaults to 100.
+	// BatchSize is the most events one claim takes, 1 to 10000. Defaults to
+	// [BatchSizeDefault] (100).
 	BatchSize int
 	// Lease is how long a claim is this relay's alone; after it another relay
-	// may take the event over. Defaults to 30 seconds.
+	// may take the event over. At least 100ms. Defaults to [LeaseDefault]
+	// (30 seconds).
 	Lease time.Duration
 	// PublishTimeout bounds one Publish call. At most half the Lease, so a
 	// batch has time to start its publishes before the lease runs short.
-	// Defaults to the smaller of 10 seconds and half the Lease.
+	// Defaults to the smaller of [PublishTimeoutDefault] (10 seconds) and
+	// half the Lease.
 	PublishTimeout time.Duration
 	// MaxInFlight is the most Publish calls running at once, across
-	// aggregates (one aggregate never has two). Defaults to 16.
+	// aggregates (one aggregate never has two). Defaults to
+	// [MaxInFlightDefault] (16).
 	MaxInFlight int
 	// PollInterval is the safety poll: the longest an idle relay waits
 	// without a NOTIFY before claiming again. Commit-to-publish latency comes
-	// from LISTEN/NOTIFY, not from this. Defaults to 5 seconds.
+	// from LISTEN/NOTIFY, not from this. At least 10ms. Defaults to
+	// [PollIntervalDefault] (5 seconds).
 	PollInterval time.Duration
 	// MaxAttempts is the number of attempts after which a failing event is
-	// quarantined (OUTFLOW_MAX_ATTEMPTS). Defaults to 20.
+	// quarantined (OUTFLOW_MAX_ATTEMPTS). Defaults to [MaxAttemptsDefault]
+	// (20).
 	MaxAttempts int
 	// RetryBase is the ceiling of the first retry's delay; later ceilings
-	// double (full jitter, see [Backoff]). Defaults to 1 second.
+	// double (full jitter, see [Backoff]). Defaults to [RetryBaseDefault]
+	// (1 second).
 	RetryBase time.Duration
-	// RetryMax caps a retry's delay. Defaults to 5 minutes.
+	// RetryMax caps a retry's delay; at least RetryBase. Defaults to
+	// [RetryMaxDefault] (5 minutes).
 	RetryMax time.Duration
 	// MarkDelay is how long acknowledgements are collected before one
-	// statement marks them published. Defaults to 5 milliseconds.
+	// statement marks them published. Defaults to [MarkDelayDefault]
+	// (5 milliseconds).
 	MarkDelay time.Duration
 	// MarkBatchSize marks at once when this many acknowledgements are
-	// waiting. Defaults to 64.
+	// waiting. Defaults to [MarkBatchSizeDefault] (64).
 	MarkBatchSize int
 	// GaugeInterval is how often the backlog gauges (outbox_pending_events,
 	// outbox_oldest_pending_age_seconds, outbox_quarantined_events) are
-	// recomputed; only when Registerer is set. Defaults to 15 seconds.
+	// recomputed; only when Registerer is set. At least 10ms. Defaults to
+	// [GaugeIntervalDefault] (15 seconds).
 	GaugeInterval time.Duration
 	// Registerer receives the relay's metrics. Defaults to nil: metrics are
 	// kept but not registered, and the gauge query never runs. Several relays
@@ -64,7 +114,12 @@ type Config struct {
 	Failpoints *failpoints.Set
 }
 
-func (c *Config) setDefaults() error {
+// Config is the former name of [RelayConfig].
+//
+// Deprecated: use RelayConfig.
+type Config = RelayConfig
+
+func (c *RelayConfig) setDefaults() error {
 	if c.Owner == "" {
 		owner, err := newOwner()
 		if err != nil {
@@ -72,70 +127,48 @@ func (c *Config) setDefaults() error {
 		}
 		c.Owner = owner
 	}
-	if c.BatchSize == 0 {
-		c.BatchSize = 100
-	}
-	if c.Lease == 0 {
-		c.Lease = 30 * time.Second
-	}
-	if c.PublishTimeout == 0 {
-		c.PublishTimeout = min(10*time.Second, c.Lease/2)
-	}
-	if c.MaxInFlight == 0 {
-		c.MaxInFlight = 16
-	}
-	if c.PollInterval == 0 {
-		c.PollInterval = 5 * time.Second
-	}
-	if c.MaxAttempts == 0 {
-		c.MaxAttempts = 20
-	}
-	if c.RetryBase == 0 {
-		c.RetryBase = time.Second
-	}
-	if c.RetryMax == 0 {
-		c.RetryMax = 5 * time.Minute
-	}
-	if c.MarkDelay == 0 {
-		c.MarkDelay = 5 * time.Millisecond
-	}
-	if c.MarkBatchSize == 0 {
-		c.MarkBatchSize = 64
-	}
-	if c.GaugeInterval == 0 {
-		c.GaugeInterval = 15 * time.Second
-	}
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.BatchSize = cmp.Or(c.BatchSize, BatchSizeDefault)
+	c.Lease = cmp.Or(c.Lease, LeaseDefault)
+	// After Lease: the default follows the lease actually used.
+	c.PublishTimeout = cmp.Or(c.PublishTimeout, min(PublishTimeoutDefault, c.Lease/2))
+	c.MaxInFlight = cmp.Or(c.MaxInFlight, MaxInFlightDefault)
+	c.PollInterval = cmp.Or(c.PollInterval, PollIntervalDefault)
+	c.MaxAttempts = cmp.Or(c.MaxAttempts, MaxAttemptsDefault)
+	c.RetryBase = cmp.Or(c.RetryBase, RetryBaseDefault)
+	c.RetryMax = cmp.Or(c.RetryMax, RetryMaxDefault)
+	c.MarkDelay = cmp.Or(c.MarkDelay, MarkDelayDefault)
+	c.MarkBatchSize = cmp.Or(c.MarkBatchSize, MarkBatchSizeDefault)
+	c.GaugeInterval = cmp.Or(c.GaugeInterval, GaugeIntervalDefault)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return nil
 }
 
-func (c *Config) validate() error {
+func (c *RelayConfig) validate() error {
 	switch {
-	case len(c.Owner) > 200:
-		return fmt.Errorf("outbox: Config.Owner is %d bytes; keep it under 200", len(c.Owner))
-	case c.BatchSize < 1 || c.BatchSize > 10000:
-		return fmt.Errorf("outbox: Config.BatchSize %d is out of range; use 1 to 10000 (default 100)", c.BatchSize)
-	case c.Lease < 100*time.Millisecond:
-		return fmt.Errorf("outbox: Config.Lease %s is too short; use at least 100ms (default 30s)", c.Lease)
+	case len(c.Owner) > ownerMaxLen:
+		return fmt.Errorf("outbox: RelayConfig.Owner is %d bytes; keep it under %d", len(c.Owner), ownerMaxLen)
+	case c.BatchSize < 1 || c.BatchSize > batchSizeMax:
+		return fmt.Errorf("outbox: RelayConfig.BatchSize %d is out of range; use 1 to %d (default %d)", c.BatchSize, batchSizeMax, BatchSizeDefault)
+	case c.Lease < leaseMin:
+		return fmt.Errorf("outbox: RelayConfig.Lease %s is too short; use at least %s (default %s)", c.Lease, leaseMin, LeaseDefault)
 	case c.PublishTimeout <= 0 || c.PublishTimeout > c.Lease/2:
-		return fmt.Errorf("outbox: Config.PublishTimeout %s must be positive and at most half of Config.Lease %s, so every publish ends well before its lease can be taken over; lower PublishTimeout or raise Lease",
+		return fmt.Errorf("outbox: RelayConfig.PublishTimeout %s must be positive and at most half of RelayConfig.Lease %s, so every publish ends well before its lease can be taken over; lower PublishTimeout or raise Lease",
 			c.PublishTimeout, c.Lease)
 	case c.MaxInFlight < 1:
-		return fmt.Errorf("outbox: Config.MaxInFlight %d must be at least 1 (default 16)", c.MaxInFlight)
-	case c.PollInterval < 10*time.Millisecond:
-		return fmt.Errorf("outbox: Config.PollInterval %s is too short; use at least 10ms (default 5s)", c.PollInterval)
+		return fmt.Errorf("outbox: RelayConfig.MaxInFlight %d must be at least 1 (default %d)", c.MaxInFlight, MaxInFlightDefault)
+	case c.PollInterval < pollIntervalMin:
+		return fmt.Errorf("outbox: RelayConfig.PollInterval %s is too short; use at least %s (default %s)", c.PollInterval, pollIntervalMin, PollIntervalDefault)
 	case c.MaxAttempts < 1:
-		return fmt.Errorf("outbox: Config.MaxAttempts %d must be at least 1 (default 20)", c.MaxAttempts)
+		return fmt.Errorf("outbox: RelayConfig.MaxAttempts %d must be at least 1 (default %d)", c.MaxAttempts, MaxAttemptsDefault)
 	case c.RetryBase < 0 || c.RetryMax < c.RetryBase:
-		return fmt.Errorf("outbox: Config.RetryBase %s and RetryMax %s must satisfy 0 <= RetryBase <= RetryMax", c.RetryBase, c.RetryMax)
+		return fmt.Errorf("outbox: RelayConfig.RetryBase %s and RetryMax %s must satisfy 0 <= RetryBase <= RetryMax (defaults %s and %s)",
+			c.RetryBase, c.RetryMax, RetryBaseDefault, RetryMaxDefault)
 	case c.MarkDelay < 0:
-		return fmt.Errorf("outbox: Config.MarkDelay %s must not be negative (default 5ms)", c.MarkDelay)
+		return fmt.Errorf("outbox: RelayConfig.MarkDelay %s must not be negative (default %s)", c.MarkDelay, MarkDelayDefault)
 	case c.MarkBatchSize < 1:
-		return fmt.Errorf("outbox: Config.MarkBatchSize %d must be at least 1 (default 64)", c.MarkBatchSize)
-	case c.GaugeInterval < 10*time.Millisecond:
-		return fmt.Errorf("outbox: Config.GaugeInterval %s is too short; use at least 10ms (default 15s)", c.GaugeInterval)
+		return fmt.Errorf("outbox: RelayConfig.MarkBatchSize %d must be at least 1 (default %d)", c.MarkBatchSize, MarkBatchSizeDefault)
+	case c.GaugeInterval < gaugeIntervalMin:
+		return fmt.Errorf("outbox: RelayConfig.GaugeInterval %s is too short; use at least %s (default %s)", c.GaugeInterval, gaugeIntervalMin, GaugeIntervalDefault)
 	}
 	return nil
 }

@@ -33,7 +33,7 @@ func (r *Relay) FailForTest(ctx context.Context, id uuid.UUID, msg string) (int,
 	return len(got), err
 }
 
-func (c Config) ValidateForTest() error {
+func (c RelayConfig) ValidateForTest() error {
 	if err := c.setDefaults(); err != nil {
 		return err
 	}
@@ -61,4 +61,10 @@ func (r *Relay) VerifyClaimInTxForTest(ctx context.Context, tx pgx.Tx, ids ...uu
 		return nil, err
 	}
 	return pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+}
+
+// WithDefaultsForTest returns c with NewRelay's defaults applied.
+func (c RelayConfig) WithDefaultsForTest() (RelayConfig, error) {
+	err := c.setDefaults()
+	return c, err
 }

@@ -84,12 +84,12 @@ func quietLogger() *slog.Logger {
 }
 
 // newRelay builds a relay with test-friendly defaults over b's pool.
-func (b *testBundle) newRelay(t *testing.T, cfg outbox.Config) *outbox.Relay {
+func (b *testBundle) newRelay(t *testing.T, cfg outbox.RelayConfig) *outbox.Relay {
 	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = quietLogger()
 	}
-	r, err := outbox.New(b.pool, b.rec, cfg)
+	r, err := outbox.NewRelay(b.pool, b.rec, cfg)
 	require.NoError(t, err)
 	return r
 }

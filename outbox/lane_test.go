@@ -33,7 +33,7 @@ func TestQuarantineHoldsBackItsAggregateUntilRetryOrSkip(t *testing.T) {
 	retried := enqueue(t, b.pool, mustEvent(t, "retried", "Poison"), mustEvent(t, "retried", "Next"), mustEvent(t, "retried", "Last"))
 	skipped := enqueue(t, b.pool, mustEvent(t, "skipped", "Doomed"), mustEvent(t, "skipped", "Next"))
 	other := enqueue(t, b.pool, mustEvent(t, "other", "Fine"))
-	run(t, b.newRelay(t, outbox.Config{PollInterval: 50 * time.Millisecond}))
+	run(t, b.newRelay(t, outbox.RelayConfig{PollInterval: 50 * time.Millisecond}))
 
 	eventually(t, 10*time.Second, func() bool {
 		return quarantined(b.pool, retried[0].ID) && quarantined(b.pool, skipped[0].ID)

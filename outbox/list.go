@@ -26,23 +26,27 @@ type ListOptions struct {
 	// Optional: defaulted to every aggregate.
 	AggregateID string
 	// Limit is the most events returned, 1 to 10000. Optional: defaulted to
-	// 100.
+	// [ListLimitDefault] (100).
 	Limit int
 }
+
+// ListLimitDefault is the default of [ListOptions.Limit].
+const ListLimitDefault = 100
+
+// listLimitMax bounds [ListOptions.Limit].
+const listLimitMax = 10000
 
 // List returns outbox events with their state, oldest first; an unfiltered
 // list (neither Pending, Quarantined nor an aggregate) returns the newest
 // Limit events, still oldest first. One aggregate's events come in sequence
 // order.
 func List(ctx context.Context, db DB, opts ListOptions) ([]EventInfo, error) {
-	if opts.Limit == 0 {
-		opts.Limit = 100
-	}
+	opts.Limit = cmp.Or(opts.Limit, ListLimitDefault)
 	switch {
 	case opts.Pending && opts.Quarantined:
 		return nil, fmt.Errorf("outbox: list: Pending and Quarantined exclude each other; ask for one or neither")
-	case opts.Limit < 1 || opts.Limit > 10000:
-		return nil, fmt.Errorf("outbox: list: limit %d is out of range; use 1 to 10000 (default 100)", opts.Limit)
+	case opts.Limit < 1 || opts.Limit > listLimitMax:
+		return nil, fmt.Errorf("outbox: list: limit %d is out of range; use 1 to %d (default %d)", opts.Limit, listLimitMax, ListLimitDefault)
 	}
 	filter := "all"
 	switch {

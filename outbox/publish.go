@@ -22,11 +22,11 @@ import (
 //   - An event that can never succeed (no route for its type, a payload that
 //     fails validation) returns an error wrapping [ErrPermanent] (see
 //     [Permanent]): the relay quarantines it at once. Any other error is
-//     retried with backoff until Config.MaxAttempts.
+//     retried with backoff until RelayConfig.MaxAttempts.
 //   - Publish must honour ctx: the relay gives each call a deadline that ends
 //     before the event's lease, so a slow call cannot outlive its claim.
-//   - Publish is called concurrently (up to Config.MaxInFlight calls), never
-//     with two events of one aggregate at once.
+//   - Publish is called concurrently (up to RelayConfig.MaxInFlight
+//     calls), never with two events of one aggregate at once.
 type Publisher interface {
 	Publish(ctx context.Context, e Event) error
 }

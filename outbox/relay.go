@@ -25,7 +25,7 @@ import (
 type Relay struct {
 	pool         *pgxpool.Pool
 	pub          Publisher
-	cfg          Config
+	cfg          RelayConfig
 	listenConfig *pgx.ConnConfig
 	metrics      *metrics
 	backoff      Backoff
@@ -40,11 +40,12 @@ var errorBackoff = Backoff{Base: 100 * time.Millisecond, Max: 5 * time.Second}
 // context detached from Run's, so a shutdown still records what it published.
 const bookkeepingTimeout = 15 * time.Second
 
-// New returns a relay over pool that publishes through pub. The relay also
-// opens one dedicated connection from pool's configuration for LISTEN.
-func New(pool *pgxpool.Pool, pub Publisher, cfg Config) (*Relay, error) {
+// NewRelay returns a relay over pool that publishes through pub, with cfg's
+// zero fields defaulted. The relay also opens one dedicated connection from
+// pool's configuration for LISTEN.
+func NewRelay(pool *pgxpool.Pool, pub Publisher, cfg RelayConfig) (*Relay, error) {
 	if pool == nil || pub == nil {
-		return nil, errors.New("outbox: New needs a pool and a Publisher")
+		return nil, errors.New("outbox: NewRelay needs a pool and a Publisher")
 	}
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
@@ -72,6 +73,13 @@ func New(pool *pgxpool.Pool, pub Publisher, cfg Config) (*Relay, error) {
 	}, nil
 }
 
+// New is the former name of [NewRelay].
+//
+// Deprecated: use NewRelay.
+func New(pool *pgxpool.Pool, pub Publisher, cfg RelayConfig) (*Relay, error) {
+	return NewRelay(pool, pub, cfg)
+}
+
 // ListenerApplicationName is the application_name of the listener connection
 // of the relay called owner, as pg_stat_activity shows it.
 func ListenerApplicationName(owner string) string {
@@ -86,7 +94,7 @@ func ListenerApplicationName(owner string) string {
 func (r *Relay) Owner() string { return r.cfg.Owner }
 
 // Config returns the relay's configuration with defaults applied.
-func (r *Relay) Config() Config { return r.cfg }
+func (r *Relay) Config() RelayConfig { return r.cfg }
 
 // Run relays until ctx ends, then shuts down gracefully: it stops claiming,
 // lets in-flight publishes finish (each bounded by PublishTimeout), marks the

@@ -22,7 +22,7 @@ func TestRelayPublishesEveryEventOnceInOrder(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	reg := prometheus.NewRegistry()
-	r := b.newRelay(t, outbox.Config{Registerer: reg, BatchSize: 7, MaxInFlight: 4, GaugeInterval: 50 * time.Millisecond})
+	r := b.newRelay(t, outbox.RelayConfig{Registerer: reg, BatchSize: 7, MaxInFlight: 4, GaugeInterval: 50 * time.Millisecond})
 	var all []outbox.Event
 	for i := range 20 {
 		agg := fmt.Sprintf("order-%d", i%5)
@@ -55,7 +55,7 @@ func TestRelayPublishesEveryEventOnceInOrder(t *testing.T) {
 func TestRelayWakesOnNotify(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
-	r := b.newRelay(t, outbox.Config{PollInterval: time.Hour})
+	r := b.newRelay(t, outbox.RelayConfig{PollInterval: time.Hour})
 	run(t, r)
 	waitListener(t, b.pool, r.Owner())
 	first := enqueue(t, b.pool, mustEvent(t, "n1", "One"))[0]
@@ -74,7 +74,7 @@ func TestRelayWakesOnNotify(t *testing.T) {
 func TestRelayListenerReconnects(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
-	r := b.newRelay(t, outbox.Config{PollInterval: time.Hour})
+	r := b.newRelay(t, outbox.RelayConfig{PollInterval: time.Hour})
 	run(t, r)
 	pid := waitListener(t, b.pool, r.Owner())
 	var terminated bool
@@ -110,7 +110,7 @@ func TestRelayGracefulShutdown(t *testing.T) {
 	for i := range 5 {
 		events = append(events, enqueue(t, b.pool, mustEvent(t, fmt.Sprintf("s-%d", i), "One"))...)
 	}
-	r := b.newRelay(t, outbox.Config{MaxInFlight: 2, PollInterval: time.Hour})
+	r := b.newRelay(t, outbox.RelayConfig{MaxInFlight: 2, PollInterval: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -155,7 +155,7 @@ func TestRelayRetriesWithBackoff(t *testing.T) {
 		return nil
 	})
 	ev := enqueue(t, b.pool, mustEvent(t, "flaky", "One"))[0]
-	r := b.newRelay(t, outbox.Config{RetryBase: 200 * time.Millisecond, RetryMax: 300 * time.Millisecond, PollInterval: time.Hour})
+	r := b.newRelay(t, outbox.RelayConfig{RetryBase: 200 * time.Millisecond, RetryMax: 300 * time.Millisecond, PollInterval: time.Hour})
 	run(t, r)
 	eventually(t, 10*time.Second, func() bool { return published(b.pool, ev.ID) }, "published after two failures")
 	row := readRow(t, b.pool, ev.ID)
@@ -178,7 +178,7 @@ func TestRelayQuarantinesAfterMaxAttempts(t *testing.T) {
 	})
 	reg := prometheus.NewRegistry()
 	doomed := enqueue(t, b.pool, mustEvent(t, "doomed", "One"), mustEvent(t, "doomed", "Two"))
-	r := b.newRelay(t, outbox.Config{MaxAttempts: 3, RetryBase: time.Millisecond, RetryMax: 10 * time.Millisecond,
+	r := b.newRelay(t, outbox.RelayConfig{MaxAttempts: 3, RetryBase: time.Millisecond, RetryMax: 10 * time.Millisecond,
 		PollInterval: 50 * time.Millisecond, Registerer: reg, GaugeInterval: 50 * time.Millisecond})
 	run(t, r)
 	eventually(t, 10*time.Second, func() bool { return quarantined(b.pool, doomed[0].ID) }, "quarantined after 3 attempts")
@@ -212,7 +212,7 @@ func TestRelayQuarantinesPermanentErrorAtOnce(t *testing.T) {
 	})
 	poison := enqueue(t, b.pool, mustEvent(t, "p", "Poison"), mustEvent(t, "p", "Fine"))
 	healthy := enqueue(t, b.pool, mustEvent(t, "h", "Fine"), mustEvent(t, "h", "Fine"))
-	r := b.newRelay(t, outbox.Config{PollInterval: 50 * time.Millisecond})
+	r := b.newRelay(t, outbox.RelayConfig{PollInterval: 50 * time.Millisecond})
 	run(t, r)
 	eventually(t, 10*time.Second, func() bool { return quarantined(b.pool, poison[0].ID) }, "poison quarantined")
 	eventually(t, 10*time.Second, func() bool { return published(b.pool, ids(healthy)...) }, "other aggregates flow")

@@ -50,7 +50,7 @@ func TestRetryAndSkipRules(t *testing.T) {
 		require.NotEmpty(t, c.After.LastError, "the last error is kept for the record")
 		require.False(t, c.After.AvailableAt.After(time.Now().Add(time.Second)))
 	}
-	got, _, err := b.newRelay(t, outbox.Config{}).ClaimForTest(ctx)
+	got, _, err := b.newRelay(t, outbox.RelayConfig{}).ClaimForTest(ctx)
 	require.NoError(t, err)
 	require.ElementsMatch(t, []uuid.UUID{q.ID, backing.ID}, ids(got), "retried events are claimable at once")
 
@@ -92,7 +92,7 @@ func TestRetryFencesOutTheOldOwner(t *testing.T) {
 	b := setup(t, nil)
 	ctx := context.Background()
 	ev := enqueue(t, b.pool, mustEvent(t, "late", "One"))[0]
-	r1 := b.newRelay(t, outbox.Config{Owner: "relay-1"})
+	r1 := b.newRelay(t, outbox.RelayConfig{Owner: "relay-1"})
 	got, _, err := r1.ClaimForTest(ctx)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
