@@ -1,7 +1,7 @@
 -- Statements of the benchmark itself, loaded by name (internal/namedsql).
 -- They only ever run on the bench's own scratch databases. The relay's
--- statements come from outbox.RelaySQL, the order insert from orders.SQL, so
--- the bench measures exactly the SQL the product sends.
+-- statements come from internal/outboxbench, the order insert from
+-- orders.SQL, so the bench measures exactly the SQL the product sends.
 
 -- name: SeedPending :exec
 -- Writes $1 unpublished events over $2 aggregates, as a live producer would

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outflow/outflow/internal/outboxbench"
 	"github.com/outflow/outflow/outbox"
 )
 
@@ -108,7 +109,7 @@ func (b *bench) measureClaimScale(ctx context.Context) error {
 	b.rep.add(metric{name: "claim_base_p50_ms", value: ms(mBase), decimals: 2})
 	b.rep.add(metric{name: "claim_large_p50_ms", value: ms(mScaled), decimals: 2})
 	b.rep.add(metric{name: "claim_scale_ratio", value: ratio(float64(mScaled), float64(mBase)), decimals: 2, target: atMost(1.5)})
-	b.rep.note("claim scale: outbox.RelaySQL(\"RelayClaim\") with batch %d, each in a transaction rolled back after the "+
+	b.rep.note("claim scale: the relay's RelayClaim (outboxbench.Claim) with batch %d, each in a transaction rolled back after the "+
 		"rows are read; %d samples per table, interleaved in random order. large = %d published + %d pending rows "+
 		"(%d aggregates), built with generate_series then ANALYZE; base = only %d pending rows, so both claims return a "+
 		"full batch (claim_empty_p50_ms, on a table with no rows, claims nothing and is shown for context). "+
@@ -119,14 +120,16 @@ func (b *bench) measureClaimScale(ctx context.Context) error {
 
 // claimOnce times one claim statement (sent and every row read) in a
 // transaction it then rolls back.
-func claimOnce(ctx context.Context, pool *pgxpool.Pool, cfg outbox.Config) (time.Duration, int, error) {
+func claimOnce(ctx context.Context, pool *pgxpool.Pool, cfg outbox.RelayConfig) (time.Duration, int, error) {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return 0, 0, err
 	}
 	defer tx.Rollback(ctx) //nolint:errcheck // the point: nothing of the claim stays
 	start := time.Now()
-	rows, err := tx.Query(ctx, outbox.RelaySQL("RelayClaim"), "bench-claim", cfg.BatchSize, cfg.Lease.Milliseconds(), cfg.MaxAttempts)
+	rows, err := outboxbench.Claim(ctx, tx, outboxbench.ClaimArgs{
+		Owner: "bench-claim", BatchSize: cfg.BatchSize, Lease: cfg.Lease, MaxAttempts: cfg.MaxAttempts,
+	})
 	if err != nil {
 		return 0, 0, fmt.Errorf("claim: %w", err)
 	}

@@ -10,13 +10,14 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outflow/outflow/internal/outboxbench"
 	"github.com/outflow/outflow/outbox"
 )
 
 // measureRelayNoop measures what the relay costs on the database path alone:
 // relay_noop_events_per_s is the relay with a publisher that acknowledges at
 // once, draining a backlog; raw_claim_mark_per_s is the relay's own claim and
-// mark statements (outbox.RelaySQL) driven in a tight loop over the same
+// mark statements (internal/outboxbench) driven in a tight loop over the same
 // backlog with nothing else. Their ratio is the relay's overhead: its
 // goroutines, mark batching and bookkeeping.
 func (b *bench) measureRelayNoop(ctx context.Context) error {
@@ -96,13 +97,13 @@ func (b *bench) measureRelayNoop(ctx context.Context) error {
 
 // rawClaimMark claims and marks with the relay's statements until the
 // backlog of n events is gone, and returns how long it took.
-func rawClaimMark(ctx context.Context, pool *pgxpool.Pool, n int, cfg outbox.Config) (time.Duration, error) {
-	claim, mark := outbox.RelaySQL("RelayClaim"), outbox.RelaySQL("RelayMark")
+func rawClaimMark(ctx context.Context, pool *pgxpool.Pool, n int, cfg outbox.RelayConfig) (time.Duration, error) {
 	owner := "bench-raw-" + uuid.NewString()
+	claim := outboxbench.ClaimArgs{Owner: owner, BatchSize: cfg.BatchSize, Lease: cfg.Lease, MaxAttempts: cfg.MaxAttempts}
 	marked := 0
 	start := time.Now()
 	for {
-		rows, err := pool.Query(ctx, claim, owner, cfg.BatchSize, cfg.Lease.Milliseconds(), cfg.MaxAttempts)
+		rows, err := outboxbench.Claim(ctx, pool, claim)
 		if err != nil {
 			return 0, fmt.Errorf("claim: %w", err)
 		}
@@ -125,7 +126,7 @@ func rawClaimMark(ctx context.Context, pool *pgxpool.Pool, n int, cfg outbox.Con
 		if len(ids) == 0 {
 			break
 		}
-		rows, err = pool.Query(ctx, mark, owner, ids)
+		rows, err = outboxbench.Mark(ctx, pool, owner, ids)
 		if err != nil {
 			return 0, fmt.Errorf("mark: %w", err)
 		}

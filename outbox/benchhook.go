@@ -1,0 +1,25 @@
+package outbox
+
+import (
+	"context"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/outflow/outflow/internal/outboxbench"
+)
+
+// cmd/bench runs the relay's claim and mark statements without a Relay, bound
+// as the relay binds them, to measure what the relay adds on top of its SQL.
+// It reaches them through internal/outboxbench, not through outbox's API:
+// applications have no use for them.
+func init() {
+	outboxbench.Register(outboxbench.Hooks{
+		Claim: func(ctx context.Context, q outboxbench.Querier, a outboxbench.ClaimArgs) (pgx.Rows, error) {
+			return q.Query(ctx, relayQueries.Get("RelayClaim"), a.Owner, a.BatchSize, a.Lease.Milliseconds(), a.MaxAttempts)
+		},
+		Mark: func(ctx context.Context, q outboxbench.Querier, owner string, ids []uuid.UUID) (pgx.Rows, error) {
+			return q.Query(ctx, relayQueries.Get("RelayMark"), owner, ids)
+		},
+	})
+}
