@@ -16,10 +16,11 @@ import (
 func init() {
 	outboxbench.Register(outboxbench.Hooks{
 		Claim: func(ctx context.Context, q outboxbench.Querier, a outboxbench.ClaimArgs) (pgx.Rows, error) {
-			return q.Query(ctx, relayQueries.Get("RelayClaim"), a.Owner, a.BatchSize, a.Lease.Milliseconds(), a.MaxAttempts)
+			cfg := RelayConfig{BatchSize: a.BatchSize, Lease: a.Lease, MaxAttempts: a.MaxAttempts}
+			return qRelayClaim.rows(ctx, q, claimArgs(a.Owner, &cfg))
 		},
 		Mark: func(ctx context.Context, q outboxbench.Querier, owner string, ids []uuid.UUID) (pgx.Rows, error) {
-			return q.Query(ctx, relayQueries.Get("RelayMark"), owner, ids)
+			return qRelayMark.rows(ctx, q, relayEventsArgs{Owner: owner, EventIDs: ids})
 		},
 	})
 }

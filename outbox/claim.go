@@ -8,12 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-
-	"github.com/outflow/outflow/internal/namedsql"
 )
-
-// relayQueries are the relay's statements (relay.sql).
-var relayQueries = namedsql.MustLoad(sqlFiles, "relay.sql")
 
 // claimed is an event this relay holds a lease on.
 type claimed struct {
@@ -64,12 +59,17 @@ func (r *Relay) claimOn(ctx context.Context, c batchSender, own bool) ([]claimed
 	if own {
 		b.Queue("BEGIN")
 	}
-	b.Queue(relayQueries.Get("RelayClaim"), r.cfg.Owner, r.cfg.BatchSize, r.cfg.Lease.Milliseconds(), r.cfg.MaxAttempts).
-		Query(func(rows pgx.Rows) error {
-			var err error
-			batch, err = pgx.CollectRows(rows, scanClaimed)
+	qRelayClaim.queue(b, claimArgs(r.cfg.Owner, &r.cfg)).Query(func(rows pgx.Rows) error {
+		claims, err := qRelayClaim.collect(rows)
+		if err != nil {
 			return err
-		})
+		}
+		batch = make([]claimed, len(claims))
+		for i, c := range claims {
+			batch[i] = c.claimed()
+		}
+		return nil
+	})
 	if err := c.SendBatch(ctx, b).Close(); err != nil {
 		return nil, fmt.Errorf("outbox: claim: %w", err)
 	}
@@ -83,9 +83,9 @@ func (r *Relay) claimOn(ctx context.Context, c batchSender, own bool) ([]claimed
 		for i, e := range batch {
 			ids[i] = e.ID
 		}
-		b.Queue(relayQueries.Get("RelayClaimVerify"), r.cfg.Owner, ids).Query(func(rows pgx.Rows) error {
+		qRelayClaimVerify.queue(b, relayEventsArgs{Owner: r.cfg.Owner, EventIDs: ids}).Query(func(rows pgx.Rows) error {
 			var err error
-			released, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+			released, err = qRelayClaimVerify.collect(rows)
 			return err
 		})
 	}
@@ -115,16 +115,31 @@ func (r *Relay) claimOn(ctx context.Context, c batchSender, own bool) ([]claimed
 	return batch, nil
 }
 
-func scanClaimed(row pgx.CollectableRow) (claimed, error) {
-	var (
-		c       claimed
-		id      uuid.UUID
-		payload []byte
-		version int32
-		attempt int32
-	)
-	err := row.Scan(&id, &c.AggregateType, &c.AggregateID, &c.Sequence, &c.Type, &version,
-		&payload, &c.OccurredAt, &attempt, &c.tookOver, &c.Replay)
-	c.ID, c.Payload, c.SchemaVersion, c.attempt = id, payload, int(version), int(attempt)
-	return c, err
+// claimArgs are RelayClaim's arguments for a claim by owner under cfg: the
+// relay's own, and the benchmark's (internal/outboxbench).
+func claimArgs(owner string, cfg *RelayConfig) relayClaimArgs {
+	return relayClaimArgs{
+		Owner:       owner,
+		BatchSize:   cfg.BatchSize,
+		LeaseMS:     cfg.Lease.Milliseconds(),
+		MaxAttempts: cfg.MaxAttempts,
+	}
+}
+
+func (c claimRow) claimed() claimed {
+	return claimed{
+		Event: Event{
+			ID:            c.EventID,
+			AggregateType: c.AggregateType,
+			AggregateID:   c.AggregateID,
+			Sequence:      c.AggregateSequence,
+			Type:          c.EventType,
+			SchemaVersion: c.SchemaVersion,
+			Payload:       c.Payload,
+			OccurredAt:    c.OccurredAt,
+			Replay:        c.Replay,
+		},
+		attempt:  c.AttemptCount,
+		tookOver: c.TookOver,
+	}
 }

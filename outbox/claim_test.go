@@ -3,7 +3,6 @@ package outbox_test
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -137,7 +136,9 @@ func TestLeaseFencing(t *testing.T) {
 // TestClaimUsesPartialIndex shows the claim's plan on a table whose history
 // (published rows) dwarfs its backlog: the planner reaches candidates through
 // the partial dispatch index and checks predecessors through the partial lane
-// index, never scanning outbox_events.
+// index, never scanning outbox_events. The verification that follows the
+// claim finds its events by primary key and probes their lanes through the
+// lane index too. Both statements are explained as the relay sends them.
 func TestClaimUsesPartialIndex(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
@@ -160,12 +161,29 @@ func TestClaimUsesPartialIndex(t *testing.T) {
 	_, err = b.pool.Exec(ctx, `ANALYZE outbox_events`)
 	require.NoError(t, err)
 
+	r := b.newRelay(t, outbox.RelayConfig{Owner: "explain"})
+	claimSQL, claimArgs := r.ClaimStatementForTest()
+	indexes, seqScans := explain(t, b, "claim", claimSQL, claimArgs)
+	require.Contains(t, indexes, "outbox_dispatch_idx", "candidates come from the partial dispatch index")
+	require.Contains(t, indexes, "outbox_pending_lane_idx", "the predecessor check uses the partial lane index")
+	require.NotContains(t, seqScans, "outbox_events")
+
+	verifySQL, verifyArgs := r.VerifyStatementForTest(uuid.New(), uuid.New())
+	indexes, seqScans = explain(t, b, "claim verification", verifySQL, verifyArgs)
+	require.Contains(t, indexes, "outbox_events_pkey", "the claimed events are found by primary key")
+	require.Contains(t, indexes, "outbox_pending_lane_idx", "the predecessor check and successor probe use the partial lane index")
+	require.NotContains(t, seqScans, "outbox_events")
+}
+
+// explain logs the plan of sql with args and returns the indexes it uses and
+// the relations it scans sequentially.
+func explain(t *testing.T, b *testBundle, what, sql string, args []any) (indexes, seqScans []string) {
+	t.Helper()
+	ctx := context.Background()
 	var plan []byte
-	require.NoError(t, b.pool.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+claimSQL(t), "explain", 100, 30000, 20).Scan(&plan))
+	require.NoError(t, b.pool.QueryRow(ctx, "EXPLAIN (FORMAT JSON) "+sql, args...).Scan(&plan))
 	var doc []map[string]any
 	require.NoError(t, json.Unmarshal(plan, &doc))
-	var indexes []string
-	var seqScans []string
 	walkPlan(doc[0]["Plan"].(map[string]any), func(node map[string]any) {
 		if name, ok := node["Index Name"].(string); ok {
 			indexes = append(indexes, name)
@@ -174,25 +192,12 @@ func TestClaimUsesPartialIndex(t *testing.T) {
 			seqScans = append(seqScans, node["Relation Name"].(string))
 		}
 	})
-	rows, err := b.pool.Query(ctx, "EXPLAIN "+claimSQL(t), "explain", 100, 30000, 20)
+	rows, err := b.pool.Query(ctx, "EXPLAIN "+sql, args...)
 	require.NoError(t, err)
 	text, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
-	t.Logf("claim plan:\n%s", strings.Join(text, "\n"))
-	require.Contains(t, indexes, "outbox_dispatch_idx", "candidates come from the partial dispatch index")
-	require.Contains(t, indexes, "outbox_pending_lane_idx", "the predecessor check uses the partial lane index")
-	require.NotContains(t, seqScans, "outbox_events")
-}
-
-// claimSQL reads the claim statement from relay.sql, as the relay does.
-func claimSQL(t *testing.T) string {
-	t.Helper()
-	data, err := os.ReadFile("relay.sql")
-	require.NoError(t, err)
-	_, rest, ok := strings.Cut(string(data), "-- name: RelayClaim")
-	require.True(t, ok)
-	stmt, _, _ := strings.Cut(rest, "-- name:")
-	return strings.TrimSuffix(strings.TrimSpace(stmt[strings.Index(stmt, "\n"):]), ";")
+	t.Logf("%s plan:\n%s", what, strings.Join(text, "\n"))
+	return indexes, seqScans
 }
 
 func walkPlan(node map[string]any, visit func(map[string]any)) {

@@ -92,28 +92,32 @@ func Cleanup(ctx context.Context, db DB, opts CleanupOptions) (CleanupResult, er
 		return CleanupResult{}, err
 	}
 	var res CleanupResult
-	err := db.QueryRow(ctx, opsQueries.Get("OpsCleanupCutoffs"),
-		opts.Retention.Milliseconds(), opts.InboxRetention.Milliseconds()).Scan(&res.EventsCutoff, &res.InboxCutoff)
+	cutoffs, err := qOpsCleanupCutoffs.one(ctx, db, cleanupCutoffsArgs{
+		EventsRetentionMS: opts.Retention.Milliseconds(),
+		InboxRetentionMS:  opts.InboxRetention.Milliseconds(),
+	})
 	if err != nil {
 		return res, fmt.Errorf("outbox: cleanup: %w", err)
 	}
-	if _, err := db.Exec(ctx, opsQueries.Get("OpsRecordCleanupHorizon"), res.EventsCutoff); err != nil {
+	res.EventsCutoff, res.InboxCutoff = cutoffs.EventsCutoff, cutoffs.InboxCutoff
+	if _, err := qOpsRecordCleanupHorizon.exec(ctx, db, recordCleanupHorizonArgs{DeletedBefore: res.EventsCutoff}); err != nil {
 		return res, fmt.Errorf("outbox: cleanup: recording the horizon: %w", err)
 	}
 	tables := []struct {
-		name, stmt string
-		cutoff     time.Time
-		total      *int64
+		name   string
+		stmt   stmt[cleanupBatchArgs, noRows]
+		cutoff time.Time
+		total  *int64
 	}{
-		{CleanupTableEvents, "OpsCleanupEvents", res.EventsCutoff, &res.EventsDeleted},
-		{CleanupTableInbox, "OpsCleanupInbox", res.InboxCutoff, &res.InboxDeleted},
+		{CleanupTableEvents, qOpsCleanupEvents, res.EventsCutoff, &res.EventsDeleted},
+		{CleanupTableInbox, qOpsCleanupInbox, res.InboxCutoff, &res.InboxDeleted},
 	}
 	for _, t := range tables {
 		for n := 1; ; n++ {
 			if err := ctx.Err(); err != nil {
 				return res, fmt.Errorf("outbox: cleanup interrupted after %d batches: %w", res.Batches, err)
 			}
-			tag, err := db.Exec(ctx, opsQueries.Get(t.stmt), t.cutoff, opts.BatchSize)
+			tag, err := t.stmt.exec(ctx, db, cleanupBatchArgs{Cutoff: t.cutoff, BatchSize: opts.BatchSize})
 			if err != nil {
 				return res, fmt.Errorf("outbox: cleanup %s batch %d: %w", t.name, n, err)
 			}
@@ -179,7 +183,7 @@ func CleanupExclusive(ctx context.Context, pool *pgxpool.Pool, opts CleanupOptio
 		return res, false, fmt.Errorf("outbox: cleanup: %w", err)
 	}
 	defer conn.Release()
-	if err := conn.QueryRow(ctx, opsQueries.Get("OpsCleanupTryLock"), cleanupLockKey).Scan(&ran); err != nil {
+	if ran, err = qOpsCleanupTryLock.one(ctx, conn, lockKeyArgs{LockKey: cleanupLockKey}); err != nil {
 		return res, false, fmt.Errorf("outbox: cleanup: taking the cleanup lock: %w", err)
 	}
 	if !ran {
@@ -188,8 +192,7 @@ func CleanupExclusive(ctx context.Context, pool *pgxpool.Pool, opts CleanupOptio
 	defer func() {
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		var unlocked bool
-		uerr := conn.QueryRow(uctx, opsQueries.Get("OpsCleanupUnlock"), cleanupLockKey).Scan(&unlocked)
+		unlocked, uerr := qOpsCleanupUnlock.one(uctx, conn, lockKeyArgs{LockKey: cleanupLockKey})
 		if uerr != nil || !unlocked {
 			// Closing the session releases the lock; the pool discards the
 			// closed connection.

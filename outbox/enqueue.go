@@ -2,7 +2,6 @@ package outbox
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
 	"slices"
@@ -10,14 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-
-	"github.com/outflow/outflow/internal/namedsql"
 )
-
-//go:embed *.sql
-var sqlFiles embed.FS
-
-var queries = namedsql.MustLoad(sqlFiles, "queries.sql")
 
 // Enqueue writes events as immutable outbox rows inside tx, the caller's own
 // business transaction, and returns them with their IDs, sequences and
@@ -81,14 +73,18 @@ func EnqueueBatch(b *pgx.Batch, events ...Event) (*Queued, error) {
 	}
 	q := &Queued{events: out, pending: len(lanes)}
 	for _, l := range lanes {
-		ids := make([]uuid.UUID, len(l.idx))
-		types := make([]string, len(l.idx))
-		versions := make([]int32, len(l.idx))
-		payloads := make([]string, len(l.idx))
-		for j, i := range l.idx {
-			ids[j], types[j], versions[j], payloads[j] = out[i].ID, out[i].Type, int32(out[i].SchemaVersion), string(out[i].Payload)
+		a := enqueueAggregateArgs{
+			AggregateType:  l.aggType,
+			AggregateID:    l.aggID,
+			EventIDs:       make([]uuid.UUID, len(l.idx)),
+			EventTypes:     make([]string, len(l.idx)),
+			SchemaVersions: make([]int32, len(l.idx)),
+			Payloads:       make([]string, len(l.idx)),
 		}
-		b.Queue(queries.Get("EnqueueAggregate"), l.aggType, l.aggID, ids, types, versions, payloads).Query(func(rows pgx.Rows) error {
+		for j, i := range l.idx {
+			a.EventIDs[j], a.EventTypes[j], a.SchemaVersions[j], a.Payloads[j] = out[i].ID, out[i].Type, int32(out[i].SchemaVersion), string(out[i].Payload)
+		}
+		qEnqueueAggregate.queue(b, a).Query(func(rows pgx.Rows) error {
 			if err := q.scanLane(rows, l); err != nil {
 				q.err = fmt.Errorf("outbox: enqueue %s/%s: %w", l.aggType, l.aggID, err)
 				return q.err
@@ -101,26 +97,21 @@ func EnqueueBatch(b *pgx.Batch, events ...Event) (*Queued, error) {
 }
 
 func (q *Queued) scanLane(rows pgx.Rows, l *enqueueLane) error {
-	j := 0
-	for rows.Next() {
-		if j >= len(l.idx) {
-			return errors.New("more rows returned than events written")
-		}
+	written, err := qEnqueueAggregate.collect(rows)
+	switch {
+	case err != nil:
+		return err
+	case len(written) > len(l.idx):
+		return errors.New("more rows returned than events written")
+	case len(written) < len(l.idx):
+		return fmt.Errorf("%d of %d events written", len(written), len(l.idx))
+	}
+	for j, w := range written {
 		e := &q.events[l.idx[j]]
-		var id uuid.UUID
-		if err := rows.Scan(&id, &e.Sequence, &e.OccurredAt); err != nil {
-			return err
-		}
-		if id != e.ID {
+		if w.EventID != e.ID {
 			return errors.New("rows returned out of order")
 		}
-		j++
-	}
-	if err := rows.Err(); err != nil {
-		return err
-	}
-	if j != len(l.idx) {
-		return fmt.Errorf("%d of %d events written", j, len(l.idx))
+		e.Sequence, e.OccurredAt = w.AggregateSequence, w.OccurredAt
 	}
 	return nil
 }

@@ -56,27 +56,40 @@ type EventInfo struct {
 	State EventState `json:"state"`
 }
 
-// scanEventInfo reads a row of OpsList or OpsLockEvent: the event's columns,
-// the database's now() and whether a predecessor blocks it.
+// scanEventInfo reads a row of OpsList or OpsLockEvent, by column name (see
+// eventInfoRow): the event's columns, the database's clock (db_now) and
+// whether a predecessor blocks it (blocked).
 func scanEventInfo(row pgx.CollectableRow) (EventInfo, error) {
-	var (
-		e                              EventInfo
-		claimedBy, lastErr, by, reason *string
-		version, attempts              int32
-		now                            time.Time
-		blocked                        bool
-	)
-	err := row.Scan(&e.ID, &e.AggregateType, &e.AggregateID, &e.Sequence, &e.Type,
-		&version, &e.OccurredAt, &e.AvailableAt, &claimedBy, &e.ClaimUntil,
-		&e.PublishedAt, &attempts, &lastErr, &e.QuarantinedAt, &e.SkippedAt,
-		&by, &reason, &e.ReplayRequestedAt, &now, &blocked)
+	r, err := pgx.RowToStructByName[eventInfoRow](row)
 	if err != nil {
 		return EventInfo{}, err
 	}
-	e.SchemaVersion, e.Attempts = int(version), int(attempts)
-	e.ClaimedBy, e.LastError, e.SkippedBy, e.SkipReason = deref(claimedBy), deref(lastErr), deref(by), deref(reason)
-	e.State = e.stateAt(now, blocked)
-	return e, nil
+	return r.eventInfo(), nil
+}
+
+func (r eventInfoRow) eventInfo() EventInfo {
+	e := EventInfo{
+		ID:                r.EventID,
+		AggregateType:     r.AggregateType,
+		AggregateID:       r.AggregateID,
+		Sequence:          r.AggregateSequence,
+		Type:              r.EventType,
+		SchemaVersion:     r.SchemaVersion,
+		OccurredAt:        r.OccurredAt,
+		AvailableAt:       r.AvailableAt,
+		ClaimedBy:         deref(r.ClaimedBy),
+		ClaimUntil:        r.ClaimUntil,
+		PublishedAt:       r.PublishedAt,
+		Attempts:          r.AttemptCount,
+		LastError:         deref(r.LastError),
+		QuarantinedAt:     r.QuarantinedAt,
+		SkippedAt:         r.SkippedAt,
+		SkippedBy:         deref(r.SkippedBy),
+		SkipReason:        deref(r.SkipReason),
+		ReplayRequestedAt: r.ReplayRequestedAt,
+	}
+	e.State = e.stateAt(r.DBNow, r.Blocked)
+	return e
 }
 
 // stateAt derives the state; the order of the cases is the order of

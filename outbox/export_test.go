@@ -3,6 +3,8 @@ package outbox
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -56,11 +58,51 @@ func (r *Relay) ClaimInTxForTest(ctx context.Context, tx pgx.Tx) ([]Event, error
 // (RelayClaimVerify) on ids inside the caller's transaction and returns the
 // IDs it gave back.
 func (r *Relay) VerifyClaimInTxForTest(ctx context.Context, tx pgx.Tx, ids ...uuid.UUID) ([]uuid.UUID, error) {
-	rows, err := tx.Query(ctx, relayQueries.Get("RelayClaimVerify"), r.cfg.Owner, ids)
-	if err != nil {
-		return nil, err
+	return qRelayClaimVerify.all(ctx, tx, relayEventsArgs{Owner: r.cfg.Owner, EventIDs: ids})
+}
+
+// ClaimStatementForTest returns the claim statement (RelayClaim) as the
+// package loaded it and its arguments as the relay binds them, for EXPLAIN.
+func (r *Relay) ClaimStatementForTest() (string, []any) {
+	return qRelayClaim.sql, qRelayClaim.args(claimArgs(r.cfg.Owner, &r.cfg))
+}
+
+// VerifyStatementForTest is ClaimStatementForTest for RelayClaimVerify.
+func (r *Relay) VerifyStatementForTest(ids ...uuid.UUID) (string, []any) {
+	return qRelayClaimVerify.sql, qRelayClaimVerify.args(relayEventsArgs{Owner: r.cfg.Owner, EventIDs: ids})
+}
+
+// StatementForTest is one statement bound to Go types, as the database
+// should see it.
+type StatementForTest struct {
+	Name string
+	// SQL has its placeholders numbered, as pgx sends it.
+	SQL string
+	// Columns are the result columns the Go row type reads by name; empty
+	// when it reads one column (OneColumn) or none (ReadsRows false).
+	Columns   []string
+	OneColumn bool
+	ReadsRows bool
+}
+
+// StatementsForTest lists every statement bound with newStmt.
+func StatementsForTest() []StatementForTest {
+	out := make([]StatementForTest, len(stmts))
+	for i, s := range stmts {
+		out[i] = StatementForTest{
+			Name:      s.name,
+			SQL:       s.positional,
+			Columns:   s.columns,
+			OneColumn: s.rows && len(s.columns) == 0,
+			ReadsRows: s.rows,
+		}
 	}
-	return pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+	return out
+}
+
+// LoadedStatementsForTest lists every statement sql.go loads.
+func LoadedStatementsForTest() []string {
+	return slices.Sorted(maps.Keys(queries))
 }
 
 // WithDefaultsForTest returns c with NewRelay's defaults applied.

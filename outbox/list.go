@@ -56,7 +56,13 @@ func List(ctx context.Context, db DB, opts ListOptions) ([]EventInfo, error) {
 		filter = "quarantined"
 	}
 	newest := filter == "all" && opts.AggregateID == "" && opts.AggregateType == ""
-	rows, err := db.Query(ctx, opsQueries.Get("OpsList"), filter, opts.AggregateID, opts.AggregateType, opts.Limit, newest)
+	rows, err := qOpsList.rows(ctx, db, listArgs{
+		Filter:        filter,
+		AggregateID:   opts.AggregateID,
+		AggregateType: opts.AggregateType,
+		MaxEvents:     opts.Limit,
+		NewestFirst:   newest,
+	})
 	if err != nil {
 		return nil, fmt.Errorf("outbox: list: %w", err)
 	}

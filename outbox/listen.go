@@ -55,7 +55,7 @@ func (r *Relay) listenSession(ctx context.Context) (connected bool, err error) {
 		defer cancel()
 		_ = conn.Close(closeCtx)
 	}()
-	if _, err := conn.Exec(ctx, relayQueries.Get("RelayListen")); err != nil {
+	if _, err := qRelayListen.exec(ctx, conn, noArgs{}); err != nil {
 		return false, fmt.Errorf("LISTEN %s: %w", NotifyChannel, err)
 	}
 	r.wakeUp() // claim once: anything committed before LISTEN sent no notification we saw

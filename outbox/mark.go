@@ -19,11 +19,8 @@ func (r *Relay) mark(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) 
 	}
 	var marked []uuid.UUID
 	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, relayQueries.Get("RelayMark"), r.cfg.Owner, ids)
-		if err != nil {
-			return err
-		}
-		marked, err = pgx.CollectRows(rows, pgx.RowTo[uuid.UUID])
+		var err error
+		marked, err = qRelayMark.all(ctx, tx, relayEventsArgs{Owner: r.cfg.Owner, EventIDs: ids})
 		if err != nil {
 			return err
 		}

@@ -100,13 +100,12 @@ func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error)
 func (r *Relay) refreshGauges(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	var pending, quarantined int64
-	var oldest float64
-	if err := r.pool.QueryRow(ctx, relayQueries.Get("RelayGauges")).Scan(&pending, &oldest, &quarantined); err != nil {
+	g, err := qRelayGauges.one(ctx, r.pool, noArgs{})
+	if err != nil {
 		return err
 	}
-	r.metrics.pending.Set(float64(pending))
-	r.metrics.oldestAge.Set(oldest)
-	r.metrics.quarantined.Set(float64(quarantined))
+	r.metrics.pending.Set(float64(g.Pending))
+	r.metrics.oldestAge.Set(g.OldestPendingAgeSeconds)
+	r.metrics.quarantined.Set(float64(g.Quarantined))
 	return nil
 }

@@ -8,12 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/outflow/outflow/internal/namedsql"
 )
-
-// opsQueries are the operator's statements (operations.sql).
-var opsQueries = namedsql.MustLoad(sqlFiles, "operations.sql")
 
 // DB is what the operator's functions ([Status], [List], [Retry], [Skip],
 // [Replay], [Cleanup]) need from a database handle. *pgxpool.Pool and
@@ -36,7 +31,7 @@ var ErrEventState = errors.New("outbox: the event's state does not allow this")
 
 // lockEvent row-locks one event in tx and returns it.
 func lockEvent(ctx context.Context, tx pgx.Tx, id uuid.UUID) (EventInfo, error) {
-	rows, err := tx.Query(ctx, opsQueries.Get("OpsLockEvent"), id)
+	rows, err := qOpsLockEvent.rows(ctx, tx, eventIDArgs{EventID: id})
 	if err != nil {
 		return EventInfo{}, err
 	}

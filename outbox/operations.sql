@@ -1,8 +1,9 @@
 -- Statements of the operator's commands (Status, List, Retry, Skip, Replay,
--- Cleanup), loaded by name (internal/namedsql). None of them changes a row
--- under a live lease of a relay (a replay only waits for a claim in flight,
--- see OpsReplayFence), and every state change re-checks the row after
--- locking it.
+-- Cleanup), loaded with the package's other .sql files in sql.go, where each
+-- is bound to the Go structs of its named arguments (@name) and of its result
+-- row (columns by name, hence the aliases). None of them changes a row under
+-- a live lease of a relay (a replay only waits for a claim in flight, see
+-- OpsReplayFence), and every state change re-checks the row after locking it.
 
 -- name: OpsStatus :one
 -- One snapshot of the backlog. The backlog counts visit unpublished rows only
@@ -29,23 +30,23 @@ WITH backlog AS (
     FROM outbox_events
     WHERE published_at > now() - interval '15 minutes'
 )
-SELECT now(),
+SELECT now()                                                                  AS checked_at,
        backlog.pending,
-       coalesce(extract(epoch FROM now() - backlog.oldest_pending), 0)::float8,
+       coalesce(extract(epoch FROM now() - backlog.oldest_pending), 0)::float8 AS oldest_pending_age_seconds,
        backlog.quarantined,
        backlog.backing_off,
        backlog.replaying,
-       (SELECT count(*) FROM outbox_events WHERE skipped_at IS NOT NULL),
-       recent.last_1m,
-       recent.last_5m,
-       recent.last_15m,
-       (SELECT deleted_before FROM outbox_cleanup_horizon)
+       (SELECT count(*) FROM outbox_events WHERE skipped_at IS NOT NULL)       AS skipped,
+       recent.last_1m                                                          AS published_last_1m,
+       recent.last_5m                                                          AS published_last_5m,
+       recent.last_15m                                                         AS published_last_15m,
+       (SELECT deleted_before FROM outbox_cleanup_horizon)                     AS cleanup_horizon
 FROM backlog, recent;
 
 -- name: OpsLeases :many
 -- Live leases by owner: how many unpublished events each relay holds and
 -- when its first lease ends.
-SELECT claimed_by, count(*), min(claim_until)
+SELECT claimed_by, count(*) AS events, min(claim_until) AS earliest_expiry
 FROM outbox_events
 WHERE published_at IS NULL
   AND claim_until > now()
@@ -53,41 +54,43 @@ GROUP BY claimed_by
 ORDER BY claimed_by;
 
 -- name: OpsList :many
--- At most $4 events: every event ($1 = 'all'), the unpublished, unquarantined
--- ones ($1 = 'pending') or the quarantined ones waiting for an operator
--- ($1 = 'quarantined'); of one aggregate when $2 is not empty (and of type
--- $3 when that is not empty). The oldest first, or the newest when $5.
+-- At most @max_events events: every event (@filter = 'all'), the
+-- unpublished, unquarantined ones (@filter = 'pending') or the quarantined
+-- ones waiting for an operator (@filter = 'quarantined'); of one aggregate
+-- when @aggregate_id is not empty (and of type @aggregate_type when that is
+-- not empty). The oldest first, or the newest when @newest_first.
+-- db_now is the database's clock, which the event's state is derived at.
 -- blocked: an unpublished, unskipped predecessor holds the event back (the
 -- lane rule RelayClaim applies, migrations/00006).
 SELECT e.event_id, e.aggregate_type, e.aggregate_id, e.aggregate_sequence, e.event_type,
        e.schema_version, e.occurred_at, e.available_at, e.claimed_by, e.claim_until,
        e.published_at, e.attempt_count, e.last_error, e.quarantined_at, e.skipped_at,
-       e.skipped_by, e.skip_reason, e.replay_requested_at, now(),
+       e.skipped_by, e.skip_reason, e.replay_requested_at, now() AS db_now,
        e.published_at IS NULL AND EXISTS (
            SELECT 1 FROM outbox_unpublished_predecessors(e.aggregate_type, e.aggregate_id, e.aggregate_sequence)
-       )
+       ) AS blocked
 FROM outbox_events e
-WHERE ($1 = 'all'
-       OR ($1 = 'pending' AND e.published_at IS NULL AND e.quarantined_at IS NULL AND e.skipped_at IS NULL)
-       OR ($1 = 'quarantined' AND e.published_at IS NULL AND e.quarantined_at IS NOT NULL AND e.skipped_at IS NULL))
-  AND ($2 = '' OR e.aggregate_id = $2)
-  AND ($3 = '' OR e.aggregate_type = $3)
-ORDER BY CASE WHEN $5::bool THEN e.occurred_at END DESC,
+WHERE (@filter = 'all'
+       OR (@filter = 'pending' AND e.published_at IS NULL AND e.quarantined_at IS NULL AND e.skipped_at IS NULL)
+       OR (@filter = 'quarantined' AND e.published_at IS NULL AND e.quarantined_at IS NOT NULL AND e.skipped_at IS NULL))
+  AND (@aggregate_id = '' OR e.aggregate_id = @aggregate_id)
+  AND (@aggregate_type = '' OR e.aggregate_type = @aggregate_type)
+ORDER BY CASE WHEN @newest_first::bool THEN e.occurred_at END DESC,
          e.occurred_at, e.aggregate_type, e.aggregate_id, e.aggregate_sequence
-LIMIT $4;
+LIMIT @max_events;
 
 -- name: OpsLockEvent :one
 -- One event, row-locked until the operator's transaction ends, with the
--- columns its state is derived from (see EventInfo).
+-- columns its state is derived from (see EventInfo): the columns of OpsList.
 SELECT e.event_id, e.aggregate_type, e.aggregate_id, e.aggregate_sequence, e.event_type,
        e.schema_version, e.occurred_at, e.available_at, e.claimed_by, e.claim_until,
        e.published_at, e.attempt_count, e.last_error, e.quarantined_at, e.skipped_at,
-       e.skipped_by, e.skip_reason, e.replay_requested_at, now(),
+       e.skipped_by, e.skip_reason, e.replay_requested_at, now() AS db_now,
        e.published_at IS NULL AND EXISTS (
            SELECT 1 FROM outbox_unpublished_predecessors(e.aggregate_type, e.aggregate_id, e.aggregate_sequence)
-       )
+       ) AS blocked
 FROM outbox_events e
-WHERE e.event_id = $1
+WHERE e.event_id = @event_id
 FOR UPDATE OF e;
 
 -- name: OpsRetry :exec
@@ -101,7 +104,7 @@ SET available_at   = now(),
     quarantined_at = NULL,
     claimed_by     = NULL,
     claim_until    = NULL
-WHERE event_id = $1
+WHERE event_id = @event_id
   AND published_at IS NULL
   AND skipped_at IS NULL
   AND (claim_until IS NULL OR claim_until < now());
@@ -112,9 +115,9 @@ WHERE event_id = $1
 -- skipped predecessors).
 UPDATE outbox_events
 SET skipped_at  = now(),
-    skipped_by  = $2,
-    skip_reason = $3
-WHERE event_id = $1
+    skipped_by  = @skipped_by,
+    skip_reason = @skip_reason
+WHERE event_id = @event_id
   AND published_at IS NULL
   AND quarantined_at IS NOT NULL
   AND skipped_at IS NULL;
@@ -125,29 +128,31 @@ SELECT pg_notify('outbox_events', '');
 
 -- name: OpsCleanupHorizon :one
 -- The newest cutoff retention cleanup has used, or NULL if it never ran.
-SELECT max(deleted_before) FROM outbox_cleanup_horizon;
+SELECT max(deleted_before) AS deleted_before FROM outbox_cleanup_horizon;
 
 -- name: OpsReplayCount :one
--- The published events whose occurred_at is in [$1, $2), of aggregate type
--- $3 and aggregate $4 when those are not empty: what OpsReplay would replay.
-SELECT count(*), min(occurred_at), max(occurred_at)
+-- The published events whose occurred_at is in [@from, @to), of aggregate
+-- type @aggregate_type and aggregate @aggregate_id when those are not empty:
+-- what OpsReplay would replay.
+SELECT count(*) AS events, min(occurred_at) AS first_occurred_at, max(occurred_at) AS last_occurred_at
 FROM outbox_events
 WHERE published_at IS NOT NULL
-  AND occurred_at >= $1
-  AND occurred_at < $2
-  AND ($3 = '' OR aggregate_type = $3)
-  AND ($4 = '' OR aggregate_id = $4);
+  AND occurred_at >= @from
+  AND occurred_at < @to
+  AND (@aggregate_type = '' OR aggregate_type = @aggregate_type)
+  AND (@aggregate_id = '' OR aggregate_id = @aggregate_id);
 
 -- name: OpsReplay :many
--- Published events whose occurred_at is in [$1, $2) (of aggregate type $3
--- and aggregate $4 when those are not empty) become unpublished, available
--- now, with a fresh attempt budget, and flagged as replays. claimed_by is
--- cleared so the next claim is not counted as an expired lease. Returns one
--- row per aggregate replayed, with its lowest replayed sequence and the
--- number of its events replayed: the lanes OpsReplayLockLanes and
--- OpsReplayFence then take, in this transaction, before it commits. The
--- UPDATE comes first so that the lanes fenced are exactly the lanes it
--- changed, including an event a relay marked published a moment before.
+-- Published events whose occurred_at is in [@from, @to) (of aggregate type
+-- @aggregate_type and aggregate @aggregate_id when those are not empty)
+-- become unpublished, available now, with a fresh attempt budget, and flagged
+-- as replays. claimed_by is cleared so the next claim is not counted as an
+-- expired lease. Returns one row per aggregate replayed, with its lowest
+-- replayed sequence and the number of its events replayed: the lanes
+-- OpsReplayLockLanes and OpsReplayFence then take, in this transaction,
+-- before it commits. The UPDATE comes first so that the lanes fenced are
+-- exactly the lanes it changed, including an event a relay marked published a
+-- moment before.
 WITH replayed AS (
     UPDATE outbox_events
     SET published_at        = NULL,
@@ -157,31 +162,31 @@ WITH replayed AS (
         claim_until         = NULL,
         replay_requested_at = now()
     WHERE published_at IS NOT NULL
-      AND occurred_at >= $1
-      AND occurred_at < $2
-      AND ($3 = '' OR aggregate_type = $3)
-      AND ($4 = '' OR aggregate_id = $4)
+      AND occurred_at >= @from
+      AND occurred_at < @to
+      AND (@aggregate_type = '' OR aggregate_type = @aggregate_type)
+      AND (@aggregate_id = '' OR aggregate_id = @aggregate_id)
     RETURNING aggregate_type, aggregate_id, aggregate_sequence
 )
-SELECT aggregate_type, aggregate_id, min(aggregate_sequence), count(*)
+SELECT aggregate_type, aggregate_id, min(aggregate_sequence) AS first_sequence, count(*) AS events
 FROM replayed
 GROUP BY aggregate_type, aggregate_id
 ORDER BY aggregate_type, aggregate_id;
 
 -- name: OpsReplayLockLanes :exec
--- Row-locks the sequence rows of the replayed aggregates ($1 types, $2 ids,
--- every aggregate Enqueue wrote has one) until the replay commits. Enqueue's
--- upsert locks the same row, so an event of these aggregates either
--- committed before this lock was granted, and OpsReplayFence (a later
--- statement) sees it, or commits after the replay: a claim that sees it
--- then also sees its replayed predecessor unpublished. Two replays of one
--- aggregate take turns here as well, so the later one's fence sees the
--- events the earlier one made unpublished. In key order, the order in
--- which Enqueue locks several aggregates, so that replays and enqueues do
+-- Row-locks the sequence rows of the replayed aggregates (@aggregate_types
+-- and @aggregate_ids, parallel; every aggregate Enqueue wrote has one) until
+-- the replay commits. Enqueue's upsert locks the same row, so an event of
+-- these aggregates either committed before this lock was granted, and
+-- OpsReplayFence (a later statement) sees it, or commits after the replay: a
+-- claim that sees it then also sees its replayed predecessor unpublished. Two
+-- replays of one aggregate take turns here as well, so the later one's fence
+-- sees the events the earlier one made unpublished. In key order, the order
+-- in which Enqueue locks several aggregates, so that replays and enqueues do
 -- not deadlock on these rows.
 SELECT 1
 FROM outbox_sequences s
-JOIN unnest($1::text[], $2::text[]) AS r(aggregate_type, aggregate_id)
+JOIN unnest(@aggregate_types::text[], @aggregate_ids::text[]) AS r(aggregate_type, aggregate_id)
   ON s.aggregate_type = r.aggregate_type
  AND s.aggregate_id = r.aggregate_id
 ORDER BY s.aggregate_type, s.aggregate_id
@@ -192,24 +197,25 @@ FOR UPDATE OF s;
 -- (RelayClaim) may have judged a replayed event's successor claimable
 -- because, in its statement's snapshot, the replayed event was still
 -- published; if this replay committed while that claim was uncommitted,
--- another relay would see the replayed event unpublished and no lease on
--- the successor, and take it: two events of one aggregate in flight. So
--- this statement locks every unpublished successor of each replayed
--- aggregate's first replayed sequence ($1 types, $2 ids, $3 sequences)
--- and waits (no SKIP LOCKED) for any claim that holds one. That claim
--- commits its lease before this replay can commit, so every claim that
--- starts after the replay sees the lease, and RelayClaim's successor-lease
--- probe holds the replayed event back until the successor is done. A claim
--- that reaches a successor while the lock is held skips it (SKIP LOCKED);
--- one that locks it only after the replay committed sees the replay in
--- RelayClaimVerify and gives the successor back. The snapshot is taken after
--- OpsReplayLockLanes, so no successor appears after it. FOR KEY SHARE
--- conflicts with the claim's FOR UPDATE (and OpsLockEvent's), not with the
--- plain UPDATEs of RelayMark, RelayFail and RelayRelease, which lock their
--- rows in no particular order: the replay never waits for those, so it
+-- another relay would see the replayed event unpublished and no lease on the
+-- successor, and take it: two events of one aggregate in flight. So this
+-- statement locks every unpublished successor of each replayed aggregate's
+-- first replayed sequence (@aggregate_types, @aggregate_ids and
+-- @first_sequences, parallel) and waits (no SKIP LOCKED) for any claim that
+-- holds one. That claim commits its lease before this replay can commit, so
+-- every claim that starts after the replay sees the lease, and RelayClaim's
+-- successor-lease probe holds the replayed event back until the successor is
+-- done. A claim that reaches a successor while the lock is held skips it
+-- (SKIP LOCKED); one that locks it only after the replay committed sees the
+-- replay in RelayClaimVerify and gives the successor back. The snapshot is
+-- taken after OpsReplayLockLanes, so no successor appears after it. FOR KEY
+-- SHARE conflicts with the claim's FOR UPDATE (and OpsLockEvent's), not with
+-- the plain UPDATEs of RelayMark, RelayFail and RelayRelease, which lock
+-- their rows in no particular order: the replay never waits for those, so it
 -- cannot deadlock with them.
 SELECT 1
-FROM unnest($1::text[], $2::text[], $3::bigint[]) AS r(aggregate_type, aggregate_id, first_sequence)
+FROM unnest(@aggregate_types::text[], @aggregate_ids::text[], @first_sequences::bigint[])
+         AS r(aggregate_type, aggregate_id, first_sequence)
 JOIN outbox_events e
   ON e.aggregate_type = r.aggregate_type
  AND e.aggregate_id = r.aggregate_id
@@ -220,14 +226,15 @@ FOR KEY SHARE OF e;
 -- name: OpsReplayHorizon :one
 -- The replay horizon the starter recorded, if any (outbox_replay_horizon),
 -- with the earliest occurred_at a replay may still reach now.
-SELECT horizon_ms, reason, recorded_at, now() - horizon_ms * interval '1 millisecond'
+SELECT horizon_ms, reason, recorded_at,
+       now() - horizon_ms * interval '1 millisecond' AS earliest_occurred_at
 FROM outbox_replay_horizon;
 
 -- name: OpsRecordReplayHorizon :exec
 -- The latest recording wins: it reflects the namespace's retention as read
 -- by the most recent starter, which is what Temporal applies now.
 INSERT INTO outbox_replay_horizon (singleton, horizon_ms, reason, recorded_at)
-VALUES (true, $1, $2, now())
+VALUES (true, @horizon_ms, @reason, now())
 ON CONFLICT (singleton) DO UPDATE
 SET horizon_ms  = EXCLUDED.horizon_ms,
     reason      = EXCLUDED.reason,
@@ -236,52 +243,54 @@ SET horizon_ms  = EXCLUDED.horizon_ms,
 -- name: OpsCleanupCutoffs :one
 -- The cutoffs of one cleanup pass, from the database's clock: events
 -- published before the first (never a skipped one), inbox rows processed
--- before the second are deleted. $1 and $2 are retentions in milliseconds.
-SELECT now() - $1::bigint * interval '1 millisecond',
-       now() - $2::bigint * interval '1 millisecond';
+-- before the second are deleted. @events_retention_ms and
+-- @inbox_retention_ms are retentions in milliseconds.
+SELECT now() - @events_retention_ms::bigint * interval '1 millisecond' AS events_cutoff,
+       now() - @inbox_retention_ms::bigint * interval '1 millisecond'  AS inbox_cutoff;
 
 -- name: OpsRecordCleanupHorizon :exec
 -- Recorded before the first delete commits, so even a cleanup that crashes
 -- mid-way leaves the horizon that Replay checks.
 INSERT INTO outbox_cleanup_horizon AS h (singleton, deleted_before)
-VALUES (true, $1)
+VALUES (true, @deleted_before)
 ON CONFLICT (singleton) DO UPDATE
 SET deleted_before = greatest(h.deleted_before, EXCLUDED.deleted_before),
     updated_at     = now();
 
 -- name: OpsCleanupEvents :execrows
--- One bounded batch: at most $2 events published before $1. Never an
--- unpublished one: pending, backing off, quarantined, being replayed (a
--- replay unpublishes the event), or skipped — a skipped event is quarantined
--- and unpublished, and its row is the record of the operator's decision
--- (who, when, why). SKIP LOCKED leaves rows a relay or another cleanup holds
--- for a later pass; a row changed concurrently is re-checked after its lock.
+-- One bounded batch: at most @batch_size events published before @cutoff.
+-- Never an unpublished one: pending, backing off, quarantined, being replayed
+-- (a replay unpublishes the event), or skipped — a skipped event is
+-- quarantined and unpublished, and its row is the record of the operator's
+-- decision (who, when, why). SKIP LOCKED leaves rows a relay or another
+-- cleanup holds for a later pass; a row changed concurrently is re-checked
+-- after its lock.
 DELETE FROM outbox_events
 WHERE event_id IN (
     SELECT event_id
     FROM outbox_events
-    WHERE published_at < $1
-    LIMIT $2
+    WHERE published_at < @cutoff
+    LIMIT @batch_size
     FOR UPDATE SKIP LOCKED
 );
 
 -- name: OpsCleanupInbox :execrows
--- One bounded batch of at most $2 inbox rows processed before $1 whose event
--- is no longer retained: an event that can still be replayed keeps its inbox
--- rows, so its local effects are not applied twice.
+-- One bounded batch of at most @batch_size inbox rows processed before
+-- @cutoff whose event is no longer retained: an event that can still be
+-- replayed keeps its inbox rows, so its local effects are not applied twice.
 DELETE FROM processed_events
 WHERE (consumer_name, event_id) IN (
     SELECT p.consumer_name, p.event_id
     FROM processed_events p
-    WHERE p.processed_at < $1
+    WHERE p.processed_at < @cutoff
       AND NOT EXISTS (SELECT 1 FROM outbox_events e WHERE e.event_id = p.event_id)
-    LIMIT $2
+    LIMIT @batch_size
     FOR UPDATE OF p SKIP LOCKED
 );
 
 -- name: OpsCleanupTryLock :one
 -- Session-level: one cleanup pass at a time across every starter.
-SELECT pg_try_advisory_lock($1);
+SELECT pg_try_advisory_lock(@lock_key) AS locked;
 
 -- name: OpsCleanupUnlock :one
-SELECT pg_advisory_unlock($1);
+SELECT pg_advisory_unlock(@lock_key) AS unlocked;

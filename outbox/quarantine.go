@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 )
 
 // failure is a publish that did not end in an acknowledgement.
@@ -32,28 +31,24 @@ func (r *Relay) recordFailures(ctx context.Context, fs []failure) (map[uuid.UUID
 	if len(fs) == 0 {
 		return nil, nil
 	}
-	ids := make([]uuid.UUID, len(fs))
-	msgs := make([]string, len(fs))
-	delays := make([]int64, len(fs))
-	perm := make([]bool, len(fs))
+	a := relayFailArgs{
+		Owner:       r.cfg.Owner,
+		EventIDs:    make([]uuid.UUID, len(fs)),
+		Errors:      make([]string, len(fs)),
+		DelaysMS:    make([]int64, len(fs)),
+		Permanent:   make([]bool, len(fs)),
+		MaxAttempts: r.cfg.MaxAttempts,
+	}
 	for i, f := range fs {
-		ids[i], msgs[i], delays[i], perm[i] = f.c.ID, truncate(f.err.Error(), 1000), f.delay.Milliseconds(), f.permanent()
+		a.EventIDs[i], a.Errors[i], a.DelaysMS[i], a.Permanent[i] = f.c.ID, truncate(f.err.Error(), 1000), f.delay.Milliseconds(), f.permanent()
 	}
-	rows, err := r.pool.Query(ctx, relayQueries.Get("RelayFail"), r.cfg.Owner, ids, msgs, delays, perm, r.cfg.MaxAttempts)
+	recorded, err := qRelayFail.all(ctx, r.pool, a)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: record %d failed publishes: %w", len(fs), err)
 	}
-	out := map[uuid.UUID]bool{}
-	var (
-		id          uuid.UUID
-		quarantined bool
-	)
-	_, err = pgx.ForEachRow(rows, []any{&id, &quarantined}, func() error {
-		out[id] = quarantined
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("outbox: record %d failed publishes: %w", len(fs), err)
+	out := make(map[uuid.UUID]bool, len(recorded))
+	for _, f := range recorded {
+		out[f.EventID] = f.Quarantined
 	}
 	return out, nil
 }

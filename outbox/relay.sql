@@ -1,22 +1,25 @@
--- Statements of the relay, loaded by name (internal/namedsql). Every write
--- after the claim is fenced by claimed_by = $1 (the relay's owner), so a relay
--- whose lease was taken over changes nothing of the new owner's.
+-- Statements of the relay, loaded in sql.go, where each is bound to the Go
+-- struct of its named arguments (@name) and of its result row (columns by
+-- name). Every write after the claim is fenced by claimed_by = @owner (the
+-- relay's owner), so a relay whose lease was taken over changes nothing of
+-- the new owner's.
 
 -- name: RelayClaim :many
--- Claims at most $2 events for owner $1 with a lease of $3 milliseconds, in
--- one statement, the first of the claim's short transaction. A candidate is
--- unpublished, not quarantined or skipped, available, not under a live
--- lease, and the lowest unpublished sequence of its aggregate: an event never
--- overtakes an unfinished predecessor (a quarantined predecessor holds its
--- aggregate back; an operator-skipped one does not; see
--- outbox_unpublished_predecessors in migrations/00006). So a batch holds at
--- most one event per aggregate, and across relays an aggregate has one lane.
--- SKIP LOCKED lets concurrent relays claim disjoint batches without waiting
--- on each other. attempt_count is counted here, at claim, so an event that
--- crashes its relay still uses up attempts: a candidate whose lease expired
--- with $4 (OUTFLOW_MAX_ATTEMPTS) attempts used is quarantined instead of
--- claimed again — every relay that took it died or stalled before recording
--- an outcome, and only RelayFail would otherwise ever quarantine it.
+-- Claims at most @batch_size events for @owner with a lease of @lease_ms
+-- milliseconds, in one statement, the first of the claim's short
+-- transaction. A candidate is unpublished, not quarantined or skipped,
+-- available, not under a live lease, and the lowest unpublished sequence of
+-- its aggregate: an event never overtakes an unfinished predecessor (a
+-- quarantined predecessor holds its aggregate back; an operator-skipped one
+-- does not; see outbox_unpublished_predecessors in migrations/00006). So a
+-- batch holds at most one event per aggregate, and across relays an
+-- aggregate has one lane. SKIP LOCKED lets concurrent relays claim disjoint
+-- batches without waiting on each other. attempt_count is counted here, at
+-- claim, so an event that crashes its relay still uses up attempts: a
+-- candidate whose lease expired with @max_attempts (OUTFLOW_MAX_ATTEMPTS)
+-- attempts used is quarantined instead of claimed again — every relay that
+-- took it died or stalled before recording an outcome, and only RelayFail
+-- would otherwise ever quarantine it.
 -- took_over reports a lease that had expired; replay reports an event an
 -- operator replayed (replay_requested_at, see operations.sql).
 -- RelayClaimVerify follows in the same transaction and gives back what this
@@ -26,7 +29,7 @@
 -- with.
 WITH candidates AS (
     SELECT e.event_id, (e.claimed_by IS NOT NULL) AS took_over,
-           (e.claimed_by IS NOT NULL AND e.attempt_count >= $4) AS exhausted
+           (e.claimed_by IS NOT NULL AND e.attempt_count >= @max_attempts) AS exhausted
     FROM outbox_events e
     WHERE e.published_at IS NULL
       AND e.quarantined_at IS NULL
@@ -51,7 +54,7 @@ WITH candidates AS (
             AND q.claim_until >= now()
       ))
     ORDER BY e.available_at, e.occurred_at
-    LIMIT $2
+    LIMIT @batch_size
     FOR UPDATE OF e SKIP LOCKED
 ), abandoned AS (
     UPDATE outbox_events o
@@ -64,8 +67,8 @@ WITH candidates AS (
     WHERE o.event_id = c.event_id AND c.exhausted
 )
 UPDATE outbox_events o
-SET claimed_by    = $1,
-    claim_until   = now() + $3::bigint * interval '1 millisecond',
+SET claimed_by    = @owner,
+    claim_until   = now() + @lease_ms::bigint * interval '1 millisecond',
     attempt_count = o.attempt_count + 1
 FROM candidates c
 WHERE o.event_id = c.event_id AND NOT c.exhausted
@@ -75,9 +78,10 @@ RETURNING o.event_id, o.aggregate_type, o.aggregate_id, o.aggregate_sequence,
 
 -- name: RelayClaimVerify :many
 -- The second statement of the claim's transaction: gives back (like
--- RelayRelease: lease cleared, attempt returned) those of the events $2 that
--- owner $1 has just claimed that turn out to be blocked, and returns their
--- IDs; the relay drops them from its batch before publishing anything.
+-- RelayRelease: lease cleared, attempt returned) those of the events
+-- @event_ids that @owner has just claimed that turn out to be blocked, and
+-- returns their IDs; the relay drops them from its batch before publishing
+-- anything.
 -- RelayClaim decides from its statement's snapshot but row-locks each
 -- candidate later, as it reaches it, so under READ COMMITTED an operator's
 -- replay of a predecessor may commit in between. The replay waits for a
@@ -93,8 +97,8 @@ UPDATE outbox_events o
 SET claimed_by    = NULL,
     claim_until   = NULL,
     attempt_count = greatest(o.attempt_count - 1, 0)
-WHERE o.event_id = ANY($2::uuid[])
-  AND o.claimed_by = $1
+WHERE o.event_id = ANY(@event_ids::uuid[])
+  AND o.claimed_by = @owner
   AND o.published_at IS NULL
   AND (EXISTS (
            SELECT 1 FROM outbox_unpublished_predecessors(o.aggregate_type, o.aggregate_id, o.aggregate_sequence)
@@ -112,53 +116,56 @@ WHERE o.event_id = ANY($2::uuid[])
 RETURNING o.event_id;
 
 -- name: RelayMark :many
--- Marks the acknowledged events $2 published, only where $1 still holds the
--- claim. claimed_by is kept as the record of who published the event. A
--- replay request is fulfilled by the publish, so its flag is cleared.
+-- Marks the acknowledged events @event_ids published, only where @owner
+-- still holds the claim. claimed_by is kept as the record of who published
+-- the event. A replay request is fulfilled by the publish, so its flag is
+-- cleared.
 UPDATE outbox_events
 SET published_at        = now(),
     claim_until         = NULL,
     replay_requested_at = NULL
-WHERE event_id = ANY($2::uuid[])
-  AND claimed_by = $1
+WHERE event_id = ANY(@event_ids::uuid[])
+  AND claimed_by = @owner
   AND published_at IS NULL
 RETURNING event_id;
 
 -- name: RelayFail :many
--- Records failed publishes of owner $1 and releases their leases: per event
--- the error (bounded to 1000 characters) and a backoff delay in milliseconds.
--- An event is quarantined instead when its error is permanent or it has used
--- up $6 attempts. Returns the events it changed and whether each was
+-- Records failed publishes of @owner and releases their leases: per event
+-- (the arrays are parallel, one element per event) the error (bounded to
+-- 1000 characters) and a backoff delay in milliseconds. An event is
+-- quarantined instead when its error is permanent or it has used up
+-- @max_attempts attempts. Returns the events it changed and whether each was
 -- quarantined.
 UPDATE outbox_events o
 SET last_error     = left(f.err, 1000),
-    available_at   = CASE WHEN f.permanent OR o.attempt_count >= $6
+    available_at   = CASE WHEN f.permanent OR o.attempt_count >= @max_attempts
                           THEN o.available_at
                           ELSE now() + f.delay_ms * interval '1 millisecond' END,
-    quarantined_at = CASE WHEN f.permanent OR o.attempt_count >= $6
+    quarantined_at = CASE WHEN f.permanent OR o.attempt_count >= @max_attempts
                           THEN now()
                           ELSE o.quarantined_at END,
     claimed_by     = NULL,
     claim_until    = NULL
-FROM unnest($2::uuid[], $3::text[], $4::bigint[], $5::bool[]) AS f(event_id, err, delay_ms, permanent)
+FROM unnest(@event_ids::uuid[], @errors::text[], @delays_ms::bigint[], @permanent::bool[])
+         AS f(event_id, err, delay_ms, permanent)
 WHERE o.event_id = f.event_id
-  AND o.claimed_by = $1
+  AND o.claimed_by = @owner
   AND o.published_at IS NULL
 RETURNING o.event_id, o.quarantined_at IS NOT NULL AS quarantined;
 
 -- name: RelayRelease :execrows
--- Gives back claims of owner $1 that were never attempted (the relay is
+-- Gives back claims of @owner that were never attempted (the relay is
 -- shutting down, or the lease ran too short to start a publish): the attempt
 -- counted at claim is returned and the event is available again at once.
 UPDATE outbox_events
 SET claimed_by    = NULL,
     claim_until   = NULL,
     attempt_count = greatest(attempt_count - 1, 0)
-WHERE event_id = ANY($2::uuid[])
-  AND claimed_by = $1
+WHERE event_id = ANY(@event_ids::uuid[])
+  AND claimed_by = @owner
   AND published_at IS NULL;
 
--- name: RelayListen
+-- name: RelayListen :exec
 LISTEN outbox_events;
 
 -- name: RelayGauges :one

@@ -14,7 +14,7 @@ func (r *Relay) release(ctx context.Context, ids []uuid.UUID) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	tag, err := r.pool.Exec(ctx, relayQueries.Get("RelayRelease"), r.cfg.Owner, ids)
+	tag, err := qRelayRelease.exec(ctx, r.pool, relayEventsArgs{Owner: r.cfg.Owner, EventIDs: ids})
 	if err != nil {
 		return 0, fmt.Errorf("outbox: release %d claims: %w", len(ids), err)
 	}

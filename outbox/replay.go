@@ -103,33 +103,30 @@ func ReplayTx(ctx context.Context, tx pgx.Tx, opts ReplayOptions) (int64, error)
 	if err := checkReplayWindow(ctx, tx, opts); err != nil {
 		return 0, err
 	}
-	rows, err := tx.Query(ctx, opsQueries.Get("OpsReplay"), opts.From, opts.To, opts.AggregateType, opts.AggregateID)
+	lanes, err := qOpsReplay.all(ctx, tx, opts.window())
 	if err != nil {
 		return 0, fmt.Errorf("outbox: replay: %w", err)
 	}
 	var (
-		n             int64
-		lane          replayedLane
-		types, aggIDs []string
-		firstSeqs     []int64
+		n     int64
+		fence replayFenceArgs
 	)
-	_, err = pgx.ForEachRow(rows, []any{&lane.aggregateType, &lane.aggregateID, &lane.firstSequence, &lane.events}, func() error {
-		types, aggIDs, firstSeqs = append(types, lane.aggregateType), append(aggIDs, lane.aggregateID), append(firstSeqs, lane.firstSequence)
-		n += lane.events
-		return nil
-	})
-	if err != nil {
-		return 0, fmt.Errorf("outbox: replay: %w", err)
+	for _, l := range lanes {
+		fence.AggregateTypes = append(fence.AggregateTypes, l.AggregateType)
+		fence.AggregateIDs = append(fence.AggregateIDs, l.AggregateID)
+		fence.FirstSequences = append(fence.FirstSequences, l.FirstSequence)
+		n += l.Events
 	}
 	if n > 0 {
 		// Before this transaction commits, no event may join the replayed
 		// aggregates, and every claim in flight on their later events must
 		// have committed its lease: see OpsReplayLockLanes and
 		// OpsReplayFence for why, and why in this order.
-		if _, err := tx.Exec(ctx, opsQueries.Get("OpsReplayLockLanes"), types, aggIDs); err != nil {
+		lock := replayLanesArgs{AggregateTypes: fence.AggregateTypes, AggregateIDs: fence.AggregateIDs}
+		if _, err := qOpsReplayLockLanes.exec(ctx, tx, lock); err != nil {
 			return 0, fmt.Errorf("outbox: replay: locking the replayed aggregates: %w", err)
 		}
-		if _, err := tx.Exec(ctx, opsQueries.Get("OpsReplayFence"), types, aggIDs, firstSeqs); err != nil {
+		if _, err := qOpsReplayFence.exec(ctx, tx, fence); err != nil {
 			return 0, fmt.Errorf("outbox: replay: waiting for claims in flight: %w", err)
 		}
 	}
@@ -142,20 +139,27 @@ func ReplayTx(ctx context.Context, tx pgx.Tx, opts ReplayOptions) (int64, error)
 		return 0, err
 	}
 	if n > 0 {
-		if _, err := tx.Exec(ctx, opsQueries.Get("OpsNotify")); err != nil {
+		if _, err := qOpsNotify.exec(ctx, tx, noArgs{}); err != nil {
 			return 0, fmt.Errorf("outbox: replay: notify relays: %w", err)
 		}
 	}
 	return n, nil
 }
 
-// replayedLane is one aggregate a replay made unpublished events of.
+// replayedLane is one aggregate a replay made unpublished events of: a row
+// of OpsReplay.
 type replayedLane struct {
-	aggregateType, aggregateID string
-	// firstSequence is its lowest replayed sequence.
-	firstSequence int64
-	// events is the number of its events replayed.
-	events int64
+	AggregateType string `db:"aggregate_type"`
+	AggregateID   string `db:"aggregate_id"`
+	// FirstSequence is its lowest replayed sequence.
+	FirstSequence int64 `db:"first_sequence"`
+	// Events is the number of its events replayed.
+	Events int64 `db:"events"`
+}
+
+// window is the statement arguments that select opts's events.
+func (opts ReplayOptions) window() replayWindowArgs {
+	return replayWindowArgs{From: opts.From, To: opts.To, AggregateType: opts.AggregateType, AggregateID: opts.AggregateID}
 }
 
 // PlanReplay reports what [Replay] with opts would replay, without changing
@@ -164,12 +168,11 @@ func PlanReplay(ctx context.Context, db DB, opts ReplayOptions) (ReplayPlan, err
 	if err := checkReplayWindow(ctx, db, opts); err != nil {
 		return ReplayPlan{}, err
 	}
-	var p ReplayPlan
-	err := db.QueryRow(ctx, opsQueries.Get("OpsReplayCount"), opts.From, opts.To, opts.AggregateType, opts.AggregateID).Scan(&p.Events, &p.First, &p.Last)
+	c, err := qOpsReplayCount.one(ctx, db, opts.window())
 	if err != nil {
 		return ReplayPlan{}, fmt.Errorf("outbox: replay: counting events: %w", err)
 	}
-	return p, nil
+	return ReplayPlan{Events: c.Events, First: c.FirstOccurredAt, Last: c.LastOccurredAt}, nil
 }
 
 // checkReplayWindow refuses options Replay must not act on. It reads the
@@ -207,8 +210,8 @@ func checkReplayWindow(ctx context.Context, db DB, opts ReplayOptions) error {
 // CleanupHorizon returns the newest cutoff retention cleanup has used (events
 // published before it may be deleted), or nil when cleanup never ran.
 func CleanupHorizon(ctx context.Context, db DB) (*time.Time, error) {
-	var h *time.Time
-	if err := db.QueryRow(ctx, opsQueries.Get("OpsCleanupHorizon")).Scan(&h); err != nil {
+	h, err := qOpsCleanupHorizon.one(ctx, db, noArgs{})
+	if err != nil {
 		return nil, fmt.Errorf("outbox: reading the cleanup horizon: %w", err)
 	}
 	return h, nil
@@ -239,7 +242,7 @@ func recordReplayHorizon(ctx context.Context, db DB, horizon time.Duration, reas
 	case strings.TrimSpace(reason) == "":
 		return errors.New("outbox: a replay horizon needs a reason naming where it comes from")
 	}
-	if _, err := db.Exec(ctx, opsQueries.Get("OpsRecordReplayHorizon"), horizon.Milliseconds(), reason); err != nil {
+	if _, err := qOpsRecordReplayHorizon.exec(ctx, db, recordReplayHorizonArgs{HorizonMS: horizon.Milliseconds(), Reason: reason}); err != nil {
 		return fmt.Errorf("outbox: recording the replay horizon: %w", err)
 	}
 	return nil
@@ -264,17 +267,17 @@ type replayHorizon struct {
 }
 
 func readReplayHorizon(ctx context.Context, db DB) (replayHorizon, error) {
-	var (
-		rh replayHorizon
-		ms int64
-	)
-	err := db.QueryRow(ctx, opsQueries.Get("OpsReplayHorizon")).Scan(&ms, &rh.reason, &rh.recordedAt, &rh.earliest)
+	row, err := qOpsReplayHorizon.one(ctx, db, noArgs{})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return replayHorizon{}, nil
 	}
 	if err != nil {
 		return replayHorizon{}, fmt.Errorf("outbox: reading the replay horizon: %w", err)
 	}
-	rh.horizon = time.Duration(ms) * time.Millisecond
-	return rh, nil
+	return replayHorizon{
+		horizon:    time.Duration(row.HorizonMS) * time.Millisecond,
+		reason:     row.Reason,
+		recordedAt: row.RecordedAt,
+		earliest:   row.EarliestOccurredAt,
+	}, nil
 }

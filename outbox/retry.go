@@ -53,7 +53,7 @@ func RetryTx(ctx context.Context, tx pgx.Tx, eventID uuid.UUID) (Change, error) 
 		return Change{}, fmt.Errorf("outbox: retry %s: %w: relay %s is publishing it right now (lease until %s); wait and look again",
 			eventID, ErrEventState, before.ClaimedBy, before.ClaimUntil.Format(time.RFC3339))
 	}
-	if _, err := tx.Exec(ctx, opsQueries.Get("OpsRetry"), eventID); err != nil {
+	if _, err := qOpsRetry.exec(ctx, tx, eventIDArgs{EventID: eventID}); err != nil {
 		return Change{}, fmt.Errorf("outbox: retry %s: %w", eventID, err)
 	}
 	return finishChange(ctx, tx, before)
@@ -62,7 +62,7 @@ func RetryTx(ctx context.Context, tx pgx.Tx, eventID uuid.UUID) (Change, error) 
 // finishChange wakes the relays at commit and reads the event after the
 // change.
 func finishChange(ctx context.Context, tx pgx.Tx, before EventInfo) (Change, error) {
-	if _, err := tx.Exec(ctx, opsQueries.Get("OpsNotify")); err != nil {
+	if _, err := qOpsNotify.exec(ctx, tx, noArgs{}); err != nil {
 		return Change{}, fmt.Errorf("outbox: notify relays: %w", err)
 	}
 	after, err := lockEvent(ctx, tx, before.ID)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // StatusReport is the outbox's state at one moment, for operators
@@ -62,36 +60,29 @@ type Throughput struct {
 // throughput. Its queries visit unpublished rows and the last 15 minutes of
 // published ones only, so it stays cheap on a large table.
 func Status(ctx context.Context, db DB) (StatusReport, error) {
-	var (
-		s   StatusReport
-		age float64
-	)
-	err := db.QueryRow(ctx, opsQueries.Get("OpsStatus")).Scan(&s.CheckedAt, &s.Pending, &age,
-		&s.Quarantined, &s.BackingOff, &s.Replaying, &s.Skipped,
-		&s.Published.Last1m, &s.Published.Last5m, &s.Published.Last15m, &s.CleanupHorizon)
+	row, err := qOpsStatus.one(ctx, db, noArgs{})
 	if err != nil {
 		return StatusReport{}, fmt.Errorf("outbox: status: %w", err)
 	}
-	s.OldestPendingAgeSeconds = age
-	s.OldestPendingAge = time.Duration(age * float64(time.Second))
-	rows, err := db.Query(ctx, opsQueries.Get("OpsLeases"))
+	s := StatusReport{
+		CheckedAt:               row.CheckedAt,
+		Pending:                 row.Pending,
+		OldestPendingAge:        time.Duration(row.OldestPendingAgeSeconds * float64(time.Second)),
+		OldestPendingAgeSeconds: row.OldestPendingAgeSeconds,
+		Quarantined:             row.Quarantined,
+		BackingOff:              row.BackingOff,
+		Replaying:               row.Replaying,
+		Skipped:                 row.Skipped,
+		Leases:                  []LeaseHolder{},
+		Published:               Throughput{Last1m: row.PublishedLast1m, Last5m: row.PublishedLast5m, Last15m: row.PublishedLast15m},
+		CleanupHorizon:          row.CleanupHorizon,
+	}
+	leases, err := qOpsLeases.all(ctx, db, noArgs{})
 	if err != nil {
 		return StatusReport{}, fmt.Errorf("outbox: status: leases: %w", err)
 	}
-	s.Leases, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (LeaseHolder, error) {
-		var (
-			l     LeaseHolder
-			owner *string
-		)
-		err := row.Scan(&owner, &l.Events, &l.EarliestExpiry)
-		l.Owner = deref(owner)
-		return l, err
-	})
-	if err != nil {
-		return StatusReport{}, fmt.Errorf("outbox: status: leases: %w", err)
-	}
-	if s.Leases == nil {
-		s.Leases = []LeaseHolder{}
+	for _, l := range leases {
+		s.Leases = append(s.Leases, LeaseHolder{Owner: deref(l.ClaimedBy), Events: l.Events, EarliestExpiry: l.EarliestExpiry})
 	}
 	return s, nil
 }

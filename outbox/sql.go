@@ -1,0 +1,426 @@
+package outbox
+
+import (
+	"context"
+	"embed"
+	"fmt"
+	"io/fs"
+	"maps"
+	"reflect"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/outflow/outflow/internal/namedsql"
+)
+
+// sqlFiles are the package's statements: relay.sql (the relay), queries.sql
+// (Enqueue) and operations.sql (the operator's commands). lookup.sql is
+// loaded by lookup.go on its own for now; its statements would join these
+// by being added here and bound below.
+//
+//go:embed relay.sql queries.sql operations.sql
+var sqlFiles embed.FS
+
+// queries holds every statement of sqlFiles by name: the one place the
+// package loads them. Code reaches a statement through its typed handle
+// below, never by its name.
+var queries = mustLoadAll(sqlFiles)
+
+// mustLoadAll loads every .sql file of fsys into one set, panicking on a
+// malformed file or on a name two statements share, within one file or
+// across files.
+func mustLoadAll(fsys fs.FS) namedsql.Queries {
+	files, err := fs.Glob(fsys, "*.sql")
+	if err != nil || len(files) == 0 {
+		panic(fmt.Sprintf("outbox: no .sql files embedded (%v)", err))
+	}
+	all := namedsql.Queries{}
+	for _, file := range files {
+		q := namedsql.MustLoad(fsys, file)
+		for name := range q {
+			if _, dup := all[name]; dup {
+				panic(fmt.Sprintf("outbox: %s: statement %q is also defined in another .sql file", file, name))
+			}
+		}
+		maps.Copy(all, q)
+	}
+	return all
+}
+
+// stmt is one statement of the .sql files with the Go types sqlc would have
+// generated for it. A is the struct of its arguments: each @name placeholder
+// is the field tagged db:"name", bound with pgx.StrictStructArgs. R is what
+// one result row becomes: a struct whose db tags are the statement's column
+// names (read with pgx.RowToStructByName, so a column is found by its name,
+// not its place), the Go type of a statement's single column (pgx.RowTo), or
+// noRows when its rows are not read.
+//
+// newStmt resolves the name and checks the placeholders against A's fields
+// with pgx's own parser, strictly (a placeholder without a field and a field
+// without a placeholder are both errors), when the package is initialised:
+// a misspelt statement or argument name panics at start, in every test and
+// every binary, not at the call. Result columns can only be checked against
+// R by a database, which describes each statement in
+// TestStatementsMatchTheirGoTypes.
+type stmt[A, R any] struct {
+	sql string
+	// named is false for a statement without placeholders, which pgx then
+	// sends as it is, with no rewriting.
+	named bool
+	rowTo pgx.RowToFunc[R]
+}
+
+// noArgs is the arguments of a statement without placeholders.
+type noArgs struct{}
+
+// noRows is the row of a statement whose rows are not read (:exec).
+type noRows struct{}
+
+// querier is what a statement runs on: a [DB], a pgx.Tx, a *pgxpool.Pool or
+// a *pgx.Conn.
+type querier interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// stmts describes every bound statement, for the tests that check them.
+var stmts []stmtInfo
+
+type stmtInfo struct {
+	name string
+	// positional is the statement as pgx sends it, placeholders numbered.
+	positional string
+	// columns are R's db tags; nil when R is one column or noRows.
+	columns []string
+	// rows: whether the statement's rows are read.
+	rows bool
+}
+
+func newStmt[A, R any](name string) stmt[A, R] {
+	s := stmt[A, R]{sql: queries.Get(name)} // panics on an unknown name
+	at, rt := reflect.TypeFor[A](), reflect.TypeFor[R]()
+	if at.Kind() != reflect.Struct {
+		panic(fmt.Sprintf("outbox: statement %s: its arguments must be a struct, not %s", name, at))
+	}
+	var a A
+	positional, _, err := pgx.StrictStructArgs(a).RewriteQuery(context.Background(), nil, s.sql, nil)
+	if err != nil {
+		panic(fmt.Sprintf("outbox: statement %s and its arguments %s disagree: %v", name, at, err))
+	}
+	s.named = at.NumField() > 0
+	info := stmtInfo{name: name, positional: positional, rows: rt != reflect.TypeFor[noRows]()}
+	if cols := dbTags(rt); len(cols) > 0 {
+		s.rowTo = pgx.RowToStructByName[R]
+		info.columns = cols
+	} else {
+		s.rowTo = pgx.RowTo[R]
+	}
+	stmts = append(stmts, info)
+	return s
+}
+
+// dbTags returns the db tags of t's fields when t is a struct that has any.
+func dbTags(t reflect.Type) []string {
+	if t.Kind() != reflect.Struct {
+		return nil
+	}
+	var tags []string
+	for i := range t.NumField() {
+		if tag, ok := t.Field(i).Tag.Lookup("db"); ok {
+			tags = append(tags, tag)
+		}
+	}
+	return tags
+}
+
+// args binds a to the statement's placeholders: the arguments of a pgx query
+// method or of pgx.Batch.Queue after the statement's text.
+func (s stmt[A, R]) args(a A) []any {
+	if !s.named {
+		return nil
+	}
+	return []any{pgx.StrictStructArgs(a)}
+}
+
+// exec runs the statement and discards its rows.
+func (s stmt[A, R]) exec(ctx context.Context, db querier, a A) (pgconn.CommandTag, error) {
+	return db.Exec(ctx, s.sql, s.args(a)...)
+}
+
+// rows runs the statement and leaves its rows to the caller.
+func (s stmt[A, R]) rows(ctx context.Context, db querier, a A) (pgx.Rows, error) {
+	return db.Query(ctx, s.sql, s.args(a)...)
+}
+
+// all runs the statement and returns every row.
+func (s stmt[A, R]) all(ctx context.Context, db querier, a A) ([]R, error) {
+	rows, err := s.rows(ctx, db, a)
+	if err != nil {
+		return nil, err
+	}
+	return s.collect(rows)
+}
+
+// one runs the statement and returns its first row, or pgx.ErrNoRows.
+func (s stmt[A, R]) one(ctx context.Context, db querier, a A) (R, error) {
+	rows, err := s.rows(ctx, db, a)
+	if err != nil {
+		var zero R
+		return zero, err
+	}
+	return pgx.CollectOneRow(rows, s.rowTo)
+}
+
+// collect reads every row of the statement's result rows, e.g. in a batch.
+func (s stmt[A, R]) collect(rows pgx.Rows) ([]R, error) {
+	return pgx.CollectRows(rows, s.rowTo)
+}
+
+// queue adds the statement to b.
+func (s stmt[A, R]) queue(b *pgx.Batch, a A) *pgx.QueuedQuery {
+	return b.Queue(s.sql, s.args(a)...)
+}
+
+// Arrays of several columns (RelayFail's failures, EnqueueAggregate's events,
+// the replay's lanes) are passed as parallel arrays and zipped by unnest: a
+// named argument is one Go value, and a slice of structs would have to be a
+// composite type registered on every connection of the caller's pool.
+
+// The relay's statements (relay.sql).
+var (
+	qRelayClaim       = newStmt[relayClaimArgs, claimRow]("RelayClaim")
+	qRelayClaimVerify = newStmt[relayEventsArgs, uuid.UUID]("RelayClaimVerify")
+	qRelayMark        = newStmt[relayEventsArgs, uuid.UUID]("RelayMark")
+	qRelayFail        = newStmt[relayFailArgs, failRow]("RelayFail")
+	qRelayRelease     = newStmt[relayEventsArgs, noRows]("RelayRelease")
+	qRelayListen      = newStmt[noArgs, noRows]("RelayListen")
+	qRelayGauges      = newStmt[noArgs, gaugesRow]("RelayGauges")
+)
+
+type relayClaimArgs struct {
+	Owner       string `db:"owner"`
+	BatchSize   int    `db:"batch_size"`
+	LeaseMS     int64  `db:"lease_ms"`
+	MaxAttempts int    `db:"max_attempts"`
+}
+
+// claimRow is one event RelayClaim claimed.
+type claimRow struct {
+	EventID           uuid.UUID `db:"event_id"`
+	AggregateType     string    `db:"aggregate_type"`
+	AggregateID       string    `db:"aggregate_id"`
+	AggregateSequence int64     `db:"aggregate_sequence"`
+	EventType         string    `db:"event_type"`
+	SchemaVersion     int       `db:"schema_version"`
+	Payload           []byte    `db:"payload"`
+	OccurredAt        time.Time `db:"occurred_at"`
+	AttemptCount      int       `db:"attempt_count"`
+	TookOver          bool      `db:"took_over"`
+	Replay            bool      `db:"replay"`
+}
+
+// relayEventsArgs are some events of the relay called Owner.
+type relayEventsArgs struct {
+	Owner    string      `db:"owner"`
+	EventIDs []uuid.UUID `db:"event_ids"`
+}
+
+// relayFailArgs are failed publishes, one element of each array per event.
+type relayFailArgs struct {
+	Owner       string      `db:"owner"`
+	EventIDs    []uuid.UUID `db:"event_ids"`
+	Errors      []string    `db:"errors"`
+	DelaysMS    []int64     `db:"delays_ms"`
+	Permanent   []bool      `db:"permanent"`
+	MaxAttempts int         `db:"max_attempts"`
+}
+
+type failRow struct {
+	EventID     uuid.UUID `db:"event_id"`
+	Quarantined bool      `db:"quarantined"`
+}
+
+type gaugesRow struct {
+	Pending                 int64   `db:"pending"`
+	OldestPendingAgeSeconds float64 `db:"oldest_pending_age_seconds"`
+	Quarantined             int64   `db:"quarantined"`
+}
+
+// The write side's statement (queries.sql).
+var qEnqueueAggregate = newStmt[enqueueAggregateArgs, enqueuedRow]("EnqueueAggregate")
+
+// enqueueAggregateArgs are one aggregate's events, one element of each array
+// per event, in sequence order.
+type enqueueAggregateArgs struct {
+	AggregateType  string      `db:"aggregate_type"`
+	AggregateID    string      `db:"aggregate_id"`
+	EventIDs       []uuid.UUID `db:"event_ids"`
+	EventTypes     []string    `db:"event_types"`
+	SchemaVersions []int32     `db:"schema_versions"`
+	Payloads       []string    `db:"payloads"`
+}
+
+type enqueuedRow struct {
+	EventID           uuid.UUID `db:"event_id"`
+	AggregateSequence int64     `db:"aggregate_sequence"`
+	OccurredAt        time.Time `db:"occurred_at"`
+}
+
+// The operator's statements (operations.sql).
+var (
+	qOpsStatus               = newStmt[noArgs, statusRow]("OpsStatus")
+	qOpsLeases               = newStmt[noArgs, leaseRow]("OpsLeases")
+	qOpsList                 = newStmt[listArgs, eventInfoRow]("OpsList")
+	qOpsLockEvent            = newStmt[eventIDArgs, eventInfoRow]("OpsLockEvent")
+	qOpsRetry                = newStmt[eventIDArgs, noRows]("OpsRetry")
+	qOpsSkip                 = newStmt[skipArgs, noRows]("OpsSkip")
+	qOpsNotify               = newStmt[noArgs, noRows]("OpsNotify")
+	qOpsCleanupHorizon       = newStmt[noArgs, *time.Time]("OpsCleanupHorizon")
+	qOpsReplayCount          = newStmt[replayWindowArgs, replayCountRow]("OpsReplayCount")
+	qOpsReplay               = newStmt[replayWindowArgs, replayedLane]("OpsReplay")
+	qOpsReplayLockLanes      = newStmt[replayLanesArgs, noRows]("OpsReplayLockLanes")
+	qOpsReplayFence          = newStmt[replayFenceArgs, noRows]("OpsReplayFence")
+	qOpsReplayHorizon        = newStmt[noArgs, replayHorizonRow]("OpsReplayHorizon")
+	qOpsRecordReplayHorizon  = newStmt[recordReplayHorizonArgs, noRows]("OpsRecordReplayHorizon")
+	qOpsCleanupCutoffs       = newStmt[cleanupCutoffsArgs, cleanupCutoffsRow]("OpsCleanupCutoffs")
+	qOpsRecordCleanupHorizon = newStmt[recordCleanupHorizonArgs, noRows]("OpsRecordCleanupHorizon")
+	qOpsCleanupEvents        = newStmt[cleanupBatchArgs, noRows]("OpsCleanupEvents")
+	qOpsCleanupInbox         = newStmt[cleanupBatchArgs, noRows]("OpsCleanupInbox")
+	qOpsCleanupTryLock       = newStmt[lockKeyArgs, bool]("OpsCleanupTryLock")
+	qOpsCleanupUnlock        = newStmt[lockKeyArgs, bool]("OpsCleanupUnlock")
+)
+
+type statusRow struct {
+	CheckedAt               time.Time  `db:"checked_at"`
+	Pending                 int64      `db:"pending"`
+	OldestPendingAgeSeconds float64    `db:"oldest_pending_age_seconds"`
+	Quarantined             int64      `db:"quarantined"`
+	BackingOff              int64      `db:"backing_off"`
+	Replaying               int64      `db:"replaying"`
+	Skipped                 int64      `db:"skipped"`
+	PublishedLast1m         int64      `db:"published_last_1m"`
+	PublishedLast5m         int64      `db:"published_last_5m"`
+	PublishedLast15m        int64      `db:"published_last_15m"`
+	CleanupHorizon          *time.Time `db:"cleanup_horizon"`
+}
+
+type leaseRow struct {
+	ClaimedBy      *string   `db:"claimed_by"`
+	Events         int64     `db:"events"`
+	EarliestExpiry time.Time `db:"earliest_expiry"`
+}
+
+// listArgs select OpsList's events; Filter is "all", "pending" or
+// "quarantined".
+type listArgs struct {
+	Filter        string `db:"filter"`
+	AggregateID   string `db:"aggregate_id"`
+	AggregateType string `db:"aggregate_type"`
+	MaxEvents     int    `db:"max_events"`
+	NewestFirst   bool   `db:"newest_first"`
+}
+
+// eventInfoRow is a row of OpsList or OpsLockEvent: the event's columns, the
+// database's clock and whether a predecessor blocks it (see [EventInfo]).
+type eventInfoRow struct {
+	EventID           uuid.UUID  `db:"event_id"`
+	AggregateType     string     `db:"aggregate_type"`
+	AggregateID       string     `db:"aggregate_id"`
+	AggregateSequence int64      `db:"aggregate_sequence"`
+	EventType         string     `db:"event_type"`
+	SchemaVersion     int        `db:"schema_version"`
+	OccurredAt        time.Time  `db:"occurred_at"`
+	AvailableAt       time.Time  `db:"available_at"`
+	ClaimedBy         *string    `db:"claimed_by"`
+	ClaimUntil        *time.Time `db:"claim_until"`
+	PublishedAt       *time.Time `db:"published_at"`
+	AttemptCount      int        `db:"attempt_count"`
+	LastError         *string    `db:"last_error"`
+	QuarantinedAt     *time.Time `db:"quarantined_at"`
+	SkippedAt         *time.Time `db:"skipped_at"`
+	SkippedBy         *string    `db:"skipped_by"`
+	SkipReason        *string    `db:"skip_reason"`
+	ReplayRequestedAt *time.Time `db:"replay_requested_at"`
+	DBNow             time.Time  `db:"db_now"`
+	Blocked           bool       `db:"blocked"`
+}
+
+type eventIDArgs struct {
+	EventID uuid.UUID `db:"event_id"`
+}
+
+type skipArgs struct {
+	EventID    uuid.UUID `db:"event_id"`
+	SkippedBy  string    `db:"skipped_by"`
+	SkipReason string    `db:"skip_reason"`
+}
+
+// replayWindowArgs are a replay's window [From, To); empty strings select
+// every aggregate type or aggregate.
+type replayWindowArgs struct {
+	From          time.Time `db:"from"`
+	To            time.Time `db:"to"`
+	AggregateType string    `db:"aggregate_type"`
+	AggregateID   string    `db:"aggregate_id"`
+}
+
+type replayCountRow struct {
+	Events          int64      `db:"events"`
+	FirstOccurredAt *time.Time `db:"first_occurred_at"`
+	LastOccurredAt  *time.Time `db:"last_occurred_at"`
+}
+
+// replayLanesArgs are the replayed aggregates, one element of each array per
+// aggregate.
+type replayLanesArgs struct {
+	AggregateTypes []string `db:"aggregate_types"`
+	AggregateIDs   []string `db:"aggregate_ids"`
+}
+
+// replayFenceArgs are the replayed aggregates with their first replayed
+// sequence, one element of each array per aggregate.
+type replayFenceArgs struct {
+	AggregateTypes []string `db:"aggregate_types"`
+	AggregateIDs   []string `db:"aggregate_ids"`
+	FirstSequences []int64  `db:"first_sequences"`
+}
+
+type replayHorizonRow struct {
+	HorizonMS          int64     `db:"horizon_ms"`
+	Reason             string    `db:"reason"`
+	RecordedAt         time.Time `db:"recorded_at"`
+	EarliestOccurredAt time.Time `db:"earliest_occurred_at"`
+}
+
+type recordReplayHorizonArgs struct {
+	HorizonMS int64  `db:"horizon_ms"`
+	Reason    string `db:"reason"`
+}
+
+type cleanupCutoffsArgs struct {
+	EventsRetentionMS int64 `db:"events_retention_ms"`
+	InboxRetentionMS  int64 `db:"inbox_retention_ms"`
+}
+
+type cleanupCutoffsRow struct {
+	EventsCutoff time.Time `db:"events_cutoff"`
+	InboxCutoff  time.Time `db:"inbox_cutoff"`
+}
+
+type recordCleanupHorizonArgs struct {
+	DeletedBefore time.Time `db:"deleted_before"`
+}
+
+// cleanupBatchArgs are one cleanup batch: at most BatchSize rows older than
+// Cutoff.
+type cleanupBatchArgs struct {
+	Cutoff    time.Time `db:"cutoff"`
+	BatchSize int       `db:"batch_size"`
+}
+
+type lockKeyArgs struct {
+	LockKey int64 `db:"lock_key"`
+}
