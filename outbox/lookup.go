@@ -2,25 +2,13 @@ package outbox
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-
-	"github.com/outflow/outflow/internal/namedsql"
 )
-
-// lookupSQL is embedded and loaded here, apart from the package's other
-// statements, so the lookups do not depend on how those are loaded.
-//
-//go:embed lookup.sql
-var lookupSQL embed.FS
-
-// lookupQueries are the statements of lookup.sql.
-var lookupQueries = namedsql.MustLoad(lookupSQL, "lookup.sql")
 
 // LookupDB is what [EventSequence] and [AggregateEvents] need from a
 // database handle: they only read. *pgxpool.Pool, *pgx.Conn, pgx.Tx and
@@ -49,11 +37,7 @@ type AggregateEvent struct {
 // statement of its own: run in a READ COMMITTED transaction after waiting
 // for a row lock, it sees the event the lock's holder committed meanwhile.
 func EventSequence(ctx context.Context, db LookupDB, eventID uuid.UUID) (int64, error) {
-	rows, err := db.Query(ctx, lookupQueries.Get("LookupEventSequence"), pgx.StrictNamedArgs{"event_id": eventID})
-	if err != nil {
-		return 0, fmt.Errorf("outbox: read the sequence of event %s: %w", eventID, err)
-	}
-	seq, err := pgx.CollectExactlyOneRow(rows, pgx.RowTo[int64])
+	seq, err := qLookupEventSequence.one(ctx, db, eventIDArgs{EventID: eventID})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, fmt.Errorf("%w: %s", ErrEventNotFound, eventID)
 	}
@@ -68,12 +52,7 @@ func EventSequence(ctx context.Context, db LookupDB, eventID uuid.UUID) (int64, 
 // Retention cleanup deletes published events, so the list may start after
 // sequence 1 or be empty for an aggregate that had events.
 func AggregateEvents(ctx context.Context, db LookupDB, aggregateType, aggregateID string) ([]AggregateEvent, error) {
-	rows, err := db.Query(ctx, lookupQueries.Get("LookupAggregateEvents"),
-		pgx.StrictNamedArgs{"aggregate_type": aggregateType, "aggregate_id": aggregateID})
-	if err != nil {
-		return nil, fmt.Errorf("outbox: list the events of %s %s: %w", aggregateType, aggregateID, err)
-	}
-	events, err := pgx.CollectRows(rows, pgx.RowToStructByName[AggregateEvent])
+	events, err := qLookupAggregateEvents.all(ctx, db, aggregateArgs{AggregateType: aggregateType, AggregateID: aggregateID})
 	if err != nil {
 		return nil, fmt.Errorf("outbox: list the events of %s %s: %w", aggregateType, aggregateID, err)
 	}

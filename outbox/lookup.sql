@@ -1,8 +1,7 @@
 -- Read-only lookups of outbox rows for other packages (lookup.go), so that
 -- nothing outside package outbox reads outbox_events: the rows are this
--- package's, and retention cleanup deletes them. Loaded by lookup.go on its
--- own (internal/namedsql); the names carry the Lookup prefix so they stay
--- unique if the package's files are ever loaded into one set.
+-- package's, and retention cleanup deletes them. Bound in sql.go like every
+-- other statement of the package.
 
 -- name: LookupEventSequence :one
 -- A statement of its own, so under READ COMMITTED it takes a new snapshot:

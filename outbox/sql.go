@@ -4,8 +4,6 @@ import (
 	"context"
 	"embed"
 	"fmt"
-	"io/fs"
-	"maps"
 	"reflect"
 	"time"
 
@@ -17,38 +15,16 @@ import (
 )
 
 // sqlFiles are the package's statements: relay.sql (the relay), queries.sql
-// (Enqueue) and operations.sql (the operator's commands). lookup.sql is
-// loaded by lookup.go on its own for now; its statements would join these
-// by being added here and bound below.
+// (Enqueue), operations.sql (the operator's commands) and lookup.sql (the
+// read-only lookups other packages use instead of reading outbox_events).
 //
-//go:embed relay.sql queries.sql operations.sql
+//go:embed *.sql
 var sqlFiles embed.FS
 
 // queries holds every statement of sqlFiles by name: the one place the
 // package loads them. Code reaches a statement through its typed handle
 // below, never by its name.
-var queries = mustLoadAll(sqlFiles)
-
-// mustLoadAll loads every .sql file of fsys into one set, panicking on a
-// malformed file or on a name two statements share, within one file or
-// across files.
-func mustLoadAll(fsys fs.FS) namedsql.Queries {
-	files, err := fs.Glob(fsys, "*.sql")
-	if err != nil || len(files) == 0 {
-		panic(fmt.Sprintf("outbox: no .sql files embedded (%v)", err))
-	}
-	all := namedsql.Queries{}
-	for _, file := range files {
-		q := namedsql.MustLoad(fsys, file)
-		for name := range q {
-			if _, dup := all[name]; dup {
-				panic(fmt.Sprintf("outbox: %s: statement %q is also defined in another .sql file", file, name))
-			}
-		}
-		maps.Copy(all, q)
-	}
-	return all
-}
+var queries = namedsql.MustLoadAll(sqlFiles)
 
 // stmt is one statement of the .sql files with the Go types sqlc would have
 // generated for it. A is the struct of its arguments: each @name placeholder
@@ -83,6 +59,11 @@ type noRows struct{}
 // a *pgx.Conn.
 type querier interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	reader
+}
+
+// reader is what a statement that only reads runs on ([LookupDB]).
+type reader interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
@@ -151,12 +132,12 @@ func (s stmt[A, R]) exec(ctx context.Context, db querier, a A) (pgconn.CommandTa
 }
 
 // rows runs the statement and leaves its rows to the caller.
-func (s stmt[A, R]) rows(ctx context.Context, db querier, a A) (pgx.Rows, error) {
+func (s stmt[A, R]) rows(ctx context.Context, db reader, a A) (pgx.Rows, error) {
 	return db.Query(ctx, s.sql, s.args(a)...)
 }
 
 // all runs the statement and returns every row.
-func (s stmt[A, R]) all(ctx context.Context, db querier, a A) ([]R, error) {
+func (s stmt[A, R]) all(ctx context.Context, db reader, a A) ([]R, error) {
 	rows, err := s.rows(ctx, db, a)
 	if err != nil {
 		return nil, err
@@ -165,7 +146,7 @@ func (s stmt[A, R]) all(ctx context.Context, db querier, a A) ([]R, error) {
 }
 
 // one runs the statement and returns its first row, or pgx.ErrNoRows.
-func (s stmt[A, R]) one(ctx context.Context, db querier, a A) (R, error) {
+func (s stmt[A, R]) one(ctx context.Context, db reader, a A) (R, error) {
 	rows, err := s.rows(ctx, db, a)
 	if err != nil {
 		var zero R
@@ -188,6 +169,17 @@ func (s stmt[A, R]) queue(b *pgx.Batch, a A) *pgx.QueuedQuery {
 // the replay's lanes) are passed as parallel arrays and zipped by unnest: a
 // named argument is one Go value, and a slice of structs would have to be a
 // composite type registered on every connection of the caller's pool.
+
+// The lookups other packages use (lookup.sql).
+var (
+	qLookupEventSequence   = newStmt[eventIDArgs, int64]("LookupEventSequence")
+	qLookupAggregateEvents = newStmt[aggregateArgs, AggregateEvent]("LookupAggregateEvents")
+)
+
+type aggregateArgs struct {
+	AggregateType string `db:"aggregate_type"`
+	AggregateID   string `db:"aggregate_id"`
+}
 
 // The relay's statements (relay.sql).
 var (

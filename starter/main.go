@@ -30,7 +30,7 @@
 //	                         Temporal namespace's retention, read with DescribeNamespace. Replays of
 //	                         older events are acknowledged without a start (docs/time-and-money.md).
 //
-// Tuning (defaults are those of outbox.Config):
+// Tuning (defaults are those of outbox.RelayConfig):
 //
 //	OUTFLOW_RELAY_BATCH      Events per claim; default 100.
 //	OUTFLOW_RELAY_LEASE      Claim lease, a Go duration; default 30s.
@@ -129,7 +129,7 @@ func run(logger *slog.Logger, env *service.Env) error {
 	if err != nil {
 		return err
 	}
-	relay, err := outbox.New(pool, pub, cfg)
+	relay, err := outbox.NewRelay(pool, pub, cfg)
 	if err != nil {
 		return err
 	}
@@ -195,9 +195,9 @@ func run(logger *slog.Logger, env *service.Env) error {
 }
 
 // configFromEnv reads the relay's tuning variables; unset means the
-// outbox.Config default.
-func configFromEnv(env *service.Env) outbox.Config {
-	return outbox.Config{
+// outbox.RelayConfig default.
+func configFromEnv(env *service.Env) outbox.RelayConfig {
+	return outbox.RelayConfig{
 		MaxAttempts:  env.PositiveInt("OUTFLOW_MAX_ATTEMPTS", 0),
 		BatchSize:    env.PositiveInt("OUTFLOW_RELAY_BATCH", 0),
 		MaxInFlight:  env.PositiveInt("OUTFLOW_RELAY_IN_FLIGHT", 0),

@@ -63,7 +63,7 @@ func TestOrderCreatedV1AndV2SideBySide(t *testing.T) {
 
 	pub, err := temporalpub.New(c, temporalpub.Config{TaskQueue: tq, Routes: routes.Orders()})
 	require.NoError(t, err)
-	relay, err := outbox.New(pool, pub, outbox.Config{
+	relay, err := outbox.NewRelay(pool, pub, outbox.RelayConfig{
 		PollInterval: 200 * time.Millisecond,
 		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})

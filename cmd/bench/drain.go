@@ -42,7 +42,7 @@ func drain(ctx context.Context, pool *pgxpool.Pool, pub outbox.Publisher, n int,
 		}
 		return nil
 	})
-	relay, err := outbox.New(pool, counted, outbox.Config{Logger: logger})
+	relay, err := outbox.NewRelay(pool, counted, outbox.RelayConfig{Logger: logger})
 	if err != nil {
 		return drainResult{}, err
 	}

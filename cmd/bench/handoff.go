@@ -103,12 +103,12 @@ func (b *bench) measureHandoff(ctx context.Context) error {
 	return nil
 }
 
-// relayDefaults is outbox.Config with the relay's defaults applied, as
+// relayDefaults is outbox.RelayConfig with the relay's defaults applied, as
 // outbox.New applies them (it connects nothing).
-func relayDefaults(pool *pgxpool.Pool) (outbox.Config, error) {
-	r, err := outbox.New(pool, outbox.PublisherFunc(noopPublish), outbox.Config{})
+func relayDefaults(pool *pgxpool.Pool) (outbox.RelayConfig, error) {
+	r, err := outbox.NewRelay(pool, outbox.PublisherFunc(noopPublish), outbox.RelayConfig{})
 	if err != nil {
-		return outbox.Config{}, err
+		return outbox.RelayConfig{}, err
 	}
 	return r.Config(), nil
 }

@@ -72,7 +72,7 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	})
 	// A poll interval far beyond the run: only NOTIFY wakes the relay.
 	const poll = 10 * time.Minute
-	relay, err := outbox.New(relayPool, pub, outbox.Config{PollInterval: poll, Logger: b.logger})
+	relay, err := outbox.NewRelay(relayPool, pub, outbox.RelayConfig{PollInterval: poll, Logger: b.logger})
 	if err != nil {
 		return err
 	}

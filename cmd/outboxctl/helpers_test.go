@@ -106,10 +106,10 @@ func (b *testBundle) quarantine(t *testing.T, id uuid.UUID, lastError string) {
 func (b *testBundle) runRelay(t *testing.T) func() []outbox.Event {
 	t.Helper()
 	acked := make(chan outbox.Event, 1000)
-	r, err := outbox.New(b.pool, outbox.PublisherFunc(func(ctx context.Context, e outbox.Event) error {
+	r, err := outbox.NewRelay(b.pool, outbox.PublisherFunc(func(ctx context.Context, e outbox.Event) error {
 		acked <- e
 		return nil
-	}), outbox.Config{PollInterval: 50 * time.Millisecond, Logger: quiet()})
+	}), outbox.RelayConfig{PollInterval: 50 * time.Millisecond, Logger: quiet()})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"fmt"
 	"io/fs"
+	"maps"
 	"strings"
 )
 
@@ -82,4 +83,26 @@ func (q Queries) Get(name string) string {
 		panic(fmt.Sprintf("namedsql: no statement named %q", name))
 	}
 	return s
+}
+
+// MustLoadAll loads every .sql file at the top of fsys into one set, the
+// way a package loads its statements in one place. It panics on a malformed
+// file, on no .sql file at all, and on a name two statements share, within
+// one file or across files (each name must say which statement it is).
+func MustLoadAll(fsys fs.FS) Queries {
+	files, err := fs.Glob(fsys, "*.sql")
+	if err != nil || len(files) == 0 {
+		panic(fmt.Sprintf("namedsql: no .sql files embedded (%v)", err))
+	}
+	all := Queries{}
+	for _, file := range files {
+		q := MustLoad(fsys, file)
+		for name := range q {
+			if _, dup := all[name]; dup {
+				panic(fmt.Sprintf("namedsql: %s: statement %q is also defined in another .sql file", file, name))
+			}
+		}
+		maps.Copy(all, q)
+	}
+	return all
 }

@@ -1,6 +1,7 @@
 package namedsql
 
 import (
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -26,4 +27,20 @@ func TestLoad(t *testing.T) {
 	require.ErrorContains(t, err, "empty")
 	_, err = Load(fsys, "missing.sql")
 	require.Error(t, err)
+}
+
+func TestMustLoadAll(t *testing.T) {
+	t.Parallel()
+	all := MustLoadAll(fstest.MapFS{
+		"a.sql": {Data: []byte("-- name: A\nSELECT 1;\n")},
+		"b.sql": {Data: []byte("-- name: B\nSELECT 2;\n")},
+	})
+	require.Equal(t, "SELECT 2", strings.TrimSpace(all.Get("B")))
+	require.PanicsWithValue(t, `namedsql: b.sql: statement "A" is also defined in another .sql file`, func() {
+		MustLoadAll(fstest.MapFS{
+			"a.sql": {Data: []byte("-- name: A\nSELECT 1;\n")},
+			"b.sql": {Data: []byte("-- name: A\nSELECT 2;\n")},
+		})
+	})
+	require.Panics(t, func() { MustLoadAll(fstest.MapFS{}) })
 }

@@ -56,8 +56,8 @@ func TestReplaySemanticsAgainstTemporal(t *testing.T) {
 	// No payload validation: the probe ignores the payload.
 	routes := map[string]temporalpub.Route{"OrderCreated": {Workflow: handoff.OrderCreatedWorkflowName}}
 	newRelay := func() {
-		r, err := outbox.New(pool, newPublisher(t, tc, temporalpub.Config{TaskQueue: tq, Routes: routes}),
-			outbox.Config{Logger: quietLogger(), PollInterval: 100 * time.Millisecond})
+		r, err := outbox.NewRelay(pool, newPublisher(t, tc, temporalpub.Config{TaskQueue: tq, Routes: routes}),
+			outbox.RelayConfig{Logger: quietLogger(), PollInterval: 100 * time.Millisecond})
 		require.NoError(t, err)
 		runRelay(t, r)
 	}

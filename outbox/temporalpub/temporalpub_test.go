@@ -42,7 +42,7 @@ func TestEveryEventGetsOneWorkflow(t *testing.T) {
 		events = append(events, created)
 		events = append(events, enqueue(t, pool, orderCancelled(t, orderID, created.ID))...)
 	}
-	r, err := outbox.New(pool, pub, outbox.Config{Logger: quietLogger()})
+	r, err := outbox.NewRelay(pool, pub, outbox.RelayConfig{Logger: quietLogger()})
 	require.NoError(t, err)
 	runRelay(t, r)
 	require.Eventually(t, func() bool { return allPublished(pool, events) }, 30*time.Second, 20*time.Millisecond)
@@ -88,8 +88,8 @@ func TestPoisonEventsAreQuarantinedAndHoldBackOnlyTheirAggregate(t *testing.T) {
 	t.Parallel()
 	pool, _ := testdb.New(t)
 	tq := taskQueue(t)
-	r, err := outbox.New(pool, newPublisher(t, temporal.Client(), temporalpub.Config{TaskQueue: tq}),
-		outbox.Config{Logger: quietLogger(), PollInterval: 100 * time.Millisecond})
+	r, err := outbox.NewRelay(pool, newPublisher(t, temporal.Client(), temporalpub.Config{TaskQueue: tq}),
+		outbox.RelayConfig{Logger: quietLogger(), PollInterval: 100 * time.Millisecond})
 	require.NoError(t, err)
 
 	noRoute, err := outbox.NewEvent("order", "o-noroute", "OrderTeleported", 1, map[string]string{"order_id": "o-noroute"})
@@ -147,7 +147,7 @@ func TestFourRelaysKeepOneLanePerOrder(t *testing.T) {
 	for i := range 4 {
 		owner := fmt.Sprintf("relay-%d-%s", i, tq)
 		pub := rec.wrap(owner, newPublisher(t, temporal.Client(), temporalpub.Config{TaskQueue: tq, Routes: routes}))
-		r, err := outbox.New(pool, pub, outbox.Config{Owner: owner, Logger: quietLogger(), BatchSize: 50, MaxInFlight: 8})
+		r, err := outbox.NewRelay(pool, pub, outbox.RelayConfig{Owner: owner, Logger: quietLogger(), BatchSize: 50, MaxInFlight: 8})
 		require.NoError(t, err)
 		runRelay(t, r)
 	}
@@ -262,7 +262,7 @@ func TestTemporalUnavailable(t *testing.T) {
 	for range 10 {
 		events = append(events, enqueue(t, pool, orderCreated(t, uuid.NewString()))...)
 	}
-	r, err := outbox.New(pool, newPublisher(t, c, temporalpub.Config{TaskQueue: tq}), outbox.Config{
+	r, err := outbox.NewRelay(pool, newPublisher(t, c, temporalpub.Config{TaskQueue: tq}), outbox.RelayConfig{
 		Logger: quietLogger(), Lease: 5 * time.Second, PublishTimeout: time.Second,
 		RetryBase: 200 * time.Millisecond, RetryMax: time.Second, PollInterval: 200 * time.Millisecond,
 	})
