@@ -159,7 +159,7 @@ type replayedLane struct {
 
 // window is the statement arguments that select opts's events.
 func (opts ReplayOptions) window() replayWindowArgs {
-	return replayWindowArgs{From: opts.From, To: opts.To, AggregateType: opts.AggregateType, AggregateID: opts.AggregateID}
+	return replayWindowArgs(opts) // the same fields: the conversion breaks if they drift apart
 }
 
 // PlanReplay reports what [Replay] with opts would replay, without changing
