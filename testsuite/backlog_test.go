@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -13,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/internal/namedsql"
+	"github.com/outflow/outflow/internal/outboxbench"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
 )
@@ -115,25 +113,33 @@ type claimPlan struct {
 	ms      float64
 }
 
-// explainClaim runs the relay's own claim statement (outbox/relay.sql) under
-// EXPLAIN ANALYZE in a transaction it rolls back.
+// explainClaim runs the relay's own claim statement (RelayClaim, through
+// internal/outboxbench, bound exactly as the relay binds it) under EXPLAIN
+// ANALYZE in a transaction it rolls back.
 func explainClaim(ctx context.Context, t *testing.T, s *Stack) claimPlan {
 	t.Helper()
-	root, err := RepoRoot()
-	require.NoError(t, err)
-	relaySQL, err := namedsql.Load(os.DirFS(filepath.Join(root, "outbox")), "relay.sql")
-	require.NoError(t, err)
 	tx, err := s.Pool.Begin(ctx)
 	require.NoError(t, err)
 	defer tx.Rollback(ctx) //nolint:errcheck
 	_, err = tx.Exec(ctx, "ANALYZE outbox_events")
 	require.NoError(t, err)
+	rows, err := outboxbench.Claim(ctx, explaining{tx}, outboxbench.ClaimArgs{
+		Owner: "explain", BatchSize: 100, Lease: 30 * time.Second, MaxAttempts: 20})
+	require.NoError(t, err)
+	raw, err := pgx.CollectExactlyOneRow(rows, pgx.RowTo[[]byte])
+	require.NoError(t, err)
 	var out []map[string]any
-	require.NoError(t, tx.QueryRow(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+relaySQL.Get("RelayClaim"), "explain", 100, 30000, 20).Scan(&out))
-	b, _ := json.Marshal(out)
+	require.NoError(t, json.Unmarshal(raw, &out))
 	top := out[0]["Plan"].(map[string]any)
 	buffers := int(top["Shared Hit Blocks"].(float64) + top["Shared Read Blocks"].(float64))
-	return claimPlan{text: string(b), buffers: buffers, ms: out[0]["Execution Time"].(float64)}
+	return claimPlan{text: string(raw), buffers: buffers, ms: out[0]["Execution Time"].(float64)}
+}
+
+// explaining runs every query it is given under EXPLAIN ANALYZE.
+type explaining struct{ pgx.Tx }
+
+func (e explaining) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	return e.Tx.Query(ctx, "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) "+sql, args...)
 }
 
 // WaitPublished waits until no event is left unpublished.
