@@ -39,10 +39,14 @@ func TestBacklogRecovery(t *testing.T) {
 	buildBacklog(ctx, t, s, ordersN-200, perOrder)
 	t.Logf("backlog of %d events built in %s", ordersN*perOrder, time.Since(start).Round(time.Millisecond))
 	peak := explainClaim(ctx, t, s)
+	// The choice of candidates never scans the table; at the peak nothing
+	// does. (With a small backlog the planner may join the claimed rows to
+	// a 1,000-row table by a sequential scan: cheaper there, and bounded.)
 	for _, plan := range []claimPlan{small, peak} {
-		require.NotContains(t, plan.text, `"Node Type": "Seq Scan"`, "the claim must not scan the table")
-		require.Contains(t, plan.text, "outbox_dispatch_idx")
+		require.NotContains(t, plan.candidates, `"Node Type": "Seq Scan"`, "choosing candidates must not scan the table")
+		require.Contains(t, plan.candidates, "outbox_dispatch_idx")
 	}
+	require.NotContains(t, peak.text, `"Node Type": "Seq Scan"`, "at the peak the claim must not scan the table")
 	t.Logf("claim of 100: %d buffers / %.1f ms with %d pending events, %d buffers / %.1f ms with %d",
 		small.buffers, small.ms, 200*perOrder, peak.buffers, peak.ms, ordersN*perOrder)
 	// Linear work would be 20x; allow for one more index level and heap
@@ -108,9 +112,29 @@ func buildBacklog(ctx context.Context, t *testing.T, s *Stack, n, perOrder int) 
 }
 
 type claimPlan struct {
-	text    string
-	buffers int
-	ms      float64
+	text string
+	// candidates is the plan of the claim's CTE that chooses the events.
+	candidates string
+	buffers    int
+	ms         float64
+}
+
+// subplan returns the JSON of the plan node named name (e.g. "CTE
+// candidates") under node, or "" when there is none.
+func subplan(node map[string]any, name string) string {
+	if node["Subplan Name"] == name {
+		b, _ := json.Marshal(node)
+		return string(b)
+	}
+	children, _ := node["Plans"].([]any)
+	for _, c := range children {
+		if child, ok := c.(map[string]any); ok {
+			if found := subplan(child, name); found != "" {
+				return found
+			}
+		}
+	}
+	return ""
 }
 
 // explainClaim runs the relay's own claim statement (RelayClaim, through
@@ -132,7 +156,9 @@ func explainClaim(ctx context.Context, t *testing.T, s *Stack) claimPlan {
 	require.NoError(t, json.Unmarshal(raw, &out))
 	top := out[0]["Plan"].(map[string]any)
 	buffers := int(top["Shared Hit Blocks"].(float64) + top["Shared Read Blocks"].(float64))
-	return claimPlan{text: string(raw), buffers: buffers, ms: out[0]["Execution Time"].(float64)}
+	candidates := subplan(top, "CTE candidates")
+	require.NotEmpty(t, candidates, "the claim's plan has no CTE candidates")
+	return claimPlan{text: string(raw), candidates: candidates, buffers: buffers, ms: out[0]["Execution Time"].(float64)}
 }
 
 // explaining runs every query it is given under EXPLAIN ANALYZE.
