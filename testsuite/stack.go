@@ -48,16 +48,20 @@ func SharedEnv(t testing.TB) *Env {
 	return shared
 }
 
-// CloseSharedEnv stops what [SharedEnv] started.
+// CloseSharedEnv stops what [SharedEnv] started, and the process's
+// Temporal cluster on that backend.
 func CloseSharedEnv() {
 	if shared != nil {
 		shared.Close()
 	}
+	closeCluster()
 }
 
 // PrivateEnv starts an environment of t's own (its own Temporal server and
 // simulator), for tests that restart Temporal or inject provider faults,
 // which would disturb tests sharing the environment. It stops when t ends.
+// With OUTFLOW_TEST_TEMPORAL=cluster the simulator is its own but Temporal is
+// the process's cluster (see [TemporalBackendEnvVar]).
 func PrivateEnv(t testing.TB) *Env {
 	t.Helper()
 	env, err := startEnv()
@@ -77,7 +81,7 @@ func (e *Env) Close() {
 		e.Sim.Stop(5 * time.Second)
 	}
 	if e.Temporal != nil {
-		e.Temporal.Stop()
+		e.Temporal.Close()
 	}
 	_ = os.RemoveAll(e.Dir)
 }
