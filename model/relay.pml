@@ -1,0 +1,738 @@
+/*
+ * outflow's relay protocol as a Promela model, checked with SPIN: every
+ * interleaving of relays, crashes, lease expiry, enqueues and the operator's
+ * retry, skip and replay, with the claim modelled as PostgreSQL runs it
+ * under READ COMMITTED. README.md maps each step to the SQL statement or Go
+ * function it stands for, states the guarantees and lists the assumptions.
+ *
+ * Actors, one proctype each: Relay (outbox/relay.go, claim.go, mark.go,
+ * publish.go, release.go, quarantine.go and relay.sql), Operator
+ * (outbox/retry.go, skip.go, replay.go and operations.sql), Producer
+ * (Enqueue), Clock (lease expiry) and Temporal (the namespace retention).
+ * The start of a workflow is the inline temporal_start, run inside the
+ * relay's publish step (outbox/temporalpub).
+ *
+ * Each atomic block is one step: one SQL statement, one COMMIT, or one
+ * outcome of a Publish call. Any other process may run between two steps,
+ * which is how READ COMMITTED interleaves the statements of concurrent
+ * transactions. The arrays below hold the committed database; a
+ * transaction's own writes stay in its process until its COMMIT step, and
+ * its row locks are in rowlock[] and lanelock[].
+ *
+ * Properties: the asserts marked in capitals (safety) and the LTL formula
+ * `settle` (liveness, with -DLIVENESS, under weak fairness).
+ *
+ * Mutants (mutants/*.pml) define one of the macros tested with #ifdef below
+ * (NO_*, MARK_BEFORE_PUBLISH, LEASE_SHORTER_THAN_PUBLISH, PRE_FIX_MUTANT)
+ * and include this file: each #ifdef marks a protective rule.
+ */
+
+/* ------------------------------------------------------------------ sizes */
+
+#ifndef RELAYS
+#define RELAYS 2          /* relay processes, each with its own owner id */
+#endif
+#ifndef ORDERS
+#define ORDERS 2          /* aggregates ("orders"), one lane each */
+#endif
+#ifndef EPO
+#define EPO 2             /* events per order: aggregate_sequence 1..EPO */
+#endif
+#ifndef INITIAL
+#define INITIAL 1         /* events per order committed before the run; the others are enqueued during it */
+#endif
+#define NEV (ORDERS*EPO)
+#define MAX_ATTEMPTS 2    /* OUTFLOW_MAX_ATTEMPTS (Config.MaxAttempts) */
+#define NOEV 255
+
+/* Bounds. The safety run bounds only the operator (MAX_OPS commands, replay,
+ * retry or skip); crashes, stalls and lease expiries are unbounded. The
+ * liveness run also bounds the faults, so that weak fairness can make
+ * progress: at most MAX_FAULTS relay crashes, stalls (a relay gives a live
+ * claim back unattempted) and expiries of a live relay's lease, together. A
+ * crashed relay's lease always expires in the end. */
+#ifdef LIVENESS
+#ifndef MAX_FAULTS
+#define MAX_FAULTS 2
+#endif
+#define FAULT_OK   (faults < MAX_FAULTS)
+#define FAULT      faults++
+#else
+#define FAULT_OK   true
+#define FAULT      skip
+#endif
+#ifndef MAX_OPS
+#define MAX_OPS 1
+#endif
+#define OP_OK      (ops < MAX_OPS)
+#define OP         ops++
+
+/* The protocol as it stood before the READ COMMITTED replay fix (commit
+ * 893e71c): a one-statement claim, a replay without lane lock and fence. */
+#ifdef PRE_FIX_MUTANT
+#define NO_CLAIM_VERIFY
+#define NO_LANE_LOCK
+#define NO_REPLAY_FENCE
+#endif
+
+/* ----------------------------------------------------------- value names */
+
+/* claimed_by: NOBODY (NULL), a live relay 1..RELAYS, or DEAD: the owner id
+ * of a relay process that crashed. Owners are unique per process start
+ * (owner.go), so no live relay writes as DEAD. */
+#define NOBODY 0
+#define DEAD   (RELAYS+1)
+
+/* claim_until: NULL, >= now() (live) or < now() (expired). */
+#define NONE    0
+#define LIVE    1
+#define EXPIRED 2
+
+/* rowlock: FREE, or held FOR UPDATE by relay r's claim transaction. */
+#define FREE 0
+
+/* --------------------------------------------- the committed database */
+
+/* outbox_events, one row per event: event e is aggregate_sequence SEQ(e)+1
+ * of order ORD(e). */
+bool exists[NEV];    /* committed by Enqueue */
+bool pub[NEV];       /* published_at IS NOT NULL */
+bool quar[NEV];      /* quarantined_at IS NOT NULL */
+bool skipped[NEV];   /* skipped_at IS NOT NULL */
+bool replay[NEV];    /* replay_requested_at IS NOT NULL */
+byte owner[NEV];     /* claimed_by while unpublished (a published row's claimed_by is a record nothing reads: NOBODY) */
+byte lease[NEV];     /* claim_until */
+byte att[NEV];       /* attempt_count while unpublished and not quarantined (replay and retry reset it: else 0) */
+byte rowlock[NEV];   /* row lock of an uncommitted claim transaction */
+bool lanelock[ORDERS]; /* the order's outbox_sequences row, locked by a replay (OpsReplayLockLanes) */
+
+/* --------------------------------------------------------------- Temporal */
+
+bool retention;      /* the namespace retention has passed (Temporal process) */
+/* Temporal has a workflow with this ID: one was started and the retention
+ * has not made Temporal forget it. Over-approximation: once the retention
+ * has passed, every run counts as forgotten, even a running or a later one. */
+#define WF(e) (started[e] && !retention)
+
+/* ---------------------------------------------- ghosts, for properties */
+
+bool started[NEV];   /* a run of the event was ever started */
+bool delivered[NEV]; /* handed to Temporal since the event last became unpublished */
+byte inflight[RELAYS+1]; /* the event relay r's Publish call runs for, or NOEV */
+byte ops;            /* operator commands so far */
+#ifdef LIVENESS
+byte faults;         /* crashes, stalls and live-lease expiries so far */
+#endif
+
+/* ---------------------------------------------------------------- helpers */
+
+#define ORD(e)   ((e)/EPO)
+#define SEQ(e)   ((e)%EPO)
+#define FIRST(o) ((o)*EPO)
+#define BIT(e)   (1 << (e))
+#define EV(e)    ORD(e), SEQ(e)+1    /* printf: order, sequence */
+
+#if NEV == 2
+#define EACH(M)  M(0) M(1)
+#define ANY(P)   (P(0) || P(1))
+#define ALL(P)   (P(0) && P(1))
+#elif NEV == 3
+#define EACH(M)  M(0) M(1) M(2)
+#define ANY(P)   (P(0) || P(1) || P(2))
+#define ALL(P)   (P(0) && P(1) && P(2))
+#elif NEV == 4
+#define EACH(M)  M(0) M(1) M(2) M(3)
+#define ANY(P)   (P(0) || P(1) || P(2) || P(3))
+#define ALL(P)   (P(0) && P(1) && P(2) && P(3))
+#elif NEV == 6
+#define EACH(M)  M(0) M(1) M(2) M(3) M(4) M(5)
+#define ANY(P)   (P(0) || P(1) || P(2) || P(3) || P(4) || P(5))
+#define ALL(P)   (P(0) && P(1) && P(2) && P(3) && P(4) && P(5))
+#else
+#error "ORDERS*EPO must be 2, 3, 4 or 6 (EPO 2 or 3)"
+#endif
+
+/* outbox_unpublished_predecessors (migrations/00006): an unpublished,
+ * unskipped earlier event of the order holds e back. */
+#define HOLDS_BACK(p)  (exists[p] && !pub[p] && !skipped[p])
+/* the successor-lease probe: a later unpublished event of the order under a
+ * live lease */
+#define LEASED(q)      (exists[q] && !pub[q] && lease[q] == LIVE)
+#if EPO == 2
+#define PRED_UNPUBLISHED(e) (SEQ(e) >= 1 && HOLDS_BACK((e)-1))
+#define SUCC_LEASED(e)      (SEQ(e) < 1 && LEASED((e)+1))
+#define PRED_STARTED(e)     (SEQ(e) < 1 || started[(e)-1] || skipped[(e)-1])
+#define SUCC_STARTED(e)     (SEQ(e) < 1 && started[(e)+1])
+#elif EPO == 3
+#define PRED_UNPUBLISHED(e) ((SEQ(e) >= 1 && HOLDS_BACK((e)-1)) || (SEQ(e) >= 2 && HOLDS_BACK((e)-2)))
+#define SUCC_LEASED(e)      ((SEQ(e) < 2 && LEASED((e)+1)) || (SEQ(e) < 1 && LEASED((e)+2)))
+#define PRED_STARTED(e)     ((SEQ(e) < 1 || started[(e)-1] || skipped[(e)-1]) && (SEQ(e) < 2 || started[(e)-2] || skipped[(e)-2]))
+#define SUCC_STARTED(e)     ((SEQ(e) < 2 && started[(e)+1]) || (SEQ(e) < 1 && started[(e)+2]))
+#else
+#error "EPO must be 2 or 3"
+#endif
+
+/* RULE the lane rule, in RelayClaim and RelayClaimVerify */
+#ifdef NO_LANE_RULE
+#define LANE_BLOCKED(e) false
+#else
+#define LANE_BLOCKED(e) PRED_UNPUBLISHED(e)
+#endif
+/* RULE a replayed event waits for its successors' live leases (RelayClaim
+ * and RelayClaimVerify) */
+#ifdef NO_SUCCESSOR_PROBE
+#define PROBE_BLOCKED(e) false
+#else
+#define PROBE_BLOCKED(e) (replay[e] && SUCC_LEASED(e))
+#endif
+/* RULE an expired lease may be taken over: claim_until IS NULL OR
+ * claim_until < now() */
+#ifdef NO_TAKEOVER
+#define LEASE_FREE(e) (lease[e] == NONE)
+#else
+#define LEASE_FREE(e) (lease[e] != LIVE)
+#endif
+
+/* RelayClaim's conditions on the candidate row's own columns, which
+ * EvalPlanQual re-checks on the newest version of a locked row (available_at
+ * is abstracted: a backoff is a delay, and full jitter may draw 0). */
+#define OWN_OK(e)   (exists[e] && !pub[e] && !quar[e] && !skipped[e] && LEASE_FREE(e))
+/* A candidate of RelayClaim, as the statement's snapshot sees it: its own
+ * columns and the subqueries. */
+#define CAND(e)     (OWN_OK(e) && !LANE_BLOCKED(e) && !PROBE_BLOCKED(e))
+
+/* A plain UPDATE (RelayMark, RelayFail, RelayRelease) waits for a claim
+ * transaction's FOR UPDATE row lock; the replay's FOR KEY SHARE does not
+ * conflict with it. */
+#define UPDATABLE(e)  (rowlock[e] == FREE)
+
+/* RULE the lease outlives the publish: the relay starts a Publish only when
+ * PublishTimeout fits in the rest of its lease (lease.go publishDeadline;
+ * Config.validate: PublishTimeout <= Lease/2), so a lease does not expire
+ * while its holder's Publish call runs. */
+#define UNDER_PUBLISH(e) (owner[e] >= 1 && owner[e] <= RELAYS && inflight[owner[e]] == (e))
+#ifdef LEASE_SHORTER_THAN_PUBLISH
+#define MAY_EXPIRE(e) true
+#else
+#define MAY_EXPIRE(e) (!UNDER_PUBLISH(e))
+#endif
+
+/* ------------------------------------------------------- Temporal start */
+
+/* temporalpub.Publish reaching Temporal: ExecuteWorkflow, workflow ID =
+ * event ID; a first delivery with REJECT_DUPLICATE, a replay with
+ * ALLOW_DUPLICATE_FAILED_ONLY; "already started" is an acknowledgement. With
+ * no workflow of this ID (never started, or forgotten after the retention)
+ * a new run starts. With one, the first run stays as it was either way (a
+ * replay of a failed run gets a second run under the same ID, which the
+ * relay cannot tell and needs not). */
+inline temporal_start(t, isReplay) {
+	/* SKIP IS FINAL: nothing starts an event after an operator skipped it */
+	assert(!skipped[t]);
+	if
+	:: !WF(t) ->
+		printf("temporal: a run of %d.%d starts\n", EV(t));
+		/* REPLAY HORIZON: a replay never starts a new run of a workflow
+		 * Temporal forgot (temporalpub.delivery acknowledges it instead) */
+		assert(!(isReplay && started[t]));
+		if
+		:: !started[t] ->
+			/* FIRST STARTS IN ORDER: event k+1's first run starts only after
+			 * the first run of every earlier event of the order, or that
+			 * event was skipped by an operator; no later event of the
+			 * order has started yet */
+			assert(PRED_STARTED(t) && !SUCC_STARTED(t));
+			started[t] = 1
+		:: else ->
+			printf("temporal: (not its first run: Temporal forgot the earlier one)\n")
+		fi
+	:: else ->
+		printf("temporal: %d.%d already started (acknowledged)\n", EV(t))
+	fi;
+	delivered[t] = 1
+}
+
+/* ------------------------------------------------------------------ Relay */
+
+/* A crash of relay r at any step, and its restart (a new process, a new
+ * owner id): its uncommitted claim transaction rolls back, a Publish call in
+ * flight reached Temporal before its deadline or never does, and its
+ * committed leases stay until they expire. */
+inline crash(r) {
+	printf("relay %d: CRASH and restart\n", r);
+	if
+	:: e != NOEV && rowlock[e] == r -> rowlock[e] = FREE
+	:: else
+	fi;
+	if
+	:: inflight[r] != NOEV ->
+		if
+		:: !(rep && retention && !WF(e)) -> temporal_start(e, rep)
+		:: true
+		fi;
+		inflight[r] = NOEV
+	:: else
+	fi;
+	d_step {
+		for (i : 0 .. NEV-1) {
+			if
+			:: owner[i] == r -> owner[i] = DEAD
+			:: else
+			fi
+		}
+		e = NOEV; rep = 0; tx = 0; perm = 0; i = 0
+	}
+}
+#define OR_CRASH :: atomic { FAULT_OK -> FAULT; crash(r) }; goto idle
+
+/* What the claim transaction did to its locked row, uncommitted. */
+#define TX_CLAIM      1  /* claimed: claimed_by = me, claim_until, attempt_count+1 */
+#define TX_QUARANTINE 2  /* abandoned (lease expired with the attempts used up): quarantined */
+#define TX_GIVEBACK   3  /* claimed, then given back by RelayClaimVerify */
+
+#define PICK(c) :: CAND(c) -> e = c
+
+proctype Relay(byte r) {
+	byte e = NOEV;   /* the event of this claim (BatchSize 1) */
+	byte tx;         /* TX_*: the claim transaction's uncommitted write */
+	bool rep;        /* the claim's "replay" column: an operator's replay */
+	bool perm;       /* the publish error is permanent */
+	byte i;
+
+idle:
+end_idle:
+	/* R1 RelayClaim (claim.go claimOn: BEGIN; RelayClaim), the statement's
+	 * snapshot: its candidates, judged with the subqueries (predecessors,
+	 * successors' leases) as of now. The relay waits (NOTIFY, poll) until
+	 * there is one. The model picks the candidate the statement will lock
+	 * (ORDER BY available_at, occurred_at, LIMIT BatchSize = 1): any, since
+	 * any order is possible. If the row is locked when the statement reaches
+	 * it, SKIP LOCKED moves on to the next candidate: the run where the model
+	 * picked that one. */
+	atomic {
+		ANY(CAND) ->
+		if
+		EACH(PICK)
+		fi;
+		printf("relay %d: RelayClaim snapshot picks %d.%d\n", r, EV(e))
+	};
+
+	/* R2 RelayClaim, later in the same statement: FOR UPDATE OF e SKIP
+	 * LOCKED. A row another transaction locks is skipped; a row changed since
+	 * the snapshot is re-checked by EvalPlanQual on its own columns only
+	 * (OWN_OK), not the subqueries. The CTE then quarantines the row if
+	 * abandoned or claims it. Then RelayClaimVerify, a new statement with a
+	 * new snapshot taken while the row lock is held: a just-claimed event
+	 * with an unpublished, unskipped predecessor, or a replayed one whose
+	 * successor is now under a live lease, is given back. Uncommitted. */
+	if
+	:: atomic {
+		if
+		:: rowlock[e] == FREE && OWN_OK(e)
+		:: else ->
+			printf("relay %d: RelayClaim skips %d.%d (locked, or changed: EvalPlanQual)\n", r, EV(e));
+			e = NOEV; goto idle /* COMMIT of an empty claim */
+		fi;
+		rowlock[e] = r;
+		rep = replay[e];
+		if
+		:: owner[e] != NOBODY && att[e] >= MAX_ATTEMPTS -> tx = TX_QUARANTINE
+#ifndef NO_CLAIM_VERIFY
+		/* RULE RelayClaimVerify */
+		:: else -> tx = ((LANE_BLOCKED(e) || PROBE_BLOCKED(e)) -> TX_GIVEBACK : TX_CLAIM)
+#else
+		:: else -> tx = TX_CLAIM
+#endif
+		fi;
+		if
+		:: tx == TX_CLAIM -> printf("relay %d: RelayClaim locks and claims %d.%d (uncommitted)\n", r, EV(e))
+		:: tx == TX_QUARANTINE -> printf("relay %d: RelayClaim locks %d.%d, abandoned: quarantines it (uncommitted)\n", r, EV(e))
+		:: tx == TX_GIVEBACK -> printf("relay %d: RelayClaim claims %d.%d, RelayClaimVerify gives it back (uncommitted)\n", r, EV(e))
+		fi
+	   }
+	OR_CRASH
+	fi;
+
+	/* R3 COMMIT of the claim: its writes become visible, its row lock goes.
+	 * Then process (relay.go): publishDeadline (lease.go) starts a publish
+	 * only with PublishTimeout to spare in the lease; a relay that stalled
+	 * until too little was left (or is shutting down) goes to R7 instead. */
+	if
+	:: atomic {
+		if
+		:: tx == TX_CLAIM ->
+			printf("relay %d: claim of %d.%d commits (lease)\n", r, EV(e));
+			d_step {
+				/* ONE LIVE LEASE PER ORDER: no other event of the order is
+				 * under a live lease when this one gets its lease */
+				for (i : 0 .. EPO-1) {
+					assert(FIRST(ORD(e)) + i == e || lease[FIRST(ORD(e)) + i] != LIVE)
+				}
+				i = 0;
+				owner[e] = r; lease[e] = LIVE; att[e]++; rowlock[e] = FREE; tx = 0
+			}
+		:: tx == TX_QUARANTINE ->
+			quar[e] = 1; owner[e] = NOBODY; lease[e] = NONE; att[e] = 0; rowlock[e] = FREE;
+			printf("relay %d: abandoned %d.%d quarantined, committed\n", r, EV(e));
+			e = NOEV; tx = 0; rep = 0; goto idle
+		:: tx == TX_GIVEBACK ->
+			owner[e] = NOBODY; lease[e] = NONE; rowlock[e] = FREE;
+			printf("relay %d: %d.%d given back by RelayClaimVerify, committed\n", r, EV(e));
+			e = NOEV; tx = 0; rep = 0; goto idle
+		fi;
+#ifdef MARK_BEFORE_PUBLISH
+		goto markfirst
+#else
+		if
+		:: printf("relay %d: Publish %d.%d starts (replay: %d)\n", r, EV(e), rep);
+		   d_step {
+			/* ONE EVENT IN FLIGHT PER ORDER: no Publish call of another
+			 * event (or of this one) of the order runs */
+			for (i : 1 .. RELAYS) {
+				assert(inflight[i] == NOEV || ORD(inflight[i]) != ORD(e))
+			}
+			i = 0;
+			inflight[r] = e
+		   }
+		:: FAULT_OK -> FAULT; goto stalled
+		fi
+#endif
+	   }
+	OR_CRASH
+	fi;
+
+	/* R4 publishOne -> temporalpub.Publish: the call returns. */
+publishing:
+	if
+	:: atomic {
+		inflight[r] = NOEV;
+		if
+		:: true ->
+			/* Temporal unreachable: a transient error, nothing started */
+			printf("relay %d: Publish %d.%d failed (unreachable)\n", r, EV(e));
+			perm = 0; goto failed
+		:: !WF(e) ->
+			/* no route or an invalid payload, and no workflow of this ID
+			 * (permanentUnlessStarted): a permanent error */
+			printf("relay %d: Publish %d.%d failed (permanent)\n", r, EV(e));
+			perm = 1; goto failed
+		/* temporalpub.delivery: a replay of an event older than the replay
+		 * horizon (at most the retention) is acknowledged without a start.
+		 * Once the retention has passed, a replayed event may be that old;
+		 * one whose workflow Temporal forgot certainly is. */
+		:: rep && retention ->
+			printf("relay %d: replay of %d.%d older than the horizon: acknowledged without a start\n", r, EV(e));
+			delivered[e] = 1; goto acked
+		:: !(rep && retention && !WF(e)) ->
+			temporal_start(e, rep); goto acked
+		:: !(rep && retention && !WF(e)) ->
+			temporal_start(e, rep);
+			printf("relay %d: ... but the answer to %d.%d was lost\n", r, EV(e));
+			perm = 0; goto failed
+		fi
+	   }
+	OR_CRASH
+	fi;
+
+acked:
+	/* R5 flushAcks -> mark (mark.go): RelayMark in its own transaction, WHERE
+	 * claimed_by = owner AND published_at IS NULL. If the lease expired and
+	 * was taken over meanwhile, it changes nothing. */
+	if
+	:: atomic {
+		UPDATABLE(e) ->
+#ifdef NO_OWNER_FENCE
+		if
+		:: !pub[e] ->
+#else
+		/* RULE the owner fence */
+		if
+		:: owner[e] == r && !pub[e] ->
+#endif
+			printf("relay %d: RelayMark %d.%d published\n", r, EV(e));
+			/* FENCED MARK: the mark comes from the relay the row names as
+			 * its claimant (no other relay took it over, no operator
+			 * cleared it) */
+			assert(owner[e] == r);
+			/* NOTHING LOST: the event reached Temporal since it last became
+			 * unpublished */
+			assert(delivered[e]);
+			pub[e] = 1; lease[e] = NONE; replay[e] = 0; owner[e] = NOBODY; att[e] = 0
+		:: else ->
+			printf("relay %d: RelayMark %d.%d: 0 rows (fenced)\n", r, EV(e))
+		fi;
+		e = NOEV; rep = 0; goto idle
+	   }
+	OR_CRASH
+	fi;
+
+failed:
+	/* R6 flushFailures -> recordFailures (quarantine.go): RelayFail, fenced
+	 * likewise: quarantined when permanent or the attempts are used up,
+	 * otherwise a backoff (available_at later: abstracted). */
+	if
+	:: atomic {
+		UPDATABLE(e) ->
+		if
+		:: owner[e] == r && !pub[e] ->
+			if
+			:: perm || att[e] >= MAX_ATTEMPTS -> quar[e] = 1; att[e] = 0
+			:: else
+			fi;
+			owner[e] = NOBODY; lease[e] = NONE;
+			printf("relay %d: RelayFail %d.%d (quarantined: %d)\n", r, EV(e), quar[e])
+		:: else ->
+			printf("relay %d: RelayFail %d.%d: 0 rows (fenced)\n", r, EV(e))
+		fi;
+		e = NOEV; rep = 0; perm = 0; goto idle
+	   }
+	OR_CRASH
+	fi;
+
+stalled:
+	/* R7 process: a claim never attempted goes back, RelayRelease
+	 * (release.go), fenced by claimed_by: lease cleared, attempt returned.
+	 * Meanwhile the lease may have expired and been taken over. */
+	if
+	:: atomic {
+		UPDATABLE(e) ->
+		if
+		:: owner[e] == r && !pub[e] ->
+			owner[e] = NOBODY; lease[e] = NONE;
+			if
+			:: att[e] > 0 -> att[e]--
+			:: else
+			fi;
+			printf("relay %d: RelayRelease %d.%d\n", r, EV(e))
+		:: else ->
+			printf("relay %d: RelayRelease %d.%d: 0 rows (fenced)\n", r, EV(e))
+		fi;
+		e = NOEV; rep = 0; goto idle
+	   }
+	OR_CRASH
+	fi;
+
+#ifdef MARK_BEFORE_PUBLISH
+markfirst:
+	/* mutant: RelayMark right after the claim, then the publish */
+	if
+	:: atomic {
+		UPDATABLE(e) ->
+		if
+		:: owner[e] == r && !pub[e] ->
+			printf("relay %d: RelayMark %d.%d published, before its publish\n", r, EV(e));
+			/* NOTHING LOST (as in R5) */
+			assert(delivered[e]);
+			pub[e] = 1; lease[e] = NONE; replay[e] = 0; owner[e] = NOBODY; att[e] = 0
+		:: else
+		fi;
+		inflight[r] = e
+	   }
+	OR_CRASH
+	fi;
+	goto publishing
+#endif
+}
+
+/* ------------------------------------------------------------------ Clock */
+
+/* C1 Time passes: a lease reaches claim_until. A live relay's lease expires
+ * only when the relay stalls (a fault in the liveness run); a crashed
+ * relay's always does. */
+#define EXPIRE(c) :: lease[c] == LIVE && MAY_EXPIRE(c) && (owner[c] == DEAD || FAULT_OK) -> \
+	if :: owner[c] != DEAD -> FAULT :: else fi; lease[c] = EXPIRED; \
+	printf("clock: lease of %d.%d expired\n", EV(c))
+
+proctype Clock() {
+end_clock:
+	do
+	:: atomic {
+		if
+		EACH(EXPIRE)
+		fi
+	   }
+	od
+}
+
+/* --------------------------------------------------------------- Producer */
+
+/* P1 Enqueue (enqueue.go, EnqueueAggregate): the business transaction
+ * upserts the order's outbox_sequences row, which row-locks it until COMMIT
+ * (so it waits for a replay holding it), and inserts the event with the next
+ * sequence. One step: lock, insert and COMMIT. */
+#define ENQUEUE(c) :: !exists[c] && (SEQ(c) == 0 || exists[(c)-1]) && !lanelock[ORD(c)] -> exists[c] = 1; \
+	printf("producer: %d.%d enqueued, committed\n", EV(c))
+
+proctype Producer() {
+end_producer:
+	do
+	:: atomic {
+		if
+		EACH(ENQUEUE)
+		fi
+	   }
+	od
+}
+
+/* --------------------------------------------------------------- Temporal */
+
+/* T1 The namespace retention passes (once): Temporal forgets the workflows
+ * (see WF), and a replay may now be older than the replay horizon. (Weak
+ * fairness makes it pass in the end. That hides no stuck run: the relay
+ * keeps every choice it had, with a permanent error as one more.) */
+proctype Temporal() {
+end_temporal:
+	atomic { retention = 1; printf("temporal: the retention has passed\n") }
+}
+
+/* --------------------------------------------------------------- Operator */
+
+/* O1 RetryTx (retry.go): OpsLockEvent (FOR UPDATE: waits for a claim's row
+ * lock), refused when published, skipped or in flight (live lease); then
+ * OpsRetry: attempts 0, out of quarantine, owner and lease cleared.
+ * Modelled where it changes more than the attempt count: a quarantined
+ * event, or one whose expired lease still names a relay (which may be alive
+ * and record a late outcome: the cleared owner fences it out). */
+#define RETRYABLE(c) (exists[c] && !pub[c] && !skipped[c] && lease[c] != LIVE && rowlock[c] == FREE && \
+	(quar[c] || owner[c] != NOBODY))
+#define RETRY(c) :: RETRYABLE(c) -> quar[c] = 0; att[c] = 0; owner[c] = NOBODY; lease[c] = NONE; \
+	printf("operator: retry %d.%d\n", EV(c))
+/* O2 SkipTx (skip.go): OpsLockEvent, refused unless quarantined; OpsSkip. */
+#define SKIPPABLE(c) (exists[c] && quar[c] && !skipped[c] && !pub[c] && rowlock[c] == FREE)
+#define SKIP(c) :: SKIPPABLE(c) -> skipped[c] = 1; printf("operator: skip %d.%d\n", EV(c))
+/* O3 ReplayTx (replay.go), OpsReplay: the window's published events of one
+ * order (occurred_at need not follow the sequence, so any set of them):
+ * first is the lowest replayed one, later published ones may join. */
+#define IS_PUB(c) pub[c]
+#define REPLAY_FIRST(c) :: pub[c] -> o = ORD(c); first = c; S = BIT(c); \
+	printf("operator: replay (uncommitted) of %d.%d\n", EV(c))
+/* OpsReplayFence waits for the claim transactions holding a fenced row. */
+#define FENCE_CLEAR(c) (!(F & BIT(c)) || rowlock[c] == FREE)
+
+proctype Operator() {
+	byte o;      /* the replayed order */
+	byte first;  /* its lowest replayed event */
+	byte S;      /* OpsReplay's uncommitted update: the events replayed */
+	byte F;      /* OpsReplayFence: the successors it locks */
+	byte i;
+
+end_operator:
+	do
+	:: atomic { OP_OK && ANY(RETRYABLE) -> if EACH(RETRY) fi; OP }
+	:: atomic { OP_OK && ANY(SKIPPABLE) -> if EACH(SKIP) fi; OP }
+	:: atomic {
+		/* O3 OpsReplay, uncommitted: the chosen events become unpublished,
+		 * flagged, available now, attempts 0, owner and lease cleared. */
+		OP_OK && ANY(IS_PUB) ->
+		if
+		EACH(REPLAY_FIRST)
+		fi;
+		for (i : SEQ(first)+1 .. EPO-1) {
+			if
+			:: pub[FIRST(o)+i] -> S = S | BIT(FIRST(o)+i);
+				printf("operator: replay (uncommitted) of %d.%d\n", o, i+1)
+			:: true
+			fi
+		}
+#ifndef NO_LANE_LOCK
+		/* RULE OpsReplayLockLanes: the order's outbox_sequences row, FOR
+		 * UPDATE until COMMIT. An Enqueue of the order committed before
+		 * this, or commits after the replay. */
+		lanelock[o] = 1;
+#endif
+#ifndef NO_REPLAY_FENCE
+		/* RULE OpsReplayFence, its snapshot (after the lane lock): the
+		 * unpublished successors of the first replayed event, locked FOR
+		 * KEY SHARE in O4. */
+		for (i : SEQ(first)+1 .. EPO-1) {
+			if
+			:: exists[FIRST(o)+i] && !pub[FIRST(o)+i] -> F = F | BIT(FIRST(o)+i);
+				printf("operator: the replay's fence covers %d.%d\n", o, i+1)
+			:: else
+			fi
+		}
+#endif
+		i = 0; first = 0;
+		OP
+	   };
+		/* O4 OpsReplayFence's locks wait (no SKIP LOCKED) for every claim
+		 * transaction holding one of its rows FOR UPDATE to commit; a claim
+		 * reaching one of them later skips it until the replay commits. Then
+		 * COMMIT of the replay: its writes become visible, its locks go. */
+		atomic {
+			ALL(FENCE_CLEAR) ->
+			for (i : 0 .. EPO-1) {
+				if
+				:: S & BIT(FIRST(o)+i) ->
+					pub[FIRST(o)+i] = 0; replay[FIRST(o)+i] = 1; att[FIRST(o)+i] = 0;
+					owner[FIRST(o)+i] = NOBODY; lease[FIRST(o)+i] = NONE;
+					delivered[FIRST(o)+i] = 0
+				:: else
+				fi
+			}
+			lanelock[o] = 0;
+			printf("operator: replay of order %d commits\n", o);
+			o = 0; S = 0; F = 0; i = 0
+		}
+#ifdef LIVENESS
+	:: OP_OK -> ops = MAX_OPS /* the operator may stop acting: weak fairness must not force it */
+#endif
+	od
+}
+
+/* --------------------------------------------------------------- liveness */
+
+/* An event is settled when it is published, skipped or quarantined, or held
+ * back by a quarantined predecessor: each of these an operator sees
+ * (outboxctl status, list). Under weak fairness, with the faults and the
+ * operator bounded, every event ends settled for good. */
+#define QBLOCKS(p) (quar[p] && !skipped[p] && !pub[p])
+#if EPO == 2
+#define QBLOCKED(e) (SEQ(e) >= 1 && QBLOCKS((e)-1))
+#else
+#define QBLOCKED(e) ((SEQ(e) >= 1 && QBLOCKS((e)-1)) || (SEQ(e) >= 2 && QBLOCKS((e)-2)))
+#endif
+#define SETTLED(e) (exists[e] && (pub[e] || skipped[e] || quar[e] || QBLOCKED(e)))
+
+ltl settle { <> [] ALL(SETTLED) }
+
+#ifdef LIVENESS
+/* When every other process is blocked for good (a stuck lane, or the
+ * end), time still passes. Without this step such a run would end in a
+ * deadlock, and pan's search for fair acceptance cycles (-a -f) does not
+ * report a run that ends; with it, the run goes on with nothing settling. */
+proctype Idle() {
+end_idle:
+	do
+	:: timeout
+	od
+}
+#endif
+
+/* ------------------------------------------------------------------- init */
+
+init {
+	byte i;
+	atomic {
+		for (i : 0 .. NEV-1) {
+			if
+			:: SEQ(i) < INITIAL -> exists[i] = 1
+			:: else
+			fi
+		}
+		for (i : 0 .. RELAYS) {
+			inflight[i] = NOEV
+		}
+		for (i : 1 .. RELAYS) {
+			run Relay(i)
+		}
+		i = 0;
+		run Clock();
+		run Producer();
+		run Temporal();
+		run Operator();
+#ifdef LIVENESS
+		run Idle()
+#endif
+	}
+}
