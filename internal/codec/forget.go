@@ -1,0 +1,86 @@
+package codec
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+)
+
+// Erasure is what [Forget] did.
+type Erasure struct {
+	// ID is the audit row (customer_key_erasures.id).
+	ID int64
+	// KeyID is the erased key; nil when the customer had none (nothing of
+	// theirs was encrypted, or an earlier request erased it already).
+	KeyID *uuid.UUID
+	// KeyCreatedAt is when the key was made: the first history it reads.
+	KeyCreatedAt *time.Time
+	ErasedAt     time.Time
+	// Earlier are the earlier requests for the same address, newest first.
+	Earlier []EarlierErasure
+}
+
+// EarlierErasure is an earlier audit row of the same address.
+type EarlierErasure struct {
+	KeyID    *uuid.UUID
+	ErasedAt time.Time
+	ErasedBy string
+}
+
+// Beginner is what [Forget] needs of a pool.
+type Beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// Forget erases the customer's data key and records who asked and why, in
+// one transaction: every payload encrypted with the key (in any Temporal
+// history, for as long as the namespace keeps it) is unreadable from then
+// on, and everything else stays readable. A process that holds the key in
+// its cache drops it within [CacheTTL]. A later payload of the same address
+// (a new order) gets a new key.
+func Forget(ctx context.Context, db Beginner, email, actor, reason string) (Erasure, error) {
+	if strings.TrimSpace(email) == "" {
+		return Erasure{}, errors.New("codec: forget: no email address")
+	}
+	if strings.TrimSpace(reason) == "" || strings.TrimSpace(actor) == "" {
+		return Erasure{}, errors.New("codec: forget: the reason and the actor are mandatory (they are the audit)")
+	}
+	h := SubjectHash(email)
+	var e Erasure
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, queries.Get("ErasuresOfSubject"), pgx.StrictNamedArgs{"subject_hash": h})
+		if err != nil {
+			return err
+		}
+		e.Earlier, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (EarlierErasure, error) {
+			var x EarlierErasure
+			return x, r.Scan(&x.KeyID, &x.ErasedAt, &x.ErasedBy)
+		})
+		if err != nil {
+			return err
+		}
+		var id uuid.UUID
+		var created time.Time
+		err = tx.QueryRow(ctx, queries.Get("DeleteKey"), pgx.StrictNamedArgs{"subject_hash": h}).Scan(&id, &created)
+		switch {
+		case errors.Is(err, pgx.ErrNoRows):
+		case err != nil:
+			return err
+		default:
+			e.KeyID, e.KeyCreatedAt = &id, &created
+		}
+		return tx.QueryRow(ctx, queries.Get("RecordErasure"), pgx.StrictNamedArgs{
+			"subject_hash": h, "key_id": e.KeyID, "key_created_at": e.KeyCreatedAt,
+			"erased_by": strings.TrimSpace(actor), "reason": strings.TrimSpace(reason),
+		}).Scan(&e.ID, &e.ErasedAt)
+	})
+	if err != nil {
+		return Erasure{}, fmt.Errorf("codec: forget a customer: %w", err)
+	}
+	return e, nil
+}
