@@ -18,6 +18,9 @@
 //	                         a malformed value stops the process at start.
 //	METRICS_ADDR             Serve Prometheus /metrics on this address (e.g. 127.0.0.1:9102); off when unset.
 //	OUTFLOW_LOG_LEVEL        debug, info (default), warn or error.
+//	OUTFLOW_CODEC_KEYS       Payload encryption: comma-separated KEY_ID:BASE64_32_BYTES, the first
+//	                         encrypts, all decrypt (or OUTFLOW_CODEC_KEYS_FILE); unset: none
+//	                         (docs/privacy.md).
 //
 // Retention cleanup (one pass per interval across all starters, by advisory lock;
 // see outbox.Cleanup and `outboxctl cleanup`):
@@ -100,7 +103,9 @@ func run(logger *slog.Logger, env *service.Env) error {
 	}
 	defer pool.Close()
 
-	topts, err := service.TemporalClientOptions()
+	// The payload codec (OUTFLOW_CODEC_KEYS) encrypts each OrderCreated
+	// input with its customer's key from this database.
+	topts, err := service.TemporalClientOptions(service.WithCustomerKeys(pool))
 	if err != nil {
 		return err
 	}
@@ -182,6 +187,7 @@ func run(logger *slog.Logger, env *service.Env) error {
 		"temporal", topts.HostPort,
 		"namespace", namespace,
 		"task_queue", taskQueue,
+		"payload_codec", service.CodecSummary(topts),
 		"batch", eff.BatchSize, "lease", eff.Lease, "publish_timeout", eff.PublishTimeout,
 		"poll", eff.PollInterval, "in_flight", eff.MaxInFlight, "max_attempts", eff.MaxAttempts,
 		"metrics_addr", metricsAddr, "failpoints", os.Getenv(failpoints.EnvVar),

@@ -7,7 +7,8 @@
 // OUTFLOW_TASK_QUEUE (default "orders"), DATABASE_URL, STRIPE_API_KEY /
 // STRIPE_API_BASE, EMAIL_API_KEY / EMAIL_API_BASE / EMAIL_FROM,
 // OUTFLOW_FAILPOINTS, METRICS_ADDR (Prometheus /metrics; off when unset),
-// OUTFLOW_LOG_LEVEL and OUTFLOW_LOG_FORMAT (text or json).
+// OUTFLOW_LOG_LEVEL and OUTFLOW_LOG_FORMAT (text or json), OUTFLOW_CODEC_KEYS
+// or OUTFLOW_CODEC_KEYS_FILE (payload encryption; docs/privacy.md).
 //
 // SIGINT or SIGTERM stops it gracefully: no new tasks are polled and running
 // activities get WorkerStopTimeout to finish.
@@ -30,6 +31,7 @@ import (
 	"github.com/outflow/outflow/activities"
 	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/internal/database"
+	"github.com/outflow/outflow/internal/personal"
 	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/workflows"
 )
@@ -75,7 +77,10 @@ func run(ctx context.Context, logger *slog.Logger, env *service.Env) error {
 
 	reg := service.NewRegistry()
 
-	opts, err := service.TemporalClientOptions()
+	// The payload codec (OUTFLOW_CODEC_KEYS) encrypts a customer's personal
+	// data with the customer's key from this database (personal.Subject
+	// knows which activity values carry it).
+	opts, err := service.TemporalClientOptions(service.WithCustomerKeys(pool), service.WithPersonalData(personal.Subject))
 	if err != nil {
 		return err
 	}
@@ -107,7 +112,7 @@ func run(ctx context.Context, logger *slog.Logger, env *service.Env) error {
 		return fmt.Errorf("starting the worker on task queue %s: %w", taskQueue, err)
 	}
 	fmt.Printf("worker started task_queue=%s\n", taskQueue)
-	logger.Info("worker started", "task_queue", taskQueue, "namespace", opts.Namespace)
+	logger.Info("worker started", "task_queue", taskQueue, "namespace", opts.Namespace, "payload_codec", service.CodecSummary(opts))
 
 	<-ctx.Done()
 	logger.Info("stopping: finishing running activities", "timeout", stopTimeout)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -69,4 +70,17 @@ func eventIDArg(fs *flag.FlagSet, pos []string) (uuid.UUID, error) {
 // `outboxctl migrate`.
 func openDB(ctx context.Context, env *cliEnv) (*pgxpool.Pool, error) {
 	return database.OpenChecked(ctx, env.databaseURL)
+}
+
+// auditArgs checks the audit flags of a command that destroys something:
+// --reason is mandatory (why says what to write, with an example) and
+// --actor may not be blanked.
+func auditArgs(fs *flag.FlagSet, reason, actor, why string) error {
+	if strings.TrimSpace(reason) == "" {
+		return usagef(fs, "--reason is mandatory: %s", why)
+	}
+	if strings.TrimSpace(actor) == "" {
+		return usagef(fs, "--actor may not be empty")
+	}
+	return nil
 }

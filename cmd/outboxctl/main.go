@@ -7,6 +7,7 @@
 //	outboxctl skip EVENT_ID --reason TEXT [--actor NAME]
 //	outboxctl replay --from TIME --to TIME [--aggregate ID] [--yes]
 //	outboxctl cleanup --retention DURATION [--batch-size N] [--inbox-retention DURATION]
+//	outboxctl forget-customer EMAIL --reason TEXT [--actor NAME] [--force]
 //	outboxctl help [COMMAND]
 //
 // Every command reads DATABASE_URL (pgx/v5 syntax), defaulting to the local
@@ -59,14 +60,15 @@ var commands map[string]command
 func init() {
 	// Assigned in init: help refers to the table.
 	commands = map[string]command{
-		"migrate": {summary: "apply every pending schema migration to DATABASE_URL", run: runMigrate},
-		"status":  {summary: "pending, oldest pending age, quarantined, leases by relay, recent throughput", run: runStatus},
-		"list":    {summary: "list events, one a line, the event id first", run: runList},
-		"retry":   {summary: "make a quarantined or backing-off event available now, attempts reset", run: runRetry},
-		"skip":    {summary: "give up a quarantined event (with a reason) so its aggregate flows again", run: runSkip},
-		"replay":  {summary: "deliver published events of a time window again", run: runReplay},
-		"cleanup": {summary: "delete old published events and inbox rows in bounded batches", run: runCleanup},
-		"help":    {summary: "list the commands, or show one command's flags", run: runHelp},
+		"migrate":         {summary: "apply every pending schema migration to DATABASE_URL", run: runMigrate},
+		"status":          {summary: "pending, oldest pending age, quarantined, leases by relay, recent throughput", run: runStatus},
+		"list":            {summary: "list events, one a line, the event id first", run: runList},
+		"retry":           {summary: "make a quarantined or backing-off event available now, attempts reset", run: runRetry},
+		"skip":            {summary: "give up a quarantined event (with a reason) so its aggregate flows again", run: runSkip},
+		"replay":          {summary: "deliver published events of a time window again", run: runReplay},
+		"cleanup":         {summary: "delete old published events and inbox rows in bounded batches", run: runCleanup},
+		"forget-customer": {summary: "erase one customer's data key: their Temporal histories become unreadable (audited)", run: runForgetCustomer},
+		"help":            {summary: "list the commands, or show one command's flags", run: runHelp},
 	}
 }
 
@@ -130,7 +132,7 @@ func usage(w io.Writer) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
+		fmt.Fprintf(w, "  %-15s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(w, "\n`outboxctl help COMMAND` shows a command's flags.")
 	fmt.Fprintln(w, "environment: DATABASE_URL (default "+strings.TrimSpace(defaultURLHint)+"), or --database-url")

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -26,11 +25,8 @@ func runSkip(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	if strings.TrimSpace(*reason) == "" {
-		return usagef(fs, "--reason is mandatory: a skip loses a business event, so say why (e.g. --reason \"payload references a deleted SKU; refunded by hand, ticket OPS-123\")")
-	}
-	if strings.TrimSpace(*actor) == "" {
-		return usagef(fs, "--actor may not be empty")
+	if err := auditArgs(fs, *reason, *actor, "a skip loses a business event, so say why (e.g. --reason \"payload references a deleted SKU; refunded by hand, ticket OPS-123\")"); err != nil {
+		return err
 	}
 	pool, err := openDB(ctx, env)
 	if err != nil {

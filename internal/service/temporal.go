@@ -2,11 +2,13 @@ package service
 
 import (
 	"fmt"
+	"os"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
 
 	"github.com/outflow/outflow/handoff"
+	"github.com/outflow/outflow/internal/codec"
 )
 
 // TaskQueueEnv names the workflows' task queue.
@@ -16,22 +18,102 @@ const TaskQueueEnv = "OUTFLOW_TASK_QUEUE"
 // workflows on: OUTFLOW_TASK_QUEUE, default handoff.DefaultTaskQueue.
 func TaskQueue(env *Env) string { return env.String(TaskQueueEnv, handoff.DefaultTaskQueue) }
 
+// TemporalOption adds to what [TemporalClientOptions] loads.
+type TemporalOption func(*temporalSettings)
+
+type temporalSettings struct {
+	codec  codec.Options
+	getenv func(string) string
+}
+
+// WithCustomerKeys gives the payload codec the customer key store of db (the
+// customer_keys table on DATABASE_URL), so the client encrypts a customer's
+// personal data with the customer's own key and decrypts it again. Every
+// binary with a database passes it; without it such a payload fails to
+// encode or decode, naming the key (codec.ErrNoKeyStore).
+func WithCustomerKeys(db codec.DB) TemporalOption {
+	return func(s *temporalSettings) { s.codec.Store = codec.NewPGStore(db) }
+}
+
+// WithPersonalData says which values carry a customer's personal data,
+// beyond the workflow input (codec.EventInputSubject, the default): the
+// worker passes personal.Subject, which knows the activities' values.
+func WithPersonalData(subject codec.SubjectFunc) TemporalOption {
+	return func(s *temporalSettings) { s.codec.Subject = subject }
+}
+
+// WithGetenv reads the codec's variables through getenv (tests).
+func WithGetenv(getenv func(string) string) TemporalOption {
+	return func(s *temporalSettings) { s.getenv = getenv }
+}
+
 // TemporalClientOptions loads the Temporal client options the SDK's way
 // (go.temporal.io/sdk/contrib/envconfig): the default profile of the config
 // file, overridden by TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
 // TEMPORAL_API_KEY, TEMPORAL_TLS_* and the other TEMPORAL_* variables, so
 // one binary runs against a dev server, a cluster or Temporal Cloud. An
 // unset address means localhost:7233, an unset namespace "default".
-func TemporalClientOptions() (client.Options, error) {
-	opts, err := envconfig.LoadDefaultClientOptions()
+//
+// With OUTFLOW_CODEC_KEYS (or OUTFLOW_CODEC_KEYS_FILE) set, every payload
+// the client writes is encrypted and every one it reads decrypted
+// ([CodecDataConverter]), and failure messages and stack traces are
+// encoded into payloads too (the SDK's EncodeCommonAttributes), so no
+// history carries them in plain text. This is the one place every binary
+// gets its client, so the worker, the relay and every client share the
+// converter.
+func TemporalClientOptions(opts ...TemporalOption) (client.Options, error) {
+	o, err := envconfig.LoadDefaultClientOptions()
 	if err != nil {
 		return client.Options{}, fmt.Errorf("loading the Temporal client options from TEMPORAL_* and the config file (TEMPORAL_CONFIG_FILE): %w", err)
 	}
-	if opts.HostPort == "" {
-		opts.HostPort = client.DefaultHostPort
+	if o.HostPort == "" {
+		o.HostPort = client.DefaultHostPort
 	}
-	if opts.Namespace == "" {
-		opts.Namespace = client.DefaultNamespace
+	if o.Namespace == "" {
+		o.Namespace = client.DefaultNamespace
 	}
-	return opts, nil
+	dc, err := CodecDataConverter(opts...)
+	if err != nil {
+		return client.Options{}, err
+	}
+	if dc != nil {
+		o.DataConverter = dc
+		o.FailureConverter = dc.FailureConverter()
+	}
+	return o, nil
+}
+
+// CodecDataConverter is the payload codec's data converter of
+// OUTFLOW_CODEC_KEYS (or the file OUTFLOW_CODEC_KEYS_FILE names), or nil
+// when neither is set: no encryption.
+func CodecDataConverter(opts ...TemporalOption) (*codec.DataConverter, error) {
+	s := temporalSettings{getenv: os.Getenv}
+	for _, opt := range opts {
+		opt(&s)
+	}
+	keys, err := codec.LoadKeys(s.getenv)
+	if err != nil || keys == nil {
+		return nil, err
+	}
+	switch v := s.getenv(codec.CompressEnv); v {
+	case "", "1", "true", "on":
+	case "0", "false", "off":
+		s.codec.NoCompression = true
+	default:
+		return nil, fmt.Errorf("%s=%q: want true (the default: zlib where it makes a payload smaller) or false", codec.CompressEnv, v)
+	}
+	return codec.NewDataConverter(keys, s.codec), nil
+}
+
+// CodecSummary describes the payload codec of o for a start-up log line, by
+// key ids only: "off", or which key encrypts and which decrypt.
+func CodecSummary(o client.Options) string {
+	if dc, ok := o.DataConverter.(*codec.DataConverter); ok {
+		z := "zlib from 4 KiB"
+		if dc.NoCompression() {
+			z = "no compression"
+		}
+		return "AES-256-GCM, " + z + ", " + dc.Keys().String()
+	}
+	return "off"
 }

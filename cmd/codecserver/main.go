@@ -1,0 +1,145 @@
+// Command codecserver serves Temporal's codec server protocol for outflow's
+// encrypted payloads, so that `temporal workflow show --codec-endpoint` and
+// the Temporal Web UI show histories decoded, to whoever may read them,
+// while Temporal itself only ever stores ciphertext (docs/privacy.md).
+//
+//	OUTFLOW_CODEC_KEYS=... DATABASE_URL=... go run ./cmd/codecserver
+//	temporal workflow show -w EVENT_ID --codec-endpoint http://127.0.0.1:8081 --codec-auth "Bearer $CODECSERVER_TOKEN"
+//	temporal server start-dev --ui-codec-endpoint http://127.0.0.1:8081   # the Web UI decodes through it
+//
+// Environment:
+//
+//	CODECSERVER_ADDR         listen address; default 127.0.0.1:8081
+//	CODECSERVER_TOKEN        when set, every /encode and /decode needs "Authorization: Bearer <token>"
+//	CODECSERVER_CORS_ORIGIN  the Web UI's origin (e.g. http://127.0.0.1:8233), allowed from the browser
+//	OUTFLOW_CODEC_KEYS       the master keys, as for the worker (or OUTFLOW_CODEC_KEYS_FILE); required
+//	DATABASE_URL             the customer keys (customer_keys); default the local server
+//	OUTFLOW_LOG_LEVEL, OUTFLOW_LOG_FORMAT
+//
+// POST <any path>/decode and <any path>/encode take and return a Payloads
+// message as protobuf JSON (the SDK's converter.NewPayloadCodecHTTPHandler);
+// GET /healthz answers "ok" without authentication. A payload of a
+// forgotten customer is returned still encrypted; a payload under a key this
+// server does not hold fails the request, naming the key. It logs one line,
+// "listening", with its address once it serves. SIGINT or SIGTERM shuts it
+// down gracefully.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/outflow/outflow/internal/codec"
+	"github.com/outflow/outflow/internal/database"
+	"github.com/outflow/outflow/internal/service"
+)
+
+// Environment variables and defaults (docs/reference.md).
+const (
+	AddrEnv       = "CODECSERVER_ADDR"
+	TokenEnv      = "CODECSERVER_TOKEN"
+	CORSOriginEnv = "CODECSERVER_CORS_ORIGIN"
+	DefaultAddr   = "127.0.0.1:8081"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Getenv, os.Stderr, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "codecserver:", err)
+		os.Exit(1)
+	}
+}
+
+// run serves until ctx ends; ready, when set, receives the bound address.
+func run(ctx context.Context, getenv func(string) string, logOut io.Writer, ready chan<- string) error {
+	env := service.NewEnv(getenv)
+	logger := service.NewLogger(logOut, env)
+	addr := env.String(AddrEnv, DefaultAddr)
+	token, origin := getenv(TokenEnv), getenv(CORSOriginEnv)
+	if err := env.Err(); err != nil {
+		return err
+	}
+	keys, err := codec.LoadKeys(getenv)
+	if err != nil {
+		return err
+	}
+	if keys == nil {
+		return fmt.Errorf("%s (or %s) is not set: the codec server needs the master keys the worker and the relay encrypt with", codec.KeysEnv, codec.KeysFileEnv)
+	}
+	url := getenv("DATABASE_URL")
+	if url == "" {
+		url = database.DefaultURL
+	}
+	pool, err := database.OpenChecked(ctx, url)
+	if err != nil {
+		return fmt.Errorf("%w (the codec server reads the customer keys there)", err)
+	}
+	defer pool.Close()
+
+	dc := codec.NewDataConverter(keys, codec.Options{Store: codec.NewPGStore(pool)})
+	handler := codec.NewHTTPHandler(dc.DisplayCodecs(), codec.ServerOptions{Token: token, CORSOrigin: origin})
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("%s=%s: %w", AddrEnv, addr, err)
+	}
+	srv := &http.Server{Handler: logRequests(handler, logger), ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(l) }()
+	auth := "none (set " + TokenEnv + ")"
+	if token != "" {
+		auth = "bearer token"
+	}
+	logger.Info("listening", "addr", l.Addr().String(), "endpoint", "http://"+l.Addr().String(),
+		"auth", auth, "cors_origin", origin, "keys", keys.String())
+	if ready != nil {
+		ready <- l.Addr().String()
+	}
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	logger.Info("stopped")
+	return nil
+}
+
+// logRequests logs every failed request (never a payload) at warn, and
+// every request at debug.
+func logRequests(next http.Handler, logger *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w, status: http.StatusOK}
+		next.ServeHTTP(sw, r)
+		level := slog.LevelDebug
+		if sw.status >= 400 {
+			level = slog.LevelWarn
+		}
+		logger.Log(r.Context(), level, "request", "method", r.Method, "path", r.URL.Path, "status", sw.status,
+			"namespace", r.Header.Get("X-Namespace"), "took", time.Since(start).Round(time.Microsecond))
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}

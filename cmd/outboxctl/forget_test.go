@@ -1,0 +1,73 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/handoff"
+	"github.com/outflow/outflow/internal/codec"
+	"github.com/outflow/outflow/orders"
+)
+
+// TestForgetCustomer: the customer's key is erased (their payloads no longer
+// decode, another customer's still do) with an audit row; a customer with
+// orders still in flight is refused unless --force; the reason is
+// mandatory; and no log line carries the address.
+func TestForgetCustomer(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	keys, err := codec.ParseKeys(codec.NewKeySpec("k1"))
+	require.NoError(t, err)
+	dc := func() *codec.DataConverter {
+		return codec.NewDataConverter(keys, codec.Options{Store: codec.NewPGStore(b.pool)})
+	}
+	input := func(email string) handoff.EventInput {
+		return handoff.EventInput{EventType: orders.EventOrderCreated, Payload: []byte(`{"customer_email":"` + email + `"}`)}
+	}
+	ada, err := dc().ToPayloads(input("ada@example.com"))
+	require.NoError(t, err)
+	grace, err := dc().ToPayloads(input("grace@example.com"))
+	require.NoError(t, err)
+	// Ada's order is still pending: its workflow needs her key.
+	created, err := orders.CreateOrder(b.ctx, b.pool, orders.CreateOrderParams{CustomerEmail: "Ada@Example.com", Currency: "usd",
+		PaymentMethod: "pm_card_visa", Items: []orders.Item{{SKU: "SKU-1", Quantity: 1, UnitAmount: 2500}}})
+	require.NoError(t, err)
+
+	r := b.ctl(t, "forget-customer", "ada@example.com")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "--reason is mandatory")
+
+	r = b.ctl(t, "forget-customer", "ada@example.com", "--reason", "GDPR request PRIV-7")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "1 of the customer's 1 orders are not settled")
+	var in handoff.EventInput
+	require.NoError(t, dc().FromPayloads(ada, &in), "nothing was forgotten")
+
+	b.exec(t, `UPDATE orders SET status = 'confirmed' WHERE id = $1`, created.OrderID)
+	r = b.ok(t, "forget-customer", "ADA@example.com ", "--reason", "GDPR request PRIV-7", "--actor", "dpo")
+	require.Contains(t, r.stdout, "forgot customer key "+string(ada.Payloads[0].Metadata[codec.MetadataKeyID]))
+	require.Contains(t, r.stdout, "PostgreSQL still holds the customer's 1 orders")
+	require.Contains(t, r.stderr, "customer forgotten")
+	require.NotContains(t, r.stderr, "ada@example.com", "the log names the key and a hash, never the address")
+
+	err = dc().FromPayloads(ada, &in)
+	require.ErrorIs(t, err, codec.ErrErased)
+	require.NoError(t, dc().FromPayloads(grace, &in))
+
+	var by, reason string
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT erased_by, reason FROM customer_key_erasures`).Scan(&by, &reason))
+	require.Equal(t, "dpo", by)
+	require.Equal(t, "GDPR request PRIV-7", reason)
+
+	r = b.ok(t, "forget-customer", "ada@example.com", "--reason", "asked twice", "--actor", "dpo")
+	require.Contains(t, r.stdout, "no customer key to erase")
+	require.Contains(t, r.stdout, "forgotten before")
+
+	// --force forgets a customer whose orders are still in flight.
+	_, err = orders.CreateOrder(b.ctx, b.pool, orders.CreateOrderParams{CustomerEmail: "grace@example.com", Currency: "usd",
+		PaymentMethod: "pm_card_visa", Items: []orders.Item{{SKU: "SKU-1", Quantity: 1, UnitAmount: 2500}}})
+	require.NoError(t, err)
+	b.ok(t, "forget-customer", "grace@example.com", "--reason", "fraud ring takedown, legal hold lifted", "--force")
+	require.ErrorIs(t, dc().FromPayloads(grace, &in), codec.ErrErased)
+}
