@@ -115,7 +115,7 @@ func startEnv() (*Env, error) {
 	if err := env.Sim.WaitLog(ctx, "listening"); err != nil {
 		return nil, err
 	}
-	env.Client, err = tmp.Client()
+	env.Client, err = codecClient(tmp.Address())
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +137,10 @@ type Stack struct {
 	Pool        *pgxpool.Pool
 	TaskQueue   string
 	APIAddr     string
+	// CodecKeys is OUTFLOW_CODEC_KEYS of the stack's processes: the
+	// payload codec is on in every test ([TestCodecKeys]) unless a test
+	// sets it to "" before starting them.
+	CodecKeys string
 
 	mu    sync.Mutex
 	procs map[string]*Process
@@ -161,6 +165,7 @@ func NewStackOn(t testing.TB, env *Env) *Stack {
 		T: t, Env: env, DatabaseURL: url, Pool: pool,
 		TaskQueue: "orders-" + uuid.NewString()[:8],
 		APIAddr:   fmt.Sprintf("127.0.0.1:%d", port),
+		CodecKeys: TestCodecKeys,
 		procs:     map[string]*Process{},
 	}
 	t.Cleanup(func() {
@@ -221,6 +226,7 @@ func (s *Stack) Start(name, failpoints string) *Process {
 		"OUTFLOW_RELAY_LEASE=3s",
 		"OUTFLOW_RELAY_POLL=1s",
 		"OUTFLOW_FAILPOINTS=" + failpoints,
+		"OUTFLOW_CODEC_KEYS=" + s.CodecKeys,
 	}
 	logPath := filepath.Join(s.Env.Dir, fmt.Sprintf("%s-%s.log", strings.ReplaceAll(s.T.Name(), "/", "_"), name))
 	p, err := StartProcess(name, bin, logPath, env)
@@ -259,7 +265,7 @@ func (s *Stack) API() *OrderClient {
 // its combined output; a non-zero exit is an *exec.ExitError.
 func (s *Stack) Outboxctl(ctx context.Context, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, s.Env.Bin.Outboxctl, args...)
-	cmd.Env = append(baseEnv(), "DATABASE_URL="+s.DatabaseURL)
+	cmd.Env = append(baseEnv(), "DATABASE_URL="+s.DatabaseURL, "OUTFLOW_CODEC_KEYS="+s.CodecKeys)
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

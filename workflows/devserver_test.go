@@ -52,6 +52,14 @@ type stack struct {
 func startStack(t *testing.T) *stack {
 	t.Helper()
 	srv := devserver.Start(t, devserver.Options{})
+	return startStackOn(t, srv.Client(), "saga-test-"+uuid.NewString())
+}
+
+// startStackOn starts, for the Temporal client c, a migrated database, the
+// provider simulator and a worker on task queue tq running the real
+// workflows and activities.
+func startStackOn(t *testing.T, c client.Client, tq string) *stack {
+	t.Helper()
 	pool, _ := testdb.New(t)
 	sim := providersim.New(providersim.Options{})
 	base, err := sim.Start("127.0.0.1:0")
@@ -60,14 +68,13 @@ func startStack(t *testing.T) *stack {
 
 	acts, err := activities.New(activities.Config{StripeAPIBase: base, EmailAPIBase: base, HTTPTimeout: 2 * time.Second})
 	require.NoError(t, err)
-	acts.DB = pool
-	acts.Temporal = srv.Client()
+	acts.DB, acts.Temporal = pool, c
 	acts.Metrics = activities.NewMetrics(prometheus.NewRegistry())
 	acts.Failpoints, err = failpoints.Parse("")
 	require.NoError(t, err)
 
-	s := &stack{c: srv.Client(), sim: sim, pool: pool, tq: "saga-test-" + uuid.NewString()}
-	w := worker.New(s.c, s.tq, worker.Options{})
+	s := &stack{c: c, sim: sim, pool: pool, tq: tq}
+	w := worker.New(c, tq, worker.Options{})
 	Register(w)
 	w.RegisterActivity(acts)
 	require.NoError(t, w.Start())

@@ -1,4 +1,4 @@
-package workflows_test
+package workflows
 
 import (
 	"context"
@@ -11,20 +11,14 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
-	"go.temporal.io/sdk/worker"
 
 	"github.com/outflow/outflow/activities"
-	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/internal/devserver"
-	"github.com/outflow/outflow/internal/testdb"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/temporalpub"
-	"github.com/outflow/outflow/providersim"
-	"github.com/outflow/outflow/workflows"
 )
 
 // v1 and v2 OrderCreated events processed side by side, end to end: the
@@ -42,24 +36,9 @@ func TestOrderCreatedV1AndV2SideBySide(t *testing.T) {
 	defer cancel()
 	srv := devserver.Start(t, devserver.Options{})
 	c := srv.Client()
-	pool, _ := testdb.New(t)
-	sim := providersim.New(providersim.Options{})
-	base, err := sim.Start("127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = sim.Close() })
-
-	acts, err := activities.New(activities.Config{StripeAPIBase: base, EmailAPIBase: base, HTTPTimeout: 2 * time.Second})
-	require.NoError(t, err)
-	acts.DB, acts.Temporal = pool, c
-	acts.Metrics = activities.NewMetrics(prometheus.NewRegistry())
-	acts.Failpoints, err = failpoints.Parse("")
-	require.NoError(t, err)
 	tq := "side-by-side-" + uuid.NewString()
-	w := worker.New(c, tq, worker.Options{})
-	workflows.Register(w)
-	w.RegisterActivity(acts)
-	require.NoError(t, w.Start())
-	t.Cleanup(w.Stop)
+	st := startStackOn(t, c, tq)
+	pool, sim := st.pool, st.sim
 
 	pub, err := temporalpub.New(c, temporalpub.Config{TaskQueue: tq, Routes: routes.Orders()})
 	require.NoError(t, err)
@@ -110,7 +89,7 @@ func TestOrderCreatedV1AndV2SideBySide(t *testing.T) {
 		desc, err := c.DescribeWorkflow(ctx, tc.res.EventID.String(), "")
 		require.NoError(t, err)
 		var shipsTo string
-		if p, ok := desc.Memo.GetFields()[workflows.MemoShipsTo]; ok {
+		if p, ok := desc.Memo.GetFields()[MemoShipsTo]; ok {
 			require.NoError(t, converter.GetDefaultDataConverter().FromPayload(p, &shipsTo))
 		}
 		require.Equal(t, tc.shipsTo, shipsTo, "only the v2 run takes the shipping-address path")
