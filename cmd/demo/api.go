@@ -73,6 +73,11 @@ func (a *orderAPI) create(ctx context.Context, key, email, paymentMethod string)
 			{"sku": "BOOK-DDIA", "quantity": 1, "unit_amount": 4599},
 			{"sku": "STICKER-PG", "quantity": 3, "unit_amount": 250},
 		},
+		// Personal data the payload codec keeps out of Temporal's
+		// histories (docs/privacy.md), printed in the confirmation email.
+		"shipping_address": map[string]any{
+			"name": "Ada Lovelace", "line1": "12 St James's Square", "city": "London", "postal_code": "SW1Y 4LB", "country": "GB",
+		},
 	}
 	var out createdOrder
 	err := a.do(ctx, http.MethodPost, "/orders", body, map[string]string{"Idempotency-Key": key}, &out)

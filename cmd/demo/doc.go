@@ -10,10 +10,16 @@
 //     the OrderId search attribute, built from the tools module (the first
 //     build takes minutes) and persisting to .data/temporal.db;
 //   - the provider simulators, the worker, the relay and the order API, built
-//     into bin/ and started as child processes logging to .data/logs/.
+//     into bin/ and started as child processes logging to .data/logs/;
+//   - payload encryption: OUTFLOW_CODEC_KEYS if set, else a demo key made on
+//     the first run and kept in .data/codec.keys (the dev server keeps its
+//     histories across runs), and bin/codecserver on CODECSERVER_ADDR
+//     (default 127.0.0.1:8081), which the dev server's Web UI decodes
+//     through (--ui-codec-endpoint, CORS for the UI's origin).
 //
 // It then places the scripted orders, waits for each to reach its final
-// state, prints a summary table with a Temporal UI link to every workflow,
-// and keeps the stack up until Ctrl-C. With DEMO_EXIT=1 it exits after the
-// table, with status 0 only if every order matched its expectation.
+// state, prints a summary table with a Temporal UI link to every workflow
+// and how to see a history raw and decoded, and keeps the stack up until
+// Ctrl-C. With DEMO_EXIT=1 it exits after the table, with status 0 only if
+// every order matched its expectation.
 package main

@@ -77,7 +77,16 @@ func run(ctx context.Context) error {
 		say("outboxctl migrate: %s", strings.TrimSpace(lastLine(string(out))))
 	}
 
-	tmp, err := ensureTemporal(ctx, root, dataDir, say)
+	// Payload encryption is on: a demo key (kept in .data/codec.keys), and a
+	// codec server the Web UI decodes through (docs/privacy.md).
+	pc, err := demoCodecKeys(dataDir)
+	if err != nil {
+		return err
+	}
+	if pc.addr, err = codecServerAddr(); err != nil {
+		return err
+	}
+	tmp, err := ensureTemporal(ctx, root, dataDir, say, pc.endpoint())
 	if err != nil {
 		return err
 	}
@@ -85,6 +94,15 @@ func run(ctx context.Context) error {
 		st.add(func() { tmp.proc.stop(10 * time.Second) })
 	}
 	say("Temporal: %s at %s (namespace %s)", tmp.how, tmp.address, tmp.namespace)
+	uiOrigin := tmp.uiURL
+	if uiOrigin == "" {
+		uiOrigin = os.Getenv("CODECSERVER_CORS_ORIGIN")
+	}
+	if err := startCodecServer(ctx, dataDir, bin("codecserver"), pc, pg.url, uiOrigin); err != nil {
+		return err
+	}
+	st.add(func() { pc.proc.stop(5 * time.Second) })
+	say("payload encryption on (key %s: %s); codec server at %s for the CLI and the Web UI", pc.keyID, pc.how, pc.endpoint())
 
 	simPort, err := freePort()
 	if err != nil {
@@ -110,6 +128,8 @@ func run(ctx context.Context) error {
 		"EMAIL_API_KEY=re_outflow_demo",
 		"EMAIL_API_BASE=" + simURL,
 		"OUTFLOW_FAILPOINTS=",
+		"OUTFLOW_CODEC_KEYS=" + pc.keys,
+		"OUTFLOW_CODEC_KEYS_FILE=",
 	}
 	worker, err := startChild(dataDir, "worker", bin("worker"), nil, common)
 	if err != nil {
@@ -157,6 +177,9 @@ func run(ctx context.Context) error {
 		say("Temporal Web UI: %s (search: OrderId=\"<order id>\")", tmp.uiURL)
 	}
 	say("order API: http://%s   provider ledger: %s/_sim/ledger", apiAddr, simURL)
+	fmt.Println()
+	printCodecHowTo(os.Stdout, pc, tmp, tmp.cli, pg.url, results)
+	fmt.Println()
 	if exitAfter {
 		if !allOK {
 			return errors.New("some orders did not reach their expected final state (see MISMATCH lines)")
@@ -179,7 +202,7 @@ func lastLine(s string) string {
 // a second run fast.
 func buildBinaries(ctx context.Context, root string) error {
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(root, "bin")+"/",
-		"./worker", "./starter", "./cmd/orderapi", "./cmd/providersim", "./cmd/outboxctl")
+		"./worker", "./starter", "./cmd/orderapi", "./cmd/providersim", "./cmd/outboxctl", "./cmd/codecserver")
 	cmd.Dir = root
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {

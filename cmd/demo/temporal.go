@@ -18,17 +18,19 @@ type temporalServer struct {
 	uiURL     string // empty when unknown (an external cluster)
 	how       string
 	proc      *child
+	cli       string // the Temporal CLI to print in commands
 }
 
 // ensureTemporal reuses TEMPORAL_ADDRESS, else builds the Temporal CLI from
-// the tools module and starts a dev server persisting to dataDir.
-func ensureTemporal(ctx context.Context, root, dataDir string, say func(string, ...any)) (*temporalServer, error) {
+// the tools module and starts a dev server persisting to dataDir, whose Web
+// UI decodes payloads through the codec server at codecEndpoint.
+func ensureTemporal(ctx context.Context, root, dataDir string, say func(string, ...any), codecEndpoint string) (*temporalServer, error) {
 	ns := os.Getenv("TEMPORAL_NAMESPACE")
 	if ns == "" {
 		ns = "default"
 	}
 	if addr := os.Getenv("TEMPORAL_ADDRESS"); addr != "" {
-		return &temporalServer{address: addr, namespace: ns, uiURL: os.Getenv("TEMPORAL_UI_URL"), how: "TEMPORAL_ADDRESS"}, nil
+		return &temporalServer{address: addr, namespace: ns, uiURL: os.Getenv("TEMPORAL_UI_URL"), how: "TEMPORAL_ADDRESS", cli: "temporal"}, nil
 	}
 	cli, err := buildTemporalCLI(ctx, root, say)
 	if err != nil {
@@ -53,6 +55,7 @@ func ensureTemporal(ctx context.Context, root, dataDir string, say func(string, 
 		"--search-attribute", "OrderId=Keyword",
 		"--sqlite-pragma", "journal_mode=WAL", "--sqlite-pragma", "synchronous=NORMAL",
 		"--log-level", "warn",
+		"--ui-codec-endpoint", codecEndpoint,
 	}
 	say("starting the Temporal dev server on 127.0.0.1:%d (Web UI on :%d, state in %s)", port, uiPort, dbFile)
 	proc, err := startChild(dataDir, "temporal", cli, args, nil)
@@ -64,7 +67,7 @@ func ensureTemporal(ctx context.Context, root, dataDir string, say func(string, 
 		proc.stop(5 * time.Second)
 		return nil, fmt.Errorf("temporal dev server: %w (see %s)", err, proc.logPath)
 	}
-	return &temporalServer{address: addr, namespace: ns, uiURL: fmt.Sprintf("http://127.0.0.1:%d", uiPort), how: "dev server (bin/temporal)", proc: proc}, nil
+	return &temporalServer{address: addr, namespace: ns, uiURL: fmt.Sprintf("http://127.0.0.1:%d", uiPort), how: "dev server (bin/temporal)", proc: proc, cli: cli}, nil
 }
 
 // buildTemporalCLI builds bin/temporal from the tools module unless it is
