@@ -117,7 +117,7 @@ func (a *Activities) SendEmail(ctx context.Context, in SendEmailInput) (SendEmai
 		var apiErr *EmailAPIError
 		if errors.As(err, &apiErr) && !apiErr.Retryable() {
 			return SendEmailResult{}, temporal.NewNonRetryableApplicationError(
-				fmt.Sprintf("email %s to %q rejected: %v", key, in.To, err), ErrTypeEmailRejected, err)
+				fmt.Sprintf("email %s for order %s rejected: %v", key, in.OrderID, err), ErrTypeEmailRejected, err)
 		}
 		return SendEmailResult{}, fmt.Errorf("email %s: %w (retrying under the same key)", key, err)
 	}
