@@ -110,7 +110,7 @@ func dbTags(t reflect.Type) []string {
 	}
 	var tags []string
 	for i := range t.NumField() {
-		if tag, ok := t.Field(i).Tag.Lookup("db"); ok {
+		if tag, ok := t.Field(i).Tag.Lookup("db"); ok && tag != "-" {
 			tags = append(tags, tag)
 		}
 	}
@@ -197,6 +197,10 @@ type relayClaimArgs struct {
 	BatchSize   int    `db:"batch_size"`
 	LeaseMS     int64  `db:"lease_ms"`
 	MaxAttempts int    `db:"max_attempts"`
+	// MinAgeMS and HandedOff narrow a CDC sweeper's claim; zero for a
+	// polling relay.
+	MinAgeMS  int64       `db:"min_age_ms"`
+	HandedOff []uuid.UUID `db:"handed_off"`
 }
 
 // claimRow is one event RelayClaim claimed.
@@ -415,4 +419,53 @@ type cleanupBatchArgs struct {
 
 type lockKeyArgs struct {
 	LockKey int64 `db:"lock_key"`
+}
+
+// The CDC relay source's statements (cdc.sql).
+var (
+	qCDCSort             = newStmt[eventIDsArgs, cdcSortRow]("CDCSort")
+	qCDCMark             = newStmt[relayEventsArgs, uuid.UUID]("CDCMark")
+	qCDCTakeFailed       = newStmt[cdcTakeFailedArgs, cdcTakenRow]("CDCTakeFailed")
+	qCDCWALLevel         = newStmt[noArgs, string]("CDCWALLevel")
+	qCDCPublicationExist = newStmt[publicationArgs, bool]("CDCPublicationExists")
+	qCDCCreateSlot       = newStmt[slotArgs, string]("CDCCreateSlot")
+	qCDCSlot             = newStmt[slotArgs, SlotStatus]("CDCSlot")
+)
+
+type eventIDsArgs struct {
+	EventIDs []uuid.UUID `db:"event_ids"`
+}
+
+// cdcSortRow is one received event as the table has it, and what the
+// stream may do with it (see CDCSort).
+type cdcSortRow struct {
+	EventID           uuid.UUID   `db:"event_id"`
+	AggregateType     string      `db:"aggregate_type"`
+	AggregateID       string      `db:"aggregate_id"`
+	AggregateSequence int64       `db:"aggregate_sequence"`
+	EventType         string      `db:"event_type"`
+	SchemaVersion     int         `db:"schema_version"`
+	Payload           []byte      `db:"payload"`
+	OccurredAt        time.Time   `db:"occurred_at"`
+	Verdict           string      `db:"verdict"`
+	Blockers          []uuid.UUID `db:"blockers"`
+}
+
+type cdcTakeFailedArgs struct {
+	Owner    string      `db:"owner"`
+	EventIDs []uuid.UUID `db:"event_ids"`
+	LeaseMS  int64       `db:"lease_ms"`
+}
+
+type cdcTakenRow struct {
+	EventID      uuid.UUID `db:"event_id"`
+	AttemptCount int       `db:"attempt_count"`
+}
+
+type publicationArgs struct {
+	Publication string `db:"publication"`
+}
+
+type slotArgs struct {
+	SlotName string `db:"slot_name"`
 }
