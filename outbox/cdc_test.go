@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -278,4 +279,134 @@ func TestCDCWALLevelError(t *testing.T) {
 	require.ErrorIs(t, err, outbox.ErrWALLevel)
 	require.Contains(t, err.Error(), "wal_level=logical")
 	require.Contains(t, err.Error(), "wal_level=replica")
+}
+
+// TestCDCRestartResumesWithoutLoss: events committed while the relay is
+// stopped, and while a new one starts, are all published once the new one
+// runs, and its slot position passes them.
+func TestCDCRestartResumesWithoutLoss(t *testing.T) {
+	t.Parallel()
+	b := setupCDC(t, nil)
+	slot := testSlot(t)
+	first := b.newCDC(t, outbox.CDCConfig{Slot: slot})
+	stop := runCDC(t, first)
+	waitStreaming(t, b.pool, first)
+	var all []outbox.Event
+	for i := range 10 {
+		all = append(all, enqueue(t, b.pool, mustEvent(t, fmt.Sprintf("o-%d", i), "Created"))...)
+	}
+	eventually(t, 20*time.Second, func() bool { return published(b.pool, ids(all)...) }, "first relay publishes")
+	stop()
+	before := confirmedLSN(t, b.pool, slot)
+
+	var whileDown []outbox.Event
+	for i := range 10 {
+		whileDown = append(whileDown, enqueue(t, b.pool, mustEvent(t, fmt.Sprintf("o-%d", i), "Cancelled"))...)
+	}
+	end := currentLSN(t, b.pool)
+	second := b.newCDC(t, outbox.CDCConfig{Slot: slot})
+	runCDC(t, second)
+	eventually(t, 20*time.Second, func() bool { return published(b.pool, ids(whileDown)...) }, "events committed while down published")
+	eventually(t, 10*time.Second, func() bool { return confirmedLSN(t, b.pool, slot) >= end }, "the slot resumes past them")
+	require.Greater(t, end, before)
+	acked := b.rec.ackedIDs()
+	for _, e := range append(all, whileDown...) {
+		require.GreaterOrEqual(t, acked[e.ID], 1, "event %s lost", e.ID)
+	}
+}
+
+// TestCDCMissingSlotIsRecreatedAndBackfilled: a slot dropped while no relay
+// streams it loses the position of what was committed meanwhile; the relay
+// creates a new slot and backfills those events by polling before it
+// streams.
+func TestCDCMissingSlotIsRecreatedAndBackfilled(t *testing.T) {
+	t.Parallel()
+	b := setupCDC(t, nil)
+	slot := testSlot(t)
+	first := b.newCDC(t, outbox.CDCConfig{Slot: slot})
+	stop := runCDC(t, first)
+	waitStreaming(t, b.pool, first)
+	stop()
+	eventually(t, 10*time.Second, func() bool {
+		// The walsender may outlive the relay's connection by a moment.
+		_, err := b.pool.Exec(context.Background(), "SELECT pg_drop_replication_slot($1)", slot)
+		return err == nil
+	}, "slot dropped")
+	var lost []outbox.Event
+	for i := range 10 {
+		lost = append(lost, enqueue(t, b.pool, mustEvent(t, fmt.Sprintf("o-%d", i), "Created"))...)
+	}
+	second := b.newCDC(t, outbox.CDCConfig{Slot: slot, Grace: time.Hour})
+	runCDC(t, second)
+	eventually(t, 20*time.Second, func() bool { return published(b.pool, ids(lost)...) }, "the backfill publishes what no slot kept")
+	waitStreaming(t, b.pool, second)
+	later := enqueue(t, b.pool, mustEvent(t, "o-later", "Created"))
+	eventually(t, 20*time.Second, func() bool { return published(b.pool, ids(later)...) }, "then the new slot streams")
+}
+
+// TestCDCHandsOffOrdersWithAnUnpublishedPredecessor: an order whose first
+// event failed (in backoff with the sweeper) keeps its second event off the
+// stream: the second is published only after the first, by the polling path,
+// while other orders flow.
+func TestCDCHandsOffOrdersWithAnUnpublishedPredecessor(t *testing.T) {
+	t.Parallel()
+	lc := newLaneChecker()
+	var failFirst atomic.Int32
+	failFirst.Store(3)
+	b := setupCDC(t, func(ctx context.Context, e outbox.Event) error {
+		lc.enter(e)
+		if e.AggregateID == "stuck" && e.Sequence == 1 && failFirst.Add(-1) >= 0 {
+			lc.leave(e, false)
+			return errFlaky
+		}
+		if e.AggregateID == "stuck" && e.Sequence == 2 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		lc.leave(e, true)
+		return nil
+	})
+	r := b.newCDC(t, outbox.CDCConfig{Grace: time.Hour, RelayConfig: outbox.RelayConfig{RetryBase: 200 * time.Millisecond, RetryMax: 300 * time.Millisecond}})
+	runCDC(t, r)
+	waitStreaming(t, b.pool, r)
+
+	first := enqueue(t, b.pool, mustEvent(t, "stuck", "Created"))
+	eventually(t, 10*time.Second, func() bool { return readRow(t, b.pool, first[0].ID).Attempts >= 1 }, "the first publish fails and is recorded")
+	second := enqueue(t, b.pool, mustEvent(t, "stuck", "Cancelled"))
+	other := enqueue(t, b.pool, mustEvent(t, "other", "Created"))
+	eventually(t, 10*time.Second, func() bool { return published(b.pool, ids(other)...) }, "other orders flow")
+	eventually(t, 20*time.Second, func() bool { return published(b.pool, first[0].ID, second[0].ID) }, "the stuck order drains through the sweeper")
+	lc.mu.Lock()
+	defer lc.mu.Unlock()
+	require.Empty(t, lc.errs)
+	require.GreaterOrEqual(t, readRow(t, b.pool, first[0].ID).Attempts, 2, "retried by the polling path")
+	require.Equal(t, 1, b.rec.callsFor(second[0].ID), "the second event waited for the first")
+}
+
+// TestCDCQuarantinesPoisonEvents: a permanent failure is quarantined at once,
+// as in poll mode, and holds its order's later event back until an operator
+// skips it; then the later event flows.
+func TestCDCQuarantinesPoisonEvents(t *testing.T) {
+	t.Parallel()
+	b := setupCDC(t, func(ctx context.Context, e outbox.Event) error {
+		if e.Type == "Poison" {
+			return outbox.Permanent(errors.New("no workflow for Poison"))
+		}
+		return nil
+	})
+	r := b.newCDC(t, outbox.CDCConfig{Grace: time.Hour})
+	runCDC(t, r)
+	waitStreaming(t, b.pool, r)
+	poison := enqueue(t, b.pool, mustEvent(t, "p", "Poison"))
+	eventually(t, 10*time.Second, func() bool { return quarantined(b.pool, poison[0].ID) }, "poison quarantined")
+	row := readRow(t, b.pool, poison[0].ID)
+	require.Equal(t, 1, row.Attempts)
+	require.Contains(t, *row.LastError, "no workflow for Poison")
+	next := enqueue(t, b.pool, mustEvent(t, "p", "Cancelled"))
+	fine := enqueue(t, b.pool, mustEvent(t, "q", "Created"))
+	eventually(t, 10*time.Second, func() bool { return published(b.pool, ids(fine)...) }, "other orders flow")
+	require.Zero(t, b.rec.callsFor(next[0].ID), "held back behind the quarantined event")
+
+	_, err := outbox.Skip(context.Background(), b.pool, poison[0].ID, "poison", "test")
+	require.NoError(t, err)
+	eventually(t, 20*time.Second, func() bool { return published(b.pool, ids(next)...) }, "after the skip the later event flows")
 }
