@@ -60,6 +60,7 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		defer temporal.Stop()
+		defer testdb.StopLogical()
 		return m.Run()
 	}())
 }
