@@ -30,14 +30,14 @@ FROM outbox_events e
 WHERE e.event_id = ANY(@event_ids::uuid[]);
 
 -- name: CDCMark :many
--- Marks the events @event_ids that the stream of @owner published. Not
--- fenced by a lease (the stream holds none): an event the sweeper published
--- too keeps its first mark, and the sweeper's later mark of it changes
--- nothing. claimed_by records who published it, as RelayMark's does.
+-- Marks the events @event_ids that the stream published. Not fenced by a
+-- lease (the stream holds none): an event the sweeper published too keeps
+-- its first mark, and the sweeper's later mark of it changes nothing. Only
+-- published_at is written: claimed_by stays NULL on an event the stream
+-- published (the stream claims nothing, and writing its name would grow
+-- every row version this update writes to the WAL).
 UPDATE outbox_events
-SET published_at = now(),
-    claimed_by   = @owner,
-    claim_until  = NULL
+SET published_at = now()
 WHERE event_id = ANY(@event_ids::uuid[])
   AND published_at IS NULL
 RETURNING event_id;

@@ -54,7 +54,7 @@ func (s *stream) mark(bk context.Context, events []*cdcEvent) {
 		ids[i] = e.ID
 	}
 	ctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
-	marked, err := qCDCMark.all(ctx, s.c.pool, relayEventsArgs{Owner: s.c.cfg.Owner, EventIDs: ids})
+	marked, err := qCDCMark.all(ctx, s.c.pool, eventIDsArgs{EventIDs: ids})
 	cancel()
 	if err != nil {
 		s.c.cfg.Logger.Error("outbox cdc: marking acknowledged events failed; the sweeper publishes them again after the grace period",

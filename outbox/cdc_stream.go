@@ -327,13 +327,54 @@ func (s *stream) sortLoop(ctx, bk context.Context) error {
 		for _, t := range batch {
 			ids = append(ids, t.ids...)
 		}
-		qctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
-		rows, err := qCDCSort.all(qctx, s.c.pool, eventIDsArgs{EventIDs: ids})
-		cancel()
+		rows, err := s.sort(ctx, bk, ids)
 		if err != nil {
-			return fmt.Errorf("outbox cdc: sort %d received events: %w", len(ids), err)
+			return err
 		}
 		s.dispatch(batch, rows)
+	}
+}
+
+// sortRetries bound how long sort waits for received events to become
+// visible: about a second in all.
+const sortRetries = 10
+
+// sort runs CDCSort on ids. The log can deliver a commit a moment before
+// the transaction is visible to other snapshots (the commit record is
+// written, then the transaction leaves the proc array), so an event that
+// the statement does not return is asked for again, a few times with a
+// doubling pause from 1ms. One still missing after that was deleted
+// (cleanup of a long-published event) and is settled as such by dispatch;
+// were it only invisible, the sweeper would take it after Grace.
+func (s *stream) sort(ctx, bk context.Context, ids []uuid.UUID) ([]cdcSortRow, error) {
+	var rows []cdcSortRow
+	pause := time.Millisecond
+	for attempt := 0; ; attempt++ {
+		qctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
+		got, err := qCDCSort.all(qctx, s.c.pool, eventIDsArgs{EventIDs: ids})
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("outbox cdc: sort %d received events: %w", len(ids), err)
+		}
+		rows = append(rows, got...)
+		if len(got) == len(ids) || attempt == sortRetries {
+			return rows, nil
+		}
+		found := make(map[uuid.UUID]bool, len(got))
+		for _, r := range got {
+			found[r.EventID] = true
+		}
+		missing := ids[:0:0]
+		for _, id := range ids {
+			if !found[id] {
+				missing = append(missing, id)
+			}
+		}
+		ids = missing
+		if !sleep(ctx, pause) {
+			return rows, nil
+		}
+		pause *= 2
 	}
 }
 

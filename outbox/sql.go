@@ -424,7 +424,7 @@ type lockKeyArgs struct {
 // The CDC relay source's statements (cdc.sql).
 var (
 	qCDCSort             = newStmt[eventIDsArgs, cdcSortRow]("CDCSort")
-	qCDCMark             = newStmt[relayEventsArgs, uuid.UUID]("CDCMark")
+	qCDCMark             = newStmt[eventIDsArgs, uuid.UUID]("CDCMark")
 	qCDCTakeFailed       = newStmt[cdcTakeFailedArgs, cdcTakenRow]("CDCTakeFailed")
 	qCDCWALLevel         = newStmt[noArgs, string]("CDCWALLevel")
 	qCDCPublicationExist = newStmt[publicationArgs, bool]("CDCPublicationExists")
