@@ -55,14 +55,23 @@ func run(ctx context.Context) error {
 	var st stack
 	defer st.stopAll()
 
-	pg, err := ensurePostgres(ctx, dataDir, say)
+	source := os.Getenv("OUTFLOW_RELAY_SOURCE")
+	switch source {
+	case "":
+		source = "poll"
+	case "poll", "cdc":
+	default:
+		return fmt.Errorf("OUTFLOW_RELAY_SOURCE=%q: want poll (the default) or cdc", source)
+	}
+	pg, err := ensurePostgres(ctx, dataDir, source == "cdc", say)
 	if err != nil {
 		return err
 	}
-	if pg.stop != nil {
-		st.add(pg.stop)
+	if pg.Stop != nil {
+		st.add(pg.Stop)
 	}
-	say("PostgreSQL: %s", pg.how)
+	say("PostgreSQL: %s", pg.How)
+	say("relay source: %s (OUTFLOW_RELAY_SOURCE)", source)
 
 	say("building outflow's binaries into bin/")
 	if err := buildBinaries(ctx, root); err != nil {
@@ -70,7 +79,7 @@ func run(ctx context.Context) error {
 	}
 	bin := func(name string) string { return filepath.Join(root, "bin", name) }
 	migrate := exec.CommandContext(ctx, bin("outboxctl"), "migrate")
-	migrate.Env = append(os.Environ(), "DATABASE_URL="+pg.url)
+	migrate.Env = append(os.Environ(), "DATABASE_URL="+pg.URL)
 	if out, err := migrate.CombinedOutput(); err != nil {
 		return fmt.Errorf("outboxctl migrate: %v\n%s", err, out)
 	} else {
@@ -102,7 +111,7 @@ func run(ctx context.Context) error {
 	say("provider simulators (Stripe-compatible payments, Resend-compatible email) at %s", simURL)
 
 	common := []string{
-		"DATABASE_URL=" + pg.url,
+		"DATABASE_URL=" + pg.URL,
 		"TEMPORAL_ADDRESS=" + tmp.address,
 		"TEMPORAL_NAMESPACE=" + tmp.namespace,
 		"STRIPE_API_KEY=sk_test_outflow_demo",
@@ -110,6 +119,7 @@ func run(ctx context.Context) error {
 		"EMAIL_API_KEY=re_outflow_demo",
 		"EMAIL_API_BASE=" + simURL,
 		"OUTFLOW_FAILPOINTS=",
+		"OUTFLOW_RELAY_SOURCE=" + source,
 	}
 	worker, err := startChild(dataDir, "worker", bin("worker"), nil, common)
 	if err != nil {

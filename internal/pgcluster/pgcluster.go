@@ -160,6 +160,8 @@ func Ping(ctx context.Context, url string) error {
 	return conn.Ping(ctx)
 }
 
+func parseURL(url string) (*pgx.ConnConfig, error) { return pgx.ParseConfig(url) }
+
 // WALLevel returns the wal_level of the server at url.
 func WALLevel(ctx context.Context, url string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
