@@ -415,19 +415,6 @@ func (s *stream) dispatch(batch []*cdcTxn, rows []cdcSortRow) {
 	}
 }
 
-func (r cdcSortRow) event() Event {
-	return Event{
-		ID:            r.EventID,
-		AggregateType: r.AggregateType,
-		AggregateID:   r.AggregateID,
-		Sequence:      r.AggregateSequence,
-		Type:          r.EventType,
-		SchemaVersion: r.SchemaVersion,
-		Payload:       r.Payload,
-		OccurredAt:    r.OccurredAt,
-	}
-}
-
 // work publishes ready lane heads until the lanes close.
 func (s *stream) work(ctx, bk context.Context) {
 	for {

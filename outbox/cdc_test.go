@@ -61,25 +61,12 @@ func testSlot(t *testing.T) string {
 	return fmt.Sprintf("outflow_test_%d_%s", slotSeq.Add(1), strings.ReplaceAll(uuid.NewString(), "-", "")[:8])
 }
 
-// runCDC starts r.Run and returns a function that stops it and waits.
-func runCDC(t *testing.T, r *outbox.CDCRelay) (stop func()) {
+// startStreaming runs a CDC relay and waits until it streams.
+func (b *testBundle) startStreaming(t *testing.T, cfg outbox.CDCConfig) (stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				require.NoError(t, err)
-			case <-time.After(30 * time.Second):
-				t.Errorf("cdc relay %s did not stop within 30s", r.Owner())
-			}
-		})
-	}
-	t.Cleanup(stop)
+	r := b.newCDC(t, cfg)
+	stop = run(t, r)
+	waitStreaming(t, b.pool, r)
 	return stop
 }
 
@@ -174,7 +161,7 @@ func TestCDCPublishesInterleavedOrdersInOrder(t *testing.T) {
 	})
 	reg := prometheus.NewRegistry()
 	r := b.newCDC(t, outbox.CDCConfig{RelayConfig: outbox.RelayConfig{Registerer: reg, MaxInFlight: 8, GaugeInterval: 50 * time.Millisecond}})
-	runCDC(t, r)
+	run(t, r)
 	waitStreaming(t, b.pool, r)
 
 	const orders, steps = 40, 5
@@ -241,7 +228,7 @@ func TestCDCWatermarkWaitsForTheSlowestPublish(t *testing.T) {
 		return nil
 	})
 	r := b.newCDC(t, outbox.CDCConfig{RelayConfig: outbox.RelayConfig{Lease: time.Minute, PublishTimeout: 30 * time.Second}})
-	runCDC(t, r)
+	run(t, r)
 	slot := r.Config().Slot
 	waitStreaming(t, b.pool, r)
 
@@ -288,9 +275,7 @@ func TestCDCRestartResumesWithoutLoss(t *testing.T) {
 	t.Parallel()
 	b := setupCDC(t, nil)
 	slot := testSlot(t)
-	first := b.newCDC(t, outbox.CDCConfig{Slot: slot})
-	stop := runCDC(t, first)
-	waitStreaming(t, b.pool, first)
+	stop := b.startStreaming(t, outbox.CDCConfig{Slot: slot})
 	var all []outbox.Event
 	for i := range 10 {
 		all = append(all, enqueue(t, b.pool, mustEvent(t, fmt.Sprintf("o-%d", i), "Created"))...)
@@ -305,7 +290,7 @@ func TestCDCRestartResumesWithoutLoss(t *testing.T) {
 	}
 	end := currentLSN(t, b.pool)
 	second := b.newCDC(t, outbox.CDCConfig{Slot: slot})
-	runCDC(t, second)
+	run(t, second)
 	eventually(t, 20*time.Second, func() bool { return published(b.pool, ids(whileDown)...) }, "events committed while down published")
 	eventually(t, 10*time.Second, func() bool { return confirmedLSN(t, b.pool, slot) >= end }, "the slot resumes past them")
 	require.Greater(t, end, before)
@@ -323,9 +308,7 @@ func TestCDCMissingSlotIsRecreatedAndBackfilled(t *testing.T) {
 	t.Parallel()
 	b := setupCDC(t, nil)
 	slot := testSlot(t)
-	first := b.newCDC(t, outbox.CDCConfig{Slot: slot})
-	stop := runCDC(t, first)
-	waitStreaming(t, b.pool, first)
+	stop := b.startStreaming(t, outbox.CDCConfig{Slot: slot})
 	stop()
 	eventually(t, 10*time.Second, func() bool {
 		// The walsender may outlive the relay's connection by a moment.
@@ -337,7 +320,7 @@ func TestCDCMissingSlotIsRecreatedAndBackfilled(t *testing.T) {
 		lost = append(lost, enqueue(t, b.pool, mustEvent(t, fmt.Sprintf("o-%d", i), "Created"))...)
 	}
 	second := b.newCDC(t, outbox.CDCConfig{Slot: slot, Grace: time.Hour})
-	runCDC(t, second)
+	run(t, second)
 	eventually(t, 20*time.Second, func() bool { return published(b.pool, ids(lost)...) }, "the backfill publishes what no slot kept")
 	waitStreaming(t, b.pool, second)
 	later := enqueue(t, b.pool, mustEvent(t, "o-later", "Created"))
@@ -366,7 +349,7 @@ func TestCDCHandsOffOrdersWithAnUnpublishedPredecessor(t *testing.T) {
 		return nil
 	})
 	r := b.newCDC(t, outbox.CDCConfig{Grace: time.Hour, RelayConfig: outbox.RelayConfig{RetryBase: 200 * time.Millisecond, RetryMax: 300 * time.Millisecond}})
-	runCDC(t, r)
+	run(t, r)
 	waitStreaming(t, b.pool, r)
 
 	first := enqueue(t, b.pool, mustEvent(t, "stuck", "Created"))
@@ -394,7 +377,7 @@ func TestCDCQuarantinesPoisonEvents(t *testing.T) {
 		return nil
 	})
 	r := b.newCDC(t, outbox.CDCConfig{Grace: time.Hour})
-	runCDC(t, r)
+	run(t, r)
 	waitStreaming(t, b.pool, r)
 	poison := enqueue(t, b.pool, mustEvent(t, "p", "Poison"))
 	eventually(t, 10*time.Second, func() bool { return quarantined(b.pool, poison[0].ID) }, "poison quarantined")

@@ -137,19 +137,7 @@ func claimArgs(owner string, cfg *RelayConfig) relayClaimArgs {
 }
 
 func (c claimRow) claimed() claimed {
-	return claimed{
-		Event: Event{
-			ID:            c.EventID,
-			AggregateType: c.AggregateType,
-			AggregateID:   c.AggregateID,
-			Sequence:      c.AggregateSequence,
-			Type:          c.EventType,
-			SchemaVersion: c.SchemaVersion,
-			Payload:       c.Payload,
-			OccurredAt:    c.OccurredAt,
-			Replay:        c.Replay,
-		},
-		attempt:  c.AttemptCount,
-		tookOver: c.TookOver,
-	}
+	e := c.event()
+	e.Replay = c.Replay
+	return claimed{Event: e, attempt: c.AttemptCount, tookOver: c.TookOver}
 }

@@ -110,8 +110,11 @@ func dbTags(t reflect.Type) []string {
 	}
 	var tags []string
 	for i := range t.NumField() {
-		if tag, ok := t.Field(i).Tag.Lookup("db"); ok && tag != "-" {
+		f := t.Field(i)
+		if tag, ok := f.Tag.Lookup("db"); ok && tag != "-" {
 			tags = append(tags, tag)
+		} else if !ok && f.Anonymous {
+			tags = append(tags, dbTags(f.Type)...) // pgx flattens an embedded struct
 		}
 	}
 	return tags
@@ -203,8 +206,10 @@ type relayClaimArgs struct {
 	HandedOff []uuid.UUID `db:"handed_off"`
 }
 
-// claimRow is one event RelayClaim claimed.
-type claimRow struct {
+// eventRow is an event's own columns, as a statement that hands events to
+// a publisher returns them; embedded in claimRow and cdcSortRow (pgx reads
+// an embedded struct's fields as the row's).
+type eventRow struct {
 	EventID           uuid.UUID `db:"event_id"`
 	AggregateType     string    `db:"aggregate_type"`
 	AggregateID       string    `db:"aggregate_id"`
@@ -213,9 +218,27 @@ type claimRow struct {
 	SchemaVersion     int       `db:"schema_version"`
 	Payload           []byte    `db:"payload"`
 	OccurredAt        time.Time `db:"occurred_at"`
-	AttemptCount      int       `db:"attempt_count"`
-	TookOver          bool      `db:"took_over"`
-	Replay            bool      `db:"replay"`
+}
+
+func (r eventRow) event() Event {
+	return Event{
+		ID:            r.EventID,
+		AggregateType: r.AggregateType,
+		AggregateID:   r.AggregateID,
+		Sequence:      r.AggregateSequence,
+		Type:          r.EventType,
+		SchemaVersion: r.SchemaVersion,
+		Payload:       r.Payload,
+		OccurredAt:    r.OccurredAt,
+	}
+}
+
+// claimRow is one event RelayClaim claimed.
+type claimRow struct {
+	eventRow
+	AttemptCount int  `db:"attempt_count"`
+	TookOver     bool `db:"took_over"`
+	Replay       bool `db:"replay"`
 }
 
 // relayEventsArgs are some events of the relay called Owner.
@@ -439,16 +462,9 @@ type eventIDsArgs struct {
 // cdcSortRow is one received event as the table has it, and what the
 // stream may do with it (see CDCSort).
 type cdcSortRow struct {
-	EventID           uuid.UUID   `db:"event_id"`
-	AggregateType     string      `db:"aggregate_type"`
-	AggregateID       string      `db:"aggregate_id"`
-	AggregateSequence int64       `db:"aggregate_sequence"`
-	EventType         string      `db:"event_type"`
-	SchemaVersion     int         `db:"schema_version"`
-	Payload           []byte      `db:"payload"`
-	OccurredAt        time.Time   `db:"occurred_at"`
-	Verdict           string      `db:"verdict"`
-	Blockers          []uuid.UUID `db:"blockers"`
+	eventRow
+	Verdict  string      `db:"verdict"`
+	Blockers []uuid.UUID `db:"blockers"`
 }
 
 type cdcTakeFailedArgs struct {

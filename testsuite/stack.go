@@ -193,13 +193,7 @@ func NewStackWith(t testing.TB, env *Env, o StackOptions) *Stack {
 		}
 	}
 	url := testdb.NewURLOn(t, admin)
-	pctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	pool, err := pgxpool.New(pctx, url)
-	cancel()
-	if err != nil {
-		t.Fatalf("testsuite: connect: %v", err)
-	}
-	t.Cleanup(pool.Close)
+	pool := testdb.Open(t, url)
 	port, err := FreePort()
 	if err != nil {
 		t.Fatal(err)

@@ -331,30 +331,16 @@ func walLSN(ctx context.Context, db *pgxpool.Pool) (pglogrepl.LSN, error) {
 	return pglogrepl.ParseLSN(s)
 }
 
-// settledTupleChanges reads n_tup_upd + n_tup_del of outbox_events once two
-// readings in a row agree (exited backends flush their statistics a moment
-// later).
+// settledTupleChanges reads n_tup_upd + n_tup_del of outbox_events once
+// the statistics have settled.
 func settledTupleChanges(ctx context.Context, db *pgxpool.Pool) (int64, error) {
-	var last int64 = -1
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	return settled(ctx, func() (int64, error) {
 		var n int64
-		// A new connection each time: a backend caches what it read of the
-		// statistics for its transaction.
+		// A transaction of its own each time: a backend keeps what it read
+		// of the statistics until its transaction ends.
 		err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 			return tx.QueryRow(ctx, queries.Get("OutboxTupleChanges")).Scan(&n)
 		})
-		if err != nil {
-			return 0, err
-		}
-		if n == last || time.Now().After(deadline) {
-			return n, nil
-		}
-		last = n
-		select {
-		case <-ctx.Done():
-			return 0, ctx.Err()
-		case <-time.After(700 * time.Millisecond):
-		}
-	}
+		return n, err
+	})
 }

@@ -44,14 +44,7 @@ func Logical(t testing.TB) string {
 func NewLogical(t testing.TB) (*pgxpool.Pool, string) {
 	t.Helper()
 	url := NewURLOn(t, Logical(t))
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		t.Fatalf("testdb: connect: %v", err)
-	}
-	t.Cleanup(pool.Close)
-	return pool, url
+	return Open(t, url), url
 }
 
 // StopLogical stops the [Logical] server if this process started one.

@@ -53,6 +53,12 @@ var (
 func New(t testing.TB) (*pgxpool.Pool, string) {
 	t.Helper()
 	url := NewURL(t)
+	return Open(t, url), url
+}
+
+// Open connects to url for t and closes the pool when t ends.
+func Open(t testing.TB, url string) *pgxpool.Pool {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	pool, err := pgxpool.New(ctx, url)
@@ -60,7 +66,7 @@ func New(t testing.TB) (*pgxpool.Pool, string) {
 		t.Fatalf("testdb: connect: %v", err)
 	}
 	t.Cleanup(pool.Close)
-	return pool, url
+	return pool
 }
 
 // NewURL creates a migrated database for t and returns only its URL, for
