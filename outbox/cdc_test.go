@@ -227,7 +227,9 @@ func TestCDCWatermarkWaitsForTheSlowestPublish(t *testing.T) {
 		}
 		return nil
 	})
-	r := b.newCDC(t, outbox.CDCConfig{RelayConfig: outbox.RelayConfig{Lease: time.Minute, PublishTimeout: 30 * time.Second}})
+	reg := prometheus.NewRegistry()
+	r := b.newCDC(t, outbox.CDCConfig{RelayConfig: outbox.RelayConfig{Lease: time.Minute, PublishTimeout: 30 * time.Second,
+		Registerer: reg, GaugeInterval: 50 * time.Millisecond}})
 	run(t, r)
 	slot := r.Config().Slot
 	waitStreaming(t, b.pool, r)
@@ -248,11 +250,50 @@ func TestCDCWatermarkWaitsForTheSlowestPublish(t *testing.T) {
 		require.Less(t, confirmedLSN(t, b.pool, slot), afterSlow, "the confirmed position passed an unacknowledged event")
 	}
 	require.False(t, published(b.pool, slow.ID))
+	// The gauges see the stuck position: its age, the WAL behind it.
+	eventually(t, 10*time.Second, func() bool {
+		lag, err1 := gathered(reg, "outbox_cdc_slot_lag_seconds")
+		bytes, err2 := gathered(reg, "outbox_cdc_slot_lag_bytes")
+		retained, err3 := gathered(reg, "outbox_cdc_wal_retained_bytes")
+		return err1 == nil && err2 == nil && err3 == nil && lag > 0.1 && bytes > 0 && retained >= bytes
+	}, "slot gauges report the lag")
+	limit, err := gathered(reg, "outbox_cdc_max_slot_wal_keep_size_bytes")
+	require.NoError(t, err)
+	require.Equal(t, -1.0, limit, "the test server sets no max_slot_wal_keep_size")
 
 	close(release)
 	end := currentLSN(t, b.pool)
 	eventually(t, 20*time.Second, func() bool { return published(b.pool, slow.ID) }, "slow event published")
 	eventually(t, 10*time.Second, func() bool { return confirmedLSN(t, b.pool, slot) >= end }, "the position passes everything once settled")
+	eventually(t, 10*time.Second, func() bool {
+		lag, err := gathered(reg, "outbox_cdc_slot_lag_seconds")
+		return err == nil && lag == 0
+	}, "caught up, the lag gauge drops to zero")
+}
+
+// TestCDCStandbyTakesOver: a second relay on the same slot stands by while
+// the first streams (PostgreSQL lets one session stream a slot), and streams
+// once the first stops; nothing committed in between is lost.
+func TestCDCStandbyTakesOver(t *testing.T) {
+	t.Parallel()
+	b := setupCDC(t, nil)
+	slot := testSlot(t)
+	active := b.newCDC(t, outbox.CDCConfig{Slot: slot})
+	stopActive := run(t, active)
+	waitStreaming(t, b.pool, active)
+	standby := b.newCDC(t, outbox.CDCConfig{Slot: slot})
+	run(t, standby)
+	first := enqueue(t, b.pool, mustEvent(t, "a", "Created"))
+	eventually(t, 10*time.Second, func() bool { return published(b.pool, ids(first)...) }, "the active relay publishes")
+	var n int
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM pg_stat_replication WHERE application_name = $1`, outbox.CDCApplicationName(standby.Owner())).Scan(&n))
+	require.Zero(t, n, "the standby does not stream while the active relay does")
+
+	stopActive()
+	second := enqueue(t, b.pool, mustEvent(t, "a", "Cancelled"))
+	waitStreaming(t, b.pool, standby)
+	eventually(t, 20*time.Second, func() bool { return published(b.pool, ids(second)...) }, "the standby takes over")
 }
 
 // TestCDCWALLevelError: on a server without wal_level=logical the relay
