@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -237,6 +238,7 @@ func (c *CDCRelay) Run(ctx context.Context) error {
 	}
 
 	failures := 0
+	standingBy := false
 	for ctx.Err() == nil {
 		streamed, err := c.session(ctx)
 		if ctx.Err() != nil {
@@ -249,11 +251,23 @@ func (c *CDCRelay) Run(ctx context.Context) error {
 		delay := c.cfg.StandbyRetry
 		switch {
 		case errors.Is(err, errSlotActive):
-			c.cfg.Logger.Info("outbox cdc: another relay streams the slot; standing by", "owner", c.cfg.Owner, "slot", c.cfg.Slot, "retry_in", delay)
+			// Said once when it begins, not at every retry.
+			level := slog.LevelDebug
+			if !standingBy {
+				level = slog.LevelInfo
+			}
+			c.cfg.Logger.Log(ctx, level, "outbox cdc: another relay streams the slot; standing by until it stops",
+				"owner", c.cfg.Owner, "slot", c.cfg.Slot, "retry_every", delay)
+			standingBy = true
+			if !sleep(ctx, delay) {
+				return nil
+			}
+			continue
 		default:
 			delay = max(delay, errorBackoff.Delay(failures))
 			c.cfg.Logger.Error("outbox cdc: streaming session ended; starting again", "owner", c.cfg.Owner, "slot", c.cfg.Slot, "retry_in", delay, "error", err)
 		}
+		standingBy = false
 		if !sleep(ctx, delay) {
 			break
 		}
