@@ -336,19 +336,23 @@ func (s *stream) sortLoop(ctx, bk context.Context) error {
 }
 
 // sortRetries bound how long sort waits for received events to become
-// visible: about a second in all.
-const sortRetries = 10
+// visible: pauses doubling from sortPause, about 1.6 seconds in all.
+const (
+	sortRetries = 13
+	sortPause   = 200 * time.Microsecond
+)
 
 // sort runs CDCSort on ids. The log can deliver a commit a moment before
 // the transaction is visible to other snapshots (the commit record is
 // written, then the transaction leaves the proc array), so an event that
 // the statement does not return is asked for again, a few times with a
-// doubling pause from 1ms. One still missing after that was deleted
+// doubling pause from sortPause (the gap is usually microseconds, but a
+// committing backend descheduled on a busy machine can stretch it). One still missing after that was deleted
 // (cleanup of a long-published event) and is settled as such by dispatch;
 // were it only invisible, the sweeper would take it after Grace.
 func (s *stream) sort(ctx, bk context.Context, ids []uuid.UUID) ([]cdcSortRow, error) {
 	var rows []cdcSortRow
-	pause := time.Millisecond
+	pause := sortPause
 	for attempt := 0; ; attempt++ {
 		qctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
 		got, err := qCDCSort.all(qctx, s.c.pool, eventIDsArgs{EventIDs: ids})
