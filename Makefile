@@ -73,10 +73,13 @@ clean:
 demo:
 	$(GO) run ./cmd/demo
 
-## soak: the chaos soak alone, for as long as DURATION (default 10m).
+## soak: the chaos soak alone, for as long as DURATION (default 10m), with the
+## polling relay source; SOAK_SOURCE=cdc for the cdc source's soak.
 DURATION ?= 10m
+SOAK_SOURCE ?= poll
+SOAK_TEST = $(if $(filter cdc,$(SOAK_SOURCE)),TestChaosSoakCDC,TestChaosSoak)
 soak: $(TEMPORAL)
-	OUTFLOW_SOAK_DURATION=$(DURATION) $(GO) test -count=1 -timeout 0 -run '^TestChaosSoak$$' -v ./testsuite/
+	OUTFLOW_SOAK_DURATION=$(DURATION) $(GO) test -count=1 -timeout 0 -run '^$(SOAK_TEST)$$' -v ./testsuite/
 
 ## bench: outflow's relay figures beside same-run baselines (docs/performance.md). Uses
 ## DATABASE_URL and TEMPORAL_ADDRESS, starts nothing. BENCH_FLAGS=-quick for a short run.

@@ -41,6 +41,9 @@ const (
 	ActivityEmailAfterProvider   = "activity.email.after_provider"
 	ConsumerAfterCommit          = "consumer.after_commit"
 	CleanupMidBatch              = "cleanup.mid_batch"
+	CDCAfterReceive              = "cdc.after_receive"
+	CDCAfterPublish              = "cdc.after_publish"
+	CDCBeforeConfirm             = "cdc.before_confirm"
 )
 
 // Names lists every failpoint the code knows.
@@ -49,6 +52,7 @@ var Names = []string{
 	RelayAfterClaim, RelayAfterPublish, RelayBeforeMarkCommit,
 	ActivityPaymentAfterProvider, ActivityRefundAfterProvider, ActivityEmailAfterProvider,
 	ConsumerAfterCommit, CleanupMidBatch,
+	CDCAfterReceive, CDCAfterPublish, CDCBeforeConfirm,
 }
 
 // ErrInjected is wrapped by the error an "error" failpoint returns.

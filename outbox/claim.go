@@ -31,7 +31,10 @@ type batchSender interface {
 // returns them with the lease's local deadline. The transaction costs two
 // round trips, BEGIN and the claim pipelined in the first, the
 // verification and COMMIT in the second.
-func (r *Relay) claim(ctx context.Context) ([]claimed, lease, error) {
+//
+// all makes a CDC relay's sweeper claim like a polling relay, young events
+// included (its backfill); a polling relay ignores it.
+func (r *Relay) claim(ctx context.Context, all bool) ([]claimed, lease, error) {
 	// The local deadline is measured from before the statement is sent, so it
 	// ends no later than claim_until, which the database computes from its
 	// own now() at claim time.
@@ -43,7 +46,7 @@ func (r *Relay) claim(ctx context.Context) ([]claimed, lease, error) {
 	// A connection an error left inside the transaction is closed rather
 	// than reused (pgxpool checks), which rolls the claim back.
 	defer conn.Release()
-	batch, err := r.claimOn(ctx, conn.Conn(), true)
+	batch, err := r.claimOn(ctx, conn.Conn(), true, all)
 	if err != nil {
 		return nil, l, err
 	}
@@ -53,13 +56,17 @@ func (r *Relay) claim(ctx context.Context) ([]claimed, lease, error) {
 // claimOn runs the claim's statements on c. own says whether c is outside
 // any transaction, so that the claim begins and commits its own; otherwise
 // c's transaction is the caller's to end.
-func (r *Relay) claimOn(ctx context.Context, c batchSender, own bool) ([]claimed, error) {
+func (r *Relay) claimOn(ctx context.Context, c batchSender, own, all bool) ([]claimed, error) {
 	var batch []claimed
 	b := &pgx.Batch{}
 	if own {
 		b.Queue("BEGIN")
 	}
-	qRelayClaim.queue(b, claimArgs(r.cfg.Owner, &r.cfg)).Query(func(rows pgx.Rows) error {
+	args := claimArgs(r.cfg.Owner, &r.cfg)
+	if r.sweep != nil && !all {
+		args.MinAgeMS, args.HandedOff = r.sweep.filter()
+	}
+	qRelayClaim.queue(b, args).Query(func(rows pgx.Rows) error {
 		claims, err := qRelayClaim.collect(rows)
 		if err != nil {
 			return err
@@ -105,6 +112,9 @@ func (r *Relay) claimOn(ctx context.Context, c batchSender, own bool) ([]claimed
 			r.metrics.expiredLeases.Inc()
 		}
 	}
+	if r.sweep != nil {
+		r.sweep.claimed(batch)
+	}
 	if len(released) > 0 {
 		// Rare (a replay committed while this claim was running) and
 		// harmless: the events wait their turn in their lane.
@@ -127,19 +137,7 @@ func claimArgs(owner string, cfg *RelayConfig) relayClaimArgs {
 }
 
 func (c claimRow) claimed() claimed {
-	return claimed{
-		Event: Event{
-			ID:            c.EventID,
-			AggregateType: c.AggregateType,
-			AggregateID:   c.AggregateID,
-			Sequence:      c.AggregateSequence,
-			Type:          c.EventType,
-			SchemaVersion: c.SchemaVersion,
-			Payload:       c.Payload,
-			OccurredAt:    c.OccurredAt,
-			Replay:        c.Replay,
-		},
-		attempt:  c.AttemptCount,
-		tookOver: c.TookOver,
-	}
+	e := c.event()
+	e.Replay = c.Replay
+	return claimed{Event: e, attempt: c.AttemptCount, tookOver: c.TookOver}
 }

@@ -25,6 +25,21 @@
 // re-checks its batch in a fresh snapshot), so an aggregate has at most one
 // event in flight even under READ COMMITTED.
 //
+// # Two sources
+//
+// [Relay] polls: it claims committed events with a lease. [CDCRelay] reads
+// them from PostgreSQL's logical replication log instead (a slot on the
+// publication of outbox_events inserts, plugin pgoutput, wal_level=logical)
+// and claims nothing: it sorts each received batch with one statement,
+// publishes one lane per aggregate, marks in batches, and confirms the
+// slot's position only over a contiguous prefix of settled transactions.
+// What the stream cannot publish in order (a failed publish, an aggregate
+// whose earlier event it does not hold, a replay) goes to its sweeper, a
+// Relay whose claim leaves young events to the stream; the sweeper also
+// backfills every unpublished event before each streaming session, after
+// the slot exists, so the hand-over leaves no gap. Both sources write the
+// same columns, so every operation below works the same under either.
+//
 // # Operations
 //
 // [Status] and [List] show the backlog; [Retry] and [Skip] repair a

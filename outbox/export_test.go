@@ -13,7 +13,7 @@ import (
 // Statement-level hooks for the lease-fencing tests.
 
 func (r *Relay) ClaimForTest(ctx context.Context) (events []Event, tookOver []bool, err error) {
-	batch, _, err := r.claim(ctx)
+	batch, _, err := r.claim(ctx, false)
 	for _, c := range batch {
 		events = append(events, c.Event)
 		tookOver = append(tookOver, c.tookOver)
@@ -46,7 +46,7 @@ func (c RelayConfig) ValidateForTest() error {
 // caller's transaction, which the test commits or rolls back, so it can hold
 // a claim uncommitted.
 func (r *Relay) ClaimInTxForTest(ctx context.Context, tx pgx.Tx) ([]Event, error) {
-	batch, err := r.claimOn(ctx, tx, false)
+	batch, err := r.claimOn(ctx, tx, false, false)
 	var events []Event
 	for _, c := range batch {
 		events = append(events, c.Event)

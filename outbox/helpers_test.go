@@ -94,9 +94,15 @@ func (b *testBundle) newRelay(t *testing.T, cfg outbox.RelayConfig) *outbox.Rela
 	return r
 }
 
+// runner is a Relay or a CDCRelay.
+type runner interface {
+	Run(ctx context.Context) error
+	Owner() string
+}
+
 // run starts r.Run and returns a function that stops it and waits; the test
 // stops it at cleanup in any case.
-func run(t *testing.T, r *outbox.Relay) (stop func()) {
+func run(t *testing.T, r runner) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

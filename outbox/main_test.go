@@ -1,13 +1,26 @@
 package outbox_test
 
 import (
+	"fmt"
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/outflow/outflow/internal/testdb"
 )
 
-// Every relay goroutine (loop, publishers, listener, gauges) must be gone
-// when Run returns and the test's pool is closed.
+// Every relay goroutine (loop, publishers, listener, gauges, stream) must be
+// gone when Run returns and the test's pool is closed. The CDC tests' private
+// wal_level=logical server stops before the process exits.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	code := m.Run()
+	testdb.StopLogical()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }

@@ -30,7 +30,14 @@ type Relay struct {
 	metrics      *metrics
 	backoff      Backoff
 	wake         chan struct{}
-	running      atomic.Bool
+	// retryAts brings retry times recorded outside the loop (a CDC stream's
+	// failures) to an idle loop.
+	retryAts chan []time.Time
+	running  atomic.Bool
+	// sweep is set on the sweeper of a CDC relay (see cdc.go): its claims
+	// leave young events to the stream, and it does not LISTEN (every
+	// insert notifies, and the stream has those events).
+	sweep *sweeper
 }
 
 // errorBackoff paces the loop after a failed claim (the database is away).
@@ -70,6 +77,7 @@ func NewRelay(pool *pgxpool.Pool, pub Publisher, cfg RelayConfig) (*Relay, error
 		metrics:      m,
 		backoff:      Backoff{Base: cfg.RetryBase, Max: cfg.RetryMax},
 		wake:         make(chan struct{}, 1),
+		retryAts:     make(chan []time.Time, 64),
 	}, nil
 }
 
@@ -108,7 +116,9 @@ func (r *Relay) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer stop()
-	wg.Go(func() { r.listen(bg) })
+	if r.sweep == nil {
+		wg.Go(func() { r.listen(bg) })
+	}
 	if r.cfg.Registerer != nil {
 		wg.Go(func() { r.gaugeLoop(bg) })
 	}
@@ -117,7 +127,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	errors := 0
 	for ctx.Err() == nil {
 		claimedAt := time.Now()
-		n, retryAts, err := r.cycle(ctx)
+		n, retryAts, err := r.cycle(ctx, false)
 		if err != nil && ctx.Err() != nil {
 			break // shutting down
 		}
@@ -145,6 +155,8 @@ func (r *Relay) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 		case <-r.wake:
+		case ts := <-r.retryAts:
+			retries.add(ts)
 		case <-t.C:
 		}
 		t.Stop()
@@ -164,6 +176,18 @@ func (r *Relay) gaugeLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
+	}
+}
+
+// wakeAt has an idle loop claim again at each of ts (dropped when the loop
+// is behind: its safety poll covers them).
+func (r *Relay) wakeAt(ts []time.Time) {
+	if len(ts) == 0 {
+		return
+	}
+	select {
+	case r.retryAts <- ts:
+	default:
 	}
 }
 
@@ -217,14 +241,14 @@ type outcome struct {
 
 // cycle claims one batch and sees every event in it through: published and
 // marked, failed and recorded, or released. It returns the batch size and
-// the retry times it set.
-func (r *Relay) cycle(ctx context.Context) (int, []time.Time, error) {
+// the retry times it set. all is claim's.
+func (r *Relay) cycle(ctx context.Context, all bool) (int, []time.Time, error) {
 	// Bookkeeping must outlive a shutdown signal: what was published gets
 	// marked, what was not gets released. The claim too: a claim cancelled
 	// after its commit would leave leases this relay does not know it holds.
 	bk := context.WithoutCancel(ctx)
 	cctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
-	batch, l, err := r.claim(cctx)
+	batch, l, err := r.claim(cctx, all)
 	cancel()
 	if err != nil || len(batch) == 0 {
 		return 0, nil, err

@@ -53,6 +53,15 @@ WITH candidates AS (
             AND q.published_at IS NULL
             AND q.claim_until >= now()
       ))
+      -- A CDC relay's sweeper (@min_age_ms > 0; a polling relay passes 0)
+      -- leaves young events to the stream: it takes events older than
+      -- @min_age_ms, retries (attempt_count > 0), replays and the events the
+      -- stream handed it (@handed_off). See cdc.go.
+      AND (@min_age_ms::bigint = 0
+           OR e.occurred_at < now() - @min_age_ms::bigint * interval '1 millisecond'
+           OR e.attempt_count > 0
+           OR e.replay_requested_at IS NOT NULL
+           OR e.event_id = ANY(@handed_off::uuid[]))
     ORDER BY e.available_at, e.occurred_at
     LIMIT @batch_size
     FOR UPDATE OF e SKIP LOCKED

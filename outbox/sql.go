@@ -110,8 +110,11 @@ func dbTags(t reflect.Type) []string {
 	}
 	var tags []string
 	for i := range t.NumField() {
-		if tag, ok := t.Field(i).Tag.Lookup("db"); ok {
+		f := t.Field(i)
+		if tag, ok := f.Tag.Lookup("db"); ok && tag != "-" {
 			tags = append(tags, tag)
+		} else if !ok && f.Anonymous {
+			tags = append(tags, dbTags(f.Type)...) // pgx flattens an embedded struct
 		}
 	}
 	return tags
@@ -197,10 +200,16 @@ type relayClaimArgs struct {
 	BatchSize   int    `db:"batch_size"`
 	LeaseMS     int64  `db:"lease_ms"`
 	MaxAttempts int    `db:"max_attempts"`
+	// MinAgeMS and HandedOff narrow a CDC sweeper's claim; zero for a
+	// polling relay.
+	MinAgeMS  int64       `db:"min_age_ms"`
+	HandedOff []uuid.UUID `db:"handed_off"`
 }
 
-// claimRow is one event RelayClaim claimed.
-type claimRow struct {
+// eventRow is an event's own columns, as a statement that hands events to
+// a publisher returns them; embedded in claimRow and cdcSortRow (pgx reads
+// an embedded struct's fields as the row's).
+type eventRow struct {
 	EventID           uuid.UUID `db:"event_id"`
 	AggregateType     string    `db:"aggregate_type"`
 	AggregateID       string    `db:"aggregate_id"`
@@ -209,9 +218,27 @@ type claimRow struct {
 	SchemaVersion     int       `db:"schema_version"`
 	Payload           []byte    `db:"payload"`
 	OccurredAt        time.Time `db:"occurred_at"`
-	AttemptCount      int       `db:"attempt_count"`
-	TookOver          bool      `db:"took_over"`
-	Replay            bool      `db:"replay"`
+}
+
+func (r eventRow) event() Event {
+	return Event{
+		ID:            r.EventID,
+		AggregateType: r.AggregateType,
+		AggregateID:   r.AggregateID,
+		Sequence:      r.AggregateSequence,
+		Type:          r.EventType,
+		SchemaVersion: r.SchemaVersion,
+		Payload:       r.Payload,
+		OccurredAt:    r.OccurredAt,
+	}
+}
+
+// claimRow is one event RelayClaim claimed.
+type claimRow struct {
+	eventRow
+	AttemptCount int  `db:"attempt_count"`
+	TookOver     bool `db:"took_over"`
+	Replay       bool `db:"replay"`
 }
 
 // relayEventsArgs are some events of the relay called Owner.
@@ -415,4 +442,46 @@ type cleanupBatchArgs struct {
 
 type lockKeyArgs struct {
 	LockKey int64 `db:"lock_key"`
+}
+
+// The CDC relay source's statements (cdc.sql).
+var (
+	qCDCSort             = newStmt[eventIDsArgs, cdcSortRow]("CDCSort")
+	qCDCMark             = newStmt[eventIDsArgs, uuid.UUID]("CDCMark")
+	qCDCTakeFailed       = newStmt[cdcTakeFailedArgs, cdcTakenRow]("CDCTakeFailed")
+	qCDCWALLevel         = newStmt[noArgs, string]("CDCWALLevel")
+	qCDCPublicationExist = newStmt[publicationArgs, bool]("CDCPublicationExists")
+	qCDCCreateSlot       = newStmt[slotArgs, string]("CDCCreateSlot")
+	qCDCSlot             = newStmt[slotArgs, SlotStatus]("CDCSlot")
+)
+
+type eventIDsArgs struct {
+	EventIDs []uuid.UUID `db:"event_ids"`
+}
+
+// cdcSortRow is one received event as the table has it, and what the
+// stream may do with it (see CDCSort).
+type cdcSortRow struct {
+	eventRow
+	Verdict  string      `db:"verdict"`
+	Blockers []uuid.UUID `db:"blockers"`
+}
+
+type cdcTakeFailedArgs struct {
+	Owner    string      `db:"owner"`
+	EventIDs []uuid.UUID `db:"event_ids"`
+	LeaseMS  int64       `db:"lease_ms"`
+}
+
+type cdcTakenRow struct {
+	EventID      uuid.UUID `db:"event_id"`
+	AttemptCount int       `db:"attempt_count"`
+}
+
+type publicationArgs struct {
+	Publication string `db:"publication"`
+}
+
+type slotArgs struct {
+	SlotName string `db:"slot_name"`
 }

@@ -13,6 +13,12 @@
 //	                         default localhost:7233, namespace "default". The relay starts while
 //	                         Temporal is down and backs off until it is reachable.
 //	OUTFLOW_TASK_QUEUE       Task queue of the started workflows; default "orders".
+//	OUTFLOW_RELAY_SOURCE     poll (default): claim committed events from outbox_events; cdc: stream
+//	                         them from PostgreSQL's logical replication log (needs wal_level=logical;
+//	                         see docs/operations.md). Any other value stops the process at start.
+//	OUTFLOW_CDC_SLOT         The cdc source's replication slot; default outflow_outbox.
+//	OUTFLOW_CDC_GRACE        How long the cdc source's polling sweeper leaves a new event to the
+//	                         stream; default 10s.
 //	OUTFLOW_MAX_ATTEMPTS     Attempts before a failing event is quarantined; default 20.
 //	OUTFLOW_FAILPOINTS       Fault injection, e.g. "relay.after_publish=crash" (see package failpoints);
 //	                         a malformed value stops the process at start.
@@ -81,6 +87,7 @@ func run(logger *slog.Logger, env *service.Env) error {
 		return fmt.Errorf("%s: %w", failpoints.EnvVar, err)
 	}
 	cfg := configFromEnv(env)
+	source := sourceFromEnv(env)
 	taskQueue := service.TaskQueue(env)
 	if err := env.Err(); err != nil {
 		return err
@@ -134,7 +141,7 @@ func run(logger *slog.Logger, env *service.Env) error {
 	if err != nil {
 		return err
 	}
-	relay, err := outbox.NewRelay(pool, pub, cfg)
+	relay, err := newRelay(ctx, env, source, pool, pub, cfg)
 	if err != nil {
 		return err
 	}
@@ -181,9 +188,16 @@ func run(logger *slog.Logger, env *service.Env) error {
 		defer func() { cancel(); <-done }()
 	}
 
-	eff := relay.Config()
+	eff := cfg
+	switch r := relay.(type) {
+	case *outbox.Relay:
+		eff = r.Config()
+	case *outbox.CDCRelay:
+		eff = r.Config().RelayConfig
+	}
 	logger.Info("relay started",
 		"owner", relay.Owner(),
+		"source", source,
 		"temporal", topts.HostPort,
 		"namespace", namespace,
 		"task_queue", taskQueue,

@@ -60,6 +60,7 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		defer temporal.Stop()
+		defer testdb.StopLogical()
 		return m.Run()
 	}())
 }
@@ -95,15 +96,7 @@ func TestCrashAfterPublishThenRestart(t *testing.T) {
 			require.Positive(t, started, "the crash came after Temporal accepted a start")
 			require.Zero(t, countPublished(t, pool, events), "nothing was marked: the acknowledgements died with the process")
 
-			clean := startStarter(t, url, tq, "OUTFLOW_RELAY_LEASE=2s", "OUTFLOW_RELAY_POLL=200ms")
-			require.Eventually(t, func() bool { return countPublished(t, pool, events) == len(events) }, 60*time.Second, 50*time.Millisecond)
-			clean.terminate(t)
-
-			for _, e := range events {
-				_, err := temporal.Client().DescribeWorkflow(context.Background(), e.ID.String(), "")
-				require.NoError(t, err)
-			}
-			requireWorkflowCount(t, tq, len(events))
+			requireRecoveredOnce(t, pool, url, tq, events, "OUTFLOW_RELAY_LEASE=2s", "OUTFLOW_RELAY_POLL=200ms")
 		})
 	}
 }
@@ -280,6 +273,21 @@ func requireKilled(t *testing.T, p *process) {
 	require.True(t, ok)
 	require.True(t, status.Signaled() && status.Signal() == syscall.SIGKILL, "want death by SIGKILL, got %v; output:\n%s", err, p.output())
 	require.Contains(t, p.output(), "crashing (SIGKILL)")
+}
+
+// requireRecoveredOnce starts a clean starter with env, waits until every
+// event is marked published, stops it gracefully, and requires exactly one
+// workflow per event.
+func requireRecoveredOnce(t *testing.T, pool *pgxpool.Pool, url, tq string, events []outbox.Event, env ...string) {
+	t.Helper()
+	clean := startStarter(t, url, tq, env...)
+	require.Eventually(t, func() bool { return countPublished(t, pool, events) == len(events) }, 60*time.Second, 50*time.Millisecond)
+	clean.terminate(t)
+	for _, e := range events {
+		_, err := temporal.Client().DescribeWorkflow(context.Background(), e.ID.String(), "")
+		require.NoError(t, err)
+	}
+	requireWorkflowCount(t, tq, len(events))
 }
 
 func enqueueOrders(t *testing.T, pool *pgxpool.Pool, n int) []outbox.Event {

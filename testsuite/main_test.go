@@ -3,11 +3,14 @@ package testsuite
 import (
 	"os"
 	"testing"
+
+	"github.com/outflow/outflow/internal/testdb"
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
 	CloseSharedEnv()
+	testdb.StopLogical()
 	RemoveBuilt()
 	os.Exit(code)
 }

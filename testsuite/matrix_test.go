@@ -17,6 +17,8 @@ import (
 type crashCase struct {
 	failpoint string
 	process   string // "orderapi", "starter" or "worker"
+	// source is the starters' OUTFLOW_RELAY_SOURCE; "" is poll.
+	source string
 }
 
 // TestFailpointMatrix crashes one process at each failpoint of docs/reference.md
@@ -25,13 +27,17 @@ type crashCase struct {
 func TestFailpointMatrix(t *testing.T) {
 	t.Parallel()
 	cases := []crashCase{
-		{failpoints.RelayAfterClaim, "starter"},
-		{failpoints.RelayAfterPublish, "starter"},
-		{failpoints.RelayBeforeMarkCommit, "starter"},
-		{failpoints.ActivityPaymentAfterProvider, "worker"},
-		{failpoints.ActivityRefundAfterProvider, "worker"},
-		{failpoints.ActivityEmailAfterProvider, "worker"},
-		{failpoints.ConsumerAfterCommit, "worker"},
+		{failpoints.RelayAfterClaim, "starter", ""},
+		{failpoints.RelayAfterPublish, "starter", ""},
+		{failpoints.RelayBeforeMarkCommit, "starter", ""},
+		{failpoints.ActivityPaymentAfterProvider, "worker", ""},
+		{failpoints.ActivityRefundAfterProvider, "worker", ""},
+		{failpoints.ActivityEmailAfterProvider, "worker", ""},
+		{failpoints.ConsumerAfterCommit, "worker", ""},
+		// The CDC source's points, with the stack on a wal_level=logical server.
+		{failpoints.CDCAfterReceive, "starter", "cdc"},
+		{failpoints.CDCAfterPublish, "starter", "cdc"},
+		{failpoints.CDCBeforeConfirm, "starter", "cdc"},
 	}
 	covered := map[string]bool{failpoints.OrdersBeforeCommit: true, failpoints.OrdersAfterCommit: true}
 	for _, c := range cases {
@@ -50,6 +56,9 @@ func TestFailpointMatrix(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
 			s := NewStack(t)
+			if c.source == "cdc" {
+				s = NewCDCStack(t)
+			}
 			for _, name := range []string{"orderapi", "starter", "worker"} {
 				fp := ""
 				if name == c.process {

@@ -15,6 +15,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/internal/pgcluster"
+	"github.com/outflow/outflow/internal/testdb"
 	"github.com/outflow/outflow/providersim"
 )
 
@@ -39,9 +41,40 @@ func soakDuration(t *testing.T) time.Duration {
 // and its Temporal restart disturb no other test.
 func TestChaosSoak(t *testing.T) {
 	dur := soakDuration(t)
+	s := NewStackOn(t, PrivateEnv(t))
+	chaosSoak(t, s, dur, "Temporal restarted once", func(ctx context.Context) error {
+		s.Env.Temporal.Stop()
+		return s.Env.Temporal.Start(ctx)
+	})
+}
+
+// cdcSoakDuration is the cdc soak's load: 40s in `make test`,
+// OUTFLOW_SOAK_DURATION for a long run.
+func cdcSoakDuration(t *testing.T) time.Duration {
+	if os.Getenv("OUTFLOW_SOAK_DURATION") != "" {
+		return soakDuration(t)
+	}
+	return 40 * time.Second
+}
+
+// TestChaosSoakCDC is [TestChaosSoak] with cdc starters: the two relays
+// share one slot (one streams, the other stands by), so killing the active
+// one restarts the slot's stream in the other, and PostgreSQL itself is
+// restarted once mid-run (pg_ctl restart, every connection and the
+// walsender cut). The test owns its wal_level=logical server for that.
+func TestChaosSoakCDC(t *testing.T) {
+	dur := cdcSoakDuration(t)
+	cluster, dir, err := testdb.StartCluster(pgcluster.Options{})
+	require.NoError(t, err)
+	t.Cleanup(func() { cluster.Stop(); _ = os.RemoveAll(dir) })
+	s := NewStackWith(t, PrivateEnv(t), StackOptions{Source: "cdc", AdminURL: cluster.URL})
+	chaosSoak(t, s, dur, "PostgreSQL restarted once", cluster.Restart)
+}
+
+// chaosSoak is the soak's body; midRun is the one big fault, halfway.
+func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, midRun func(context.Context) error) {
 	ctx, cancel := context.WithTimeout(context.Background(), dur+10*time.Minute)
 	defer cancel()
-	s := NewStackOn(t, PrivateEnv(t))
 	for _, name := range []string{"orderapi", "starter", "starter-2", "worker", "worker-2"} {
 		s.Start(name, "")
 	}
@@ -119,6 +152,11 @@ func TestChaosSoak(t *testing.T) {
 			case <-time.After(time.Duration(3000+rng.IntN(3000)) * time.Millisecond):
 			}
 			name := victims[rng.IntN(len(victims))]
+			if kills.Load() == 0 {
+				// The first kill is always the first relay (the one that
+				// streams the slot, in cdc mode): a relay restart is certain.
+				name = "starter"
+			}
 			s.Proc(name).Kill()
 			kills.Add(1)
 			s.Start(name, "")
@@ -129,8 +167,7 @@ func TestChaosSoak(t *testing.T) {
 			}
 			if !restarted && time.Since(start) > dur/2 {
 				restarted = true
-				s.Env.Temporal.Stop()
-				record(s.Env.Temporal.Start(ctx))
+				record(midRun(ctx))
 			}
 		}
 	}()
@@ -153,6 +190,9 @@ func TestChaosSoak(t *testing.T) {
 		time.Sleep(time.Second)
 	}
 	require.NoError(t, err)
+	// Per-order order, in Temporal's record: every order's workflows
+	// started in sequence.
+	requireStartsInOrder(ctx, t, s, 1_000_000)
 
 	lag, err := handoffLag(ctx, s)
 	require.NoError(t, err)
@@ -162,15 +202,16 @@ func TestChaosSoak(t *testing.T) {
 	report := fmt.Sprintf(`chaos soak report (%s of load)
   orders placed:            %d (declines %d, cancels %d, provider faults injected %d)
   events:                   %d
-  process kills:            %d relay/worker SIGKILLs, %d PostgreSQL backends terminated, Temporal restarted once
+  relay source:             %s
+  process kills:            %d relay/worker SIGKILLs, %d PostgreSQL backends terminated, %s
   duplicate starts absorbed: %d (relay logs: workflow already started)
   provider replays:         %d charges, %d refunds, %d emails (same key, first response replayed; %d keys refused)
   inbox duplicates:         %d (worker logs)
   handoff lag (commit -> Temporal accept): p50 %s, p99 %s, max %s
   effects:                  %s
   lost events: 0, duplicated effects: 0 (checked above)`,
-		dur, placed.Load(), declines.Load(), cancels.Load(), faults.Load(), rep.Events,
-		kills.Load(), backendKills.Load(), logs["already started"],
+		dur, placed.Load(), declines.Load(), cancels.Load(), faults.Load(), rep.Events, s.Source,
+		kills.Load(), backendKills.Load(), midRunName, logs["already started"],
 		simStats.Replays["payment_intents.create"], simStats.Replays["refunds.create"], simStats.Replays["emails.send"],
 		simStats.Rejected["payment_intents.create"]+simStats.Rejected["refunds.create"]+simStats.Rejected["emails.send"],
 		logs["inbox duplicate"],

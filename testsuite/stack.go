@@ -141,6 +141,11 @@ type Stack struct {
 	// payload codec is on in every test ([TestCodecKeys]) unless a test
 	// sets it to "" before starting them.
 	CodecKeys string
+	// Source is the starters' OUTFLOW_RELAY_SOURCE: "poll" or "cdc".
+	Source string
+	// Slot is the cdc starters' replication slot (slots are server-wide, so
+	// each stack has its own).
+	Slot string
 
 	mu    sync.Mutex
 	procs map[string]*Process
@@ -156,7 +161,43 @@ func NewStack(t testing.TB) *Stack {
 // NewStackOn is [NewStack] on a given environment.
 func NewStackOn(t testing.TB, env *Env) *Stack {
 	t.Helper()
-	pool, url := testdb.New(t)
+	return NewStackWith(t, env, StackOptions{})
+}
+
+// StackOptions choose a stack's relay source and database server.
+type StackOptions struct {
+	// Source is OUTFLOW_RELAY_SOURCE for the stack's starters. Optional:
+	// defaulted to "poll".
+	Source string
+	// AdminURL is the server the stack's database is created on. Optional:
+	// defaulted to the shared server for poll, and for cdc to the process's
+	// private wal_level=logical server (testdb.Logical), since the shared
+	// server's settings must not change.
+	AdminURL string
+}
+
+// NewCDCStack is [NewStack] with cdc starters on the process's private
+// wal_level=logical server.
+func NewCDCStack(t testing.TB) *Stack {
+	t.Helper()
+	return NewStackWith(t, SharedEnv(t), StackOptions{Source: "cdc"})
+}
+
+// NewStackWith is [NewStack] on a given environment with options.
+func NewStackWith(t testing.TB, env *Env, o StackOptions) *Stack {
+	t.Helper()
+	if o.Source == "" {
+		o.Source = "poll"
+	}
+	admin := o.AdminURL
+	if admin == "" {
+		admin = testdb.AdminURL()
+		if o.Source == "cdc" {
+			admin = testdb.Logical(t)
+		}
+	}
+	url := testdb.NewURLOn(t, admin)
+	pool := testdb.Open(t, url)
 	port, err := FreePort()
 	if err != nil {
 		t.Fatal(err)
@@ -166,6 +207,8 @@ func NewStackOn(t testing.TB, env *Env) *Stack {
 		TaskQueue: "orders-" + uuid.NewString()[:8],
 		APIAddr:   fmt.Sprintf("127.0.0.1:%d", port),
 		CodecKeys: TestCodecKeys,
+		Source:    o.Source,
+		Slot:      "outflow_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12],
 		procs:     map[string]*Process{},
 	}
 	t.Cleanup(func() {
@@ -227,6 +270,10 @@ func (s *Stack) Start(name, failpoints string) *Process {
 		"OUTFLOW_RELAY_POLL=1s",
 		"OUTFLOW_FAILPOINTS=" + failpoints,
 		"OUTFLOW_CODEC_KEYS=" + s.CodecKeys,
+		"OUTFLOW_RELAY_SOURCE=" + s.Source,
+		"OUTFLOW_CDC_SLOT=" + s.Slot,
+		// The cdc sweeper takes what the stream left after this.
+		"OUTFLOW_CDC_GRACE=3s",
 	}
 	logPath := filepath.Join(s.Env.Dir, fmt.Sprintf("%s-%s.log", strings.ReplaceAll(s.T.Name(), "/", "_"), name))
 	p, err := StartProcess(name, bin, logPath, env)

@@ -3,7 +3,6 @@ package testsuite
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -12,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/outflow/outflow/internal/cluster"
+	"github.com/outflow/outflow/internal/pgcluster"
 	"github.com/outflow/outflow/internal/testdb"
 )
 
@@ -256,14 +256,7 @@ func (s *TemporalServer) Client() (client.Client, error) {
 }
 
 // FreePort asks the kernel for a free loopback TCP port.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+func FreePort() (int, error) { return pgcluster.FreePort() }
 
 // nopLogger silences the SDK client inside tests.
 type nopLogger struct{}

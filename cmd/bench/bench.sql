@@ -45,3 +45,26 @@ SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = $1;
 
 -- name: ServerVersion :one
 SELECT current_setting('server_version');
+
+-- name: StreamingSessions :one
+-- Replication sessions of application_name $1 that stream (the cdc relay's).
+SELECT count(*) FROM pg_stat_replication WHERE application_name = $1 AND state = 'streaming';
+
+-- name: DropSlot :exec
+SELECT pg_drop_replication_slot($1);
+
+-- name: Notify :exec
+-- SeedPending writes rows without Enqueue's NOTIFY; this wakes a polling relay.
+SELECT pg_notify('outbox_events', '');
+
+-- name: SlotPassed :one
+-- Whether slot $1 has confirmed every transaction before WAL position $2.
+SELECT confirmed_flush_lsn >= $2::pg_lsn FROM pg_replication_slots WHERE slot_name = $1;
+
+-- name: CurrentWAL :one
+SELECT pg_current_wal_lsn()::text;
+
+-- name: OutboxTupleChanges :one
+-- Row versions made dead in outbox_events so far: every update and delete
+-- leaves one.
+SELECT n_tup_upd + n_tup_del FROM pg_stat_user_tables WHERE relname = 'outbox_events';

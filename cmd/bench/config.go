@@ -10,7 +10,7 @@ import (
 )
 
 // phases, in the order they run; -only selects some of them.
-var phases = []string{"handoff", "latency", "noop", "write", "claim", "idle"}
+var phases = []string{"handoff", "latency", "noop", "write", "claim", "idle", "sources"}
 
 // config sizes every measurement. The full run takes about three minutes on
 // two cores; -quick about one, with figures that are noisier but of the same
@@ -108,7 +108,9 @@ func (c config) runs(phase string) bool {
 }
 
 // needsTemporal reports whether a selected phase starts workflows.
-func (c config) needsTemporal() bool { return c.runs("handoff") || c.runs("latency") }
+func (c config) needsTemporal() bool {
+	return c.runs("handoff") || c.runs("latency") || c.runs("sources")
+}
 
 func (c config) mode() string {
 	if c.quick {

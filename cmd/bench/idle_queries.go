@@ -71,16 +71,26 @@ func (b *bench) measureIdleQueries(ctx context.Context) error {
 }
 
 // settledTransactions reads a database's transaction count once the
-// server's cumulative statistics have caught up: exited backends flush
-// theirs, but the reading may lag by a moment, so it waits for two equal
-// readings in a row.
+// server's cumulative statistics have caught up (see settled).
 func (b *bench) settledTransactions(ctx context.Context, db string) (int64, error) {
-	var last int64 = -1
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	return settled(ctx, func() (int64, error) {
 		var n int64
 		if err := b.srv.admin.QueryRow(ctx, queries.Get("DatabaseTransactions"), db).Scan(&n); err != nil {
 			return 0, fmt.Errorf("read pg_stat_database: %w", err)
+		}
+		return n, nil
+	})
+}
+
+// settled reads a cumulative statistic until two readings in a row agree:
+// exited backends flush theirs, but the reading may lag by a moment.
+func settled(ctx context.Context, read func() (int64, error)) (int64, error) {
+	var last int64 = -1
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		n, err := read()
+		if err != nil {
+			return 0, err
 		}
 		if n == last || time.Now().After(deadline) {
 			return n, nil
@@ -103,3 +113,14 @@ func (t countingTracer) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.
 }
 
 func (countingTracer) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// A batch counts each of its statements.
+func (countingTracer) TraceBatchStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceBatchStartData) context.Context {
+	return ctx
+}
+
+func (t countingTracer) TraceBatchQuery(context.Context, *pgx.Conn, pgx.TraceBatchQueryData) {
+	t.n.Add(1)
+}
+
+func (countingTracer) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndData) {}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outflow/outflow/internal/routes"
 	"github.com/outflow/outflow/orders"
@@ -19,16 +20,9 @@ import (
 // interval, so every handoff is woken by LISTEN/NOTIFY; and, beside it, one
 // bare ExecuteWorkflow round trip, the floor of any handoff.
 func (b *bench) measureLatency(ctx context.Context) error {
-	b.progress("latency: %d sequential bare ExecuteWorkflow round trips", b.cfg.bareLatencyStarts)
-	bare := make([]time.Duration, 0, b.cfg.bareLatencyStarts)
-	for i := range b.cfg.bareLatencyStarts + 10 {
-		start := time.Now()
-		if err := b.startOne(ctx); err != nil {
-			return err
-		}
-		if i >= 10 { // the first few warm the connection
-			bare = append(bare, time.Since(start))
-		}
+	bare, err := b.bareLatencies(ctx)
+	if err != nil {
+		return err
 	}
 
 	name, dbcfg, err := b.srv.scratch(ctx, "latency")
@@ -36,14 +30,79 @@ func (b *bench) measureLatency(ctx context.Context) error {
 		return err
 	}
 	defer b.srv.drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
-	relayPool, err := openPool(ctx, dbcfg)
+	// A poll interval far beyond the run: only NOTIFY wakes the relay.
+	const poll = 10 * time.Minute
+	handoff, total, warm, err := b.trickleHandoffs(ctx, dbcfg, func(ctx context.Context, pool *pgxpool.Pool, pub outbox.Publisher) (func(), error) {
+		relay, err := outbox.NewRelay(pool, pub, outbox.RelayConfig{PollInterval: poll, Logger: b.logger})
+		if err != nil {
+			return nil, err
+		}
+		return runInBackground(ctx, relay.Run), nil
+	})
 	if err != nil {
 		return err
+	}
+	rate := b.cfg.latencyRate
+
+	b.rep.add(metric{name: "handoff_latency_p50_ms", value: ms(percentile(handoff, 50)), decimals: 1})
+	b.rep.add(metric{name: "handoff_latency_p99_ms", value: ms(percentile(handoff, 99)), decimals: 1})
+	b.rep.add(metric{name: "bare_start_latency_p50_ms", value: ms(percentile(bare, 50)), decimals: 1})
+	b.rep.add(metric{name: "bare_start_latency_p99_ms", value: ms(percentile(bare, 99)), decimals: 1})
+	b.rep.note("handoff latency: %d orders at %d/s (after %d warm-up), each from the return of its COMMIT to the return "+
+		"of the publisher's ExecuteWorkflow, matched by event id; relay poll interval %s, so every handoff is woken by "+
+		"LISTEN/NOTIFY. bare start latency: %d sequential ExecuteWorkflow round trips on an idle client.",
+		total-warm, rate, warm, poll, len(bare))
+	return nil
+}
+
+// bareLatencies times bareLatencyStarts sequential ExecuteWorkflow round
+// trips, after ten that warm the connection.
+func (b *bench) bareLatencies(ctx context.Context) ([]time.Duration, error) {
+	b.progress("latency: %d sequential bare ExecuteWorkflow round trips", b.cfg.bareLatencyStarts)
+	bare := make([]time.Duration, 0, b.cfg.bareLatencyStarts)
+	for i := range b.cfg.bareLatencyStarts + 10 {
+		start := time.Now()
+		if err := b.startOne(ctx); err != nil {
+			return nil, err
+		}
+		if i >= 10 {
+			bare = append(bare, time.Since(start))
+		}
+	}
+	return bare, nil
+}
+
+// runInBackground runs run until the returned stop is called, which waits
+// for it to return.
+func runInBackground(ctx context.Context, run func(context.Context) error) (stop func()) {
+	rctx, cancel := context.WithCancel(ctx)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		_ = run(rctx)
+	}()
+	return func() {
+		cancel()
+		<-stopped
+	}
+}
+
+// trickleHandoffs places orders at latencyRate for latencyDuration (after one
+// second of warm-up) in a scratch database while the relay that start runs
+// publishes them to Temporal, and returns each order's handoff after the
+// warm-up: from the return of its COMMIT to the return of the publisher's
+// ExecuteWorkflow, matched by event id.
+func (b *bench) trickleHandoffs(ctx context.Context, dbcfg *pgxpool.Config,
+	start func(context.Context, *pgxpool.Pool, outbox.Publisher) (stop func(), err error),
+) (handoff []time.Duration, total, warm int, err error) {
+	relayPool, err := openPool(ctx, dbcfg)
+	if err != nil {
+		return nil, 0, 0, err
 	}
 	defer relayPool.Close()
 	producerPool, err := openPool(ctx, dbcfg)
 	if err != nil {
-		return err
+		return nil, 0, 0, err
 	}
 	defer producerPool.Close()
 
@@ -54,7 +113,7 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	)
 	tp, err := temporalpub.New(b.tc, temporalpub.Config{TaskQueue: b.taskQueue, Routes: routes.Orders(), Namespace: b.namespace})
 	if err != nil {
-		return err
+		return nil, 0, 0, err
 	}
 	pub := outbox.PublisherFunc(func(ctx context.Context, e outbox.Event) error {
 		if err := tp.Publish(ctx, e); err != nil {
@@ -70,28 +129,16 @@ func (b *bench) measureLatency(ctx context.Context) error {
 		}
 		return nil
 	})
-	// A poll interval far beyond the run: only NOTIFY wakes the relay.
-	const poll = 10 * time.Minute
-	relay, err := outbox.NewRelay(relayPool, pub, outbox.RelayConfig{PollInterval: poll, Logger: b.logger})
+	stop, err := start(ctx, relayPool, pub)
 	if err != nil {
-		return err
+		return nil, 0, 0, err
 	}
-	rctx, stop := context.WithCancel(ctx)
-	stopped := make(chan struct{})
-	go func() {
-		defer close(stopped)
-		_ = relay.Run(rctx)
-	}()
-	defer func() {
-		stop()
-		<-stopped
-	}()
+	defer stop()
 
 	rate := b.cfg.latencyRate
-	warm := rate // one second of warm-up: the listener connects, plans are cached
-	total := warm + int(b.cfg.latencyDuration.Seconds()*float64(rate))
-	b.progress("latency: %d orders at %d/s through the relay (poll interval %s, so NOTIFY-driven); the first %d are warm-up",
-		total, rate, poll, warm)
+	warm = rate // one second of warm-up: the listener connects, plans are cached
+	total = warm + int(b.cfg.latencyDuration.Seconds()*float64(rate))
+	b.progress("latency: %d orders at %d/s through the relay; the first %d are warm-up", total, rate, warm)
 	commits := make([]struct {
 		event uuid.UUID
 		at    time.Time
@@ -108,7 +155,7 @@ func (b *bench) measureLatency(ctx context.Context) error {
 		case <-ctx.Done():
 			tick.Stop()
 			wg.Wait()
-			return ctx.Err()
+			return nil, 0, 0, ctx.Err()
 		case <-tick.C:
 		}
 		wg.Go(func() {
@@ -126,7 +173,7 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	tick.Stop()
 	wg.Wait()
 	if firstErr != nil {
-		return firstErr
+		return nil, 0, 0, firstErr
 	}
 
 	deadline := time.NewTimer(time.Minute)
@@ -141,25 +188,16 @@ func (b *bench) measureLatency(ctx context.Context) error {
 		select {
 		case <-ackSignal:
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, 0, 0, ctx.Err()
 		case <-deadline.C:
-			return fmt.Errorf("only %d of %d events reached Temporal within a minute of the last commit", n, total)
+			return nil, 0, 0, fmt.Errorf("only %d of %d events reached Temporal within a minute of the last commit", n, total)
 		}
 	}
-	handoff := make([]time.Duration, 0, total-warm)
+	handoff = make([]time.Duration, 0, total-warm)
 	mu.Lock()
 	for _, c := range commits[warm:] {
 		handoff = append(handoff, acks[c.event].Sub(c.at))
 	}
 	mu.Unlock()
-
-	b.rep.add(metric{name: "handoff_latency_p50_ms", value: ms(percentile(handoff, 50)), decimals: 1})
-	b.rep.add(metric{name: "handoff_latency_p99_ms", value: ms(percentile(handoff, 99)), decimals: 1})
-	b.rep.add(metric{name: "bare_start_latency_p50_ms", value: ms(percentile(bare, 50)), decimals: 1})
-	b.rep.add(metric{name: "bare_start_latency_p99_ms", value: ms(percentile(bare, 99)), decimals: 1})
-	b.rep.note("handoff latency: %d orders at %d/s (after %d warm-up), each from the return of its COMMIT to the return "+
-		"of the publisher's ExecuteWorkflow, matched by event id; relay poll interval %s, so every handoff is woken by "+
-		"LISTEN/NOTIFY. bare start latency: %d sequential ExecuteWorkflow round trips on an idle client.",
-		total-warm, rate, warm, poll, len(bare))
-	return nil
+	return handoff, total, warm, nil
 }

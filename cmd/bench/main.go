@@ -2,7 +2,7 @@
 // a baseline taken in the same run, because absolute times drift on a shared
 // machine and ratios do not:
 //
-//	go run ./cmd/bench [-quick] [-only handoff,latency,noop,write,claim,idle]
+//	go run ./cmd/bench [-quick] [-only handoff,latency,noop,write,claim,idle,sources]
 //	make bench
 //
 // It uses DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres)
@@ -13,6 +13,11 @@
 // (the role needs CREATEDB). Workflows go to a task queue of their own,
 // outflow-bench-<run>, which no worker polls; they are terminated by a batch
 // operation at the end.
+//
+// The sources phase measures the polling and the CDC relay sources side by
+// side (OUTFLOW_RELAY_SOURCE=poll or cdc: that one alone). It needs
+// wal_level=logical; when DATABASE_URL's server lacks it, the phase starts a
+// throwaway cluster from the machine's initdb/pg_ctl and says so.
 //
 // Progress goes to stderr. Stdout gets one "name: value" line per figure as
 // it is measured, then a Markdown table with targets and verdicts, then notes
@@ -139,6 +144,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		{"write", b.measureWriteOverhead},
 		{"claim", b.measureClaimScale},
 		{"idle", b.measureIdleQueries},
+		{"sources", b.measureSources},
 	}
 	for _, s := range steps {
 		if !cfg.runs(s.phase) {

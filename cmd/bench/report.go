@@ -84,6 +84,16 @@ func (r *report) add(m metric) {
 }
 
 // note adds a line to the method notes printed under the table.
+// value returns the value of the metric called name, if it was added.
+func (r *report) value(name string) (float64, bool) {
+	for _, m := range r.metrics {
+		if m.name == name {
+			return m.value, true
+		}
+	}
+	return 0, false
+}
+
 func (r *report) note(format string, args ...any) {
 	r.notes = append(r.notes, fmt.Sprintf(format, args...))
 }

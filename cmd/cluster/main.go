@@ -61,10 +61,10 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if pg.stop != nil {
-		defer pg.stop()
+	if pg.Stop != nil {
+		defer pg.Stop()
 	}
-	say("PostgreSQL: %s", pg.how)
+	say("PostgreSQL: %s", pg.How)
 
 	addr := "127.0.0.1:" + strconv.Itoa(*port)
 	if !portFree(addr) {
@@ -78,7 +78,7 @@ func run(ctx context.Context) error {
 	}
 	start := time.Now()
 	c, err := cluster.Start(ctx, cluster.Options{
-		Dir: dir, AdminURL: pg.url, Database: *db, Fresh: *fresh,
+		Dir: dir, AdminURL: pg.URL, Database: *db, Fresh: *fresh,
 		Nodes: *nodes, HistoryShards: *shards, Retention: *retention,
 		Address: addr, UIPort: ui, Progress: os.Stdout,
 	})
@@ -99,8 +99,8 @@ func run(ctx context.Context) error {
 		say("Web UI: %s   histories from the CLI: bin/temporal workflow show --address %s -w <event id>", u, c.Address())
 	}
 	say("ready %s after start; Ctrl-C stops both nodes", time.Since(start).Round(100*time.Millisecond))
-	if pg.stop != nil {
-		fmt.Printf("DATABASE_URL=%s\n", pg.url)
+	if pg.Stop != nil {
+		fmt.Printf("DATABASE_URL=%s\n", pg.URL)
 	}
 	fmt.Printf("TEMPORAL_ADDRESS=%s\n", c.Address())
 	<-ctx.Done()

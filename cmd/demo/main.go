@@ -55,14 +55,23 @@ func run(ctx context.Context) error {
 	var st stack
 	defer st.stopAll()
 
-	pg, err := ensurePostgres(ctx, dataDir, say)
+	source := os.Getenv("OUTFLOW_RELAY_SOURCE")
+	switch source {
+	case "":
+		source = "poll"
+	case "poll", "cdc":
+	default:
+		return fmt.Errorf("OUTFLOW_RELAY_SOURCE=%q: want poll (the default) or cdc", source)
+	}
+	pg, err := ensurePostgres(ctx, dataDir, source == "cdc", say)
 	if err != nil {
 		return err
 	}
-	if pg.stop != nil {
-		st.add(pg.stop)
+	if pg.Stop != nil {
+		st.add(pg.Stop)
 	}
-	say("PostgreSQL: %s", pg.how)
+	say("PostgreSQL: %s", pg.How)
+	say("relay source: %s (OUTFLOW_RELAY_SOURCE)", source)
 
 	say("building outflow's binaries into bin/")
 	if err := buildBinaries(ctx, root); err != nil {
@@ -70,7 +79,7 @@ func run(ctx context.Context) error {
 	}
 	bin := func(name string) string { return filepath.Join(root, "bin", name) }
 	migrate := exec.CommandContext(ctx, bin("outboxctl"), "migrate")
-	migrate.Env = append(os.Environ(), "DATABASE_URL="+pg.url)
+	migrate.Env = append(os.Environ(), "DATABASE_URL="+pg.URL)
 	if out, err := migrate.CombinedOutput(); err != nil {
 		return fmt.Errorf("outboxctl migrate: %v\n%s", err, out)
 	} else {
@@ -98,7 +107,7 @@ func run(ctx context.Context) error {
 	if uiOrigin == "" {
 		uiOrigin = os.Getenv("CODECSERVER_CORS_ORIGIN")
 	}
-	if err := startCodecServer(ctx, dataDir, bin("codecserver"), pc, pg.url, uiOrigin); err != nil {
+	if err := startCodecServer(ctx, dataDir, bin("codecserver"), pc, pg.URL, uiOrigin); err != nil {
 		return err
 	}
 	st.add(func() { pc.proc.stop(5 * time.Second) })
@@ -120,7 +129,7 @@ func run(ctx context.Context) error {
 	say("provider simulators (Stripe-compatible payments, Resend-compatible email) at %s", simURL)
 
 	common := []string{
-		"DATABASE_URL=" + pg.url,
+		"DATABASE_URL=" + pg.URL,
 		"TEMPORAL_ADDRESS=" + tmp.address,
 		"TEMPORAL_NAMESPACE=" + tmp.namespace,
 		"STRIPE_API_KEY=sk_test_outflow_demo",
@@ -130,6 +139,7 @@ func run(ctx context.Context) error {
 		"OUTFLOW_FAILPOINTS=",
 		"OUTFLOW_CODEC_KEYS=" + pc.keys,
 		"OUTFLOW_CODEC_KEYS_FILE=",
+		"OUTFLOW_RELAY_SOURCE=" + source,
 	}
 	worker, err := startChild(dataDir, "worker", bin("worker"), nil, common)
 	if err != nil {
@@ -178,7 +188,7 @@ func run(ctx context.Context) error {
 	}
 	say("order API: http://%s   provider ledger: %s/_sim/ledger", apiAddr, simURL)
 	fmt.Println()
-	printCodecHowTo(os.Stdout, pc, tmp, tmp.cli, pg.url, results)
+	printCodecHowTo(os.Stdout, pc, tmp, tmp.cli, pg.URL, results)
 	fmt.Println()
 	if exitAfter {
 		if !allOK {

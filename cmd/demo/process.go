@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/outflow/outflow/internal/pgcluster"
 )
 
 // child is a process the demo started and must stop.
@@ -95,24 +97,10 @@ func tail(s string, n int) string {
 }
 
 // freePort asks the kernel for a free TCP port on the loopback interface.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+func freePort() (int, error) { return pgcluster.FreePort() }
 
 // portFree reports whether nothing listens on 127.0.0.1:port.
-func portFree(port int) bool {
-	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-	if err != nil {
-		return false
-	}
-	l.Close()
-	return true
-}
+func portFree(port int) bool { return pgcluster.PortFree(port) }
 
 // waitTCP waits until something accepts connections on addr.
 func waitTCP(ctx context.Context, addr string, timeout time.Duration) error {

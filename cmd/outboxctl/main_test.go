@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -12,6 +13,14 @@ import (
 	"github.com/outflow/outflow/internal/testdb"
 	"github.com/outflow/outflow/migrations"
 )
+
+// TestMain stops the private wal_level=logical server that the CDC slot
+// test starts.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testdb.StopLogical()
+	os.Exit(code)
+}
 
 func TestUsageAndUnknownCommand(t *testing.T) {
 	t.Parallel()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"text/tabwriter"
 	"time"
 
@@ -30,10 +31,23 @@ func runStatus(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The cdc relay source's slot, when one exists (OUTFLOW_CDC_SLOT names
+	// it as for the starter).
+	slot, hasSlot, err := outbox.Slot(ctx, pool, os.Getenv("OUTFLOW_CDC_SLOT"))
+	if err != nil {
+		return err
+	}
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(s)
+		out := struct {
+			outbox.StatusReport
+			CDCSlot *outbox.SlotStatus `json:"cdc_slot,omitempty"`
+		}{StatusReport: s}
+		if hasSlot {
+			out.CDCSlot = &slot
+		}
+		return enc.Encode(out)
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
 	oldest := "-"
@@ -61,5 +75,35 @@ func runStatus(ctx context.Context, env *cliEnv, args []string) error {
 		horizon = "events published before " + s.CleanupHorizon.UTC().Format(time.RFC3339) + " may be deleted"
 	}
 	fmt.Fprintf(tw, "cleanup\t%s\t\n", horizon)
+	if hasSlot {
+		state := "active (a cdc relay streams it)"
+		if !slot.Active {
+			state = "inactive (no cdc relay streams it; it still retains WAL)"
+		}
+		fmt.Fprintf(tw, "cdc slot\t%s\t%s\n", slot.Name, state)
+		fmt.Fprintf(tw, "  lag\t%s\t(confirmed %s)\n", bytesText(slot.LagBytes), slot.ConfirmedFlushLSN)
+		limit := "max_slot_wal_keep_size unlimited"
+		if slot.MaxSlotWALKeepSizeBytes >= 0 {
+			limit = "max_slot_wal_keep_size " + bytesText(slot.MaxSlotWALKeepSizeBytes)
+		}
+		fmt.Fprintf(tw, "  retained WAL\t%s\t(%s, wal_status %s)\n", bytesText(slot.RetainedBytes), limit, slot.WALStatus)
+		if slot.WALStatus == "lost" {
+			fmt.Fprintf(tw, "  LOST\t\tthe slot can no longer stream: see docs/operations.md, \"A lost slot\"\n")
+		}
+	}
 	return tw.Flush()
+}
+
+// bytesText renders a byte count in binary units.
+func bytesText(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

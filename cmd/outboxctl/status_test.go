@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/internal/testdb"
 )
 
 // TestStatus: the text report and the --json shape, over a backlog with a
@@ -51,4 +53,39 @@ func TestStatus(t *testing.T) {
 	require.Regexp(t, regexp.MustCompile(`^\d{4}-\d\d-\d\dT`), lease["earliest_expiry"])
 	require.Nil(t, got["cleanup_horizon"])
 	require.Contains(t, got, "checked_at")
+}
+
+// TestStatusShowsCDCSlot: when the cdc relay source's slot exists, status
+// shows whether a relay streams it, its lag and the WAL it retains; --json
+// carries it as cdc_slot. Without a slot neither appears.
+func TestStatusShowsCDCSlot(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	r := b.ok(t, "status")
+	require.NotContains(t, r.stdout, "cdc slot")
+	require.NotContains(t, b.ok(t, "status", "--json").stdout, "cdc_slot")
+
+	pool, url := testdb.NewLogical(t)
+	lb := &testBundle{ctx: b.ctx, pool: pool, url: url}
+	_, err := pool.Exec(lb.ctx, "SELECT pg_create_logical_replication_slot('outflow_outbox', 'pgoutput')")
+	require.NoError(t, err)
+	lb.enqueue(t, "o-1", "OrderCreated") // WAL the idle slot retains
+	r = lb.ok(t, "status")
+	require.Regexp(t, `cdc slot\s+outflow_outbox\s+inactive`, r.stdout)
+	require.Regexp(t, `lag\s+\d+(\.\d)? [KMG]?i?B`, r.stdout)
+	require.Regexp(t, `retained WAL\s+\d`, r.stdout)
+
+	r = lb.ok(t, "status", "--json")
+	var got struct {
+		CDCSlot *struct {
+			Name     string `json:"name"`
+			Active   bool   `json:"active"`
+			LagBytes int64  `json:"lag_bytes"`
+		} `json:"cdc_slot"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got), r.stdout)
+	require.NotNil(t, got.CDCSlot)
+	require.Equal(t, "outflow_outbox", got.CDCSlot.Name)
+	require.False(t, got.CDCSlot.Active)
+	require.Positive(t, got.CDCSlot.LagBytes)
 }

@@ -41,10 +41,11 @@ func AdminURL() string {
 	return DefaultURL
 }
 
+// templates are the migrated template databases built in this process, by
+// server URL.
 var (
-	templateOnce sync.Once
-	templateName string
-	templateErr  error
+	templatesMu sync.Mutex
+	templates   = map[string]string{}
 )
 
 // New creates a migrated database for t, returns a pool on it and its URL, and
@@ -52,6 +53,12 @@ var (
 func New(t testing.TB) (*pgxpool.Pool, string) {
 	t.Helper()
 	url := NewURL(t)
+	return Open(t, url), url
+}
+
+// Open connects to url for t and closes the pool when t ends.
+func Open(t testing.TB, url string) *pgxpool.Pool {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	pool, err := pgxpool.New(ctx, url)
@@ -59,20 +66,33 @@ func New(t testing.TB) (*pgxpool.Pool, string) {
 		t.Fatalf("testdb: connect: %v", err)
 	}
 	t.Cleanup(pool.Close)
-	return pool, url
+	return pool
 }
 
 // NewURL creates a migrated database for t and returns only its URL, for
 // tests that hand it to a child process. The database is dropped when t ends.
 func NewURL(t testing.TB) string {
 	t.Helper()
+	return NewURLOn(t, AdminURL())
+}
+
+// NewURLOn is [NewURL] on the server adminURL names (e.g. a [Logical] one).
+func NewURLOn(t testing.TB, adminURL string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	templateOnce.Do(func() { templateName, templateErr = ensureTemplate(ctx) })
-	if templateErr != nil {
-		t.Fatalf("testdb: %v (is PostgreSQL running? set TEST_DATABASE_URL)", templateErr)
+	templatesMu.Lock()
+	name, ok := templates[adminURL]
+	if !ok {
+		var err error
+		if name, err = ensureTemplate(ctx, adminURL); err != nil {
+			templatesMu.Unlock()
+			t.Fatalf("testdb: %v (is PostgreSQL running? set TEST_DATABASE_URL)", err)
+		}
+		templates[adminURL] = name
 	}
-	return create(t, ctx, templateName)
+	templatesMu.Unlock()
+	return create(t, ctx, adminURL, name)
 }
 
 // NewEmptyURL creates a database with no schema at all, for tests of the
@@ -81,15 +101,15 @@ func NewEmptyURL(t testing.TB) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	return create(t, ctx, "template0")
+	return create(t, ctx, AdminURL(), "template0")
 }
 
-func create(t testing.TB, ctx context.Context, templateName string) string {
+func create(t testing.TB, ctx context.Context, adminURL, templateName string) string {
 	t.Helper()
 	name := "outflow_test_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16]
-	admin, err := pgx.Connect(ctx, AdminURL())
+	admin, err := pgx.Connect(ctx, adminURL)
 	if err != nil {
-		t.Fatalf("testdb: connect to %s: %v (is PostgreSQL running? set TEST_DATABASE_URL)", AdminURL(), err)
+		t.Fatalf("testdb: connect to %s: %v (is PostgreSQL running? set TEST_DATABASE_URL)", adminURL, err)
 	}
 	defer admin.Close(ctx)
 	// The template may be busy for a moment while another test copies it.
@@ -107,17 +127,21 @@ func create(t testing.TB, ctx context.Context, templateName string) string {
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		conn, err := pgx.Connect(ctx, AdminURL())
+		conn, err := pgx.Connect(ctx, adminURL)
 		if err != nil {
 			t.Logf("testdb: drop %s: %v", name, err)
 			return
 		}
 		defer conn.Close(ctx)
+		// A logical replication slot keeps its database from being dropped.
+		if err := dropSlots(ctx, conn, name); err != nil {
+			t.Logf("testdb: drop the replication slots of %s: %v", name, err)
+		}
 		if _, err := conn.Exec(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name)); err != nil {
 			t.Logf("testdb: drop %s: %v", name, err)
 		}
 	})
-	return withDatabase(AdminURL(), name)
+	return withDatabase(adminURL, name)
 }
 
 // withDatabase returns url with its database name replaced.
@@ -158,15 +182,15 @@ func migrationsHash() (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:12], nil
 }
 
-func ensureTemplate(ctx context.Context) (string, error) {
+func ensureTemplate(ctx context.Context, adminURL string) (string, error) {
 	hash, err := migrationsHash()
 	if err != nil {
 		return "", err
 	}
 	name := "outflow_tmpl_" + hash
-	admin, err := pgx.Connect(ctx, AdminURL())
+	admin, err := pgx.Connect(ctx, adminURL)
 	if err != nil {
-		return "", fmt.Errorf("connect to %s: %w", AdminURL(), err)
+		return "", fmt.Errorf("connect to %s: %w", adminURL, err)
 	}
 	defer admin.Close(ctx)
 	// One builder at a time across every test process on the machine.
@@ -185,7 +209,7 @@ func ensureTemplate(ctx context.Context) (string, error) {
 	if _, err := admin.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s", name)); err != nil {
 		return "", err
 	}
-	pool, err := pgxpool.New(ctx, withDatabase(AdminURL(), name))
+	pool, err := pgxpool.New(ctx, withDatabase(adminURL, name))
 	if err != nil {
 		return "", err
 	}

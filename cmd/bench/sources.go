@@ -1,0 +1,362 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outflow/outflow/internal/pgcluster"
+	"github.com/outflow/outflow/outbox"
+)
+
+// sourceEnv selects the relay sources the sources phase measures: unset
+// measures poll and cdc side by side; poll or cdc measures that one alone.
+const sourceEnv = "OUTFLOW_RELAY_SOURCE"
+
+// benchSlot is the cdc relay's slot in the scratch databases (dropped with
+// them).
+const benchSlot = "outflow_bench"
+
+// measureSources measures the two relay sources side by side in one run, on
+// one wal_level=logical server: the server of DATABASE_URL when it has
+// wal_level=logical, else a throwaway cluster this phase starts (and says
+// so). For each source: handoff latency (commit to Temporal's accept, orders
+// trickled as in the latency phase), throughput with the no-op publisher,
+// and what the database pays per event: WAL beyond the insert, row versions
+// made dead, statements.
+func (b *bench) measureSources(ctx context.Context) error {
+	sources := []string{"poll", "cdc"}
+	switch s := strings.TrimSpace(os.Getenv(sourceEnv)); s {
+	case "":
+	case "poll", "cdc":
+		sources = []string{s}
+	default:
+		return fmt.Errorf("%s=%q: want poll or cdc (unset: both side by side)", sourceEnv, s)
+	}
+	srv, cleanup, err := b.logicalServer(ctx)
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+
+	insert, err := b.insertWAL(ctx, srv)
+	if err != nil {
+		return err
+	}
+	b.rep.add(metric{name: "insert_wal_bytes_per_event", value: insert, decimals: 0})
+	// Latency is the figure a busy shared machine disturbs most: the sources
+	// take turns in ABBA order over two rounds, each round beside its own
+	// bare-start sample, and the samples are pooled.
+	handoffs := map[string][]time.Duration{}
+	var bare []time.Duration
+	for round := range 2 {
+		order := slices.Clone(sources)
+		if round%2 == 1 {
+			slices.Reverse(order)
+		}
+		ds, err := b.bareLatencies(ctx)
+		if err != nil {
+			return err
+		}
+		bare = append(bare, ds...)
+		for _, source := range order {
+			handoff, total, warm, err := b.sourceHandoffs(ctx, srv, source)
+			if err != nil {
+				return fmt.Errorf("%s handoff: %w", source, err)
+			}
+			handoffs[source] = append(handoffs[source], handoff...)
+			b.progress("  %s round %d: p50 %.1f ms over %d orders", source, round+1, ms(percentile(handoff, 50)), total-warm)
+		}
+	}
+	beyond := map[string]float64{}
+	for _, source := range sources {
+		handoff := handoffs[source]
+		b.rep.add(metric{name: source + "_handoff_latency_p50_ms", value: ms(percentile(handoff, 50)), decimals: 1})
+		b.rep.add(metric{name: source + "_handoff_latency_p99_ms", value: ms(percentile(handoff, 99)), decimals: 1})
+		cost, err := b.sourceCost(ctx, srv, source)
+		if err != nil {
+			return fmt.Errorf("%s cost: %w", source, err)
+		}
+		b.rep.add(metric{name: source + "_relay_per_s", value: cost.perSecond, decimals: 0})
+		b.rep.add(metric{name: source + "_wal_bytes_per_event", value: cost.walPerEvent, decimals: 0})
+		b.rep.add(metric{name: source + "_dead_tuples_per_event", value: cost.deadPerEvent, decimals: 2})
+		b.rep.add(metric{name: source + "_statements_per_event", value: cost.statementsPerEvent, decimals: 2})
+		beyond[source] = cost.walPerEvent - insert
+	}
+	b.rep.add(metric{name: "sources_bare_start_latency_p50_ms", value: ms(percentile(bare, 50)), decimals: 1})
+	b.rep.note("sources handoff: per source, 2 runs of %d orders at %d/s (after a second of warm-up each), poll and cdc in "+
+		"ABBA order, each from the return of its COMMIT to the return of the publisher's ExecuteWorkflow; "+
+		"sources_bare_start_latency_p50_ms pools %d sequential bare starts taken before each round.",
+		int(b.cfg.latencyDuration.Seconds()*float64(b.cfg.latencyRate)), b.cfg.latencyRate, len(bare))
+	if cdc, ok := b.rep.value("cdc_handoff_latency_p50_ms"); ok {
+		b.rep.add(metric{name: "cdc_handoff_p50_over_bare_ms", value: cdc - ms(percentile(bare, 50)), decimals: 1, target: atMost(1)})
+	}
+	if len(sources) == 2 {
+		b.rep.add(metric{name: "cdc_wal_beyond_insert_ratio", value: ratio(beyond["cdc"], beyond["poll"]), decimals: 2, target: atMost(0.5)})
+	}
+	b.rep.note("sources: %d events per source seeded in one transaction (SeedPending, %d per aggregate) while the relay "+
+		"runs, with a publisher that acknowledges at once; relay_per_s from that commit to the last event marked "+
+		"published (cdc: and the slot confirmed past it). wal_bytes_per_event = pg_current_wal_lsn() from before the seed to "+
+		"then, per event, the insert included (insert_wal_bytes_per_event: the seed alone, no relay running; "+
+		"cdc_wal_beyond_insert_ratio = (cdc - insert) / (poll - insert)). dead_tuples_per_event = row versions the relay "+
+		"made dead (n_tup_upd + n_tup_del of outbox_events in pg_stat_user_tables, after the relay's backends exited). "+
+		"statements_per_event = statements the relay's pool sent (pgx tracer, batches counted per statement; the cdc "+
+		"replication stream's messages are not statements). Both sources run on the same wal_level=logical server.",
+		b.cfg.noopEvents/5, b.cfg.noopPerAggregate)
+	return nil
+}
+
+// logicalServer returns a server with wal_level=logical for the sources
+// phase: the bench's own when it has it, else a throwaway cluster.
+func (b *bench) logicalServer(ctx context.Context) (*server, func(), error) {
+	var level string
+	if err := b.srv.admin.QueryRow(ctx, "SHOW wal_level").Scan(&level); err != nil {
+		return nil, nil, err
+	}
+	if level == "logical" {
+		return b.srv, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "outflow-bench-pg-")
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil { // the postgres user runs it when we are root
+		return nil, nil, err
+	}
+	b.progress("sources: the server of DATABASE_URL runs wal_level=%s, and the cdc source needs wal_level=logical: "+
+		"starting a throwaway wal_level=logical cluster in %s for both sources", level, dir)
+	b.rep.note("sources: DATABASE_URL's server has wal_level=%s, so both sources ran on a throwaway local cluster "+
+		"(initdb, wal_level=logical, fsync=off).", level)
+	cluster, err := pgcluster.Start(ctx, pgcluster.Options{Dir: dir})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	srv, err := newServer(ctx, cluster.URL)
+	if err != nil {
+		cluster.Stop()
+		_ = os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	srv.run = b.srv.run
+	return srv, func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		_ = srv.close(cctx)
+		cluster.Stop()
+		_ = os.RemoveAll(dir)
+	}, nil
+}
+
+// startSource runs a relay of source over pool until the returned stop; a
+// cdc relay is running once its stream is up.
+func (b *bench) startSource(ctx context.Context, source string, pool *pgxpool.Pool, pub outbox.Publisher) (func(), error) {
+	cfg := outbox.RelayConfig{Logger: b.logger}
+	if source == "poll" {
+		relay, err := outbox.NewRelay(pool, pub, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return runInBackground(ctx, relay.Run), nil
+	}
+	relay, err := outbox.NewCDCRelay(pool, pub, outbox.CDCConfig{RelayConfig: cfg, Slot: benchSlot})
+	if err != nil {
+		return nil, err
+	}
+	stop := runInBackground(ctx, relay.Run)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		var n int
+		err := pool.QueryRow(ctx, queries.Get("StreamingSessions"), outbox.CDCApplicationName(relay.Owner())).Scan(&n)
+		if err == nil && n > 0 {
+			break
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			stop()
+			return nil, fmt.Errorf("the cdc relay did not start streaming within a minute (last error: %v)", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return func() {
+		stop()
+		dropSlot(ctx, pool)
+	}, nil
+}
+
+// dropSlot drops the bench's slot once its walsender has gone, so that the
+// scratch database can be dropped.
+func dropSlot(ctx context.Context, pool *pgxpool.Pool) {
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, err := pool.Exec(ctx, queries.Get("DropSlot"), benchSlot); err == nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func (b *bench) sourceHandoffs(ctx context.Context, srv *server, source string) ([]time.Duration, int, int, error) {
+	name, dbcfg, err := srv.scratch(ctx, source+"_latency")
+	if err != nil {
+		return nil, 0, 0, err
+	}
+	defer srv.drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
+	b.progress("sources: %s relay handoff latency", source)
+	return b.trickleHandoffs(ctx, dbcfg, func(ctx context.Context, pool *pgxpool.Pool, pub outbox.Publisher) (func(), error) {
+		return b.startSource(ctx, source, pool, pub)
+	})
+}
+
+// insertWAL is the WAL one seeded event writes with no relay running.
+func (b *bench) insertWAL(ctx context.Context, srv *server) (float64, error) {
+	name, dbcfg, err := srv.scratch(ctx, "insert_wal")
+	if err != nil {
+		return 0, err
+	}
+	defer srv.drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
+	pool, err := openPool(ctx, dbcfg)
+	if err != nil {
+		return 0, err
+	}
+	defer pool.Close()
+	n := b.cfg.noopEvents / 5
+	before, err := walLSN(ctx, pool)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := pool.Exec(ctx, queries.Get("SeedPending"), n, n/b.cfg.noopPerAggregate); err != nil {
+		return 0, err
+	}
+	after, err := walLSN(ctx, pool)
+	if err != nil {
+		return 0, err
+	}
+	return float64(after-before) / float64(n), nil
+}
+
+type sourceCost struct {
+	perSecond, walPerEvent, deadPerEvent, statementsPerEvent float64
+}
+
+// sourceCost seeds events in one transaction while a relay of source with a
+// no-op publisher runs, and measures what it took to see them published.
+func (b *bench) sourceCost(ctx context.Context, srv *server, source string) (sourceCost, error) {
+	var c sourceCost
+	n := b.cfg.noopEvents / 5
+	name, dbcfg, err := srv.scratch(ctx, source+"_cost")
+	if err != nil {
+		return c, err
+	}
+	defer srv.drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
+	admin, err := openPool(ctx, dbcfg)
+	if err != nil {
+		return c, err
+	}
+	defer admin.Close()
+	var sent atomic.Int64
+	cfg := dbcfg.Copy()
+	cfg.ConnConfig.Tracer = countingTracer{n: &sent}
+	pool, err := openPool(ctx, cfg)
+	if err != nil {
+		return c, err
+	}
+	defer pool.Close()
+	stop, err := b.startSource(ctx, source, pool, outbox.PublisherFunc(noopPublish))
+	if err != nil {
+		return c, err
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			stop()
+		}
+	}()
+	before, err := walLSN(ctx, admin)
+	if err != nil {
+		return c, err
+	}
+	tup0, err := settledTupleChanges(ctx, admin)
+	if err != nil {
+		return c, err
+	}
+	sent0 := sent.Load()
+	b.progress("sources: %s relay, %d events seeded in one transaction while it runs (no-op publisher)", source, n)
+	if _, err := admin.Exec(ctx, queries.Get("SeedPending"), n, n/b.cfg.noopPerAggregate); err != nil {
+		return c, err
+	}
+	start := time.Now()
+	if _, err := admin.Exec(ctx, queries.Get("Notify")); err != nil { // SeedPending is not Enqueue: wake the poller
+		return c, err
+	}
+	for {
+		left, err := countPending(ctx, admin)
+		if err != nil {
+			return c, err
+		}
+		if left == 0 {
+			break
+		}
+		if time.Since(start) > 5*time.Minute {
+			return c, fmt.Errorf("%d events still pending after 5 minutes", left)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	elapsed := time.Since(start)
+	end, err := walLSN(ctx, admin)
+	if err != nil {
+		return c, err
+	}
+	if source == "cdc" { // settled means confirmed too: wait for the slot to pass the marks
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			var passed bool
+			if err := admin.QueryRow(ctx, queries.Get("SlotPassed"), benchSlot, end.String()).Scan(&passed); err == nil && passed {
+				break
+			}
+		}
+	}
+	statements := sent.Load() - sent0
+	stop()
+	stopped = true
+	pool.Close() // the relay's backends exit and flush their statistics
+	tup1, err := settledTupleChanges(ctx, admin)
+	if err != nil {
+		return c, err
+	}
+	c.perSecond = perSecond(n, elapsed)
+	c.walPerEvent = float64(end-before) / float64(n)
+	c.deadPerEvent = float64(tup1-tup0) / float64(n)
+	c.statementsPerEvent = float64(statements) / float64(n)
+	b.progress("  %.0f events/s, %.0f WAL bytes, %.2f dead row versions, %.2f statements per event",
+		c.perSecond, c.walPerEvent, c.deadPerEvent, c.statementsPerEvent)
+	return c, nil
+}
+
+func walLSN(ctx context.Context, db *pgxpool.Pool) (pglogrepl.LSN, error) {
+	var s string
+	if err := db.QueryRow(ctx, queries.Get("CurrentWAL")).Scan(&s); err != nil {
+		return 0, err
+	}
+	return pglogrepl.ParseLSN(s)
+}
+
+// settledTupleChanges reads n_tup_upd + n_tup_del of outbox_events once
+// the statistics have settled.
+func settledTupleChanges(ctx context.Context, db *pgxpool.Pool) (int64, error) {
+	return settled(ctx, func() (int64, error) {
+		var n int64
+		// A transaction of its own each time: a backend keeps what it read
+		// of the statistics until its transaction ends.
+		err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
+			return tx.QueryRow(ctx, queries.Get("OutboxTupleChanges")).Scan(&n)
+		})
+		return n, err
+	})
+}

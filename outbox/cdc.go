@@ -1,0 +1,373 @@
+package outbox
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// The defaults of [CDCConfig].
+const (
+	// CDCSlotDefault is the default of CDCConfig.Slot: the logical
+	// replication slot the stream reads.
+	CDCSlotDefault = "outflow_outbox"
+	// CDCPublicationDefault is the default of CDCConfig.Publication, created
+	// by migration 00009 (inserts into outbox_events).
+	CDCPublicationDefault = "outflow_outbox"
+	// CDCGraceDefault is the default of CDCConfig.Grace.
+	CDCGraceDefault = 10 * time.Second
+	// CDCStatusIntervalDefault is the default of CDCConfig.StatusInterval.
+	CDCStatusIntervalDefault = time.Second
+	// CDCStandbyRetryDefault is the default of CDCConfig.StandbyRetry.
+	CDCStandbyRetryDefault = 2 * time.Second
+)
+
+// CDCConfig tunes a [CDCRelay]. The zero value is ready to use.
+type CDCConfig struct {
+	// RelayConfig holds what the stream shares with its sweeper (a polling
+	// relay, see [CDCRelay]): Owner, BatchSize (the most events one sort
+	// statement reads), Lease, PublishTimeout, MaxInFlight, MaxAttempts,
+	// the retry backoff, the mark batching, GaugeInterval, Registerer,
+	// Logger and Failpoints (cdc.after_receive, cdc.after_publish,
+	// cdc.before_confirm besides the relay's). PollInterval is the
+	// sweeper's. Defaults as documented on RelayConfig.
+	RelayConfig
+	// Slot is the logical replication slot; created when missing. Defaults
+	// to [CDCSlotDefault].
+	Slot string
+	// Publication is the publication streamed. Defaults to
+	// [CDCPublicationDefault].
+	Publication string
+	// Grace is how old an unpublished event must be before the sweeper takes
+	// it without being handed it: the stream's head start on every event it
+	// received. Defaults to [CDCGraceDefault] (10 seconds).
+	Grace time.Duration
+	// StatusInterval is how often the stream confirms its position to the
+	// server (standby status update). Defaults to [CDCStatusIntervalDefault]
+	// (1 second).
+	StatusInterval time.Duration
+	// StandbyRetry is how long a relay waits before trying the slot again
+	// when another relay streams it, or after a failed session. Defaults to
+	// [CDCStandbyRetryDefault] (2 seconds).
+	StandbyRetry time.Duration
+}
+
+func (c *CDCConfig) setDefaults() error {
+	if err := c.RelayConfig.setDefaults(); err != nil {
+		return err
+	}
+	c.Slot = cmp.Or(c.Slot, CDCSlotDefault)
+	c.Publication = cmp.Or(c.Publication, CDCPublicationDefault)
+	c.Grace = cmp.Or(c.Grace, CDCGraceDefault)
+	c.StatusInterval = cmp.Or(c.StatusInterval, CDCStatusIntervalDefault)
+	c.StandbyRetry = cmp.Or(c.StandbyRetry, CDCStandbyRetryDefault)
+	return nil
+}
+
+func (c *CDCConfig) validate() error {
+	if err := c.RelayConfig.validate(); err != nil {
+		return err
+	}
+	switch {
+	case c.Grace < 10*time.Millisecond:
+		return fmt.Errorf("outbox: CDCConfig.Grace %s is too short; use at least 10ms (default %s)", c.Grace, CDCGraceDefault)
+	case c.StatusInterval < 10*time.Millisecond:
+		return fmt.Errorf("outbox: CDCConfig.StatusInterval %s is too short; use at least 10ms (default %s)", c.StatusInterval, CDCStatusIntervalDefault)
+	case c.StandbyRetry < 10*time.Millisecond:
+		return fmt.Errorf("outbox: CDCConfig.StandbyRetry %s is too short; use at least 10ms (default %s)", c.StandbyRetry, CDCStandbyRetryDefault)
+	}
+	return nil
+}
+
+// CDCRelay hands committed outbox events to a [Publisher] from PostgreSQL's
+// logical replication log instead of by polling: the second relay source,
+// with the same guarantees as [Relay].
+//
+// It streams the publication's inserts from a replication slot (pgoutput)
+// and sorts each received batch with one statement: an event goes to the
+// publisher when the stream holds every unpublished predecessor of it
+// itself, so one aggregate's events are published in sequence order, one at
+// a time, and different aggregates concurrently (MaxInFlight). Acknowledged
+// events are marked published in batches, and the slot's confirmed position
+// advances only over transactions whose every event is settled:
+// acknowledged and marked, recorded as failed, or handed off. A restart
+// therefore resumes after the last settled transaction, and what it streams
+// again is either skipped (already published) or published again and
+// absorbed by the publisher, as after a polling relay's crash.
+//
+// Everything unusual goes to the sweeper, a polling [Relay] in the same
+// process whose claim leaves young events to the stream: failed publishes
+// (backoff, quarantine, OUTFLOW_MAX_ATTEMPTS), events behind a predecessor
+// the stream does not hold (quarantined, in backoff, claimed by another
+// relay), replays, and anything older than Grace. Before each streaming
+// session the sweeper backfills every unpublished event, after the slot
+// exists, so nothing committed before the slot's consistent point is missed.
+//
+// PostgreSQL lets one session stream a slot at a time: a second CDCRelay on
+// the same slot waits as a standby and takes over when the first dies.
+type CDCRelay struct {
+	pool       *pgxpool.Pool
+	pub        Publisher
+	cfg        CDCConfig
+	sweeper    *Relay
+	sweep      *sweeper
+	replConfig *pgconn.Config
+	metrics    *metrics
+	cdcMetrics *cdcMetrics
+	// mark is where the slot gauges read the stream's oldest unsettled
+	// commit; nil while no session streams.
+	mark    atomic.Pointer[watermark]
+	running atomic.Bool
+}
+
+// NewCDCRelay returns a CDC relay over pool that publishes through pub, with
+// cfg's zero fields defaulted. It opens a replication connection
+// (replication=database) from pool's configuration when it runs.
+func NewCDCRelay(pool *pgxpool.Pool, pub Publisher, cfg CDCConfig) (*CDCRelay, error) {
+	if pool == nil || pub == nil {
+		return nil, errors.New("outbox: NewCDCRelay needs a pool and a Publisher")
+	}
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	sweeperRelay, err := NewRelay(pool, pub, cfg.RelayConfig)
+	if err != nil {
+		return nil, err
+	}
+	sw := &sweeper{minAge: cfg.Grace, handed: map[uuid.UUID]time.Time{}}
+	sweeperRelay.sweep = sw
+	cm, err := newCDCMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	rc := pool.Config().ConnConfig.Config.Copy()
+	if rc.RuntimeParams == nil {
+		rc.RuntimeParams = map[string]string{}
+	}
+	rc.RuntimeParams["replication"] = "database"
+	rc.RuntimeParams["application_name"] = CDCApplicationName(cfg.Owner)
+	return &CDCRelay{
+		pool:       pool,
+		pub:        pub,
+		cfg:        cfg,
+		sweeper:    sweeperRelay,
+		sweep:      sw,
+		replConfig: rc,
+		metrics:    sweeperRelay.metrics,
+		cdcMetrics: cm,
+	}, nil
+}
+
+// CDCApplicationName is the application_name of the replication connection
+// of the CDC relay called owner, as pg_stat_replication shows it.
+func CDCApplicationName(owner string) string {
+	name := "outbox-cdc " + owner
+	if len(name) > 63 {
+		name = name[:63]
+	}
+	return name
+}
+
+// Owner returns the relay's identity, as written to claimed_by.
+func (c *CDCRelay) Owner() string { return c.cfg.Owner }
+
+// Config returns the relay's configuration with defaults applied.
+func (c *CDCRelay) Config() CDCConfig { return c.cfg }
+
+// ErrWALLevel is wrapped by the error [CDCRelay.Run] returns when the server
+// does not run with wal_level=logical.
+var ErrWALLevel = errors.New("outbox: the CDC relay source needs wal_level=logical")
+
+// CheckCDC reports whether the server behind pool can serve the CDC relay
+// source: wal_level=logical and the publication (migration 00009). Its
+// errors say what to change.
+func CheckCDC(ctx context.Context, pool *pgxpool.Pool, publication string) error {
+	level, err := qCDCWALLevel.one(ctx, pool, noArgs{})
+	if err != nil {
+		return fmt.Errorf("outbox: read wal_level: %w", err)
+	}
+	if level != "logical" {
+		return fmt.Errorf("%w; the server runs with wal_level=%s. Set wal_level = logical (postgresql.conf, ALTER SYSTEM SET wal_level = logical, or postgres -c wal_level=logical) and restart PostgreSQL, or use the polling source (OUTFLOW_RELAY_SOURCE=poll)",
+			ErrWALLevel, level)
+	}
+	ok, err := qCDCPublicationExist.one(ctx, pool, publicationArgs{Publication: cmp.Or(publication, CDCPublicationDefault)})
+	if err != nil {
+		return fmt.Errorf("outbox: look up publication %s: %w", publication, err)
+	}
+	if !ok {
+		return fmt.Errorf("outbox: the publication %s does not exist; run `outboxctl migrate`", publication)
+	}
+	return nil
+}
+
+// Run relays until ctx ends, then shuts down gracefully: in-flight publishes
+// finish, acknowledged events are marked, the settled position is confirmed
+// and the sweeper stops. It returns an error at once when the server cannot
+// serve CDC (see [CheckCDC]); every later failure (a lost connection, a slot
+// streamed by another relay, a restarted server) is retried after
+// StandbyRetry.
+func (c *CDCRelay) Run(ctx context.Context) error {
+	if !c.running.CompareAndSwap(false, true) {
+		return errors.New("outbox: CDCRelay.Run called twice; create one CDCRelay per loop")
+	}
+	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	err := CheckCDC(cctx, c.pool, c.cfg.Publication)
+	cancel()
+	if err != nil {
+		return err
+	}
+	bg, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stop()
+	wg.Go(func() { _ = c.sweeper.Run(bg) })
+	if c.cfg.Registerer != nil {
+		wg.Go(func() { c.slotGaugeLoop(bg) })
+	}
+
+	failures := 0
+	standingBy := false
+	for ctx.Err() == nil {
+		streamed, err := c.session(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		if streamed {
+			failures = 0
+		}
+		failures++
+		delay := c.cfg.StandbyRetry
+		switch {
+		case errors.Is(err, errSlotActive):
+			// Said once when it begins, not at every retry.
+			level := slog.LevelDebug
+			if !standingBy {
+				level = slog.LevelInfo
+			}
+			c.cfg.Logger.Log(ctx, level, "outbox cdc: another relay streams the slot; standing by until it stops",
+				"owner", c.cfg.Owner, "slot", c.cfg.Slot, "retry_every", delay)
+			standingBy = true
+			if !sleep(ctx, delay) {
+				return nil
+			}
+			continue
+		default:
+			delay = max(delay, errorBackoff.Delay(failures))
+			c.cfg.Logger.Error("outbox cdc: streaming session ended; starting again", "owner", c.cfg.Owner, "slot", c.cfg.Slot, "retry_in", delay, "error", err)
+		}
+		standingBy = false
+		if !sleep(ctx, delay) {
+			break
+		}
+	}
+	return nil
+}
+
+// errSlotActive: another session streams the slot.
+var errSlotActive = errors.New("outbox cdc: the slot is streamed by another session")
+
+// ensureSlot creates the slot when it is missing and returns its status.
+func (c *CDCRelay) ensureSlot(ctx context.Context) (SlotStatus, bool, error) {
+	st, found, err := slotStatus(ctx, c.pool, c.cfg.Slot)
+	if err != nil || found {
+		return st, false, err
+	}
+	if _, err := qCDCCreateSlot.one(ctx, c.pool, slotArgs{SlotName: c.cfg.Slot}); err != nil {
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "42710" { // duplicate_object: another relay was first
+			return st, false, fmt.Errorf("outbox cdc: create slot %s: %w", c.cfg.Slot, err)
+		}
+	}
+	st, found, err = slotStatus(ctx, c.pool, c.cfg.Slot)
+	if err == nil && !found {
+		err = fmt.Errorf("outbox cdc: slot %s vanished right after its creation", c.cfg.Slot)
+	}
+	return st, true, err
+}
+
+// slotStatus reads the slot called name of pool's database.
+func slotStatus(ctx context.Context, db reader, name string) (SlotStatus, bool, error) {
+	rows, err := qCDCSlot.all(ctx, db, slotArgs{SlotName: name})
+	if err != nil || len(rows) == 0 {
+		return SlotStatus{}, false, err
+	}
+	rows[0].Name = name
+	return rows[0], true, nil
+}
+
+// backfill has the sweeper publish every unpublished event it can claim,
+// young ones included, until a claim finds none: what committed before the
+// slot's consistent point (or while no slot existed) reaches the publisher
+// even though the stream never sees it.
+func (c *CDCRelay) backfill(ctx context.Context) (int, error) {
+	total := 0
+	for ctx.Err() == nil {
+		n, _, err := c.sweeper.cycle(ctx, true)
+		if err != nil {
+			return total, err
+		}
+		if n == 0 {
+			break
+		}
+		total += n
+	}
+	return total, ctx.Err()
+}
+
+// sweeper narrows a CDC relay's polling relay to what the stream leaves: see
+// RelayClaim's @min_age_ms and @handed_off.
+type sweeper struct {
+	minAge time.Duration
+	mu     sync.Mutex
+	handed map[uuid.UUID]time.Time
+}
+
+// maxHandedOff bounds the hand-off list a claim carries; beyond it the
+// events wait for Grace.
+const maxHandedOff = 1000
+
+func (s *sweeper) filter() (int64, []uuid.UUID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cutoff := time.Now().Add(-s.minAge)
+	var ids []uuid.UUID
+	for id, at := range s.handed {
+		if at.Before(cutoff) {
+			delete(s.handed, id) // old enough to be claimed anyway
+			continue
+		}
+		if len(ids) < maxHandedOff {
+			ids = append(ids, id)
+		}
+	}
+	return s.minAge.Milliseconds(), ids
+}
+
+func (s *sweeper) claimed(batch []claimed) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range batch {
+		delete(s.handed, e.ID)
+	}
+}
+
+func (s *sweeper) handOff(ids ...uuid.UUID) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	now := time.Now()
+	for _, id := range ids {
+		s.handed[id] = now
+	}
+}

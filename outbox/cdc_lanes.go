@@ -1,0 +1,151 @@
+package outbox
+
+import (
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// laneKey names an aggregate: one lane.
+type laneKey struct{ typ, id string }
+
+// lanes schedule the stream's publishes: one FIFO per aggregate whose head
+// alone may be in flight, and a FIFO of ready heads that the workers take in
+// arrival (commit) order. held is every event the stream is responsible for
+// until its mark is done; recent remembers marked events a little longer,
+// because a sort statement's snapshot may predate their mark.
+type lanes struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	queues map[laneKey][]*cdcEvent
+	ready  []*cdcEvent
+	held   map[uuid.UUID]struct{}
+	recent map[uuid.UUID]time.Time
+	closed bool
+}
+
+// recentFor is how long a marked event still counts as the stream's.
+const recentFor = 30 * time.Second
+
+func newLanes() *lanes {
+	l := &lanes{
+		queues: map[laneKey][]*cdcEvent{},
+		held:   map[uuid.UUID]struct{}{},
+		recent: map[uuid.UUID]time.Time{},
+	}
+	l.cond = sync.NewCond(&l.mu)
+	return l
+}
+
+func key(e *cdcEvent) laneKey { return laneKey{e.AggregateType, e.AggregateID} }
+
+// holdsAllLocked reports whether every blocker is the stream's own.
+func (l *lanes) holdsAllLocked(blockers []uuid.UUID) bool {
+	for _, b := range blockers {
+		if _, ok := l.held[b]; ok {
+			continue
+		}
+		if _, ok := l.recent[b]; ok {
+			continue
+		}
+		return false
+	}
+	return true
+}
+
+func (l *lanes) addLocked(e *cdcEvent) {
+	l.held[e.ID] = struct{}{}
+	k := key(e)
+	q := l.queues[k]
+	l.queues[k] = append(q, e)
+	if len(q) == 0 {
+		l.ready = append(l.ready, e)
+		l.cond.Signal()
+	}
+}
+
+func (l *lanes) pruneRecent(now time.Time) {
+	for id, at := range l.recent {
+		if now.Sub(at) > recentFor {
+			delete(l.recent, id)
+		}
+	}
+}
+
+// next waits for a ready head; false once the lanes are closed and empty.
+func (l *lanes) next() (*cdcEvent, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for len(l.ready) == 0 && !l.closed {
+		l.cond.Wait()
+	}
+	if len(l.ready) == 0 {
+		return nil, false
+	}
+	e := l.ready[0]
+	l.ready = l.ready[1:]
+	return e, true
+}
+
+// popLocked removes e, its lane's head, and readies the next one.
+func (l *lanes) popLocked(e *cdcEvent) {
+	k := key(e)
+	q := l.queues[k][1:]
+	if len(q) == 0 {
+		delete(l.queues, k)
+		return
+	}
+	l.queues[k] = q
+	l.ready = append(l.ready, q[0])
+	l.cond.Signal()
+}
+
+// acked: e's successor may go now; e stays held until marked.
+func (l *lanes) acked(e *cdcEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.popLocked(e)
+}
+
+// drop forgets e unattempted (shutdown): the next session streams it again.
+func (l *lanes) drop(e *cdcEvent) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.held, e.ID)
+	l.popLocked(e)
+}
+
+// broken removes e's lane after e failed and returns e's queued successors,
+// which the caller hands to the sweeper.
+func (l *lanes) broken(e *cdcEvent) []*cdcEvent {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := key(e)
+	rest := l.queues[k][1:]
+	delete(l.queues, k)
+	delete(l.held, e.ID)
+	for _, r := range rest {
+		delete(l.held, r.ID)
+	}
+	return rest
+}
+
+// marked moves ids from held to recent.
+func (l *lanes) marked(ids []uuid.UUID, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, id := range ids {
+		delete(l.held, id)
+		l.recent[id] = now
+	}
+}
+
+// close wakes every worker; the ready heads left are returned unattempted by
+// the workers (they see the session's end).
+func (l *lanes) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	l.cond.Broadcast()
+}

@@ -1,0 +1,119 @@
+package outbox
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// SlotStatus is the CDC relay's replication slot as PostgreSQL reports it
+// (pg_replication_slots), for metrics and `outboxctl status`.
+type SlotStatus struct {
+	Name string `db:"-" json:"name"`
+	// Active: a session streams the slot now.
+	Active bool `db:"active" json:"active"`
+	// ConfirmedFlushLSN is where a restarted stream resumes.
+	ConfirmedFlushLSN string `db:"confirmed_flush_lsn" json:"confirmed_flush_lsn"`
+	// LagBytes is the server's WAL position minus the confirmed position.
+	LagBytes int64 `db:"lag_bytes" json:"lag_bytes"`
+	// RetainedBytes is the WAL the slot keeps from being recycled.
+	RetainedBytes int64 `db:"retained_bytes" json:"retained_wal_bytes"`
+	// WALStatus is reserved, extended, unreserved or lost (the slot can no
+	// longer stream: see docs/operations.md).
+	WALStatus string `db:"wal_status" json:"wal_status"`
+	// MaxSlotWALKeepSizeBytes is the server's max_slot_wal_keep_size; -1
+	// when unlimited.
+	MaxSlotWALKeepSizeBytes int64 `db:"max_slot_wal_keep_size_bytes" json:"max_slot_wal_keep_size_bytes"`
+}
+
+// Slot returns the status of the CDC slot called name (empty: the default)
+// in db's database; false when it does not exist.
+func Slot(ctx context.Context, db LookupDB, name string) (SlotStatus, bool, error) {
+	if name == "" {
+		name = CDCSlotDefault
+	}
+	st, ok, err := slotStatus(ctx, db, name)
+	if err != nil {
+		return st, false, fmt.Errorf("outbox: read slot %s: %w", name, err)
+	}
+	return st, ok, nil
+}
+
+// cdcMetrics are the CDC source's gauges, named in docs/reference.md.
+type cdcMetrics struct {
+	lagBytes    prometheus.Gauge
+	lagSeconds  prometheus.Gauge
+	retained    prometheus.Gauge
+	maxKeepSize prometheus.Gauge
+}
+
+func newCDCMetrics(reg prometheus.Registerer) (*cdcMetrics, error) {
+	m := &cdcMetrics{
+		lagBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "outbox_cdc_slot_lag_bytes",
+			Help: "WAL between the server's current position and the CDC slot's confirmed position (sampled periodically).",
+		}),
+		lagSeconds: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "outbox_cdc_slot_lag_seconds",
+			Help: "Age of the oldest commit the streaming CDC relay received but has not yet confirmed; 0 when caught up or not streaming (sampled periodically).",
+		}),
+		retained: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "outbox_cdc_wal_retained_bytes",
+			Help: "WAL the CDC slot keeps from being recycled (current position minus restart_lsn; sampled periodically).",
+		}),
+		maxKeepSize: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "outbox_cdc_max_slot_wal_keep_size_bytes",
+			Help: "The server's max_slot_wal_keep_size in bytes, -1 when unlimited: beyond it the slot is lost.",
+		}),
+	}
+	if reg == nil {
+		return m, nil
+	}
+	var err error
+	for _, g := range []*prometheus.Gauge{&m.lagBytes, &m.lagSeconds, &m.retained, &m.maxKeepSize} {
+		if err == nil {
+			*g, err = register(reg, *g)
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("outbox: register CDC metrics: %w", err)
+	}
+	return m, nil
+}
+
+func (c *CDCRelay) slotGaugeLoop(ctx context.Context) {
+	t := time.NewTicker(c.cfg.GaugeInterval)
+	defer t.Stop()
+	for {
+		if err := c.refreshSlotGauges(ctx); err != nil && ctx.Err() == nil {
+			c.cfg.Logger.Warn("outbox cdc: refreshing slot gauges failed", "owner", c.cfg.Owner, "slot", c.cfg.Slot, "error", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (c *CDCRelay) refreshSlotGauges(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	st, ok, err := slotStatus(ctx, c.pool, c.cfg.Slot)
+	if err != nil || !ok {
+		return err
+	}
+	c.cdcMetrics.lagBytes.Set(float64(st.LagBytes))
+	c.cdcMetrics.retained.Set(float64(st.RetainedBytes))
+	c.cdcMetrics.maxKeepSize.Set(float64(st.MaxSlotWALKeepSizeBytes))
+	lag := 0.0
+	if wm := c.mark.Load(); wm != nil {
+		if at, ok := wm.oldestUnsettled(); ok {
+			lag = max(time.Since(at).Seconds(), 0)
+		}
+	}
+	c.cdcMetrics.lagSeconds.Set(lag)
+	return nil
+}
