@@ -81,7 +81,9 @@ func (r *results) addSamples(contender, name string, ds []time.Duration) {
 }
 
 // note adds a line to the notes under the table.
-func (r *results) note(format string, args ...any) { r.notes = append(r.notes, fmt.Sprintf(format, args...)) }
+func (r *results) note(format string, args ...any) {
+	r.notes = append(r.notes, fmt.Sprintf(format, args...))
+}
 
 // value is contender's figure f over all rounds, NaN when not measured.
 func (r *results) value(contender string, f figure) float64 {
