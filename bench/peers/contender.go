@@ -63,8 +63,18 @@ type Contender interface {
 	// Start delivers every committed event to sink until the returned stop
 	// function is called. pool is the consumer's own.
 	Start(ctx context.Context, pool *pgxpool.Pool, sink Sink, p Profile) (stop func(context.Context) error, err error)
+	// Pending counts the events the contender has not yet recorded as
+	// delivered: what a restart would deliver again.
+	Pending(ctx context.Context, pool *pgxpool.Pool) (int64, error)
 	// Settings says how p configures the contender, for the report's notes.
 	Settings(p Profile) string
+}
+
+// pending runs a contender's Pending statement.
+func pending(ctx context.Context, pool *pgxpool.Pool, statement string) (int64, error) {
+	var n int64
+	err := pool.QueryRow(ctx, queries.Get(statement)).Scan(&n)
+	return n, err
 }
 
 // contenders is every contender, in the order of the first round.

@@ -89,6 +89,12 @@ func (b *bench) drain(ctx context.Context, c Contender, cfg *pgxpool.Config, p P
 	waitErr := rec.wait(wctx)
 	cancel()
 	res := drainResult{elapsed: time.Since(start), enqueueWALBytes: walBefore - walSeed, enqueueDeadTuples: churnBefore - churnSeed}
+	// Untimed: let the contender record the last deliveries (outflow's
+	// marks, River's completions, Watermill's offset) before it stops, so a
+	// stop in the middle does not leave them to be delivered again.
+	if waitErr == nil {
+		waitErr = settle(ctx, c, cfg)
+	}
 	stopErr := stop(context.WithoutCancel(ctx))
 	pool.Close()
 	res.tally = rec.tally()
@@ -110,4 +116,28 @@ func (b *bench) drain(ctx context.Context, c Contender, cfg *pgxpool.Config, p P
 	}
 	res.deadTuples = churnAfter - churnBefore
 	return res, nil
+}
+
+// settle waits until c has no pending event, asking on a pool of its own so
+// that the consumer's statement count stays the consumer's.
+func settle(ctx context.Context, c Contender, cfg *pgxpool.Config) error {
+	pool, err := openPool(ctx, cfg, nil)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		n, err := c.Pending(ctx, pool)
+		if err != nil {
+			return fmt.Errorf("count pending: %w", err)
+		}
+		if n == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d events delivered but still pending a minute later", n)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }

@@ -70,6 +70,10 @@ func (outflowPoll) Start(ctx context.Context, pool *pgxpool.Pool, sink Sink, _ P
 
 // Settings: outflow's defaults are its throughput settings, so both profiles
 // are the zero RelayConfig.
+func (outflowPoll) Pending(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
+	return pending(ctx, pool, "OutflowPending")
+}
+
 func (outflowPoll) Settings(Profile) string {
 	return fmt.Sprintf("RelayConfig{} for both profiles: batch %d, MaxInFlight %d, marks of %d or after %s, "+
 		"LISTEN/NOTIFY wake-ups with a %s safety poll",

@@ -24,3 +24,20 @@ SELECT pg_stat_clear_snapshot();
 -- UPDATE and DELETE leaves one, whether or not vacuum has removed it since
 -- (n_dead_tup would drop when autovacuum runs mid-measurement).
 SELECT coalesce(sum(n_tup_upd + n_tup_del), 0)::bigint FROM pg_stat_user_tables;
+
+-- name: OutflowPending :one
+-- outflow: events not yet marked published by the relay.
+SELECT count(*) FROM outbox_events WHERE published_at IS NULL;
+
+-- name: RiverPending :one
+-- River: jobs not yet recorded as completed.
+SELECT count(*) FROM river_job WHERE state <> 'completed';
+
+-- name: WatermillPending :one
+-- Watermill: messages past the consumer group's acked offset, in the
+-- subscriber's own order (transaction id, then offset).
+SELECT count(*)
+FROM watermill_order_events AS m, watermill_offsets_order_events AS o
+WHERE o.consumer_group = ''
+  AND (m.transaction_id > o.last_processed_transaction_id
+       OR (m.transaction_id = o.last_processed_transaction_id AND m."offset" > o.offset_acked));

@@ -137,6 +137,10 @@ func (*riverQueue) Start(ctx context.Context, pool *pgxpool.Pool, sink Sink, p P
 	return client.Stop, nil
 }
 
+func (*riverQueue) Pending(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
+	return pending(ctx, pool, "RiverPending")
+}
+
 func (*riverQueue) Settings(p Profile) string {
 	s := fmt.Sprintf("Queues{default: MaxWorkers %d} (River's getting-started value; there is no default), "+
 		"FetchCooldown %s, FetchPollInterval %s, LISTEN/NOTIFY on insert",

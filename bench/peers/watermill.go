@@ -120,8 +120,10 @@ func (watermillSQL) Start(ctx context.Context, pool *pgxpool.Pool, sink Sink, p 
 		}
 	}()
 	return func(context.Context) error {
-		cancel()
+		// Close before cancel: a cancelled context would fail the ack query
+		// of the batch in progress, and the batch would come again.
 		err := sub.Close()
+		cancel()
 		<-done
 		return err
 	}, nil
@@ -137,6 +139,10 @@ func watermillEvent(m *message.Message) (Event, error) {
 		return Event{}, errors.New("watermill message without a seq")
 	}
 	return Event{ID: id, OrderID: m.Metadata.Get("order_id"), Seq: seq, Payload: []byte(m.Payload)}, nil
+}
+
+func (watermillSQL) Pending(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
+	return pending(ctx, pool, "WatermillPending")
 }
 
 func (watermillSQL) Settings(p Profile) string {
