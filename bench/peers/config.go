@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/outflow/outflow/internal/benchcmd"
 )
 
 // config sizes the run. The defaults take about eight minutes on two cores;
@@ -59,11 +61,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := benchcmd.Parse(fs, args); err != nil {
 		return config{}, err
-	}
-	if fs.NArg() > 0 {
-		return config{}, fmt.Errorf("unexpected arguments %q; see -h", fs.Args())
 	}
 	switch {
 	case c.events < 1 || c.orders < 1 || c.orders > c.events:

@@ -28,39 +28,22 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"runtime"
-	"syscall"
 	"time"
 
+	"github.com/outflow/outflow/internal/benchcmd"
+	"github.com/outflow/outflow/internal/benchstat"
 	"github.com/outflow/outflow/internal/database"
 )
 
 // quietLogger takes the contenders' own logs: warnings and errors only.
 var quietLogger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
-func main() {
-	cfg, err := parseFlags(os.Args[1:], os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "peers:", err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, cfg, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "peers:", err)
-		os.Exit(1)
-	}
-}
+func main() { benchcmd.Main("peers", parseFlags, run) }
 
 // bench is what every phase shares.
 type bench struct {
@@ -83,14 +66,8 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		return err
 	}
 	b.srv = srv
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := srv.close(cctx); err != nil {
-			b.progress("warning: %v; drop it by hand", err)
-		}
-	}()
-	version, err := srv.version(ctx)
+	defer srv.Shutdown(func(err error) { b.progress("warning: %v; drop it by hand", err) })
+	version, err := srv.Version(ctx)
 	if err != nil {
 		return err
 	}
@@ -133,7 +110,7 @@ func (b *bench) round(ctx context.Context, c Contender, r int) error {
 	if err != nil {
 		return err
 	}
-	defer b.srv.drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
+	defer b.srv.Drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
 	n, m := b.cfg.events, b.cfg.orders
 
 	b.progress("round %d %s: write path, %d pairs", r+1, c.Name(), b.cfg.writePairs)
@@ -141,9 +118,9 @@ func (b *bench) round(ctx context.Context, c Contender, r int) error {
 	if err != nil {
 		return fmt.Errorf("write: %w", err)
 	}
-	b.res.add(c.Name(), "write_order_only_ms", ms(w.orderOnly))
-	b.res.add(c.Name(), "write_with_event_ms", ms(w.withEvent))
-	b.res.add(c.Name(), "write_ratio", ratio(float64(w.withEvent), float64(w.orderOnly)))
+	b.res.add(c.Name(), "write_order_only_ms", benchstat.Ms(w.orderOnly))
+	b.res.add(c.Name(), "write_with_event_ms", benchstat.Ms(w.withEvent))
+	b.res.add(c.Name(), "write_ratio", benchstat.Ratio(float64(w.withEvent), float64(w.orderOnly)))
 
 	for _, p := range []Profile{Default, Tuned} {
 		b.progress("round %d %s: drain %d events over %d orders, %s settings", r+1, c.Name(), n, m, p)
@@ -174,7 +151,7 @@ func (b *bench) round(ctx context.Context, c Contender, r int) error {
 		if err != nil {
 			return fmt.Errorf("handoff (%s): %w", p, err)
 		}
-		b.progress("  p50 %.1f ms, p99 %.1f ms", ms(percentile(lat, 50)), ms(percentile(lat, 99)))
+		b.progress("  p50 %.1f ms, p99 %.1f ms", benchstat.Ms(benchstat.Percentile(lat, 50)), benchstat.Ms(benchstat.Percentile(lat, 99)))
 		samples := "handoff"
 		if p == Default {
 			samples = "default_handoff"
@@ -198,7 +175,7 @@ func (b *bench) round(ctx context.Context, c Contender, r int) error {
 	if err != nil {
 		return fmt.Errorf("temporal handoff: %w", err)
 	}
-	b.progress("  p50 %.1f ms, p99 %.1f ms", ms(percentile(lat, 50)), ms(percentile(lat, 99)))
+	b.progress("  p50 %.1f ms, p99 %.1f ms", benchstat.Ms(benchstat.Percentile(lat, 50)), benchstat.Ms(benchstat.Percentile(lat, 99)))
 	b.res.addSamples(c.Name(), "temporal_handoff", lat)
 	return nil
 }

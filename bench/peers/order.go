@@ -8,25 +8,15 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/outflow/outflow/internal/benchdb"
 	"github.com/outflow/outflow/orders"
 )
-
-// benchOrder is the order every measurement places: the README's example,
-// as cmd/bench places it.
-func benchOrder() orders.CreateOrderParams {
-	return orders.CreateOrderParams{
-		CustomerEmail: "bench@example.com",
-		Currency:      "usd",
-		PaymentMethod: "pm_card_visa",
-		Items:         []orders.Item{{SKU: "SKU-1", Quantity: 2, UnitAmount: 1250}},
-	}
-}
 
 // newOrder queues the order row of benchOrder on a new batch, with the
 // statement orders.CreateOrderTx sends (orders.SQL("InsertOrder")), and
 // returns its OrderCreated event, sequence 1 of the new order.
 func newOrder() (*pgx.Batch, Event, error) {
-	p, amount, err := benchOrder().Validate()
+	p, amount, err := benchdb.Order().Validate()
 	if err != nil {
 		return nil, Event{}, err
 	}
@@ -56,7 +46,7 @@ func newOrder() (*pgx.Batch, Event, error) {
 // version (v1) that orders.CreateOrderTx writes for an order without a
 // shipping address.
 func orderCreatedPayload(id string) (json.RawMessage, error) {
-	p, amount, err := benchOrder().Validate()
+	p, amount, err := benchdb.Order().Validate()
 	if err != nil {
 		return nil, err
 	}

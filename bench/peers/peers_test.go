@@ -112,11 +112,11 @@ func TestEveryContenderDeliversEachEventOnce(t *testing.T) {
 			defer cancel()
 			srv, err := newServer(ctx, testdb.AdminURL())
 			require.NoError(t, err)
-			t.Cleanup(func() { require.NoError(t, srv.close(context.Background())) })
+			t.Cleanup(func() { require.NoError(t, srv.Close(context.Background())) })
 			b := &bench{srv: srv, res: newResults(), stderr: io.Discard, start: time.Now()}
 			name, cfg, err := srv.scratch(ctx, c, 0)
 			require.NoError(t, err)
-			defer srv.drop(context.Background(), name) //nolint:errcheck // close drops leftovers
+			defer srv.Drop(context.Background(), name) //nolint:errcheck // close drops leftovers
 
 			for i, p := range []Profile{Default, Tuned} {
 				log := &logSink{}

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/outflow/outflow/internal/benchstat"
 )
 
 // How a figure is combined across rounds.
@@ -97,7 +99,7 @@ func (r *results) value(contender string, f figure) float64 {
 		if f.combine == pooledP99 {
 			p = 99
 		}
-		return ms(percentile(ds, p))
+		return benchstat.Ms(benchstat.Percentile(ds, p))
 	case sumOfRounds:
 		vs := r.values[contender][f.suffix]
 		if len(vs) == 0 {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outflow/outflow/internal/benchstat"
 )
 
 // writeResult is the producer's cost of the contender: medians of an
@@ -71,5 +73,5 @@ func write(ctx context.Context, c Contender, cfg *pgxpool.Config, pairs int) (wr
 			}
 		}
 	}
-	return writeResult{orderOnly: median(only), withEvent: median(with)}, nil
+	return writeResult{orderOnly: benchstat.Median(only), withEvent: benchstat.Median(with)}, nil
 }

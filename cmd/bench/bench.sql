@@ -43,5 +43,3 @@ SELECT count(*) FROM outbox_events WHERE published_at IS NULL;
 -- reading does not count itself.
 SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = $1;
 
--- name: ServerVersion :one
-SELECT current_setting('server_version');
