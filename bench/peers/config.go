@@ -33,6 +33,8 @@ type config struct {
 	temporalEvents   int
 	temporalRate     int
 	temporalDuration time.Duration
+	// roundRobin lays the backlog out round robin instead of at random.
+	roundRobin bool
 	// only names the contenders to run (default all).
 	only []string
 }
@@ -44,13 +46,14 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var only string
 	fs.IntVar(&c.events, "events", 20000, "N: events in each drain's backlog")
 	fs.IntVar(&c.orders, "orders", 2000, "M: orders the backlog's events belong to (N/M events each, in sequence)")
+	layout := fs.String("layout", "random", "backlog layout: random (orders' events interleaved at random) or round-robin")
 	fs.IntVar(&c.rate, "rate", 100, "arrival rate of the handoff phase, orders/s")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "length of the handoff phase after 1s of warm-up")
 	fs.IntVar(&c.rounds, "rounds", 2, "rounds; the contenders' order alternates between rounds")
 	fs.IntVar(&c.writePairs, "write-pairs", 500, "order-only and order+enqueue transactions timed per contender and round")
 	fs.BoolVar(&c.temporal, "temporal", true, "also measure with Temporal as the sink (starts a dev server from bin/temporal)")
 	fs.IntVar(&c.temporalEvents, "temporal-events", 1000, "events in the Temporal drain's backlog")
-	fs.IntVar(&c.temporalRate, "temporal-rate", 50, "arrival rate of the Temporal handoff, orders/s")
+	fs.IntVar(&c.temporalRate, "temporal-rate", 20, "arrival rate of the Temporal handoff, orders/s")
 	fs.DurationVar(&c.temporalDuration, "temporal-duration", 5*time.Second, "length of the Temporal handoff after 1s of warm-up")
 	fs.StringVar(&only, "contenders", "", "comma-separated contenders to run (default all): "+strings.Join(contenderNames(), ","))
 	fs.Usage = func() {
@@ -73,6 +76,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return config{}, fmt.Errorf("-duration and -temporal-duration must be at least 1s")
 	case c.rounds < 1 || c.writePairs < 1 || c.temporalEvents < 10:
 		return config{}, fmt.Errorf("-rounds and -write-pairs must be at least 1, -temporal-events at least 10")
+	}
+	switch *layout {
+	case "random":
+	case "round-robin":
+		c.roundRobin = true
+	default:
+		return config{}, fmt.Errorf("-layout %q: choose random or round-robin", *layout)
 	}
 	if only != "" {
 		for n := range strings.SplitSeq(only, ",") {

@@ -65,6 +65,13 @@ func (b *bench) drain(ctx context.Context, c Contender, cfg *pgxpool.Config, p P
 	if err := seed(ctx, c, cfg, p, events); err != nil {
 		return drainResult{}, err
 	}
+	walSeeded, err := b.srv.walPosition(ctx)
+	if err != nil {
+		return drainResult{}, err
+	}
+	if err := analyze(ctx, cfg); err != nil {
+		return drainResult{}, err
+	}
 	walBefore, err := b.srv.walPosition(ctx)
 	if err != nil {
 		return drainResult{}, err
@@ -88,7 +95,7 @@ func (b *bench) drain(ctx context.Context, c Contender, cfg *pgxpool.Config, p P
 	wctx, cancel := context.WithTimeout(ctx, drainTimeout)
 	waitErr := rec.wait(wctx)
 	cancel()
-	res := drainResult{elapsed: time.Since(start), enqueueWALBytes: walBefore - walSeed, enqueueDeadTuples: churnBefore - churnSeed}
+	res := drainResult{elapsed: time.Since(start), enqueueWALBytes: walSeeded - walSeed, enqueueDeadTuples: churnBefore - churnSeed}
 	// Untimed: let the contender record the last deliveries (outflow's
 	// marks, River's completions, Watermill's offset) before it stops, so a
 	// stop in the middle does not leave them to be delivered again.
@@ -140,4 +147,15 @@ func settle(ctx context.Context, c Contender, cfg *pgxpool.Config) error {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// analyze gathers the scratch database's statistics (Analyze).
+func analyze(ctx context.Context, cfg *pgxpool.Config) error {
+	conn, err := pgx.ConnectConfig(ctx, cfg.ConnConfig.Copy())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	_, err = conn.Exec(ctx, queries.Get("Analyze"))
+	return err
 }

@@ -112,6 +112,10 @@ func (b *bench) round(ctx context.Context, c Contender, r int) error {
 	}
 	defer b.srv.Drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
 	n, m := b.cfg.events, b.cfg.orders
+	layout := uint64(r + 1)
+	if b.cfg.roundRobin {
+		layout = 0
+	}
 
 	b.progress("round %d %s: write path, %d pairs", r+1, c.Name(), b.cfg.writePairs)
 	w, err := write(ctx, c, dbcfg, b.cfg.writePairs)
@@ -124,7 +128,7 @@ func (b *bench) round(ctx context.Context, c Contender, r int) error {
 
 	for _, p := range []Profile{Default, Tuned} {
 		b.progress("round %d %s: drain %d events over %d orders, %s settings", r+1, c.Name(), n, m, p)
-		d, err := b.drain(ctx, c, dbcfg, p, n, m, uint64(r+1), nil)
+		d, err := b.drain(ctx, c, dbcfg, p, n, m, layout, nil)
 		if err != nil {
 			return fmt.Errorf("drain (%s): %w", p, err)
 		}
@@ -164,7 +168,7 @@ func (b *bench) round(ctx context.Context, c Contender, r int) error {
 	}
 	tn := b.cfg.temporalEvents
 	b.progress("round %d %s: drain %d events into Temporal (a workflow start each), tuned settings", r+1, c.Name(), tn)
-	d, err := b.drain(ctx, c, dbcfg, Tuned, tn, max(1, tn/(n/m)), uint64(r+1), b.temporal.sink)
+	d, err := b.drain(ctx, c, dbcfg, Tuned, tn, max(1, tn/(n/m)), layout, b.temporal.sink)
 	if err != nil {
 		return fmt.Errorf("temporal drain: %w", err)
 	}
@@ -189,11 +193,15 @@ func (b *bench) notes(cs []Contender) {
 	b.res.note("outflow_cdc (logical decoding) is pending: it is not on main yet; it joins as one more Contender.")
 	b.res.note("write: %d pairs per round of an order-only transaction (orders.SQL(\"InsertOrder\")) and the same order plus "+
 		"the contender's enqueue of its event in one transaction, in random order; medians, wall time BEGIN to COMMIT.", b.cfg.writePairs)
-	b.res.note("drain: %d events over %d orders (%d each), interleaved at random (the same layout for every contender "+
-		"of a round), each order's in sequence, enqueued through each contender's API %d to a transaction, "+
+	layout := "interleaved at random (the same layout for every contender of a round)"
+	if b.cfg.roundRobin {
+		layout = "round robin (every order's first event, then every order's second, ...)"
+	}
+	b.res.note("drain: %d events over %d orders (%d each), %s, each order's in sequence, enqueued through each "+
+		"contender's API %d to a transaction, then ANALYZE (untimed), "+
 		"from Start until the sink has every event; rates are medians of rounds. out_of_order counts deliveries whose "+
 		"sequence is below one already delivered for the same order, summed over rounds; duplicates are deliveries "+
-		"beyond the first of an event (both drains).", b.cfg.events, b.cfg.orders, b.cfg.events/b.cfg.orders, seedChunk)
+		"beyond the first of an event (both drains).", b.cfg.events, b.cfg.orders, b.cfg.events/b.cfg.orders, layout, seedChunk)
 	b.res.note("cost (tuned drain): statements = every statement the consumer's pool sent (BEGIN/COMMIT, batch entries and COPY "+
 		"included) per event; WAL = pg_current_wal_lsn() delta from Start to the consumer's stop, server-wide, so other "+
 		"sessions on a shared server add to it; dead tuples = n_tup_upd + n_tup_del of the contender's database over "+

@@ -61,9 +61,11 @@ func orderCreatedPayload(id string) (json.RawMessage, error) {
 }
 
 // backlog is n events over m orders, n/m each (the first n mod m orders get
-// one more), in the order a live producer would commit them: the orders'
-// events interleaved at random (by seed, so every contender of a round gets
-// the same layout), each order's in sequence.
+// one more), in the order a live producer would commit them, each order's in
+// sequence: with a seed, the orders' events interleaved at random (the same
+// layout for the same seed, so every contender of a round gets it); with
+// seed 0, round robin (every order's first event, then every order's
+// second, ...), the layout cmd/bench seeds.
 func backlog(n, m int, seed uint64) ([]Event, error) {
 	ids := make([]string, m)
 	payloads := make([]json.RawMessage, m)
@@ -81,8 +83,10 @@ func backlog(n, m int, seed uint64) ([]Event, error) {
 	for i := range slots {
 		slots[i] = i % m
 	}
-	rng := rand.New(rand.NewPCG(seed, seed))
-	rng.Shuffle(n, func(i, j int) { slots[i], slots[j] = slots[j], slots[i] })
+	if seed != 0 {
+		rng := rand.New(rand.NewPCG(seed, seed))
+		rng.Shuffle(n, func(i, j int) { slots[i], slots[j] = slots[j], slots[i] })
+	}
 	next := make([]int64, m)
 	events := make([]Event, n)
 	for i, o := range slots {

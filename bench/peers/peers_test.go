@@ -67,6 +67,11 @@ func TestBacklogKeepsEachOrderInSequence(t *testing.T) {
 	}
 	require.Equal(t, layout(7), layout(7))
 	require.NotEqual(t, layout(7), layout(8))
+	// Seed 0 is round robin: every order's first event, then every order's second.
+	rr := layout(0)
+	for i, seq := range rr {
+		require.Equal(t, int64(i/10+1), seq, "event %d", i)
+	}
 }
 
 func TestRoundOrderAlternates(t *testing.T) {
