@@ -93,11 +93,13 @@ bench:
 bench-peers: $(TEMPORAL)
 	cd bench/peers && $(GO) run . $(PEERS_FLAGS)
 
-## test-peers: the peers bench's tests (bench/peers, its own module, so not part of
-## `make test`): every contender drains a small backlog exactly once, the out-of-order
-## count on a known sequence. About 20 seconds once River and Watermill are built.
+## test-peers: the peers bench's lint and tests (bench/peers, its own module, so neither
+## `make lint` nor `make test` reaches it): every contender drains a small backlog exactly
+## once, the out-of-order count on a known sequence. About 25 seconds once River and
+## Watermill are built.
 .PHONY: test-peers
-test-peers:
+test-peers: $(BIN)/staticcheck
+	cd bench/peers && $(GO) vet ./... && $(BIN)/staticcheck ./...
 	cd bench/peers && $(GO) test -count=1 -timeout 5m ./...
 
 ## cluster: a two-node Temporal cluster on PostgreSQL (databases outflow_temporal
