@@ -11,8 +11,9 @@ import (
 	"github.com/outflow/outflow/internal/benchcmd"
 )
 
-// config sizes the run. The defaults take about eight minutes on two cores;
-// -events 2000 -rounds 1 -duration 3s is a smoke run of about a minute.
+// config sizes the run. The defaults take about nine minutes on two cores;
+// -events 2000 -rounds 1 -duration 3s -temporal=false is a run of about a
+// minute.
 type config struct {
 	// events and orders size each drain's backlog: events over orders,
 	// events/orders each.
