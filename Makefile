@@ -87,6 +87,24 @@ soak: $(TEMPORAL)
 bench:
 	$(GO) run ./cmd/bench $(BENCH_FLAGS)
 
+## bench-peers: outflow's relay beside River and Watermill doing the same job in one run
+## (docs/performance.md, "Beside the peers"). bench/peers is a module of its own, so River
+## and Watermill never enter go.mod. Uses DATABASE_URL (scratch databases peers_*, dropped
+## afterwards) and starts a Temporal dev server from bin/temporal. About 10 minutes on two
+## cores; PEERS_FLAGS='-events 2000 -rounds 1 -duration 3s' for a short run (go run . -h).
+.PHONY: bench-peers
+bench-peers: $(TEMPORAL)
+	cd bench/peers && $(GO) run . $(PEERS_FLAGS)
+
+## test-peers: the peers bench's lint and tests (bench/peers, its own module, so neither
+## `make lint` nor `make test` reaches it): every contender drains a small backlog exactly
+## once, the out-of-order count on a known sequence. About 25 seconds once River and
+## Watermill are built.
+.PHONY: test-peers
+test-peers: $(BIN)/staticcheck
+	cd bench/peers && $(GO) vet ./... && $(BIN)/staticcheck ./...
+	cd bench/peers && $(GO) test -count=1 -timeout 5m ./...
+
 ## cluster: a two-node Temporal cluster on PostgreSQL (databases outflow_temporal
 ## and outflow_temporal_visibility on DATABASE_URL's server, else 127.0.0.1:5432),
 ## in the foreground until Ctrl-C. Prints TEMPORAL_ADDRESS=HOST:PORT when ready:

@@ -16,18 +16,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/outflow/outflow/handoff"
+	"github.com/outflow/outflow/internal/benchdb"
 	"github.com/outflow/outflow/orders"
 )
-
-// benchOrder is the order every measurement places: the README's example.
-func benchOrder() orders.CreateOrderParams {
-	return orders.CreateOrderParams{
-		CustomerEmail: "bench@example.com",
-		Currency:      "usd",
-		PaymentMethod: "pm_card_visa",
-		Items:         []orders.Item{{SKU: "SKU-1", Quantity: 2, UnitAmount: 1250}},
-	}
-}
 
 // startRequest is the ExecuteWorkflow request of the bare baseline. It is the
 // request temporalpub.Publisher sends for an OrderCreated event (same
@@ -41,7 +32,7 @@ func (b *bench) startRequest() (client.StartWorkflowOptions, handoff.EventInput,
 	order := id.String()
 	payload, err := json.Marshal(orders.OrderCreated{
 		OrderID: order, CustomerEmail: "bench@example.com", Currency: "usd",
-		PaymentMethod: "pm_card_visa", Amount: 2500, Items: benchOrder().Items,
+		PaymentMethod: "pm_card_visa", Amount: 2500, Items: benchdb.Order().Items,
 	})
 	if err != nil {
 		return client.StartWorkflowOptions{}, handoff.EventInput{}, err

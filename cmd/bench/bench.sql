@@ -43,9 +43,6 @@ SELECT count(*) FROM outbox_events WHERE published_at IS NULL;
 -- reading does not count itself.
 SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = $1;
 
--- name: ServerVersion :one
-SELECT current_setting('server_version');
-
 -- name: StreamingSessions :one
 -- Replication sessions of application_name $1 that stream (the cdc relay's).
 SELECT count(*) FROM pg_stat_replication WHERE application_name = $1 AND state = 'streaming';

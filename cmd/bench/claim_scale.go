@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outflow/outflow/internal/benchstat"
 	"github.com/outflow/outflow/internal/outboxbench"
 	"github.com/outflow/outflow/outbox"
 )
@@ -23,12 +24,12 @@ func (b *bench) measureClaimScale(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer b.srv.drop(context.WithoutCancel(ctx), smallName) //nolint:errcheck // close drops leftovers
+	defer b.srv.Drop(context.WithoutCancel(ctx), smallName) //nolint:errcheck // close drops leftovers
 	largeName, largeCfg, err := b.srv.scratch(ctx, "claim_large")
 	if err != nil {
 		return err
 	}
-	defer b.srv.drop(context.WithoutCancel(ctx), largeName) //nolint:errcheck // close drops leftovers
+	defer b.srv.Drop(context.WithoutCancel(ctx), largeName) //nolint:errcheck // close drops leftovers
 	small, err := openPool(ctx, smallCfg)
 	if err != nil {
 		return err
@@ -104,11 +105,11 @@ func (b *bench) measureClaimScale(ctx context.Context) error {
 			}
 		}
 	}
-	mBase, mScaled := median(base), median(scaled)
-	b.rep.add(metric{name: "claim_empty_p50_ms", value: ms(median(empty)), decimals: 2})
-	b.rep.add(metric{name: "claim_base_p50_ms", value: ms(mBase), decimals: 2})
-	b.rep.add(metric{name: "claim_large_p50_ms", value: ms(mScaled), decimals: 2})
-	b.rep.add(metric{name: "claim_scale_ratio", value: ratio(float64(mScaled), float64(mBase)), decimals: 2, target: atMost(1.5)})
+	mBase, mScaled := benchstat.Median(base), benchstat.Median(scaled)
+	b.rep.add(metric{name: "claim_empty_p50_ms", value: benchstat.Ms(benchstat.Median(empty)), decimals: 2})
+	b.rep.add(metric{name: "claim_base_p50_ms", value: benchstat.Ms(mBase), decimals: 2})
+	b.rep.add(metric{name: "claim_large_p50_ms", value: benchstat.Ms(mScaled), decimals: 2})
+	b.rep.add(metric{name: "claim_scale_ratio", value: benchstat.Ratio(float64(mScaled), float64(mBase)), decimals: 2, target: atMost(1.5)})
 	b.rep.note("claim scale: the relay's RelayClaim (outboxbench.Claim) with batch %d, each in a transaction rolled back after the "+
 		"rows are read; %d samples per table, interleaved in random order. large = %d published + %d pending rows "+
 		"(%d aggregates), built with generate_series then ANALYZE; base = only %d pending rows, so both claims return a "+

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/outflow/outflow/internal/benchcmd"
 )
 
 // phases, in the order they run; -only selects some of them.
@@ -80,11 +82,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		fmt.Fprintln(stderr)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := benchcmd.Parse(fs, args); err != nil {
 		return config{}, err
-	}
-	if fs.NArg() > 0 {
-		return config{}, fmt.Errorf("unexpected arguments %q; see -h", fs.Args())
 	}
 	cfg := fullConfig()
 	if *quick {

@@ -33,7 +33,7 @@ func TestParseFlags(t *testing.T) {
 func TestStatementsLoad(t *testing.T) {
 	t.Parallel()
 	for _, name := range []string{"SeedPending", "SeedPublished", "AnalyzeOutbox", "TruncateOutbox",
-		"CountPending", "DatabaseTransactions", "ServerVersion"} {
+		"CountPending", "DatabaseTransactions"} {
 		require.NotEmpty(t, queries.Get(name), name)
 	}
 }

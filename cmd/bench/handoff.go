@@ -10,6 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outflow/outflow/internal/benchdb"
+	"github.com/outflow/outflow/internal/benchstat"
 	"github.com/outflow/outflow/internal/routes"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
@@ -27,7 +29,7 @@ func (b *bench) measureHandoff(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer b.srv.drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
+	defer b.srv.Drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
 	pool, err := openPool(ctx, dbcfg)
 	if err != nil {
 		return err
@@ -89,12 +91,12 @@ func (b *bench) measureHandoff(ctx context.Context) error {
 			roundRelay = perSecond(n, res.elapsed)
 			b.progress("  %.0f events/s", roundRelay)
 		}
-		perRound = append(perRound, fmt.Sprintf("%.2f", ratio(roundRelay, roundBare)))
+		perRound = append(perRound, fmt.Sprintf("%.2f", benchstat.Ratio(roundRelay, roundBare)))
 	}
 	bare, relay := perSecond(bareN, bareTime), perSecond(relayN, relayTime)
 	b.rep.add(metric{name: "bare_start_per_s", value: bare})
 	b.rep.add(metric{name: "relay_per_s", value: relay})
-	b.rep.add(metric{name: "handoff_ratio", value: ratio(relay, bare), decimals: 2, target: atLeast(0.9)})
+	b.rep.add(metric{name: "handoff_ratio", value: benchstat.Ratio(relay, bare), decimals: 2, target: atLeast(0.9)})
 	b.rep.note("handoff: %d workflow starts per side in %d round(s), alternating which side goes first; bare = "+
 		"client.ExecuteWorkflow (the request temporalpub sends) from %d goroutines, the relay's MaxInFlight; relay = "+
 		"outbox relay with default Config and the temporalpub publisher, from Run until every event is marked "+
@@ -125,7 +127,7 @@ func seedOrders(ctx context.Context, pool *pgxpool.Pool, n int) error {
 		mu       sync.Mutex
 		firstErr error
 	)
-	p := benchOrder()
+	p := benchdb.Order()
 	for range 4 {
 		wg.Go(func() {
 			for next.Add(1) <= int64(n) {

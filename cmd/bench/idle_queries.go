@@ -24,7 +24,7 @@ func (b *bench) measureIdleQueries(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer b.srv.drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
+	defer b.srv.Drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
 
 	var sent atomic.Int64
 	cfg := dbcfg.Copy()
@@ -75,7 +75,7 @@ func (b *bench) measureIdleQueries(ctx context.Context) error {
 func (b *bench) settledTransactions(ctx context.Context, db string) (int64, error) {
 	return settled(ctx, func() (int64, error) {
 		var n int64
-		if err := b.srv.admin.QueryRow(ctx, queries.Get("DatabaseTransactions"), db).Scan(&n); err != nil {
+		if err := b.srv.Admin.QueryRow(ctx, queries.Get("DatabaseTransactions"), db).Scan(&n); err != nil {
 			return 0, fmt.Errorf("read pg_stat_database: %w", err)
 		}
 		return n, nil

@@ -9,6 +9,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outflow/outflow/internal/benchdb"
+	"github.com/outflow/outflow/internal/benchstat"
 	"github.com/outflow/outflow/internal/routes"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
@@ -29,7 +31,7 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer b.srv.drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
+	defer b.srv.Drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
 	// A poll interval far beyond the run: only NOTIFY wakes the relay.
 	const poll = 10 * time.Minute
 	handoff, total, warm, err := b.trickleHandoffs(ctx, dbcfg, func(ctx context.Context, pool *pgxpool.Pool, pub outbox.Publisher) (func(), error) {
@@ -44,10 +46,10 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	}
 	rate := b.cfg.latencyRate
 
-	b.rep.add(metric{name: "handoff_latency_p50_ms", value: ms(percentile(handoff, 50)), decimals: 1})
-	b.rep.add(metric{name: "handoff_latency_p99_ms", value: ms(percentile(handoff, 99)), decimals: 1})
-	b.rep.add(metric{name: "bare_start_latency_p50_ms", value: ms(percentile(bare, 50)), decimals: 1})
-	b.rep.add(metric{name: "bare_start_latency_p99_ms", value: ms(percentile(bare, 99)), decimals: 1})
+	b.rep.add(metric{name: "handoff_latency_p50_ms", value: benchstat.Ms(benchstat.Percentile(handoff, 50)), decimals: 1})
+	b.rep.add(metric{name: "handoff_latency_p99_ms", value: benchstat.Ms(benchstat.Percentile(handoff, 99)), decimals: 1})
+	b.rep.add(metric{name: "bare_start_latency_p50_ms", value: benchstat.Ms(benchstat.Percentile(bare, 50)), decimals: 1})
+	b.rep.add(metric{name: "bare_start_latency_p99_ms", value: benchstat.Ms(benchstat.Percentile(bare, 99)), decimals: 1})
 	b.rep.note("handoff latency: %d orders at %d/s (after %d warm-up), each from the return of its COMMIT to the return "+
 		"of the publisher's ExecuteWorkflow, matched by event id; relay poll interval %s, so every handoff is woken by "+
 		"LISTEN/NOTIFY. bare start latency: %d sequential ExecuteWorkflow round trips on an idle client.",
@@ -149,7 +151,7 @@ func (b *bench) trickleHandoffs(ctx context.Context, dbcfg *pgxpool.Config,
 		firstErr error
 	)
 	tick := time.NewTicker(time.Second / time.Duration(rate))
-	p := benchOrder()
+	p := benchdb.Order()
 	for i := range total {
 		select {
 		case <-ctx.Done():

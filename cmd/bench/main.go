@@ -26,41 +26,22 @@ package main
 
 import (
 	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
-	"os/signal"
 	"runtime"
 	"strings"
-	"syscall"
 	"time"
 
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
+	"github.com/outflow/outflow/internal/benchcmd"
 	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/internal/service"
 )
 
-func main() {
-	cfg, err := parseFlags(os.Args[1:], os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(2)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, cfg, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		os.Exit(1)
-	}
-}
+func main() { benchcmd.Main("bench", parseFlags, run) }
 
 // bench is what every measurement shares.
 type bench struct {
@@ -97,14 +78,8 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		return err
 	}
 	b.srv = srv
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		if err := srv.close(cctx); err != nil {
-			b.progress("warning: %v; drop it by hand", err)
-		}
-	}()
-	pgVersion, err := srv.version(ctx)
+	defer srv.Shutdown(func(err error) { b.progress("warning: %v; drop it by hand", err) })
+	pgVersion, err := srv.Version(ctx)
 	if err != nil {
 		return err
 	}
@@ -132,7 +107,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "# outflow bench (%s): %s %s/%s, %d CPUs, PostgreSQL %s, Temporal %s, run %s\n",
 		cfg.mode(), runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), pgVersion, temporalAddr, srv.run)
 	b.progress("scratch databases outflow_bench_%s_* on %s:%d (dropped at the end); task queue %s (no worker)",
-		srv.run, srv.base.ConnConfig.Host, srv.base.ConnConfig.Port, b.taskQueue)
+		srv.run, srv.Base.ConnConfig.Host, srv.Base.ConnConfig.Port, b.taskQueue)
 
 	steps := []struct {
 		phase string

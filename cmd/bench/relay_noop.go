@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outflow/outflow/internal/benchstat"
 	"github.com/outflow/outflow/internal/outboxbench"
 	"github.com/outflow/outflow/outbox"
 )
@@ -27,7 +28,7 @@ func (b *bench) measureRelayNoop(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer b.srv.drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
+	defer b.srv.Drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
 	pool, err := openPool(ctx, dbcfg)
 	if err != nil {
 		return err
@@ -80,12 +81,12 @@ func (b *bench) measureRelayNoop(ctx context.Context) error {
 			roundRelay = perSecond(n, res.elapsed)
 			b.progress("  %.0f events/s", roundRelay)
 		}
-		perRound = append(perRound, fmt.Sprintf("%.2f", ratio(roundRelay, roundRaw)))
+		perRound = append(perRound, fmt.Sprintf("%.2f", benchstat.Ratio(roundRelay, roundRaw)))
 	}
 	relay, raw := perSecond(relayN, relayTime), perSecond(rawN, rawTime)
 	b.rep.add(metric{name: "relay_noop_events_per_s", value: relay, target: atLeast(5000)})
 	b.rep.add(metric{name: "raw_claim_mark_per_s", value: raw})
-	b.rep.add(metric{name: "relay_overhead_ratio", value: ratio(relay, raw), decimals: 2})
+	b.rep.add(metric{name: "relay_overhead_ratio", value: benchstat.Ratio(relay, raw), decimals: 2})
 	b.rep.note("noop: %d events over %d aggregates (%d each, in sequence order), seeded fresh before each run; relay = "+
 		"default Config (batch %d, in-flight %d, mark batches of %d or after %s) with a publisher that returns nil, from Run "+
 		"until nothing is unpublished; raw = RelayClaim (batch %d) then RelayMark of the whole batch, one statement each, "+

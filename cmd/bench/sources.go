@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outflow/outflow/internal/benchstat"
 	"github.com/outflow/outflow/internal/pgcluster"
 	"github.com/outflow/outflow/outbox"
 )
@@ -73,14 +74,14 @@ func (b *bench) measureSources(ctx context.Context) error {
 				return fmt.Errorf("%s handoff: %w", source, err)
 			}
 			handoffs[source] = append(handoffs[source], handoff...)
-			b.progress("  %s round %d: p50 %.1f ms over %d orders", source, round+1, ms(percentile(handoff, 50)), total-warm)
+			b.progress("  %s round %d: p50 %.1f ms over %d orders", source, round+1, benchstat.Ms(benchstat.Percentile(handoff, 50)), total-warm)
 		}
 	}
 	beyond := map[string]float64{}
 	for _, source := range sources {
 		handoff := handoffs[source]
-		b.rep.add(metric{name: source + "_handoff_latency_p50_ms", value: ms(percentile(handoff, 50)), decimals: 1})
-		b.rep.add(metric{name: source + "_handoff_latency_p99_ms", value: ms(percentile(handoff, 99)), decimals: 1})
+		b.rep.add(metric{name: source + "_handoff_latency_p50_ms", value: benchstat.Ms(benchstat.Percentile(handoff, 50)), decimals: 1})
+		b.rep.add(metric{name: source + "_handoff_latency_p99_ms", value: benchstat.Ms(benchstat.Percentile(handoff, 99)), decimals: 1})
 		cost, err := b.sourceCost(ctx, srv, source)
 		if err != nil {
 			return fmt.Errorf("%s cost: %w", source, err)
@@ -91,16 +92,16 @@ func (b *bench) measureSources(ctx context.Context) error {
 		b.rep.add(metric{name: source + "_statements_per_event", value: cost.statementsPerEvent, decimals: 2})
 		beyond[source] = cost.walPerEvent - insert
 	}
-	b.rep.add(metric{name: "sources_bare_start_latency_p50_ms", value: ms(percentile(bare, 50)), decimals: 1})
+	b.rep.add(metric{name: "sources_bare_start_latency_p50_ms", value: benchstat.Ms(benchstat.Percentile(bare, 50)), decimals: 1})
 	b.rep.note("sources handoff: per source, 2 runs of %d orders at %d/s (after a second of warm-up each), poll and cdc in "+
 		"ABBA order, each from the return of its COMMIT to the return of the publisher's ExecuteWorkflow; "+
 		"sources_bare_start_latency_p50_ms pools %d sequential bare starts taken before each round.",
 		int(b.cfg.latencyDuration.Seconds()*float64(b.cfg.latencyRate)), b.cfg.latencyRate, len(bare))
 	if cdc, ok := b.rep.value("cdc_handoff_latency_p50_ms"); ok {
-		b.rep.add(metric{name: "cdc_handoff_p50_over_bare_ms", value: cdc - ms(percentile(bare, 50)), decimals: 1, target: atMost(1)})
+		b.rep.add(metric{name: "cdc_handoff_p50_over_bare_ms", value: cdc - benchstat.Ms(benchstat.Percentile(bare, 50)), decimals: 1, target: atMost(1)})
 	}
 	if len(sources) == 2 {
-		b.rep.add(metric{name: "cdc_wal_beyond_insert_ratio", value: ratio(beyond["cdc"], beyond["poll"]), decimals: 2, target: atMost(0.5)})
+		b.rep.add(metric{name: "cdc_wal_beyond_insert_ratio", value: benchstat.Ratio(beyond["cdc"], beyond["poll"]), decimals: 2, target: atMost(0.5)})
 	}
 	b.rep.note("sources: %d events per source seeded in one transaction (SeedPending, %d per aggregate) while the relay "+
 		"runs, with a publisher that acknowledges at once; relay_per_s from that commit to the last event marked "+
@@ -118,7 +119,7 @@ func (b *bench) measureSources(ctx context.Context) error {
 // phase: the bench's own when it has it, else a throwaway cluster.
 func (b *bench) logicalServer(ctx context.Context) (*server, func(), error) {
 	var level string
-	if err := b.srv.admin.QueryRow(ctx, "SHOW wal_level").Scan(&level); err != nil {
+	if err := b.srv.Admin.QueryRow(ctx, "SHOW wal_level").Scan(&level); err != nil {
 		return nil, nil, err
 	}
 	if level == "logical" {
@@ -150,7 +151,7 @@ func (b *bench) logicalServer(ctx context.Context) (*server, func(), error) {
 	return srv, func() {
 		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		_ = srv.close(cctx)
+		_ = srv.Close(cctx)
 		cluster.Stop()
 		_ = os.RemoveAll(dir)
 	}, nil
@@ -208,7 +209,7 @@ func (b *bench) sourceHandoffs(ctx context.Context, srv *server, source string) 
 	if err != nil {
 		return nil, 0, 0, err
 	}
-	defer srv.drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
+	defer srv.Drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
 	b.progress("sources: %s relay handoff latency", source)
 	return b.trickleHandoffs(ctx, dbcfg, func(ctx context.Context, pool *pgxpool.Pool, pub outbox.Publisher) (func(), error) {
 		return b.startSource(ctx, source, pool, pub)
@@ -221,7 +222,7 @@ func (b *bench) insertWAL(ctx context.Context, srv *server) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer srv.drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
+	defer srv.Drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
 	pool, err := openPool(ctx, dbcfg)
 	if err != nil {
 		return 0, err
@@ -255,7 +256,7 @@ func (b *bench) sourceCost(ctx context.Context, srv *server, source string) (sou
 	if err != nil {
 		return c, err
 	}
-	defer srv.drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
+	defer srv.Drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
 	admin, err := openPool(ctx, dbcfg)
 	if err != nil {
 		return c, err

@@ -10,6 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outflow/outflow/internal/benchdb"
+	"github.com/outflow/outflow/internal/benchstat"
 	"github.com/outflow/outflow/orders"
 )
 
@@ -24,14 +26,14 @@ func (b *bench) measureWriteOverhead(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer b.srv.drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
+	defer b.srv.Drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
 	pool, err := openPool(ctx, dbcfg)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
 
-	p := benchOrder()
+	p := benchdb.Order()
 	orderOnly := func() error { return orderOnlyTx(ctx, pool, p) }
 	withOutbox := func() error {
 		return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
@@ -74,10 +76,10 @@ func (b *bench) measureWriteOverhead(ctx context.Context) error {
 			return err
 		}
 	}
-	mOnly, mWith := median(only), median(with)
-	b.rep.add(metric{name: "write_order_only_median_ms", value: ms(mOnly), decimals: 2})
-	b.rep.add(metric{name: "write_order_outbox_median_ms", value: ms(mWith), decimals: 2})
-	b.rep.add(metric{name: "write_overhead_ratio", value: ratio(float64(mWith), float64(mOnly)), decimals: 2, target: atMost(1.3)})
+	mOnly, mWith := benchstat.Median(only), benchstat.Median(with)
+	b.rep.add(metric{name: "write_order_only_median_ms", value: benchstat.Ms(mOnly), decimals: 2})
+	b.rep.add(metric{name: "write_order_outbox_median_ms", value: benchstat.Ms(mWith), decimals: 2})
+	b.rep.add(metric{name: "write_overhead_ratio", value: benchstat.Ratio(float64(mWith), float64(mOnly)), decimals: 2, target: atMost(1.3)})
 	b.rep.note("write: %d pairs, each an order-only transaction (orders.SQL(\"InsertOrder\"), the statement CreateOrderTx "+
 		"sends) and orders.CreateOrderTx (that insert plus outbox.EnqueueBatch, one round trip), in random order; "+
 		"ratio of medians, wall time from BEGIN to the return of COMMIT.", n)

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/outflow/outflow/internal/benchcmd"
+)
+
+// config sizes the run. The defaults take about nine minutes on two cores;
+// -events 2000 -rounds 1 -duration 3s -temporal=false is a run of about a
+// minute.
+type config struct {
+	// events and orders size each drain's backlog: events over orders,
+	// events/orders each.
+	events, orders int
+	// rate is the arrival rate of the handoff phase, orders per second,
+	// for duration after one second of warm-up.
+	rate     int
+	duration time.Duration
+	// rounds is how many times every contender runs; the order of the
+	// contenders alternates from one round to the next.
+	rounds int
+	// writePairs is how many order-only and order+enqueue transactions the
+	// write phase times, interleaved.
+	writePairs int
+	// temporal runs the phase with a Temporal sink; temporalEvents is its
+	// backlog, temporalRate and temporalDuration its handoff.
+	temporal         bool
+	temporalEvents   int
+	temporalRate     int
+	temporalDuration time.Duration
+	// roundRobin lays the backlog out round robin instead of at random.
+	roundRobin bool
+	// only names the contenders to run (default all).
+	only []string
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	fs := flag.NewFlagSet("peers", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var c config
+	var only string
+	fs.IntVar(&c.events, "events", 20000, "N: events in each drain's backlog")
+	fs.IntVar(&c.orders, "orders", 2000, "M: orders the backlog's events belong to (N/M events each, in sequence)")
+	layout := fs.String("layout", "random", "backlog layout: random (orders' events interleaved at random) or round-robin")
+	fs.IntVar(&c.rate, "rate", 100, "arrival rate of the handoff phase, orders/s")
+	fs.DurationVar(&c.duration, "duration", 10*time.Second, "length of the handoff phase after 1s of warm-up")
+	fs.IntVar(&c.rounds, "rounds", 2, "rounds; the contenders' order alternates between rounds")
+	fs.IntVar(&c.writePairs, "write-pairs", 500, "order-only and order+enqueue transactions timed per contender and round")
+	fs.BoolVar(&c.temporal, "temporal", true, "also measure with Temporal as the sink (starts a dev server from bin/temporal)")
+	fs.IntVar(&c.temporalEvents, "temporal-events", 1000, "events in the Temporal drain's backlog")
+	fs.IntVar(&c.temporalRate, "temporal-rate", 20, "arrival rate of the Temporal handoff, orders/s")
+	fs.DurationVar(&c.temporalDuration, "temporal-duration", 5*time.Second, "length of the Temporal handoff after 1s of warm-up")
+	fs.StringVar(&only, "contenders", "", "comma-separated contenders to run (default all): "+strings.Join(contenderNames(), ","))
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: go run . [flags]   (make bench-peers PEERS_FLAGS='...' at the repository root)")
+		fmt.Fprintln(stderr)
+		fmt.Fprintln(stderr, "outflow's relay, River and Watermill doing the same job on the PostgreSQL of DATABASE_URL,")
+		fmt.Fprintln(stderr, "each in scratch databases peers_<contender>_<pid>_r<round> created and dropped on that server.")
+		fmt.Fprintln(stderr)
+		fs.PrintDefaults()
+	}
+	if err := benchcmd.Parse(fs, args); err != nil {
+		return config{}, err
+	}
+	switch {
+	case c.events < 1 || c.orders < 1 || c.orders > c.events:
+		return config{}, fmt.Errorf("-events %d -orders %d: want 1 <= orders <= events", c.events, c.orders)
+	case c.rate < 1 || c.temporalRate < 1:
+		return config{}, fmt.Errorf("-rate and -temporal-rate must be at least 1")
+	case c.duration < time.Second || c.temporalDuration < time.Second:
+		return config{}, fmt.Errorf("-duration and -temporal-duration must be at least 1s")
+	case c.rounds < 1 || c.writePairs < 1 || c.temporalEvents < 10:
+		return config{}, fmt.Errorf("-rounds and -write-pairs must be at least 1, -temporal-events at least 10")
+	}
+	switch *layout {
+	case "random":
+	case "round-robin":
+		c.roundRobin = true
+	default:
+		return config{}, fmt.Errorf("-layout %q: choose random or round-robin", *layout)
+	}
+	if only != "" {
+		for n := range strings.SplitSeq(only, ",") {
+			n = strings.TrimSpace(n)
+			if !slices.Contains(contenderNames(), n) {
+				return config{}, fmt.Errorf("-contenders: unknown contender %q; choose from %s", n, strings.Join(contenderNames(), ","))
+			}
+			c.only = append(c.only, n)
+		}
+	}
+	return c, nil
+}
+
+func contenderNames() []string {
+	var out []string
+	for _, c := range contenders() {
+		out = append(out, c.Name())
+	}
+	return out
+}
+
+// selected is the contenders to run, in the order of the first round.
+func (c config) selected() []Contender {
+	var out []Contender
+	for _, x := range contenders() {
+		if len(c.only) == 0 || slices.Contains(c.only, x.Name()) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// roundOrder is the contenders' order in round r: as listed in even rounds,
+// reversed in odd ones, so none always runs first or last.
+func roundOrder(cs []Contender, r int) []Contender {
+	out := slices.Clone(cs)
+	if r%2 == 1 {
+		slices.Reverse(out)
+	}
+	return out
+}

@@ -1,0 +1,217 @@
+// Command peers runs outflow's relay and its peers, River and Watermill,
+// through the same job on the same PostgreSQL in one run, and prints their
+// figures side by side:
+//
+//	make bench-peers                     # at the repository root
+//	go run . -events 2000 -rounds 1      # in bench/peers: a smoke run
+//
+// Every contender, in every round (the contenders' order alternates between
+// rounds), gets a fresh database peers_<contender>_<pid>_r<round> on the
+// server of DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres)
+// with outflow's orders table and its own schema, and runs:
+//
+//  1. write: order-only transactions against order + enqueue, interleaved;
+//  2. drain: a backlog of -events events over -orders orders, enqueued
+//     through the contender's own API, delivered to a no-op sink, once as
+//     the contender is configured by default and once as configured for
+//     throughput, counting events that reach the sink out of their order's
+//     sequence; the throughput drain also counts the statements the consumer
+//     sent, the server's WAL and the dead row versions it made;
+//  3. handoff: orders placed at -rate per second, commit to sink;
+//  4. with -temporal, the drain and the handoff again with a sink that starts
+//     a workflow per event on a Temporal dev server started from bin/temporal.
+//
+// It is a module of its own so that River and Watermill never enter
+// outflow's go.mod. Progress goes to stderr; stdout gets "name: value" lines,
+// a Markdown table and notes. See docs/performance.md, "Beside the peers".
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"runtime"
+	"time"
+
+	"github.com/outflow/outflow/internal/benchcmd"
+	"github.com/outflow/outflow/internal/benchstat"
+	"github.com/outflow/outflow/internal/database"
+)
+
+// quietLogger takes the contenders' own logs: warnings and errors only.
+var quietLogger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+
+func main() { benchcmd.Main("peers", parseFlags, run) }
+
+// bench is what every phase shares.
+type bench struct {
+	cfg      config
+	srv      *server
+	temporal *temporal
+	res      *results
+	stderr   io.Writer
+	start    time.Time
+}
+
+func (b *bench) progress(format string, args ...any) {
+	fmt.Fprintf(b.stderr, "[%6.1fs] %s\n", time.Since(b.start).Seconds(), fmt.Sprintf(format, args...))
+}
+
+func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
+	b := &bench{cfg: cfg, res: newResults(), stderr: stderr, start: time.Now()}
+	srv, err := newServer(ctx, database.URL())
+	if err != nil {
+		return err
+	}
+	b.srv = srv
+	defer srv.Shutdown(func(err error) { b.progress("warning: %v; drop it by hand", err) })
+	version, err := srv.Version(ctx)
+	if err != nil {
+		return err
+	}
+	if cfg.temporal {
+		b.progress("starting a Temporal dev server (in memory) from the repository's Temporal CLI")
+		t, err := startTemporal(ctx)
+		if err != nil {
+			return fmt.Errorf("%w (or run with -temporal=false)", err)
+		}
+		b.temporal = t
+		defer func() {
+			if err := t.stop(); err != nil {
+				b.progress("warning: %v", err)
+			}
+		}()
+	}
+	cs := cfg.selected()
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = c.Name()
+	}
+	fmt.Fprintf(stdout, "# outflow peers bench: %s %s/%s, %d CPUs, PostgreSQL %s, %d round(s), N=%d events over M=%d orders, handoff at %d/s for %s\n",
+		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), version, cfg.rounds, cfg.events, cfg.orders, cfg.rate, cfg.duration)
+	for r := range cfg.rounds {
+		for _, c := range roundOrder(cs, r) {
+			if err := b.round(ctx, c, r); err != nil {
+				return fmt.Errorf("%s, round %d: %w", c.Name(), r+1, err)
+			}
+		}
+	}
+	b.notes(cs)
+	b.res.write(stdout, names)
+	b.progress("done in %s", time.Since(b.start).Round(time.Second))
+	return nil
+}
+
+// round runs every phase for one contender in a fresh database.
+func (b *bench) round(ctx context.Context, c Contender, r int) error {
+	name, dbcfg, err := b.srv.scratch(ctx, c, r)
+	if err != nil {
+		return err
+	}
+	defer b.srv.Drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
+	n, m := b.cfg.events, b.cfg.orders
+	layout := uint64(r + 1)
+	if b.cfg.roundRobin {
+		layout = 0
+	}
+
+	b.progress("round %d %s: write path, %d pairs", r+1, c.Name(), b.cfg.writePairs)
+	w, err := write(ctx, c, dbcfg, b.cfg.writePairs)
+	if err != nil {
+		return fmt.Errorf("write: %w", err)
+	}
+	b.res.add(c.Name(), "write_order_only_ms", benchstat.Ms(w.orderOnly))
+	b.res.add(c.Name(), "write_with_event_ms", benchstat.Ms(w.withEvent))
+	b.res.add(c.Name(), "write_ratio", benchstat.Ratio(float64(w.withEvent), float64(w.orderOnly)))
+
+	for _, p := range []Profile{Default, Tuned} {
+		b.progress("round %d %s: drain %d events over %d orders, %s settings", r+1, c.Name(), n, m, p)
+		d, err := b.drain(ctx, c, dbcfg, p, n, m, layout, nil)
+		if err != nil {
+			return fmt.Errorf("drain (%s): %w", p, err)
+		}
+		rate := float64(n) / d.elapsed.Seconds()
+		b.progress("  %.0f events/s, %d out of order, %d duplicates", rate, d.tally.outOfOrder, d.tally.deliveries-d.tally.distinct)
+		b.res.add(c.Name(), "duplicates", float64(d.tally.deliveries-d.tally.distinct))
+		if p == Default {
+			b.res.add(c.Name(), "default_drain_events_per_s", rate)
+			b.res.add(c.Name(), "default_out_of_order", float64(d.tally.outOfOrder))
+			continue
+		}
+		b.res.add(c.Name(), "drain_events_per_s", rate)
+		b.res.add(c.Name(), "out_of_order", float64(d.tally.outOfOrder))
+		b.res.add(c.Name(), "statements_per_event", float64(d.statements)/float64(n))
+		b.res.add(c.Name(), "wal_bytes_per_event", float64(d.walBytes)/float64(n))
+		b.res.add(c.Name(), "dead_tuples_per_event", float64(d.deadTuples)/float64(n))
+		b.res.add(c.Name(), "enqueue_wal_bytes_per_event", float64(d.enqueueWALBytes)/float64(n))
+		b.res.add(c.Name(), "enqueue_dead_tuples_per_event", float64(d.enqueueDeadTuples)/float64(n))
+	}
+
+	for _, p := range []Profile{Tuned, Default} {
+		b.progress("round %d %s: handoff at %d orders/s for %s, %s settings", r+1, c.Name(), b.cfg.rate, b.cfg.duration, p)
+		lat, err := b.handoff(ctx, c, dbcfg, p, b.cfg.rate, b.cfg.duration, nil)
+		if err != nil {
+			return fmt.Errorf("handoff (%s): %w", p, err)
+		}
+		b.progress("  p50 %.1f ms, p99 %.1f ms", benchstat.Ms(benchstat.Percentile(lat, 50)), benchstat.Ms(benchstat.Percentile(lat, 99)))
+		samples := "handoff"
+		if p == Default {
+			samples = "default_handoff"
+		}
+		b.res.addSamples(c.Name(), samples, lat)
+	}
+
+	if b.temporal == nil {
+		return nil
+	}
+	tn := b.cfg.temporalEvents
+	b.progress("round %d %s: drain %d events into Temporal (a workflow start each), tuned settings", r+1, c.Name(), tn)
+	d, err := b.drain(ctx, c, dbcfg, Tuned, tn, max(1, tn/(n/m)), layout, b.temporal.sink)
+	if err != nil {
+		return fmt.Errorf("temporal drain: %w", err)
+	}
+	b.progress("  %.0f events/s", float64(tn)/d.elapsed.Seconds())
+	b.res.add(c.Name(), "temporal_events_per_s", float64(tn)/d.elapsed.Seconds())
+	b.progress("round %d %s: handoff into Temporal at %d orders/s for %s", r+1, c.Name(), b.cfg.temporalRate, b.cfg.temporalDuration)
+	lat, err := b.handoff(ctx, c, dbcfg, Tuned, b.cfg.temporalRate, b.cfg.temporalDuration, b.temporal.sink)
+	if err != nil {
+		return fmt.Errorf("temporal handoff: %w", err)
+	}
+	b.progress("  p50 %.1f ms, p99 %.1f ms", benchstat.Ms(benchstat.Percentile(lat, 50)), benchstat.Ms(benchstat.Percentile(lat, 99)))
+	b.res.addSamples(c.Name(), "temporal_handoff", lat)
+	return nil
+}
+
+// notes says how each contender was configured and how figures were taken.
+func (b *bench) notes(cs []Contender) {
+	for _, c := range cs {
+		b.res.note("%s default: %s", c.Name(), c.Settings(Default))
+		b.res.note("%s tuned: %s", c.Name(), c.Settings(Tuned))
+	}
+	b.res.note("outflow_cdc (logical decoding) is pending: it is not on main yet; it joins as one more Contender.")
+	b.res.note("write: %d pairs per round of an order-only transaction (orders.SQL(\"InsertOrder\")) and the same order plus "+
+		"the contender's enqueue of its event in one transaction, in random order; medians, wall time BEGIN to COMMIT.", b.cfg.writePairs)
+	layout := "interleaved at random (the same layout for every contender of a round)"
+	if b.cfg.roundRobin {
+		layout = "round robin (every order's first event, then every order's second, ...)"
+	}
+	b.res.note("drain: %d events over %d orders (%d each), %s, each order's in sequence, enqueued through each "+
+		"contender's API %d to a transaction, then ANALYZE (untimed), "+
+		"from Start until the sink has every event; rates are medians of rounds. out_of_order counts deliveries whose "+
+		"sequence is below one already delivered for the same order, summed over rounds; duplicates are deliveries "+
+		"beyond the first of an event (both drains).", b.cfg.events, b.cfg.orders, b.cfg.events/b.cfg.orders, layout, seedChunk)
+	b.res.note("cost (tuned drain): statements = every statement the consumer's pool sent (BEGIN/COMMIT, batch entries and COPY "+
+		"included) per event; WAL = pg_current_wal_lsn() delta from Start to the consumer's stop, server-wide, so other "+
+		"sessions on a shared server add to it; dead tuples = n_tup_upd + n_tup_del of the contender's database over "+
+		"the same window, read after its backends exited. enqueue_* are the same two figures over the seeding of "+
+		"the backlog (%d events to a transaction, so per-transaction costs are spread thin).", seedChunk)
+	b.res.note("handoff: %d orders/s for %s after 1 s of warm-up, each an order and its event in one transaction; from the "+
+		"return of COMMIT to the sink's call, percentiles of all rounds' samples.", b.cfg.rate, b.cfg.duration)
+	if b.temporal != nil {
+		b.res.note("temporal: a dev server in memory from bin/temporal, a task queue without a worker; every contender's "+
+			"handler calls outflow's temporalpub.Publisher (ExecuteWorkflow, workflow ID = event id); drain of %d events, "+
+			"handoff at %d/s for %s, tuned settings.", b.cfg.temporalEvents, b.cfg.temporalRate, b.cfg.temporalDuration)
+	}
+}

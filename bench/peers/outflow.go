@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox"
+)
+
+// outflowPoll is outflow's own relay (package outbox): outbox.EnqueueBatch in
+// the order's round trip, a Relay with a Publisher that calls the sink.
+type outflowPoll struct{}
+
+func (outflowPoll) Name() string { return "outflow" }
+
+// Install has nothing to do: outflow's schema is already there.
+func (outflowPoll) Install(context.Context, *pgxpool.Pool) error { return nil }
+
+func (outflowPoll) Enqueue(ctx context.Context, tx pgx.Tx, _ Profile, order *pgx.Batch, events []Event) error {
+	evs := make([]outbox.Event, len(events))
+	for i, e := range events {
+		evs[i] = outbox.Event{
+			ID: e.ID, AggregateType: orders.AggregateType, AggregateID: e.OrderID,
+			Type: orders.EventOrderCreated, SchemaVersion: orders.OrderCreatedV1, Payload: e.Payload,
+		}
+	}
+	queued, err := outbox.EnqueueBatch(order, evs...)
+	if err != nil {
+		return err
+	}
+	if err := tx.SendBatch(ctx, order).Close(); err != nil {
+		return err
+	}
+	out, err := queued.Events()
+	if err != nil {
+		return err
+	}
+	// outflow assigns the sequence itself; the bench's must agree with it.
+	for i, e := range out {
+		if e.Sequence != events[i].Seq {
+			return fmt.Errorf("outflow gave event %d of order %s sequence %d", events[i].Seq, e.AggregateID, e.Sequence)
+		}
+	}
+	return nil
+}
+
+func (outflowPoll) Start(ctx context.Context, pool *pgxpool.Pool, sink Sink, _ Profile) (func(context.Context) error, error) {
+	pub := outbox.PublisherFunc(func(ctx context.Context, e outbox.Event) error {
+		return sink.Deliver(ctx, Event{ID: e.ID, OrderID: e.AggregateID, Seq: e.Sequence, Payload: e.Payload})
+	})
+	relay, err := outbox.NewRelay(pool, pub, outbox.RelayConfig{Logger: quietLogger})
+	if err != nil {
+		return nil, err
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- relay.Run(rctx) }()
+	return func(context.Context) error {
+		cancel()
+		if err := <-done; err != nil && rctx.Err() == nil {
+			return err
+		}
+		return nil
+	}, nil
+}
+
+// Settings: outflow's defaults are its throughput settings, so both profiles
+// are the zero RelayConfig.
+func (outflowPoll) Pending(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
+	return pending(ctx, pool, "OutflowPending")
+}
+
+func (outflowPoll) Settings(Profile) string {
+	return fmt.Sprintf("RelayConfig{} for both profiles: batch %d, MaxInFlight %d, marks of %d or after %s, "+
+		"LISTEN/NOTIFY wake-ups with a %s safety poll",
+		outbox.BatchSizeDefault, outbox.MaxInFlightDefault, outbox.MarkBatchSizeDefault,
+		outbox.MarkDelayDefault, outbox.PollIntervalDefault)
+}

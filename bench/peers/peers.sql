@@ -1,0 +1,48 @@
+-- Statements of the peers bench itself, loaded by name (internal/namedsql).
+-- They read the server's statistics; the contenders' own SQL is theirs.
+
+-- name: ServerVersion :one
+SHOW server_version;
+
+-- name: WALPosition :one
+-- The server's WAL insert position in bytes. It is server-wide: other
+-- sessions' writes in the same window count too.
+SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint;
+
+-- name: OtherClients :one
+-- Client connections to this database besides this one. A backend flushes
+-- its table statistics when it exits, so once none is left the counters
+-- below include all their work.
+SELECT count(*) FROM pg_stat_activity
+WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend';
+
+-- name: ClearStatsSnapshot :exec
+SELECT pg_stat_clear_snapshot();
+
+-- name: TupleChurn :one
+-- Row versions made dead in this database since it was created: every
+-- UPDATE and DELETE leaves one, whether or not vacuum has removed it since
+-- (n_dead_tup would drop when autovacuum runs mid-measurement).
+SELECT coalesce(sum(n_tup_upd + n_tup_del), 0)::bigint FROM pg_stat_user_tables;
+
+-- name: OutflowPending :one
+-- outflow: events not yet marked published by the relay.
+SELECT count(*) FROM outbox_events WHERE published_at IS NULL;
+
+-- name: RiverPending :one
+-- River: jobs not yet recorded as completed.
+SELECT count(*) FROM river_job WHERE state <> 'completed';
+
+-- name: WatermillPending :one
+-- Watermill: messages past the consumer group's acked offset, in the
+-- subscriber's own order (transaction id, then offset).
+SELECT count(*)
+FROM watermill_order_events AS m, watermill_offsets_order_events AS o
+WHERE o.consumer_group = ''
+  AND (m.transaction_id > o.last_processed_transaction_id
+       OR (m.transaction_id = o.last_processed_transaction_id AND m."offset" > o.offset_acked));
+
+-- name: Analyze :exec
+-- After seeding a backlog: statistics as autovacuum would have gathered on
+-- a live table, so no contender is measured with a plan chosen blind.
+ANALYZE;

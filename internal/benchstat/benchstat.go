@@ -1,0 +1,39 @@
+// Package benchstat is the arithmetic outflow's benchmarks (cmd/bench and
+// the peers bench, bench/peers) share, so that a percentile or a ratio means
+// the same in every table.
+package benchstat
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// Percentile returns the p-th percentile (0 < p <= 100) of ds by the
+// nearest-rank method: the smallest sample with at least p% of the samples
+// at or below it. It returns 0 for no samples.
+func Percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	rank := int(math.Ceil(p / 100 * float64(len(s))))
+	return s[min(max(rank, 1), len(s))-1]
+}
+
+// Median is the 50th percentile by nearest rank (the lower middle sample of
+// an even count).
+func Median(ds []time.Duration) time.Duration { return Percentile(ds, 50) }
+
+// Ratio returns a/b, or NaN when b is zero: a missing baseline must show as
+// "n/a", never as a number that passes a target.
+func Ratio(a, b float64) float64 {
+	if b == 0 {
+		return math.NaN()
+	}
+	return a / b
+}
+
+// Ms expresses d in milliseconds.
+func Ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
