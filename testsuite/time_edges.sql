@@ -36,3 +36,10 @@ SELECT published_at IS NOT NULL AND replay_requested_at IS NULL FROM outbox_even
 
 -- name: OrderEventCount :one
 SELECT count(*) FROM outbox_events WHERE aggregate_type = 'order' AND aggregate_id = $1::text;
+
+-- name: CancelEventOf :one
+-- The order's cancel event (the newest OrderCancelled of the order).
+SELECT event_id::text FROM outbox_events
+WHERE aggregate_type = 'order' AND aggregate_id = $1::text AND event_type = 'OrderCancelled'
+ORDER BY aggregate_sequence DESC
+LIMIT 1;

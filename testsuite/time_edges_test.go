@@ -107,6 +107,11 @@ func TestTimeEdges(t *testing.T) {
 
 		require.NoError(t, api.Cancel(ctx, o.OrderID))
 		require.NoError(t, WaitStatus(ctx, s, o.OrderID, "cancelled", 2*time.Minute))
+		// The order reads cancelled before the cancellation mail is sent:
+		// count the effects once the cancel's workflow has completed.
+		var cancelEvent string
+		require.NoError(t, s.Pool.QueryRow(ctx, edgeQueries.Get("CancelEventOf"), o.OrderID).Scan(&cancelEvent))
+		waitCompleted(ctx, t, env, cancelEvent)
 		effects := effectsOf(ctx, t, env, o.OrderID)
 		require.Equal(t, 1, effects.succeededCharges)
 		require.Equal(t, 1, effects.refunds, "the charge was refunded, once")
@@ -242,6 +247,15 @@ func forgetWorkflow(ctx context.Context, t *testing.T, env *Env, workflowID stri
 		var nf *serviceerror.NotFound
 		return errors.As(err, &nf)
 	}, time.Minute, 100*time.Millisecond, "workflow %s forgotten", workflowID)
+}
+
+// waitCompleted waits until the workflow's latest run has completed.
+func waitCompleted(ctx context.Context, t *testing.T, env *Env, workflowID string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		d, err := env.Client.DescribeWorkflow(ctx, workflowID, "")
+		return err == nil && d.RawResponse.GetWorkflowExecutionInfo().GetStatus() == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED
+	}, time.Minute, 100*time.Millisecond, "workflow %s completes", workflowID)
 }
 
 func runID(ctx context.Context, t *testing.T, env *Env, workflowID string) string {
