@@ -46,8 +46,8 @@ func (p Profile) String() string {
 	return "default"
 }
 
-// Contender is one way of doing the outbox's job. Adding one (outflow_cdc, when
-// it lands on main) is one file implementing this and one entry in contenders.
+// Contender is one way of doing the outbox's job. Adding one is one file
+// implementing this and one entry in contenders.
 type Contender interface {
 	// Name prefixes the contender's figures ("outflow", "river", ...).
 	Name() string
@@ -78,7 +78,6 @@ func pending(ctx context.Context, pool *pgxpool.Pool, statement string) (int64, 
 }
 
 // contenders is every contender, in the order of the first round.
-// outflow_cdc (logical decoding) is pending: it is not on main yet.
 func contenders() []Contender {
-	return []Contender{outflowPoll{}, &riverQueue{}, watermillSQL{}}
+	return []Contender{outflowPoll{}, outflowCDC{}, &riverQueue{}, watermillSQL{}}
 }

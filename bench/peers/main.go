@@ -33,11 +33,13 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/outflow/outflow/internal/benchcmd"
 	"github.com/outflow/outflow/internal/benchstat"
 	"github.com/outflow/outflow/internal/database"
+	"github.com/outflow/outflow/internal/pgcluster"
 )
 
 // quietLogger takes the contenders' own logs: warnings and errors only.
@@ -53,6 +55,43 @@ type bench struct {
 	res      *results
 	stderr   io.Writer
 	start    time.Time
+	// throwaway says why the contenders run on a throwaway cluster, if so.
+	throwaway string
+}
+
+// serverURL is DATABASE_URL, unless outflow_cdc runs and that server lacks
+// wal_level=logical: then every contender runs on one throwaway
+// wal_level=logical cluster (initdb, fsync=off), so all of them still share
+// one server.
+func (b *bench) serverURL(ctx context.Context, cs []Contender) (string, func(), error) {
+	url := database.URL()
+	cdc := slices.ContainsFunc(cs, func(c Contender) bool { return c.Name() == (outflowCDC{}).Name() })
+	if !cdc {
+		return url, func() {}, nil
+	}
+	level, err := pgcluster.WALLevel(ctx, url)
+	if err != nil {
+		return "", nil, err
+	}
+	if level == "logical" {
+		return url, func() {}, nil
+	}
+	dir, err := os.MkdirTemp("", "outflow-peers-pg-")
+	if err != nil {
+		return "", nil, err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil { // the postgres user runs it when we are root
+		return "", nil, err
+	}
+	b.throwaway = fmt.Sprintf("DATABASE_URL's server has wal_level=%s and outflow_cdc needs logical, so every contender "+
+		"ran on one throwaway cluster (initdb, wal_level=logical, fsync=off)", level)
+	b.progress("%s, in %s (-contenders without outflow_cdc keeps DATABASE_URL's server)", b.throwaway, dir)
+	cluster, err := pgcluster.Start(ctx, pgcluster.Options{Dir: dir})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return "", nil, err
+	}
+	return cluster.URL, func() { cluster.Stop(); _ = os.RemoveAll(dir) }, nil
 }
 
 func (b *bench) progress(format string, args ...any) {
@@ -61,7 +100,12 @@ func (b *bench) progress(format string, args ...any) {
 
 func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	b := &bench{cfg: cfg, res: newResults(), stderr: stderr, start: time.Now()}
-	srv, err := newServer(ctx, database.URL())
+	url, stopCluster, err := b.serverURL(ctx, cfg.selected())
+	if err != nil {
+		return err
+	}
+	defer stopCluster()
+	srv, err := newServer(ctx, url)
 	if err != nil {
 		return err
 	}
@@ -190,7 +234,9 @@ func (b *bench) notes(cs []Contender) {
 		b.res.note("%s default: %s", c.Name(), c.Settings(Default))
 		b.res.note("%s tuned: %s", c.Name(), c.Settings(Tuned))
 	}
-	b.res.note("outflow_cdc (logical decoding) is pending: it is not on main yet; it joins as one more Contender.")
+	if b.throwaway != "" {
+		b.res.note("server: %s", b.throwaway)
+	}
 	b.res.note("write: %d pairs per round of an order-only transaction (orders.SQL(\"InsertOrder\")) and the same order plus "+
 		"the contender's enqueue of its event in one transaction, in random order; medians, wall time BEGIN to COMMIT.", b.cfg.writePairs)
 	layout := "interleaved at random (the same layout for every contender of a round)"

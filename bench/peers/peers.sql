@@ -46,3 +46,7 @@ WHERE o.consumer_group = ''
 -- After seeding a backlog: statistics as autovacuum would have gathered on
 -- a live table, so no contender is measured with a plan chosen blind.
 ANALYZE;
+
+-- name: DropSlot :exec
+-- outflow_cdc's slot, once its relay stopped.
+SELECT pg_drop_replication_slot($1);

@@ -115,7 +115,11 @@ func TestEveryContenderDeliversEachEventOnce(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			srv, err := newServer(ctx, testdb.AdminURL())
+			url := testdb.AdminURL()
+			if c.Name() == (outflowCDC{}).Name() {
+				url = testdb.Logical(t) // logical decoding; the shared server has wal_level=replica
+			}
+			srv, err := newServer(ctx, url)
 			require.NoError(t, err)
 			t.Cleanup(func() { require.NoError(t, srv.Close(context.Background())) })
 			b := &bench{srv: srv, res: newResults(), stderr: io.Discard, start: time.Now()}

@@ -1,0 +1,16 @@
+package main
+
+import (
+	"os"
+	"testing"
+
+	"github.com/outflow/outflow/internal/testdb"
+)
+
+// outflow_cdc's test runs on this process's private wal_level=logical
+// server; it stops before the process exits.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	testdb.StopLogical()
+	os.Exit(code)
+}
