@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/internal/pgcluster"
-	"github.com/outflow/outflow/internal/testdb"
 	"github.com/outflow/outflow/providersim"
 )
 
@@ -64,9 +63,9 @@ func cdcSoakDuration(t *testing.T) time.Duration {
 // walsender cut). The test owns its wal_level=logical server for that.
 func TestChaosSoakCDC(t *testing.T) {
 	dur := cdcSoakDuration(t)
-	cluster, dir, err := testdb.StartCluster(pgcluster.Options{})
+	cluster, err := pgcluster.StartTemp(context.Background(), pgcluster.Options{})
 	require.NoError(t, err)
-	t.Cleanup(func() { cluster.Stop(); _ = os.RemoveAll(dir) })
+	t.Cleanup(cluster.Discard)
 	s := NewStackWith(t, PrivateEnv(t), StackOptions{Source: "cdc", AdminURL: cluster.URL})
 	chaosSoak(t, s, dur, "PostgreSQL restarted once", cluster.Restart)
 }

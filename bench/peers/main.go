@@ -76,22 +76,14 @@ func (b *bench) serverURL(ctx context.Context, cs []Contender) (string, func(), 
 	if level == "logical" {
 		return url, func() {}, nil
 	}
-	dir, err := os.MkdirTemp("", "outflow-peers-pg-")
-	if err != nil {
-		return "", nil, err
-	}
-	if err := os.Chmod(dir, 0o755); err != nil { // the postgres user runs it when we are root
-		return "", nil, err
-	}
 	b.throwaway = fmt.Sprintf("DATABASE_URL's server has wal_level=%s and outflow_cdc needs logical, so every contender "+
 		"ran on one throwaway cluster (initdb, wal_level=logical, fsync=off)", level)
-	b.progress("%s, in %s (-contenders without outflow_cdc keeps DATABASE_URL's server)", b.throwaway, dir)
-	cluster, err := pgcluster.Start(ctx, pgcluster.Options{Dir: dir})
+	b.progress("%s (-contenders without outflow_cdc keeps DATABASE_URL's server)", b.throwaway)
+	cluster, err := pgcluster.StartTemp(ctx, pgcluster.Options{})
 	if err != nil {
-		_ = os.RemoveAll(dir)
 		return "", nil, err
 	}
-	return cluster.URL, func() { cluster.Stop(); _ = os.RemoveAll(dir) }, nil
+	return cluster.URL, cluster.Discard, nil
 }
 
 func (b *bench) progress(format string, args ...any) {

@@ -125,26 +125,17 @@ func (b *bench) logicalServer(ctx context.Context) (*server, func(), error) {
 	if level == "logical" {
 		return b.srv, func() {}, nil
 	}
-	dir, err := os.MkdirTemp("", "outflow-bench-pg-")
-	if err != nil {
-		return nil, nil, err
-	}
-	if err := os.Chmod(dir, 0o755); err != nil { // the postgres user runs it when we are root
-		return nil, nil, err
-	}
 	b.progress("sources: the server of DATABASE_URL runs wal_level=%s, and the cdc source needs wal_level=logical: "+
-		"starting a throwaway wal_level=logical cluster in %s for both sources", level, dir)
+		"starting a throwaway wal_level=logical cluster for both sources", level)
 	b.rep.note("sources: DATABASE_URL's server has wal_level=%s, so both sources ran on a throwaway local cluster "+
 		"(initdb, wal_level=logical, fsync=off).", level)
-	cluster, err := pgcluster.Start(ctx, pgcluster.Options{Dir: dir})
+	cluster, err := pgcluster.StartTemp(ctx, pgcluster.Options{})
 	if err != nil {
-		_ = os.RemoveAll(dir)
 		return nil, nil, err
 	}
 	srv, err := newServer(ctx, cluster.URL)
 	if err != nil {
-		cluster.Stop()
-		_ = os.RemoveAll(dir)
+		cluster.Discard()
 		return nil, nil, err
 	}
 	srv.run = b.srv.run
@@ -152,8 +143,7 @@ func (b *bench) logicalServer(ctx context.Context) (*server, func(), error) {
 		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		_ = srv.Close(cctx)
-		cluster.Stop()
-		_ = os.RemoveAll(dir)
+		cluster.Discard()
 	}, nil
 }
 

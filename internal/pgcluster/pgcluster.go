@@ -128,6 +128,34 @@ func (c *Cluster) Stop() {
 	_ = c.pgCtl("-m", "fast", "-w", "stop")
 }
 
+// StartTemp starts a throwaway server as [Start] does, in a new temporary
+// directory (o.Dir is ignored) that the postgres user can reach: a process
+// running as root hands the cluster to that user. [Cluster.Discard] stops it
+// and removes the directory.
+func StartTemp(ctx context.Context, o Options) (*Cluster, error) {
+	dir, err := os.MkdirTemp("", "outflow-pg-")
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	o.Dir = dir
+	c, err := Start(ctx, o)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, err
+	}
+	return c, nil
+}
+
+// Discard stops the server and removes its directory, data included.
+func (c *Cluster) Discard() {
+	c.Stop()
+	_ = os.RemoveAll(c.Dir)
+}
+
 // Restart stops the server (fast mode: every connection is cut) and starts it
 // again with the same settings, as a crash test's database restart.
 func (c *Cluster) Restart(ctx context.Context) error {

@@ -3,7 +3,6 @@ package testdb
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -20,7 +19,6 @@ import (
 var (
 	logicalMu      sync.Mutex
 	logicalCluster *pgcluster.Cluster
-	logicalDir     string
 )
 
 // Logical returns the admin URL of this process's private PostgreSQL server
@@ -31,11 +29,13 @@ func Logical(t testing.TB) string {
 	logicalMu.Lock()
 	defer logicalMu.Unlock()
 	if logicalCluster == nil {
-		c, dir, err := StartCluster(pgcluster.Options{})
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		c, err := pgcluster.StartTemp(ctx, pgcluster.Options{})
 		if err != nil {
 			t.Fatalf("testdb: start a wal_level=logical server: %v", err)
 		}
-		logicalCluster, logicalDir = c, dir
+		logicalCluster = c
 	}
 	return logicalCluster.URL
 }
@@ -52,32 +52,9 @@ func StopLogical() {
 	logicalMu.Lock()
 	defer logicalMu.Unlock()
 	if logicalCluster != nil {
-		logicalCluster.Stop()
-		_ = os.RemoveAll(logicalDir)
+		logicalCluster.Discard()
 		logicalCluster = nil
 	}
-}
-
-// StartCluster starts a throwaway server in a new temporary directory that
-// the postgres user can reach (a test running as root hands the cluster to
-// it). The caller stops it and removes the directory.
-func StartCluster(o pgcluster.Options) (*pgcluster.Cluster, string, error) {
-	dir, err := os.MkdirTemp("", "outflow-pg-")
-	if err != nil {
-		return nil, "", err
-	}
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return nil, "", err
-	}
-	o.Dir = dir
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	c, err := pgcluster.Start(ctx, o)
-	if err != nil {
-		_ = os.RemoveAll(dir)
-		return nil, "", err
-	}
-	return c, dir, nil
 }
 
 // dropSlots drops the replication slots of database name, ending the
