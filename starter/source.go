@@ -12,7 +12,7 @@ import (
 )
 
 // SourceEnv selects how the starter finds committed events: "poll" (the
-// default) claims them from outbox_events; "cdc" streams them from
+// default) claims them by polling outbox_events; "cdc" streams them from
 // PostgreSQL's logical replication log (wal_level=logical), with a polling
 // sweeper for retries, hand-offs and backfill.
 const SourceEnv = "OUTFLOW_RELAY_SOURCE"
@@ -38,7 +38,7 @@ func sourceFromEnv(env *service.Env) string {
 	case "poll", "cdc":
 		return s
 	}
-	env.Fail(fmt.Errorf("%s=%q: want poll (claim committed events from outbox_events, the default) or cdc (stream them from the logical replication log; needs wal_level=logical)", SourceEnv, s))
+	env.Fail(fmt.Errorf("%s=%q: want poll (claim committed events by polling outbox_events, the default) or cdc (stream them from the logical replication log; needs wal_level=logical)", SourceEnv, s))
 	return ""
 }
 
