@@ -257,6 +257,13 @@ func (p *process) owner(t *testing.T) string {
 	return owner
 }
 
+// waitLog waits until the starter's output holds line.
+func (p *process) waitLog(t *testing.T, line string) {
+	t.Helper()
+	require.Eventually(t, func() bool { return strings.Contains(p.output(), line) },
+		30*time.Second, 20*time.Millisecond, "no %q line in the starter's output", line)
+}
+
 // terminate sends SIGTERM and requires a clean exit (graceful shutdown).
 func (p *process) terminate(t *testing.T) {
 	t.Helper()
