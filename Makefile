@@ -87,10 +87,10 @@ soak: $(TEMPORAL)
 bench:
 	$(GO) run ./cmd/bench $(BENCH_FLAGS)
 
-## bench-peers: outflow's relay beside River and Watermill doing the same job in one run
+## bench-peers: outflow's relay (poll and cdc) beside River and Watermill doing the same job in one run
 ## (docs/performance.md, "Beside the peers"). bench/peers is a module of its own, so River
 ## and Watermill never enter go.mod. Uses DATABASE_URL (scratch databases peers_*, dropped
-## afterwards) and starts a Temporal dev server from bin/temporal. About 10 minutes on two
+## afterwards) and starts a Temporal dev server from bin/temporal. About 7 minutes on two
 ## cores; PEERS_FLAGS='-events 2000 -rounds 1 -duration 3s' for a short run (go run . -h).
 .PHONY: bench-peers
 bench-peers: $(TEMPORAL)
@@ -119,7 +119,7 @@ cluster: $(TEMPORAL) $(TEMPORAL_SERVER) $(TEMPORAL_SQL_TOOL) $(TEMPORAL_UI_SERVE
 ## (internal/cluster), then every crash suite of testsuite/ on one cluster: the
 ## failpoint matrix, the chaos soak (plus a Temporal node SIGKILLed and restarted
 ## and the Temporal databases' backends terminated), the 20,000-event backlog,
-## the end-to-end saga and the time edges. About 10 minutes on two cores; the
+## the end-to-end saga and the time edges. About 17 minutes on two cores (the backlog and soak run in both relay sources); the
 ## cluster's config and node logs stay in .data/test-cluster/.
 CLUSTER_TESTS ?= .
 .PHONY: test-cluster
