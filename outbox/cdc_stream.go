@@ -461,17 +461,6 @@ type streamFailure struct {
 
 // publishOne publishes e and runs cdc.after_publish after the
 // acknowledgement, as Relay.publishOne does for relay.after_publish.
-func (s *stream) publishOne(ctx context.Context, e *cdcEvent) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("outbox: publisher panicked: %v", p)
-		}
-	}()
-	if err := s.c.pub.Publish(ctx, e.Event); err != nil {
-		return err
-	}
-	if err := s.c.cfg.Failpoints.Inject(ctx, failpoints.CDCAfterPublish); err != nil {
-		return fmt.Errorf("outbox: acknowledgement dropped: %w", err)
-	}
-	return nil
+func (s *stream) publishOne(ctx context.Context, e *cdcEvent) error {
+	return publishAcked(ctx, s.c.pub, e.Event, s.c.cfg.Failpoints, failpoints.CDCAfterPublish)
 }

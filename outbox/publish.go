@@ -51,20 +51,26 @@ func Permanent(err error) error {
 }
 
 // publishOne publishes one claimed event and runs the relay.after_publish
-// failpoint after the acknowledgement. A panicking publisher is a failed
-// publish, not a dead relay.
-func (r *Relay) publishOne(ctx context.Context, c claimed) (err error) {
+// failpoint after the acknowledgement.
+func (r *Relay) publishOne(ctx context.Context, c claimed) error {
+	return publishAcked(ctx, r.pub, c.Event, r.cfg.Failpoints, failpoints.RelayAfterPublish)
+}
+
+// publishAcked publishes e through pub and runs the failpoint afterPublish
+// once the downstream has acknowledged it: published_at is not yet written,
+// so a crash there is the ACK gap and the event will be published again. A
+// panicking publisher is a failed publish, not a dead relay. Both sources
+// publish through it.
+func publishAcked(ctx context.Context, pub Publisher, e Event, fps *failpoints.Set, afterPublish string) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("outbox: publisher panicked: %v", p)
 		}
 	}()
-	if err := r.pub.Publish(ctx, c.Event); err != nil {
+	if err := pub.Publish(ctx, e); err != nil {
 		return err
 	}
-	// The downstream has the event; published_at is not yet written. A crash
-	// here is the ACK gap: the event will be published again.
-	if err := r.cfg.Failpoints.Inject(ctx, failpoints.RelayAfterPublish); err != nil {
+	if err := fps.Inject(ctx, afterPublish); err != nil {
 		return fmt.Errorf("outbox: acknowledgement dropped: %w", err)
 	}
 	return nil
