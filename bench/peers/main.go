@@ -69,21 +69,17 @@ func (b *bench) serverURL(ctx context.Context, cs []Contender) (string, func(), 
 	if !cdc {
 		return url, func() {}, nil
 	}
-	level, err := pgcluster.WALLevel(ctx, url)
+	b.progress("outflow_cdc needs wal_level=logical; checking DATABASE_URL's server (-contenders without outflow_cdc keeps it)")
+	logicalURL, level, done, err := pgcluster.LogicalOr(ctx, url)
 	if err != nil {
 		return "", nil, err
 	}
-	if level == "logical" {
-		return url, func() {}, nil
+	if logicalURL != url {
+		b.throwaway = fmt.Sprintf("DATABASE_URL's server has wal_level=%s and outflow_cdc needs logical, so every contender "+
+			"ran on one throwaway cluster (initdb, wal_level=logical, fsync=off)", level)
+		b.progress("%s", b.throwaway)
 	}
-	b.throwaway = fmt.Sprintf("DATABASE_URL's server has wal_level=%s and outflow_cdc needs logical, so every contender "+
-		"ran on one throwaway cluster (initdb, wal_level=logical, fsync=off)", level)
-	b.progress("%s (-contenders without outflow_cdc keeps DATABASE_URL's server)", b.throwaway)
-	cluster, err := pgcluster.StartTemp(ctx, pgcluster.Options{})
-	if err != nil {
-		return "", nil, err
-	}
-	return cluster.URL, cluster.Discard, nil
+	return logicalURL, done, nil
 }
 
 func (b *bench) progress(format string, args ...any) {

@@ -118,24 +118,20 @@ func (b *bench) measureSources(ctx context.Context) error {
 // logicalServer returns a server with wal_level=logical for the sources
 // phase: the bench's own when it has it, else a throwaway cluster.
 func (b *bench) logicalServer(ctx context.Context) (*server, func(), error) {
-	var level string
-	if err := b.srv.Admin.QueryRow(ctx, "SHOW wal_level").Scan(&level); err != nil {
+	url, level, done, err := pgcluster.LogicalOr(ctx, b.srv.Base.ConnString())
+	if err != nil {
 		return nil, nil, err
 	}
 	if level == "logical" {
-		return b.srv, func() {}, nil
+		return b.srv, done, nil
 	}
 	b.progress("sources: the server of DATABASE_URL runs wal_level=%s, and the cdc source needs wal_level=logical: "+
-		"starting a throwaway wal_level=logical cluster for both sources", level)
+		"both sources run on a throwaway wal_level=logical cluster", level)
 	b.rep.note("sources: DATABASE_URL's server has wal_level=%s, so both sources ran on a throwaway local cluster "+
 		"(initdb, wal_level=logical, fsync=off).", level)
-	cluster, err := pgcluster.StartTemp(ctx, pgcluster.Options{})
+	srv, err := newServer(ctx, url)
 	if err != nil {
-		return nil, nil, err
-	}
-	srv, err := newServer(ctx, cluster.URL)
-	if err != nil {
-		cluster.Discard()
+		done()
 		return nil, nil, err
 	}
 	srv.run = b.srv.run
@@ -143,7 +139,7 @@ func (b *bench) logicalServer(ctx context.Context) (*server, func(), error) {
 		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		_ = srv.Close(cctx)
-		cluster.Discard()
+		done()
 	}, nil
 }
 

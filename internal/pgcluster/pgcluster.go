@@ -204,6 +204,25 @@ func WALLevel(ctx context.Context, url string) (string, error) {
 	return level, err
 }
 
+// LogicalOr returns url when its server runs with wal_level=logical, else
+// the URL of a throwaway cluster started by [StartTemp] (which runs with
+// it). level is url's server's wal_level, for the caller to say why; done
+// discards the throwaway cluster, if any.
+func LogicalOr(ctx context.Context, url string) (logicalURL, level string, done func(), err error) {
+	level, err = WALLevel(ctx, url)
+	if err != nil {
+		return "", "", nil, err
+	}
+	if level == "logical" {
+		return url, level, func() {}, nil
+	}
+	c, err := StartTemp(ctx, Options{})
+	if err != nil {
+		return "", level, nil, err
+	}
+	return c.URL, level, c.Discard, nil
+}
+
 // BinDir finds the directory holding initdb and pg_ctl.
 func BinDir() (string, error) {
 	if out, err := exec.Command("pg_config", "--bindir").Output(); err == nil {
