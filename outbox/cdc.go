@@ -96,8 +96,15 @@ func (c *CDCConfig) validate() error {
 // and sorts each received batch with one statement: an event goes to the
 // publisher when the stream holds every unpublished predecessor of it
 // itself, so one aggregate's events are published in sequence order, one at
-// a time, and different aggregates concurrently (MaxInFlight). Acknowledged
-// events are marked published in batches, and the slot's confirmed position
+// a time, and different aggregates concurrently (MaxInFlight). The stream
+// leases what it publishes, as a polling relay's claim does (CDCLease, one
+// statement per batch, under [CDCStreamOwner]), and the database confirms in
+// the lease's transaction that every unpublished predecessor is under the
+// stream's lease too (CDCLeaseVerify): the lease is what other relays and an
+// operator's replay see, so a replayed predecessor waits until the stream's
+// event in flight is done, and a successor never passes a replayed
+// predecessor. Acknowledged events are marked published in batches, fenced
+// by the lease (a late mark never swallows a replay), and the slot's confirmed position
 // advances only over transactions whose every event is settled:
 // acknowledged and marked, recorded as failed, or handed off. A restart
 // therefore resumes after the last settled transaction, and what it streams
@@ -115,14 +122,17 @@ func (c *CDCConfig) validate() error {
 // PostgreSQL lets one session stream a slot at a time: a second CDCRelay on
 // the same slot waits as a standby and takes over when the first dies.
 type CDCRelay struct {
-	pool       *pgxpool.Pool
-	pub        Publisher
-	cfg        CDCConfig
-	sweeper    *Relay
-	sweep      *sweeper
-	replConfig *pgconn.Config
-	metrics    *metrics
-	cdcMetrics *cdcMetrics
+	pool *pgxpool.Pool
+	pub  Publisher
+	cfg  CDCConfig
+	// streamOwner is the stream's claimant name (CDCStreamOwner), apart
+	// from the sweeper's Owner.
+	streamOwner string
+	sweeper     *Relay
+	sweep       *sweeper
+	replConfig  *pgconn.Config
+	metrics     *metrics
+	cdcMetrics  *cdcMetrics
 	// mark is where the slot gauges read the stream's oldest unsettled
 	// commit; nil while no session streams.
 	mark    atomic.Pointer[watermark]
@@ -159,14 +169,15 @@ func NewCDCRelay(pool *pgxpool.Pool, pub Publisher, cfg CDCConfig) (*CDCRelay, e
 	rc.RuntimeParams["replication"] = "database"
 	rc.RuntimeParams["application_name"] = CDCApplicationName(cfg.Owner)
 	return &CDCRelay{
-		pool:       pool,
-		pub:        pub,
-		cfg:        cfg,
-		sweeper:    sweeperRelay,
-		sweep:      sw,
-		replConfig: rc,
-		metrics:    sweeperRelay.metrics,
-		cdcMetrics: cm,
+		pool:        pool,
+		pub:         pub,
+		cfg:         cfg,
+		streamOwner: CDCStreamOwner(cfg.Owner),
+		sweeper:     sweeperRelay,
+		sweep:       sw,
+		replConfig:  rc,
+		metrics:     sweeperRelay.metrics,
+		cdcMetrics:  cm,
 	}, nil
 }
 
@@ -180,7 +191,14 @@ func CDCApplicationName(owner string) string {
 	return name
 }
 
-// Owner returns the relay's identity, as written to claimed_by.
+// CDCStreamOwner is the claimant name, written to claimed_by, of the stream
+// of the CDC relay called owner: the stream leases what it publishes under
+// this name, its sweeper claims under owner, so that neither counts the
+// other's events as its own.
+func CDCStreamOwner(owner string) string { return owner + "/stream" }
+
+// Owner returns the relay's identity, as its sweeper writes it to
+// claimed_by; the stream writes [CDCStreamOwner] of it.
 func (c *CDCRelay) Owner() string { return c.cfg.Owner }
 
 // Config returns the relay's configuration with defaults applied.

@@ -1,7 +1,9 @@
 -- Statements of the CDC relay source (cdc.go), loaded and bound in sql.go
--- like the others. The stream never claims: it publishes what the log hands
--- it, marks it, and leaves anything unusual to its sweeper, a polling relay
--- whose claim (RelayClaim) narrows to the events the stream left.
+-- like the others. The stream publishes what the log hands it under a lease
+-- of its own (CDCLease, without RelayClaim's search: the log says which
+-- events), marks it fenced by that lease, and leaves anything unusual to its
+-- sweeper, a polling relay whose claim (RelayClaim) narrows to the events
+-- the stream left.
 
 -- name: CDCSort :many
 -- Sorts one batch of events the stream received (@event_ids, one statement
@@ -29,26 +31,103 @@ SELECT e.event_id, e.aggregate_type, e.aggregate_id, e.aggregate_sequence,
 FROM outbox_events e
 WHERE e.event_id = ANY(@event_ids::uuid[]);
 
+-- name: CDCLease :many
+-- The stream's claim of the events @event_ids it is about to publish (the
+-- sort's 'stream' events whose predecessors it holds): a lease of @lease_ms
+-- for @owner, the stream's own claimant name (CDCRelay.streamOwner, never
+-- the sweeper's). No attempt is counted: the stream's failures are counted
+-- when CDCTakeFailed hands them to the sweeper. The lease is what every
+-- other claimant and the operator's replay see: RelayClaim's successor-lease
+-- probe holds a replayed predecessor back while the stream publishes its
+-- successor, and OpsReplayFence (FOR KEY SHARE) waits for this transaction.
+-- So the row lock is FOR UPDATE, as RelayClaim's, and SKIP LOCKED: a row a
+-- replay's fence holds is not leased and goes to the sweeper. An event that
+-- became the polling path's since the sort (retried, replayed, claimed,
+-- published, quarantined, skipped) is not leased either.
+-- CDCLeaseVerify follows in the same transaction.
+WITH candidates AS (
+    SELECT e.event_id
+    FROM outbox_events e
+    WHERE e.event_id = ANY(@event_ids::uuid[])
+      AND e.published_at IS NULL
+      AND e.quarantined_at IS NULL
+      AND e.skipped_at IS NULL
+      AND e.attempt_count = 0
+      AND e.replay_requested_at IS NULL
+      AND e.available_at <= now()
+      AND (e.claim_until IS NULL OR e.claim_until < now())
+    FOR UPDATE OF e SKIP LOCKED
+)
+UPDATE outbox_events o
+SET claimed_by  = @owner,
+    claim_until = now() + @lease_ms::bigint * interval '1 millisecond'
+FROM candidates c
+WHERE o.event_id = c.event_id
+RETURNING o.event_id;
+
+-- name: CDCLeaseVerify :many
+-- The lease's verification, a later statement of its transaction, so its
+-- snapshot is taken after CDCLease's row locks are held (as
+-- RelayClaimVerify's): of the events @event_ids under @owner's lease, every
+-- one that has an unpublished, unskipped predecessor that is not under a
+-- live lease of @owner (the stream) is given back (lease cleared) and
+-- returned with blocked = true; the stream hands it to the sweeper. A
+-- predecessor an operator replayed has no lease (OpsReplay clears it), so
+-- its successors wait for the replay. The others are returned with their
+-- blockers, the predecessors the stream must still hold in its lanes when
+-- it queues the event. The stream repeats the statement on the kept events
+-- until it gives nothing back: a given-back event's successor in the same
+-- batch still sees its lease in this snapshot.
+WITH checked AS (
+    SELECT o.event_id,
+           ARRAY(SELECT p.event_id
+                 FROM outbox_unpublished_predecessors(o.aggregate_type, o.aggregate_id, o.aggregate_sequence) p
+                )::uuid[] AS blockers,
+           EXISTS (
+               SELECT 1
+               FROM outbox_unpublished_predecessors(o.aggregate_type, o.aggregate_id, o.aggregate_sequence) p
+               JOIN outbox_events q ON q.event_id = p.event_id
+               WHERE q.claimed_by IS DISTINCT FROM @owner
+                  OR q.claim_until IS NULL
+                  OR q.claim_until < now()
+           ) AS blocked
+    FROM outbox_events o
+    WHERE o.event_id = ANY(@event_ids::uuid[])
+      AND o.claimed_by = @owner
+      AND o.published_at IS NULL
+), given_back AS (
+    UPDATE outbox_events o
+    SET claimed_by  = NULL,
+        claim_until = NULL
+    FROM checked c
+    WHERE o.event_id = c.event_id AND c.blocked
+)
+SELECT event_id, blocked, blockers FROM checked;
+
 -- name: CDCMark :many
--- Marks the events @event_ids that the stream published. Not fenced by a
--- lease (the stream holds none): an event the sweeper published too keeps
--- its first mark, and the sweeper's later mark of it changes nothing. Only
--- published_at is written: claimed_by stays NULL on an event the stream
--- published (the stream claims nothing, and writing its name would grow
--- every row version this update writes to the WAL).
+-- Marks the events @event_ids that the stream published, only where the
+-- stream (@owner) still holds them: an event an operator replayed since
+-- (OpsReplay clears claimed_by) or that another relay took over after the
+-- stream's lease expired is not changed, so a late mark never sets
+-- published_at over a replay. claimed_by is kept as the record of who
+-- published the event, as RelayMark keeps it.
 UPDATE outbox_events
-SET published_at = now()
+SET published_at        = now(),
+    claim_until         = NULL,
+    replay_requested_at = NULL
 WHERE event_id = ANY(@event_ids::uuid[])
+  AND claimed_by = @owner
   AND published_at IS NULL
 RETURNING event_id;
 
 -- name: CDCTakeFailed :many
--- Takes the events @event_ids whose publish by the stream failed as a claim
--- of @owner (lease @lease_ms, an attempt counted, as RelayClaim counts it), so
--- that RelayFail records the failure exactly as for a polling relay: backoff
--- or quarantine. An event under another relay's live lease, or already
--- published, quarantined or skipped, is not taken: its outcome is not the
--- stream's to record.
+-- Takes the events @event_ids whose publish by the stream (@stream_owner)
+-- failed as a claim of @owner, the sweeper (lease @lease_ms, an attempt
+-- counted, as RelayClaim counts it), so that RelayFail records the failure
+-- exactly as for a polling relay: backoff or quarantine. Only an event the
+-- stream still holds, or whose lease has expired with nobody else's since,
+-- is taken: one under another relay's live lease, or already published,
+-- quarantined or skipped, is not the stream's to record.
 UPDATE outbox_events
 SET claimed_by    = @owner,
     claim_until   = now() + @lease_ms::bigint * interval '1 millisecond',
@@ -57,7 +136,7 @@ WHERE event_id = ANY(@event_ids::uuid[])
   AND published_at IS NULL
   AND quarantined_at IS NULL
   AND skipped_at IS NULL
-  AND (claim_until IS NULL OR claim_until < now())
+  AND (claimed_by = @stream_owner OR claim_until IS NULL OR claim_until < now())
 RETURNING event_id, attempt_count;
 
 -- name: CDCWALLevel :one

@@ -10,8 +10,9 @@ import (
 // markLoop marks acknowledged events published in batches (MarkBatchSize,
 // or MarkDelay after the first), then lets the lanes forget them and
 // settles them. A failed mark is logged and the events settled anyway:
-// Temporal has them, and the sweeper publishes the still unpublished rows
-// again after Grace, a duplicate the publisher absorbs.
+// Temporal has them, and once the stream's lease on the still unpublished
+// rows expires the sweeper publishes them again, a duplicate the publisher
+// absorbs.
 func (s *stream) markLoop(bk context.Context) {
 	var pending []*cdcEvent
 	var timer *time.Timer
@@ -54,23 +55,28 @@ func (s *stream) mark(bk context.Context, events []*cdcEvent) {
 		ids[i] = e.ID
 	}
 	ctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
-	marked, err := qCDCMark.all(ctx, s.c.pool, eventIDsArgs{EventIDs: ids})
+	marked, err := qCDCMark.all(ctx, s.c.pool, relayEventsArgs{Owner: s.c.streamOwner, EventIDs: ids})
 	cancel()
-	if err != nil {
-		s.c.cfg.Logger.Error("outbox cdc: marking acknowledged events failed; the sweeper publishes them again after the grace period",
+	switch {
+	case err != nil:
+		s.c.cfg.Logger.Error("outbox cdc: marking acknowledged events failed; the sweeper publishes them again when the stream's lease expires",
 			"owner", s.c.cfg.Owner, "events", len(ids), "error", err)
-	} else {
+	case len(marked) < len(ids):
+		s.c.cfg.Logger.Warn("outbox cdc: some acknowledged events were not marked: an operator replayed them or another relay took them over",
+			"owner", s.c.cfg.Owner, "acked", len(ids), "marked", len(marked))
+		fallthrough
+	default:
 		s.c.metrics.published.Add(float64(len(marked)))
 	}
-	s.lanes.marked(ids, time.Now())
+	s.lanes.marked(ids, marked, time.Now())
 	for _, e := range events {
 		s.wm.settle(e.txn)
 	}
 }
 
 // failLoop records the stream's failed publishes exactly as a polling relay
-// records its own: it takes each event as a claim of this relay's owner
-// (CDCTakeFailed counts the attempt) and hands it to the sweeper's failure
+// records its own: it takes each event from the stream's lease as a claim of
+// this relay's owner, the sweeper's (CDCTakeFailed counts the attempt) and hands it to the sweeper's failure
 // recording (RelayFail: backoff, or quarantine when permanent or out of
 // attempts), whose retries the sweeper then claims. The event is settled
 // after that, recorded or not: an unrecorded one is unpublished and older
@@ -106,7 +112,8 @@ func (s *stream) recordFailures(bk context.Context, batch []streamFailure) {
 	}
 	ctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
 	defer cancel()
-	taken, err := qCDCTakeFailed.all(ctx, s.c.pool, cdcTakeFailedArgs{Owner: s.c.cfg.Owner, EventIDs: ids, LeaseMS: s.c.cfg.Lease.Milliseconds()})
+	taken, err := qCDCTakeFailed.all(ctx, s.c.pool, cdcTakeFailedArgs{
+		Owner: s.c.cfg.Owner, StreamOwner: s.c.streamOwner, EventIDs: ids, LeaseMS: s.c.cfg.Lease.Milliseconds()})
 	if err != nil {
 		s.c.cfg.Logger.Error("outbox cdc: recording failed publishes failed; the sweeper retries them after the grace period",
 			"owner", s.c.cfg.Owner, "events", len(ids), "error", err)

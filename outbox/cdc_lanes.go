@@ -13,8 +13,15 @@ type laneKey struct{ typ, id string }
 // lanes schedule the stream's publishes: one FIFO per aggregate whose head
 // alone may be in flight, and a FIFO of ready heads that the workers take in
 // arrival (commit) order. held is every event the stream is responsible for
-// until its mark is done; recent remembers marked events a little longer,
-// because a sort statement's snapshot may predate their mark.
+// until its mark is done: in a lane, in flight, or acknowledged and waiting
+// for its mark; an event leaves held when its mark is done, when its lane
+// breaks or when it is dropped unattempted. recent remembers events the
+// stream marked a little longer, because a statement's snapshot may predate
+// their mark. Neither decides alone: an event joins a lane only after the
+// database confirmed, under the stream's lease (CDCLeaseVerify), that every
+// unpublished predecessor is the stream's, and then only if each of them is
+// still held or recent here. An event an operator replayed is unpublished
+// and unleased, so the database refuses it whatever recent says.
 type lanes struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
@@ -40,13 +47,17 @@ func newLanes() *lanes {
 
 func key(e *cdcEvent) laneKey { return laneKey{e.AggregateType, e.AggregateID} }
 
-// holdsAllLocked reports whether every blocker is the stream's own.
-func (l *lanes) holdsAllLocked(blockers []uuid.UUID) bool {
+// holdsAllLocked reports whether every blocker is held, recently marked or
+// in also (the earlier candidates of the batch being sorted).
+func (l *lanes) holdsAllLocked(blockers []uuid.UUID, also map[uuid.UUID]bool) bool {
 	for _, b := range blockers {
 		if _, ok := l.held[b]; ok {
 			continue
 		}
 		if _, ok := l.recent[b]; ok {
+			continue
+		}
+		if also[b] {
 			continue
 		}
 		return false
@@ -131,12 +142,17 @@ func (l *lanes) broken(e *cdcEvent) []*cdcEvent {
 	return rest
 }
 
-// marked moves ids from held to recent.
-func (l *lanes) marked(ids []uuid.UUID, now time.Time) {
+// marked removes ids from held once their mark is done, and remembers in
+// recent those the mark changed: an event whose mark failed, or that the
+// mark's fence left alone (an operator replayed it, another relay took it
+// over), is no longer the stream's.
+func (l *lanes) marked(ids, changed []uuid.UUID, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, id := range ids {
 		delete(l.held, id)
+	}
+	for _, id := range changed {
 		l.recent[id] = now
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pglogrepl"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 
@@ -24,10 +25,12 @@ type cdcTxn struct {
 	remaining int // unsettled events; guarded by the watermark's mutex
 }
 
-// cdcEvent is an event the stream publishes, and the transaction it came in.
+// cdcEvent is an event the stream publishes, the transaction it came in,
+// and the stream's lease on it.
 type cdcEvent struct {
 	Event
-	txn *cdcTxn
+	txn   *cdcTxn
+	lease lease
 }
 
 // maxUnsettled bounds the events received but not yet settled: beyond it the
@@ -112,6 +115,10 @@ type stream struct {
 	txns  chan *cdcTxn
 	acks  chan *cdcEvent
 	fails chan streamFailure
+	// dropped are the leased events the workers returned unattempted at
+	// the session's end; their leases are released after the workers stop.
+	droppedMu sync.Mutex
+	dropped   []uuid.UUID
 }
 
 func newStream(c *CDCRelay, start pglogrepl.LSN) *stream {
@@ -150,6 +157,7 @@ func (s *stream) run(ctx, bk context.Context, conn *pgconn.PgConn) error {
 	<-sorted
 	s.lanes.close()
 	workers.Wait()
+	s.release(bk, s.dropped)
 	close(s.acks)
 	close(s.fails)
 	bookkeepers.Wait()
@@ -331,7 +339,9 @@ func (s *stream) sortLoop(ctx, bk context.Context) error {
 		if err != nil {
 			return err
 		}
-		s.dispatch(batch, rows)
+		if err := s.dispatch(bk, batch, rows); err != nil {
+			return err
+		}
 	}
 }
 
@@ -382,14 +392,22 @@ func (s *stream) sort(ctx, bk context.Context, ids []uuid.UUID) ([]cdcSortRow, e
 	}
 }
 
-// dispatch decides each received event's fate, in commit order.
-func (s *stream) dispatch(batch []*cdcTxn, rows []cdcSortRow) {
+// dispatch decides each received event's fate, in commit order: settled
+// at once (done, or the sweeper's), to its lane, or handed to the sweeper.
+// An event goes to its lane only when the stream holds each of its
+// unpublished predecessors, and the database agrees: the stream leases the
+// candidates and verifies them in one transaction (lease). It returns an
+// error only when the lease's transaction fails; the session then ends and
+// the next one streams the batch again.
+func (s *stream) dispatch(bk context.Context, batch []*cdcTxn, rows []cdcSortRow) error {
 	byID := make(map[uuid.UUID]*cdcSortRow, len(rows))
 	for i := range rows {
 		byID[rows[i].EventID] = &rows[i]
 	}
 	var handed []uuid.UUID
 	var settled []*cdcTxn
+	var candidates []*cdcEvent
+	isCandidate := map[uuid.UUID]bool{}
 	s.lanes.mu.Lock()
 	s.lanes.pruneRecent(time.Now())
 	for _, t := range batch {
@@ -398,8 +416,9 @@ func (s *stream) dispatch(batch []*cdcTxn, rows []cdcSortRow) {
 			switch {
 			case !ok || row.Verdict == "done" || row.Verdict == "sweeper":
 				settled = append(settled, t)
-			case s.lanes.holdsAllLocked(row.Blockers):
-				s.lanes.addLocked(&cdcEvent{Event: row.event(), txn: t})
+			case s.lanes.holdsAllLocked(row.Blockers, isCandidate):
+				candidates = append(candidates, &cdcEvent{Event: row.event(), txn: t})
+				isCandidate[id] = true
 			default:
 				// A predecessor the stream does not hold is unpublished: the
 				// lane is the polling path's until it drains.
@@ -409,6 +428,31 @@ func (s *stream) dispatch(batch []*cdcTxn, rows []cdcSortRow) {
 		}
 	}
 	s.lanes.mu.Unlock()
+
+	kept, err := s.lease(bk, candidates)
+	if err != nil {
+		return err
+	}
+	// Under the mutex again: a predecessor held at the sort may have left
+	// since (its lane broke on a failure, which the database learns only
+	// when failLoop records it), so each blocker the verification saw must
+	// still be held, or marked by the stream.
+	var refused []uuid.UUID
+	s.lanes.mu.Lock()
+	for _, e := range candidates {
+		blockers, ok := kept[e.ID]
+		if ok && s.lanes.holdsAllLocked(blockers, nil) {
+			s.lanes.addLocked(e)
+			continue
+		}
+		if ok {
+			refused = append(refused, e.ID)
+		}
+		handed = append(handed, e.ID)
+		settled = append(settled, e.txn)
+	}
+	s.lanes.mu.Unlock()
+	s.release(bk, refused)
 	for _, t := range settled {
 		s.wm.settle(t)
 	}
@@ -417,10 +461,105 @@ func (s *stream) dispatch(batch []*cdcTxn, rows []cdcSortRow) {
 		s.c.sweeper.wakeUp()
 		s.c.cfg.Logger.Debug("outbox cdc: handed events to the sweeper: an unpublished predecessor is not the stream's", "owner", s.c.cfg.Owner, "events", handed)
 	}
+	return nil
 }
 
-// work publishes ready lane heads until the lanes close.
+// lease takes the stream's lease on candidates and verifies it, in one
+// transaction (CDCLease, then CDCLeaseVerify until it gives nothing back),
+// and returns the events kept with the blockers the verification saw. Each
+// kept event's local lease deadline is taken from before the transaction
+// began, so it never outlives claim_until.
+func (s *stream) lease(bk context.Context, candidates []*cdcEvent) (map[uuid.UUID][]uuid.UUID, error) {
+	if len(candidates) == 0 {
+		return nil, nil
+	}
+	ids := make([]uuid.UUID, len(candidates))
+	for i, e := range candidates {
+		ids[i] = e.ID
+	}
+	l := newLease(time.Now(), s.c.cfg.Lease)
+	ctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
+	defer cancel()
+	var kept map[uuid.UUID][]uuid.UUID
+	err := pgx.BeginFunc(ctx, s.c.pool, func(tx pgx.Tx) error {
+		leased, err := qCDCLease.all(ctx, tx, cdcLeaseArgs{Owner: s.c.streamOwner, EventIDs: ids, LeaseMS: s.c.cfg.Lease.Milliseconds()})
+		if err != nil {
+			return err
+		}
+		// Each verification is a new statement, with a new snapshot: it sees
+		// what the previous one gave back.
+		for len(leased) > 0 {
+			rows, err := qCDCLeaseVerify.all(ctx, tx, relayEventsArgs{Owner: s.c.streamOwner, EventIDs: leased})
+			if err != nil {
+				return err
+			}
+			kept = make(map[uuid.UUID][]uuid.UUID, len(rows))
+			leased = leased[:0:0]
+			blocked := false
+			for _, r := range rows {
+				if r.Blocked {
+					blocked = true
+					continue
+				}
+				kept[r.EventID] = r.Blockers
+				leased = append(leased, r.EventID)
+			}
+			if !blocked {
+				break
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outbox cdc: lease %d received events: %w", len(ids), err)
+	}
+	for _, e := range candidates {
+		e.lease = l
+	}
+	return kept, nil
+}
+
+// release gives back the stream's leases on events it never attempted
+// (RelayRelease under the stream's name; the stream counted no attempt, and
+// the release leaves attempt_count at zero). A failed release is logged: the
+// leases expire, and the sweeper takes the events then.
+func (s *stream) release(bk context.Context, ids []uuid.UUID) {
+	if len(ids) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
+	defer cancel()
+	if _, err := qRelayRelease.exec(ctx, s.c.pool, relayEventsArgs{Owner: s.c.streamOwner, EventIDs: ids}); err != nil {
+		s.c.cfg.Logger.Error("outbox cdc: releasing unattempted leases failed; the sweeper takes the events when the leases expire",
+			"owner", s.c.cfg.Owner, "events", len(ids), "error", err)
+	}
+}
+
+// handBack gives events the stream leased but will not publish to the
+// sweeper: their leases released first, so that its claim finds them free.
+func (s *stream) handBack(bk context.Context, events []*cdcEvent) {
+	if len(events) == 0 {
+		return
+	}
+	ids := make([]uuid.UUID, len(events))
+	for i, e := range events {
+		ids[i] = e.ID
+	}
+	s.release(bk, ids)
+	s.c.sweep.handOff(ids...)
+	for _, e := range events {
+		s.wm.settle(e.txn)
+	}
+	s.c.sweeper.wakeUp()
+}
+
+// work publishes ready lane heads until the lanes close. A publish starts
+// only when the whole PublishTimeout fits in the event's lease (as a
+// polling relay's does), so no other relay can take an event over while the
+// stream still publishes it; an event whose lease ran too short waited too
+// long in its lane, and the lane goes to the sweeper unattempted.
 func (s *stream) work(ctx, bk context.Context) {
+	margin := s.c.cfg.Lease / 10
 	for {
 		e, ok := s.lanes.next()
 		if !ok {
@@ -428,11 +567,19 @@ func (s *stream) work(ctx, bk context.Context) {
 		}
 		if ctx.Err() != nil {
 			// Shutting down: never attempted, not settled; the next session
-			// streams it again.
+			// streams it again, and its lease is released.
 			s.lanes.drop(e)
+			s.droppedMu.Lock()
+			s.dropped = append(s.dropped, e.ID)
+			s.droppedMu.Unlock()
 			continue
 		}
-		pctx, cancel := context.WithTimeout(bk, s.c.cfg.PublishTimeout)
+		deadline, ok := e.lease.publishDeadline(time.Now(), s.c.cfg.PublishTimeout, margin)
+		if !ok {
+			s.handBack(bk, append([]*cdcEvent{e}, s.lanes.broken(e)...))
+			continue
+		}
+		pctx, cancel := context.WithDeadline(bk, deadline)
 		err := s.publishOne(pctx, e)
 		cancel()
 		if err == nil {
@@ -444,10 +591,7 @@ func (s *stream) work(ctx, bk context.Context) {
 		s.c.metrics.publishErrors.Inc()
 		// The lane breaks: its queued successors go to the sweeper, which
 		// keeps them in order behind the failure that failLoop records.
-		for _, f := range s.lanes.broken(e) {
-			s.c.sweep.handOff(f.ID)
-			s.wm.settle(f.txn)
-		}
+		s.handBack(bk, s.lanes.broken(e))
 		s.fails <- streamFailure{e: e, err: err}
 	}
 }

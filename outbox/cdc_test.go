@@ -190,7 +190,10 @@ func TestCDCPublishesInterleavedOrdersInOrder(t *testing.T) {
 		require.Equal(t, int64(steps), lc.last[fmt.Sprintf("order-%d", o)])
 	}
 	for _, e := range all {
-		require.Nil(t, readRow(t, b.pool, e.ID).ClaimedBy, "the stream, which claims nothing, published %s", e.ID)
+		row := readRow(t, b.pool, e.ID)
+		require.NotNil(t, row.ClaimedBy, "event %s", e.ID)
+		require.Equal(t, outbox.CDCStreamOwner(r.Owner()), *row.ClaimedBy, "the stream, under its own name, published %s", e.ID)
+		require.Nil(t, row.ClaimUntil, "the mark ended the stream's lease on %s", e.ID)
 	}
 	require.InDelta(t, float64(len(all)), counter(t, reg, "outbox_published_total"), 0)
 	eventually(t, 10*time.Second, func() bool {

@@ -447,7 +447,9 @@ type lockKeyArgs struct {
 // The CDC relay source's statements (cdc.sql).
 var (
 	qCDCSort             = newStmt[eventIDsArgs, cdcSortRow]("CDCSort")
-	qCDCMark             = newStmt[eventIDsArgs, uuid.UUID]("CDCMark")
+	qCDCLease            = newStmt[cdcLeaseArgs, uuid.UUID]("CDCLease")
+	qCDCLeaseVerify      = newStmt[relayEventsArgs, cdcVerifyRow]("CDCLeaseVerify")
+	qCDCMark             = newStmt[relayEventsArgs, uuid.UUID]("CDCMark")
 	qCDCTakeFailed       = newStmt[cdcTakeFailedArgs, cdcTakenRow]("CDCTakeFailed")
 	qCDCWALLevel         = newStmt[noArgs, string]("CDCWALLevel")
 	qCDCPublicationExist = newStmt[publicationArgs, bool]("CDCPublicationExists")
@@ -467,10 +469,26 @@ type cdcSortRow struct {
 	Blockers []uuid.UUID `db:"blockers"`
 }
 
-type cdcTakeFailedArgs struct {
+// cdcLeaseArgs are the events the stream (Owner) leases for LeaseMS.
+type cdcLeaseArgs struct {
 	Owner    string      `db:"owner"`
 	EventIDs []uuid.UUID `db:"event_ids"`
 	LeaseMS  int64       `db:"lease_ms"`
+}
+
+// cdcVerifyRow is one leased event as CDCLeaseVerify found it: given back
+// (Blocked), or kept with the predecessors the stream must hold.
+type cdcVerifyRow struct {
+	EventID  uuid.UUID   `db:"event_id"`
+	Blocked  bool        `db:"blocked"`
+	Blockers []uuid.UUID `db:"blockers"`
+}
+
+type cdcTakeFailedArgs struct {
+	Owner       string      `db:"owner"`
+	StreamOwner string      `db:"stream_owner"`
+	EventIDs    []uuid.UUID `db:"event_ids"`
+	LeaseMS     int64       `db:"lease_ms"`
 }
 
 type cdcTakenRow struct {
