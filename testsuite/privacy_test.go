@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -313,4 +314,121 @@ func TestHistoriesWithoutPersonalData(t *testing.T) {
 	require.NotEmpty(t, errs)
 	require.ErrorIs(t, errs[0], codec.ErrUnknownKey)
 	require.Contains(t, errs[0].Error(), `"testsuite-1"`, "the error names the key id")
+}
+
+// TestNewOrderAfterForgetIsReadable places an order of a customer, forgets
+// the customer, and places another order of theirs at once, read by a
+// worker that never saw the old key: the relay must encrypt it with a new
+// key (not the erased one it may still cache), and the order is charged
+// and confirmed like any other.
+func TestNewOrderAfterForgetIsReadable(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	s := NewStack(t)
+	for _, name := range []string{"orderapi", "starter", "worker"} {
+		s.Start(name, "")
+	}
+	ada := newCustomer("ada")
+	before, err := placeOrder(ctx, s, ada, "pm_card_visa")
+	require.NoError(t, err)
+	require.NoError(t, WaitStatus(ctx, s, before, "confirmed", 2*time.Minute))
+	out, err := s.Outboxctl(ctx, "forget-customer", ada.email, "--reason", "privacy test: order after erasure", "--actor", "testsuite")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "forgot customer key")
+
+	// A worker that never held the erased key (a restart, another replica).
+	s.Proc("worker").Stop(10 * time.Second)
+	s.Start("worker", "")
+	after, err := placeOrder(ctx, s, ada, "pm_card_visa")
+	require.NoError(t, err)
+	require.NoError(t, WaitStatus(ctx, s, after, "confirmed", 90*time.Second),
+		"an order placed after the erasure is charged and confirmed")
+
+	// Its history is under a new key of Ada's, readable; the old one is not.
+	hs := rawHistories(ctx, t, s, after)
+	text, errs := readable(t, hs, s.DataConverter())
+	require.Empty(t, errs)
+	require.Contains(t, text, ada.line1)
+	_, errs = readable(t, rawHistories(ctx, t, s, before), s.DataConverter())
+	require.NotEmpty(t, errs, "the order before the erasure stays unreadable")
+}
+
+// forgetCustomer runs outboxctl forget-customer against the stack's
+// database and Temporal server, and returns its combined output.
+func forgetCustomer(ctx context.Context, s *Stack, email string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, s.Env.Bin.Outboxctl, append([]string{"forget-customer", email, "--actor", "testsuite"}, args...)...)
+	cmd.Env = append(baseEnv(), "DATABASE_URL="+s.DatabaseURL, "OUTFLOW_CODEC_KEYS="+s.CodecKeys,
+		"TEMPORAL_ADDRESS="+s.Env.Temporal.Address(), "TEMPORAL_NAMESPACE=default")
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// workflowOf is the workflow id (= event id) of the order's event of type.
+func workflowOf(ctx context.Context, t *testing.T, s *Stack, orderID, eventType string) string {
+	t.Helper()
+	var id string
+	require.NoError(t, s.Pool.QueryRow(ctx, `SELECT event_id::text FROM outbox_events WHERE aggregate_id = $1 AND event_type = $2`,
+		orderID, eventType).Scan(&id))
+	return id
+}
+
+// waitClosed waits until the workflow is no longer running and returns how
+// it closed.
+func waitClosed(ctx context.Context, t *testing.T, s *Stack, workflowID string, timeout time.Duration) enumspb.WorkflowExecutionStatus {
+	t.Helper()
+	c, err := s.Env.Temporal.Client()
+	require.NoError(t, err)
+	defer c.Close()
+	deadline := time.Now().Add(timeout)
+	for {
+		d, err := c.DescribeWorkflowExecution(ctx, workflowID, "")
+		if err == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			return d.GetWorkflowExecutionInfo().GetStatus()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("workflow %s still runs after %s (describe: %v, err %v)", workflowID, timeout, d.GetWorkflowExecutionInfo().GetStatus(), err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// TestForcedErasureFailsTheWorkflow forgets, with --force, a customer whose
+// order no worker has read yet: the workflow can never read its input, and
+// fails, naming the erasure, instead of retrying its task forever.
+func TestForcedErasureFailsTheWorkflow(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	s := NewStack(t)
+	for _, name := range []string{"orderapi", "starter"} {
+		s.Start(name, "")
+	}
+	ada := newCustomer("ada")
+	order, err := placeOrder(ctx, s, ada, "pm_card_visa")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		var published bool
+		err := s.Pool.QueryRow(ctx, `SELECT published_at IS NOT NULL FROM outbox_events WHERE aggregate_id = $1`, order).Scan(&published)
+		return err == nil && published
+	}, time.Minute, 100*time.Millisecond, "the workflow is started, no worker runs")
+	out, err := forgetCustomer(ctx, s, ada.email, "--reason", "privacy test: forced erasure", "--force")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "forgot customer key")
+
+	s.Start("worker", "")
+	wid := workflowOf(ctx, t, s, order, "OrderCreated")
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, waitClosed(ctx, t, s, wid, time.Minute),
+		"a workflow whose input was erased fails")
+	c, err := client.Dial(client.Options{HostPort: s.Env.Temporal.Address(), Logger: nopLogger{},
+		DataConverter: s.DataConverter(), FailureConverter: s.DataConverter().FailureConverter()})
+	require.NoError(t, err)
+	defer c.Close()
+	err = c.GetWorkflow(ctx, wid, "").Get(ctx, nil)
+	require.ErrorContains(t, err, "customer key erased")
+	require.ErrorContains(t, err, "settle the order by hand")
 }

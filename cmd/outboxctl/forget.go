@@ -66,7 +66,7 @@ func runForgetCustomer(ctx context.Context, env *cliEnv, args []string) error {
 		key := codec.CustomerKeyPrefix + e.KeyID.String()
 		env.logger.Info("outboxctl: customer forgotten", "key_id", key, "subject", subject, "actor", *actor, "reason", *reason, "audit_id", e.ID)
 		fmt.Fprintf(env.stdout, "forgot customer key %s (made %s): every payload encrypted with it, in every Temporal history, is unreadable from now on; "+
-			"running workers, relays and codec servers drop it within %s (audit id %d, by %s: %q)\n",
+			"no process encrypts with it any more (a new order of the customer gets a new key), and running workers, relays and codec servers that cached it for decoding drop it within %s (audit id %d, by %s: %q)\n",
 			key, e.KeyCreatedAt.UTC().Format("2006-01-02 15:04:05Z"), codec.CacheTTL, e.ID, *actor, *reason)
 	}
 	if orders > 0 {

@@ -2,6 +2,8 @@ package codec
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"reflect"
 	"regexp"
 	"strconv"
@@ -14,6 +16,8 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/outflow/outflow/handoff"
 )
 
 // Options configures [NewDataConverter].
@@ -180,9 +184,34 @@ func (d *DataConverter) FromPayload(payload *commonpb.Payload, valuePtr any) err
 	return d.dec.FromPayload(payload, valuePtr)
 }
 
-// FromPayloads implements [converter.DataConverter].
+// FromPayloads implements [converter.DataConverter]. A workflow input
+// ([handoff.EventInput]) encrypted with an erased customer key fails with an
+// ordinary error, which fails the workflow instead of its task: no worker
+// will ever read it, and a task retried forever would leave the order
+// pending with nothing to see but WorkflowTaskFailed events. Every other
+// payload of an erased key fails the task as before (a result decoded in a
+// replay must not change the workflow's path).
 func (d *DataConverter) FromPayloads(payloads *commonpb.Payloads, valuePtrs ...any) error {
-	return d.dec.FromPayloads(payloads, valuePtrs...)
+	err := d.dec.FromPayloads(payloads, valuePtrs...)
+	if err != nil && errors.Is(err, ErrErased) && isWorkflowInput(valuePtrs) {
+		return fmt.Errorf("%w: the workflow's input can never be read again, so the workflow fails instead of retrying its task "+
+			"(the customer was forgotten while the workflow still needed the key: settle the order by hand): %s",
+			ErrErasedInput, strings.TrimPrefix(err.Error(), ErrErased.Error()+": "))
+	}
+	return err
+}
+
+// ErrErasedInput wraps [ErrErased] for a workflow input that can never be
+// read: the workflow fails (docs/privacy.md).
+var ErrErasedInput = fmt.Errorf("%w: workflow input", ErrErased)
+
+func isWorkflowInput(valuePtrs []any) bool {
+	for _, v := range valuePtrs {
+		if _, ok := v.(*handoff.EventInput); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // ToString implements [converter.DataConverter].
