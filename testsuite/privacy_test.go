@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -354,14 +353,10 @@ func TestNewOrderAfterForgetIsReadable(t *testing.T) {
 	require.NotEmpty(t, errs, "the order before the erasure stays unreadable")
 }
 
-// forgetCustomer runs outboxctl forget-customer against the stack's
-// database and Temporal server, and returns its combined output.
+// forgetCustomer runs outboxctl forget-customer for email, as the test
+// suite.
 func forgetCustomer(ctx context.Context, s *Stack, email string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, s.Env.Bin.Outboxctl, append([]string{"forget-customer", email, "--actor", "testsuite"}, args...)...)
-	cmd.Env = append(baseEnv(), "DATABASE_URL="+s.DatabaseURL, "OUTFLOW_CODEC_KEYS="+s.CodecKeys,
-		"TEMPORAL_ADDRESS="+s.Env.Temporal.Address(), "TEMPORAL_NAMESPACE=default")
-	out, err := cmd.CombinedOutput()
-	return string(out), err
+	return s.Outboxctl(ctx, append([]string{"forget-customer", email, "--actor", "testsuite"}, args...)...)
 }
 
 // workflowOf is the workflow id (= event id) of the order's event of type.
@@ -382,12 +377,16 @@ func waitClosed(ctx context.Context, t *testing.T, s *Stack, workflowID string, 
 	defer c.Close()
 	deadline := time.Now().Add(timeout)
 	for {
-		d, err := c.DescribeWorkflowExecution(ctx, workflowID, "")
-		if err == nil && d.GetWorkflowExecutionInfo().GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
-			return d.GetWorkflowExecutionInfo().GetStatus()
+		d, err := c.DescribeWorkflow(ctx, workflowID, "")
+		var status enumspb.WorkflowExecutionStatus
+		if err == nil {
+			status = d.RawResponse.GetWorkflowExecutionInfo().GetStatus()
+		}
+		if err == nil && status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			return status
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("workflow %s still runs after %s (describe: %v, err %v)", workflowID, timeout, d.GetWorkflowExecutionInfo().GetStatus(), err)
+			t.Fatalf("workflow %s still runs after %s (describe: %v, err %v)", workflowID, timeout, status, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -416,12 +415,17 @@ func TestForcedErasureFailsTheWorkflow(t *testing.T) {
 		err := s.Pool.QueryRow(ctx, `SELECT published_at IS NOT NULL FROM outbox_events WHERE aggregate_id = $1`, order).Scan(&published)
 		return err == nil && published
 	}, time.Minute, 100*time.Millisecond, "the workflow is started, no worker runs")
-	out, err := forgetCustomer(ctx, s, ada.email, "--reason", "privacy test: forced erasure", "--force")
+	wid := workflowOf(ctx, t, s, order, "OrderCreated")
+	out, err := forgetCustomer(ctx, s, ada.email, "--reason", "privacy test: forced erasure")
+	require.Error(t, err, out)
+	require.Contains(t, out, "OrderCreated workflow "+wid+" is running", "without --force it refuses")
+	out, err = forgetCustomer(ctx, s, ada.email, "--reason", "privacy test: forced erasure", "--force")
 	require.NoError(t, err, out)
 	require.Contains(t, out, "forgot customer key")
+	require.Contains(t, out, "--force: 1 workflows still needed the key")
+	require.Contains(t, out, "OrderCreated workflow "+wid+" is running")
 
 	s.Start("worker", "")
-	wid := workflowOf(ctx, t, s, order, "OrderCreated")
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, waitClosed(ctx, t, s, wid, time.Minute),
 		"a workflow whose input was erased fails")
 	c, err := client.Dial(client.Options{HostPort: s.Env.Temporal.Address(), Logger: nopLogger{},
@@ -431,4 +435,53 @@ func TestForcedErasureFailsTheWorkflow(t *testing.T) {
 	err = c.GetWorkflow(ctx, wid, "").Get(ctx, nil)
 	require.ErrorContains(t, err, "customer key erased")
 	require.ErrorContains(t, err, "settle the order by hand")
+}
+
+// TestForgetWaitsForWorkflowsThatNeedTheKey: an order projected
+// payment_failed, and one projected cancelled, still have a workflow that
+// reads the customer's data (the last email). forget-customer refuses,
+// naming both workflows, and forgets nothing; with --wait it erases once
+// they have finished.
+func TestForgetWaitsForWorkflowsThatNeedTheKey(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	s := NewStack(t)
+	for _, name := range []string{"orderapi", "starter", "worker"} {
+		s.Start(name, "")
+	}
+	ada := newCustomer("ada")
+	paid, err := placeOrder(ctx, s, ada, "pm_card_visa")
+	require.NoError(t, err)
+	require.NoError(t, WaitStatus(ctx, s, paid, "confirmed", 2*time.Minute))
+
+	// From here on every email hangs after the provider took it: the
+	// workflows stay in their last step.
+	s.Proc("worker").Stop(10 * time.Second)
+	s.Start("worker", "activity.email.after_provider=sleep:10m")
+	declined, err := placeOrder(ctx, s, ada, "pm_card_chargeDeclined")
+	require.NoError(t, err)
+	require.NoError(t, WaitStatus(ctx, s, declined, "payment_failed", 2*time.Minute))
+	require.NoError(t, s.API().Cancel(ctx, paid))
+	require.NoError(t, WaitStatus(ctx, s, paid, "cancelled", 2*time.Minute))
+	saga, cancelWF := workflowOf(ctx, t, s, declined, "OrderCreated"), workflowOf(ctx, t, s, paid, "OrderCancelled")
+
+	out, err := forgetCustomer(ctx, s, ada.email, "--reason", "privacy test: erasure while sagas run")
+	require.Error(t, err, "forget-customer refuses while workflows need the key:\n%s", out)
+	require.Contains(t, out, "nothing was forgotten")
+	require.Contains(t, out, "OrderCreated workflow "+saga+" is running")
+	require.Contains(t, out, "OrderCancelled workflow "+cancelWF+" is running")
+	var n int
+	require.NoError(t, s.Pool.QueryRow(ctx, `SELECT count(*) FROM customer_keys`).Scan(&n))
+	require.Equal(t, 1, n, "the key is still there")
+
+	// The emails go out; --wait erases once both workflows have finished.
+	s.Proc("worker").Stop(10 * time.Second)
+	s.Start("worker", "")
+	out, err = forgetCustomer(ctx, s, ada.email, "--reason", "privacy test: erasure after the sagas", "--wait", "3m")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "forgot customer key")
+	for _, wid := range []string{saga, cancelWF} {
+		require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, waitClosed(ctx, t, s, wid, time.Second))
+	}
 }
