@@ -324,21 +324,12 @@ func TestNewOrderAfterForgetIsReadable(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	s := NewStack(t)
-	for _, name := range []string{"orderapi", "starter", "worker"} {
-		s.Start(name, "")
-	}
-	ada := newCustomer("ada")
-	before, err := placeOrder(ctx, s, ada, "pm_card_visa")
-	require.NoError(t, err)
-	require.NoError(t, WaitStatus(ctx, s, before, "confirmed", 2*time.Minute))
-	out, err := s.Outboxctl(ctx, "forget-customer", ada.email, "--reason", "privacy test: order after erasure", "--actor", "testsuite")
+	s, ada, before := confirmedCustomer(ctx, t)
+	out, err := forgetCustomer(ctx, s, ada.email, "--reason", "privacy test: order after erasure")
 	require.NoError(t, err, out)
 	require.Contains(t, out, "forgot customer key")
 
-	// A worker that never held the erased key (a restart, another replica).
-	s.Proc("worker").Stop(10 * time.Second)
-	s.Start("worker", "")
+	restartWorker(s, "") // a worker that never held the erased key (another replica)
 	after, err := placeOrder(ctx, s, ada, "pm_card_visa")
 	require.NoError(t, err)
 	require.NoError(t, WaitStatus(ctx, s, after, "confirmed", 90*time.Second),
@@ -351,6 +342,29 @@ func TestNewOrderAfterForgetIsReadable(t *testing.T) {
 	require.Contains(t, text, ada.line1)
 	_, errs = readable(t, rawHistories(ctx, t, s, before), s.DataConverter())
 	require.NotEmpty(t, errs, "the order before the erasure stays unreadable")
+}
+
+// confirmedCustomer starts a stack (order API, relay, worker) and returns
+// it with a new customer and their first order, confirmed: every process
+// has used the customer's key.
+func confirmedCustomer(ctx context.Context, t *testing.T) (*Stack, customer, string) {
+	t.Helper()
+	s := NewStack(t)
+	for _, name := range []string{"orderapi", "starter", "worker"} {
+		s.Start(name, "")
+	}
+	c := newCustomer("ada")
+	order, err := placeOrder(ctx, s, c, "pm_card_visa")
+	require.NoError(t, err)
+	require.NoError(t, WaitStatus(ctx, s, order, "confirmed", 2*time.Minute))
+	return s, c, order
+}
+
+// restartWorker replaces the stack's worker with a fresh process (an empty
+// key cache) with these failpoints.
+func restartWorker(s *Stack, failpoints string) {
+	s.Proc("worker").Stop(10 * time.Second)
+	s.Start("worker", failpoints)
 }
 
 // forgetCustomer runs outboxctl forget-customer for email, as the test
@@ -446,19 +460,10 @@ func TestForgetWaitsForWorkflowsThatNeedTheKey(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	s := NewStack(t)
-	for _, name := range []string{"orderapi", "starter", "worker"} {
-		s.Start(name, "")
-	}
-	ada := newCustomer("ada")
-	paid, err := placeOrder(ctx, s, ada, "pm_card_visa")
-	require.NoError(t, err)
-	require.NoError(t, WaitStatus(ctx, s, paid, "confirmed", 2*time.Minute))
-
+	s, ada, paid := confirmedCustomer(ctx, t)
 	// From here on every email hangs after the provider took it: the
 	// workflows stay in their last step.
-	s.Proc("worker").Stop(10 * time.Second)
-	s.Start("worker", "activity.email.after_provider=sleep:10m")
+	restartWorker(s, "activity.email.after_provider=sleep:10m")
 	declined, err := placeOrder(ctx, s, ada, "pm_card_chargeDeclined")
 	require.NoError(t, err)
 	require.NoError(t, WaitStatus(ctx, s, declined, "payment_failed", 2*time.Minute))
@@ -476,8 +481,7 @@ func TestForgetWaitsForWorkflowsThatNeedTheKey(t *testing.T) {
 	require.Equal(t, 1, n, "the key is still there")
 
 	// The emails go out; --wait erases once both workflows have finished.
-	s.Proc("worker").Stop(10 * time.Second)
-	s.Start("worker", "")
+	restartWorker(s, "")
 	out, err = forgetCustomer(ctx, s, ada.email, "--reason", "privacy test: erasure after the sagas", "--wait", "3m")
 	require.NoError(t, err, out)
 	require.Contains(t, out, "forgot customer key")
