@@ -314,3 +314,178 @@ func TestHistoriesWithoutPersonalData(t *testing.T) {
 	require.ErrorIs(t, errs[0], codec.ErrUnknownKey)
 	require.Contains(t, errs[0].Error(), `"testsuite-1"`, "the error names the key id")
 }
+
+// TestNewOrderAfterForgetIsReadable places an order of a customer, forgets
+// the customer, and places another order of theirs at once, read by a
+// worker that never saw the old key: the relay must encrypt it with a new
+// key (not the erased one it may still cache), and the order is charged
+// and confirmed like any other.
+func TestNewOrderAfterForgetIsReadable(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	s, ada, before := confirmedCustomer(ctx, t)
+	out, err := forgetCustomer(ctx, s, ada.email, "--reason", "privacy test: order after erasure")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "forgot customer key")
+
+	restartWorker(s, "") // a worker that never held the erased key (another replica)
+	after, err := placeOrder(ctx, s, ada, "pm_card_visa")
+	require.NoError(t, err)
+	require.NoError(t, WaitStatus(ctx, s, after, "confirmed", 90*time.Second),
+		"an order placed after the erasure is charged and confirmed")
+
+	// Its history is under a new key of Ada's, readable; the old one is not.
+	hs := rawHistories(ctx, t, s, after)
+	text, errs := readable(t, hs, s.DataConverter())
+	require.Empty(t, errs)
+	require.Contains(t, text, ada.line1)
+	_, errs = readable(t, rawHistories(ctx, t, s, before), s.DataConverter())
+	require.NotEmpty(t, errs, "the order before the erasure stays unreadable")
+}
+
+// confirmedCustomer starts a stack (order API, relay, worker) and returns
+// it with a new customer and their first order, confirmed: every process
+// has used the customer's key.
+func confirmedCustomer(ctx context.Context, t *testing.T) (*Stack, customer, string) {
+	t.Helper()
+	s := NewStack(t)
+	for _, name := range []string{"orderapi", "starter", "worker"} {
+		s.Start(name, "")
+	}
+	c := newCustomer("ada")
+	order, err := placeOrder(ctx, s, c, "pm_card_visa")
+	require.NoError(t, err)
+	require.NoError(t, WaitStatus(ctx, s, order, "confirmed", 2*time.Minute))
+	return s, c, order
+}
+
+// restartWorker replaces the stack's worker with a fresh process (an empty
+// key cache) with these failpoints.
+func restartWorker(s *Stack, failpoints string) {
+	s.Proc("worker").Stop(10 * time.Second)
+	s.Start("worker", failpoints)
+}
+
+// forgetCustomer runs outboxctl forget-customer for email, as the test
+// suite.
+func forgetCustomer(ctx context.Context, s *Stack, email string, args ...string) (string, error) {
+	return s.Outboxctl(ctx, append([]string{"forget-customer", email, "--actor", "testsuite"}, args...)...)
+}
+
+// workflowOf is the workflow id (= event id) of the order's event of type.
+func workflowOf(ctx context.Context, t *testing.T, s *Stack, orderID, eventType string) string {
+	t.Helper()
+	var id string
+	require.NoError(t, s.Pool.QueryRow(ctx, `SELECT event_id::text FROM outbox_events WHERE aggregate_id = $1 AND event_type = $2`,
+		orderID, eventType).Scan(&id))
+	return id
+}
+
+// waitClosed waits until the workflow is no longer running and returns how
+// it closed.
+func waitClosed(ctx context.Context, t *testing.T, s *Stack, workflowID string, timeout time.Duration) enumspb.WorkflowExecutionStatus {
+	t.Helper()
+	c, err := s.Env.Temporal.Client()
+	require.NoError(t, err)
+	defer c.Close()
+	deadline := time.Now().Add(timeout)
+	for {
+		d, err := c.DescribeWorkflow(ctx, workflowID, "")
+		var status enumspb.WorkflowExecutionStatus
+		if err == nil {
+			status = d.RawResponse.GetWorkflowExecutionInfo().GetStatus()
+		}
+		if err == nil && status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			return status
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("workflow %s still runs after %s (describe: %v, err %v)", workflowID, timeout, status, err)
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatal(ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// TestForcedErasureFailsTheWorkflow forgets, with --force, a customer whose
+// order no worker has read yet: the workflow can never read its input, and
+// fails, naming the erasure, instead of retrying its task forever.
+func TestForcedErasureFailsTheWorkflow(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	s := NewStack(t)
+	for _, name := range []string{"orderapi", "starter"} {
+		s.Start(name, "")
+	}
+	ada := newCustomer("ada")
+	order, err := placeOrder(ctx, s, ada, "pm_card_visa")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		var published bool
+		err := s.Pool.QueryRow(ctx, `SELECT published_at IS NOT NULL FROM outbox_events WHERE aggregate_id = $1`, order).Scan(&published)
+		return err == nil && published
+	}, time.Minute, 100*time.Millisecond, "the workflow is started, no worker runs")
+	wid := workflowOf(ctx, t, s, order, "OrderCreated")
+	out, err := forgetCustomer(ctx, s, ada.email, "--reason", "privacy test: forced erasure")
+	require.Error(t, err, out)
+	require.Contains(t, out, "OrderCreated workflow "+wid+" is running", "without --force it refuses")
+	out, err = forgetCustomer(ctx, s, ada.email, "--reason", "privacy test: forced erasure", "--force")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "forgot customer key")
+	require.Contains(t, out, "--force: 1 workflows still needed the key")
+	require.Contains(t, out, "OrderCreated workflow "+wid+" is running")
+
+	s.Start("worker", "")
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, waitClosed(ctx, t, s, wid, time.Minute),
+		"a workflow whose input was erased fails")
+	c, err := client.Dial(client.Options{HostPort: s.Env.Temporal.Address(), Logger: nopLogger{},
+		DataConverter: s.DataConverter(), FailureConverter: s.DataConverter().FailureConverter()})
+	require.NoError(t, err)
+	defer c.Close()
+	err = c.GetWorkflow(ctx, wid, "").Get(ctx, nil)
+	require.ErrorContains(t, err, "customer key erased")
+	require.ErrorContains(t, err, "settle the order by hand")
+}
+
+// TestForgetWaitsForWorkflowsThatNeedTheKey: an order projected
+// payment_failed, and one projected cancelled, still have a workflow that
+// reads the customer's data (the last email). forget-customer refuses,
+// naming both workflows, and forgets nothing; with --wait it erases once
+// they have finished.
+func TestForgetWaitsForWorkflowsThatNeedTheKey(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	s, ada, paid := confirmedCustomer(ctx, t)
+	// From here on every email hangs after the provider took it: the
+	// workflows stay in their last step.
+	restartWorker(s, "activity.email.after_provider=sleep:10m")
+	declined, err := placeOrder(ctx, s, ada, "pm_card_chargeDeclined")
+	require.NoError(t, err)
+	require.NoError(t, WaitStatus(ctx, s, declined, "payment_failed", 2*time.Minute))
+	require.NoError(t, s.API().Cancel(ctx, paid))
+	require.NoError(t, WaitStatus(ctx, s, paid, "cancelled", 2*time.Minute))
+	saga, cancelWF := workflowOf(ctx, t, s, declined, "OrderCreated"), workflowOf(ctx, t, s, paid, "OrderCancelled")
+
+	out, err := forgetCustomer(ctx, s, ada.email, "--reason", "privacy test: erasure while sagas run")
+	require.Error(t, err, "forget-customer refuses while workflows need the key:\n%s", out)
+	require.Contains(t, out, "nothing was forgotten")
+	require.Contains(t, out, "OrderCreated workflow "+saga+" is running")
+	require.Contains(t, out, "OrderCancelled workflow "+cancelWF+" is running")
+	var n int
+	require.NoError(t, s.Pool.QueryRow(ctx, `SELECT count(*) FROM customer_keys`).Scan(&n))
+	require.Equal(t, 1, n, "the key is still there")
+
+	// The emails go out; --wait erases once both workflows have finished.
+	restartWorker(s, "")
+	out, err = forgetCustomer(ctx, s, ada.email, "--reason", "privacy test: erasure after the sagas", "--wait", "3m")
+	require.NoError(t, err, out)
+	require.Contains(t, out, "forgot customer key")
+	for _, wid := range []string{saga, cancelWF} {
+		require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, waitClosed(ctx, t, s, wid, time.Second))
+	}
+}

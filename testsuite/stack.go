@@ -308,11 +308,13 @@ func (s *Stack) API() *OrderClient {
 	return NewOrderClient("http://" + s.APIAddr)
 }
 
-// Outboxctl runs the operator CLI against this stack's database and returns
-// its combined output; a non-zero exit is an *exec.ExitError.
+// Outboxctl runs the operator CLI against this stack's database (and its
+// Temporal server: forget-customer asks it which workflows still run) and
+// returns its combined output; a non-zero exit is an *exec.ExitError.
 func (s *Stack) Outboxctl(ctx context.Context, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, s.Env.Bin.Outboxctl, args...)
-	cmd.Env = append(baseEnv(), "DATABASE_URL="+s.DatabaseURL, "OUTFLOW_CODEC_KEYS="+s.CodecKeys)
+	cmd.Env = append(baseEnv(), "DATABASE_URL="+s.DatabaseURL, "OUTFLOW_CODEC_KEYS="+s.CodecKeys,
+		"TEMPORAL_ADDRESS="+s.Env.Temporal.Address(), "TEMPORAL_NAMESPACE=default")
 	out, err := cmd.CombinedOutput()
 	return string(out), err
 }

@@ -11,9 +11,11 @@ import (
 )
 
 // TestForgetCustomer: the customer's key is erased (their payloads no longer
-// decode, another customer's still do) with an audit row; a customer with
-// orders still in flight is refused unless --force; the reason is
-// mandatory; and no log line carries the address.
+// decode, another customer's still do) with an audit row; a customer whose
+// orders still have a workflow to start is refused, naming the order and
+// the event, unless --force; the reason is mandatory; and no log line
+// carries the address. (testsuite's TestForgetWaitsForWorkflowsThatNeedTheKey
+// covers running workflows, with Temporal.)
 func TestForgetCustomer(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -40,11 +42,17 @@ func TestForgetCustomer(t *testing.T) {
 
 	r = b.ctl(t, "forget-customer", "ada@example.com", "--reason", "GDPR request PRIV-7")
 	require.Equal(t, 1, r.code)
-	require.Contains(t, r.stderr, "1 of the customer's 1 orders are not settled")
+	require.Contains(t, r.stderr, "nothing was forgotten: 1 workflows of the customer's 1 orders still need the key")
+	require.Contains(t, r.stderr, "order "+created.OrderID.String()+": OrderCreated event "+created.EventID.String()+" is not published yet")
 	var in handoff.EventInput
 	require.NoError(t, dc().FromPayloads(ada, &in), "nothing was forgotten")
+	r = b.ctl(t, "forget-customer", "ada@example.com", "--reason", "GDPR request PRIV-7", "--wait", "1s", "--force")
+	require.Equal(t, 2, r.code, "--wait and --force exclude each other")
 
+	// The order is settled and its events are past the retention (cleanup
+	// deleted them): no workflow is left to ask Temporal about.
 	b.exec(t, `UPDATE orders SET status = 'confirmed' WHERE id = $1`, created.OrderID)
+	b.exec(t, `DELETE FROM outbox_events WHERE aggregate_id = $1`, created.OrderID.String())
 	r = b.ok(t, "forget-customer", "ADA@example.com ", "--reason", "GDPR request PRIV-7", "--actor", "dpo")
 	require.Contains(t, r.stdout, "forgot customer key "+string(ada.Payloads[0].Metadata[codec.MetadataKeyID]))
 	require.Contains(t, r.stdout, "PostgreSQL still holds the customer's 1 orders")
@@ -68,6 +76,7 @@ func TestForgetCustomer(t *testing.T) {
 	_, err = orders.CreateOrder(b.ctx, b.pool, orders.CreateOrderParams{CustomerEmail: "grace@example.com", Currency: "usd",
 		PaymentMethod: "pm_card_visa", Items: []orders.Item{{SKU: "SKU-1", Quantity: 1, UnitAmount: 2500}}})
 	require.NoError(t, err)
-	b.ok(t, "forget-customer", "grace@example.com", "--reason", "fraud ring takedown, legal hold lifted", "--force")
+	r = b.ok(t, "forget-customer", "grace@example.com", "--reason", "fraud ring takedown, legal hold lifted", "--force")
+	require.Contains(t, r.stdout, "--force: 1 workflows still needed the key")
 	require.ErrorIs(t, dc().FromPayloads(grace, &in), codec.ErrErased)
 }

@@ -7,7 +7,7 @@
 //	outboxctl skip EVENT_ID --reason TEXT [--actor NAME]
 //	outboxctl replay --from TIME --to TIME [--aggregate ID] [--yes]
 //	outboxctl cleanup --retention DURATION [--batch-size N] [--inbox-retention DURATION]
-//	outboxctl forget-customer EMAIL --reason TEXT [--actor NAME] [--force]
+//	outboxctl forget-customer EMAIL --reason TEXT [--actor NAME] [--wait DURATION | --force]
 //	outboxctl help [COMMAND]
 //
 // Every command reads DATABASE_URL (pgx/v5 syntax), defaulting to the local

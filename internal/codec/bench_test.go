@@ -1,6 +1,7 @@
 package codec_test
 
 import (
+	"context"
 	"testing"
 
 	"go.temporal.io/sdk/converter"
@@ -9,6 +10,7 @@ import (
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/codec"
 	"github.com/outflow/outflow/internal/personal"
+	"github.com/outflow/outflow/internal/testdb"
 )
 
 // BenchmarkConvert is the CPU cost of one payload written and read back:
@@ -57,4 +59,37 @@ func BenchmarkConvert(b *testing.B) {
 			})
 		}
 	}
+}
+
+// BenchmarkEncodeCustomerPG is the cost of encoding a customer's payload
+// against the real key store: every encode reads the customer's key (FOR
+// KEY SHARE), so that no process encrypts with an erased key; wal_B/op is
+// what that read writes to PostgreSQL's WAL.
+//
+//	go test -run - -bench EncodeCustomerPG -benchmem ./internal/codec/
+func BenchmarkEncodeCustomerPG(b *testing.B) {
+	k, err := codec.ParseKeys(k1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	pool, _ := testdb.New(b)
+	ctx := context.Background()
+	dc := codec.NewDataConverter(k, codec.Options{Store: codec.NewPGStore(pool)})
+	in := orderInput(&testing.T{}, "ada@example.com")
+	if _, err := dc.ToPayloads(in); err != nil {
+		b.Fatal(err)
+	}
+	var before, after int64
+	if err := pool.QueryRow(ctx, `SELECT pg_current_wal_lsn() - '0/0'`).Scan(&before); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := dc.ToPayloads(in); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := pool.QueryRow(ctx, `SELECT pg_current_wal_lsn() - '0/0'`).Scan(&after); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(after-before)/float64(b.N), "wal_B/op")
 }

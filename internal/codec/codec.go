@@ -86,6 +86,9 @@ func (c *Codec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error
 // workflows it cannot read; it fails loudly (WorkflowTaskFailed, naming the
 // key) until it is given the key. Outside a workflow task it is an ordinary
 // error, and errors.Is still finds ErrUnknownKey, ErrErased, ErrNoKeyStore.
+// One exception, in [DataConverter.FromPayloads]: a workflow input under an
+// erased key ([ErrErasedInput]) fails the workflow, since no key will ever
+// come.
 func taskFailure(err error) error {
 	if err == nil {
 		return nil

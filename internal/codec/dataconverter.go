@@ -2,14 +2,22 @@ package codec
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"reflect"
 	"regexp"
+	"strconv"
+	"strings"
 	"time"
+	"unicode"
+	"unicode/utf16"
 
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/outflow/outflow/handoff"
 )
 
 // Options configures [NewDataConverter].
@@ -176,9 +184,34 @@ func (d *DataConverter) FromPayload(payload *commonpb.Payload, valuePtr any) err
 	return d.dec.FromPayload(payload, valuePtr)
 }
 
-// FromPayloads implements [converter.DataConverter].
+// FromPayloads implements [converter.DataConverter]. A workflow input
+// ([handoff.EventInput]) encrypted with an erased customer key fails with an
+// ordinary error, which fails the workflow instead of its task: no worker
+// will ever read it, and a task retried forever would leave the order
+// pending with nothing to see but WorkflowTaskFailed events. Every other
+// payload of an erased key fails the task as before (a result decoded in a
+// replay must not change the workflow's path).
 func (d *DataConverter) FromPayloads(payloads *commonpb.Payloads, valuePtrs ...any) error {
-	return d.dec.FromPayloads(payloads, valuePtrs...)
+	err := d.dec.FromPayloads(payloads, valuePtrs...)
+	if err != nil && errors.Is(err, ErrErased) && isWorkflowInput(valuePtrs) {
+		return fmt.Errorf("%w: the workflow's input can never be read again, so the workflow fails instead of retrying its task "+
+			"(the customer was forgotten while the workflow still needed the key: settle the order by hand): %s",
+			ErrErasedInput, strings.TrimPrefix(err.Error(), ErrErased.Error()+": "))
+	}
+	return err
+}
+
+// ErrErasedInput wraps [ErrErased] for a workflow input that can never be
+// read: the workflow fails (docs/privacy.md).
+var ErrErasedInput = fmt.Errorf("%w: workflow input", ErrErased)
+
+func isWorkflowInput(valuePtrs []any) bool {
+	for _, v := range valuePtrs {
+		if _, ok := v.(*handoff.EventInput); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // ToString implements [converter.DataConverter].
@@ -221,20 +254,118 @@ func isScalar(v any) bool {
 	return false
 }
 
-// emailPattern is an email address as order forms accept them; a module
-// path such as go.temporal.io/sdk@v1.51.0 in a stack trace is none.
-var emailPattern = regexp.MustCompile(`(?i)[a-z0-9._%+\-]+@[a-z0-9\-]+(?:\.[a-z0-9\-]+)*\.[a-z]{2,24}\b`)
+// emailPattern is an email address as the order API accepts it (net/mail,
+// orders/validation.go): a dot-atom local part of atext (letters, digits and
+// !#$%&'*+/=?^_`{|}~-) or any non-ASCII letter, mark, number or symbol (RFC
+// 6532), then '@' and a domain of two labels or more (letters of any
+// script, digits, '-', '_') or a domain literal ([127.0.0.1]). A non-ASCII
+// space or punctuation mark ends an address, as "“" or "»" do in a
+// sentence, and so does ASCII punctuation after the domain ("ada@x.io's");
+// the order API accepts such addresses too, and the net misses them
+// (docs/privacy.md).
+var emailPattern = regexp.MustCompile(
+	"[A-Za-z0-9!#$%&'*+/=?^_`{|}~\\-\\x{80}-\\x{10FFFF}]+(?:\\.[A-Za-z0-9!#$%&'*+/=?^_`{|}~\\-\\x{80}-\\x{10FFFF}]+)*" +
+		`@(?:[A-Za-z0-9_\-\x{80}-\x{10FFFF}]+(?:\.[A-Za-z0-9_\-\x{80}-\x{10FFFF}]+)+|\[[!-Z^-~]*\])`)
+
+// boundary turns a non-ASCII rune that is no letter, mark, number or symbol
+// (a space, a quotation mark, a control) into a space, which emailPattern
+// never crosses.
+func boundary(r rune) rune {
+	if r >= 0x80 && !unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.S) {
+		return ' '
+	}
+	return r
+}
+
+// modulePath is a Go module path and version in a stack trace
+// (go.temporal.io/sdk@v1.51.0): a local part with a '/' and a domain that
+// starts with a semantic version. The order API would accept it; it is no
+// customer's.
+var modulePath = regexp.MustCompile(`^[^@]*/[^@]*@v[0-9]+\.[0-9]+\.[0-9]+`)
 
 // EmailIn returns the first email address in data: the safety net behind
 // the Subject function, so that a value no type list knows (a failure
 // message, a memo string) is still encrypted with the key of the customer
-// it names, and forgotten with them.
+// it names, and forgotten with them. data is JSON (or a plain string): its
+// escapes are read first, so "a\u0026b@example.com" is a&b@example.com and
+// "line\nada@example.com" is ada@example.com, also when a JSON error body
+// is quoted inside a string (escaped twice).
 func EmailIn(data []byte) (string, bool) {
 	if bytes.IndexByte(data, '@') < 0 {
 		return "", false
 	}
-	m := emailPattern.Find(data)
-	return string(m), m != nil
+	text := string(data)
+	for range 3 {
+		u, changed := unescapeJSON(text)
+		if !changed {
+			break
+		}
+		text = u
+	}
+	for _, m := range emailPattern.FindAllString(strings.Map(boundary, text), -1) {
+		if !modulePath.MatchString(m) {
+			return m, true
+		}
+	}
+	return "", false
+}
+
+// unescapeJSON replaces JSON's string escapes (\uXXXX, surrogate pairs
+// included, \n, \", \\ ...) anywhere in s with what they stand for; it
+// reports whether it replaced any.
+func unescapeJSON(s string) (string, bool) {
+	if !strings.Contains(s, `\`) {
+		return s, false
+	}
+	var b strings.Builder
+	changed := false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c != '\\' || i+1 >= len(s) {
+			b.WriteByte(c)
+			continue
+		}
+		switch n := s[i+1]; n {
+		case '"', '\\', '/':
+			b.WriteByte(n)
+		case 'n', 'r', 't', 'b', 'f':
+			b.WriteByte(' ') // a line end or tab ends an address either way
+		case 'u':
+			r, width := hexRune(s[i+2:])
+			if width == 0 {
+				b.WriteByte(c)
+				continue
+			}
+			if utf16.IsSurrogate(r) {
+				if len(s) >= i+2+width+6 && s[i+2+width] == '\\' && s[i+3+width] == 'u' {
+					if r2, w2 := hexRune(s[i+4+width:]); w2 > 0 {
+						r = utf16.DecodeRune(r, r2)
+						width += 2 + w2
+					}
+				}
+			}
+			b.WriteRune(r)
+			i += width
+		default:
+			b.WriteByte(c)
+			continue
+		}
+		i++
+		changed = true
+	}
+	return b.String(), changed
+}
+
+// hexRune reads the four hex digits of a \u escape at the start of s.
+func hexRune(s string) (rune, int) {
+	if len(s) < 4 {
+		return 0, 0
+	}
+	v, err := strconv.ParseUint(s[:4], 16, 32)
+	if err != nil {
+		return 0, 0
+	}
+	return rune(v), 4
 }
 
 // CompressMinBytes is the smallest payload zlib is tried on. Below it,

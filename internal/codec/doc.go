@@ -18,6 +18,9 @@
 // created on first use in the customer_keys table and wrapped by the
 // primary master key. Forget deletes it and writes the audit row: every
 // history of that customer becomes unreadable, the rest stays readable.
+// Encoding reads the key from the store at every encode (never from a
+// cache), so after the erasure commits no process encrypts with it: the
+// customer's next payload gets a new key.
 //
 // docs/privacy.md explains the design and what it does not cover.
 package codec

@@ -37,21 +37,44 @@ type Beginner interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
-// Forget erases the customer's data key and records who asked and why, in
-// one transaction: every payload encrypted with the key (in any Temporal
-// history, for as long as the namespace keeps it) is unreadable from then
-// on, and everything else stays readable. A process that holds the key in
-// its cache drops it within [CacheTTL]. A later payload of the same address
-// (a new order) gets a new key.
+// ForgetOptions is what [ForgetWith] erases, why, and what must hold first.
+type ForgetOptions struct {
+	// Email is the customer's address. Mandatory.
+	Email string
+	// Actor is who decided it, and Reason why: the audit. Mandatory.
+	Actor, Reason string
+	// Check runs in the erasure's transaction after the key's row is
+	// deleted (and locked until the commit: every encoder of the customer
+	// waits) and before the audit row; an error rolls the erasure back and
+	// is returned as it is. outboxctl forget-customer checks there that no
+	// workflow of the customer still needs the key. Optional.
+	Check func(ctx context.Context, tx pgx.Tx) error
+}
+
+// Forget is [ForgetWith] without a check.
 func Forget(ctx context.Context, db Beginner, email, actor, reason string) (Erasure, error) {
+	return ForgetWith(ctx, db, ForgetOptions{Email: email, Actor: actor, Reason: reason})
+}
+
+// ForgetWith erases the customer's data key and records who asked and why,
+// in one transaction: every payload encrypted with the key (in any Temporal
+// history, for as long as the namespace keeps it) is unreadable from then
+// on, and everything else stays readable. From the commit on no process
+// encrypts with the key (encoders read the store at every encode, and wait
+// for the erasure while it runs): a later payload of the same address (a
+// new order) gets a new key. A process that holds the key in its cache for
+// decoding drops it within [CacheTTL].
+func ForgetWith(ctx context.Context, db Beginner, o ForgetOptions) (Erasure, error) {
+	email, actor, reason := o.Email, strings.TrimSpace(o.Actor), strings.TrimSpace(o.Reason)
 	if strings.TrimSpace(email) == "" {
 		return Erasure{}, errors.New("codec: forget: no email address")
 	}
-	if strings.TrimSpace(reason) == "" || strings.TrimSpace(actor) == "" {
+	if reason == "" || actor == "" {
 		return Erasure{}, errors.New("codec: forget: the reason and the actor are mandatory (they are the audit)")
 	}
 	h := SubjectHash(email)
 	var e Erasure
+	var checkErr error
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, queries.Get("ErasuresOfSubject"), pgx.StrictNamedArgs{"subject_hash": h})
 		if err != nil {
@@ -74,12 +97,20 @@ func Forget(ctx context.Context, db Beginner, email, actor, reason string) (Eras
 		default:
 			e.KeyID, e.KeyCreatedAt = &id, &created
 		}
+		if o.Check != nil {
+			if checkErr = o.Check(ctx, tx); checkErr != nil {
+				return checkErr
+			}
+		}
 		return tx.QueryRow(ctx, queries.Get("RecordErasure"), pgx.StrictNamedArgs{
 			"subject_hash": h, "key_id": e.KeyID, "key_created_at": e.KeyCreatedAt,
-			"erased_by": strings.TrimSpace(actor), "reason": strings.TrimSpace(reason),
+			"erased_by": actor, "reason": reason,
 		}).Scan(&e.ID, &e.ErasedAt)
 	})
-	if err != nil {
+	switch {
+	case checkErr != nil:
+		return Erasure{}, checkErr
+	case err != nil:
 		return Erasure{}, fmt.Errorf("codec: forget a customer: %w", err)
 	}
 	return e, nil

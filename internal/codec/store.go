@@ -208,9 +208,10 @@ func (s *MemoryStore) Records() []KeyRecord {
 	return out
 }
 
-// CacheTTL is how long a process keeps a customer's unwrapped data key: a
-// key forgotten with outboxctl forget-customer is gone from every running
-// process at most this long after.
+// CacheTTL is how long a process keeps a customer's unwrapped data key for
+// decoding: a key forgotten with outboxctl forget-customer is gone from
+// every running process at most this long after. Encoding never trusts the
+// cache: it asks the key store every time (forSubject).
 const CacheTTL = time.Minute
 
 // storeTimeout bounds one key store round trip inside Encode or Decode,
@@ -218,16 +219,15 @@ const CacheTTL = time.Minute
 const storeTimeout = 10 * time.Second
 
 // customerKeys unwraps customers' data keys with the master keys and caches
-// them for CacheTTL.
+// the unwrapped keys by id for CacheTTL.
 type customerKeys struct {
 	keys  *Keyring
 	store KeyStore
 	ttl   time.Duration
 	now   func() time.Time
 
-	mu        sync.Mutex
-	bySubject map[string]cachedKey
-	byKeyID   map[uuid.UUID]cachedKey
+	mu      sync.Mutex
+	byKeyID map[uuid.UUID]cachedKey
 }
 
 type cachedKey struct {
@@ -240,38 +240,36 @@ func newCustomerKeys(keys *Keyring, store KeyStore, ttl time.Duration) *customer
 	if ttl <= 0 {
 		ttl = CacheTTL
 	}
-	return &customerKeys{keys: keys, store: store, ttl: ttl, now: time.Now,
-		bySubject: map[string]cachedKey{}, byKeyID: map[uuid.UUID]cachedKey{}}
+	return &customerKeys{keys: keys, store: store, ttl: ttl, now: time.Now, byKeyID: map[uuid.UUID]cachedKey{}}
 }
 
-func (ck *customerKeys) cached(m map[string]cachedKey, k string) (cachedKey, bool) {
+func (ck *customerKeys) cached(id uuid.UUID) (cipher.AEAD, bool) {
 	ck.mu.Lock()
 	defer ck.mu.Unlock()
-	c, ok := m[k]
+	c, ok := ck.byKeyID[id]
 	if ok && ck.now().Sub(c.at) < ck.ttl {
-		return c, true
+		return c.aead, true
 	}
-	return cachedKey{}, false
+	return nil, false
 }
 
-func (ck *customerKeys) remember(subjectHash []byte, c cachedKey) {
+func (ck *customerKeys) remember(c cachedKey) {
 	ck.mu.Lock()
 	defer ck.mu.Unlock()
 	if len(ck.byKeyID) > 100_000 { // a bound, not a policy: start over
-		ck.byKeyID, ck.bySubject = map[uuid.UUID]cachedKey{}, map[string]cachedKey{}
+		ck.byKeyID = map[uuid.UUID]cachedKey{}
 	}
 	ck.byKeyID[c.id] = c
-	if subjectHash != nil {
-		ck.bySubject[string(subjectHash)] = c
-	}
 }
 
-// forSubject returns the subject's key, creating it on first use.
+// forSubject returns the subject's key, creating it on first use. It asks
+// the store every time, never the cache: once forget-customer has committed,
+// no process encrypts with the erased key (a new order of the customer gets
+// a new key, which every process can read), and an encoder racing the
+// erasure waits for it (PGStore reads the key FOR KEY SHARE). The cache only
+// saves unwrapping the key again.
 func (ck *customerKeys) forSubject(subject string) (uuid.UUID, cipher.AEAD, error) {
 	h := SubjectHash(subject)
-	if c, ok := ck.cached(ck.bySubject, string(h)); ok {
-		return c.id, c.aead, nil
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
 	var rec KeyRecord
@@ -282,21 +280,21 @@ func (ck *customerKeys) forSubject(subject string) (uuid.UUID, cipher.AEAD, erro
 	if err != nil {
 		return uuid.Nil, nil, err
 	}
+	if a, ok := ck.cached(rec.ID); ok {
+		return rec.ID, a, nil
+	}
 	a, err := ck.unwrap(rec)
 	if err != nil {
 		return uuid.Nil, nil, err
 	}
-	ck.remember(h, cachedKey{id: rec.ID, aead: a, at: ck.now()})
+	ck.remember(cachedKey{id: rec.ID, aead: a, at: ck.now()})
 	return rec.ID, a, nil
 }
 
 // byID returns the key a payload names.
 func (ck *customerKeys) byID(id uuid.UUID) (cipher.AEAD, error) {
-	ck.mu.Lock()
-	c, ok := ck.byKeyID[id]
-	ck.mu.Unlock()
-	if ok && ck.now().Sub(c.at) < ck.ttl {
-		return c.aead, nil
+	if a, ok := ck.cached(id); ok {
+		return a, nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), storeTimeout)
 	defer cancel()
@@ -323,7 +321,7 @@ func (ck *customerKeys) byID(id uuid.UUID) (cipher.AEAD, error) {
 	if err != nil {
 		return nil, err
 	}
-	ck.remember(rec.SubjectHash, cachedKey{id: rec.ID, aead: a, at: ck.now()})
+	ck.remember(cachedKey{id: rec.ID, aead: a, at: ck.now()})
 	return a, nil
 }
 

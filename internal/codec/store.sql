@@ -2,9 +2,14 @@
 -- customer_key_erasures (migration 00008). Owned by package codec.
 
 -- name: KeyBySubject
+-- The encoder's read, at every encode. FOR KEY SHARE waits for a
+-- forget-customer in flight (its DELETE holds the row): after its commit the
+-- row is gone and the encoder makes a new key, after a rollback it reads the
+-- same key. Encoders do not block one another.
 SELECT key_id, wrapped_dek, wrapping_key_id, created_at
 FROM customer_keys
-WHERE subject_hash = @subject_hash;
+WHERE subject_hash = @subject_hash
+FOR KEY SHARE;
 
 -- name: InsertKey
 -- The first encoder of a customer's data creates the key; a concurrent one
