@@ -80,8 +80,11 @@ func codecServerAddr() (string, error) {
 
 // startCodecServer runs bin/codecserver for the Web UI at uiURL. It has no
 // bearer token unless CODECSERVER_TOKEN is set: the Web UI can only forward
-// the user's own SSO access token, never a static one, and the demo's codec
-// server listens on the loopback interface only.
+// the user's own SSO access token, never a static one. Without one it is
+// still closed to web pages: it listens on the loopback interface, answers
+// only its own loopback names as Host (DNS rebinding), only
+// application/json, and of browser pages only the UI's origin
+// (docs/privacy.md, "Without a token").
 func startCodecServer(ctx context.Context, dataDir, bin string, c *demoCodec, databaseURL, uiURL string) error {
 	env := []string{
 		codec.KeysEnv + "=" + c.keys, codec.KeysFileEnv + "=",
