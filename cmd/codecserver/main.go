@@ -101,6 +101,9 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer, read
 	}
 	defer pool.Close()
 
+	if err := codec.CheckCustomerKeys(ctx, pool, keys); err != nil {
+		return err
+	}
 	dc := codec.NewDataConverter(keys, codec.Options{Store: codec.NewPGStore(pool)})
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
