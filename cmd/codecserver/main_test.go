@@ -82,18 +82,8 @@ func TestTemporalCLIDecodesThroughTheCodecServer(t *testing.T) {
 		AddrEnv: "127.0.0.1:0", TokenEnv: "t0ken", CORSOriginEnv: "http://127.0.0.1:8233",
 		codec.KeysEnv: keySpec, "DATABASE_URL": dbURL,
 	}
-	sctx, stop := context.WithCancel(ctx)
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
 	logs := &syncBuffer{}
-	go func() { done <- run(sctx, func(k string) string { return env[k] }, logs, ready) }()
-	var addr string
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		t.Fatalf("codec server: %v", err)
-	}
-	t.Cleanup(func() { stop(); require.NoError(t, <-done) })
+	addr := startServer(ctx, t, env, logs)
 
 	show := func(extra ...string) (string, error) {
 		args := append([]string{"workflow", "show", "--workflow-id", wid, "--address", srv.Address(), "--namespace", "default", "-o", "json"}, extra...)
@@ -145,6 +135,24 @@ func TestTemporalCLIDecodesThroughTheCodecServer(t *testing.T) {
 	}
 	require.Contains(t, after, "cancel-event-77", "the rest of the history still decodes")
 	require.True(t, strings.Contains(after, b64(codec.EncodingEncrypted)), "the forgotten input is shown as ciphertext")
+}
+
+// startServer runs the codec server with env until t ends and returns its
+// address.
+func startServer(ctx context.Context, t *testing.T, env map[string]string, logOut io.Writer) string {
+	t.Helper()
+	sctx, stop := context.WithCancel(ctx)
+	ready, done := make(chan string, 1), make(chan error, 1)
+	go func() { done <- run(sctx, func(k string) string { return env[k] }, logOut, ready) }()
+	select {
+	case addr := <-ready:
+		t.Cleanup(func() { stop(); require.NoError(t, <-done) })
+		return addr
+	case err := <-done:
+		stop()
+		t.Fatalf("codec server: %v", err)
+		return ""
+	}
 }
 
 // readable is the CLI's JSON output with every base64 payload "data" it
@@ -213,16 +221,7 @@ func TestCodecServerAnswersOnlyItsOwnHostAndJSON(t *testing.T) {
 
 	const uiOrigin = "http://127.0.0.1:8233"
 	env := map[string]string{AddrEnv: "127.0.0.1:0", CORSOriginEnv: uiOrigin, codec.KeysEnv: keySpec, "DATABASE_URL": dbURL}
-	sctx, stop := context.WithCancel(ctx)
-	ready, done := make(chan string, 1), make(chan error, 1)
-	go func() { done <- run(sctx, func(k string) string { return env[k] }, io.Discard, ready) }()
-	var addr string
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		t.Fatalf("codec server: %v", err)
-	}
-	t.Cleanup(func() { stop(); require.NoError(t, <-done) })
+	addr := startServer(ctx, t, env, io.Discard)
 	_, port, err := net.SplitHostPort(addr)
 	require.NoError(t, err)
 
