@@ -282,3 +282,24 @@ func TestCodecServerAnswersOnlyItsOwnHostAndJSON(t *testing.T) {
 	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(&commonpb.Payloads{Payloads: decoded}, &in))
 	require.Contains(t, string(in.Payload), "rebind.victim@example.com")
 }
+
+// A codec server whose master keys cannot unwrap the database's customer
+// keys would fail every customer's payload: it refuses to start instead.
+func TestCodecServerRefusesKeysThatCannotReadTheDatabase(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool, dbURL := testdb.New(t)
+	earlier := codec.NewKeySpec("earlier-1")
+	keys, err := codec.ParseKeys(earlier)
+	require.NoError(t, err)
+	dc := codec.NewDataConverter(keys, codec.Options{Store: codec.NewPGStore(pool), Subject: personal.Subject})
+	_, err = dc.ToPayloads(handoff.EventInput{EventID: uuid.NewString(), EventType: orders.EventOrderCreated,
+		Payload: []byte(`{"customer_email":"ada@example.com"}`)})
+	require.NoError(t, err)
+
+	env := map[string]string{AddrEnv: "127.0.0.1:0", codec.KeysEnv: codec.NewKeySpec("later-1"), "DATABASE_URL": dbURL}
+	err = run(ctx, func(k string) string { return env[k] }, io.Discard, nil)
+	require.ErrorIs(t, err, codec.ErrKeysMismatch)
+	require.ErrorContains(t, err, "earlier-1")
+}
