@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/client"
@@ -204,18 +205,7 @@ func TestCodecServerAnswersOnlyItsOwnHostAndJSON(t *testing.T) {
 	defer cancel()
 	pool, dbURL := testdb.New(t)
 	keySpec := codec.NewKeySpec("test-1")
-	keys, err := codec.ParseKeys(keySpec)
-	require.NoError(t, err)
-	dc := codec.NewDataConverter(keys, codec.Options{Store: codec.NewPGStore(pool), Subject: personal.Subject})
-	version, payload := orders.EncodeOrderCreated(orders.OrderCreated{
-		OrderID: uuid.NewString(), CustomerEmail: "rebind.victim@example.com", Currency: "usd", PaymentMethod: "pm_card_visa", Amount: 2500,
-		Items: []orders.Item{{SKU: "SKU-1", Quantity: 2, UnitAmount: 1250}},
-	})
-	raw, err := json.Marshal(payload)
-	require.NoError(t, err)
-	ps, err := dc.ToPayloads(handoff.EventInput{EventID: uuid.NewString(), EventType: orders.EventOrderCreated,
-		AggregateType: orders.AggregateType, AggregateID: "o", Sequence: 1, SchemaVersion: version, Payload: raw})
-	require.NoError(t, err)
+	ps := encodeOrderInput(t, pool, keySpec, "rebind.victim@example.com")
 	body, err := protojson.Marshal(ps)
 	require.NoError(t, err)
 
@@ -290,16 +280,30 @@ func TestCodecServerRefusesKeysThatCannotReadTheDatabase(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	pool, dbURL := testdb.New(t)
-	earlier := codec.NewKeySpec("earlier-1")
-	keys, err := codec.ParseKeys(earlier)
-	require.NoError(t, err)
-	dc := codec.NewDataConverter(keys, codec.Options{Store: codec.NewPGStore(pool), Subject: personal.Subject})
-	_, err = dc.ToPayloads(handoff.EventInput{EventID: uuid.NewString(), EventType: orders.EventOrderCreated,
-		Payload: []byte(`{"customer_email":"ada@example.com"}`)})
-	require.NoError(t, err)
+	encodeOrderInput(t, pool, codec.NewKeySpec("earlier-1"), "ada@example.com")
 
 	env := map[string]string{AddrEnv: "127.0.0.1:0", codec.KeysEnv: codec.NewKeySpec("later-1"), "DATABASE_URL": dbURL}
-	err = run(ctx, func(k string) string { return env[k] }, io.Discard, nil)
+	err := run(ctx, func(k string) string { return env[k] }, io.Discard, nil)
 	require.ErrorIs(t, err, codec.ErrKeysMismatch)
 	require.ErrorContains(t, err, "earlier-1")
+}
+
+// encodeOrderInput encodes an OrderCreated workflow input of email as the
+// relay does, with the master keys of keySpec and pool's customer keys
+// (making the customer's key on first use).
+func encodeOrderInput(t *testing.T, pool *pgxpool.Pool, keySpec, email string) *commonpb.Payloads {
+	t.Helper()
+	keys, err := codec.ParseKeys(keySpec)
+	require.NoError(t, err)
+	dc := codec.NewDataConverter(keys, codec.Options{Store: codec.NewPGStore(pool), Subject: personal.Subject})
+	version, payload := orders.EncodeOrderCreated(orders.OrderCreated{
+		OrderID: uuid.NewString(), CustomerEmail: email, Currency: "usd", PaymentMethod: "pm_card_visa", Amount: 2500,
+		Items: []orders.Item{{SKU: "SKU-1", Quantity: 2, UnitAmount: 1250}},
+	})
+	raw, err := json.Marshal(payload)
+	require.NoError(t, err)
+	ps, err := dc.ToPayloads(handoff.EventInput{EventID: uuid.NewString(), EventType: orders.EventOrderCreated,
+		AggregateType: orders.AggregateType, AggregateID: "o", Sequence: 1, SchemaVersion: version, Payload: raw})
+	require.NoError(t, err)
+	return ps
 }
