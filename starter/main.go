@@ -116,6 +116,9 @@ func run(logger *slog.Logger, env *service.Env) error {
 	if err != nil {
 		return err
 	}
+	if err := service.CheckCustomerKeys(ctx, topts, pool); err != nil {
+		return err
+	}
 	topts.Logger = tlog.NewStructuredLogger(logger.With("component", "temporal-client"))
 	// Lazy: the relay starts while Temporal is unreachable and backs off.
 	tc, err := client.NewLazyClient(topts)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/internal/codec"
 	"github.com/outflow/outflow/providersim"
 )
 
@@ -25,7 +26,45 @@ import (
 func TestSagaEndToEnd(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
+	sagaEndToEnd(ctx, t, NewStack(t))
+}
+
+// TestSagaEndToEndOnAUsedDatabase starts from the database an earlier run
+// with another master key left behind (its orders, events, inbox rows, and
+// the customer's key wrapped by that master key). A relay or worker given
+// only a new key cannot unwrap the customer's key, so it must refuse to
+// start and say why, rather than start and fail every publish of that
+// customer's orders; the same holds for a new key under the old one's id
+// (a second clone's demo key). With the old key kept after the new one (a
+// rotation) the whole saga runs as on an empty database.
+//
+// It runs alone, as TestSagaEndToEnd does.
+func TestSagaEndToEndOnAUsedDatabase(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
 	s := NewStack(t)
+	earlier := codec.NewKeySpec("earlier-1")
+	require.NoError(t, s.LeaveEarlierRun(ctx, earlier))
+
+	later := codec.NewKeySpec("later-1")
+	for keys, says := range map[string]string{
+		later:                         "which OUTFLOW_CODEC_KEYS does not hold",
+		codec.NewKeySpec("earlier-1"): "of OUTFLOW_CODEC_KEYS is not the key of that id that wrapped",
+	} {
+		s.CodecKeys = keys
+		for _, name := range []string{"starter", "worker"} {
+			out, err := s.StartRefused(ctx, name, time.Minute)
+			require.NoError(t, err, "a %s whose keys cannot unwrap the database's customer keys must refuse to start", name)
+			require.Contains(t, out, says, "%s says why", name)
+			require.Contains(t, out, "earlier-1", "%s names the key", name)
+		}
+	}
+
+	s.CodecKeys = later + "," + earlier
+	sagaEndToEnd(ctx, t, s)
+}
+
+func sagaEndToEnd(ctx context.Context, t *testing.T, s *Stack) {
 	s.Start("orderapi", "")
 	s.Start("starter", "")
 	worker := s.Start("worker", failpoints.ActivityPaymentAfterProvider+"=crash")

@@ -244,37 +244,8 @@ var readyMarker = map[string]string{
 func (s *Stack) Start(name, failpoints string) *Process {
 	s.T.Helper()
 	kind := kindOf(name)
-	var bin string
-	switch kind {
-	case "orderapi":
-		bin = s.Env.Bin.OrderAPI
-	case "starter":
-		bin = s.Env.Bin.Starter
-	case "worker":
-		bin = s.Env.Bin.Worker
-	default:
-		s.T.Fatalf("testsuite: unknown process kind %q", kind)
-	}
-	env := []string{
-		"DATABASE_URL=" + s.DatabaseURL,
-		"TEMPORAL_ADDRESS=" + s.Env.Temporal.Address(),
-		"TEMPORAL_NAMESPACE=default",
-		"OUTFLOW_TASK_QUEUE=" + s.TaskQueue,
-		"STRIPE_API_KEY=sk_test_outflow_testsuite",
-		"STRIPE_API_BASE=" + s.Env.SimURL,
-		"EMAIL_API_KEY=re_outflow_testsuite",
-		"EMAIL_API_BASE=" + s.Env.SimURL,
-		"ORDERAPI_ADDR=" + s.APIAddr,
-		// Short leases and polls so recovery after a crash takes seconds.
-		"OUTFLOW_RELAY_LEASE=3s",
-		"OUTFLOW_RELAY_POLL=1s",
-		"OUTFLOW_FAILPOINTS=" + failpoints,
-		"OUTFLOW_CODEC_KEYS=" + s.CodecKeys,
-		"OUTFLOW_RELAY_SOURCE=" + s.Source,
-		"OUTFLOW_CDC_SLOT=" + s.Slot,
-		// The cdc sweeper takes what the stream left after this.
-		"OUTFLOW_CDC_GRACE=3s",
-	}
+	bin := s.binary(kind)
+	env := s.processEnv(failpoints)
 	logPath := filepath.Join(s.Env.Dir, fmt.Sprintf("%s-%s.log", strings.ReplaceAll(s.T.Name(), "/", "_"), name))
 	p, err := StartProcess(name, bin, logPath, env)
 	if err != nil {
@@ -294,6 +265,44 @@ func (s *Stack) Start(name, failpoints string) *Process {
 		s.T.Fatalf("testsuite: %v", err)
 	}
 	return p
+}
+
+// binary is the program of a process kind.
+func (s *Stack) binary(kind string) string {
+	switch kind {
+	case "orderapi":
+		return s.Env.Bin.OrderAPI
+	case "starter":
+		return s.Env.Bin.Starter
+	case "worker":
+		return s.Env.Bin.Worker
+	}
+	s.T.Fatalf("testsuite: unknown process kind %q", kind)
+	return ""
+}
+
+// processEnv is the environment of the stack's processes.
+func (s *Stack) processEnv(failpoints string) []string {
+	return []string{
+		"DATABASE_URL=" + s.DatabaseURL,
+		"TEMPORAL_ADDRESS=" + s.Env.Temporal.Address(),
+		"TEMPORAL_NAMESPACE=default",
+		"OUTFLOW_TASK_QUEUE=" + s.TaskQueue,
+		"STRIPE_API_KEY=sk_test_outflow_testsuite",
+		"STRIPE_API_BASE=" + s.Env.SimURL,
+		"EMAIL_API_KEY=re_outflow_testsuite",
+		"EMAIL_API_BASE=" + s.Env.SimURL,
+		"ORDERAPI_ADDR=" + s.APIAddr,
+		// Short leases and polls so recovery after a crash takes seconds.
+		"OUTFLOW_RELAY_LEASE=3s",
+		"OUTFLOW_RELAY_POLL=1s",
+		"OUTFLOW_FAILPOINTS=" + failpoints,
+		"OUTFLOW_CODEC_KEYS=" + s.CodecKeys,
+		"OUTFLOW_RELAY_SOURCE=" + s.Source,
+		"OUTFLOW_CDC_SLOT=" + s.Slot,
+		// The cdc sweeper takes what the stream left after this.
+		"OUTFLOW_CDC_GRACE=3s",
+	}
 }
 
 // Proc returns the current process of that name.

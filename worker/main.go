@@ -84,6 +84,9 @@ func run(ctx context.Context, logger *slog.Logger, env *service.Env) error {
 	if err != nil {
 		return err
 	}
+	if err := service.CheckCustomerKeys(ctx, opts, pool); err != nil {
+		return err
+	}
 	opts.Logger = tlog.NewStructuredLogger(logger)
 	opts.MetricsHandler = newPromHandler(reg)
 	c, err := client.DialContext(ctx, opts)

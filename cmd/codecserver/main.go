@@ -12,13 +12,20 @@
 //	CODECSERVER_ADDR         listen address; default 127.0.0.1:8081
 //	CODECSERVER_TOKEN        when set, every /encode and /decode needs "Authorization: Bearer <token>"
 //	CODECSERVER_CORS_ORIGIN  the Web UI's origin (e.g. http://127.0.0.1:8233), allowed from the browser
+//	CODECSERVER_ALLOWED_HOSTS the Host headers it answers, comma-separated "host:port" or "host";
+//	                         default the listen address (on loopback or all interfaces: localhost,
+//	                         127.0.0.1 and [::1] on its port)
 //	OUTFLOW_CODEC_KEYS       the master keys, as for the worker (or OUTFLOW_CODEC_KEYS_FILE); required
 //	DATABASE_URL             the customer keys (customer_keys); default the local server
 //	OUTFLOW_LOG_LEVEL, OUTFLOW_LOG_FORMAT
 //
 // POST <any path>/decode and <any path>/encode take and return a Payloads
 // message as protobuf JSON (the SDK's converter.NewPayloadCodecHTTPHandler);
-// GET /healthz answers "ok" without authentication. A payload of a
+// GET /healthz answers "ok" without authentication. A request for another
+// Host, from a browser page of another origin than the Web UI's, or with a
+// body that is not application/json is refused (403, 415): without a token,
+// that is what keeps a web page the operator visits from reading decoded
+// data (docs/privacy.md). A payload of a
 // forgotten customer is returned still encrypted; a payload under a key this
 // server does not hold fails the request, naming the key. It logs one line,
 // "listening", with its address once it serves. SIGINT or SIGTERM shuts it
@@ -35,6 +42,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -66,6 +75,12 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer, read
 	logger := service.NewLogger(logOut, env)
 	addr := env.String(AddrEnv, DefaultAddr)
 	token, origin := getenv(TokenEnv), getenv(CORSOriginEnv)
+	var allowed []string
+	for _, h := range strings.Split(getenv(codec.HostsEnv), ",") {
+		if h = strings.TrimSpace(h); h != "" {
+			allowed = append(allowed, h)
+		}
+	}
 	if err := env.Err(); err != nil {
 		return err
 	}
@@ -86,12 +101,18 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer, read
 	}
 	defer pool.Close()
 
+	if err := codec.CheckCustomerKeys(ctx, pool, keys); err != nil {
+		return err
+	}
 	dc := codec.NewDataConverter(keys, codec.Options{Store: codec.NewPGStore(pool)})
-	handler := codec.NewHTTPHandler(dc.DisplayCodecs(), codec.ServerOptions{Token: token, CORSOrigin: origin})
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("%s=%s: %w", AddrEnv, addr, err)
 	}
+	if allowed == nil {
+		allowed = defaultHosts(addr, l.Addr())
+	}
+	handler := codec.NewHTTPHandler(dc.DisplayCodecs(), codec.ServerOptions{Token: token, CORSOrigin: origin, AllowedHosts: allowed})
 	srv := &http.Server{Handler: logRequests(handler, logger), ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(l) }()
@@ -100,7 +121,7 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer, read
 		auth = "bearer token"
 	}
 	logger.Info("listening", "addr", l.Addr().String(), "endpoint", "http://"+l.Addr().String(),
-		"auth", auth, "cors_origin", origin, "keys", keys.String())
+		"auth", auth, "cors_origin", origin, "allowed_hosts", strings.Join(allowed, ","), "keys", keys.String())
 	if ready != nil {
 		ready <- l.Addr().String()
 	}
@@ -116,6 +137,26 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer, read
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// defaultHosts are the Host headers a server listening on configured
+// (bound to bound) answers when CODECSERVER_ALLOWED_HOSTS is unset: on a
+// loopback or wildcard address the loopback names on its port, else the
+// address itself, and the configured name if it is one.
+func defaultHosts(configured string, bound net.Addr) []string {
+	tcp, ok := bound.(*net.TCPAddr)
+	if !ok {
+		return codec.LoopbackHosts("")
+	}
+	port := strconv.Itoa(tcp.Port)
+	if tcp.IP.IsLoopback() || tcp.IP.IsUnspecified() {
+		return codec.LoopbackHosts(port)
+	}
+	hosts := []string{net.JoinHostPort(tcp.IP.String(), port)}
+	if h, _, err := net.SplitHostPort(configured); err == nil && h != "" && net.ParseIP(h) == nil {
+		hosts = append(hosts, net.JoinHostPort(h, port))
+	}
+	return hosts
 }
 
 // logRequests logs every failed request (never a payload) at warn, and

@@ -6,6 +6,8 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
@@ -15,9 +17,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/codec"
@@ -77,18 +83,8 @@ func TestTemporalCLIDecodesThroughTheCodecServer(t *testing.T) {
 		AddrEnv: "127.0.0.1:0", TokenEnv: "t0ken", CORSOriginEnv: "http://127.0.0.1:8233",
 		codec.KeysEnv: keySpec, "DATABASE_URL": dbURL,
 	}
-	sctx, stop := context.WithCancel(ctx)
-	ready := make(chan string, 1)
-	done := make(chan error, 1)
 	logs := &syncBuffer{}
-	go func() { done <- run(sctx, func(k string) string { return env[k] }, logs, ready) }()
-	var addr string
-	select {
-	case addr = <-ready:
-	case err := <-done:
-		t.Fatalf("codec server: %v", err)
-	}
-	t.Cleanup(func() { stop(); require.NoError(t, <-done) })
+	addr := startServer(ctx, t, env, logs)
 
 	show := func(extra ...string) (string, error) {
 		args := append([]string{"workflow", "show", "--workflow-id", wid, "--address", srv.Address(), "--namespace", "default", "-o", "json"}, extra...)
@@ -142,6 +138,24 @@ func TestTemporalCLIDecodesThroughTheCodecServer(t *testing.T) {
 	require.True(t, strings.Contains(after, b64(codec.EncodingEncrypted)), "the forgotten input is shown as ciphertext")
 }
 
+// startServer runs the codec server with env until t ends and returns its
+// address.
+func startServer(ctx context.Context, t *testing.T, env map[string]string, logOut io.Writer) string {
+	t.Helper()
+	sctx, stop := context.WithCancel(ctx)
+	ready, done := make(chan string, 1), make(chan error, 1)
+	go func() { done <- run(sctx, func(k string) string { return env[k] }, logOut, ready) }()
+	select {
+	case addr := <-ready:
+		t.Cleanup(func() { stop(); require.NoError(t, <-done) })
+		return addr
+	case err := <-done:
+		stop()
+		t.Fatalf("codec server: %v", err)
+		return ""
+	}
+}
+
 // readable is the CLI's JSON output with every base64 payload "data" it
 // holds decoded beside it, so a test can search what an operator would read.
 func readable(out string) string {
@@ -177,3 +191,119 @@ func (s *syncBuffer) String() string {
 
 // b64 is how the CLI's JSON shows raw payload bytes and metadata.
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
+
+// TestCodecServerAnswersOnlyItsOwnHostAndJSON: with no token (the demo's
+// and compose's default) the codec server must not decode for a web page
+// the operator happens to visit. A DNS-rebinding page reaches the loopback
+// address under its own name, so the Host header is foreign: refused. A
+// cross-origin page can send a text/plain POST without a preflight:
+// refused. The Web UI's request (application/json, X-Namespace, from the
+// configured origin) and the CLI's (the SDK's remote codec) still decode.
+func TestCodecServerAnswersOnlyItsOwnHostAndJSON(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool, dbURL := testdb.New(t)
+	keySpec := codec.NewKeySpec("test-1")
+	ps := encodeOrderInput(t, pool, keySpec, "rebind.victim@example.com")
+	body, err := protojson.Marshal(ps)
+	require.NoError(t, err)
+
+	const uiOrigin = "http://127.0.0.1:8233"
+	env := map[string]string{AddrEnv: "127.0.0.1:0", CORSOriginEnv: uiOrigin, codec.KeysEnv: keySpec, "DATABASE_URL": dbURL}
+	addr := startServer(ctx, t, env, io.Discard)
+	_, port, err := net.SplitHostPort(addr)
+	require.NoError(t, err)
+
+	post := func(host, contentType, origin string) (int, string, http.Header) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/decode", bytes.NewReader(body))
+		require.NoError(t, err)
+		req.Host = host
+		if contentType != "" {
+			req.Header.Set("Content-Type", contentType)
+		}
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		req.Header.Set("X-Namespace", "default")
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, readable(string(b)), res.Header
+	}
+
+	// The Web UI's request, as its data encoder sends it (Content-Type
+	// application/json and X-Namespace, from the UI's origin).
+	code, out, h := post(addr, "application/json", uiOrigin)
+	require.Equal(t, http.StatusOK, code, out)
+	require.Contains(t, out, "rebind.victim@example.com")
+	require.Equal(t, uiOrigin, h.Get("Access-Control-Allow-Origin"))
+	code, out, _ = post("localhost:"+port, "application/json", "")
+	require.Equal(t, http.StatusOK, code, "localhost is the loopback address too: %s", out)
+
+	// A page that rebound its own name to 127.0.0.1.
+	rebound := "rebind.example:" + port
+	code, out, _ = post(rebound, "application/json", "http://"+rebound)
+	require.Equal(t, http.StatusForbidden, code, "a foreign Host must be refused, got: %s", out)
+	require.Contains(t, out, "CODECSERVER_ALLOWED_HOSTS", "the refusal names the setting")
+	require.NotContains(t, out, "rebind.victim@example.com")
+	code, out, _ = post(rebound, "text/plain", "")
+	require.Equal(t, http.StatusForbidden, code, out)
+
+	// A simple (preflight-free) request from any page.
+	for _, ct := range []string{"text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", ""} {
+		code, out, _ = post(addr, ct, "")
+		require.Equal(t, http.StatusUnsupportedMediaType, code, "Content-Type %q must be refused, got: %s", ct, out)
+		require.NotContains(t, out, "rebind.victim@example.com")
+		require.Contains(t, out, "application/json")
+	}
+	// JSON from another page's origin (its preflight got no CORS answer;
+	// a browser would not send it, anything else is not a browser's page).
+	code, out, _ = post(addr, "application/json", "http://evil.example")
+	require.Equal(t, http.StatusForbidden, code, out)
+	require.Contains(t, out, "CODECSERVER_CORS_ORIGIN")
+
+	// The CLI's request: the SDK's remote codec.
+	decoded, err := converter.NewRemotePayloadCodec(converter.RemotePayloadCodecOptions{Endpoint: "http://" + addr}).Decode(ps.Payloads)
+	require.NoError(t, err)
+	var in handoff.EventInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(&commonpb.Payloads{Payloads: decoded}, &in))
+	require.Contains(t, string(in.Payload), "rebind.victim@example.com")
+}
+
+// A codec server whose master keys cannot unwrap the database's customer
+// keys would fail every customer's payload: it refuses to start instead.
+func TestCodecServerRefusesKeysThatCannotReadTheDatabase(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool, dbURL := testdb.New(t)
+	encodeOrderInput(t, pool, codec.NewKeySpec("earlier-1"), "ada@example.com")
+
+	env := map[string]string{AddrEnv: "127.0.0.1:0", codec.KeysEnv: codec.NewKeySpec("later-1"), "DATABASE_URL": dbURL}
+	err := run(ctx, func(k string) string { return env[k] }, io.Discard, nil)
+	require.ErrorIs(t, err, codec.ErrKeysMismatch)
+	require.ErrorContains(t, err, "earlier-1")
+}
+
+// encodeOrderInput encodes an OrderCreated workflow input of email as the
+// relay does, with the master keys of keySpec and pool's customer keys
+// (making the customer's key on first use).
+func encodeOrderInput(t *testing.T, pool *pgxpool.Pool, keySpec, email string) *commonpb.Payloads {
+	t.Helper()
+	keys, err := codec.ParseKeys(keySpec)
+	require.NoError(t, err)
+	dc := codec.NewDataConverter(keys, codec.Options{Store: codec.NewPGStore(pool), Subject: personal.Subject})
+	version, payload := orders.EncodeOrderCreated(orders.OrderCreated{
+		OrderID: uuid.NewString(), CustomerEmail: email, Currency: "usd", PaymentMethod: "pm_card_visa", Amount: 2500,
+		Items: []orders.Item{{SKU: "SKU-1", Quantity: 2, UnitAmount: 1250}},
+	})
+	raw, err := json.Marshal(payload)
+	require.NoError(t, err)
+	ps, err := dc.ToPayloads(handoff.EventInput{EventID: uuid.NewString(), EventType: orders.EventOrderCreated,
+		AggregateType: orders.AggregateType, AggregateID: "o", Sequence: 1, SchemaVersion: version, Payload: raw})
+	require.NoError(t, err)
+	return ps
+}

@@ -22,6 +22,9 @@ type demoCodec struct {
 	addr    string // CODECSERVER_ADDR
 	proc    *child
 	keyFile string
+	// own: the demo's own key in .data/codec.keys (made by the demo), not
+	// one the operator supplied.
+	own bool
 }
 
 // endpoint is the codec server's URL, for the CLI and the Web UI.
@@ -44,7 +47,9 @@ func demoCodecKeys(dataDir string) (*demoCodec, error) {
 		switch {
 		case err == nil:
 			c.keys, c.how = strings.TrimSpace(string(b)), "the demo key in "+c.keyFile
+			c.own = c.keyFile == filepath.Join(dataDir, "codec.keys")
 		case errors.Is(err, os.ErrNotExist) && c.keyFile == filepath.Join(dataDir, "codec.keys"):
+			c.own = true
 			c.keys = codec.NewKeySpec("demo-" + time.Now().UTC().Format("20060102"))
 			if err := os.WriteFile(c.keyFile, []byte(c.keys+"\n"), 0o600); err != nil {
 				return nil, err
@@ -80,8 +85,11 @@ func codecServerAddr() (string, error) {
 
 // startCodecServer runs bin/codecserver for the Web UI at uiURL. It has no
 // bearer token unless CODECSERVER_TOKEN is set: the Web UI can only forward
-// the user's own SSO access token, never a static one, and the demo's codec
-// server listens on the loopback interface only.
+// the user's own SSO access token, never a static one. Without one it is
+// still closed to web pages: it listens on the loopback interface, answers
+// only its own loopback names as Host (DNS rebinding), only
+// application/json, and of browser pages only the UI's origin
+// (docs/privacy.md, "Without a token").
 func startCodecServer(ctx context.Context, dataDir, bin string, c *demoCodec, databaseURL, uiURL string) error {
 	env := []string{
 		codec.KeysEnv + "=" + c.keys, codec.KeysFileEnv + "=",

@@ -2,10 +2,23 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/handoff"
+	"github.com/outflow/outflow/internal/codec"
+	"github.com/outflow/outflow/internal/personal"
+	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/migrations"
+	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/providersim"
 )
 
@@ -86,4 +99,110 @@ func TestPrintTable(t *testing.T) {
 
 	buf.Reset()
 	require.True(t, printTable(&buf, rows[:1]))
+}
+
+// TestDemoDatabaseLeftByAnotherDemo: the demo's own database on a server
+// where a demo of another clone ran before, with another demo key. The
+// second clone must not start on the first one's customer keys (every
+// returning customer's order would fail to publish: "no charge reached the
+// simulator"): it recreates the database and says so. The same clone
+// reuses its database; a database in use is never dropped; keys the
+// operator supplied are never taken as a reason to drop anything.
+func TestDemoDatabaseLeftByAnotherDemo(t *testing.T) {
+	t.Setenv(codec.KeysEnv, "")
+	t.Setenv(codec.KeysFileEnv, "")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	server := testdb.AdminURL()
+	name := "outflow_demo_test_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
+	t.Cleanup(func() {
+		admin, err := pgx.Connect(context.Background(), server)
+		require.NoError(t, err)
+		defer admin.Close(context.Background())
+		_, err = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		require.NoError(t, err)
+	})
+	var said strings.Builder
+	say := func(format string, args ...any) { fmt.Fprintf(&said, format+"\n", args...) }
+	prepare := func(c *demoCodec) (string, error) {
+		said.Reset()
+		return prepareDemoDatabase(ctx, server, name, c, say)
+	}
+	// A customer's key appears as the demo's relay makes it: when it first
+	// encodes one of their orders.
+	useAs := func(url string, c *demoCodec, emails ...string) {
+		t.Helper()
+		pool := testdb.Open(t, url)
+		defer pool.Close()
+		_, err := migrations.Up(ctx, pool, slog.New(slog.DiscardHandler))
+		require.NoError(t, err)
+		keys, err := codec.ParseKeys(c.keys)
+		require.NoError(t, err)
+		dc := codec.NewDataConverter(keys, codec.Options{Store: codec.NewPGStore(pool), Subject: personal.Subject})
+		for _, email := range emails {
+			_, err := dc.ToPayloads(handoff.EventInput{EventID: uuid.NewString(), EventType: orders.EventOrderCreated,
+				Payload: []byte(`{"customer_email":"` + email + `"}`)})
+			require.NoError(t, err)
+		}
+		require.NoError(t, codec.CheckCustomerKeys(ctx, pool, keys), "usable by the clone that made it")
+	}
+
+	cloneA, err := demoCodecKeys(t.TempDir())
+	require.NoError(t, err)
+	require.True(t, cloneA.own)
+	url, err := prepare(cloneA)
+	require.NoError(t, err)
+	require.Contains(t, said.String(), "created the demo's own database "+name)
+	require.Contains(t, url, "/"+name)
+	useAs(url, cloneA, "customer1@example.com", "customer2@example.com")
+
+	_, err = prepare(cloneA)
+	require.NoError(t, err)
+	require.Contains(t, said.String(), "reusing the demo's own database "+name, "the same clone keeps its database")
+
+	// A second clone: its own .data, so its own demo key (the same key id
+	// on the same day, other bytes).
+	cloneB, err := demoCodecKeys(t.TempDir())
+	require.NoError(t, err)
+	require.Equal(t, cloneA.keyID, cloneB.keyID)
+	url, err = prepare(cloneB)
+	require.NoError(t, err)
+	require.Contains(t, said.String(), "made by a demo with another key", "never silently")
+	require.Contains(t, said.String(), "recreating "+name)
+	useAs(url, cloneB, "customer1@example.com")
+
+	// A third clone while the second one's demo still holds a connection.
+	busy := testdb.Open(t, url)
+	require.NoError(t, busy.Ping(ctx))
+	cloneC, err := demoCodecKeys(t.TempDir())
+	require.NoError(t, err)
+	_, err = prepare(cloneC)
+	require.ErrorContains(t, err, "is in use")
+	busy.Close()
+	keysB, err := codec.ParseKeys(cloneB.keys)
+	require.NoError(t, err)
+	check := testdb.Open(t, url)
+	require.NoError(t, codec.CheckCustomerKeys(ctx, check, keysB), "a database in use is left as it was")
+	check.Close()
+
+	// Keys from the environment are the operator's: refuse, never drop.
+	t.Setenv(codec.KeysEnv, codec.NewKeySpec("ops-1"))
+	supplied, err := demoCodecKeys(t.TempDir())
+	require.NoError(t, err)
+	require.False(t, supplied.own)
+	_, err = prepare(supplied)
+	require.ErrorIs(t, err, codec.ErrKeysMismatch)
+	require.ErrorContains(t, err, "dropdb "+name)
+}
+
+func TestWithDatabase(t *testing.T) {
+	t.Parallel()
+	u, err := withDatabase("postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "outflow_demo")
+	require.NoError(t, err)
+	require.Equal(t, "postgres://postgres@127.0.0.1:5432/outflow_demo?sslmode=disable", u)
+	u, err = withDatabase("host=127.0.0.1 user=postgres dbname=app", "outflow_demo")
+	require.NoError(t, err)
+	cfg, err := pgx.ParseConfig(u)
+	require.NoError(t, err)
+	require.Equal(t, "outflow_demo", cfg.Database)
 }

@@ -2,10 +2,13 @@
 //
 // It reuses what is already there and prepares what is missing:
 //
-//   - PostgreSQL: DATABASE_URL if set, else the local server on 127.0.0.1:5432
-//     if it answers, else a throwaway cluster under .data/postgres started
-//     from the machine's own initdb/pg_ctl (as the postgres user when run as
-//     root);
+//   - PostgreSQL: the server of DATABASE_URL if set, else the local server on
+//     127.0.0.1:5432 if it answers, else a throwaway cluster under
+//     .data/postgres started from the machine's own initdb/pg_ctl (as the
+//     postgres user when run as root); on it, the demo's own database
+//     outflow_demo, created when missing. One made by a demo with another
+//     key (another clone's .data/codec.keys) is recreated, saying so; with
+//     keys from the environment the demo refuses instead;
 //   - Temporal: TEMPORAL_ADDRESS if set, else a dev server with its Web UI and
 //     the OrderId search attribute, built from the tools module (the first
 //     build takes minutes) and persisting to .data/temporal.db;

@@ -73,25 +73,30 @@ func run(ctx context.Context) error {
 	say("PostgreSQL: %s", pg.How)
 	say("relay source: %s (OUTFLOW_RELAY_SOURCE)", source)
 
-	say("building outflow's binaries into bin/")
-	if err := buildBinaries(ctx, root); err != nil {
-		return err
-	}
-	bin := func(name string) string { return filepath.Join(root, "bin", name) }
-	migrate := exec.CommandContext(ctx, bin("outboxctl"), "migrate")
-	migrate.Env = append(os.Environ(), "DATABASE_URL="+pg.URL)
-	if out, err := migrate.CombinedOutput(); err != nil {
-		return fmt.Errorf("outboxctl migrate: %v\n%s", err, out)
-	} else {
-		say("outboxctl migrate: %s", strings.TrimSpace(lastLine(string(out))))
-	}
-
 	// Payload encryption is on: a demo key (kept in .data/codec.keys), and a
 	// codec server the Web UI decodes through (docs/privacy.md).
 	pc, err := demoCodecKeys(dataDir)
 	if err != nil {
 		return err
 	}
+	dbURL, err := prepareDemoDatabase(ctx, pg.URL, demoDatabase, pc, say)
+	if err != nil {
+		return err
+	}
+
+	say("building outflow's binaries into bin/")
+	if err := buildBinaries(ctx, root); err != nil {
+		return err
+	}
+	bin := func(name string) string { return filepath.Join(root, "bin", name) }
+	migrate := exec.CommandContext(ctx, bin("outboxctl"), "migrate")
+	migrate.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
+	if out, err := migrate.CombinedOutput(); err != nil {
+		return fmt.Errorf("outboxctl migrate: %v\n%s", err, out)
+	} else {
+		say("outboxctl migrate (%s): %s", demoDatabase, strings.TrimSpace(lastLine(string(out))))
+	}
+
 	if pc.addr, err = codecServerAddr(); err != nil {
 		return err
 	}
@@ -107,7 +112,7 @@ func run(ctx context.Context) error {
 	if uiOrigin == "" {
 		uiOrigin = os.Getenv("CODECSERVER_CORS_ORIGIN")
 	}
-	if err := startCodecServer(ctx, dataDir, bin("codecserver"), pc, pg.URL, uiOrigin); err != nil {
+	if err := startCodecServer(ctx, dataDir, bin("codecserver"), pc, dbURL, uiOrigin); err != nil {
 		return err
 	}
 	st.add(func() { pc.proc.stop(5 * time.Second) })
@@ -129,7 +134,7 @@ func run(ctx context.Context) error {
 	say("provider simulators (Stripe-compatible payments, Resend-compatible email) at %s", simURL)
 
 	common := []string{
-		"DATABASE_URL=" + pg.URL,
+		"DATABASE_URL=" + dbURL,
 		"TEMPORAL_ADDRESS=" + tmp.address,
 		"TEMPORAL_NAMESPACE=" + tmp.namespace,
 		"STRIPE_API_KEY=sk_test_outflow_demo",
@@ -188,7 +193,7 @@ func run(ctx context.Context) error {
 	}
 	say("order API: http://%s   provider ledger: %s/_sim/ledger", apiAddr, simURL)
 	fmt.Println()
-	printCodecHowTo(os.Stdout, pc, tmp, tmp.cli, pg.URL, results)
+	printCodecHowTo(os.Stdout, pc, tmp, tmp.cli, dbURL, results)
 	fmt.Println()
 	if exitAfter {
 		if !allOK {

@@ -16,7 +16,7 @@ import (
 
 // The codec server's handler speaks the protocol the SDK's remote codec
 // (and the CLI and the Web UI) speak, behind a bearer token, with CORS for
-// the UI's origin only.
+// the UI's origin only (a page of another origin is refused).
 func TestHTTPHandler(t *testing.T) {
 	t.Parallel()
 	store := codec.NewMemoryStore()
@@ -71,11 +71,12 @@ func TestHTTPHandler(t *testing.T) {
 	require.Equal(t, "http://ui.example", res.Header.Get("Access-Control-Allow-Origin"))
 	require.Contains(t, res.Header.Get("Access-Control-Allow-Headers"), "Authorization")
 	req, _ = http.NewRequest(http.MethodPost, srv.URL+"/decode", strings.NewReader(`{"payloads":[]}`))
+	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Origin", "http://evil.example")
 	req.Header.Set("Authorization", "Bearer s3cret")
 	res, err = http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	res.Body.Close()
-	require.Equal(t, http.StatusOK, res.StatusCode)
+	require.Equal(t, http.StatusForbidden, res.StatusCode, "a page of another origin is refused, token or not")
 	require.Empty(t, res.Header.Get("Access-Control-Allow-Origin"), "no CORS for another origin")
 }

@@ -1,6 +1,7 @@
 package service
 
 import (
+	"context"
 	"fmt"
 	"os"
 
@@ -116,4 +117,17 @@ func CodecSummary(o client.Options) string {
 		return "AES-256-GCM, " + z + ", " + dc.Keys().String()
 	}
 	return "off"
+}
+
+// CheckCustomerKeys refuses to let a process start whose payload codec (o's
+// data converter) cannot unwrap the customer keys db holds
+// (codec.CheckCustomerKeys: another deployment's database, or a new master
+// key that dropped the old one); nil when encryption is off. Every binary
+// that passes [WithCustomerKeys] calls it before it starts work.
+func CheckCustomerKeys(ctx context.Context, o client.Options, db codec.DB) error {
+	dc, ok := o.DataConverter.(*codec.DataConverter)
+	if !ok {
+		return nil
+	}
+	return codec.CheckCustomerKeys(ctx, db, dc.Keys())
 }
