@@ -110,3 +110,6 @@ func (c RelayConfig) WithDefaultsForTest() (RelayConfig, error) {
 	err := c.setDefaults()
 	return c, err
 }
+
+// ClassifyForTest says whose fault err is: "event", "sink" or "throttle".
+func ClassifyForTest(err error) string { return classify(err).String() }

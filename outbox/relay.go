@@ -34,6 +34,11 @@ type Relay struct {
 	// failures) to an idle loop.
 	retryAts chan []time.Time
 	running  atomic.Bool
+	// sink is the breaker on the publisher's downstream, pace its
+	// throttle; a CDC relay's stream shares its sweeper's.
+	sink  *breaker
+	pace  *throttle
+	probe func(context.Context) error // nil: the publisher is no Prober
 	// sweep is set on the sweeper of a CDC relay (see cdc.go): its claims
 	// leave young events to the stream, and it does not LISTEN (every
 	// insert notifies, and the stream has those events).
@@ -69,7 +74,14 @@ func NewRelay(pool *pgxpool.Pool, pub Publisher, cfg RelayConfig) (*Relay, error
 		lc.RuntimeParams = map[string]string{}
 	}
 	lc.RuntimeParams["application_name"] = ListenerApplicationName(cfg.Owner)
+	var probe func(context.Context) error
+	if p, ok := pub.(Prober); ok {
+		probe = p.Probe
+	}
 	return &Relay{
+		sink:         newBreaker(&cfg, m.sinkUp),
+		pace:         newThrottle(&cfg, m.throttled),
+		probe:        probe,
 		pool:         pool,
 		pub:          pub,
 		cfg:          cfg,
@@ -126,6 +138,9 @@ func (r *Relay) Run(ctx context.Context) error {
 	var retries retryTimes
 	errors := 0
 	for ctx.Err() == nil {
+		if !r.sink.closed() && !r.sink.probeUntilClosed(ctx, r.probe, r.cfg.PublishTimeout) {
+			break // shutting down while the sink is away
+		}
 		claimedAt := time.Now()
 		n, retryAts, err := r.cycle(ctx, false)
 		if err != nil && ctx.Err() != nil {
@@ -282,25 +297,35 @@ func (r *Relay) process(ctx, bk context.Context, batch []claimed, l lease) []tim
 	for range min(r.cfg.MaxInFlight, len(batch)) {
 		wg.Go(func() {
 			for c := range jobs {
+				// Never attempted: shutting down, the sink is down, or the
+				// lease is too short for a whole publish (also after waiting
+				// for the throttle).
+				if ctx.Err() != nil || !r.sink.closed() || r.pace.acquire(ctx) != nil {
+					results <- outcome{c: c, skipped: true}
+					continue
+				}
 				deadline, ok := l.publishDeadline(time.Now(), r.cfg.PublishTimeout, margin)
-				if ctx.Err() != nil || !ok {
+				if !ok {
+					r.pace.done(faultEvent, false)
 					results <- outcome{c: c, skipped: true}
 					continue
 				}
 				pctx, cancel := context.WithDeadline(bk, deadline)
 				err := r.publishOne(pctx, c)
 				cancel()
+				r.pace.done(classify(err), err == nil)
 				results <- outcome{c: c, err: err, acked: time.Now()}
 			}
 		})
 	}
 
 	var (
-		acks     []uuid.UUID
-		failures []failure
-		skipped  []uuid.UUID
-		timer    *time.Timer
-		timerC   <-chan time.Time
+		acks       []uuid.UUID
+		failures   []failure
+		sinkFaults []failure
+		skipped    []uuid.UUID
+		timer      *time.Timer
+		timerC     <-chan time.Time
 	)
 	flushAcks := func() {
 		if timer != nil {
@@ -322,6 +347,7 @@ func (r *Relay) process(ctx, bk context.Context, batch []claimed, l lease) []tim
 		case o.skipped:
 			skipped = append(skipped, o.c.ID)
 		case o.err == nil:
+			r.sink.acked()
 			if !o.c.Replay { // a replay's commit is long past: not a handoff
 				r.metrics.handoff.Observe(o.acked.Sub(o.c.OccurredAt).Seconds())
 			}
@@ -334,12 +360,21 @@ func (r *Relay) process(ctx, bk context.Context, batch []claimed, l lease) []tim
 			}
 		default:
 			r.metrics.publishErrors.Inc()
-			failures = append(failures, failure{c: o.c, err: o.err, delay: r.backoff.Delay(o.c.attempt)})
+			switch f := classify(o.err); f {
+			case faultEvent:
+				failures = append(failures, failure{c: o.c, err: o.err, delay: r.backoff.Delay(o.c.attempt)})
+			default:
+				if f == faultSink {
+					r.sink.sinkFault(o.err)
+				}
+				sinkFaults = append(sinkFaults, r.sinkFailure(o.c, o.err, f))
+			}
 		}
 	}
 	wg.Wait()
 	flushAcks()
 	retryAts := r.flushFailures(bk, failures)
+	retryAts = append(retryAts, r.releaseSinkFaults(bk, r.cfg.Owner, sinkFaults)...)
 	if len(skipped) > 0 {
 		rctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
 		defer cancel()
