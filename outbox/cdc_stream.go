@@ -594,17 +594,18 @@ func (s *stream) work(ctx, bk context.Context) {
 			s.droppedMu.Unlock()
 			continue
 		}
+		call := &publishCall{}
 		deadline, ok := e.lease.publishDeadline(time.Now(), s.c.cfg.PublishTimeout, margin)
 		if !ok {
-			pace.done(faultEvent, false)
+			pace.done(faultEvent, false, call)
 			s.handBack(bk, append([]*cdcEvent{e}, s.lanes.broken(e)...))
 			continue
 		}
-		pctx, cancel := context.WithDeadline(bk, deadline)
+		pctx, cancel := context.WithDeadline(withCall(bk, call), deadline)
 		err := s.publishOne(pctx, e)
 		cancel()
 		f := classify(err)
-		pace.done(f, err == nil)
+		pace.done(f, err == nil, call)
 		if err == nil {
 			sink.acked()
 			s.c.metrics.handoff.Observe(time.Since(e.OccurredAt).Seconds())

@@ -304,16 +304,17 @@ func (r *Relay) process(ctx, bk context.Context, batch []claimed, l lease) []tim
 					results <- outcome{c: c, skipped: true}
 					continue
 				}
+				call := &publishCall{}
 				deadline, ok := l.publishDeadline(time.Now(), r.cfg.PublishTimeout, margin)
 				if !ok {
-					r.pace.done(faultEvent, false)
+					r.pace.done(faultEvent, false, call)
 					results <- outcome{c: c, skipped: true}
 					continue
 				}
-				pctx, cancel := context.WithDeadline(bk, deadline)
+				pctx, cancel := context.WithDeadline(withCall(bk, call), deadline)
 				err := r.publishOne(pctx, c)
 				cancel()
-				r.pace.done(classify(err), err == nil)
+				r.pace.done(classify(err), err == nil, call)
 				results <- outcome{c: c, err: err, acked: time.Now()}
 			}
 		})

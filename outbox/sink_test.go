@@ -173,7 +173,11 @@ func TestSinkOutageCostsNoAttempts(t *testing.T) {
 				for _, id := range append(healthy, poison.ID) {
 					row := readRow(t, pool, id)
 					require.Nil(t, row.Quarantined, "event %s quarantined for the sink's outage", id)
-					require.Zero(t, row.Attempts, "event %s used attempts while the sink was down", id)
+					// Without a Prober the relay probes by publishing: an event
+					// may be claimed right now (one attempt, under a lease).
+					if row.ClaimUntil == nil {
+						require.Zero(t, row.Attempts, "event %s used attempts while the sink was down", id)
+					}
 				}
 
 				s.down.Store(false)

@@ -16,7 +16,9 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/outbox"
@@ -272,6 +274,25 @@ func whoseFault(err error) error {
 		return outbox.SinkUnavailable(err)
 	}
 	return err
+}
+
+// ThrottleInterceptor is a gRPC client interceptor for the Temporal client a
+// Publisher starts workflows through (client.Options.ConnectionOptions.
+// DialOptions, with grpc.WithChainUnaryInterceptor). The SDK retries a
+// request Temporal throttled (ResourceExhausted) inside the call until its
+// deadline, so the relay would only see a slow start; this interceptor runs
+// inside the SDK's retries and reports each throttled attempt to the relay
+// ([outbox.ReportThrottle]), which then publishes fewer at once and counts
+// it in outbox_sink_throttled_total. Calls outside a relay's Publish are
+// not affected.
+func ThrottleInterceptor() grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if status.Code(err) == codes.ResourceExhausted {
+			outbox.ReportThrottle(ctx)
+		}
+		return err
+	}
 }
 
 // Probe asks Temporal for the namespace's description, the cheapest call

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
+	"google.golang.org/grpc"
 
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/devserver"
@@ -408,4 +409,54 @@ func gatheredValue(t *testing.T, reg *prometheus.Registry, name string) float64 
 	}
 	t.Fatalf("no metric %s", name)
 	return 0
+}
+
+// TestThrottledNamespace: a dev server whose namespace accepts 20 requests a
+// second (frontend.namespaceRPS) and a backlog of 150 orders with
+// MaxAttempts 1, so that one counted failure would quarantine an event.
+// Temporal answers ResourceExhausted beyond its limit; the relay slows down
+// and counts no attempt: every event is published, none quarantined, and
+// the throttles are counted. The rate reached is logged beside the limit.
+func TestThrottledNamespace(t *testing.T) {
+	t.Parallel()
+	const limit = 20
+	pool, _ := testdb.New(t)
+	srv := devserver.Start(t, devserver.Options{DynamicConfig: map[string]string{"frontend.namespaceRPS": fmt.Sprint(limit)}})
+	tq := taskQueue(t)
+	var events []outbox.Event
+	for range 150 {
+		events = append(events, enqueue(t, pool, orderCreated(t, uuid.NewString()))...)
+	}
+	// The starter's client: the SDK retries throttled requests itself, and
+	// the interceptor tells the relay of each.
+	c, err := client.Dial(client.Options{HostPort: srv.Address(), Logger: log.NewStructuredLogger(quietLogger()),
+		ConnectionOptions: client.ConnectionOptions{DialOptions: []grpc.DialOption{
+			grpc.WithChainUnaryInterceptor(temporalpub.ThrottleInterceptor())}}})
+	require.NoError(t, err)
+	defer c.Close()
+	reg := prometheus.NewRegistry()
+	r, err := outbox.NewRelay(pool, newPublisher(t, c, temporalpub.Config{TaskQueue: tq}), outbox.RelayConfig{
+		Logger: quietLogger(), Registerer: reg, MaxAttempts: 1, MaxInFlight: 16, PollInterval: 100 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	start := time.Now()
+	runRelay(t, r)
+	require.Eventually(t, func() bool { return allPublished(pool, events) }, 3*time.Minute, 100*time.Millisecond,
+		"every event published under the namespace's limit")
+	took := time.Since(start)
+	var quarantined int
+	require.NoError(t, pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM outbox_events WHERE quarantined_at IS NOT NULL`).Scan(&quarantined))
+	require.Zero(t, quarantined, "a throttle quarantined events")
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	var throttled float64
+	for _, f := range families {
+		if f.GetName() == "outbox_sink_throttled_total" {
+			throttled = f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	require.Positive(t, throttled, "Temporal throttled the relay")
+	t.Logf("%d starts in %s: %.1f/s against a namespace limit of %d requests/s; %v throttled publishes",
+		len(events), took.Round(time.Millisecond), float64(len(events))/took.Seconds(), limit, throttled)
 }
