@@ -146,6 +146,9 @@ type Stack struct {
 	// Slot is the cdc starters' replication slot (slots are server-wide, so
 	// each stack has its own).
 	Slot string
+	// ExtraEnv are more VAR=value settings for every process the stack
+	// starts after they are set (later settings win).
+	ExtraEnv []string
 
 	mu    sync.Mutex
 	procs map[string]*Process
@@ -275,6 +278,7 @@ func (s *Stack) Start(name, failpoints string) *Process {
 		// The cdc sweeper takes what the stream left after this.
 		"OUTFLOW_CDC_GRACE=3s",
 	}
+	env = append(env, s.ExtraEnv...)
 	logPath := filepath.Join(s.Env.Dir, fmt.Sprintf("%s-%s.log", strings.ReplaceAll(s.T.Name(), "/", "_"), name))
 	p, err := StartProcess(name, bin, logPath, env)
 	if err != nil {
