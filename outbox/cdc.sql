@@ -75,9 +75,12 @@ RETURNING o.event_id;
 -- predecessor an operator replayed has no lease (OpsReplay clears it), so
 -- its successors wait for the replay. The others are returned with their
 -- blockers, the predecessors the stream must still hold in its lanes when
--- it queues the event. The stream repeats the statement on the kept events
--- until it gives nothing back: a given-back event's successor in the same
--- batch still sees its lease in this snapshot.
+-- it queues the event, and a lane shares its deadline: a kept event's lease
+-- ends no later than any of its predecessors' (capped), so that when
+-- another relay may take an earlier event over after its lease expired, the
+-- later one's lease, and with it its publish, has ended too. One statement
+-- is enough: an event given back for a predecessor that is not the stream's
+-- shares that predecessor with every later event of its order in the batch.
 WITH checked AS (
     SELECT o.event_id,
            ARRAY(SELECT p.event_id
@@ -90,7 +93,11 @@ WITH checked AS (
                WHERE q.claimed_by IS DISTINCT FROM @owner
                   OR q.claim_until IS NULL
                   OR q.claim_until < now()
-           ) AS blocked
+           ) AS blocked,
+           (SELECT min(q.claim_until)
+            FROM outbox_unpublished_predecessors(o.aggregate_type, o.aggregate_id, o.aggregate_sequence) p
+            JOIN outbox_events q ON q.event_id = p.event_id
+           ) AS lane_deadline
     FROM outbox_events o
     WHERE o.event_id = ANY(@event_ids::uuid[])
       AND o.claimed_by = @owner
@@ -101,6 +108,12 @@ WITH checked AS (
         claim_until = NULL
     FROM checked c
     WHERE o.event_id = c.event_id AND c.blocked
+), capped AS (
+    UPDATE outbox_events o
+    SET claim_until = c.lane_deadline
+    FROM checked c
+    WHERE o.event_id = c.event_id AND NOT c.blocked
+      AND c.lane_deadline < o.claim_until
 )
 SELECT event_id, blocked, blockers FROM checked;
 
@@ -127,7 +140,9 @@ RETURNING event_id;
 -- exactly as for a polling relay: backoff or quarantine. Only an event the
 -- stream still holds, or whose lease has expired with nobody else's since,
 -- is taken: one under another relay's live lease, or already published,
--- quarantined or skipped, is not the stream's to record.
+-- quarantined or skipped, is not the stream's to record, and neither is one
+-- without a lease (claim_until NULL): an operator's retry cleared it, and
+-- recording the old failure would undo the retry.
 UPDATE outbox_events
 SET claimed_by    = @owner,
     claim_until   = now() + @lease_ms::bigint * interval '1 millisecond',
@@ -136,7 +151,7 @@ WHERE event_id = ANY(@event_ids::uuid[])
   AND published_at IS NULL
   AND quarantined_at IS NULL
   AND skipped_at IS NULL
-  AND (claimed_by = @stream_owner OR claim_until IS NULL OR claim_until < now())
+  AND (claimed_by = @stream_owner OR claim_until < now())
 RETURNING event_id, attempt_count;
 
 -- name: CDCWALLevel :one

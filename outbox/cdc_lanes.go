@@ -27,7 +27,8 @@ type lanes struct {
 	cond   *sync.Cond
 	queues map[laneKey][]*cdcEvent
 	ready  []*cdcEvent
-	held   map[uuid.UUID]struct{}
+	// held maps each held event to its lease's local deadline.
+	held   map[uuid.UUID]time.Time
 	recent map[uuid.UUID]time.Time
 	closed bool
 }
@@ -38,7 +39,7 @@ const recentFor = 30 * time.Second
 func newLanes() *lanes {
 	l := &lanes{
 		queues: map[laneKey][]*cdcEvent{},
-		held:   map[uuid.UUID]struct{}{},
+		held:   map[uuid.UUID]time.Time{},
 		recent: map[uuid.UUID]time.Time{},
 	}
 	l.cond = sync.NewCond(&l.mu)
@@ -49,6 +50,12 @@ func key(e *cdcEvent) laneKey { return laneKey{e.AggregateType, e.AggregateID} }
 
 // holdsAllLocked reports whether every blocker is held, recently marked or
 // in also (the earlier candidates of the batch being sorted).
+//
+// A lane shares its deadline: addLocked gives an event no later local
+// deadline than any held predecessor's (CDCLeaseVerify caps claim_until the
+// same way), so that when another relay may take an earlier event over (its
+// lease expired: its mark was slow or failed), every later one's publish has
+// ended too, and an order never has two publishes in flight.
 func (l *lanes) holdsAllLocked(blockers []uuid.UUID, also map[uuid.UUID]bool) bool {
 	for _, b := range blockers {
 		if _, ok := l.held[b]; ok {
@@ -65,8 +72,13 @@ func (l *lanes) holdsAllLocked(blockers []uuid.UUID, also map[uuid.UUID]bool) bo
 	return true
 }
 
-func (l *lanes) addLocked(e *cdcEvent) {
-	l.held[e.ID] = struct{}{}
+func (l *lanes) addLocked(e *cdcEvent, blockers []uuid.UUID) {
+	for _, b := range blockers {
+		if d, ok := l.held[b]; ok && d.Before(e.lease.deadline) {
+			e.lease.deadline = d
+		}
+	}
+	l.held[e.ID] = e.lease.deadline
 	k := key(e)
 	q := l.queues[k]
 	l.queues[k] = append(q, e)

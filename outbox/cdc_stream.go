@@ -448,7 +448,7 @@ func (s *stream) dispatch(bk context.Context, batch []*cdcTxn, rows []cdcSortRow
 	for _, e := range candidates {
 		blockers, ok := kept[e.ID]
 		if ok && s.lanes.holdsAllLocked(blockers, nil) {
-			s.lanes.addLocked(e)
+			s.lanes.addLocked(e, blockers)
 			continue
 		}
 		if ok {
@@ -471,7 +471,7 @@ func (s *stream) dispatch(bk context.Context, batch []*cdcTxn, rows []cdcSortRow
 }
 
 // lease takes the stream's lease on candidates and verifies it, in one
-// transaction (CDCLease, then CDCLeaseVerify until it gives nothing back),
+// transaction (CDCLease, then CDCLeaseVerify),
 // and returns the events kept with the blockers the verification saw. Each
 // kept event's local lease deadline is taken from before the transaction
 // began, so it never outlives claim_until.
@@ -489,29 +489,21 @@ func (s *stream) lease(bk context.Context, candidates []*cdcEvent) (map[uuid.UUI
 	var kept map[uuid.UUID][]uuid.UUID
 	err := pgx.BeginFunc(ctx, s.c.pool, func(tx pgx.Tx) error {
 		leased, err := qCDCLease.all(ctx, tx, cdcLeaseArgs{Owner: s.c.streamOwner, EventIDs: ids, LeaseMS: s.c.cfg.Lease.Milliseconds()})
+		if err != nil || len(leased) == 0 {
+			return err
+		}
+		// A new statement, with a new snapshot. One is enough: an event given
+		// back because a predecessor is not the stream's has that predecessor
+		// in common with every later event of its order, which it gives back
+		// too.
+		rows, err := qCDCLeaseVerify.all(ctx, tx, relayEventsArgs{Owner: s.c.streamOwner, EventIDs: leased})
 		if err != nil {
 			return err
 		}
-		// Each verification is a new statement, with a new snapshot: it sees
-		// what the previous one gave back.
-		for len(leased) > 0 {
-			rows, err := qCDCLeaseVerify.all(ctx, tx, relayEventsArgs{Owner: s.c.streamOwner, EventIDs: leased})
-			if err != nil {
-				return err
-			}
-			kept = make(map[uuid.UUID][]uuid.UUID, len(rows))
-			leased = leased[:0:0]
-			blocked := false
-			for _, r := range rows {
-				if r.Blocked {
-					blocked = true
-					continue
-				}
+		kept = make(map[uuid.UUID][]uuid.UUID, len(rows))
+		for _, r := range rows {
+			if !r.Blocked {
 				kept[r.EventID] = r.Blockers
-				leased = append(leased, r.EventID)
-			}
-			if !blocked {
-				break
 			}
 		}
 		return nil
