@@ -408,6 +408,7 @@ func (s *stream) dispatch(bk context.Context, batch []*cdcTxn, rows []cdcSortRow
 	var settled []*cdcTxn
 	var candidates []*cdcEvent
 	isCandidate := map[uuid.UUID]bool{}
+	sinkUp := s.c.sweeper.sink.closed()
 	s.lanes.mu.Lock()
 	s.lanes.pruneRecent(time.Now())
 	for _, t := range batch {
@@ -415,6 +416,11 @@ func (s *stream) dispatch(bk context.Context, batch []*cdcTxn, rows []cdcSortRow
 			row, ok := byID[id]
 			switch {
 			case !ok || row.Verdict == "done" || row.Verdict == "sweeper":
+				settled = append(settled, t)
+			case !sinkUp:
+				// The sink is down: the sweeper takes the event once it
+				// answers (and probes it meanwhile).
+				handed = append(handed, id)
 				settled = append(settled, t)
 			case s.lanes.holdsAllLocked(row.Blockers, isCandidate):
 				candidates = append(candidates, &cdcEvent{Event: row.event(), txn: t})
@@ -566,15 +572,34 @@ func (s *stream) work(ctx, bk context.Context) {
 			s.droppedMu.Unlock()
 			continue
 		}
-		deadline, ok := e.lease.publishDeadline(time.Now(), s.c.cfg.PublishTimeout, margin)
-		if !ok {
+		sink, pace := s.c.sweeper.sink, s.c.sweeper.pace
+		if !sink.closed() {
+			// The sink is down: the sweeper probes it and takes the lane
+			// once it answers.
 			s.handBack(bk, append([]*cdcEvent{e}, s.lanes.broken(e)...))
 			continue
 		}
-		pctx, cancel := context.WithDeadline(bk, deadline)
+		if err := pace.acquire(ctx); err != nil {
+			s.lanes.drop(e) // shutting down
+			s.droppedMu.Lock()
+			s.dropped = append(s.dropped, e.ID)
+			s.droppedMu.Unlock()
+			continue
+		}
+		call := &publishCall{}
+		deadline, ok := e.lease.publishDeadline(time.Now(), s.c.cfg.PublishTimeout, margin)
+		if !ok {
+			pace.done(faultEvent, false, call)
+			s.handBack(bk, append([]*cdcEvent{e}, s.lanes.broken(e)...))
+			continue
+		}
+		pctx, cancel := context.WithDeadline(withCall(bk, call), deadline)
 		err := s.publishOne(pctx, e)
 		cancel()
+		f := classify(err)
+		pace.done(f, err == nil, call)
 		if err == nil {
+			sink.acked()
 			s.c.metrics.handoff.Observe(time.Since(e.OccurredAt).Seconds())
 			s.lanes.acked(e)
 			s.acks <- e
@@ -582,8 +607,21 @@ func (s *stream) work(ctx, bk context.Context) {
 		}
 		s.c.metrics.publishErrors.Inc()
 		// The lane breaks: its queued successors go to the sweeper, which
-		// keeps them in order behind the failure that failLoop records.
-		s.handBack(bk, s.lanes.broken(e))
+		// keeps them in order behind the failure.
+		rest := s.lanes.broken(e)
+		if f != faultEvent {
+			// The sink's fault: no attempt is counted, and the event goes to
+			// the sweeper with its lane, after the breaker if it opens.
+			if f == faultSink {
+				sink.sinkFault(err)
+			}
+			s.c.sweeper.wakeAt(s.c.sweeper.releaseSinkFaults(bk, s.c.streamOwner, []failure{s.c.sweeper.sinkFailure(claimed{Event: e.Event}, err, f)}))
+			s.handBack(bk, append([]*cdcEvent{e}, rest...))
+			continue
+		}
+		// The event's own: failLoop records it (an attempt, backoff or
+		// quarantine).
+		s.handBack(bk, rest)
 		s.fails <- streamFailure{e: e, err: err}
 	}
 }

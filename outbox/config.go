@@ -37,6 +37,12 @@ const (
 	MarkBatchSizeDefault = 64
 	// GaugeIntervalDefault is the default of RelayConfig.GaugeInterval.
 	GaugeIntervalDefault = 15 * time.Second
+	// BreakerThresholdDefault is the default of RelayConfig.BreakerThreshold.
+	BreakerThresholdDefault = 5
+	// ProbeBaseDefault is the default of RelayConfig.ProbeBase.
+	ProbeBaseDefault = time.Second
+	// ProbeMaxDefault is the default of RelayConfig.ProbeMax.
+	ProbeMaxDefault = 30 * time.Second
 )
 
 // The bounds validate enforces besides positive counts, as RelayConfig's
@@ -108,6 +114,23 @@ type RelayConfig struct {
 	// Logger receives start-up, per-event error and listener logs. Defaults
 	// to slog.Default().
 	Logger *slog.Logger
+	// Rate is the most publishes the relay starts a second (OUTFLOW_RELAY_RATE),
+	// to stay under a sink's quota (a Temporal Cloud namespace's actions per
+	// second) before it throttles. Defaults to 0: no ceiling. A throttled
+	// publish (ErrThrottled) slows the relay down whatever Rate says.
+	Rate float64
+	// BreakerThreshold is how many publishes in a row may fail for the
+	// sink's fault (ErrSinkUnavailable, see fault.go) before the relay stops
+	// claiming and probes the sink. Defaults to [BreakerThresholdDefault]
+	// (5).
+	BreakerThreshold int
+	// ProbeBase is the ceiling of the first delay before the relay probes a
+	// sink that is down; later ceilings double up to ProbeMax (full jitter).
+	// Defaults to [ProbeBaseDefault] (1 second).
+	ProbeBase time.Duration
+	// ProbeMax caps the delay between probes; at least ProbeBase. Defaults
+	// to [ProbeMaxDefault] (30 seconds).
+	ProbeMax time.Duration
 	// Failpoints injects faults at relay.after_claim, relay.after_publish and
 	// relay.before_mark_commit. Defaults to nil: none. The starter passes
 	// failpoints.FromEnv().
@@ -139,6 +162,9 @@ func (c *RelayConfig) setDefaults() error {
 	c.MarkDelay = cmp.Or(c.MarkDelay, MarkDelayDefault)
 	c.MarkBatchSize = cmp.Or(c.MarkBatchSize, MarkBatchSizeDefault)
 	c.GaugeInterval = cmp.Or(c.GaugeInterval, GaugeIntervalDefault)
+	c.BreakerThreshold = cmp.Or(c.BreakerThreshold, BreakerThresholdDefault)
+	c.ProbeBase = cmp.Or(c.ProbeBase, ProbeBaseDefault)
+	c.ProbeMax = cmp.Or(c.ProbeMax, max(ProbeMaxDefault, c.ProbeBase))
 	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return nil
 }
@@ -167,6 +193,13 @@ func (c *RelayConfig) validate() error {
 		return fmt.Errorf("outbox: RelayConfig.MarkDelay %s must not be negative (default %s)", c.MarkDelay, MarkDelayDefault)
 	case c.MarkBatchSize < 1:
 		return fmt.Errorf("outbox: RelayConfig.MarkBatchSize %d must be at least 1 (default %d)", c.MarkBatchSize, MarkBatchSizeDefault)
+	case c.Rate < 0:
+		return fmt.Errorf("outbox: RelayConfig.Rate %g must not be negative (0: no ceiling)", c.Rate)
+	case c.BreakerThreshold < 1:
+		return fmt.Errorf("outbox: RelayConfig.BreakerThreshold %d must be at least 1 (default %d)", c.BreakerThreshold, BreakerThresholdDefault)
+	case c.ProbeBase <= 0 || c.ProbeMax < c.ProbeBase:
+		return fmt.Errorf("outbox: RelayConfig.ProbeBase %s and ProbeMax %s must satisfy 0 < ProbeBase <= ProbeMax (defaults %s and %s)",
+			c.ProbeBase, c.ProbeMax, ProbeBaseDefault, ProbeMaxDefault)
 	case c.GaugeInterval < gaugeIntervalMin:
 		return fmt.Errorf("outbox: RelayConfig.GaugeInterval %s is too short; use at least %s (default %s)", c.GaugeInterval, gaugeIntervalMin, GaugeIntervalDefault)
 	}

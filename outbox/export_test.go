@@ -46,7 +46,7 @@ func (c RelayConfig) ValidateForTest() error {
 // caller's transaction, which the test commits or rolls back, so it can hold
 // a claim uncommitted.
 func (r *Relay) ClaimInTxForTest(ctx context.Context, tx pgx.Tx) ([]Event, error) {
-	batch, err := r.claimOn(ctx, tx, false, false)
+	batch, err := r.claimOn(ctx, tx, false, false, r.cfg.BatchSize)
 	var events []Event
 	for _, c := range batch {
 		events = append(events, c.Event)
@@ -110,3 +110,6 @@ func (c RelayConfig) WithDefaultsForTest() (RelayConfig, error) {
 	err := c.setDefaults()
 	return c, err
 }
+
+// ClassifyForTest says whose fault err is: "event", "sink" or "throttle".
+func ClassifyForTest(err error) string { return classify(err).String() }

@@ -18,6 +18,8 @@ type metrics struct {
 	pending       prometheus.Gauge
 	oldestAge     prometheus.Gauge
 	quarantined   prometheus.Gauge
+	sinkUp        prometheus.Gauge
+	throttled     prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -28,7 +30,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}),
 		publishErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "outbox_publish_errors_total",
-			Help: "Failed publish attempts (retried with backoff or quarantined).",
+			Help: "Failed publishes, whoever's fault: the event's (retried with backoff or quarantined) or the sink's (retried without counting an attempt).",
 		}),
 		expiredLeases: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "outbox_expired_leases_total",
@@ -51,6 +53,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "outbox_quarantined_events",
 			Help: "Quarantined events waiting for an operator (refreshed periodically).",
 		}),
+		sinkUp: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "outbox_sink_up",
+			Help: "1 while the relay's sink answers, 0 while its breaker is open (the relay probes the sink and claims nothing).",
+		}),
+		throttled: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "outbox_sink_throttled_total",
+			Help: "Publishes the sink refused for load (ResourceExhausted): retried later without counting an attempt, and the relay publishes fewer at once.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
@@ -70,7 +80,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		return g
 	}
 	m.published, m.publishErrors, m.expiredLeases = reg1(m.published), reg1(m.publishErrors), reg1(m.expiredLeases)
+	m.throttled = reg1(m.throttled)
 	m.pending, m.oldestAge, m.quarantined = regG(m.pending), regG(m.oldestAge), regG(m.quarantined)
+	m.sinkUp = regG(m.sinkUp)
 	if err == nil {
 		m.handoff, err = register(reg, m.handoff)
 	}

@@ -34,6 +34,11 @@ type Relay struct {
 	// failures) to an idle loop.
 	retryAts chan []time.Time
 	running  atomic.Bool
+	// sink is the breaker on the publisher's downstream, pace its
+	// throttle; a CDC relay's stream shares its sweeper's.
+	sink  *breaker
+	pace  *throttle
+	probe func(context.Context) error // nil: the publisher is no Prober
 	// sweep is set on the sweeper of a CDC relay (see cdc.go): its claims
 	// leave young events to the stream, and it does not LISTEN (every
 	// insert notifies, and the stream has those events).
@@ -69,7 +74,14 @@ func NewRelay(pool *pgxpool.Pool, pub Publisher, cfg RelayConfig) (*Relay, error
 		lc.RuntimeParams = map[string]string{}
 	}
 	lc.RuntimeParams["application_name"] = ListenerApplicationName(cfg.Owner)
+	var probe func(context.Context) error
+	if p, ok := pub.(Prober); ok {
+		probe = p.Probe
+	}
 	return &Relay{
+		sink:         newBreaker(&cfg, m.sinkUp),
+		pace:         newThrottle(&cfg, m.throttled),
+		probe:        probe,
 		pool:         pool,
 		pub:          pub,
 		cfg:          cfg,
@@ -123,30 +135,53 @@ func (r *Relay) Run(ctx context.Context) error {
 		wg.Go(func() { r.gaugeLoop(bg) })
 	}
 
+	// The pipeline's bookkeeping outlives a shutdown signal: what was
+	// published gets marked, what was not gets released.
+	bk := context.WithoutCancel(ctx)
+	p := r.startPipeline(ctx, bk)
+	defer p.stop()
+	// A claim waits for this much room, so that a busy relay claims in
+	// batches rather than one event at a time.
+	minClaim := max(1, min(r.cfg.BatchSize, r.cfg.MaxInFlight)/2)
+
 	var retries retryTimes
 	errors := 0
 	for ctx.Err() == nil {
+		if !r.sink.closed() && !r.sink.probeUntilClosed(ctx, r.probe, r.cfg.PublishTimeout) {
+			break // shutting down while the sink is away
+		}
+		retries.drain(r.retryAts)
+		room := p.room()
+		if room < minClaim {
+			select {
+			case <-ctx.Done():
+			case <-p.settled:
+			}
+			continue
+		}
 		claimedAt := time.Now()
-		n, retryAts, err := r.cycle(ctx, false)
+		want := min(room, r.cfg.BatchSize)
+		n, err := p.claim(ctx, bk, want)
 		if err != nil && ctx.Err() != nil {
 			break // shutting down
 		}
 		if err != nil {
 			errors++
 			delay := errorBackoff.Delay(errors)
-			r.cfg.Logger.Error("outbox relay: claim cycle failed; retrying", "owner", r.cfg.Owner, "retry_in", delay, "error", err)
+			r.cfg.Logger.Error("outbox relay: claim failed; retrying", "owner", r.cfg.Owner, "retry_in", delay, "error", err)
 			if !sleep(ctx, delay) {
 				break
 			}
 			continue
 		}
 		errors = 0
-		retries.add(retryAts)
 		retries.prune(claimedAt) // that claim saw every retry due before it began
-		if n > 0 {
-			continue // successors may have become claimable: claim again at once
+		if n == want {
+			continue // there may be more: claim again while these publish
 		}
-		// Idle: wait for a NOTIFY, the safety poll, or the next retry due.
+		// Idle, or all that is claimable is claimed: wait for a NOTIFY, a
+		// mark that may have made successors claimable, the safety poll, or
+		// the next retry due.
 		wait := r.cfg.PollInterval
 		if next, ok := retries.next(); ok {
 			wait = min(wait, max(time.Until(next), 0))
@@ -223,6 +258,18 @@ func (rt *retryTimes) prune(claimStart time.Time) {
 	rt.at = slices.DeleteFunc(rt.at, func(t time.Time) bool { return !t.After(claimStart) })
 }
 
+// drain adds the retry times waiting in ch without blocking.
+func (rt *retryTimes) drain(ch <-chan []time.Time) {
+	for {
+		select {
+		case ts := <-ch:
+			rt.add(ts)
+		default:
+			return
+		}
+	}
+}
+
 func (rt *retryTimes) next() (time.Time, bool) {
 	if len(rt.at) == 0 {
 		return time.Time{}, false
@@ -270,85 +317,43 @@ func (r *Relay) cycle(ctx context.Context, all bool) (int, []time.Time, error) {
 
 // process publishes a claimed batch with up to MaxInFlight calls at once and
 // records each outcome; acknowledgements are marked in batches as they come.
+// It is the backfill's way (a CDC relay's sweeper drains everything before
+// its stream starts); Run keeps its pipeline full across claims instead.
 func (r *Relay) process(ctx, bk context.Context, batch []claimed, l lease) []time.Time {
-	jobs := make(chan claimed, len(batch))
+	jobs := make(chan job, len(batch))
 	for _, c := range batch {
-		jobs <- c
+		jobs <- job{c: c, l: l}
 	}
 	close(jobs)
 	results := make(chan outcome, len(batch))
-	margin := r.cfg.Lease / 10
 	var wg sync.WaitGroup
 	for range min(r.cfg.MaxInFlight, len(batch)) {
 		wg.Go(func() {
-			for c := range jobs {
-				deadline, ok := l.publishDeadline(time.Now(), r.cfg.PublishTimeout, margin)
-				if ctx.Err() != nil || !ok {
-					results <- outcome{c: c, skipped: true}
-					continue
-				}
-				pctx, cancel := context.WithDeadline(bk, deadline)
-				err := r.publishOne(pctx, c)
-				cancel()
-				results <- outcome{c: c, err: err, acked: time.Now()}
+			for j := range jobs {
+				results <- r.attempt(ctx, bk, j)
 			}
 		})
 	}
-
-	var (
-		acks     []uuid.UUID
-		failures []failure
-		skipped  []uuid.UUID
-		timer    *time.Timer
-		timerC   <-chan time.Time
-	)
-	flushAcks := func() {
-		if timer != nil {
-			timer.Stop()
-			timer, timerC = nil, nil
-		}
-		r.flushAcks(bk, acks)
-		acks = acks[:0]
-	}
+	b := r.newBooks(bk)
+	var timerC <-chan time.Time
 	for range len(batch) {
-		var o outcome
 		select {
-		case o = <-results:
+		case o := <-results:
+			if b.add(o) {
+				b.flush()
+				timerC = nil
+			} else if timerC == nil {
+				timerC = time.After(r.cfg.MarkDelay)
+			}
 		case <-timerC:
-			flushAcks()
-			o = <-results
-		}
-		switch {
-		case o.skipped:
-			skipped = append(skipped, o.c.ID)
-		case o.err == nil:
-			if !o.c.Replay { // a replay's commit is long past: not a handoff
-				r.metrics.handoff.Observe(o.acked.Sub(o.c.OccurredAt).Seconds())
-			}
-			acks = append(acks, o.c.ID)
-			if len(acks) >= r.cfg.MarkBatchSize {
-				flushAcks()
-			} else if timer == nil {
-				timer = time.NewTimer(r.cfg.MarkDelay)
-				timerC = timer.C
-			}
-		default:
-			r.metrics.publishErrors.Inc()
-			failures = append(failures, failure{c: o.c, err: o.err, delay: r.backoff.Delay(o.c.attempt)})
+			b.flush()
+			timerC = nil
+			b.add(<-results)
 		}
 	}
 	wg.Wait()
-	flushAcks()
-	retryAts := r.flushFailures(bk, failures)
-	if len(skipped) > 0 {
-		rctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
-		defer cancel()
-		if _, err := r.release(rctx, skipped); err != nil {
-			r.cfg.Logger.Error("outbox relay: releasing unattempted claims failed; they return when their lease expires",
-				"owner", r.cfg.Owner, "events", len(skipped), "error", err)
-		}
-	}
-	return retryAts
+	b.flush()
+	return b.retryAts
 }
 
 func (r *Relay) flushAcks(bk context.Context, acks []uuid.UUID) {

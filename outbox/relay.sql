@@ -162,6 +162,25 @@ WHERE o.event_id = f.event_id
   AND o.published_at IS NULL
 RETURNING o.event_id, o.quarantined_at IS NOT NULL AS quarantined;
 
+-- name: RelaySinkRelease :many
+-- Gives back claims of @owner whose publish failed for the sink's fault
+-- (unreachable, throttled, cut by the relay's deadline or shutdown; see
+-- fault.go), per event (parallel arrays) with its error and a delay in
+-- milliseconds: the attempt counted at claim is returned, so an outage never
+-- uses up an event's OUTFLOW_MAX_ATTEMPTS, and the error is kept in
+-- last_error for the operator. Returns the events it changed.
+UPDATE outbox_events o
+SET last_error    = left(f.err, 1000),
+    available_at  = now() + f.delay_ms * interval '1 millisecond',
+    attempt_count = greatest(o.attempt_count - 1, 0),
+    claimed_by    = NULL,
+    claim_until   = NULL
+FROM unnest(@event_ids::uuid[], @errors::text[], @delays_ms::bigint[]) AS f(event_id, err, delay_ms)
+WHERE o.event_id = f.event_id
+  AND o.claimed_by = @owner
+  AND o.published_at IS NULL
+RETURNING o.event_id;
+
 -- name: RelayRelease :execrows
 -- Gives back claims of @owner that were never attempted (the relay is
 -- shutting down, or the lease ran too short to start a publish): the attempt

@@ -191,6 +191,7 @@ var (
 	qRelayMark        = newStmt[relayEventsArgs, uuid.UUID]("RelayMark")
 	qRelayFail        = newStmt[relayFailArgs, failRow]("RelayFail")
 	qRelayRelease     = newStmt[relayEventsArgs, noRows]("RelayRelease")
+	qRelaySinkRelease = newStmt[relaySinkReleaseArgs, uuid.UUID]("RelaySinkRelease")
 	qRelayListen      = newStmt[noArgs, noRows]("RelayListen")
 	qRelayGauges      = newStmt[noArgs, gaugesRow]("RelayGauges")
 )
@@ -255,6 +256,15 @@ type relayFailArgs struct {
 	DelaysMS    []int64     `db:"delays_ms"`
 	Permanent   []bool      `db:"permanent"`
 	MaxAttempts int         `db:"max_attempts"`
+}
+
+// relaySinkReleaseArgs are publishes that failed for the sink's fault, one
+// element of each array per event.
+type relaySinkReleaseArgs struct {
+	Owner    string      `db:"owner"`
+	EventIDs []uuid.UUID `db:"event_ids"`
+	Errors   []string    `db:"errors"`
+	DelaysMS []int64     `db:"delays_ms"`
 }
 
 type failRow struct {

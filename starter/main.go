@@ -19,7 +19,11 @@
 //	OUTFLOW_CDC_SLOT         The cdc source's replication slot; default outflow_outbox.
 //	OUTFLOW_CDC_GRACE        How long the cdc source's polling sweeper leaves a new event to the
 //	                         stream; default 10s.
-//	OUTFLOW_MAX_ATTEMPTS     Attempts before a failing event is quarantined; default 20.
+//	OUTFLOW_MAX_ATTEMPTS     Attempts before a failing event is quarantined; default 20. A publish
+//	                         that fails for Temporal's fault (unreachable, Unavailable, throttled, ...)
+//	                         counts no attempt: the relay stops claiming and probes Temporal instead.
+//	OUTFLOW_RELAY_RATE       The most workflow starts a second (e.g. under a Temporal Cloud
+//	                         namespace's quota); default none. Throttled starts slow the relay anyway.
 //	OUTFLOW_FAILPOINTS       Fault injection, e.g. "relay.after_publish=crash" (see package failpoints);
 //	                         a malformed value stops the process at start.
 //	METRICS_ADDR             Serve Prometheus /metrics on this address (e.g. 127.0.0.1:9102); off when unset.
@@ -63,6 +67,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
+	"google.golang.org/grpc"
 
 	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/internal/database"
@@ -120,6 +125,10 @@ func run(logger *slog.Logger, env *service.Env) error {
 		return err
 	}
 	topts.Logger = tlog.NewStructuredLogger(logger.With("component", "temporal-client"))
+	// The SDK retries throttled starts itself; this tells the relay of each,
+	// so that it slows down (outbox_sink_throttled_total).
+	topts.ConnectionOptions.DialOptions = append(topts.ConnectionOptions.DialOptions,
+		grpc.WithChainUnaryInterceptor(temporalpub.ThrottleInterceptor()))
 	// Lazy: the relay starts while Temporal is unreachable and backs off.
 	tc, err := client.NewLazyClient(topts)
 	if err != nil {
@@ -221,6 +230,7 @@ func run(logger *slog.Logger, env *service.Env) error {
 // outbox.RelayConfig default.
 func configFromEnv(env *service.Env) outbox.RelayConfig {
 	return outbox.RelayConfig{
+		Rate:         env.PositiveFloat("OUTFLOW_RELAY_RATE", 0),
 		MaxAttempts:  env.PositiveInt("OUTFLOW_MAX_ATTEMPTS", 0),
 		BatchSize:    env.PositiveInt("OUTFLOW_RELAY_BATCH", 0),
 		MaxInFlight:  env.PositiveInt("OUTFLOW_RELAY_IN_FLIGHT", 0),

@@ -146,6 +146,9 @@ type Stack struct {
 	// Slot is the cdc starters' replication slot (slots are server-wide, so
 	// each stack has its own).
 	Slot string
+	// ExtraEnv are more VAR=value settings for every process the stack
+	// starts after they are set (later settings win).
+	ExtraEnv []string
 
 	mu    sync.Mutex
 	procs map[string]*Process
@@ -283,7 +286,7 @@ func (s *Stack) binary(kind string) string {
 
 // processEnv is the environment of the stack's processes.
 func (s *Stack) processEnv(failpoints string) []string {
-	return []string{
+	env := []string{
 		"DATABASE_URL=" + s.DatabaseURL,
 		"TEMPORAL_ADDRESS=" + s.Env.Temporal.Address(),
 		"TEMPORAL_NAMESPACE=default",
@@ -303,6 +306,7 @@ func (s *Stack) processEnv(failpoints string) []string {
 		// The cdc sweeper takes what the stream left after this.
 		"OUTFLOW_CDC_GRACE=3s",
 	}
+	return append(env, s.ExtraEnv...)
 }
 
 // Proc returns the current process of that name.

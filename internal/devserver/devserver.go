@@ -26,10 +26,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -62,6 +64,10 @@ type Options struct {
 	// this process's stderr (shown by `go test` only for failing packages
 	// or with -v).
 	Output io.Writer
+	// DynamicConfig sets dynamic config keys of the server
+	// (--dynamic-config-value KEY=VALUE, the value in YAML), e.g.
+	// "frontend.namespaceRPS": "20" to throttle the namespace. Optional.
+	DynamicConfig map[string]string
 }
 
 // Server is a running dev server.
@@ -113,6 +119,15 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		out = os.Stderr
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	extra := []string{
+		"--search-attribute", handoff.SearchAttributeOrderID + "=Keyword",
+		// WAL roughly doubles the start rate of workflows on SQLite.
+		"--sqlite-pragma", "journal_mode=WAL",
+		"--sqlite-pragma", "synchronous=NORMAL",
+	}
+	for _, k := range slices.Sorted(maps.Keys(opts.DynamicConfig)) {
+		extra = append(extra, "--dynamic-config-value", k+"="+opts.DynamicConfig[k])
+	}
 	srv, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
 		ExistingPath: cli,
 		ClientOptions: &client.Options{
@@ -121,12 +136,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 		},
 		DBFilename: opts.DBFile,
 		LogLevel:   level,
-		ExtraArgs: []string{
-			"--search-attribute", handoff.SearchAttributeOrderID + "=Keyword",
-			// WAL roughly doubles the start rate of workflows on SQLite.
-			"--sqlite-pragma", "journal_mode=WAL",
-			"--sqlite-pragma", "synchronous=NORMAL",
-		},
+		ExtraArgs:  extra,
 		// EnableUI false makes StartDevServer pass --headless.
 		Stdout: out,
 		Stderr: out,

@@ -3,6 +3,7 @@ package service
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 )
@@ -59,6 +60,21 @@ func (e *Env) PositiveInt(name string, def int) int {
 		return def
 	}
 	return n
+}
+
+// PositiveFloat returns the variable as a number above 0, or def when it is
+// unset.
+func (e *Env) PositiveFloat(name string, def float64) float64 {
+	v := e.getenv(name)
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(f > 0) || math.IsInf(f, 0) {
+		e.errs = append(e.errs, fmt.Errorf("%s=%q: want a positive number", name, v))
+		return def
+	}
+	return f
 }
 
 // Fail records a problem found while reading the environment.

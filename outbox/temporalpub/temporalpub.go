@@ -16,6 +16,9 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/outbox"
@@ -78,7 +81,10 @@ type Publisher struct {
 	now       func() time.Time
 }
 
-var _ outbox.Publisher = (*Publisher)(nil)
+var (
+	_ outbox.Publisher = (*Publisher)(nil)
+	_ outbox.Prober    = (*Publisher)(nil)
+)
 
 // New returns a publisher that starts workflows through c.
 func New(c client.Client, cfg Config) (*Publisher, error) {
@@ -186,7 +192,7 @@ func (p *Publisher) Publish(ctx context.Context, e outbox.Event) error {
 	}
 	delivery, ok, err := p.delivery(ctx, e)
 	if err != nil {
-		return err
+		return whoseFault(err)
 	}
 	if !ok {
 		return nil // acknowledged: the event stays as published as it was
@@ -230,7 +236,72 @@ func (p *Publisher) Publish(ctx context.Context, e outbox.Event) error {
 			"aggregate_id", e.AggregateID, "replay", e.Replay)
 		return nil
 	}
-	return fmt.Errorf("temporalpub: start %s for event %s: %w", route.Workflow, e.ID, err)
+	return whoseFault(fmt.Errorf("temporalpub: start %s for event %s: %w", route.Workflow, e.ID, err))
+}
+
+// whoseFault classifies a failed start for the relay (outbox's fault.go) by
+// Temporal's status code:
+//
+//   - ResourceExhausted (a namespace's rate quota, a busy history shard):
+//     [outbox.Throttled]; the relay slows down and counts no attempt.
+//   - Unavailable, DeadlineExceeded, Internal, Canceled, Aborted,
+//     Unauthenticated, PermissionDenied (an expired certificate or API key),
+//     and an unknown, inactive or unavailable namespace (a configuration
+//     mistake after a deploy): [outbox.SinkUnavailable]; no attempt is
+//     counted, and the relay's breaker opens when they keep coming.
+//   - Everything else stays the event's: InvalidArgument for this start
+//     (a memo or search attribute Temporal refuses), and errors that are no
+//     service error at all (a payload the data converter cannot encode).
+//     Its attempts count, with backoff and quarantine.
+func whoseFault(err error) error {
+	var (
+		nsNotFound    *serviceerror.NamespaceNotFound
+		nsNotActive   *serviceerror.NamespaceNotActive
+		nsUnavailable *serviceerror.NamespaceUnavailable
+		nsInvalid     *serviceerror.NamespaceInvalidState
+	)
+	switch {
+	case errors.As(err, &nsNotFound), errors.As(err, &nsNotActive), errors.As(err, &nsUnavailable), errors.As(err, &nsInvalid):
+		return outbox.SinkUnavailable(err)
+	}
+	// ToStatus reads the code of a service error anywhere in err's chain,
+	// and of a context's end; anything else is Unknown.
+	switch serviceerror.ToStatus(err).Code() {
+	case codes.ResourceExhausted:
+		return outbox.Throttled(err)
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Internal, codes.Canceled, codes.Aborted,
+		codes.Unauthenticated, codes.PermissionDenied:
+		return outbox.SinkUnavailable(err)
+	}
+	return err
+}
+
+// ThrottleInterceptor is a gRPC client interceptor for the Temporal client a
+// Publisher starts workflows through (client.Options.ConnectionOptions.
+// DialOptions, with grpc.WithChainUnaryInterceptor). The SDK retries a
+// request Temporal throttled (ResourceExhausted) inside the call until its
+// deadline, so the relay would only see a slow start; this interceptor runs
+// inside the SDK's retries and reports each throttled attempt to the relay
+// ([outbox.ReportThrottle]), which then publishes fewer at once and counts
+// it in outbox_sink_throttled_total. Calls outside a relay's Publish are
+// not affected.
+func ThrottleInterceptor() grpc.UnaryClientInterceptor {
+	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+		err := invoker(ctx, method, req, reply, cc, opts...)
+		if status.Code(err) == codes.ResourceExhausted {
+			outbox.ReportThrottle(ctx)
+		}
+		return err
+	}
+}
+
+// Probe asks Temporal for the namespace's description, the cheapest call
+// that tells whether the relay's starts can be answered: while the relay's
+// breaker is open it probes with this ([outbox.Prober]) instead of
+// publishing.
+func (p *Publisher) Probe(ctx context.Context) error {
+	_, err := NamespaceRetention(ctx, p.client, p.retention.namespace)
+	return err
 }
 
 // permanentUnlessStarted returns err as permanent (the relay quarantines the
@@ -254,7 +325,8 @@ func (p *Publisher) permanentUnlessStarted(ctx context.Context, e outbox.Event, 
 	case errors.As(derr, &notFound):
 		return outbox.Permanent(err)
 	default:
-		return fmt.Errorf("%w (and whether its workflow already exists is unknown: %v)", err, derr)
+		// Temporal could not say: the sink's fault until it can.
+		return whoseFault(fmt.Errorf("%w (and whether its workflow already exists is unknown: %w)", err, derr))
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
+	"google.golang.org/grpc"
 
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/devserver"
@@ -241,9 +242,14 @@ func TestFourRelaysKeepOneLanePerOrder(t *testing.T) {
 	countOn(t, tq, len(events))
 }
 
-// TestTemporalUnavailable: Temporal is down while events are committed; the
-// relay backs off and records the errors, loses nothing, and catches up when
-// the server comes back on the same state and port.
+// TestTemporalUnavailable: Temporal is down while events are committed, for
+// longer than the whole backoff schedule of a small MaxAttempts. The starts
+// fail for the sink's fault: the relay's breaker opens (outbox_sink_up 0),
+// no attempt is counted and nothing is quarantined, the errors are recorded;
+// it probes the namespace until the server comes back on the same state and
+// port, then catches up. An unroutable event committed meanwhile is
+// quarantined once Temporal can say that no workflow of it exists: its own
+// fault.
 func TestTemporalUnavailable(t *testing.T) {
 	t.Parallel()
 	pool, _ := testdb.New(t)
@@ -262,9 +268,14 @@ func TestTemporalUnavailable(t *testing.T) {
 	for range 10 {
 		events = append(events, enqueue(t, pool, orderCreated(t, uuid.NewString()))...)
 	}
+	poisonEvent, err := outbox.NewEvent(orders.AggregateType, uuid.NewString(), "OrderTeleported", 1, map[string]string{})
+	require.NoError(t, err)
+	poison := enqueue(t, pool, poisonEvent)[0]
+	reg := prometheus.NewRegistry()
 	r, err := outbox.NewRelay(pool, newPublisher(t, c, temporalpub.Config{TaskQueue: tq}), outbox.RelayConfig{
-		Logger: quietLogger(), Lease: 5 * time.Second, PublishTimeout: time.Second,
-		RetryBase: 200 * time.Millisecond, RetryMax: time.Second, PollInterval: 200 * time.Millisecond,
+		Logger: quietLogger(), Lease: 5 * time.Second, PublishTimeout: time.Second, Registerer: reg,
+		MaxAttempts: 2, RetryBase: 20 * time.Millisecond, RetryMax: 50 * time.Millisecond, PollInterval: 200 * time.Millisecond,
+		BreakerThreshold: 3, ProbeBase: 50 * time.Millisecond, ProbeMax: 200 * time.Millisecond,
 	})
 	require.NoError(t, err)
 	runRelay(t, r)
@@ -275,14 +286,23 @@ func TestTemporalUnavailable(t *testing.T) {
 		ids[i] = e.ID
 	}
 	require.Eventually(t, func() bool {
-		var backedOff int
+		up, err := gauge(reg, "outbox_sink_up")
+		return err == nil && up == 0
+	}, time.Minute, 50*time.Millisecond, "the breaker opens while Temporal is down")
+	// The whole backoff schedule of two attempts is well under a second.
+	require.Eventually(t, func() bool {
+		var failed int
 		err := pool.QueryRow(ctx, `SELECT count(*) FROM outbox_events
-			WHERE event_id = ANY($1) AND attempt_count >= 2 AND last_error IS NOT NULL AND published_at IS NULL AND quarantined_at IS NULL`, ids).
-			Scan(&backedOff)
-		return err == nil && backedOff == len(ids)
-	}, time.Minute, 50*time.Millisecond, "every event retried with its error recorded while Temporal is down")
+			WHERE event_id = ANY($1) AND last_error LIKE '%no attempt counted%' AND published_at IS NULL`, ids).Scan(&failed)
+		return err == nil && failed > 0
+	}, time.Minute, 50*time.Millisecond, "the sink's faults are recorded")
+	var used, quarantined int
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE attempt_count > 0 AND claim_until IS NULL),
+		count(*) FILTER (WHERE quarantined_at IS NOT NULL) FROM outbox_events`).Scan(&used, &quarantined))
+	require.Zero(t, used, "attempts used up by Temporal's outage")
+	require.Zero(t, quarantined, "events quarantined for Temporal's outage")
 	var lastError string
-	require.NoError(t, pool.QueryRow(ctx, `SELECT last_error FROM outbox_events WHERE event_id = $1`, ids[0]).Scan(&lastError))
+	require.NoError(t, pool.QueryRow(ctx, `SELECT last_error FROM outbox_events WHERE last_error IS NOT NULL LIMIT 1`).Scan(&lastError))
 	t.Logf("while down: %s", lastError)
 
 	srv = devserver.Start(t, devserver.Options{DBFile: dbFile, Port: port})
@@ -291,6 +311,57 @@ func TestTemporalUnavailable(t *testing.T) {
 	for _, e := range events {
 		_, err := srv.Client().DescribeWorkflow(ctx, e.ID.String(), "")
 		require.NoError(t, err)
+	}
+	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE quarantined_at IS NOT NULL) FROM outbox_events
+		WHERE event_id = ANY($1)`, ids).Scan(&quarantined))
+	require.Zero(t, quarantined)
+	require.Eventually(t, func() bool {
+		var q bool
+		err := pool.QueryRow(ctx, `SELECT quarantined_at IS NOT NULL FROM outbox_events WHERE event_id = $1`, poison.ID).Scan(&q)
+		return err == nil && q
+	}, time.Minute, 100*time.Millisecond, "the unroutable event is quarantined after recovery: its own fault")
+	up, err := gauge(reg, "outbox_sink_up")
+	require.NoError(t, err)
+	require.Equal(t, 1.0, up)
+}
+
+// gauge reads one unlabelled gauge of reg.
+func gauge(reg *prometheus.Registry, name string) (float64, error) {
+	families, err := reg.Gather()
+	if err != nil {
+		return 0, err
+	}
+	for _, f := range families {
+		if f.GetName() == name {
+			return f.GetMetric()[0].GetGauge().GetValue(), nil
+		}
+	}
+	return 0, fmt.Errorf("no metric %s", name)
+}
+
+// TestWhoseFaultByStatusCode: how a failed start is classified for the
+// relay (the table in whoseFault's comment).
+func TestWhoseFaultByStatusCode(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		err       error
+		sink      bool
+		throttled bool
+	}{
+		{serviceerror.NewUnavailable("connection refused"), true, false},
+		{serviceerror.NewDeadlineExceeded("deadline"), true, false},
+		{serviceerror.NewInternal("shard"), true, false},
+		{serviceerror.NewPermissionDenied("expired certificate", ""), true, false},
+		{serviceerror.NewNamespaceNotFound("orders"), true, false},
+		{serviceerror.NewResourceExhausted(enumspb.RESOURCE_EXHAUSTED_CAUSE_RPS_LIMIT, "namespace rps"), true, true},
+		{context.DeadlineExceeded, true, false},
+		{serviceerror.NewInvalidArgument("memo too large"), false, false},
+		{errors.New("payload codec: no key"), false, false},
+	} {
+		err := temporalpub.WhoseFaultForTest(fmt.Errorf("temporalpub: start: %w", c.err))
+		require.Equal(t, c.sink, errors.Is(err, outbox.ErrSinkUnavailable), "%v", c.err)
+		require.Equal(t, c.throttled, errors.Is(err, outbox.ErrThrottled), "%v", c.err)
+		require.ErrorIs(t, err, c.err, "the chain is kept")
 	}
 }
 
@@ -338,4 +409,54 @@ func gatheredValue(t *testing.T, reg *prometheus.Registry, name string) float64 
 	}
 	t.Fatalf("no metric %s", name)
 	return 0
+}
+
+// TestThrottledNamespace: a dev server whose namespace accepts 20 requests a
+// second (frontend.namespaceRPS) and a backlog of 150 orders with
+// MaxAttempts 1, so that one counted failure would quarantine an event.
+// Temporal answers ResourceExhausted beyond its limit; the relay slows down
+// and counts no attempt: every event is published, none quarantined, and
+// the throttles are counted. The rate reached is logged beside the limit.
+func TestThrottledNamespace(t *testing.T) {
+	t.Parallel()
+	const limit = 20
+	pool, _ := testdb.New(t)
+	srv := devserver.Start(t, devserver.Options{DynamicConfig: map[string]string{"frontend.namespaceRPS": fmt.Sprint(limit)}})
+	tq := taskQueue(t)
+	var events []outbox.Event
+	for range 150 {
+		events = append(events, enqueue(t, pool, orderCreated(t, uuid.NewString()))...)
+	}
+	// The starter's client: the SDK retries throttled requests itself, and
+	// the interceptor tells the relay of each.
+	c, err := client.Dial(client.Options{HostPort: srv.Address(), Logger: log.NewStructuredLogger(quietLogger()),
+		ConnectionOptions: client.ConnectionOptions{DialOptions: []grpc.DialOption{
+			grpc.WithChainUnaryInterceptor(temporalpub.ThrottleInterceptor())}}})
+	require.NoError(t, err)
+	defer c.Close()
+	reg := prometheus.NewRegistry()
+	r, err := outbox.NewRelay(pool, newPublisher(t, c, temporalpub.Config{TaskQueue: tq}), outbox.RelayConfig{
+		Logger: quietLogger(), Registerer: reg, MaxAttempts: 1, MaxInFlight: 16, PollInterval: 100 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	start := time.Now()
+	runRelay(t, r)
+	require.Eventually(t, func() bool { return allPublished(pool, events) }, 3*time.Minute, 100*time.Millisecond,
+		"every event published under the namespace's limit")
+	took := time.Since(start)
+	var quarantined int
+	require.NoError(t, pool.QueryRow(context.Background(),
+		`SELECT count(*) FROM outbox_events WHERE quarantined_at IS NOT NULL`).Scan(&quarantined))
+	require.Zero(t, quarantined, "a throttle quarantined events")
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	var throttled float64
+	for _, f := range families {
+		if f.GetName() == "outbox_sink_throttled_total" {
+			throttled = f.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	require.Positive(t, throttled, "Temporal throttled the relay")
+	t.Logf("%d starts in %s: %.1f/s against a namespace limit of %d requests/s; %v throttled publishes",
+		len(events), took.Round(time.Millisecond), float64(len(events))/took.Seconds(), limit, throttled)
 }

@@ -1,0 +1,105 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+)
+
+// Whose fault a failed publish is decides what it costs the event.
+//
+//   - The event's own ([ErrPermanent], or any error the publisher does not
+//     classify): the event's attempt counts toward MaxAttempts (backoff,
+//     then quarantine; at once when permanent). No route for its type, a
+//     payload its workflow rejects, Temporal's InvalidArgument for this
+//     start.
+//   - The sink's ([ErrSinkUnavailable]): the downstream could not be asked
+//     or did not answer — unreachable, Unavailable, DeadlineExceeded,
+//     Internal, an unknown namespace or a refused credential, a publish cut
+//     by the relay's own deadline or shutdown. The attempt is given back,
+//     and enough of them in a row open the relay's breaker ([breaker]): an
+//     outage is never the event's fault, however long it lasts.
+//   - A throttle ([ErrThrottled]): the sink refused for load
+//     (ResourceExhausted, a namespace's rate quota). A sink fault that also
+//     slows the relay down ([throttle]).
+var (
+	// ErrSinkUnavailable marks a publish error that is the sink's fault,
+	// not the event's: the relay gives the attempt back and retries the
+	// event once the sink answers. Test for it with errors.Is.
+	ErrSinkUnavailable = errors.New("outbox: the sink is unavailable")
+	// ErrThrottled marks a publish the sink refused for load: a sink fault
+	// that also makes the relay publish more slowly. errors.Is(err,
+	// ErrSinkUnavailable) holds for it too.
+	ErrThrottled = errors.New("outbox: the sink throttled the publish")
+)
+
+// SinkUnavailable wraps err so that errors.Is(err, ErrSinkUnavailable)
+// holds, keeping err's message and chain. A Publisher returns it when its
+// downstream cannot take any event now.
+func SinkUnavailable(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w", ErrSinkUnavailable, err)
+}
+
+// Throttled wraps err so that errors.Is(err, ErrThrottled) and
+// errors.Is(err, ErrSinkUnavailable) hold. A Publisher returns it when its
+// downstream refused for load.
+func Throttled(err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("%w: %w: %w", ErrThrottled, ErrSinkUnavailable, err)
+}
+
+// fault is whose fault a publish error is.
+type fault int
+
+const (
+	faultEvent fault = iota
+	faultSink
+	faultThrottle
+)
+
+func (f fault) String() string {
+	switch f {
+	case faultSink:
+		return "sink"
+	case faultThrottle:
+		return "throttle"
+	}
+	return "event"
+}
+
+// classify says whose fault err is. A publisher's own classification wins
+// (ErrPermanent, ErrThrottled, ErrSinkUnavailable); an error it left
+// unclassified is the sink's when it is a context's end (the relay's
+// publish deadline, or its shutdown) or a network error, else the event's.
+func classify(err error) fault {
+	var netErr net.Error
+	switch {
+	case errors.Is(err, ErrPermanent):
+		return faultEvent
+	case errors.Is(err, ErrThrottled):
+		return faultThrottle
+	case errors.Is(err, ErrSinkUnavailable),
+		errors.Is(err, context.DeadlineExceeded),
+		errors.Is(err, context.Canceled),
+		errors.As(err, &netErr):
+		return faultSink
+	}
+	return faultEvent
+}
+
+// Prober is implemented by a Publisher that can tell whether its downstream
+// answers without publishing anything (temporalpub describes its
+// namespace). While the relay's breaker is open it probes with backoff, and
+// claims again once a probe succeeds. A Publisher without it is probed by
+// publishing: the relay claims again after each backoff, and the breaker
+// opens again after BreakerThreshold more sink faults, which cost no
+// attempts.
+type Prober interface {
+	Probe(ctx context.Context) error
+}

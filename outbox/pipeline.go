@@ -1,0 +1,242 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/outflow/outflow/failpoints"
+)
+
+// The relay's pipeline: Run claims the next events while earlier publishes
+// are still in flight, so the publisher is never idle between claims. A
+// claim takes at most the room left (claimed events not yet settled stay
+// under twice MaxInFlight: up to MaxInFlight publishing and as many queued,
+// so a queued event starts long before its lease runs short), MaxInFlight
+// workers publish, and one bookkeeper marks the acknowledgements, records
+// the failures and releases what was never attempted in batches across
+// claims. Per event nothing changes: claimed with a lease, published within
+// it, marked fenced by the owner; an aggregate's next event is claimable
+// only once its predecessor is marked, which wakes the claimer.
+
+// job is one claimed event and its claim's lease.
+type job struct {
+	c claimed
+	l lease
+}
+
+// attempt publishes j's event, or returns it unattempted (skipped): the
+// relay is shutting down, its sink's breaker is open, or too little of the
+// lease is left for a whole publish, also after waiting for the throttle.
+func (r *Relay) attempt(ctx, bk context.Context, j job) outcome {
+	if ctx.Err() != nil || !r.sink.closed() || r.pace.acquire(ctx) != nil {
+		return outcome{c: j.c, skipped: true}
+	}
+	call := &publishCall{}
+	deadline, ok := j.l.publishDeadline(time.Now(), r.cfg.PublishTimeout, r.cfg.Lease/10)
+	if !ok {
+		r.pace.done(faultEvent, false, call)
+		return outcome{c: j.c, skipped: true}
+	}
+	pctx, cancel := context.WithDeadline(withCall(bk, call), deadline)
+	err := r.publishOne(pctx, j.c)
+	cancel()
+	r.pace.done(classify(err), err == nil, call)
+	return outcome{c: j.c, err: err, acked: time.Now()}
+}
+
+// books collects outcomes and writes them in batches: marks, failure
+// records (the event's fault), releases with the attempt given back (the
+// sink's fault) and releases of what was never attempted.
+type books struct {
+	r          *Relay
+	bk         context.Context
+	acks       []uuid.UUID
+	failures   []failure
+	sinkFaults []failure
+	skipped    []uuid.UUID
+	pending    int
+	// retryAts are the retry times of every failure written so far.
+	retryAts []time.Time
+}
+
+func (r *Relay) newBooks(bk context.Context) *books { return &books{r: r, bk: bk} }
+
+// add books one outcome and reports whether enough acknowledgements wait
+// for a mark now (MarkBatchSize).
+func (b *books) add(o outcome) bool {
+	r := b.r
+	b.pending++
+	switch {
+	case o.skipped:
+		b.skipped = append(b.skipped, o.c.ID)
+	case o.err == nil:
+		r.sink.acked()
+		if !o.c.Replay { // a replay's commit is long past: not a handoff
+			r.metrics.handoff.Observe(o.acked.Sub(o.c.OccurredAt).Seconds())
+		}
+		b.acks = append(b.acks, o.c.ID)
+	default:
+		r.metrics.publishErrors.Inc()
+		switch f := classify(o.err); f {
+		case faultEvent:
+			b.failures = append(b.failures, failure{c: o.c, err: o.err, delay: r.backoff.Delay(o.c.attempt)})
+		default:
+			if f == faultSink {
+				r.sink.sinkFault(o.err)
+			}
+			b.sinkFaults = append(b.sinkFaults, r.sinkFailure(o.c, o.err, f))
+		}
+	}
+	return len(b.acks) >= r.cfg.MarkBatchSize
+}
+
+// flush writes what was booked since the last flush and returns how many
+// outcomes that settled and whether any event was marked.
+func (b *books) flush() (settled int, marked bool) {
+	r := b.r
+	marked = len(b.acks) > 0
+	r.flushAcks(b.bk, b.acks)
+	b.retryAts = append(b.retryAts, r.flushFailures(b.bk, b.failures)...)
+	b.retryAts = append(b.retryAts, r.releaseSinkFaults(b.bk, r.cfg.Owner, b.sinkFaults)...)
+	if len(b.skipped) > 0 {
+		rctx, cancel := context.WithTimeout(b.bk, bookkeepingTimeout)
+		if _, err := r.release(rctx, b.skipped); err != nil {
+			r.cfg.Logger.Error("outbox relay: releasing unattempted claims failed; they return when their lease expires",
+				"owner", r.cfg.Owner, "events", len(b.skipped), "error", err)
+		}
+		cancel()
+	}
+	settled = b.pending
+	b.acks, b.failures, b.sinkFaults, b.skipped, b.pending = b.acks[:0], nil, nil, b.skipped[:0], 0
+	return settled, marked
+}
+
+// pipeline is Run's moving parts besides the claimer: the workers and the
+// bookkeeper, and the count of claimed events not yet settled.
+type pipeline struct {
+	r       *Relay
+	jobs    chan job
+	results chan outcome
+	workers sync.WaitGroup
+	books   sync.WaitGroup
+
+	mu      sync.Mutex
+	open    int
+	settled chan struct{} // a wake-up (capacity one) when events settle
+}
+
+func (r *Relay) startPipeline(ctx, bk context.Context) *pipeline {
+	p := &pipeline{
+		r:       r,
+		jobs:    make(chan job, 2*r.cfg.MaxInFlight),
+		results: make(chan outcome, 2*r.cfg.MaxInFlight),
+		settled: make(chan struct{}, 1),
+	}
+	for range r.cfg.MaxInFlight {
+		p.workers.Go(func() {
+			for j := range p.jobs {
+				p.results <- r.attempt(ctx, bk, j)
+			}
+		})
+	}
+	p.books.Go(func() { p.keepBooks(bk) })
+	return p
+}
+
+// room is how many events a claim may take now.
+func (p *pipeline) room() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return 2*p.r.cfg.MaxInFlight - p.open
+}
+
+// claim claims at most n events and queues them for the workers. It returns
+// how many it claimed.
+func (p *pipeline) claim(ctx, bk context.Context, n int) (int, error) {
+	r := p.r
+	cctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
+	batch, l, err := r.claimN(cctx, false, n)
+	cancel()
+	if err != nil || len(batch) == 0 {
+		return 0, err
+	}
+	if err := r.cfg.Failpoints.Inject(ctx, failpoints.RelayAfterClaim); err != nil {
+		ids := make([]uuid.UUID, len(batch))
+		for i, c := range batch {
+			ids[i] = c.ID
+		}
+		rctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
+		defer cancel()
+		if _, rerr := r.release(rctx, ids); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+		return 0, fmt.Errorf("outbox: after claim: %w", err)
+	}
+	p.mu.Lock()
+	p.open += len(batch)
+	p.mu.Unlock()
+	for _, c := range batch {
+		p.jobs <- job{c: c, l: l} // room() keeps the queue within its capacity
+	}
+	return len(batch), nil
+}
+
+// keepBooks books every outcome, flushing at MarkBatchSize acknowledgements
+// or MarkDelay after the first unflushed outcome, and tells the claimer:
+// room freed up, and a mark may have made successors claimable.
+func (p *pipeline) keepBooks(bk context.Context) {
+	b := p.r.newBooks(bk)
+	var timerC <-chan time.Time
+	flush := func() {
+		timerC = nil
+		n, marked := b.flush()
+		if n == 0 {
+			return
+		}
+		p.mu.Lock()
+		p.open -= n
+		p.mu.Unlock()
+		select {
+		case p.settled <- struct{}{}:
+		default:
+		}
+		if marked {
+			p.r.wakeUp()
+		}
+		if len(b.retryAts) > 0 {
+			p.r.wakeAt(b.retryAts)
+			b.retryAts = nil
+		}
+	}
+	for {
+		select {
+		case o, ok := <-p.results:
+			if !ok {
+				flush()
+				return
+			}
+			if b.add(o) {
+				flush()
+			} else if timerC == nil {
+				timerC = time.After(p.r.cfg.MarkDelay)
+			}
+		case <-timerC:
+			flush()
+		}
+	}
+}
+
+// stop lets the queued and in-flight events finish (the workers return the
+// queued ones unattempted once Run's context ended) and their outcomes be
+// written.
+func (p *pipeline) stop() {
+	close(p.jobs)
+	p.workers.Wait()
+	close(p.results)
+	p.books.Wait()
+}

@@ -1,0 +1,263 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/outbox"
+)
+
+// sink is a publisher over a downstream that can be down: while down every
+// publish fails for the sink's fault (as temporalpub reports Temporal's
+// Unavailable) and Probe fails; while up it answers with answer (nil:
+// acknowledge). A relay probes it only when probing is set.
+type sink struct {
+	down    atomic.Bool
+	probing bool
+	probes  atomic.Int64
+	answer  func(e outbox.Event) error
+	lanes   *laneChecker
+	mu      sync.Mutex
+	acked   map[uuid.UUID]int
+}
+
+func newSink(probing bool, answer func(e outbox.Event) error) *sink {
+	return &sink{probing: probing, answer: answer, lanes: newLaneChecker(), acked: map[uuid.UUID]int{}}
+}
+
+var errUnreachable = errors.New("connection refused")
+
+func (s *sink) Publish(ctx context.Context, e outbox.Event) error {
+	s.lanes.enter(e)
+	var err error
+	switch {
+	case s.down.Load():
+		err = outbox.SinkUnavailable(errUnreachable)
+	case s.answer != nil:
+		err = s.answer(e)
+	}
+	s.lanes.leave(e, err == nil)
+	if err == nil {
+		s.mu.Lock()
+		s.acked[e.ID]++
+		s.mu.Unlock()
+	}
+	return err
+}
+
+// probingSink is a sink that is also an outbox.Prober.
+type probingSink struct{ *sink }
+
+func (s probingSink) Probe(ctx context.Context) error {
+	s.probes.Add(1)
+	if s.down.Load() {
+		return errUnreachable
+	}
+	return nil
+}
+
+func (s *sink) publisher() outbox.Publisher {
+	if s.probing {
+		return probingSink{s}
+	}
+	return s
+}
+
+func (s *sink) ackedOnce(ids ...uuid.UUID) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range ids {
+		if s.acked[id] == 0 {
+			return false
+		}
+	}
+	return true
+}
+
+func TestClassifyWhoseFaultAPublishErrorIs(t *testing.T) {
+	t.Parallel()
+	netErr := &net.OpError{Op: "dial", Net: "tcp", Err: errUnreachable}
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{errors.New("boom"), "event"},
+		{outbox.Permanent(errors.New("no route")), "event"},
+		{outbox.Permanent(outbox.SinkUnavailable(errors.New("odd"))), "event"},
+		{outbox.SinkUnavailable(errors.New("unavailable")), "sink"},
+		{fmt.Errorf("start: %w", outbox.SinkUnavailable(errUnreachable)), "sink"},
+		{outbox.Throttled(errors.New("resource exhausted")), "throttle"},
+		{context.DeadlineExceeded, "sink"},
+		{fmt.Errorf("publish: %w", context.Canceled), "sink"},
+		{netErr, "sink"},
+	} {
+		require.Equal(t, c.want, outbox.ClassifyForTest(c.err), "%v", c.err)
+	}
+	require.ErrorIs(t, outbox.Throttled(errors.New("x")), outbox.ErrSinkUnavailable, "a throttle is the sink's fault too")
+}
+
+// TestSinkOutageCostsNoAttempts: the sink is down for longer than the whole
+// backoff schedule of MaxAttempts. The breaker opens, the relay stops
+// claiming and probes; once the sink answers every healthy event is
+// published in per-order order with its attempts unused and nothing
+// quarantined, while a poison event placed during the outage is still
+// quarantined: its own fault. With a Prober and without (probing by
+// publishing), polling and cdc.
+func TestSinkOutageCostsNoAttempts(t *testing.T) {
+	t.Parallel()
+	for _, source := range []string{"poll", "cdc"} {
+		for _, probing := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s/probe=%v", source, probing), func(t *testing.T) {
+				t.Parallel()
+				s := newSink(probing, func(e outbox.Event) error {
+					if e.Type == "Poison" {
+						return outbox.Permanent(errors.New("no workflow for Poison"))
+					}
+					return nil
+				})
+				s.down.Store(true)
+				reg := prometheus.NewRegistry()
+				cfg := outbox.RelayConfig{
+					Registerer: reg, MaxAttempts: 2, RetryBase: 10 * time.Millisecond, RetryMax: 20 * time.Millisecond,
+					BreakerThreshold: 3, ProbeBase: 20 * time.Millisecond, ProbeMax: 50 * time.Millisecond,
+					PollInterval: 50 * time.Millisecond, Logger: quietLogger(),
+				}
+				var pool *pgxpool.Pool
+				if source == "cdc" {
+					b := setupCDC(t, nil)
+					pool = b.pool
+					r, err := outbox.NewCDCRelay(pool, s.publisher(), outbox.CDCConfig{RelayConfig: cfg, Slot: testSlot(t),
+						Grace: 200 * time.Millisecond, StatusInterval: 50 * time.Millisecond, StandbyRetry: 100 * time.Millisecond})
+					require.NoError(t, err)
+					run(t, r)
+					waitStreaming(t, pool, r)
+				} else {
+					b := setup(t, nil)
+					pool = b.pool
+					r, err := outbox.NewRelay(pool, s.publisher(), cfg)
+					require.NoError(t, err)
+					run(t, r)
+				}
+
+				var healthy []uuid.UUID
+				for o := range 5 {
+					for _, typ := range []string{"Created", "Cancelled"} {
+						healthy = append(healthy, ids(enqueue(t, pool, mustEvent(t, fmt.Sprintf("o-%d", o), typ)))...)
+					}
+				}
+				poison := enqueue(t, pool, mustEvent(t, "p", "Poison"))[0]
+				eventually(t, 20*time.Second, func() bool {
+					up, err := gathered(reg, "outbox_sink_up")
+					return err == nil && up == 0
+				}, "the breaker opens")
+				// Longer than MaxAttempts' whole backoff schedule (tens of
+				// milliseconds): several probes, or several rounds of
+				// publishing, go by.
+				eventually(t, 20*time.Second, func() bool {
+					if probing {
+						return s.probes.Load() >= 5
+					}
+					return counter(t, reg, "outbox_publish_errors_total") >= 12
+				}, "the relay keeps probing the sink while it is down")
+				for _, id := range append(healthy, poison.ID) {
+					row := readRow(t, pool, id)
+					require.Nil(t, row.Quarantined, "event %s quarantined for the sink's outage", id)
+					// Without a Prober the relay probes by publishing: an event
+					// may be claimed right now (one attempt, under a lease).
+					if row.ClaimUntil == nil {
+						require.Zero(t, row.Attempts, "event %s used attempts while the sink was down", id)
+					}
+				}
+
+				s.down.Store(false)
+				eventually(t, 30*time.Second, func() bool { return published(pool, healthy...) }, "every healthy event published once the sink is back")
+				eventually(t, 10*time.Second, func() bool { return quarantined(pool, poison.ID) }, "the poison event is still quarantined: its own fault")
+				for _, id := range healthy {
+					row := readRow(t, pool, id)
+					require.Nil(t, row.Quarantined)
+					require.LessOrEqual(t, row.Attempts, 1, "event %s", id)
+				}
+				require.True(t, s.ackedOnce(healthy...))
+				up, err := gathered(reg, "outbox_sink_up")
+				require.NoError(t, err)
+				require.Equal(t, 1.0, up)
+				s.lanes.mu.Lock()
+				defer s.lanes.mu.Unlock()
+				require.Empty(t, s.lanes.errs)
+			})
+		}
+	}
+}
+
+// TestThrottledSinkSlowsTheRelay: a sink that throttles every publish
+// beyond three at once. Nothing is quarantined or loses an attempt, the
+// throttles are counted, and the relay settles under the sink's limit.
+func TestThrottledSinkSlowsTheRelay(t *testing.T) {
+	t.Parallel()
+	var inFlight, throttles atomic.Int64
+	s := newSink(true, func(e outbox.Event) error {
+		defer inFlight.Add(-1)
+		if inFlight.Add(1) > 3 {
+			throttles.Add(1)
+			return outbox.Throttled(errors.New("namespace rate limit exceeded"))
+		}
+		time.Sleep(2 * time.Millisecond)
+		return nil
+	})
+	b := setup(t, nil)
+	reg := prometheus.NewRegistry()
+	r, err := outbox.NewRelay(b.pool, s.publisher(), outbox.RelayConfig{
+		Registerer: reg, MaxAttempts: 1, MaxInFlight: 16, PollInterval: 50 * time.Millisecond, Logger: quietLogger()})
+	require.NoError(t, err)
+	var all []uuid.UUID
+	for o := range 200 {
+		all = append(all, ids(enqueue(t, b.pool, mustEvent(t, fmt.Sprintf("t-%d", o), "Created")))...)
+	}
+	run(t, r)
+	eventually(t, 60*time.Second, func() bool { return published(b.pool, all...) }, "every event published")
+	for _, id := range all {
+		require.Nil(t, readRow(t, b.pool, id).Quarantined, "a throttle quarantined %s", id)
+	}
+	require.Positive(t, throttles.Load(), "the sink throttled")
+	require.Equal(t, float64(throttles.Load()), counter(t, reg, "outbox_sink_throttled_total"))
+	up, err := gathered(reg, "outbox_sink_up")
+	require.NoError(t, err)
+	require.Equal(t, 1.0, up, "a throttle does not open the breaker")
+}
+
+// TestRateCeiling: Rate caps the starts a second.
+func TestRateCeiling(t *testing.T) {
+	t.Parallel()
+	var starts []time.Time
+	var mu sync.Mutex
+	b := setup(t, func(ctx context.Context, e outbox.Event) error {
+		mu.Lock()
+		starts = append(starts, time.Now())
+		mu.Unlock()
+		return nil
+	})
+	var all []uuid.UUID
+	for o := range 60 {
+		all = append(all, ids(enqueue(t, b.pool, mustEvent(t, fmt.Sprintf("r-%d", o), "Created")))...)
+	}
+	r := b.newRelay(t, outbox.RelayConfig{Rate: 40, MaxInFlight: 16})
+	run(t, r)
+	eventually(t, 30*time.Second, func() bool { return published(b.pool, all...) }, "every event published")
+	mu.Lock()
+	defer mu.Unlock()
+	// A burst of one second's worth (40), then 40 a second: the last of 60
+	// starts no sooner than about half a second after the first.
+	span := starts[len(starts)-1].Sub(starts[0])
+	require.GreaterOrEqual(t, span, 400*time.Millisecond, "60 starts at 40/s took only %s", span)
+}
