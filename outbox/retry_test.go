@@ -179,9 +179,10 @@ func (b *bulkRetryBundle) audits(t *testing.T) int {
 }
 
 // TestPlanRetryQuarantinedFiltersAndWritesNothing: each filter, alone and
-// together, selects the quarantined events it says; never a skipped, a
-// published or a leased one; the plan's sample comes oldest quarantine first,
-// and planning changes no row and writes no audit.
+// together, selects the quarantined events it says, in the plan and in the
+// retry alike; never a skipped, a published or a leased one; the plan's
+// sample comes oldest quarantine first, and planning changes no row and
+// writes no audit.
 func TestPlanRetryQuarantinedFiltersAndWritesNothing(t *testing.T) {
 	t.Parallel()
 	b := setupBulkRetry(t)
@@ -208,6 +209,14 @@ func TestPlanRetryQuarantinedFiltersAndWritesNothing(t *testing.T) {
 			require.Equal(t, outbox.StateQuarantined, e.State, tc.name)
 		}
 		require.Equal(t, ids(tc.want), got, "%s: the sample, oldest quarantine first", tc.name)
+		// The plan and the batches write their filter twice (a plain
+		// read, a locking update): they select the same events.
+		tx, err := b.pool.Begin(ctx)
+		require.NoError(t, err)
+		res, err := outbox.RetryQuarantinedTx(ctx, tx, outbox.RetryQuarantinedOptions{RetryFilter: tc.filter, Actor: "ops"})
+		require.NoError(t, err, tc.name)
+		require.Equal(t, p.Events, res.Retried, "%s: the retry selects what the plan counted", tc.name)
+		require.NoError(t, tx.Rollback(ctx))
 		if len(tc.want) == 0 {
 			require.Nil(t, p.First, tc.name)
 			continue
