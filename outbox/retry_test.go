@@ -321,3 +321,35 @@ func TestRetryQuarantinedTxJoinsTheCallersTransaction(t *testing.T) {
 	require.Equal(t, before, b.rows(t))
 	require.Zero(t, b.audits(t))
 }
+
+// TestRetryQuarantinedCutShortIsRecorded: a bulk retry interrupted between
+// batches has retried whole batches, its audit row counts exactly them and
+// has no finished_at, and running it again retries the rest.
+func TestRetryQuarantinedCutShortIsRecorded(t *testing.T) {
+	t.Parallel()
+	b := setupBulkRetry(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res, err := outbox.RetryQuarantined(ctx, b.pool, outbox.RetryQuarantinedOptions{
+		Actor: "ops", BatchSize: 1,
+		OnBatch: func(outbox.RetryBatch) { cancel() },
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorContains(t, err, "interrupted after 1 events")
+	require.Equal(t, int64(1), res.Retried)
+	var (
+		events   int64
+		finished *time.Time
+	)
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT events, finished_at FROM outbox_bulk_retries WHERE id = $1`, res.AuditID).Scan(&events, &finished))
+	require.Equal(t, int64(1), events, "the audit counts the committed batch")
+	require.Nil(t, finished, "and shows the retry did not finish")
+
+	p, err := outbox.PlanRetryQuarantined(context.Background(), b.pool, outbox.RetryFilter{})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), p.Events)
+	res, err = outbox.RetryQuarantined(context.Background(), b.pool, outbox.RetryQuarantinedOptions{Actor: "ops"})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), res.Retried, "running it again retries the rest")
+	require.Equal(t, 2, b.audits(t))
+}
