@@ -44,7 +44,9 @@
 //
 // [Status] and [List] show the backlog; [Retry] and [Skip] repair a
 // quarantined event (which holds back its aggregate's later events until
-// then); [Replay] delivers published events again, with semantics against
+// then), and [RetryQuarantined] retries every quarantined event a filter
+// selects after an outage, in audited batches ([PlanRetryQuarantined] counts
+// them first); [Replay] delivers published events again, with semantics against
 // Temporal documented on it; [Cleanup] deletes old published events and
 // inbox rows in bounded batches. cmd/outboxctl exposes them, and
 // docs/operations.md is the operator's guide.

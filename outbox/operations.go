@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// DB is what the operator's functions ([Status], [List], [Retry], [Skip],
-// [Replay], [Cleanup]) need from a database handle. *pgxpool.Pool and
+// DB is what the operator's functions ([Status], [List], [Retry],
+// [RetryQuarantined], [Skip], [Replay], [Cleanup]) need from a database handle. *pgxpool.Pool and
 // *pgx.Conn satisfy it, and so does pgx.Tx (Begin then opens a savepoint).
 type DB interface {
 	Begin(ctx context.Context) (pgx.Tx, error)

@@ -109,6 +109,89 @@ WHERE event_id = @event_id
   AND skipped_at IS NULL
   AND (claim_until IS NULL OR claim_until < now());
 
+-- name: OpsRetryQuarantinedPlan :many
+-- What OpsRetryQuarantinedBatch would retry now: the quarantined,
+-- unpublished, unskipped events not under a live lease, quarantined at or
+-- after @quarantined_since (any time when NULL), whose last_error contains
+-- @error_contains ignoring case (any when ''), of aggregate type
+-- @aggregate_type (any when ''). The first @sample_size of them, oldest
+-- quarantine first, with the columns of OpsList; matching, and the first and
+-- last quarantined_at, are over every match (the window runs before the
+-- LIMIT). No row at all when nothing matches. blocked is not computed: a
+-- quarantined event's state is quarantined whatever its predecessors. The
+-- same filter as OpsRetryQuarantinedBatch, without its upper bound.
+SELECT e.event_id, e.aggregate_type, e.aggregate_id, e.aggregate_sequence, e.event_type,
+       e.schema_version, e.occurred_at, e.available_at, e.claimed_by, e.claim_until,
+       e.published_at, e.attempt_count, e.last_error, e.quarantined_at, e.skipped_at,
+       e.skipped_by, e.skip_reason, e.replay_requested_at, now() AS db_now,
+       false                          AS blocked,
+       count(*) OVER ()               AS matching,
+       min(e.quarantined_at) OVER ()  AS first_quarantined_at,
+       max(e.quarantined_at) OVER ()  AS last_quarantined_at
+FROM outbox_events e
+WHERE e.quarantined_at IS NOT NULL
+  AND e.published_at IS NULL
+  AND e.skipped_at IS NULL
+  AND (e.claim_until IS NULL OR e.claim_until < now())
+  AND (@quarantined_since::timestamptz IS NULL OR e.quarantined_at >= @quarantined_since)
+  AND (@error_contains = '' OR strpos(lower(e.last_error), lower(@error_contains)) > 0)
+  AND (@aggregate_type = '' OR e.aggregate_type = @aggregate_type)
+ORDER BY e.quarantined_at, e.event_id
+LIMIT @sample_size;
+
+-- name: OpsRetryQuarantinedBegin :one
+-- The audit row of a bulk retry, written before its first batch; started_at
+-- is the upper bound of the quarantines it retries.
+INSERT INTO outbox_bulk_retries (retried_by, reason, quarantined_since, error_contains, aggregate_type)
+VALUES (@retried_by, nullif(@reason, ''), @quarantined_since, @error_contains, @aggregate_type)
+RETURNING id, started_at;
+
+-- name: OpsRetryQuarantinedBatch :one
+-- One bounded batch of a bulk retry: at most @batch_size events of the
+-- filter of OpsRetryQuarantinedPlan, quarantined no later than @until (the
+-- audit row's started_at, so an event quarantined again while the retry runs
+-- is not retried again, and the walk ends), get what OpsRetry gives one
+-- event: available now, a fresh attempt budget, out of quarantine, no old
+-- owner whose late failure could undo it; last_error is kept. SKIP LOCKED
+-- leaves a row an operator's command or another bulk retry holds, and a row
+-- changed concurrently (skipped, published) is re-checked after its lock.
+-- The audit row @retry_id counts the batch in the same statement, so it
+-- commits with it. Returns the number of events retried.
+WITH batch AS (
+    SELECT e.event_id
+    FROM outbox_events e
+    WHERE e.quarantined_at IS NOT NULL
+      AND e.published_at IS NULL
+      AND e.skipped_at IS NULL
+      AND (e.claim_until IS NULL OR e.claim_until < now())
+      AND (@quarantined_since::timestamptz IS NULL OR e.quarantined_at >= @quarantined_since)
+      AND (@error_contains = '' OR strpos(lower(e.last_error), lower(@error_contains)) > 0)
+      AND (@aggregate_type = '' OR e.aggregate_type = @aggregate_type)
+      AND e.quarantined_at <= @until
+    ORDER BY e.quarantined_at, e.event_id
+    LIMIT @batch_size
+    FOR UPDATE SKIP LOCKED
+), retried AS (
+    UPDATE outbox_events e
+    SET available_at   = now(),
+        attempt_count  = 0,
+        quarantined_at = NULL,
+        claimed_by     = NULL,
+        claim_until    = NULL
+    FROM batch
+    WHERE e.event_id = batch.event_id
+    RETURNING e.event_id
+), counted AS (
+    UPDATE outbox_bulk_retries
+    SET events = events + (SELECT count(*) FROM retried)
+    WHERE id = @retry_id
+)
+SELECT count(*) AS retried FROM retried;
+
+-- name: OpsRetryQuarantinedFinish :exec
+-- The bulk retry @retry_id has run its last batch.
+UPDATE outbox_bulk_retries SET finished_at = now() WHERE id = @retry_id;
+
 -- name: OpsSkip :exec
 -- An operator gives up on a quarantined event: it is never published, and it
 -- no longer holds back its aggregate's later events (RelayClaim ignores

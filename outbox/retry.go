@@ -1,8 +1,11 @@
 package outbox
 
 import (
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -70,4 +73,210 @@ func finishChange(ctx context.Context, tx pgx.Tx, before EventInfo) (Change, err
 		return Change{}, fmt.Errorf("outbox: reading event %s back: %w", before.ID, err)
 	}
 	return Change{Before: before, After: after}, nil
+}
+
+// RetryFilter selects the quarantined events [RetryQuarantined] retries and
+// [PlanRetryQuarantined] counts. Every field is optional; the zero filter
+// selects every quarantined event. Published and skipped events are never
+// selected, nor an event under a live lease.
+type RetryFilter struct {
+	// Since selects events quarantined at or after it (e.g. when an outage
+	// began). Optional: defaulted to any time.
+	Since time.Time
+	// ErrorContains selects events whose last_error contains this text,
+	// ignoring case (e.g. "Unavailable"). Optional: defaulted to any error.
+	ErrorContains string
+	// AggregateType selects events of aggregates of this type (e.g.
+	// "order"). Optional: defaulted to every type.
+	AggregateType string
+}
+
+// since is Since as the statements take it: NULL for any time.
+func (f RetryFilter) since() *time.Time {
+	if f.Since.IsZero() {
+		return nil
+	}
+	return &f.Since
+}
+
+// RetryPlanSample is the most events [RetryPlan.Sample] holds.
+const RetryPlanSample = 10
+
+// RetryPlan is what a bulk retry would do now, as [PlanRetryQuarantined]
+// reports it.
+type RetryPlan struct {
+	// Events is the number of quarantined events the filter selects.
+	Events int64
+	// First and Last are the oldest and newest quarantined_at among them;
+	// nil when there are none.
+	First, Last *time.Time
+	// Sample is the first of them, oldest quarantine first: at most
+	// [RetryPlanSample].
+	Sample []EventInfo
+}
+
+// PlanRetryQuarantined counts the events [RetryQuarantined] would retry with
+// filter f, and returns a sample of them. It changes nothing.
+func PlanRetryQuarantined(ctx context.Context, db DB, f RetryFilter) (RetryPlan, error) {
+	rows, err := qOpsRetryQuarantinedPlan.all(ctx, db, retryPlanArgs{
+		QuarantinedSince: f.since(), ErrorContains: f.ErrorContains, AggregateType: f.AggregateType,
+		SampleSize: RetryPlanSample,
+	})
+	if err != nil {
+		return RetryPlan{}, fmt.Errorf("outbox: planning a bulk retry: %w", err)
+	}
+	var p RetryPlan
+	for _, r := range rows {
+		p.Events, p.First, p.Last = r.Matching, r.FirstQuarantinedAt, r.LastQuarantinedAt
+		p.Sample = append(p.Sample, r.eventInfo())
+	}
+	return p, nil
+}
+
+// RetryBatchSizeDefault is the default of [RetryQuarantinedOptions.BatchSize].
+const RetryBatchSizeDefault = 1000
+
+// retryBatchSizeMax bounds [RetryQuarantinedOptions.BatchSize].
+const retryBatchSizeMax = 100000
+
+// RetryQuarantinedOptions configures [RetryQuarantined].
+type RetryQuarantinedOptions struct {
+	// RetryFilter selects the events. Optional: defaulted to every
+	// quarantined event.
+	RetryFilter
+	// Actor is who asked for the retry, recorded in the audit row
+	// (outbox_bulk_retries.retried_by). Mandatory.
+	Actor string
+	// Reason is why, recorded in the audit row. Optional.
+	Reason string
+	// BatchSize is the most events one batch (one short transaction)
+	// retries, 1 to 100000. Optional: defaulted to [RetryBatchSizeDefault]
+	// (1000).
+	BatchSize int
+	// OnBatch is called after each batch that retried events, e.g. to print
+	// progress. Optional.
+	OnBatch func(RetryBatch)
+}
+
+// RetryBatch is one batch of [RetryQuarantined].
+type RetryBatch struct {
+	// Number counts the batches, from 1.
+	Number int
+	// Retried is the number of events this batch retried.
+	Retried int64
+	// Total is the number of events retried so far.
+	Total int64
+}
+
+// RetryResult is what [RetryQuarantined] did.
+type RetryResult struct {
+	// AuditID is the audit row (outbox_bulk_retries.id).
+	AuditID int64
+	// StartedAt is the audit row's started_at: events quarantined after it
+	// were not retried.
+	StartedAt time.Time
+	// Retried is the number of events retried.
+	Retried int64
+	// Batches counts the batches that retried events.
+	Batches int
+}
+
+// RetryQuarantined does what [Retry] does to every quarantined event the
+// filter selects: each becomes available now with a fresh
+// OUTFLOW_MAX_ATTEMPTS budget and its quarantine cleared (last_error is
+// kept), and relays are woken after each batch. It is the repair after an
+// outage of the sink quarantined healthy events: fix the cause, then retry
+// them at once instead of one by one.
+//
+// Published, skipped and pending events are never touched, nor an event
+// under a live lease. Only events quarantined at or before the retry's start
+// are retried, so an event that fails again and is quarantined while the
+// retry runs stays quarantined (it is the event's own fault) and the retry
+// ends.
+//
+// The retry is audited: before the first batch it writes a row of
+// outbox_bulk_retries with Actor, Reason and the filter, and each batch adds
+// its count to that row in the batch's transaction. Each batch is one short
+// transaction of at most BatchSize events (FOR UPDATE SKIP LOCKED, so it
+// never waits for an operator's command on one of them); a retry cut short
+// has retried whole batches, its audit row says how many events, its
+// finished_at stays NULL, and running it again retries the rest.
+func RetryQuarantined(ctx context.Context, db DB, opts RetryQuarantinedOptions) (RetryResult, error) {
+	return retryQuarantined(ctx, opts, func(fn func(pgx.Tx) error) error { return inTx(ctx, db, fn) })
+}
+
+// RetryQuarantinedTx is [RetryQuarantined] inside the caller's transaction:
+// the audit row and every batch commit (and relays are woken) when tx
+// commits, and OnBatch runs before that. Every selected event stays locked
+// until then, so keep it for small sets; the batches still bound each
+// statement.
+func RetryQuarantinedTx(ctx context.Context, tx pgx.Tx, opts RetryQuarantinedOptions) (RetryResult, error) {
+	return retryQuarantined(ctx, opts, func(fn func(pgx.Tx) error) error { return fn(tx) })
+}
+
+// retryQuarantined runs the bulk retry's steps (the audit row, each batch,
+// the finish), each through inStep: a transaction of its own, or the
+// caller's.
+func retryQuarantined(ctx context.Context, opts RetryQuarantinedOptions, inStep func(func(pgx.Tx) error) error) (RetryResult, error) {
+	opts.Actor, opts.Reason = strings.TrimSpace(opts.Actor), strings.TrimSpace(opts.Reason)
+	opts.BatchSize = cmp.Or(opts.BatchSize, RetryBatchSizeDefault)
+	switch {
+	case opts.Actor == "":
+		return RetryResult{}, errors.New("outbox: bulk retry: an actor is mandatory: who asked for the retry (recorded in outbox_bulk_retries.retried_by)")
+	case opts.BatchSize < 1 || opts.BatchSize > retryBatchSizeMax:
+		return RetryResult{}, fmt.Errorf("outbox: bulk retry: batch size %d is out of range; use 1 to %d (default %d)", opts.BatchSize, retryBatchSizeMax, RetryBatchSizeDefault)
+	}
+	var res RetryResult
+	f := opts.RetryFilter
+	err := inStep(func(tx pgx.Tx) error {
+		begun, err := qOpsRetryQuarantinedBegin.one(ctx, tx, retryBeginArgs{
+			QuarantinedSince: f.since(), ErrorContains: f.ErrorContains, AggregateType: f.AggregateType,
+			RetriedBy: opts.Actor, Reason: opts.Reason,
+		})
+		res.AuditID, res.StartedAt = begun.ID, begun.StartedAt
+		return err
+	})
+	if err != nil {
+		return res, fmt.Errorf("outbox: bulk retry: writing its audit row: %w", err)
+	}
+	for n := 1; ; n++ {
+		if err := ctx.Err(); err != nil {
+			return res, fmt.Errorf("outbox: bulk retry %d interrupted after %d events: %w", res.AuditID, res.Retried, err)
+		}
+		var retried int64
+		err := inStep(func(tx pgx.Tx) error {
+			var err error
+			retried, err = qOpsRetryQuarantinedBatch.one(ctx, tx, retryBatchArgs{
+				QuarantinedSince: f.since(), ErrorContains: f.ErrorContains, AggregateType: f.AggregateType,
+				Until: res.StartedAt, BatchSize: opts.BatchSize, RetryID: res.AuditID,
+			})
+			if err != nil || retried == 0 {
+				return err
+			}
+			_, err = qOpsNotify.exec(ctx, tx, noArgs{})
+			return err
+		})
+		if err != nil {
+			return res, fmt.Errorf("outbox: bulk retry %d, batch %d (after %d events): %w", res.AuditID, n, res.Retried, err)
+		}
+		if retried == 0 {
+			break
+		}
+		res.Retried += retried
+		res.Batches++
+		if opts.OnBatch != nil {
+			opts.OnBatch(RetryBatch{Number: n, Retried: retried, Total: res.Retried})
+		}
+		if retried < int64(opts.BatchSize) {
+			break
+		}
+	}
+	err = inStep(func(tx pgx.Tx) error {
+		_, err := qOpsRetryQuarantinedFinish.exec(ctx, tx, retryIDArgs{RetryID: res.AuditID})
+		return err
+	})
+	if err != nil {
+		return res, fmt.Errorf("outbox: bulk retry %d: recording its end (its %d events are retried): %w", res.AuditID, res.Retried, err)
+	}
+	return res, nil
 }

@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -110,4 +111,245 @@ func TestRetryFencesOutTheOldOwner(t *testing.T) {
 	c2, err := outbox.Retry(ctx, b.pool, ev.ID)
 	require.NoError(t, err)
 	require.Equal(t, outbox.StatePending, c2.Before.State, "the retry stands")
+}
+
+// bulkRetryBundle is a database with one event in each state a bulk retry
+// must tell apart, and a way to see what it changed.
+type bulkRetryBundle struct {
+	*testBundle
+	// Quarantined events: old (two hours ago, order, sink unavailable),
+	// route (ten minutes ago, order, its own fault) and invoice (ten
+	// minutes ago, invoice, sink unavailable).
+	old, route, invoice outbox.Event
+	// Never to be touched: skipped (quarantined, then skipped), published,
+	// publishedQ (published, with a quarantine left on the row), leased
+	// (quarantined under a live lease) and backing (backing off).
+	skipped, published, publishedQ, leased, backing outbox.Event
+}
+
+func setupBulkRetry(t *testing.T) *bulkRetryBundle {
+	t.Helper()
+	b := &bulkRetryBundle{testBundle: setup(t, nil)}
+	one := func(agg string) outbox.Event { return enqueue(t, b.pool, mustEvent(t, agg, "One"))[0] }
+	b.old, b.route, b.skipped, b.published, b.publishedQ, b.leased, b.backing =
+		one("old"), one("route"), one("skipped"), one("published"), one("published-q"), one("leased"), one("backing")
+	inv, err := outbox.NewEvent("invoice", "inv-1", "InvoiceIssued", 1, map[string]string{"invoice_id": "inv-1"})
+	require.NoError(t, err)
+	b.invoice = enqueue(t, b.pool, inv)[0]
+	for _, s := range []struct {
+		e   outbox.Event
+		sql string
+	}{
+		{b.old, `quarantined_at = now() - interval '2 hours', attempt_count = 4, last_error = 'temporalpub: rpc error: code = Unavailable desc = connection refused'`},
+		{b.route, `quarantined_at = now() - interval '10 minutes', attempt_count = 1, last_error = 'no route for event type One'`},
+		{b.invoice, `quarantined_at = now() - interval '9 minutes', attempt_count = 4, last_error = 'rpc error: code = UNAVAILABLE'`},
+		{b.skipped, `quarantined_at = now() - interval '1 hour', attempt_count = 4, last_error = 'Unavailable', skipped_at = now(), skipped_by = 'ops', skip_reason = 'refunded by hand'`},
+		{b.published, `published_at = now(), attempt_count = 2, last_error = 'Unavailable'`},
+		{b.publishedQ, `published_at = now(), quarantined_at = now() - interval '1 hour', attempt_count = 4, last_error = 'Unavailable'`},
+		{b.leased, `quarantined_at = now() - interval '1 hour', attempt_count = 4, last_error = 'Unavailable', claimed_by = 'relay-x', claim_until = now() + interval '1 hour'`},
+		{b.backing, `available_at = now() + interval '1 hour', attempt_count = 3, last_error = 'Unavailable'`},
+	} {
+		_, err := b.pool.Exec(context.Background(), `UPDATE outbox_events SET `+s.sql+` WHERE event_id = $1`, s.e.ID)
+		require.NoError(t, err)
+	}
+	return b
+}
+
+// rows returns every event's row as JSON, by event id.
+func (b *bulkRetryBundle) rows(t *testing.T) map[uuid.UUID]string {
+	t.Helper()
+	rows, err := b.pool.Query(context.Background(), `SELECT event_id, to_jsonb(e)::text FROM outbox_events e`)
+	require.NoError(t, err)
+	out := map[uuid.UUID]string{}
+	for rows.Next() {
+		var id uuid.UUID
+		var js string
+		require.NoError(t, rows.Scan(&id, &js))
+		out[id] = js
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+func (b *bulkRetryBundle) audits(t *testing.T) int {
+	t.Helper()
+	var n int
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM outbox_bulk_retries`).Scan(&n))
+	return n
+}
+
+// TestPlanRetryQuarantinedFiltersAndWritesNothing: each filter, alone and
+// together, selects the quarantined events it says, in the plan and in the
+// retry alike; never a skipped, a published or a leased one; the plan's
+// sample comes oldest quarantine first, and planning changes no row and
+// writes no audit.
+func TestPlanRetryQuarantinedFiltersAndWritesNothing(t *testing.T) {
+	t.Parallel()
+	b := setupBulkRetry(t)
+	ctx := context.Background()
+	before := b.rows(t)
+	for _, tc := range []struct {
+		name   string
+		filter outbox.RetryFilter
+		want   []outbox.Event
+	}{
+		{"every quarantined event", outbox.RetryFilter{}, []outbox.Event{b.old, b.route, b.invoice}},
+		{"since", outbox.RetryFilter{Since: time.Now().Add(-time.Hour)}, []outbox.Event{b.route, b.invoice}},
+		{"error contains, ignoring case", outbox.RetryFilter{ErrorContains: "unavailable"}, []outbox.Event{b.old, b.invoice}},
+		{"aggregate type", outbox.RetryFilter{AggregateType: "order"}, []outbox.Event{b.old, b.route}},
+		{"all three", outbox.RetryFilter{Since: time.Now().Add(-time.Hour), ErrorContains: "Unavailable", AggregateType: "invoice"}, []outbox.Event{b.invoice}},
+		{"nothing", outbox.RetryFilter{ErrorContains: "no such error"}, nil},
+	} {
+		p, err := outbox.PlanRetryQuarantined(ctx, b.pool, tc.filter)
+		require.NoError(t, err, tc.name)
+		require.Equal(t, int64(len(tc.want)), p.Events, tc.name)
+		got := []uuid.UUID{}
+		for _, e := range p.Sample {
+			got = append(got, e.ID)
+			require.Equal(t, outbox.StateQuarantined, e.State, tc.name)
+		}
+		require.Equal(t, ids(tc.want), got, "%s: the sample, oldest quarantine first", tc.name)
+		// The plan and the batches write their filter twice (a plain
+		// read, a locking update): they select the same events.
+		tx, err := b.pool.Begin(ctx)
+		require.NoError(t, err)
+		res, err := outbox.RetryQuarantinedTx(ctx, tx, outbox.RetryQuarantinedOptions{RetryFilter: tc.filter, Actor: "ops"})
+		require.NoError(t, err, tc.name)
+		require.Equal(t, p.Events, res.Retried, "%s: the retry selects what the plan counted", tc.name)
+		require.NoError(t, tx.Rollback(ctx))
+		if len(tc.want) == 0 {
+			require.Nil(t, p.First, tc.name)
+			continue
+		}
+		require.Equal(t, *p.Sample[0].QuarantinedAt, *p.First, tc.name)
+		require.Equal(t, *p.Sample[len(p.Sample)-1].QuarantinedAt, *p.Last, tc.name)
+	}
+	require.Equal(t, before, b.rows(t), "a plan changes no row")
+	require.Zero(t, b.audits(t), "a plan writes no audit")
+}
+
+// TestRetryQuarantinedRetriesInAuditedBatches: the selected events are
+// retried in batches (available now, attempts reset, quarantine and old
+// owner cleared, last_error kept) and a relay claims them at once; every
+// other row is untouched, an event quarantined after the retry began is not
+// retried, and the audit row records actor, reason, filter and count.
+func TestRetryQuarantinedRetriesInAuditedBatches(t *testing.T) {
+	t.Parallel()
+	b := setupBulkRetry(t)
+	ctx := context.Background()
+	late := enqueue(t, b.pool, mustEvent(t, "late", "One"))[0]
+	before := b.rows(t)
+
+	_, err := outbox.RetryQuarantined(ctx, b.pool, outbox.RetryQuarantinedOptions{Actor: "  "})
+	require.ErrorContains(t, err, "an actor is mandatory")
+	_, err = outbox.RetryQuarantined(ctx, b.pool, outbox.RetryQuarantinedOptions{Actor: "ops", BatchSize: -1})
+	require.ErrorContains(t, err, "batch size -1 is out of range")
+
+	var batches []outbox.RetryBatch
+	res, err := outbox.RetryQuarantined(ctx, b.pool, outbox.RetryQuarantinedOptions{
+		RetryFilter: outbox.RetryFilter{ErrorContains: "unavailable"},
+		Actor:       "ops@host",
+		Reason:      "Temporal outage INC-42 is over",
+		BatchSize:   1,
+		OnBatch: func(rb outbox.RetryBatch) {
+			batches = append(batches, rb)
+			if rb.Number == 1 {
+				// A matching event quarantined while the retry runs (after
+				// its first batch committed) is not retried.
+				_, err := b.pool.Exec(ctx, `UPDATE outbox_events SET quarantined_at = now(), attempt_count = 20, last_error = 'Unavailable again' WHERE event_id = $1`, late.ID)
+				require.NoError(t, err)
+			}
+		},
+	})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), res.Retried)
+	require.Equal(t, 2, res.Batches)
+	require.Equal(t, []outbox.RetryBatch{{Number: 1, Retried: 1, Total: 1}, {Number: 2, Retried: 1, Total: 2}}, batches)
+
+	after := b.rows(t)
+	for _, e := range []outbox.Event{b.route, b.skipped, b.published, b.publishedQ, b.leased, b.backing} {
+		require.Equal(t, before[e.ID], after[e.ID], "event %s/%s is untouched", e.AggregateType, e.AggregateID)
+	}
+	for _, e := range []outbox.Event{b.old, b.invoice} {
+		info, err := outbox.List(ctx, b.pool, outbox.ListOptions{AggregateType: e.AggregateType, AggregateID: e.AggregateID})
+		require.NoError(t, err)
+		require.Len(t, info, 1)
+		require.Equal(t, outbox.StatePending, info[0].State)
+		require.Zero(t, info[0].Attempts, "a fresh attempt budget")
+		require.Nil(t, info[0].QuarantinedAt)
+		require.Empty(t, info[0].ClaimedBy)
+		require.Contains(t, strings.ToLower(info[0].LastError), "unavailable", "the last error is kept for the record")
+	}
+	lateInfo, err := outbox.List(ctx, b.pool, outbox.ListOptions{AggregateType: "order", AggregateID: "late"})
+	require.NoError(t, err)
+	require.Equal(t, outbox.StateQuarantined, lateInfo[0].State, "quarantined after the retry began: not retried")
+
+	var (
+		by, reason, contains, aggType string
+		since, finished               *time.Time
+		events                        int64
+	)
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT retried_by, reason, quarantined_since, error_contains, aggregate_type, events, finished_at
+		FROM outbox_bulk_retries WHERE id = $1`, res.AuditID).Scan(&by, &reason, &since, &contains, &aggType, &events, &finished))
+	require.Equal(t, "ops@host", by)
+	require.Equal(t, "Temporal outage INC-42 is over", reason)
+	require.Nil(t, since)
+	require.Equal(t, "unavailable", contains)
+	require.Empty(t, aggType)
+	require.Equal(t, int64(2), events)
+	require.NotNil(t, finished)
+	require.Equal(t, 1, b.audits(t))
+
+	got, _, err := b.newRelay(t, outbox.RelayConfig{}).ClaimForTest(ctx)
+	require.NoError(t, err)
+	require.ElementsMatch(t, ids([]outbox.Event{b.old, b.invoice}), ids(got), "retried events are claimable at once")
+}
+
+// TestRetryQuarantinedTxJoinsTheCallersTransaction: rolled back with the
+// caller's transaction, a bulk retry leaves neither a change nor an audit row.
+func TestRetryQuarantinedTxJoinsTheCallersTransaction(t *testing.T) {
+	t.Parallel()
+	b := setupBulkRetry(t)
+	ctx := context.Background()
+	before := b.rows(t)
+	tx, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	res, err := outbox.RetryQuarantinedTx(ctx, tx, outbox.RetryQuarantinedOptions{Actor: "ops", BatchSize: 2})
+	require.NoError(t, err)
+	require.Equal(t, int64(3), res.Retried)
+	require.NoError(t, tx.Rollback(ctx))
+	require.Equal(t, before, b.rows(t))
+	require.Zero(t, b.audits(t))
+}
+
+// TestRetryQuarantinedCutShortIsRecorded: a bulk retry interrupted between
+// batches has retried whole batches, its audit row counts exactly them and
+// has no finished_at, and running it again retries the rest.
+func TestRetryQuarantinedCutShortIsRecorded(t *testing.T) {
+	t.Parallel()
+	b := setupBulkRetry(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	res, err := outbox.RetryQuarantined(ctx, b.pool, outbox.RetryQuarantinedOptions{
+		Actor: "ops", BatchSize: 1,
+		OnBatch: func(outbox.RetryBatch) { cancel() },
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorContains(t, err, "interrupted after 1 events")
+	require.Equal(t, int64(1), res.Retried)
+	var (
+		events   int64
+		finished *time.Time
+	)
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT events, finished_at FROM outbox_bulk_retries WHERE id = $1`, res.AuditID).Scan(&events, &finished))
+	require.Equal(t, int64(1), events, "the audit counts the committed batch")
+	require.Nil(t, finished, "and shows the retry did not finish")
+
+	p, err := outbox.PlanRetryQuarantined(context.Background(), b.pool, outbox.RetryFilter{})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), p.Events)
+	res, err = outbox.RetryQuarantined(context.Background(), b.pool, outbox.RetryQuarantinedOptions{Actor: "ops"})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), res.Retried, "running it again retries the rest")
+	require.Equal(t, 2, b.audits(t))
 }

@@ -300,26 +300,30 @@ type enqueuedRow struct {
 
 // The operator's statements (operations.sql).
 var (
-	qOpsStatus               = newStmt[noArgs, statusRow]("OpsStatus")
-	qOpsLeases               = newStmt[noArgs, leaseRow]("OpsLeases")
-	qOpsList                 = newStmt[listArgs, eventInfoRow]("OpsList")
-	qOpsLockEvent            = newStmt[eventIDArgs, eventInfoRow]("OpsLockEvent")
-	qOpsRetry                = newStmt[eventIDArgs, noRows]("OpsRetry")
-	qOpsSkip                 = newStmt[skipArgs, noRows]("OpsSkip")
-	qOpsNotify               = newStmt[noArgs, noRows]("OpsNotify")
-	qOpsCleanupHorizon       = newStmt[noArgs, *time.Time]("OpsCleanupHorizon")
-	qOpsReplayCount          = newStmt[replayWindowArgs, replayCountRow]("OpsReplayCount")
-	qOpsReplay               = newStmt[replayWindowArgs, replayedLane]("OpsReplay")
-	qOpsReplayLockLanes      = newStmt[replayLanesArgs, noRows]("OpsReplayLockLanes")
-	qOpsReplayFence          = newStmt[replayFenceArgs, noRows]("OpsReplayFence")
-	qOpsReplayHorizon        = newStmt[noArgs, replayHorizonRow]("OpsReplayHorizon")
-	qOpsRecordReplayHorizon  = newStmt[recordReplayHorizonArgs, noRows]("OpsRecordReplayHorizon")
-	qOpsCleanupCutoffs       = newStmt[cleanupCutoffsArgs, cleanupCutoffsRow]("OpsCleanupCutoffs")
-	qOpsRecordCleanupHorizon = newStmt[recordCleanupHorizonArgs, noRows]("OpsRecordCleanupHorizon")
-	qOpsCleanupEvents        = newStmt[cleanupBatchArgs, noRows]("OpsCleanupEvents")
-	qOpsCleanupInbox         = newStmt[cleanupBatchArgs, noRows]("OpsCleanupInbox")
-	qOpsCleanupTryLock       = newStmt[lockKeyArgs, bool]("OpsCleanupTryLock")
-	qOpsCleanupUnlock        = newStmt[lockKeyArgs, bool]("OpsCleanupUnlock")
+	qOpsStatus                 = newStmt[noArgs, statusRow]("OpsStatus")
+	qOpsLeases                 = newStmt[noArgs, leaseRow]("OpsLeases")
+	qOpsList                   = newStmt[listArgs, eventInfoRow]("OpsList")
+	qOpsLockEvent              = newStmt[eventIDArgs, eventInfoRow]("OpsLockEvent")
+	qOpsRetry                  = newStmt[eventIDArgs, noRows]("OpsRetry")
+	qOpsRetryQuarantinedPlan   = newStmt[retryPlanArgs, retryPlanRow]("OpsRetryQuarantinedPlan")
+	qOpsRetryQuarantinedBegin  = newStmt[retryBeginArgs, retryBeginRow]("OpsRetryQuarantinedBegin")
+	qOpsRetryQuarantinedBatch  = newStmt[retryBatchArgs, int64]("OpsRetryQuarantinedBatch")
+	qOpsRetryQuarantinedFinish = newStmt[retryIDArgs, noRows]("OpsRetryQuarantinedFinish")
+	qOpsSkip                   = newStmt[skipArgs, noRows]("OpsSkip")
+	qOpsNotify                 = newStmt[noArgs, noRows]("OpsNotify")
+	qOpsCleanupHorizon         = newStmt[noArgs, *time.Time]("OpsCleanupHorizon")
+	qOpsReplayCount            = newStmt[replayWindowArgs, replayCountRow]("OpsReplayCount")
+	qOpsReplay                 = newStmt[replayWindowArgs, replayedLane]("OpsReplay")
+	qOpsReplayLockLanes        = newStmt[replayLanesArgs, noRows]("OpsReplayLockLanes")
+	qOpsReplayFence            = newStmt[replayFenceArgs, noRows]("OpsReplayFence")
+	qOpsReplayHorizon          = newStmt[noArgs, replayHorizonRow]("OpsReplayHorizon")
+	qOpsRecordReplayHorizon    = newStmt[recordReplayHorizonArgs, noRows]("OpsRecordReplayHorizon")
+	qOpsCleanupCutoffs         = newStmt[cleanupCutoffsArgs, cleanupCutoffsRow]("OpsCleanupCutoffs")
+	qOpsRecordCleanupHorizon   = newStmt[recordCleanupHorizonArgs, noRows]("OpsRecordCleanupHorizon")
+	qOpsCleanupEvents          = newStmt[cleanupBatchArgs, noRows]("OpsCleanupEvents")
+	qOpsCleanupInbox           = newStmt[cleanupBatchArgs, noRows]("OpsCleanupInbox")
+	qOpsCleanupTryLock         = newStmt[lockKeyArgs, bool]("OpsCleanupTryLock")
+	qOpsCleanupUnlock          = newStmt[lockKeyArgs, bool]("OpsCleanupUnlock")
 )
 
 type statusRow struct {
@@ -379,6 +383,54 @@ type eventInfoRow struct {
 
 type eventIDArgs struct {
 	EventID uuid.UUID `db:"event_id"`
+}
+
+// The bulk retry's arguments carry its filter (see [RetryFilter]) field by
+// field, since pgx does not flatten an embedded struct of arguments: a nil
+// QuarantinedSince and empty strings select everything.
+
+type retryPlanArgs struct {
+	QuarantinedSince *time.Time `db:"quarantined_since"`
+	ErrorContains    string     `db:"error_contains"`
+	AggregateType    string     `db:"aggregate_type"`
+	SampleSize       int        `db:"sample_size"`
+}
+
+// retryPlanRow is one sampled event of OpsRetryQuarantinedPlan, with the
+// figures over every match.
+type retryPlanRow struct {
+	eventInfoRow
+	Matching           int64      `db:"matching"`
+	FirstQuarantinedAt *time.Time `db:"first_quarantined_at"`
+	LastQuarantinedAt  *time.Time `db:"last_quarantined_at"`
+}
+
+type retryBeginArgs struct {
+	QuarantinedSince *time.Time `db:"quarantined_since"`
+	ErrorContains    string     `db:"error_contains"`
+	AggregateType    string     `db:"aggregate_type"`
+	RetriedBy        string     `db:"retried_by"`
+	Reason           string     `db:"reason"`
+}
+
+type retryBeginRow struct {
+	ID        int64     `db:"id"`
+	StartedAt time.Time `db:"started_at"`
+}
+
+// retryBatchArgs are one batch of the bulk retry RetryID: at most BatchSize
+// events of the filter quarantined no later than Until.
+type retryBatchArgs struct {
+	QuarantinedSince *time.Time `db:"quarantined_since"`
+	ErrorContains    string     `db:"error_contains"`
+	AggregateType    string     `db:"aggregate_type"`
+	Until            time.Time  `db:"until"`
+	BatchSize        int        `db:"batch_size"`
+	RetryID          int64      `db:"retry_id"`
+}
+
+type retryIDArgs struct {
+	RetryID int64 `db:"retry_id"`
 }
 
 type skipArgs struct {

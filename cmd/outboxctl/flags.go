@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -83,4 +85,47 @@ func auditArgs(fs *flag.FlagSet, reason, actor, why string) error {
 		return usagef(fs, "--actor may not be empty")
 	}
 	return nil
+}
+
+// timeArg parses the RFC 3339 time of flag name; a malformed one is a usage
+// error that shows how to write it.
+func timeArg(fs *flag.FlagSet, name, value string) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, value)
+	if err != nil {
+		return time.Time{}, usagef(fs, "%s %q is not an RFC 3339 time; write it like 2025-06-01T10:00:00Z or 2025-06-01T12:00:00+02:00", name, value)
+	}
+	return t, nil
+}
+
+// errNobodyToConfirm is [confirmed]'s answer when --yes was not given and
+// stdin is not a terminal.
+var errNobodyToConfirm = errors.New("stdin is not a terminal, so there is nobody to confirm")
+
+// confirmed decides whether a command that changes many events at once goes
+// ahead, once it has printed what it would do: with --yes (yes) it does;
+// otherwise the operator at the terminal is asked question. Without a
+// terminal it returns errNobodyToConfirm, and the command says what --yes
+// would do (replay refuses, a bulk retry ends as a dry run).
+func confirmed(env *cliEnv, yes bool, question string) (bool, error) {
+	if yes {
+		return true, nil
+	}
+	if !env.interactive {
+		return false, errNobodyToConfirm
+	}
+	return confirm(env, question)
+}
+
+// confirm asks question on stderr and reads a yes or no from stdin.
+func confirm(env *cliEnv, question string) (bool, error) {
+	fmt.Fprint(env.stderr, question)
+	line, err := bufio.NewReader(env.stdin).ReadString('\n')
+	if err != nil && line == "" {
+		return false, fmt.Errorf("reading the confirmation: %w", err)
+	}
+	switch strings.ToLower(strings.TrimSpace(line)) {
+	case "y", "yes":
+		return true, nil
+	}
+	return false, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -44,18 +45,24 @@ func runList(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
-	for _, e := range events {
-		fmt.Fprintf(tw, "%s\t%s\t%s/%s\tseq=%d\tattempts=%d\t%s\t%s\n",
-			e.ID, e.Type, e.AggregateType, e.AggregateID, e.Sequence, e.Attempts, e.State, lastError(e.LastError))
-	}
-	if err := tw.Flush(); err != nil {
+	if err := writeEvents(env.stdout, "", events); err != nil {
 		return err
 	}
 	if len(events) == 0 {
 		fmt.Fprintln(env.stderr, "no events match")
 	}
 	return nil
+}
+
+// writeEvents prints events one a line, each after indent, in columns: id,
+// type, aggregate, sequence, attempts, state and the last error, truncated.
+func writeEvents(w io.Writer, indent string, events []outbox.EventInfo) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, e := range events {
+		fmt.Fprintf(tw, "%s%s\t%s\t%s/%s\tseq=%d\tattempts=%d\t%s\t%s\n",
+			indent, e.ID, e.Type, e.AggregateType, e.AggregateID, e.Sequence, e.Attempts, e.State, lastError(e.LastError))
+	}
+	return tw.Flush()
 }
 
 // lastError renders an error on one line, bounded, quoted so a space-split

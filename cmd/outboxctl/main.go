@@ -4,6 +4,8 @@
 //	outboxctl status [--json]                           backlog, quarantine, leases, throughput
 //	outboxctl list [--pending | --quarantined] [--aggregate ID] [--limit N]
 //	outboxctl retry EVENT_ID                            a quarantined or backing-off event: available now, attempts reset
+//	outboxctl retry --quarantined [--since TIME] [--error-contains TEXT] [--aggregate-type TYPE] [--yes]
+//	                                                    every quarantined event selected, in audited batches
 //	outboxctl skip EVENT_ID --reason TEXT [--actor NAME]
 //	outboxctl replay --from TIME --to TIME [--aggregate ID] [--yes]
 //	outboxctl cleanup --retention DURATION [--batch-size N] [--inbox-retention DURATION]
@@ -63,7 +65,7 @@ func init() {
 		"migrate":         {summary: "apply every pending schema migration to DATABASE_URL", run: runMigrate},
 		"status":          {summary: "pending, oldest pending age, quarantined, leases by relay, recent throughput", run: runStatus},
 		"list":            {summary: "list events, one a line, the event id first", run: runList},
-		"retry":           {summary: "make a quarantined or backing-off event available now, attempts reset", run: runRetry},
+		"retry":           {summary: "make a quarantined or backing-off event available now, attempts reset; --quarantined: every one a filter selects", run: runRetry},
 		"skip":            {summary: "give up a quarantined event (with a reason) so its aggregate flows again", run: runSkip},
 		"replay":          {summary: "deliver published events of a time window again", run: runReplay},
 		"cleanup":         {summary: "delete old published events and inbox rows in bounded batches", run: runCleanup},

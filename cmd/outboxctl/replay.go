@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/outflow/outflow/outbox"
@@ -49,11 +47,9 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 		if f.value == "" {
 			return usagef(fs, "%s is mandatory", f.name)
 		}
-		t, err := time.Parse(time.RFC3339Nano, f.value)
-		if err != nil {
-			return usagef(fs, "%s %q is not an RFC 3339 time; write it like 2025-06-01T10:00:00Z or 2025-06-01T12:00:00+02:00", f.name, f.value)
+		if *f.dst, err = timeArg(fs, f.name, f.value); err != nil {
+			return err
 		}
-		*f.dst = t
 	}
 	if !opts.To.After(opts.From) {
 		return usagef(fs, "--to (%s) must be after --from (%s)", *to, *from)
@@ -83,17 +79,15 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	fmt.Fprintf(env.stdout, "%d published events of %s (occurred %s .. %s) will be delivered again.\n"+
 		"Workflows that completed stay one run; failed, terminated or timed-out ones run again (effects stay single).\n",
 		plan.Events, scope, plan.First.UTC().Format(time.RFC3339), plan.Last.UTC().Format(time.RFC3339))
-	if !*yes {
-		if !env.interactive {
-			return usagef(fs, "stdin is not a terminal, so there is nobody to confirm: pass --yes to replay these %d events", plan.Events)
-		}
-		ok, err := confirm(env, fmt.Sprintf("Replay %d events? [y/N] ", plan.Events))
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return errors.New("not confirmed; nothing was replayed")
-		}
+	ok, err := confirmed(env, *yes, fmt.Sprintf("Replay %d events? [y/N] ", plan.Events))
+	if errors.Is(err, errNobodyToConfirm) {
+		return usagef(fs, "%v: pass --yes to replay these %d events", err, plan.Events)
+	}
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errors.New("not confirmed; nothing was replayed")
 	}
 	n, err := outbox.Replay(ctx, pool, opts)
 	if err != nil {
@@ -103,18 +97,4 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 		"from", opts.From, "to", opts.To, "aggregate_type", opts.AggregateType, "aggregate_id", opts.AggregateID)
 	fmt.Fprintf(env.stdout, "replayed %d events; the relays publish them again (outboxctl status shows the replays pending)\n", n)
 	return nil
-}
-
-// confirm asks question on stderr and reads a yes or no from stdin.
-func confirm(env *cliEnv, question string) (bool, error) {
-	fmt.Fprint(env.stderr, question)
-	line, err := bufio.NewReader(env.stdin).ReadString('\n')
-	if err != nil && line == "" {
-		return false, fmt.Errorf("reading the confirmation: %w", err)
-	}
-	switch strings.ToLower(strings.TrimSpace(line)) {
-	case "y", "yes":
-		return true, nil
-	}
-	return false, nil
 }

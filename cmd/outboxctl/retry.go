@@ -2,18 +2,65 @@ package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/outflow/outflow/outbox"
 )
 
-// runRetry makes a quarantined or backing-off event available now.
+// runRetry makes a quarantined or backing-off event available now, or, with
+// --quarantined, every quarantined event a filter selects (runRetryQuarantined).
 func runRetry(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet(env, "retry", "retry EVENT_ID")
+	fs := newFlagSet(env, "retry", "retry EVENT_ID\n       outboxctl retry --quarantined [--since TIME] [--error-contains TEXT] [--aggregate-type TYPE] [--reason TEXT] [--batch-size N] [--yes]")
+	quarantined := fs.Bool("quarantined", false, "retry every quarantined event the filters select, in batches, after a count and a confirmation (audited)")
+	var filter outbox.RetryFilter
+	since := fs.String("since", "", "with --quarantined: only events quarantined at or after this RFC 3339 time (e.g. when an outage began)")
+	fs.StringVar(&filter.ErrorContains, "error-contains", "", "with --quarantined: only events whose last_error contains this text, ignoring case (e.g. Unavailable)")
+	fs.StringVar(&filter.AggregateType, "aggregate-type", "", "with --quarantined: only events of aggregates of this type (e.g. order)")
+	reason := fs.String("reason", "", "with --quarantined: why, recorded in the audit row (e.g. \"Temporal outage INC-42 resolved\")")
+	actor := fs.String("actor", env.actor, "with --quarantined: who asked, recorded in the audit row (retried_by)")
+	batch := fs.Int("batch-size", outbox.RetryBatchSizeDefault, "with --quarantined: events per batch, each batch one short transaction (1 to 100000)")
+	yes := fs.Bool("yes", false, "with --quarantined: do not ask for confirmation; without it and without a terminal, only count (a dry run)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
 	}
+	if !*quarantined {
+		var bulkOnly []string
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name != "database-url" {
+				bulkOnly = append(bulkOnly, "--"+f.Name)
+			}
+		})
+		if len(bulkOnly) > 0 {
+			return usagef(fs, "%s: only with --quarantined (retry EVENT_ID retries one event, whatever its error)", strings.Join(bulkOnly, ", "))
+		}
+		return retryOne(ctx, env, fs, pos)
+	}
+	switch {
+	case len(pos) > 0:
+		return usagef(fs, "--quarantined takes no EVENT_ID, got %q: retry one event with `outboxctl retry EVENT_ID`, or narrow --quarantined with --since, --error-contains, --aggregate-type", pos)
+	case strings.TrimSpace(*actor) == "":
+		return usagef(fs, "--actor may not be empty")
+	case *batch < 1 || *batch > 100000:
+		return usagef(fs, "--batch-size %d is out of range; use 1 to 100000", *batch)
+	}
+	if *since != "" {
+		if filter.Since, err = timeArg(fs, "--since", *since); err != nil {
+			return err
+		}
+	}
+	return runRetryQuarantined(ctx, env, outbox.RetryQuarantinedOptions{
+		RetryFilter: filter, Actor: *actor, Reason: *reason, BatchSize: *batch,
+	}, *yes)
+}
+
+// retryOne retries the event EVENT_ID names.
+func retryOne(ctx context.Context, env *cliEnv, fs *flag.FlagSet, pos []string) error {
 	id, err := eventIDArg(fs, pos)
 	if err != nil {
 		return err
@@ -34,4 +81,73 @@ func runRetry(ctx context.Context, env *cliEnv, args []string) error {
 		id, c.After.Type, c.After.AggregateType, c.After.AggregateID, c.After.Sequence,
 		c.Before.State, c.After.State, c.Before.Attempts, c.After.Attempts)
 	return nil
+}
+
+// runRetryQuarantined prints how many quarantined events the filter
+// selects, with a sample, and retries them once confirmed the way replay
+// confirms (confirmed); without --yes and without a terminal it is a dry
+// run that changes nothing.
+func runRetryQuarantined(ctx context.Context, env *cliEnv, opts outbox.RetryQuarantinedOptions, yes bool) error {
+	pool, err := openDB(ctx, env)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	plan, err := outbox.PlanRetryQuarantined(ctx, pool, opts.RetryFilter)
+	if err != nil {
+		return err
+	}
+	scope := describeRetryFilter(opts.RetryFilter)
+	if plan.Events == 0 {
+		fmt.Fprintf(env.stdout, "no quarantined events match (%s); nothing to retry\n", scope)
+		return nil
+	}
+	fmt.Fprintf(env.stdout, "%d quarantined events (%s; quarantined %s .. %s) will be retried: available now, attempts reset, last_error kept.\n",
+		plan.Events, scope, plan.First.UTC().Format(time.RFC3339), plan.Last.UTC().Format(time.RFC3339))
+	if err := writeEvents(env.stdout, "  ", plan.Sample); err != nil {
+		return err
+	}
+	if more := plan.Events - int64(len(plan.Sample)); more > 0 {
+		fmt.Fprintf(env.stdout, "  … and %d more (outboxctl list --quarantined shows them)\n", more)
+	}
+	ok, err := confirmed(env, yes, fmt.Sprintf("Retry %d events? [y/N] ", plan.Events))
+	if errors.Is(err, errNobodyToConfirm) {
+		fmt.Fprintf(env.stdout, "dry run (%v): nothing was retried; pass --yes to retry these %d events\n", err, plan.Events)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return errors.New("not confirmed; nothing was retried")
+	}
+	start := time.Now()
+	opts.OnBatch = func(b outbox.RetryBatch) {
+		fmt.Fprintf(env.stdout, "batch %d: retried %d events (%d of ~%d)\n", b.Number, b.Retried, b.Total, plan.Events)
+	}
+	res, err := outbox.RetryQuarantined(ctx, pool, opts)
+	env.logger.Info("outboxctl: quarantined events retried", "events", res.Retried, "batches", res.Batches, "audit_id", res.AuditID,
+		"actor", opts.Actor, "reason", opts.Reason, "since", opts.Since, "error_contains", opts.ErrorContains, "aggregate_type", opts.AggregateType,
+		"elapsed", time.Since(start).Round(time.Millisecond), "error", err)
+	if err != nil {
+		return fmt.Errorf("%w (the batches before the error are retried; run the command again to retry the rest)", err)
+	}
+	fmt.Fprintf(env.stdout, "retried %d quarantined events in %d batches in %s (audit id %d, by %s); relays were woken\n",
+		res.Retried, res.Batches, time.Since(start).Round(time.Millisecond), res.AuditID, strings.TrimSpace(opts.Actor))
+	return nil
+}
+
+// describeRetryFilter says in words which events a filter selects.
+func describeRetryFilter(f outbox.RetryFilter) string {
+	parts := []string{"all aggregates"}
+	if f.AggregateType != "" {
+		parts[0] = "all " + f.AggregateType + " aggregates"
+	}
+	if f.ErrorContains != "" {
+		parts = append(parts, "last_error contains "+strconv.Quote(f.ErrorContains))
+	}
+	if !f.Since.IsZero() {
+		parts = append(parts, "quarantined since "+f.Since.UTC().Format(time.RFC3339))
+	}
+	return strings.Join(parts, ", ")
 }

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"strings"
 	"testing"
 	"time"
 
@@ -38,4 +40,135 @@ func TestRetry(t *testing.T) {
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "it was published at")
 	require.Contains(t, r.stderr, "use replay")
+}
+
+// TestRetryQuarantined: `retry --quarantined` counts the events its filters
+// select and shows a sample; without --yes and without a terminal it is a dry
+// run, a terminal answering "n" changes nothing, "y" retries them in batches
+// with progress and a summary, audited. Skipped, published and leased events
+// are never touched, and a relay then publishes every retried event in its
+// order's sequence.
+func TestRetryQuarantined(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	outage := b.enqueue(t, "o-outage", "OrderCreated", "OrderCancelled")
+	outage2 := b.enqueue(t, "o-outage-2", "OrderCreated")[0]
+	poison := b.enqueue(t, "o-poison", "OrderCreated")[0]
+	skipped := b.enqueue(t, "o-skipped", "OrderCreated")[0]
+	published := b.enqueue(t, "o-published", "OrderCreated")[0]
+	leased := b.enqueue(t, "o-leased", "OrderCreated")[0]
+	b.quarantine(t, outage[0].ID, "temporalpub: rpc error: code = Unavailable desc = connection refused")
+	b.quarantine(t, outage2.ID, "temporalpub: rpc error: code = Unavailable desc = connection refused")
+	b.quarantine(t, poison.ID, "no route for event type OrderCreated")
+	b.quarantine(t, skipped.ID, "Unavailable")
+	b.exec(t, `UPDATE outbox_events SET skipped_at = now(), skipped_by = 'ops', skip_reason = 'handled by hand' WHERE event_id = $1`, skipped.ID)
+	b.exec(t, `UPDATE outbox_events SET published_at = now(), attempt_count = 3, last_error = 'Unavailable' WHERE event_id = $1`, published.ID)
+	b.quarantine(t, leased.ID, "Unavailable")
+	b.exec(t, `UPDATE outbox_events SET claimed_by = 'relay-x', claim_until = now() + interval '1 hour' WHERE event_id = $1`, leased.ID)
+	untouched := func() map[uuid.UUID]row {
+		m := map[uuid.UUID]row{}
+		for _, id := range []uuid.UUID{skipped.ID, published.ID, leased.ID, poison.ID} {
+			m[id] = b.row(t, id)
+		}
+		return m
+	}
+	before := untouched()
+	audits := func() int {
+		var n int
+		require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT count(*) FROM outbox_bulk_retries`).Scan(&n))
+		return n
+	}
+	args := []string{"--quarantined", "--error-contains", "unavailable", "--since", time.Now().Add(-time.Hour).UTC().Format(time.RFC3339),
+		"--aggregate-type", "order", "--reason", "INC-42 resolved", "--batch-size", "1"}
+
+	// Not a terminal, no --yes: a dry run.
+	var out, errb bytes.Buffer
+	env := &cliEnv{stdout: &out, stderr: &errb, logger: quiet(), databaseURL: b.url, stdin: strings.NewReader(""), actor: "test@host"}
+	require.NoError(t, runRetry(b.ctx, env, args))
+	require.Contains(t, out.String(), `2 quarantined events (all order aggregates, last_error contains "unavailable", quarantined since`)
+	require.Contains(t, out.String(), outage[0].ID.String())
+	require.Contains(t, out.String(), outage2.ID.String())
+	require.NotContains(t, out.String(), poison.ID.String())
+	require.Contains(t, out.String(), "dry run (stdin is not a terminal, so there is nobody to confirm): nothing was retried; pass --yes to retry these 2 events")
+	require.Equal(t, 20, b.row(t, outage[0].ID).Attempts)
+	require.NotNil(t, b.row(t, outage[0].ID).QuarantinedAt)
+	require.Zero(t, audits(), "a dry run writes no audit")
+
+	// A terminal answering "n": nothing changed.
+	out.Reset()
+	env.interactive, env.stdin = true, strings.NewReader("n\n")
+	require.ErrorContains(t, runRetry(b.ctx, env, args), "not confirmed; nothing was retried")
+	require.Contains(t, errb.String(), "Retry 2 events? [y/N] ")
+	require.NotNil(t, b.row(t, outage2.ID).QuarantinedAt)
+	require.Zero(t, audits())
+
+	// "y": retried in batches of one, with progress and a summary.
+	out.Reset()
+	env.stdin = strings.NewReader("y\n")
+	require.NoError(t, runRetry(b.ctx, env, args))
+	require.Contains(t, out.String(), "batch 1: retried 1 events (1 of ~2)")
+	require.Contains(t, out.String(), "batch 2: retried 1 events (2 of ~2)")
+	require.Contains(t, out.String(), "retried 2 quarantined events in 2 batches")
+	require.Contains(t, out.String(), "by test@host")
+	for _, id := range []uuid.UUID{outage[0].ID, outage2.ID} {
+		r := b.row(t, id)
+		require.Nil(t, r.QuarantinedAt)
+		require.Zero(t, r.Attempts, "a fresh attempt budget")
+		require.WithinDuration(t, time.Now(), r.AvailableAt, 5*time.Second)
+	}
+	require.Equal(t, before, untouched(), "skipped, published, leased and unselected events are untouched")
+	var by, reason, contains string
+	var events int64
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT retried_by, reason, error_contains, events FROM outbox_bulk_retries`).Scan(&by, &reason, &contains, &events))
+	require.Equal(t, []any{"test@host", "INC-42 resolved", "unavailable", int64(2)}, []any{by, reason, contains, events})
+
+	// Nothing matches any more.
+	out.Reset()
+	require.NoError(t, runRetry(b.ctx, env, args))
+	require.Contains(t, out.String(), "no quarantined events match")
+
+	// Through the real entry point with --yes: the rest (the poison event)
+	// too; a relay publishes everything retried, each order in sequence.
+	r := b.ok(t, "retry", "--quarantined", "--yes")
+	require.Contains(t, r.stdout, "1 quarantined events (all aggregates;")
+	require.Contains(t, r.stdout, "retried 1 quarantined events in 1 batches")
+	require.Contains(t, r.stderr, "quarantined events retried")
+	require.Contains(t, r.stderr, "audit_id=")
+	require.Equal(t, 2, audits())
+	acked := b.runRelay(t)
+	b.waitPublished(t, outage[0].ID, outage[1].ID, outage2.ID, poison.ID)
+	var seq []uuid.UUID
+	for _, e := range acked() {
+		if e.AggregateID == "o-outage" {
+			seq = append(seq, e.ID)
+		}
+	}
+	require.Equal(t, idsOf(outage...), seq, "the order's events in sequence")
+	require.Nil(t, b.row(t, leased.ID).PublishedAt, "the leased event was left to its relay")
+	require.NotNil(t, b.row(t, skipped.ID).SkippedAt)
+}
+
+// TestRetryQuarantinedUsage: the bulk flags need --quarantined, which takes
+// no EVENT_ID, and malformed values exit 2 saying what to write.
+func TestRetryQuarantinedUsage(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"retry", "--since", "2025-01-01T00:00:00Z"}, "--since: only with --quarantined"},
+		{[]string{"retry", "0190f7c2-0000-7000-8000-000000000000", "--yes"}, "--yes: only with --quarantined"},
+		{[]string{"retry", "--quarantined", "0190f7c2-0000-7000-8000-000000000000"}, "--quarantined takes no EVENT_ID"},
+		{[]string{"retry", "--quarantined", "--since", "yesterday"}, `--since "yesterday" is not an RFC 3339 time`},
+		{[]string{"retry", "--quarantined", "--batch-size", "0"}, "--batch-size 0 is out of range"},
+		{[]string{"retry", "--quarantined", "--actor", " "}, "--actor may not be empty"},
+	} {
+		r := b.ctl(t, tc.args...)
+		require.Equal(t, 2, r.code, "%v: %s", tc.args, r.stderr)
+		require.Contains(t, r.stderr, tc.want, "%v", tc.args)
+	}
+	r := b.ok(t, "help", "retry")
+	require.Contains(t, r.stdout, "usage: outboxctl retry EVENT_ID")
+	require.Contains(t, r.stdout, "outboxctl retry --quarantined [--since TIME] [--error-contains TEXT] [--aggregate-type TYPE]")
 }
