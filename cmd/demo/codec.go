@@ -138,7 +138,8 @@ func printCodecHowTo(w io.Writer, c *demoCodec, tmp *temporalServer, cli, databa
 		fmt.Fprintf(w, "  Web UI: set the codec endpoint %s in its \"Data Encoder\" settings (and CODECSERVER_CORS_ORIGIN to its address)\n", c.endpoint())
 	}
 	if orderID != "" {
-		fmt.Fprintf(w, "  forget a customer: DATABASE_URL=%s bin/outboxctl forget-customer customer1@example.com --reason \"demo\"\n", databaseURL)
-		fmt.Fprintf(w, "    (their personal data becomes unreadable in every history: within a minute, order %s's input stays ciphertext even through the codec server)\n", orderID)
+		fmt.Fprintf(w, "  forget a customer: DATABASE_URL=%s TEMPORAL_ADDRESS=%s TEMPORAL_NAMESPACE=%s bin/outboxctl forget-customer customer1@example.com --reason \"demo\"\n",
+			databaseURL, tmp.address, tmp.namespace)
+		fmt.Fprintf(w, "    (refused, naming them, while a workflow of theirs still needs the key; then their personal data is unreadable in every history: order %s's input stays ciphertext even through the codec server)\n", orderID)
 	}
 }
