@@ -21,7 +21,9 @@ import (
 // the failures and releases what was never attempted in batches across
 // claims. Per event nothing changes: claimed with a lease, published within
 // it, marked fenced by the owner; an aggregate's next event is claimable
-// only once its predecessor is marked, which wakes the claimer.
+// only once its predecessor is marked, which wakes the claimer. What is new
+// is one owner holding claims of several claims at once, so an event this
+// relay still holds is never queued twice (see claim).
 
 // job is one claimed event and its claim's lease.
 type job struct {
@@ -59,7 +61,8 @@ type books struct {
 	failures   []failure
 	sinkFaults []failure
 	skipped    []uuid.UUID
-	pending    int
+	// booked are the events of the outcomes booked since the last flush.
+	booked []uuid.UUID
 	// retryAts are the retry times of every failure written so far.
 	retryAts []time.Time
 }
@@ -70,7 +73,7 @@ func (r *Relay) newBooks(bk context.Context) *books { return &books{r: r, bk: bk
 // for a mark now (MarkBatchSize).
 func (b *books) add(o outcome) bool {
 	r := b.r
-	b.pending++
+	b.booked = append(b.booked, o.c.ID)
 	switch {
 	case o.skipped:
 		b.skipped = append(b.skipped, o.c.ID)
@@ -95,9 +98,9 @@ func (b *books) add(o outcome) bool {
 	return len(b.acks) >= r.cfg.MarkBatchSize
 }
 
-// flush writes what was booked since the last flush and returns how many
-// outcomes that settled and whether any event was marked.
-func (b *books) flush() (settled int, marked bool) {
+// flush writes what was booked since the last flush and returns the events
+// that settled and whether any was marked.
+func (b *books) flush() (settled []uuid.UUID, marked bool) {
 	r := b.r
 	marked = len(b.acks) > 0
 	r.flushAcks(b.bk, b.acks)
@@ -111,8 +114,8 @@ func (b *books) flush() (settled int, marked bool) {
 		}
 		cancel()
 	}
-	settled = b.pending
-	b.acks, b.failures, b.sinkFaults, b.skipped, b.pending = b.acks[:0], nil, nil, b.skipped[:0], 0
+	settled = b.booked
+	b.acks, b.failures, b.sinkFaults, b.skipped, b.booked = b.acks[:0], nil, nil, b.skipped[:0], nil
 	return settled, marked
 }
 
@@ -125,8 +128,10 @@ type pipeline struct {
 	workers sync.WaitGroup
 	books   sync.WaitGroup
 
+	// open are the claimed events not yet settled: queued, publishing, or
+	// waiting for their outcome to be written.
 	mu      sync.Mutex
-	open    int
+	open    map[uuid.UUID]bool
 	settled chan struct{} // a wake-up (capacity one) when events settle
 }
 
@@ -135,6 +140,7 @@ func (r *Relay) startPipeline(ctx, bk context.Context) *pipeline {
 		r:       r,
 		jobs:    make(chan job, 2*r.cfg.MaxInFlight),
 		results: make(chan outcome, 2*r.cfg.MaxInFlight),
+		open:    map[uuid.UUID]bool{},
 		settled: make(chan struct{}, 1),
 	}
 	for range r.cfg.MaxInFlight {
@@ -152,7 +158,7 @@ func (r *Relay) startPipeline(ctx, bk context.Context) *pipeline {
 func (p *pipeline) room() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return 2*p.r.cfg.MaxInFlight - p.open
+	return 2*p.r.cfg.MaxInFlight - len(p.open)
 }
 
 // claim claims at most n events and queues them for the workers. It returns
@@ -177,11 +183,26 @@ func (p *pipeline) claim(ctx, bk context.Context, n int) (int, error) {
 		}
 		return 0, fmt.Errorf("outbox: after claim: %w", err)
 	}
+	// An event this relay still holds can be claimed again by it: its lease
+	// expired while its outcome waited to be written (the database was
+	// slow). Its publish has ended (a publish ends before its lease), and
+	// that outcome, written under this owner, settles the new claim too; a
+	// second publish would run beside the first one's failure record, which
+	// releases the new claim. So it is not queued again.
+	var queue []job
 	p.mu.Lock()
-	p.open += len(batch)
-	p.mu.Unlock()
 	for _, c := range batch {
-		p.jobs <- job{c: c, l: l} // room() keeps the queue within its capacity
+		if p.open[c.ID] {
+			r.cfg.Logger.Warn("outbox relay: claimed again an event whose outcome is still being written; its outcome settles it",
+				"owner", r.cfg.Owner, "event_id", c.ID)
+			continue
+		}
+		p.open[c.ID] = true
+		queue = append(queue, job{c: c, l: l})
+	}
+	p.mu.Unlock()
+	for _, j := range queue {
+		p.jobs <- j // room() keeps the queue within its capacity
 	}
 	return len(batch), nil
 }
@@ -194,12 +215,14 @@ func (p *pipeline) keepBooks(bk context.Context) {
 	var timerC <-chan time.Time
 	flush := func() {
 		timerC = nil
-		n, marked := b.flush()
-		if n == 0 {
+		settled, marked := b.flush()
+		if len(settled) == 0 {
 			return
 		}
 		p.mu.Lock()
-		p.open -= n
+		for _, id := range settled {
+			delete(p.open, id)
+		}
 		p.mu.Unlock()
 		select {
 		case p.settled <- struct{}{}:
