@@ -29,18 +29,25 @@ type lanes struct {
 	ready  []*cdcEvent
 	// held maps each held event to its lease's local deadline.
 	held   map[uuid.UUID]time.Time
-	recent map[uuid.UUID]time.Time
+	recent map[uuid.UUID]recentMark
 	closed bool
 }
 
 // recentFor is how long a marked event still counts as the stream's.
 const recentFor = 30 * time.Second
 
+// recentMark is a marked event as recent remembers it: when it was marked,
+// and the local deadline its lease had.
+type recentMark struct {
+	at       time.Time
+	deadline time.Time
+}
+
 func newLanes() *lanes {
 	l := &lanes{
 		queues: map[laneKey][]*cdcEvent{},
 		held:   map[uuid.UUID]time.Time{},
-		recent: map[uuid.UUID]time.Time{},
+		recent: map[uuid.UUID]recentMark{},
 	}
 	l.cond = sync.NewCond(&l.mu)
 	return l
@@ -73,8 +80,16 @@ func (l *lanes) holdsAllLocked(blockers []uuid.UUID, also map[uuid.UUID]bool) bo
 }
 
 func (l *lanes) addLocked(e *cdcEvent, blockers []uuid.UUID) {
+	// Every blocker the verification saw capped e's claim_until, also one
+	// marked since (now in recent): e's local deadline must not outlive it.
 	for _, b := range blockers {
-		if d, ok := l.held[b]; ok && d.Before(e.lease.deadline) {
+		d, ok := l.held[b]
+		if !ok {
+			var m recentMark
+			m, ok = l.recent[b]
+			d = m.deadline
+		}
+		if ok && d.Before(e.lease.deadline) {
 			e.lease.deadline = d
 		}
 	}
@@ -89,8 +104,8 @@ func (l *lanes) addLocked(e *cdcEvent, blockers []uuid.UUID) {
 }
 
 func (l *lanes) pruneRecent(now time.Time) {
-	for id, at := range l.recent {
-		if now.Sub(at) > recentFor {
+	for id, m := range l.recent {
+		if now.Sub(m.at) > recentFor {
 			delete(l.recent, id)
 		}
 	}
@@ -161,11 +176,13 @@ func (l *lanes) broken(e *cdcEvent) []*cdcEvent {
 func (l *lanes) marked(ids, changed []uuid.UUID, now time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	deadlines := make(map[uuid.UUID]time.Time, len(ids))
 	for _, id := range ids {
+		deadlines[id] = l.held[id]
 		delete(l.held, id)
 	}
 	for _, id := range changed {
-		l.recent[id] = now
+		l.recent[id] = recentMark{at: now, deadline: deadlines[id]}
 	}
 }
 
