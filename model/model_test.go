@@ -64,6 +64,8 @@ var properties = []string{
 	"FIRST STARTS IN ORDER",
 	"SKIP IS FINAL",
 	"REPLAY HORIZON",
+	"ONE LEASE HOLDER PER ORDER",
+	"LANE ADMISSION",
 }
 
 func TestModel(t *testing.T) {
@@ -205,7 +207,7 @@ func runCheck(t *testing.T, spin, cc string, c check) string {
 	summary := fmt.Sprintf("%-52s errors %s, %s states stored, %s MB, %.1fs (cpu %.1fs)",
 		c.name, errs, stored, mem, elapsed.Seconds(), cpu.Seconds())
 	t.Log(summary)
-	for _, bad := range []string{"max search depth too small", "out of memory", "aborting"} {
+	for _, bad := range []string{"max search depth too small", "out of memory", "reached -DMEMLIM bound", "aborting"} {
 		if strings.Contains(report, bad) && errs == "0" {
 			t.Fatalf("the search was not complete (%q):\n%s", bad, report)
 		}
@@ -276,7 +278,7 @@ func explain(ctx context.Context, t *testing.T, dir, spin string, c check, model
 			m := at.FindStringSubmatch(l)
 			line, _ := strconv.Atoi(m[2])
 			violated = propertyAt(t, m[1], line)
-		case strings.HasPrefix(l, " ") && (strings.HasPrefix(trimmed, "relay ") || strings.HasPrefix(trimmed, "operator:") ||
+		case strings.HasPrefix(l, " ") && (strings.HasPrefix(trimmed, "relay ") || strings.HasPrefix(trimmed, "stream:") || strings.HasPrefix(trimmed, "operator:") ||
 			strings.HasPrefix(trimmed, "clock:") || strings.HasPrefix(trimmed, "producer:") || strings.HasPrefix(trimmed, "temporal:")):
 			steps = append(steps, "    "+trimmed)
 		}
