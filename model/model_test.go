@@ -37,12 +37,19 @@ type check struct {
 	heavy bool
 }
 
-// The real model's checks, the heaviest first. The sizes, and why these,
-// are in README.md.
+// The real models' checks (relay.pml, and cdc.pml: the CDC stream beside
+// its sweeper), the heaviest first. The sizes, and why these, are in
+// README.md.
 var modelChecks = []check{
+	{name: "cdc/safety/2sweepers-1order-2events-2ops", file: "cdc.pml", hash: 25, heavy: true,
+		defs: []string{"-DRELAYS=2", "-DMAX_OPS=2"}},
 	{name: "safety/3relays-2orders-2events-0ops", file: "relay.pml", hash: 25, heavy: true,
 		defs: []string{"-DRELAYS=3", "-DORDERS=2", "-DEPO=2", "-DMAX_OPS=0"}},
 	{name: "safety/2relays-2orders-2events-1op", file: "relay.pml", hash: 25, heavy: true},
+	{name: "cdc/safety/1sweeper-1order-3events-1op", file: "cdc.pml", hash: 25, heavy: true,
+		defs: []string{"-DEPO=3"}},
+	{name: "cdc/safety/2sweepers-1order-2events-1op", file: "cdc.pml", hash: 25, heavy: true,
+		defs: []string{"-DRELAYS=2"}},
 	{name: "liveness/2relays-1order-2events-2faults-2ops", file: "relay.pml", hash: 24, live: true,
 		defs: []string{"-DLIVENESS", "-DORDERS=1", "-DEPO=2", "-DMAX_FAULTS=2", "-DMAX_OPS=2"}},
 	{name: "safety/3relays-1order-2events-2ops", file: "relay.pml", hash: 24,
@@ -53,6 +60,11 @@ var modelChecks = []check{
 		defs: []string{"-DORDERS=2", "-DEPO=3", "-DMAX_OPS=0"}},
 	{name: "safety/2relays-1order-3events-2ops", file: "relay.pml", hash: 24,
 		defs: []string{"-DORDERS=1", "-DEPO=3", "-DMAX_OPS=2"}},
+	{name: "cdc/liveness/1sweeper-1order-2events-2faults-1op", file: "cdc.pml", hash: 24, live: true,
+		defs: []string{"-DLIVENESS", "-DMAX_FAULTS=2", "-DMAX_OPS=1"}},
+	{name: "cdc/safety/1sweeper-1order-2events-2ops", file: "cdc.pml", hash: 24,
+		defs: []string{"-DMAX_OPS=2"}},
+	{name: "cdc/safety/1sweeper-1order-2events-1op", file: "cdc.pml", hash: 24},
 }
 
 // The properties, as relay.pml names them in the comment above each assert.

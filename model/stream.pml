@@ -89,7 +89,10 @@ byte nb;
 #endif
 
 #define SHOLDER(c)  (owner[c] == STREAM || owner[c] == SDEAD)
-#define CRASHED(c)  (owner[c] == DEAD || owner[c] == SDEAD)
+/* A lease nobody alive acts on before it expires: a crashed relay's or
+ * stream's, or one the live stream left (its mark failed or changed no
+ * row): the clock always lets it expire, also in the liveness run. */
+#define CRASHED(c)  (owner[c] == DEAD || owner[c] == SDEAD || (owner[c] == STREAM && (sst[c] == S_GONE || sst[c] == S_RECENT)))
 
 /* RULE a lane shares its deadline: a stream lease ends no later than the
  * leases the stream holds on the event's predecessors (CDCLeaseVerify sets
