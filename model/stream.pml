@@ -20,6 +20,8 @@
  *   CDC_NO_HELD_CHECK       admission trusts the verify (no held check)
  *   CDC_LEASE_NO_KEY_UPDATE CDCLease locks FOR NO KEY UPDATE: the replay's
  *                           fence does not wait for it
+ *   CDC_NO_PUBLISH_DEADLINE a worker publishes a lane's head whatever its
+ *                           lease (expired, taken over, cleared)
  *   CDC_LANE_OWN_DEADLINE   each stream lease keeps its own deadline (the
  *                           protocol of cdc-protocol.md as first written)
  */
@@ -134,8 +136,9 @@ byte xg;
 #define FENCE_WAITS(c) (rowlock[c] != FREE && rowlock[c] != STREAM)
 #endif
 
-/* RULE the stream publishes only under its live lease (lease.publishDeadline) */
-#ifdef CDC_NO_LEASE
+/* RULE the stream publishes only under its live lease, with PublishTimeout
+ * to spare (lease.publishDeadline) */
+#if defined(CDC_NO_LEASE) || defined(CDC_NO_PUBLISH_DEADLINE)
 #define LEASE_OK(e) true
 #else
 #define LEASE_OK(e) (owner[e] == STREAM && lease[e] == LIVE)
@@ -156,7 +159,9 @@ byte xg;
 #define MARK_MISSED S_GONE
 #endif
 
-/* RULE CDCTakeFailed takes from the stream's own lease, or an expired one */
+/* CDCTakeFailed takes from the stream's own lease, or an expired one
+ * (claim_until < now(): not a NULL one, which an operator's retry leaves);
+ * before the fix, from any row not under a live lease */
 #ifdef CDC_NO_LEASE
 #define TAKE_WHERE(e) (lease[e] != LIVE && !pub[e] && !quar[e] && !skipped[e])
 #else
