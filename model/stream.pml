@@ -22,6 +22,9 @@
  *                           fence does not wait for it
  *   CDC_NO_PUBLISH_DEADLINE a worker publishes a lane's head whatever its
  *                           lease (expired, taken over, cleared)
+ *   CDC_LOCAL_CAP_HELD_ONLY the worker's local deadline is capped by held
+ *                           blockers only, not by one marked since the
+ *                           verify (wt-cdc fc03ab9)
  *   CDC_LANE_OWN_DEADLINE   each stream lease keeps its own deadline (the
  *                           protocol of cdc-protocol.md as first written)
  */
@@ -111,7 +114,16 @@ byte nb;
 #define LATER_LIVE(c) ((SEQ(c) < 2 && lease[(c)+1] == LIVE && owner[(c)+1] == owner[c]) || \
                        (SEQ(c) < 1 && lease[(c)+2] == LIVE && owner[(c)+2] == owner[c]))
 #endif
+#ifdef CDC_LOCAL_CAP_HELD_ONLY
+/* the worker's local deadline capped only by held blockers: an event
+ * admitted behind a blocker marked since the verify (recent) keeps its own
+ * local deadline, later than its capped claim_until, which can then pass
+ * during its publish */
+byte ucap;
+#define STREAM_BOUND(c) ((sinflight == (c) && !(ucap & BIT(c))) || (SHOLDER(c) && LATER_LIVE(c)))
+#else
 #define STREAM_BOUND(c) (sinflight == (c) || (SHOLDER(c) && LATER_LIVE(c)))
+#endif
 #define EXPIRE_GROUP(c) skip
 #else
 /* The protocol as first written: each lease statement's own deadline (its
@@ -441,6 +453,14 @@ end_stream:
 				if
 				:: ok -> sst[e] = S_LANE;
 					printf("stream: lease of %d.%d commits; into its lane\n", EV(e));
+#ifdef CDC_LOCAL_CAP_HELD_ONLY
+					for (j : FIRST(ORD(e)) .. e) {
+						if
+						:: j < e && (vbnd & BIT(j)) && sst[j] == S_RECENT -> ucap = ucap | BIT(e)
+						:: else
+						fi
+					}
+#endif
 					/* LANE ADMISSION (see its definition) */
 					LANE_ADMISSION(e);
 					/* ONE LEASE HOLDER PER ORDER: when an event enters the
@@ -601,7 +621,10 @@ end_stream:
 				:: else
 				fi
 			}
-			stx = 0; vblk = 0; vbnd = 0; k = 0
+			stx = 0; vblk = 0; vbnd = 0; k = 0;
+#ifdef CDC_LOCAL_CAP_HELD_ONLY
+			ucap = 0;
+#endif
 		}
 		if
 		:: sinflight != NOEV ->
