@@ -83,6 +83,13 @@
 #define NOBODY 0
 #define DEAD   (RELAYS+1)
 
+#ifdef CDC
+/* The CDC stream's owner (Owner + "/stream", cdc-protocol): the live
+ * session's, and that of a session whose process crashed. */
+#define STREAM (RELAYS+2)
+#define SDEAD  (RELAYS+3)
+#endif
+
 /* claim_until: NULL, >= now() (live) or < now() (expired). */
 #define NONE    0
 #define LIVE    1
@@ -199,7 +206,7 @@ byte faults;         /* crashes, stalls and live-lease expiries so far */
 #define OWN_OK(e)   (exists[e] && !pub[e] && !quar[e] && !skipped[e] && LEASE_FREE(e))
 /* A candidate of RelayClaim, as the statement's snapshot sees it: its own
  * columns and the subqueries. */
-#define CAND(e)     (OWN_OK(e) && !LANE_BLOCKED(e) && !PROBE_BLOCKED(e))
+#define CAND(e)     (OWN_OK(e) && !LANE_BLOCKED(e) && !PROBE_BLOCKED(e) && SWEEPER_TAKES(e))
 
 /* A plain UPDATE (RelayMark, RelayFail, RelayRelease) waits for a claim
  * transaction's FOR UPDATE row lock; the replay's FOR KEY SHARE does not
@@ -213,6 +220,8 @@ byte faults;         /* crashes, stalls and live-lease expiries so far */
 #define UNDER_PUBLISH(e) (owner[e] >= 1 && owner[e] <= RELAYS && inflight[owner[e]] == (e))
 #ifdef LEASE_SHORTER_THAN_PUBLISH
 #define MAY_EXPIRE(e) true
+#elif defined(CDC)
+#define MAY_EXPIRE(e) (!UNDER_PUBLISH(e) && !STREAM_BOUND(e))
 #else
 #define MAY_EXPIRE(e) (!UNDER_PUBLISH(e))
 #endif
@@ -251,6 +260,15 @@ inline temporal_start(t, isReplay) {
 	fi;
 	delivered[t] = 1
 }
+
+#ifdef CDC
+#include "stream.pml"
+#endif
+/* A CDC relay's sweeper may take any event (Grace is abstracted); a
+ * polling relay takes any. */
+#ifndef SWEEPER_TAKES
+#define SWEEPER_TAKES(e) true
+#endif
 
 /* ------------------------------------------------------------------ Relay */
 
@@ -391,6 +409,9 @@ end_idle:
 			for (i : 1 .. RELAYS) {
 				assert(inflight[i] == NOEV || ORD(inflight[i]) != ORD(e))
 			}
+#ifdef CDC
+			assert(sinflight == NOEV || ORD(sinflight) != ORD(e));
+#endif
 			i = 0;
 			inflight[r] = e
 		   }
@@ -539,9 +560,13 @@ markfirst:
 /* C1 Time passes: a lease reaches claim_until. A live relay's lease expires
  * only when the relay stalls (a fault in the liveness run); a crashed
  * relay's always does. */
-#define EXPIRE(c) :: lease[c] == LIVE && MAY_EXPIRE(c) && (owner[c] == DEAD || FAULT_OK) -> \
-	if :: owner[c] != DEAD -> FAULT :: else fi; lease[c] = EXPIRED; \
-	printf("clock: lease of %d.%d expired\n", EV(c))
+#ifndef EXPIRE_GROUP
+#define EXPIRE_GROUP(c) skip
+#define CRASHED(c) (owner[c] == DEAD)
+#endif
+#define EXPIRE(c) :: lease[c] == LIVE && MAY_EXPIRE(c) && (CRASHED(c) || FAULT_OK) -> \
+	if :: !CRASHED(c) -> FAULT :: else fi; lease[c] = EXPIRED; \
+	printf("clock: lease of %d.%d expired\n", EV(c)); EXPIRE_GROUP(c)
 
 proctype Clock() {
 end_clock:
@@ -560,7 +585,15 @@ end_clock:
  * upserts the order's outbox_sequences row, which row-locks it until COMMIT
  * (so it waits for a replay holding it), and inserts the event with the next
  * sequence. One step: lock, insert and COMMIT. */
-#define ENQUEUE(c) :: !exists[c] && (SEQ(c) == 0 || exists[(c)-1]) && !lanelock[ORD(c)] -> exists[c] = 1; \
+#ifndef SLOT_APPEND
+#define SLOT_APPEND(c) skip
+#endif
+#ifdef ENQUEUE_OFF
+#define ENQUEUES false    /* a mutant's configuration: only the events committed before the run */
+#else
+#define ENQUEUES true
+#endif
+#define ENQUEUE(c) :: ENQUEUES && !exists[c] && (SEQ(c) == 0 || exists[(c)-1]) && !lanelock[ORD(c)] -> exists[c] = 1; SLOT_APPEND(c); \
 	printf("producer: %d.%d enqueued, committed\n", EV(c))
 
 proctype Producer() {
@@ -607,7 +640,10 @@ end_temporal:
 #define REPLAY_FIRST(c) :: pub[c] -> o = ORD(c); first = c; S = BIT(c); \
 	printf("operator: replay (uncommitted) of %d.%d\n", EV(c))
 /* OpsReplayFence waits for the claim transactions holding a fenced row. */
-#define FENCE_CLEAR(c) (!(F & BIT(c)) || rowlock[c] == FREE)
+#ifndef FENCE_WAITS
+#define FENCE_WAITS(c) (rowlock[c] != FREE)
+#endif
+#define FENCE_CLEAR(c) (!(F & BIT(c)) || !FENCE_WAITS(c))
 
 proctype Operator() {
 	byte o;      /* the replayed order */
@@ -716,7 +752,7 @@ init {
 	atomic {
 		for (i : 0 .. NEV-1) {
 			if
-			:: SEQ(i) < INITIAL -> exists[i] = 1
+			:: SEQ(i) < INITIAL -> exists[i] = 1; SLOT_APPEND(i)
 			:: else
 			fi
 		}
@@ -731,6 +767,10 @@ init {
 		run Producer();
 		run Temporal();
 		run Operator();
+#ifdef CDC
+		sinflight = NOEV;
+		run Stream();
+#endif
 #ifdef LIVENESS
 		run Idle()
 #endif
