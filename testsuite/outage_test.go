@@ -13,14 +13,15 @@ import (
 	"github.com/outflow/outflow/outbox"
 )
 
-// TestTemporalOutage: with the real binaries, Temporal is unreachable for
-// longer than the whole backoff schedule of OUTFLOW_MAX_ATTEMPTS=3 (ceilings
-// 1 s, 2 s, 4 s) while orders are placed. Every start fails for Temporal's
-// fault: no attempt is counted, nothing is quarantined, the relay stops
-// claiming and probes. After Temporal returns every order's events are
-// started in per-order order and every order settles; an unroutable event
-// committed during the outage is still quarantined after recovery, its own
-// fault.
+// TestTemporalOutage: with the real binaries, Temporal is unreachable from
+// the relay (a network partition: its connection is cut, the same on a dev
+// server and on the cluster) for longer than the whole backoff schedule of
+// OUTFLOW_MAX_ATTEMPTS=3 (ceilings 1 s, 2 s, 4 s) while orders are placed.
+// Every start fails for Temporal's fault: no attempt is counted, nothing is
+// quarantined, the relay stops claiming and probes. After the partition
+// heals every order's events are started in per-order order and every order
+// settles; an unroutable event committed during the outage is still
+// quarantined after recovery, its own fault.
 func TestTemporalOutage(t *testing.T) { temporalOutage(t, "poll") }
 
 // TestTemporalOutageCDC is [TestTemporalOutage] with the cdc source.
@@ -29,15 +30,16 @@ func TestTemporalOutageCDC(t *testing.T) { temporalOutage(t, "cdc") }
 func temporalOutage(t *testing.T, source string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	env := PrivateEnv(t) // its Temporal is stopped: no other test may share it
+	env := SharedEnv(t)
 	s := NewStackWith(t, env, StackOptions{Source: source})
-	s.ExtraEnv = []string{"OUTFLOW_MAX_ATTEMPTS=3"}
 	s.Start("orderapi", "")
 	s.Start("worker", "")
+	cut := NewPartition(t, env.Temporal.Address())
+	s.ExtraEnv = []string{"OUTFLOW_MAX_ATTEMPTS=3", "TEMPORAL_ADDRESS=" + cut.Addr()}
 	starter := s.Start("starter", "")
 	api := s.API()
 
-	env.Temporal.Stop()
+	cut.Cut()
 	const n = 5
 	var placed []string
 	for i := range n {
@@ -69,7 +71,7 @@ func temporalOutage(t *testing.T, source string) {
 		require.Zero(t, quarantined, "events quarantined for Temporal's outage")
 		time.Sleep(500 * time.Millisecond)
 	}
-	require.NoError(t, env.Temporal.Start(ctx))
+	require.NoError(t, cut.Heal())
 	require.NoError(t, starter.WaitLog(ctx, "the sink answers again"), "the relay's breaker closes")
 
 	require.NoError(t, WaitStatus(ctx, s, placed[0], "cancelled", 3*time.Minute))
@@ -97,5 +99,5 @@ func temporalOutage(t *testing.T, source string) {
 	require.NoError(t, err)
 	rep, err := CheckInvariants(ctx, s.Pool, env.Client, ledger)
 	require.NoError(t, err)
-	t.Logf("after a %s Temporal outage (%s): %s", 12*time.Second, source, rep)
+	t.Logf("after a %s partition from Temporal (%s): %s", 12*time.Second, source, rep)
 }
