@@ -1,0 +1,463 @@
+package testsuite
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+
+	"github.com/outflow/outflow/internal/codec"
+	"github.com/outflow/outflow/internal/namedsql"
+)
+
+var oracleQueries = namedsql.MustLoad(sqlFiles, "oracle.sql")
+
+// run is one execution of a workflow ID, as Temporal's visibility lists it.
+type run struct {
+	status       enumspb.WorkflowExecutionStatus
+	start, close time.Time
+}
+
+// oracleEvent is one unskipped outbox event with its order's customer.
+type oracleEvent struct {
+	EventID, AggregateType, AggregateID string
+	Sequence                            int64
+	Type                                string
+	Occurred                            time.Time
+	Customer                            string
+}
+
+// CheckOracle judges a chaos soak in which an [Operator] acted, after the
+// drain and [CheckInvariants], from Temporal's record, the database and the
+// operator's journal. It returns every violation found, and a summary line:
+//
+//   - every unskipped event has exactly one workflow run, completed (a replay
+//     of a completed workflow stays one run; nothing runs after the drain);
+//   - every replay was delivered: no event is left flagged;
+//   - an order's event committed after a replay of an earlier event of that
+//     order started only after the replay was delivered;
+//   - only poison events were skipped, and all of them were;
+//   - an erasure the database accepted came after every earlier event of
+//     the customer's orders had finished; a refusal named the customer's
+//     orders that still ran;
+//   - nothing is pending, quarantined or replaying (outboxctl status);
+//   - the operator got no answer it did not expect, and saw no order event
+//     quarantined.
+func CheckOracle(ctx context.Context, s *Stack, j Journal) (string, error) {
+	var errs []error
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf("oracle: "+format, args...)) }
+
+	rows, err := s.Pool.Query(ctx, oracleQueries.Get("OracleEvents"))
+	if err != nil {
+		return "", err
+	}
+	events, err := pgx.CollectRows(rows, pgx.RowToStructByPos[oracleEvent])
+	if err != nil {
+		return "", err
+	}
+	runs, err := waitRuns(ctx, s, events, time.Minute)
+	if err != nil {
+		return "", err
+	}
+
+	// One run per event, completed.
+	for _, e := range events {
+		rs := runs[e.EventID]
+		switch {
+		case len(rs) != 1:
+			fail("event %s (%s %s/%s seq %d) has %d runs in Temporal, want 1 (a replay of a completed workflow stays one run)",
+				e.EventID, e.Type, e.AggregateType, e.AggregateID, e.Sequence, len(rs))
+		case rs[0].status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING:
+			fail("event %s (%s %s/%s seq %d): its workflow still runs after the drain (stuck)", e.EventID, e.Type, e.AggregateType, e.AggregateID, e.Sequence)
+		case rs[0].status != enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED:
+			fail("event %s (%s %s/%s seq %d): its workflow ended %s, want completed", e.EventID, e.Type, e.AggregateType, e.AggregateID, e.Sequence, rs[0].status)
+		}
+	}
+
+	// Every replay delivered.
+	rows, err = s.Pool.Query(ctx, oracleQueries.Get("StillFlagged"))
+	if err != nil {
+		return "", err
+	}
+	type flagged struct {
+		EventID, Aggregate string
+		Sequence           int64
+		Published          bool
+		Requested          time.Time
+	}
+	still, err := pgx.CollectRows(rows, pgx.RowToStructByPos[flagged])
+	if err != nil {
+		return "", err
+	}
+	for _, f := range still {
+		fail("replay of event %s (%s seq %d, requested %s) was never delivered: the row is still flagged after the drain (published_at set: %v)",
+			f.EventID, f.Aggregate, f.Sequence, f.Requested.Format(time.RFC3339Nano), f.Published)
+	}
+
+	// A new event behind a replayed one waits for the replay.
+	byOrder := map[string][]oracleEvent{}
+	for _, e := range events {
+		if e.AggregateType == "order" {
+			byOrder[e.AggregateID] = append(byOrder[e.AggregateID], e)
+		}
+	}
+	delivered := 0
+	for _, w := range j.Watches {
+		if w.Delivered.IsZero() {
+			continue
+		}
+		delivered++
+		for _, e := range byOrder[w.OrderID] {
+			rs := runs[e.EventID]
+			if e.Sequence <= w.Sequence || !e.Occurred.After(w.CommandEnd) || len(rs) == 0 {
+				continue
+			}
+			if st := rs[len(rs)-1].start; !st.After(w.Delivered) {
+				fail("order %s: seq %d (%s, committed %s, after the replay of seq %d returned at %s) started in Temporal at %s, before the replay of seq %d was delivered (%s): a successor passed a replayed predecessor",
+					w.OrderID, e.Sequence, e.Type, stamp(e.Occurred), w.Sequence, stamp(w.CommandEnd), stamp(st), w.Sequence, stamp(w.Delivered))
+			}
+		}
+	}
+
+	// Skips: poison only, and every poison event.
+	rows, err = s.Pool.Query(ctx, queries.Get("SkippedEvents"))
+	if err != nil {
+		return "", err
+	}
+	skipped, err := pgx.CollectRows(rows, pgx.RowToStructByPos[skippedEvent])
+	if err != nil {
+		return "", err
+	}
+	for _, e := range skipped {
+		if e.AggregateType != PoisonAggregateType {
+			fail("event %s (%s %s) was skipped; the operator skips only poison events", e.EventID, e.AggregateType, e.EventType)
+		}
+	}
+	var poisonLeft int64
+	if err := s.Pool.QueryRow(ctx, oracleQueries.Get("UnsettledPoison"), pgx.NamedArgs{"aggregate_type": PoisonAggregateType}).Scan(&poisonLeft); err != nil {
+		return "", err
+	}
+	if poisonLeft != 0 {
+		fail("%d poison events were not skipped", poisonLeft)
+	}
+
+	// Erasures.
+	erasureErrs, accepted := checkErasures(ctx, s, j, events, runs)
+	errs = append(errs, erasureErrs...)
+
+	// Nothing pending, through the operator's own eyes.
+	out, err := s.Outboxctl(ctx, "status", "--json")
+	if err != nil {
+		return "", fmt.Errorf("outboxctl status --json: %w: %s", err, out)
+	}
+	var st struct{ Pending, Quarantined, Replaying int64 }
+	if err := json.NewDecoder(bytes.NewReader([]byte(out))).Decode(&st); err != nil {
+		return "", fmt.Errorf("outboxctl status --json: %w: %s", err, out)
+	}
+	if st.Pending != 0 || st.Quarantined != 0 || st.Replaying != 0 {
+		fail("outboxctl status after the drain: %d pending, %d quarantined, %d replaying; want none", st.Pending, st.Quarantined, st.Replaying)
+	}
+
+	for _, u := range j.Unexpected {
+		fail("the operator got an unexpected answer: %s", u)
+	}
+	for _, line := range sortedValues(j.QuarantinedOrders) {
+		fail("an order's event was quarantined during the soak (only poison events should be): %s", strings.Join(strings.Fields(line), " "))
+	}
+	summary := fmt.Sprintf("oracle: %d events one completed run each; %d replays delivered, successors checked; %d skipped events all poison; %d erasures accepted, %d refusals named their orders",
+		len(events), delivered, len(skipped), accepted, len(j.Refusals))
+	return summary, errors.Join(errs...)
+}
+
+// waitRuns lists every run of the stack's task queue until each event has
+// one and none runs, or the timeout passes (visibility lags a little behind
+// the drain); it then returns what it last saw.
+func waitRuns(ctx context.Context, s *Stack, events []oracleEvent, timeout time.Duration) (map[string][]run, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		runs, err := listRuns(ctx, s)
+		settled := err == nil
+		for _, e := range events {
+			if !settled {
+				break
+			}
+			rs := runs[e.EventID]
+			settled = len(rs) > 0 && rs[0].status != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING
+		}
+		if settled || (err == nil && time.Now().After(deadline)) {
+			return runs, nil
+		}
+		if time.Now().After(deadline) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// listRuns returns every run of the stack's task queue by workflow ID,
+// newest first.
+func listRuns(ctx context.Context, s *Stack) (map[string][]run, error) {
+	out := map[string][]run{}
+	var token []byte
+	for {
+		resp, err := s.Env.Client.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{
+			Namespace: "default", Query: fmt.Sprintf("TaskQueue = '%s'", s.TaskQueue), PageSize: 1000, NextPageToken: token})
+		if err != nil {
+			return nil, fmt.Errorf("list the workflows of task queue %s: %w", s.TaskQueue, err)
+		}
+		for _, ex := range resp.GetExecutions() {
+			r := run{status: ex.GetStatus(), start: ex.GetStartTime().AsTime()}
+			if ex.GetCloseTime() != nil {
+				r.close = ex.GetCloseTime().AsTime()
+			}
+			id := ex.GetExecution().GetWorkflowId()
+			out[id] = append(out[id], r)
+		}
+		if token = resp.GetNextPageToken(); len(token) == 0 {
+			break
+		}
+	}
+	for _, rs := range out {
+		sort.Slice(rs, func(i, k int) bool { return rs[i].start.After(rs[k].start) })
+	}
+	return out, nil
+}
+
+// erasure is one row of the forget-customer audit; KeyID is empty when the
+// customer had no key left to erase.
+type erasure struct {
+	Subject []byte
+	KeyID   string
+	At      time.Time
+}
+
+func erasures(ctx context.Context, s *Stack) ([]erasure, error) {
+	rows, err := s.Pool.Query(ctx, oracleQueries.Get("Erasures"))
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowToStructByPos[erasure])
+}
+
+var uuidPattern = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
+
+// checkErasures: an accepted erasure (the audit row, erased_at E) must come
+// after every workflow of the customer's events committed before E had
+// completed; a refusal must name the customer's orders, at least every one
+// with a workflow that ran through the whole command.
+func checkErasures(ctx context.Context, s *Stack, j Journal, events []oracleEvent, runs map[string][]run) ([]error, int) {
+	var errs []error
+	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf("oracle: "+format, args...)) }
+	bySubject := map[string]string{}
+	for _, c := range j.Customers {
+		bySubject[string(codec.SubjectHash(c))] = c
+	}
+	ofCustomer := map[string][]oracleEvent{}
+	for _, e := range events {
+		if e.Customer != "" {
+			ofCustomer[e.Customer] = append(ofCustomer[e.Customer], e)
+		}
+	}
+	es, err := erasures(ctx, s)
+	if err != nil {
+		return []error{err}, 0
+	}
+	accepted := 0
+	for _, er := range es {
+		c, ok := bySubject[string(er.Subject)]
+		if !ok || er.KeyID == "" {
+			continue
+		}
+		accepted++
+		for _, e := range ofCustomer[c] {
+			if !e.Occurred.Before(er.At) {
+				// Ordered after the erasure: it must be under a new key.
+				ids, err := startKeyIDs(ctx, s, e.EventID)
+				if err != nil {
+					fail("order %s's %s (committed after the erasure of %s): %v", e.AggregateID, e.Type, c, err)
+				} else if ids[codec.CustomerKeyPrefix+er.KeyID] {
+					fail("order %s's %s, committed %s after %s was forgotten (%s), was encrypted with the erased key %s%s",
+						e.AggregateID, e.Type, e.Occurred.Sub(er.At).Round(time.Millisecond), c, stamp(er.At), codec.CustomerKeyPrefix, er.KeyID)
+				}
+				continue
+			}
+			rs := runs[e.EventID]
+			switch {
+			case len(rs) == 0:
+				fail("erasure of %s accepted at %s while order %s's %s (committed %s) had no workflow yet", c, stamp(er.At), e.AggregateID, e.Type, stamp(e.Occurred))
+			case rs[len(rs)-1].close.IsZero():
+				fail("erasure of %s accepted at %s while order %s's %s workflow (started %s) was running; it is still running after the drain",
+					c, stamp(er.At), e.AggregateID, e.Type, stamp(rs[len(rs)-1].start))
+			case rs[len(rs)-1].close.After(er.At):
+				fail("erasure of %s accepted at %s while order %s's %s workflow (started %s) still needed the key: it closed %s later (%s)",
+					c, stamp(er.At), e.AggregateID, e.Type, stamp(rs[len(rs)-1].start), rs[len(rs)-1].close.Sub(er.At).Round(time.Millisecond), rs[len(rs)-1].status)
+			}
+		}
+	}
+	for _, r := range j.Refusals {
+		orders := map[string]bool{}
+		for _, e := range ofCustomer[codec.NormalizeEmail(r.Email)] {
+			orders[e.AggregateID] = true
+		}
+		named := map[string]bool{}
+		for _, id := range uuidPattern.FindAllString(r.Output, -1) {
+			named[id] = true
+			if !orders[id] {
+				fail("forget-customer %s refused naming %s, which is not one of the customer's orders: %s", r.Email, id, oneLine(r.Output))
+			}
+		}
+		if len(named) == 0 {
+			fail("forget-customer %s refused without naming the orders that still need the key: %s", r.Email, oneLine(r.Output))
+			continue
+		}
+		for _, e := range ofCustomer[codec.NormalizeEmail(r.Email)] {
+			rs := runs[e.EventID]
+			if len(rs) == 0 || named[e.AggregateID] {
+				continue
+			}
+			first := rs[len(rs)-1]
+			if first.start.Before(r.Start) && (first.close.IsZero() || first.close.After(r.End)) {
+				fail("forget-customer %s refused without naming order %s, whose %s workflow ran through the whole command: %s", r.Email, e.AggregateID, e.Type, oneLine(r.Output))
+			}
+		}
+	}
+	return errs, accepted
+}
+
+// DiagnoseStuck describes what a drain that timed out waits for: the
+// unfinished orders (their customer, whether it was forgotten, and each
+// workflow's state, pending task and last failure) and the unpublished
+// events.
+func DiagnoseStuck(ctx context.Context, s *Stack, j Journal) string {
+	var b strings.Builder
+	erased := map[string]time.Time{}
+	es, _ := erasures(ctx, s)
+	for _, c := range j.Customers {
+		for _, er := range es {
+			if er.KeyID != "" && bytes.Equal(er.Subject, codec.SubjectHash(c)) {
+				erased[c] = er.At
+			}
+		}
+	}
+	rows, err := s.Pool.Query(ctx, oracleQueries.Get("Unfinished"))
+	if err != nil {
+		return "diagnosis: " + err.Error()
+	}
+	type unfinished struct {
+		OrderID, Status, Customer string
+		CancelRequested           bool
+		Events                    []string
+	}
+	us, err := pgx.CollectRows(rows, pgx.RowToStructByPos[unfinished])
+	if err != nil {
+		return "diagnosis: " + err.Error()
+	}
+	fmt.Fprintf(&b, "%d orders unfinished:\n", len(us))
+	for i, u := range us {
+		if i == 10 {
+			fmt.Fprintf(&b, "  ...\n")
+			break
+		}
+		note := ""
+		if at, ok := erased[u.Customer]; ok {
+			note = fmt.Sprintf(", customer last forgotten at %s", stamp(at))
+		}
+		fmt.Fprintf(&b, "  order %s: %s (cancel requested %v), customer %s%s\n", u.OrderID, u.Status, u.CancelRequested, u.Customer, note)
+		for _, id := range u.Events {
+			fmt.Fprintf(&b, "    workflow %s: %s\n", id, describeRun(ctx, s, id))
+		}
+	}
+	rows, err = s.Pool.Query(ctx, oracleQueries.Get("UnpublishedEvents"))
+	if err == nil {
+		type unpublished struct {
+			EventID, Aggregate string
+			Sequence           int64
+			Type               string
+			Attempts           int
+			Quarantined        bool
+			LastError          string
+		}
+		ps, _ := pgx.CollectRows(rows, pgx.RowToStructByPos[unpublished])
+		fmt.Fprintf(&b, "unpublished events (first 20): %d\n", len(ps))
+		for _, p := range ps {
+			fmt.Fprintf(&b, "  %s %s seq %d %s attempts %d quarantined %v %s\n", p.EventID, p.Aggregate, p.Sequence, p.Type, p.Attempts, p.Quarantined, oneLine(p.LastError))
+		}
+	}
+	return b.String()
+}
+
+// describeRun is one line on a workflow: its status, its pending workflow
+// task and activities, and the last workflow task failure of its history.
+func describeRun(ctx context.Context, s *Stack, id string) string {
+	desc, err := s.Env.Client.DescribeWorkflow(ctx, id, "")
+	if err != nil {
+		return "no workflow: " + err.Error()
+	}
+	d := desc.RawResponse
+	parts := []string{d.GetWorkflowExecutionInfo().GetStatus().String()}
+	if t := d.GetPendingWorkflowTask(); t != nil {
+		parts = append(parts, fmt.Sprintf("workflow task pending (attempt %d)", t.GetAttempt()))
+	}
+	for _, a := range d.GetPendingActivities() {
+		parts = append(parts, fmt.Sprintf("activity %s attempt %d (last failure %q)", a.GetActivityType().GetName(), a.GetAttempt(), a.GetLastFailure().GetMessage()))
+	}
+	it := s.Env.Client.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	last := ""
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			break
+		}
+		if f := ev.GetWorkflowTaskFailedEventAttributes(); f != nil {
+			last = fmt.Sprintf("last workflow task failure: %s %q", f.GetCause(), f.GetFailure().GetMessage())
+		}
+	}
+	if last != "" {
+		parts = append(parts, last)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// startKeyIDs returns the keys that encrypted a workflow's input, from its
+// history's first event (raw: the ids are in the payloads' metadata).
+func startKeyIDs(ctx context.Context, s *Stack, id string) (map[string]bool, error) {
+	it := s.Env.Client.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	if !it.HasNext() {
+		return nil, fmt.Errorf("workflow %s has no history", id)
+	}
+	ev, err := it.Next()
+	if err != nil {
+		return nil, fmt.Errorf("history of workflow %s: %w", id, err)
+	}
+	ids := map[string]bool{}
+	for _, p := range ev.GetWorkflowExecutionStartedEventAttributes().GetInput().GetPayloads() {
+		ids[string(p.GetMetadata()[codec.MetadataKeyID])] = true
+	}
+	return ids, nil
+}
+
+func stamp(t time.Time) string { return t.UTC().Format("15:04:05.000") }
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+func sortedValues(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	sort.Strings(out)
+	return out
+}
