@@ -344,7 +344,13 @@ func checkErasures(ctx context.Context, s *Stack, j Journal, events []oracleEven
 func DiagnoseStuck(ctx context.Context, s *Stack, j Journal) string {
 	var b strings.Builder
 	erased := map[string]time.Time{}
+	erasedKeys := map[string]time.Time{}
 	es, _ := erasures(ctx, s)
+	for _, er := range es {
+		if er.KeyID != "" {
+			erasedKeys[codec.CustomerKeyPrefix+er.KeyID] = er.At
+		}
+	}
 	for _, c := range j.Customers {
 		for _, er := range es {
 			if er.KeyID != "" && bytes.Equal(er.Subject, codec.SubjectHash(c)) {
@@ -359,6 +365,7 @@ func DiagnoseStuck(ctx context.Context, s *Stack, j Journal) string {
 	type unfinished struct {
 		OrderID, Status, Customer string
 		CancelRequested           bool
+		Created                   time.Time
 		Events                    []string
 	}
 	us, err := pgx.CollectRows(rows, pgx.RowToStructByPos[unfinished])
@@ -373,11 +380,18 @@ func DiagnoseStuck(ctx context.Context, s *Stack, j Journal) string {
 		}
 		note := ""
 		if at, ok := erased[u.Customer]; ok {
-			note = fmt.Sprintf(", customer last forgotten at %s", stamp(at))
+			note = fmt.Sprintf(", customer last forgotten at %s (the order placed %s after)", stamp(at), u.Created.Sub(at).Round(time.Millisecond))
 		}
-		fmt.Fprintf(&b, "  order %s: %s (cancel requested %v), customer %s%s\n", u.OrderID, u.Status, u.CancelRequested, u.Customer, note)
+		fmt.Fprintf(&b, "  order %s: %s (cancel requested %v), placed %s, customer %s%s\n", u.OrderID, u.Status, u.CancelRequested, stamp(u.Created), u.Customer, note)
 		for _, id := range u.Events {
 			fmt.Fprintf(&b, "    workflow %s: %s\n", id, describeRun(ctx, s, id))
+			if keys, err := startKeyIDs(ctx, s, id); err == nil {
+				for k := range keys {
+					if at, ok := erasedKeys[k]; ok {
+						fmt.Fprintf(&b, "      its input is encrypted with %s, erased at %s\n", k, stamp(at))
+					}
+				}
+			}
 		}
 	}
 	rows, err = s.Pool.Query(ctx, oracleQueries.Get("UnpublishedEvents"))
@@ -422,7 +436,13 @@ func describeRun(ctx context.Context, s *Stack, id string) string {
 			break
 		}
 		if f := ev.GetWorkflowTaskFailedEventAttributes(); f != nil {
-			last = fmt.Sprintf("last workflow task failure: %s %q", f.GetCause(), f.GetFailure().GetMessage())
+			// The message is encoded (the codec hides failure messages);
+			// the stack's codec reads it.
+			msg := f.GetFailure().GetMessage()
+			if err := s.DataConverter().FailureConverter().FailureToError(f.GetFailure()); err != nil {
+				msg = err.Error()
+			}
+			last = fmt.Sprintf("last workflow task failure: %s %q", f.GetCause(), msg)
 		}
 	}
 	if last != "" {

@@ -61,7 +61,7 @@ SELECT subject_hash, coalesce(key_id::text, ''), erased_at FROM customer_key_era
 
 -- name: Unfinished :many
 -- The orders a drain is still waiting for, with their events.
-SELECT o.id::text, o.status, lower(btrim(o.customer_email)), o.cancel_event_id IS NOT NULL,
+SELECT o.id::text, o.status, lower(btrim(o.customer_email)), o.cancel_event_id IS NOT NULL, o.created_at,
        coalesce(array_agg(e.event_id::text ORDER BY e.aggregate_sequence) FILTER (WHERE e.event_id IS NOT NULL), '{}')
 FROM orders o
 LEFT JOIN outbox_events e ON e.aggregate_type = 'order' AND e.aggregate_id = o.id::text

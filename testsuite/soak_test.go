@@ -34,7 +34,9 @@ func soakDuration(t *testing.T) time.Duration {
 // steady rate with cancels, declines and provider faults mixed in. Every few
 // seconds a random relay or worker is SIGKILLed and restarted, PostgreSQL
 // backends are terminated, and the Temporal server is restarted once
-// mid-run. Then it drains and asserts every invariant, and prints a report.
+// mid-run. Meanwhile an [Operator] replays, retries, skips and forgets
+// customers with the real outboxctl. Then it drains, asserts every
+// invariant and the operator's oracle ([CheckOracle]), and prints a report.
 //
 // It runs alone (not parallel) on an environment of its own, so its faults
 // and its Temporal restart disturb no other test.
