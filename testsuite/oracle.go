@@ -308,15 +308,18 @@ func checkErasures(ctx context.Context, s *Stack, j Journal, events []oracleEven
 		}
 	}
 	for _, r := range j.Refusals {
-		orders := map[string]bool{}
+		// A refusal may name an order by its id or by a workflow's (an
+		// event id).
+		ids := map[string]bool{}
 		for _, e := range ofCustomer[codec.NormalizeEmail(r.Email)] {
-			orders[e.AggregateID] = true
+			ids[e.AggregateID] = true
+			ids[e.EventID] = true
 		}
 		named := map[string]bool{}
 		for _, id := range uuidPattern.FindAllString(r.Output, -1) {
 			named[id] = true
-			if !orders[id] {
-				fail("forget-customer %s refused naming %s, which is not one of the customer's orders: %s", r.Email, id, oneLine(r.Output))
+			if !ids[id] {
+				fail("forget-customer %s refused naming %s, which is none of the customer's orders or their workflows: %s", r.Email, id, oneLine(r.Output))
 			}
 		}
 		if len(named) == 0 {
@@ -325,7 +328,7 @@ func checkErasures(ctx context.Context, s *Stack, j Journal, events []oracleEven
 		}
 		for _, e := range ofCustomer[codec.NormalizeEmail(r.Email)] {
 			rs := runs[e.EventID]
-			if len(rs) == 0 || named[e.AggregateID] {
+			if len(rs) == 0 || named[e.AggregateID] || named[e.EventID] {
 				continue
 			}
 			first := rs[len(rs)-1]
