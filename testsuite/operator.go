@@ -443,9 +443,31 @@ func (o *Operator) skip(ctx context.Context, n int) bool {
 	return false
 }
 
-// forget forgets one of the dedicated customers.
+// forget forgets one of the dedicated customers. After a refusal it
+// sometimes does what the refusal advises: it waits until the order table
+// shows every order of the customer settled, and runs it again at once.
 func (o *Operator) forget(ctx context.Context, n int) {
 	email := o.Customers[o.rng.IntN(len(o.Customers))]
+	if !o.forgetOnce(ctx, email, n) || o.rng.IntN(2) == 0 {
+		return
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		var unsettled int64
+		if err := o.s.Pool.QueryRow(ctx, oracleQueries.Get("CustomerUnsettled"), email).Scan(&unsettled); err == nil && unsettled == 0 {
+			o.forgetOnce(ctx, email, n)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// forgetOnce runs forget-customer once and reports whether it was refused.
+func (o *Operator) forgetOnce(ctx context.Context, email string, n int) (refused bool) {
 	args := []string{"forget-customer", email, "--reason", fmt.Sprintf("soak: erasure request PRIV-%d", n), "--actor", "soak-operator"}
 	a := o.outboxctl(ctx, args...)
 	switch {
@@ -460,9 +482,11 @@ func (o *Operator) forget(ctx context.Context, n int) {
 			j.ForgetRefusals++
 			j.Refusals = append(j.Refusals, ForgetAnswer{Email: email, Start: a.start, End: a.end, Output: a.out})
 		})
+		return true
 	default:
 		o.unexpected(a, args...)
 	}
+	return false
 }
 
 // Finish skips every poison event left, each once a relay has quarantined

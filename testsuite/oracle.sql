@@ -81,3 +81,12 @@ LIMIT 20;
 
 -- name: PoisonExists :one
 SELECT EXISTS (SELECT 1 FROM outbox_events WHERE aggregate_type = $1 AND aggregate_id = $2);
+
+-- name: CustomerUnsettled :one
+-- The customer's orders that are not settled, as the order table says (what
+-- forget-customer's refusal tells the operator to wait for).
+SELECT count(*)
+FROM orders
+WHERE lower(btrim(customer_email)) = $1
+  AND (status NOT IN ('confirmed', 'payment_failed', 'cancelled')
+       OR (cancel_event_id IS NOT NULL AND status <> 'cancelled'));

@@ -218,6 +218,11 @@ func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, mid
 	require.NoError(t, op.Finish(ctx, 3*time.Minute))
 	if err := WaitDrained(ctx, s.Pool, 8*time.Minute); err != nil {
 		t.Logf("what the drain waits for:\n%s", DiagnoseStuck(ctx, s, op.Journal()))
+		stopWatch()
+		<-watching
+		if _, oerr := CheckOracle(ctx, s, op.Journal()); oerr != nil {
+			t.Logf("the oracle on the undrained soak:\n%v", oerr)
+		}
 		require.NoError(t, err)
 	}
 	var rep Report
