@@ -216,11 +216,19 @@ func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, mid
 	// The operator's last duty: skip the poison events still quarantined
 	// (each aggregate's next one is claimed once its predecessor is skipped).
 	require.NoError(t, op.Finish(ctx, 3*time.Minute))
-	if err := WaitDrained(ctx, s.Pool, 8*time.Minute); err != nil {
-		t.Logf("what the drain waits for:\n%s", DiagnoseStuck(ctx, s, op.Journal()))
+	// The operator's oracle (CheckOracle): one completed run per event,
+	// replays delivered and never passed, skips of poison only, erasures
+	// only of finished orders or refused naming them, nothing pending. It
+	// is heard also when an earlier check fails, for what it adds.
+	hearOracle := func() (string, error) {
 		stopWatch()
 		<-watching
-		if _, oerr := CheckOracle(ctx, s, op.Journal()); oerr != nil {
+		op.Poll(ctx)
+		return CheckOracle(ctx, s, op.Journal())
+	}
+	if err := WaitDrained(ctx, s.Pool, 8*time.Minute); err != nil {
+		t.Logf("what the drain waits for:\n%s", DiagnoseStuck(ctx, s, op.Journal()))
+		if _, oerr := hearOracle(); oerr != nil {
 			t.Logf("the oracle on the undrained soak:\n%v", oerr)
 		}
 		require.NoError(t, err)
@@ -237,22 +245,18 @@ func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, mid
 		}
 		time.Sleep(time.Second)
 	}
+	if err != nil {
+		if _, oerr := hearOracle(); oerr != nil {
+			t.Logf("the oracle beside the failed invariants:\n%v", oerr)
+		}
+	}
 	require.NoError(t, err)
 	// Per-order order, in Temporal's record: every order's workflows
 	// started in sequence.
 	requireStartsInOrder(ctx, t, s, 1_000_000)
-	// The operator's oracle: one completed run per event, replays
-	// delivered and never passed, skips of poison only, erasures only of
-	// finished orders or refused naming them, nothing pending.
-	stopWatch()
-	<-watching
-	op.Poll(ctx)
-	journal := op.Journal()
-	oracle, err := CheckOracle(ctx, s, journal)
-	if err != nil {
-		t.Logf("operator journal:\n%s", journal.Report())
-	}
+	oracle, err := hearOracle()
 	require.NoError(t, err)
+	journal := op.Journal()
 
 	lag, err := handoffLag(ctx, s)
 	require.NoError(t, err)
