@@ -47,8 +47,9 @@ type oracleEvent struct {
 //     order started only after the replay was delivered;
 //   - only poison events were skipped, and all of them were;
 //   - an erasure the database accepted came after every earlier event of
-//     the customer's orders had finished; a refusal named the customer's
-//     orders that still ran;
+//     the customer's orders had finished, and no later order of the
+//     customer is encrypted with the erased key; a refusal named the
+//     customer's orders (or their workflows) that ran through it;
 //   - nothing is pending, quarantined or replaying (outboxctl status);
 //   - the operator got no answer it did not expect, and saw no order event
 //     quarantined.
