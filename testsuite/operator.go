@@ -74,6 +74,9 @@ type ReplayWatch struct {
 	// zero while it is pending, or if a later replay superseded it first.
 	Delivered  time.Time
 	Superseded bool
+	// LaterMarks are the published_at of the order's later events when
+	// the delivery was seen (nil: unpublished then), by event id.
+	LaterMarks map[string]*time.Time
 }
 
 // ForgetAnswer is one forget-customer run and its answer.
@@ -103,6 +106,10 @@ func (o *Operator) Journal() Journal {
 	j.Watches = nil
 	for _, w := range o.j.Watches {
 		c := *w
+		c.LaterMarks = map[string]*time.Time{}
+		for k, v := range w.LaterMarks {
+			c.LaterMarks[k] = v
+		}
 		j.Watches = append(j.Watches, &c)
 	}
 	j.Refusals = append([]ForgetAnswer(nil), o.j.Refusals...)
@@ -217,7 +224,9 @@ func (o *Operator) replayWindow(ctx context.Context) {
 
 // replayAndCancel replays one recently confirmed order and has its buyer
 // cancel it right after: the cancel is a new event behind a replayed one,
-// and must wait until the replay is delivered.
+// and must wait until the replay is delivered. Or the buyer cancels first
+// and the replay follows at once, while the cancel may be in flight: the
+// replay must then wait for it.
 func (o *Operator) replayAndCancel(ctx context.Context) {
 	rows, err := o.s.Pool.Query(ctx, oracleQueries.Get("LateCancelCandidate"))
 	if err != nil {
@@ -232,17 +241,24 @@ func (o *Operator) replayAndCancel(ctx context.Context) {
 		return
 	}
 	c := cs[0]
+	cancelFirst := o.rng.IntN(2) == 0
+	cancel := func() bool {
+		if err := o.s.API().Cancel(ctx, c.OrderID); err != nil {
+			o.note(func(j *Journal) { j.Unexpected = append(j.Unexpected, "late cancel beside a replay: "+err.Error()) })
+			return false
+		}
+		o.note(func(j *Journal) { j.LateCancels++ })
+		return true
+	}
+	if cancelFirst && !cancel() {
+		return
+	}
 	to := time.Now()
 	args := []string{"replay", "--from", c.Occurred.Format(time.RFC3339Nano), "--to", to.Format(time.RFC3339Nano),
 		"--aggregate", c.OrderID, "--yes"}
-	if !o.replay(ctx, args, c.Occurred, to, c.OrderID) {
-		return
+	if o.replay(ctx, args, c.Occurred, to, c.OrderID) && !cancelFirst {
+		cancel()
 	}
-	if err := o.s.API().Cancel(ctx, c.OrderID); err != nil {
-		o.note(func(j *Journal) { j.Unexpected = append(j.Unexpected, "late cancel after a replay: "+err.Error()) })
-		return
-	}
-	o.note(func(j *Journal) { j.LateCancels++ })
 }
 
 // replay runs one replay command and watches the events it flagged; it
@@ -306,23 +322,29 @@ func (o *Operator) Watch(ctx context.Context) {
 	}
 }
 
-// Poll looks once at the replays not yet delivered.
+// Poll looks once at the replays not yet delivered, and at the later
+// events of delivered ones' orders that were not yet marked when the
+// delivery was seen.
 func (o *Operator) Poll(ctx context.Context) {
 	o.mu.Lock()
-	var ids []string
+	var ids, orderOf []string // open watches' events; those and the followed ones'
 	open := map[string][]*ReplayWatch{}
+	var following []*ReplayWatch
 	for _, w := range o.j.Watches {
-		if w.Delivered.IsZero() && !w.Superseded {
+		switch {
+		case w.Delivered.IsZero() && !w.Superseded:
 			ids = append(ids, w.EventID)
 			open[w.EventID] = append(open[w.EventID], w)
+		case !w.Delivered.IsZero() && unmarked(w.LaterMarks):
+			following = append(following, w)
 		}
 	}
-	o.mu.Unlock()
-	if len(ids) == 0 {
-		return
+	orderOf = append(orderOf, ids...)
+	for _, w := range following {
+		orderOf = append(orderOf, w.EventID)
 	}
-	rows, err := o.s.Pool.Query(ctx, oracleQueries.Get("ReplayProgress"), pgx.NamedArgs{"ids": ids})
-	if err != nil {
+	o.mu.Unlock()
+	if len(orderOf) == 0 {
 		return
 	}
 	type progress struct {
@@ -330,11 +352,39 @@ func (o *Operator) Poll(ctx context.Context) {
 		Requested *time.Time
 		Published *time.Time
 	}
-	ps, err := pgx.CollectRows(rows, pgx.RowToStructByPos[progress])
+	var ps []progress
+	if len(ids) > 0 {
+		rows, err := o.s.Pool.Query(ctx, oracleQueries.Get("ReplayProgress"), pgx.NamedArgs{"ids": ids})
+		if err != nil {
+			return
+		}
+		if ps, err = pgx.CollectRows(rows, pgx.RowToStructByPos[progress]); err != nil {
+			return
+		}
+	}
+	// The events of the watched orders, to see whether a later one was
+	// still in flight when a replay was delivered.
+	rows, err := o.s.Pool.Query(ctx, oracleQueries.Get("OrderMarks"), pgx.NamedArgs{"ids": orderOf})
 	if err != nil {
 		return
 	}
+	ls, err := pgx.CollectRows(rows, pgx.RowToStructByPos[laterEvent])
+	if err != nil {
+		return
+	}
+	later := map[string][]laterEvent{}
+	for _, l := range ls {
+		later[l.OrderID] = append(later[l.OrderID], l)
+	}
 	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, w := range following {
+		for _, l := range later[w.OrderID] {
+			if m, ok := w.LaterMarks[l.EventID]; ok && m == nil && l.Published != nil {
+				w.LaterMarks[l.EventID] = l.Published
+			}
+		}
+	}
 	for _, p := range ps {
 		for _, w := range open[p.EventID] {
 			switch {
@@ -344,12 +394,34 @@ func (o *Operator) Poll(ctx context.Context) {
 				w.Superseded = true
 			case p.Requested == nil && p.Published != nil:
 				w.Delivered = *p.Published
+				w.LaterMarks = map[string]*time.Time{}
+				for _, l := range later[w.OrderID] {
+					if l.Sequence > w.Sequence {
+						w.LaterMarks[l.EventID] = l.Published
+					}
+				}
 			case p.Requested != nil && !p.Requested.Equal(w.Requested):
 				w.Superseded = true
 			}
 		}
 	}
-	o.mu.Unlock()
+}
+
+// unmarked reports whether one of the later events was not marked yet.
+func unmarked(marks map[string]*time.Time) bool {
+	for _, m := range marks {
+		if m == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// laterEvent is an event of a replayed event's order and its mark.
+type laterEvent struct {
+	OrderID, EventID string
+	Sequence         int64
+	Published        *time.Time
 }
 
 // requestedBetween reports whether another replay of w's event was
@@ -524,7 +596,7 @@ func (j Journal) Report() string {
 			superseded++
 		}
 	}
-	return fmt.Sprintf(`  operator replays:         %d commands (%d events replayed, %d windows empty, %d refused), %d late cancels right after a replay; %d replayed events watched: %d delivered again, %d superseded by a later replay
+	return fmt.Sprintf(`  operator replays:         %d commands (%d events replayed, %d windows empty, %d refused), %d late cancels right before or after a replay; %d replayed events watched: %d delivered again, %d superseded by a later replay
   operator retries:         %d (%d refused: published, skipped or in flight since the list)
   operator skips:           %d of %d poison events in %d aggregates (%d refused)
   operator forgets:         %d keys erased, %d with no key left, %d refused

@@ -90,3 +90,10 @@ FROM orders
 WHERE lower(btrim(customer_email)) = $1
   AND (status NOT IN ('confirmed', 'payment_failed', 'cancelled')
        OR (cancel_event_id IS NOT NULL AND status <> 'cancelled'));
+
+-- name: OrderMarks :many
+-- Every order event of the orders of the given events, with its mark.
+SELECT e.aggregate_id, e.event_id::text, e.aggregate_sequence, e.published_at
+FROM outbox_events e
+WHERE e.aggregate_type = 'order'
+  AND e.aggregate_id IN (SELECT aggregate_id FROM outbox_events WHERE event_id = ANY(@ids::uuid[]) AND aggregate_type = 'order');
