@@ -52,8 +52,9 @@ type Journal struct {
 	// Watches are the replayed events the operator followed until a relay
 	// delivered them again.
 	Watches []*ReplayWatch
-	// Refusals are forget-customer's refusals, with their full answer.
-	Refusals []ForgetAnswer
+	// Refusals are forget-customer's refusals, with their full answer;
+	// Erased its runs that erased a key.
+	Refusals, Erased []ForgetAnswer
 	// QuarantinedOrders are order events the operator saw quarantined
 	// (they should not be: only poison events fail for good).
 	QuarantinedOrders map[string]string
@@ -113,6 +114,7 @@ func (o *Operator) Journal() Journal {
 		j.Watches = append(j.Watches, &c)
 	}
 	j.Refusals = append([]ForgetAnswer(nil), o.j.Refusals...)
+	j.Erased = append([]ForgetAnswer(nil), o.j.Erased...)
 	j.Unexpected = append([]string(nil), o.j.Unexpected...)
 	j.QuarantinedOrders = map[string]string{}
 	for k, v := range o.j.QuarantinedOrders {
@@ -544,7 +546,10 @@ func (o *Operator) forgetOnce(ctx context.Context, email string, n int) (refused
 	a := o.outboxctl(ctx, args...)
 	switch {
 	case a.code == 0 && strings.Contains(a.out, "forgot customer key"):
-		o.note(func(j *Journal) { j.Forgets++ })
+		o.note(func(j *Journal) {
+			j.Forgets++
+			j.Erased = append(j.Erased, ForgetAnswer{Email: email, Start: a.start, End: a.end, Output: a.out})
+		})
 	case a.code == 0 && strings.Contains(a.out, "no customer key to erase"):
 		o.note(func(j *Journal) { j.ForgetsWithoutKey++ })
 	case a.code == 1:

@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/outflow/outflow/internal/codec"
 	"github.com/outflow/outflow/internal/namedsql"
@@ -47,10 +48,10 @@ type oracleEvent struct {
 //     order started only after the replay was delivered, and one published
 //     around the replay was not in flight while the replay was;
 //   - only poison events were skipped, and all of them were;
-//   - an erasure the database accepted came after every earlier event of
-//     the customer's orders had finished, and no later order of the
-//     customer is encrypted with the erased key; a refusal named the
-//     customer's orders (or their workflows) that ran through it;
+//   - an erasure the database accepted came after every workflow with a
+//     payload under the erased key had closed, and no workflow of an order
+//     event committed after it has one; a refusal named the customer's orders (or their
+//     workflows) that ran through it;
 //   - nothing is pending, quarantined or replaying (outboxctl status);
 //   - the operator got no answer it did not expect, and saw no order event
 //     quarantined.
@@ -289,10 +290,10 @@ func erasures(ctx context.Context, s *Stack) ([]erasure, error) {
 
 var uuidPattern = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
 
-// checkErasures: an accepted erasure (the audit row, erased_at E) must come
-// after every workflow of the customer's events committed before E had
-// completed; a refusal must name the customer's orders, at least every one
-// with a workflow that ran through the whole command.
+// checkErasures: an accepted erasure of key K must come after every
+// workflow with a payload under K had closed, and no workflow of an event
+// committed after it may have one; a refusal must name the customer's orders, at least
+// every one with a workflow that ran through the whole command.
 func checkErasures(ctx context.Context, s *Stack, j Journal, events []oracleEvent, runs map[string][]run) ([]error, int) {
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf("oracle: "+format, args...)) }
@@ -311,34 +312,53 @@ func checkErasures(ctx context.Context, s *Stack, j Journal, events []oracleEven
 		return []error{err}, 0
 	}
 	accepted := 0
+	histories := map[string][]byte{}
 	for _, er := range es {
 		c, ok := bySubject[string(er.Subject)]
 		if !ok || er.KeyID == "" {
 			continue
 		}
 		accepted++
+		// erased_at is the erasure's transaction start; its guard asks
+		// Temporal later in that transaction, and the key stays readable
+		// until the commit. The erasure is accepted by the end of the run
+		// that wrote it (erased_at itself when no run is known, e.g. an
+		// answer lost with its connection).
+		acceptedBy := er.At
+		for _, a := range j.Erased {
+			if codec.NormalizeEmail(a.Email) == c && !er.At.Before(a.Start) && !er.At.After(a.End) {
+				acceptedBy = a.End
+			}
+		}
+		key := codec.CustomerKeyPrefix + er.KeyID
 		for _, e := range ofCustomer[c] {
-			if !e.Occurred.Before(er.At) {
-				// Ordered after the erasure: it must be under a new key.
-				ids, err := startKeyIDs(ctx, s, e.EventID)
+			// Only a workflow with a payload under the erased key in its
+			// history needs the key (to replay it).
+			h, ok := histories[e.EventID]
+			if !ok {
+				h, err = rawHistory(ctx, s, e.EventID)
 				if err != nil {
-					fail("order %s's %s (committed after the erasure of %s): %v", e.AggregateID, e.Type, c, err)
-				} else if ids[codec.CustomerKeyPrefix+er.KeyID] {
-					fail("order %s's %s, committed %s after %s was forgotten (%s), was encrypted with the erased key %s%s",
-						e.AggregateID, e.Type, e.Occurred.Sub(er.At).Round(time.Millisecond), c, stamp(er.At), codec.CustomerKeyPrefix, er.KeyID)
+					fail("order %s's %s of %s, forgotten at %s: %v", e.AggregateID, e.Type, c, stamp(er.At), err)
+					continue
 				}
+				histories[e.EventID] = h
+			}
+			if !bytes.Contains(h, []byte(key)) {
 				continue
 			}
 			rs := runs[e.EventID]
 			switch {
+			case e.Occurred.After(acceptedBy):
+				fail("order %s's %s, committed %s after %s was forgotten (%s), was encrypted with the erased key %s",
+					e.AggregateID, e.Type, e.Occurred.Sub(er.At).Round(time.Millisecond), c, stamp(er.At), key)
 			case len(rs) == 0:
-				fail("erasure of %s accepted at %s while order %s's %s (committed %s) had no workflow yet", c, stamp(er.At), e.AggregateID, e.Type, stamp(e.Occurred))
+				fail("erasure of %s accepted by %s while order %s's %s (committed %s) had no workflow yet", c, stamp(acceptedBy), e.AggregateID, e.Type, stamp(e.Occurred))
 			case rs[len(rs)-1].close.IsZero():
-				fail("erasure of %s accepted at %s while order %s's %s workflow (started %s) was running; it is still running after the drain",
-					c, stamp(er.At), e.AggregateID, e.Type, stamp(rs[len(rs)-1].start))
-			case rs[len(rs)-1].close.After(er.At):
-				fail("erasure of %s accepted at %s while order %s's %s workflow (started %s) still needed the key: it closed %s later (%s)",
-					c, stamp(er.At), e.AggregateID, e.Type, stamp(rs[len(rs)-1].start), rs[len(rs)-1].close.Sub(er.At).Round(time.Millisecond), rs[len(rs)-1].status)
+				fail("erasure of %s accepted by %s while order %s's %s workflow (started %s) was running; it is still running after the drain",
+					c, stamp(acceptedBy), e.AggregateID, e.Type, stamp(rs[len(rs)-1].start))
+			case rs[len(rs)-1].close.After(acceptedBy):
+				fail("erasure of %s accepted by %s (transaction from %s) while order %s's %s workflow (started %s) still needed the key: it closed %s later (%s)",
+					c, stamp(acceptedBy), stamp(er.At), e.AggregateID, e.Type, stamp(rs[len(rs)-1].start), rs[len(rs)-1].close.Sub(acceptedBy).Round(time.Millisecond), rs[len(rs)-1].status)
 			}
 		}
 	}
@@ -487,6 +507,25 @@ func describeRun(ctx context.Context, s *Stack, id string) string {
 		parts = append(parts, last)
 	}
 	return strings.Join(parts, "; ")
+}
+
+// rawHistory returns a workflow's whole history as protobuf bytes: a key id
+// in it is a payload's metadata ("encryption-key-id").
+func rawHistory(ctx context.Context, s *Stack, id string) ([]byte, error) {
+	var out []byte
+	it := s.Env.Client.GetWorkflowHistory(ctx, id, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	for it.HasNext() {
+		ev, err := it.Next()
+		if err != nil {
+			return nil, fmt.Errorf("history of workflow %s: %w", id, err)
+		}
+		b, err := proto.Marshal(ev)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, b...)
+	}
+	return out, nil
 }
 
 // startKeyIDs returns the keys that encrypted a workflow's input, from its
