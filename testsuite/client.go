@@ -14,13 +14,22 @@ import (
 // create carries an Idempotency-Key and is retried with the same key until it
 // gets an answer.
 type OrderClient struct {
-	base string
-	http *http.Client
+	base  string
+	email string
+	http  *http.Client
 }
 
 // NewOrderClient returns a client of the order API at base.
 func NewOrderClient(base string) *OrderClient {
-	return &OrderClient{base: base, http: &http.Client{Timeout: 10 * time.Second}}
+	return &OrderClient{base: base, email: "buyer@example.com", http: &http.Client{Timeout: 10 * time.Second}}
+}
+
+// As returns a client that orders for the customer with this email (the
+// default client orders for buyer@example.com).
+func (c *OrderClient) As(email string) *OrderClient {
+	out := *c
+	out.email = email
+	return &out
 }
 
 // CreateResponse is the body of 201 Created (and of its replays).
@@ -38,7 +47,7 @@ type CreateResponse struct {
 // error (the server died) is returned as err.
 func (c *OrderClient) CreateOnce(ctx context.Context, key, paymentMethod string) (CreateResponse, int, error) {
 	body, _ := json.Marshal(map[string]any{
-		"customer_email": "buyer@example.com",
+		"customer_email": c.email,
 		"currency":       "usd",
 		"payment_method": paymentMethod,
 		"items":          []map[string]any{{"sku": "SKU-1", "quantity": 2, "unit_amount": 1250}},

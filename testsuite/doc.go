@@ -13,5 +13,7 @@
 //     event.
 //
 // The tests are the failpoint matrix (one subtest per failpoint, each
-// crashing a process once), the chaos soak and the backlog test.
+// crashing a process once), the chaos soak and the backlog test. In the
+// soak an [Operator] replays, retries, skips and forgets customers with the
+// real outboxctl while the kills run, and [CheckOracle] judges the result.
 package testsuite

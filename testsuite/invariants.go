@@ -41,11 +41,19 @@ type Report struct {
 	Orders, Events                   int
 	Confirmed, PaymentFailed, Cancel int
 	Charges, Refunds, Emails         int
+	// Skipped counts the events an operator skipped (not in Events).
+	Skipped int
 }
 
 func (r Report) String() string {
-	return fmt.Sprintf("orders=%d (confirmed=%d payment_failed=%d cancelled=%d) events=%d charges=%d refunds=%d emails=%d",
-		r.Orders, r.Confirmed, r.PaymentFailed, r.Cancel, r.Events, r.Charges, r.Refunds, r.Emails)
+	return fmt.Sprintf("orders=%d (confirmed=%d payment_failed=%d cancelled=%d) events=%d skipped=%d charges=%d refunds=%d emails=%d",
+		r.Orders, r.Confirmed, r.PaymentFailed, r.Cancel, r.Events, r.Skipped, r.Charges, r.Refunds, r.Emails)
+}
+
+// skippedEvent is one event an operator skipped.
+type skippedEvent struct {
+	EventID, AggregateType, EventType, SkippedBy, Reason string
+	Published                                            bool
 }
 
 // WaitDrained waits until every event is published and every order is in a
@@ -130,6 +138,23 @@ func CheckInvariants(ctx context.Context, pool *pgxpool.Pool, tc client.Client, 
 	for _, id := range ids {
 		if _, err := tc.DescribeWorkflow(ctx, id, ""); err != nil {
 			fail("invariant 3: no workflow with ID = event_id %s: %v", id, err)
+		}
+	}
+	// An event an operator skipped is the one exception to invariant 3: it
+	// is never published, and its row keeps who skipped it and why.
+	rows, err = pool.Query(ctx, queries.Get("SkippedEvents"))
+	if err != nil {
+		return rep, err
+	}
+	skipped, err := pgx.CollectRows(rows, pgx.RowToStructByPos[skippedEvent])
+	if err != nil {
+		return rep, err
+	}
+	rep.Skipped = len(skipped)
+	for _, e := range skipped {
+		if e.Published || e.SkippedBy == "" || e.Reason == "" {
+			fail("invariant 3: skipped event %s (%s %s): published %v, skipped by %q, reason %q; want unpublished, with who and why",
+				e.EventID, e.AggregateType, e.EventType, e.Published, e.SkippedBy, e.Reason)
 		}
 	}
 	// Invariant 4: effects once, checked against the provider's ledger.

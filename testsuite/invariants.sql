@@ -26,10 +26,21 @@ WHERE e.aggregate_type = 'order'
   AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.id::text = e.aggregate_id);
 
 -- name: EventIDs :many
-SELECT event_id::text FROM outbox_events ORDER BY event_id;
+-- Every event that must have its workflow: all but those an operator skipped
+-- (a skip is final: the event is never published; SkippedEvents lists them).
+SELECT event_id::text FROM outbox_events WHERE skipped_at IS NULL ORDER BY event_id;
+
+-- name: SkippedEvents :many
+-- The events an operator skipped, with the audit the skip must leave.
+SELECT event_id::text, aggregate_type, event_type, coalesce(skipped_by, ''), coalesce(skip_reason, ''),
+       published_at IS NOT NULL AS published
+FROM outbox_events
+WHERE skipped_at IS NOT NULL
+ORDER BY event_id;
 
 -- name: Progress :one
-SELECT (SELECT count(*) FROM outbox_events WHERE published_at IS NULL)                        AS unpublished,
+-- A skipped event is settled: it is never published.
+SELECT (SELECT count(*) FROM outbox_events WHERE published_at IS NULL AND skipped_at IS NULL) AS unpublished,
        (SELECT count(*) FROM orders WHERE status NOT IN ('confirmed', 'payment_failed', 'cancelled')
                                        OR (cancel_event_id IS NOT NULL AND status <> 'cancelled')) AS unfinished;
 
@@ -40,7 +51,7 @@ SELECT status FROM orders WHERE id = $1;
 SELECT (SELECT count(*) FROM orders) AS orders, (SELECT count(*) FROM outbox_events) AS events;
 
 -- name: EventTimes :many
-SELECT event_id::text, occurred_at FROM outbox_events ORDER BY occurred_at;
+SELECT event_id::text, occurred_at FROM outbox_events WHERE skipped_at IS NULL ORDER BY occurred_at;
 
 -- name: TerminateBackends :one
 -- Every backend on this database but the caller's own.
@@ -60,7 +71,9 @@ WHERE prev > published_at;
 
 -- name: SampleLanes :many
 -- The event ids of $1 random aggregates, in sequence order.
+-- An event an operator skipped has no workflow and is left out.
 SELECT array_agg(event_id::text ORDER BY aggregate_sequence)
 FROM outbox_events
 WHERE aggregate_id IN (SELECT DISTINCT aggregate_id FROM outbox_events ORDER BY 1 LIMIT $1)
+  AND skipped_at IS NULL
 GROUP BY aggregate_type, aggregate_id;

@@ -34,7 +34,9 @@ func soakDuration(t *testing.T) time.Duration {
 // steady rate with cancels, declines and provider faults mixed in. Every few
 // seconds a random relay or worker is SIGKILLed and restarted, PostgreSQL
 // backends are terminated, and the Temporal server is restarted once
-// mid-run. Then it drains and asserts every invariant, and prints a report.
+// mid-run. Meanwhile an [Operator] replays, retries, skips and forgets
+// customers with the real outboxctl. Then it drains, asserts every
+// invariant and the operator's oracle ([CheckOracle]), and prints a report.
 //
 // It runs alone (not parallel) on an environment of its own, so its faults
 // and its Temporal restart disturb no other test.
@@ -78,7 +80,17 @@ func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, mid
 		s.Start(name, "")
 	}
 	sim := s.Env.SimClient()
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 42))
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 42))
+	// The operator acts inside the chaos (replay, retry, skip, forget,
+	// with the real outboxctl) for the soak's dedicated customers and the
+	// poison events it enqueues; CheckOracle judges it at the end.
+	op := NewOperator(s, 3, seed)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("operator journal of the failed soak:\n%s", op.Journal().Report())
+		}
+	})
 
 	var placed, cancels, declines, faults, kills, backendKills atomic.Int64
 	var errMu sync.Mutex
@@ -93,7 +105,19 @@ func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, mid
 
 	loadCtx, stopLoad := context.WithTimeout(ctx, dur)
 	defer stopLoad()
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	defer stopWatch()
+	watching := make(chan struct{})
+	go func() {
+		defer close(watching)
+		op.Watch(watchCtx)
+	}()
 	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		op.Run(loadCtx)
+	}()
 	// Load: about four orders a second, each on its own goroutine so a slow
 	// cancel does not hold back the rate.
 	wg.Add(1)
@@ -101,13 +125,27 @@ func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, mid
 		defer wg.Done()
 		tick := time.NewTicker(250 * time.Millisecond)
 		defer tick.Stop()
-		for {
+		for n := 1; ; n++ {
 			select {
 			case <-loadCtx.Done():
 				return
 			case <-tick.C:
 			}
 			roll := rng.IntN(100)
+			// One order in six is a dedicated customer's, whom the
+			// operator forgets at random; every four seconds a bad deploy
+			// commits a poison aggregate for the operator to skip.
+			api := s.API()
+			if who := rng.IntN(6 * len(op.Customers)); who < len(op.Customers) {
+				api = api.As(op.Customers[who])
+			}
+			if n%16 == 0 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					record(op.Poison(ctx, 1+roll%2))
+				}()
+			}
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -123,7 +161,7 @@ func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, mid
 					record(sim.InjectFault(ctx, providersim.Fault{Operation: ops[roll%3], Fault: kinds[roll%3], Count: 1}))
 					faults.Add(1)
 				}
-				o, err := s.API().Create(ctx, "soak-"+uuid.NewString(), pm)
+				o, err := api.Create(ctx, "soak-"+uuid.NewString(), pm)
 				if err != nil {
 					record(err)
 					return
@@ -131,7 +169,7 @@ func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, mid
 				placed.Add(1)
 				if roll >= 15 && roll < 30 {
 					cancels.Add(1)
-					record(s.API().Cancel(ctx, o.OrderID))
+					record(api.Cancel(ctx, o.OrderID))
 				}
 			}()
 		}
@@ -175,7 +213,26 @@ func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, mid
 	require.Empty(t, loadErrs, "every request must eventually succeed")
 	errMu.Unlock()
 
-	require.NoError(t, WaitDrained(ctx, s.Pool, 8*time.Minute))
+	// The operator's last duty: skip the poison events still quarantined
+	// (each aggregate's next one is claimed once its predecessor is skipped).
+	require.NoError(t, op.Finish(ctx, 3*time.Minute))
+	// The operator's oracle (CheckOracle): one completed run per event,
+	// replays delivered and never passed, skips of poison only, erasures
+	// only of finished orders or refused naming them, nothing pending. It
+	// is heard also when an earlier check fails, for what it adds.
+	hearOracle := func() (string, error) {
+		stopWatch()
+		<-watching
+		op.Poll(ctx)
+		return CheckOracle(ctx, s, op.Journal())
+	}
+	if err := WaitDrained(ctx, s.Pool, 8*time.Minute); err != nil {
+		t.Logf("what the drain waits for:\n%s", DiagnoseStuck(ctx, s, op.Journal()))
+		if _, oerr := hearOracle(); oerr != nil {
+			t.Logf("the oracle on the undrained soak:\n%v", oerr)
+		}
+		require.NoError(t, err)
+	}
 	var rep Report
 	var err error
 	deadline := time.Now().Add(60 * time.Second)
@@ -188,14 +245,22 @@ func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, mid
 		}
 		time.Sleep(time.Second)
 	}
+	if err != nil {
+		if _, oerr := hearOracle(); oerr != nil {
+			t.Logf("the oracle beside the failed invariants:\n%v", oerr)
+		}
+	}
 	require.NoError(t, err)
 	// Per-order order, in Temporal's record: every order's workflows
 	// started in sequence.
 	requireStartsInOrder(ctx, t, s, 1_000_000)
+	oracle, err := hearOracle()
+	require.NoError(t, err)
+	journal := op.Journal()
 
 	lag, err := handoffLag(ctx, s)
 	require.NoError(t, err)
-	logs := s.LogCounts("already started", "inbox duplicate")
+	logs := s.LogCounts("already started", "inbox duplicate", "customer key erased")
 	simStats, err := sim.Stats(ctx)
 	require.NoError(t, err)
 	report := fmt.Sprintf(`chaos soak report (%s of load)
@@ -206,15 +271,18 @@ func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, mid
   duplicate starts absorbed: %d (relay logs: workflow already started)
   provider replays:         %d charges, %d refunds, %d emails (same key, first response replayed; %d keys refused)
   inbox duplicates:         %d (worker logs)
+  erased-key reads:         %d (worker logs: customer key erased)
   handoff lag (commit -> Temporal accept): p50 %s, p99 %s, max %s
   effects:                  %s
+%s
+  %s
   lost events: 0, duplicated effects: 0 (checked above)`,
 		dur, placed.Load(), declines.Load(), cancels.Load(), faults.Load(), rep.Events, s.Source,
 		kills.Load(), backendKills.Load(), midRunName, logs["already started"],
 		simStats.Replays["payment_intents.create"], simStats.Replays["refunds.create"], simStats.Replays["emails.send"],
 		simStats.Rejected["payment_intents.create"]+simStats.Rejected["refunds.create"]+simStats.Rejected["emails.send"],
-		logs["inbox duplicate"],
-		lag.p50, lag.p99, lag.max, rep)
+		logs["inbox duplicate"], logs["customer key erased"],
+		lag.p50, lag.p99, lag.max, rep, journal.Report(), oracle)
 	t.Log(report)
 	fmt.Println(report)
 }

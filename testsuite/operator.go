@@ -1,0 +1,614 @@
+package testsuite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// Operator is the on-call engineer of the chaos soak. While the kills run it
+// replays recent windows of published events (sometimes one order's, which
+// its buyer then cancels at once), retries quarantined and backing-off
+// events, skips the poison events the soak enqueues ([EnqueuePoison]) and
+// forgets the soak's dedicated customers, each time with the real outboxctl
+// binary, as operators do. It keeps a journal of what it did and what it was
+// told; the soak's oracle ([CheckOracle]) judges the run against it.
+type Operator struct {
+	s *Stack
+	// Customers are the dedicated customers' emails whose orders the soak
+	// places and the operator forgets at random times.
+	Customers []string
+
+	rng *rand.Rand // used by the operator's own goroutine only
+
+	mu sync.Mutex
+	j  Journal
+}
+
+// Journal is what the operator did and saw.
+type Journal struct {
+	// Customers are the operator's dedicated customers (emails).
+	Customers []string
+
+	ReplayCommands, ReplayedEvents, EmptyReplays, ReplayRefusals int
+	LateCancels                                                  int
+	Retries, RetryRefusals                                       int
+	Skips, SkipRefusals                                          int
+	Forgets, ForgetsWithoutKey, ForgetRefusals                   int
+	// Lost counts commands that lost their database connection (a kill, a
+	// backend termination, a PostgreSQL restart) and were run again.
+	Lost                           int
+	PoisonAggregates, PoisonEvents int
+
+	// Watches are the replayed events the operator followed until a relay
+	// delivered them again.
+	Watches []*ReplayWatch
+	// Refusals are forget-customer's refusals, with their full answer;
+	// Erased its runs that erased a key.
+	Refusals, Erased []ForgetAnswer
+	// QuarantinedOrders are order events the operator saw quarantined
+	// (they should not be: only poison events fail for good).
+	QuarantinedOrders map[string]string
+	// Unexpected are answers of outboxctl the operator did not expect: a
+	// usage error, a failure that is neither a refusal nor a lost
+	// connection.
+	Unexpected []string
+}
+
+// ReplayWatch is one replayed event followed until its replay was delivered.
+type ReplayWatch struct {
+	EventID, OrderID string
+	Sequence         int64
+	// Requested is the event's replay_requested_at; CommandEnd when the
+	// replay command returned (its transaction had committed).
+	Requested, CommandEnd time.Time
+	// Delivered is the published_at of the mark that cleared the replay;
+	// zero while it is pending, or if a later replay superseded it first.
+	Delivered  time.Time
+	Superseded bool
+	// LaterMarks are the published_at of the order's later events when
+	// the delivery was seen (nil: unpublished then), by event id.
+	LaterMarks map[string]*time.Time
+}
+
+// ForgetAnswer is one forget-customer run and its answer.
+type ForgetAnswer struct {
+	Email      string
+	Start, End time.Time
+	Output     string
+}
+
+// NewOperator returns the operator of s, with n dedicated customers.
+func NewOperator(s *Stack, n int, seed uint64) *Operator {
+	o := &Operator{s: s, rng: rand.New(rand.NewPCG(seed, 21))}
+	tag := strings.ToLower(strconv.FormatUint(seed%1_000_000, 36))
+	for i := range n {
+		o.Customers = append(o.Customers, fmt.Sprintf("erasure-%d-%s@example.com", i+1, tag))
+	}
+	o.j.Customers = o.Customers
+	o.j.QuarantinedOrders = map[string]string{}
+	return o
+}
+
+// Journal returns a copy of the journal.
+func (o *Operator) Journal() Journal {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	j := o.j
+	j.Watches = nil
+	for _, w := range o.j.Watches {
+		c := *w
+		c.LaterMarks = map[string]*time.Time{}
+		for k, v := range w.LaterMarks {
+			c.LaterMarks[k] = v
+		}
+		j.Watches = append(j.Watches, &c)
+	}
+	j.Refusals = append([]ForgetAnswer(nil), o.j.Refusals...)
+	j.Erased = append([]ForgetAnswer(nil), o.j.Erased...)
+	j.Unexpected = append([]string(nil), o.j.Unexpected...)
+	j.QuarantinedOrders = map[string]string{}
+	for k, v := range o.j.QuarantinedOrders {
+		j.QuarantinedOrders[k] = v
+	}
+	return j
+}
+
+func (o *Operator) note(f func(j *Journal)) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	f(&o.j)
+}
+
+// Run acts every one to two and a half seconds until ctx ends.
+func (o *Operator) Run(ctx context.Context) {
+	for n := 1; ; n++ {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Duration(1000+o.rng.IntN(1500)) * time.Millisecond):
+		}
+		switch roll := o.rng.IntN(100); {
+		case roll < 25:
+			o.replayWindow(ctx)
+		case roll < 40:
+			o.replayAndCancel(ctx)
+		case roll < 55:
+			o.retry(ctx)
+		case roll < 75:
+			o.skip(ctx, n)
+		default:
+			o.forget(ctx, n)
+		}
+	}
+}
+
+// Poison enqueues a poison aggregate of one or two events ([EnqueuePoison])
+// for the operator to find quarantined and skip.
+func (o *Operator) Poison(ctx context.Context, n int) error {
+	if err := EnqueuePoison(ctx, o.s, n); err != nil {
+		return err
+	}
+	o.note(func(j *Journal) { j.PoisonAggregates++; j.PoisonEvents += n })
+	return nil
+}
+
+// answer is one outboxctl run: its output and exit code (0, 1 or 2), and
+// when the attempt that answered started and ended.
+type answer struct {
+	out        string
+	code       int
+	start, end time.Time
+}
+
+// lostConnection matches what outboxctl says when its database connection
+// was cut under it, or the server was down: the command is run again.
+var lostConnection = regexp.MustCompile(`(?i)failed to connect|connection refused|terminating connection|` +
+	`57P0[1-3]|shutting down|starting up|unexpected EOF|conn closed|broken pipe|connection reset|` +
+	`server closed the connection|closed pool|timeout: context deadline exceeded|recovery mode`)
+
+// outboxctl runs the CLI until it answers something other than a lost
+// connection (for up to a minute).
+func (o *Operator) outboxctl(ctx context.Context, args ...string) answer {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		a := answer{start: time.Now()}
+		var err error
+		a.out, err = o.s.Outboxctl(ctx, args...)
+		a.end = time.Now()
+		var exit *exec.ExitError
+		switch {
+		case err == nil:
+		case errors.As(err, &exit):
+			a.code = exit.ExitCode()
+		default:
+			a.code, a.out = -1, a.out+err.Error()
+		}
+		if a.code != 1 || !lostConnection.MatchString(a.out) || time.Now().After(deadline) || ctx.Err() != nil {
+			return a
+		}
+		o.note(func(j *Journal) { j.Lost++ })
+		select {
+		case <-ctx.Done():
+			return a
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func (o *Operator) unexpected(a answer, args ...string) {
+	o.note(func(j *Journal) {
+		j.Unexpected = append(j.Unexpected, fmt.Sprintf("outboxctl %s: exit %d: %s", strings.Join(args, " "), a.code, strings.TrimSpace(a.out)))
+	})
+}
+
+var replayedN = regexp.MustCompile(`replayed (\d+) events`)
+
+// replayWindow replays a window of the last twenty seconds.
+func (o *Operator) replayWindow(ctx context.Context) {
+	from := time.Now().Add(-time.Duration(3000+o.rng.IntN(17000)) * time.Millisecond)
+	to := from.Add(time.Duration(1000+o.rng.IntN(5000)) * time.Millisecond)
+	args := []string{"replay", "--from", from.Format(time.RFC3339Nano), "--to", to.Format(time.RFC3339Nano), "--yes"}
+	if o.rng.IntN(2) == 0 {
+		args = append(args, "--aggregate-type", "order")
+	}
+	o.replay(ctx, args, from, to, "")
+}
+
+// replayAndCancel replays one recently confirmed order and has its buyer
+// cancel it right after: the cancel is a new event behind a replayed one,
+// and must wait until the replay is delivered. Or the buyer cancels first
+// and the replay follows at once, while the cancel may be in flight: the
+// replay must then wait for it.
+func (o *Operator) replayAndCancel(ctx context.Context) {
+	rows, err := o.s.Pool.Query(ctx, oracleQueries.Get("LateCancelCandidate"))
+	if err != nil {
+		return // a terminated backend; next time
+	}
+	type candidate struct {
+		OrderID  string
+		Occurred time.Time
+	}
+	cs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[candidate])
+	if err != nil || len(cs) == 0 {
+		return
+	}
+	c := cs[0]
+	cancelFirst := o.rng.IntN(2) == 0
+	cancel := func() bool {
+		if err := o.s.API().Cancel(ctx, c.OrderID); err != nil {
+			o.note(func(j *Journal) { j.Unexpected = append(j.Unexpected, "late cancel beside a replay: "+err.Error()) })
+			return false
+		}
+		o.note(func(j *Journal) { j.LateCancels++ })
+		return true
+	}
+	if cancelFirst && !cancel() {
+		return
+	}
+	to := time.Now()
+	args := []string{"replay", "--from", c.Occurred.Format(time.RFC3339Nano), "--to", to.Format(time.RFC3339Nano),
+		"--aggregate", c.OrderID, "--yes"}
+	if o.replay(ctx, args, c.Occurred, to, c.OrderID) && !cancelFirst {
+		cancel()
+	}
+}
+
+// replay runs one replay command and watches the events it flagged; it
+// reports whether events were replayed.
+func (o *Operator) replay(ctx context.Context, args []string, from, to time.Time, orderID string) bool {
+	a := o.outboxctl(ctx, args...)
+	switch {
+	case a.code == 0 && strings.Contains(a.out, "nothing to replay"):
+		o.note(func(j *Journal) { j.ReplayCommands++; j.EmptyReplays++ })
+		return false
+	case a.code == 0:
+		m := replayedN.FindStringSubmatch(a.out)
+		if m == nil {
+			o.unexpected(a, args...)
+			return false
+		}
+		n, _ := strconv.Atoi(m[1])
+		o.note(func(j *Journal) { j.ReplayCommands++; j.ReplayedEvents += n })
+	case a.code == 1 && strings.Contains(a.out, "invalid replay window"):
+		o.note(func(j *Journal) { j.ReplayCommands++; j.ReplayRefusals++ })
+		return false
+	default:
+		o.unexpected(a, args...)
+		return false
+	}
+	// Follow what it flagged (events a relay marked before this query are
+	// missed: the watch is a sample, never a false alarm).
+	rows, err := o.s.Pool.Query(ctx, oracleQueries.Get("ReplayFlagged"), pgx.NamedArgs{
+		"since": a.start, "from": from, "to": to, "aggregate": orderID})
+	if err != nil {
+		return true
+	}
+	type flagged struct {
+		EventID, OrderID string
+		Sequence         int64
+		Requested        time.Time
+	}
+	fs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[flagged])
+	if err != nil {
+		return true
+	}
+	o.note(func(j *Journal) {
+		for _, f := range fs {
+			j.Watches = append(j.Watches, &ReplayWatch{EventID: f.EventID, OrderID: f.OrderID, Sequence: f.Sequence,
+				Requested: f.Requested, CommandEnd: a.end})
+		}
+	})
+	return true
+}
+
+// Watch follows the replayed events until ctx ends: a replay is delivered
+// when a mark clears its flag (published_at is then the mark's time).
+func (o *Operator) Watch(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		o.Poll(ctx)
+	}
+}
+
+// Poll looks once at the replays not yet delivered, and at the later
+// events of delivered ones' orders that were not yet marked when the
+// delivery was seen.
+func (o *Operator) Poll(ctx context.Context) {
+	o.mu.Lock()
+	var ids, orderOf []string // open watches' events; those and the followed ones'
+	open := map[string][]*ReplayWatch{}
+	var following []*ReplayWatch
+	for _, w := range o.j.Watches {
+		switch {
+		case w.Delivered.IsZero() && !w.Superseded:
+			ids = append(ids, w.EventID)
+			open[w.EventID] = append(open[w.EventID], w)
+		case !w.Delivered.IsZero() && unmarked(w.LaterMarks):
+			following = append(following, w)
+		}
+	}
+	orderOf = append(orderOf, ids...)
+	for _, w := range following {
+		orderOf = append(orderOf, w.EventID)
+	}
+	o.mu.Unlock()
+	if len(orderOf) == 0 {
+		return
+	}
+	type progress struct {
+		EventID   string
+		Requested *time.Time
+		Published *time.Time
+	}
+	var ps []progress
+	if len(ids) > 0 {
+		rows, err := o.s.Pool.Query(ctx, oracleQueries.Get("ReplayProgress"), pgx.NamedArgs{"ids": ids})
+		if err != nil {
+			return
+		}
+		if ps, err = pgx.CollectRows(rows, pgx.RowToStructByPos[progress]); err != nil {
+			return
+		}
+	}
+	// The events of the watched orders, to see whether a later one was
+	// still in flight when a replay was delivered.
+	rows, err := o.s.Pool.Query(ctx, oracleQueries.Get("OrderMarks"), pgx.NamedArgs{"ids": orderOf})
+	if err != nil {
+		return
+	}
+	ls, err := pgx.CollectRows(rows, pgx.RowToStructByPos[laterEvent])
+	if err != nil {
+		return
+	}
+	later := map[string][]laterEvent{}
+	for _, l := range ls {
+		later[l.OrderID] = append(later[l.OrderID], l)
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, w := range following {
+		for _, l := range later[w.OrderID] {
+			if m, ok := w.LaterMarks[l.EventID]; ok && m == nil && l.Published != nil {
+				w.LaterMarks[l.EventID] = l.Published
+			}
+		}
+	}
+	for _, p := range ps {
+		for _, w := range open[p.EventID] {
+			switch {
+			case p.Requested == nil && p.Published != nil && o.requestedBetween(w, *p.Published):
+				// A later replay of the event was requested and marked
+				// between two looks: this mark may be the later one's.
+				w.Superseded = true
+			case p.Requested == nil && p.Published != nil:
+				w.Delivered = *p.Published
+				w.LaterMarks = map[string]*time.Time{}
+				for _, l := range later[w.OrderID] {
+					if l.Sequence > w.Sequence {
+						w.LaterMarks[l.EventID] = l.Published
+					}
+				}
+			case p.Requested != nil && !p.Requested.Equal(w.Requested):
+				w.Superseded = true
+			}
+		}
+	}
+}
+
+// unmarked reports whether one of the later events was not marked yet.
+func unmarked(marks map[string]*time.Time) bool {
+	for _, m := range marks {
+		if m == nil {
+			return true
+		}
+	}
+	return false
+}
+
+// laterEvent is an event of a replayed event's order and its mark.
+type laterEvent struct {
+	OrderID, EventID string
+	Sequence         int64
+	Published        *time.Time
+}
+
+// requestedBetween reports whether another replay of w's event was
+// requested after w's and no later than t. Called with o.mu held.
+func (o *Operator) requestedBetween(w *ReplayWatch, t time.Time) bool {
+	for _, x := range o.j.Watches {
+		if x != w && x.EventID == w.EventID && x.Requested.After(w.Requested) && !x.Requested.After(t) {
+			return true
+		}
+	}
+	return false
+}
+
+// listed is one line of `outboxctl list`.
+type listed struct {
+	id, typ, aggregate, state string
+}
+
+func (o *Operator) list(ctx context.Context, filter string) []listed {
+	args := []string{"list", filter, "--limit", "500"}
+	a := o.outboxctl(ctx, args...)
+	if a.code != 0 {
+		o.unexpected(a, args...)
+		return nil
+	}
+	var out []listed
+	for _, line := range strings.Split(a.out, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || !strings.HasPrefix(f[3], "seq=") {
+			continue
+		}
+		l := listed{id: f[0], typ: f[1], aggregate: f[2], state: f[5]}
+		if l.state == "quarantined" && !strings.HasPrefix(l.aggregate, PoisonAggregateType+"/") {
+			o.note(func(j *Journal) { j.QuarantinedOrders[l.id] = line })
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// retry retries a backing-off or quarantined event, as found by list.
+func (o *Operator) retry(ctx context.Context) {
+	var candidates []listed
+	for _, l := range o.list(ctx, "--pending") {
+		if l.state == "backing_off" {
+			candidates = append(candidates, l)
+		}
+	}
+	candidates = append(candidates, o.list(ctx, "--quarantined")...)
+	if len(candidates) == 0 {
+		return
+	}
+	c := candidates[o.rng.IntN(len(candidates))]
+	a := o.outboxctl(ctx, "retry", c.id)
+	switch {
+	case a.code == 0:
+		o.note(func(j *Journal) { j.Retries++ })
+	case a.code == 1 && strings.Contains(a.out, "does not allow this"):
+		// Published, skipped or in flight since the list: the refusal says
+		// which.
+		o.note(func(j *Journal) { j.RetryRefusals++ })
+	default:
+		o.unexpected(a, "retry", c.id)
+	}
+}
+
+// skip skips one quarantined poison event (never an order's event).
+func (o *Operator) skip(ctx context.Context, n int) bool {
+	var poison []listed
+	for _, l := range o.list(ctx, "--quarantined") {
+		if strings.HasPrefix(l.aggregate, PoisonAggregateType+"/") {
+			poison = append(poison, l)
+		}
+	}
+	if len(poison) == 0 {
+		return false
+	}
+	p := poison[o.rng.IntN(len(poison))]
+	args := []string{"skip", p.id, "--reason", fmt.Sprintf("soak: %s can never be delivered (bad deploy); handled by hand, ticket SOAK-%d", p.typ, n),
+		"--actor", "soak-operator"}
+	a := o.outboxctl(ctx, args...)
+	switch {
+	case a.code == 0:
+		o.note(func(j *Journal) { j.Skips++ })
+		return true
+	case a.code == 1 && strings.Contains(a.out, "does not allow this"):
+		o.note(func(j *Journal) { j.SkipRefusals++ }) // retried meanwhile
+	default:
+		o.unexpected(a, args...)
+	}
+	return false
+}
+
+// forget forgets one of the dedicated customers. After a refusal it
+// sometimes does what the refusal advises: it waits until the order table
+// shows every order of the customer settled, and runs it again at once.
+func (o *Operator) forget(ctx context.Context, n int) {
+	email := o.Customers[o.rng.IntN(len(o.Customers))]
+	if !o.forgetOnce(ctx, email, n) || o.rng.IntN(2) == 0 {
+		return
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) {
+		var unsettled int64
+		if err := o.s.Pool.QueryRow(ctx, oracleQueries.Get("CustomerUnsettled"), email).Scan(&unsettled); err == nil && unsettled == 0 {
+			o.forgetOnce(ctx, email, n)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// forgetOnce runs forget-customer once and reports whether it was refused.
+func (o *Operator) forgetOnce(ctx context.Context, email string, n int) (refused bool) {
+	args := []string{"forget-customer", email, "--reason", fmt.Sprintf("soak: erasure request PRIV-%d", n), "--actor", "soak-operator"}
+	a := o.outboxctl(ctx, args...)
+	switch {
+	case a.code == 0 && strings.Contains(a.out, "forgot customer key"):
+		o.note(func(j *Journal) {
+			j.Forgets++
+			j.Erased = append(j.Erased, ForgetAnswer{Email: email, Start: a.start, End: a.end, Output: a.out})
+		})
+	case a.code == 0 && strings.Contains(a.out, "no customer key to erase"):
+		o.note(func(j *Journal) { j.ForgetsWithoutKey++ })
+	case a.code == 1:
+		// A refusal (a lost connection was run again): the oracle checks
+		// that it names the orders that still need the key.
+		o.note(func(j *Journal) {
+			j.ForgetRefusals++
+			j.Refusals = append(j.Refusals, ForgetAnswer{Email: email, Start: a.start, End: a.end, Output: a.out})
+		})
+		return true
+	default:
+		o.unexpected(a, args...)
+	}
+	return false
+}
+
+// Finish skips every poison event left, each once a relay has quarantined
+// it (a later one waits for its predecessor's skip), until none is left or
+// the timeout passes.
+func (o *Operator) Finish(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for n := 10_000; ; n++ {
+		var left int64
+		err := o.s.Pool.QueryRow(ctx, oracleQueries.Get("UnsettledPoison"), pgx.NamedArgs{"aggregate_type": PoisonAggregateType}).Scan(&left)
+		if err == nil && left == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("operator: %d poison events still not skipped after %s (err %v)", left, timeout, err)
+		}
+		if !o.skip(ctx, n) {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+	}
+}
+
+// Report is the journal's counts, for the soak's report.
+func (j Journal) Report() string {
+	delivered, superseded := 0, 0
+	for _, w := range j.Watches {
+		switch {
+		case !w.Delivered.IsZero():
+			delivered++
+		case w.Superseded:
+			superseded++
+		}
+	}
+	return fmt.Sprintf(`  operator replays:         %d commands (%d events replayed, %d windows empty, %d refused), %d late cancels right before or after a replay; %d replayed events watched: %d delivered again, %d superseded by a later replay
+  operator retries:         %d (%d refused: published, skipped or in flight since the list)
+  operator skips:           %d of %d poison events in %d aggregates (%d refused)
+  operator forgets:         %d keys erased, %d with no key left, %d refused
+  operator, other:          %d commands run again after a lost connection, %d unexpected answers, %d order events seen quarantined`,
+		j.ReplayCommands, j.ReplayedEvents, j.EmptyReplays, j.ReplayRefusals, j.LateCancels, len(j.Watches), delivered, superseded,
+		j.Retries, j.RetryRefusals,
+		j.Skips, j.PoisonEvents, j.PoisonAggregates, j.SkipRefusals,
+		j.Forgets, j.ForgetsWithoutKey, j.ForgetRefusals,
+		j.Lost, len(j.Unexpected), len(j.QuarantinedOrders))
+}

@@ -1,0 +1,64 @@
+package testsuite
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/outflow/outflow/outbox"
+)
+
+// PoisonAggregateType is the aggregate type of the poison events the chaos
+// soak enqueues: no order has it, so invariant 2 and the order checks never
+// see them, and the soak's operator may skip exactly these.
+const PoisonAggregateType = "soak_poison"
+
+// EnqueuePoison commits one poison aggregate of n events (1 or more), each
+// of which a relay quarantines at its first attempt, as a bad deploy's
+// events would be: even ones have a type with no route ("ParcelTeleported"),
+// odd ones an OrderCreated payload that fails validation. Only the first is
+// claimable; the next waits behind it until an operator skips it. It rides
+// out lost connections (a commit whose answer was lost may have written the
+// aggregate; the operator finds poison events by their aggregate type).
+func EnqueuePoison(ctx context.Context, s *Stack, n int) error {
+	agg := uuid.NewString()
+	var events []outbox.Event
+	for i := range n {
+		var e outbox.Event
+		var err error
+		if i%2 == 0 {
+			e, err = outbox.NewEvent(PoisonAggregateType, agg, "ParcelTeleported", 1, map[string]string{"parcel": agg})
+		} else {
+			e, err = outbox.NewEvent(PoisonAggregateType, agg, "OrderCreated", 1, map[string]string{"order_id": agg})
+		}
+		if err != nil {
+			return err
+		}
+		events = append(events, e)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
+			var exists bool
+			if err := tx.QueryRow(ctx, oracleQueries.Get("PoisonExists"), PoisonAggregateType, agg).Scan(&exists); err != nil || exists {
+				return err
+			}
+			_, err := outbox.Enqueue(ctx, tx, events...)
+			return err
+		})
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return fmt.Errorf("enqueue poison aggregate %s: %w", agg, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}
