@@ -76,13 +76,14 @@ func TestChaosSoakCDC(t *testing.T) {
 func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, midRun func(context.Context) error) {
 	ctx, cancel := context.WithTimeout(context.Background(), dur+10*time.Minute)
 	defer cancel()
-	// Every outflow process reaches Temporal through a partition the chaos
-	// cuts once for longer than the relays' whole backoff schedule
-	// (OUTFLOW_MAX_ATTEMPTS=4: ceilings 1+2+4+8 s): an outage is the sink's
-	// fault, so no healthy event may be quarantined for it (the oracle
-	// checks). The operator's outboxctl keeps its own way to Temporal.
+	// The relays reach Temporal through a partition the chaos cuts once for
+	// longer than their whole backoff schedule (OUTFLOW_MAX_ATTEMPTS=4:
+	// ceilings 1+2+4+8 s): an outage is the sink's fault, so no healthy event
+	// may be quarantined for it (the oracle checks). The workers and the
+	// operator's outboxctl keep their own way to Temporal (a worker started
+	// while Temporal is unreachable refuses to start).
 	cut := NewPartition(t, s.Env.Temporal.Address())
-	s.ExtraEnv = append(s.ExtraEnv, "TEMPORAL_ADDRESS="+cut.Addr(), "OUTFLOW_MAX_ATTEMPTS=4")
+	s.RelayEnv = append(s.RelayEnv, "TEMPORAL_ADDRESS="+cut.Addr(), "OUTFLOW_MAX_ATTEMPTS=4")
 	const outage = 20 * time.Second
 	for _, name := range []string{"orderapi", "starter", "starter-2", "worker", "worker-2"} {
 		s.Start(name, "")
@@ -295,7 +296,7 @@ func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, mid
   events:                   %d
   relay source:             %s
   process kills:            %d relay/worker SIGKILLs, %d PostgreSQL backends terminated, %s
-  Temporal outages:         %d of %s (every outflow process cut off; OUTFLOW_MAX_ATTEMPTS=4, no healthy event quarantined)
+  Temporal outages:         %d of %s (the relays cut off; OUTFLOW_MAX_ATTEMPTS=4, no healthy event quarantined)
   duplicate starts absorbed: %d (relay logs: workflow already started)
   provider replays:         %d charges, %d refunds, %d emails (same key, first response replayed; %d keys refused)
   inbox duplicates:         %d (worker logs)
