@@ -171,17 +171,8 @@ func (p *pipeline) claim(ctx, bk context.Context, n int) (int, error) {
 	if err != nil || len(batch) == 0 {
 		return 0, err
 	}
-	if err := r.cfg.Failpoints.Inject(ctx, failpoints.RelayAfterClaim); err != nil {
-		ids := make([]uuid.UUID, len(batch))
-		for i, c := range batch {
-			ids[i] = c.ID
-		}
-		rctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
-		defer cancel()
-		if _, rerr := r.release(rctx, ids); rerr != nil {
-			err = errors.Join(err, rerr)
-		}
-		return 0, fmt.Errorf("outbox: after claim: %w", err)
+	if err := r.afterClaim(ctx, bk, batch); err != nil {
+		return 0, err
 	}
 	// An event this relay still holds can be claimed again by it: its lease
 	// expired while its outcome waited to be written (the database was
@@ -205,6 +196,26 @@ func (p *pipeline) claim(ctx, bk context.Context, n int) (int, error) {
 		p.jobs <- j // room() keeps the queue within its capacity
 	}
 	return len(batch), nil
+}
+
+// afterClaim runs the relay.after_claim failpoint on a claimed batch; when
+// it answers with an error, the batch is released unattempted and the error
+// returned.
+func (r *Relay) afterClaim(ctx, bk context.Context, batch []claimed) error {
+	err := r.cfg.Failpoints.Inject(ctx, failpoints.RelayAfterClaim)
+	if err == nil {
+		return nil
+	}
+	ids := make([]uuid.UUID, len(batch))
+	for i, c := range batch {
+		ids[i] = c.ID
+	}
+	rctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
+	defer cancel()
+	if _, rerr := r.release(rctx, ids); rerr != nil {
+		err = errors.Join(err, rerr)
+	}
+	return fmt.Errorf("outbox: after claim: %w", err)
 }
 
 // keepBooks books every outcome, flushing at MarkBatchSize acknowledgements

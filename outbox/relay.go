@@ -12,8 +12,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/outflow/outflow/failpoints"
 )
 
 // Relay hands committed outbox events to a [Publisher]: it claims a batch
@@ -300,17 +298,8 @@ func (r *Relay) cycle(ctx context.Context, all bool) (int, []time.Time, error) {
 	if err != nil || len(batch) == 0 {
 		return 0, nil, err
 	}
-	if err := r.cfg.Failpoints.Inject(ctx, failpoints.RelayAfterClaim); err != nil {
-		ids := make([]uuid.UUID, len(batch))
-		for i, c := range batch {
-			ids[i] = c.ID
-		}
-		rctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
-		defer cancel()
-		if _, rerr := r.release(rctx, ids); rerr != nil {
-			err = errors.Join(err, rerr)
-		}
-		return 0, nil, fmt.Errorf("outbox: after claim: %w", err)
+	if err := r.afterClaim(ctx, bk, batch); err != nil {
+		return 0, nil, err
 	}
 	return len(batch), r.process(ctx, bk, batch, l), nil
 }

@@ -177,13 +177,17 @@ var lostConnection = regexp.MustCompile(`(?i)failed to connect|connection refuse
 	`server closed the connection|closed pool|timeout: context deadline exceeded|recovery mode`)
 
 // outboxctl runs the CLI until it answers something other than a lost
-// connection (for up to a minute).
+// connection (for up to a minute). A command that has begun runs to its end
+// even when ctx ends meanwhile (the load is over): an operator's command cut
+// by the test's clock would read as an unexpected answer.
 func (o *Operator) outboxctl(ctx context.Context, args ...string) answer {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		a := answer{start: time.Now()}
 		var err error
-		a.out, err = o.s.Outboxctl(ctx, args...)
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+		a.out, err = o.s.Outboxctl(cctx, args...)
+		cancel()
 		a.end = time.Now()
 		var exit *exec.ExitError
 		switch {

@@ -35,7 +35,7 @@ func temporalOutage(t *testing.T, source string) {
 	s.Start("orderapi", "")
 	s.Start("worker", "")
 	cut := NewPartition(t, env.Temporal.Address())
-	s.ExtraEnv = []string{"OUTFLOW_MAX_ATTEMPTS=3", "TEMPORAL_ADDRESS=" + cut.Addr()}
+	s.RelayEnv = []string{"OUTFLOW_MAX_ATTEMPTS=3", "TEMPORAL_ADDRESS=" + cut.Addr()}
 	starter := s.Start("starter", "")
 	api := s.API()
 

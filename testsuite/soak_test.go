@@ -76,6 +76,15 @@ func TestChaosSoakCDC(t *testing.T) {
 func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, midRun func(context.Context) error) {
 	ctx, cancel := context.WithTimeout(context.Background(), dur+10*time.Minute)
 	defer cancel()
+	// The relays reach Temporal through a partition the chaos cuts once for
+	// longer than their whole backoff schedule (OUTFLOW_MAX_ATTEMPTS=4:
+	// ceilings 1+2+4+8 s): an outage is the sink's fault, so no healthy event
+	// may be quarantined for it (the oracle checks). The workers and the
+	// operator's outboxctl keep their own way to Temporal (a worker started
+	// while Temporal is unreachable refuses to start).
+	cut := NewPartition(t, s.Env.Temporal.Address())
+	s.RelayEnv = append(s.RelayEnv, "TEMPORAL_ADDRESS="+cut.Addr(), "OUTFLOW_MAX_ATTEMPTS=4")
+	const outage = 20 * time.Second
 	for _, name := range []string{"orderapi", "starter", "starter-2", "worker", "worker-2"} {
 		s.Start(name, "")
 	}
@@ -174,6 +183,25 @@ func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, mid
 			}()
 		}
 	}()
+	// The outage: a third of the way in, Temporal is unreachable for
+	// outage, whatever else dies meanwhile.
+	var outages atomic.Int64
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		select {
+		case <-loadCtx.Done():
+			return
+		case <-time.After(dur / 3):
+		}
+		cut.Cut()
+		outages.Add(1)
+		select {
+		case <-ctx.Done():
+		case <-time.After(outage):
+		}
+		record(cut.Heal())
+	}()
 	// Chaos: a random relay or worker dies every few seconds; sometimes the
 	// database drops every outflow connection; Temporal restarts once.
 	wg.Add(1)
@@ -268,6 +296,7 @@ func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, mid
   events:                   %d
   relay source:             %s
   process kills:            %d relay/worker SIGKILLs, %d PostgreSQL backends terminated, %s
+  Temporal outages:         %d of %s (the relays cut off; OUTFLOW_MAX_ATTEMPTS=4, no healthy event quarantined)
   duplicate starts absorbed: %d (relay logs: workflow already started)
   provider replays:         %d charges, %d refunds, %d emails (same key, first response replayed; %d keys refused)
   inbox duplicates:         %d (worker logs)
@@ -278,7 +307,7 @@ func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, mid
   %s
   lost events: 0, duplicated effects: 0 (checked above)`,
 		dur, placed.Load(), declines.Load(), cancels.Load(), faults.Load(), rep.Events, s.Source,
-		kills.Load(), backendKills.Load(), midRunName, logs["already started"],
+		kills.Load(), backendKills.Load(), midRunName, outages.Load(), outage, logs["already started"],
 		simStats.Replays["payment_intents.create"], simStats.Replays["refunds.create"], simStats.Replays["emails.send"],
 		simStats.Rejected["payment_intents.create"]+simStats.Rejected["refunds.create"]+simStats.Rejected["emails.send"],
 		logs["inbox duplicate"], logs["customer key erased"],

@@ -146,9 +146,9 @@ type Stack struct {
 	// Slot is the cdc starters' replication slot (slots are server-wide, so
 	// each stack has its own).
 	Slot string
-	// ExtraEnv are more VAR=value settings for every process the stack
-	// starts after they are set (later settings win).
-	ExtraEnv []string
+	// RelayEnv are more VAR=value settings for the starters (relays) the
+	// stack starts after they are set; they win over the stack's own.
+	RelayEnv []string
 
 	mu    sync.Mutex
 	procs map[string]*Process
@@ -249,6 +249,9 @@ func (s *Stack) Start(name, failpoints string) *Process {
 	kind := kindOf(name)
 	bin := s.binary(kind)
 	env := s.processEnv(failpoints)
+	if kind == "starter" {
+		env = append(env, s.RelayEnv...)
+	}
 	logPath := filepath.Join(s.Env.Dir, fmt.Sprintf("%s-%s.log", strings.ReplaceAll(s.T.Name(), "/", "_"), name))
 	p, err := StartProcess(name, bin, logPath, env)
 	if err != nil {
@@ -306,7 +309,7 @@ func (s *Stack) processEnv(failpoints string) []string {
 		// The cdc sweeper takes what the stream left after this.
 		"OUTFLOW_CDC_GRACE=3s",
 	}
-	return append(env, s.ExtraEnv...)
+	return env
 }
 
 // Proc returns the current process of that name.
