@@ -131,6 +131,31 @@ byte ops;            /* operator commands so far */
 byte faults;         /* crashes, stalls and live-lease expiries so far */
 #endif
 
+#ifdef PIPELINE
+/* The pipelined relay (pipeline.pml): relay 1 runs Pipe, its workers and
+ * its bookkeeper; its claims live in NSLOT slots (its open set). */
+#define PIPE 1
+#define NSLOT 2
+byte pl_e[NSLOT];    /* the slot's event, NOEV when free */
+byte pl_st[NSLOT];   /* PL_*: queued, publishing, outcome booked, outcome written */
+byte pl_k[NSLOT];    /* K_*: the booked outcome */
+bool pl_rep[NSLOT];  /* the claim's replay column */
+bool pl_exp[NSLOT];  /* the claim's local deadline has passed (lease.publishDeadline) */
+bool pl_lock;        /* the claim mutex of mutant pipe_guard_mutex (CLAIM_MUTEX) */
+byte pl_ce;          /* the claimer's committed claim, not yet queued (NOEV: none) */
+bool pl_cexp;        /* its local deadline has passed */
+#define PL_FREE    0
+#define PL_QUEUED  1
+#define PL_PUB     2
+#define PL_DONE    3
+#define PL_WRITTEN 4
+#define SLOT_PUB(c)   ((pl_st[0] == PL_PUB && pl_e[0] == (c)) || (pl_st[1] == PL_PUB && pl_e[1] == (c)))
+#define SLOT_PUBORD(o) ((pl_st[0] == PL_PUB && ORD(pl_e[0]) == (o)) || (pl_st[1] == PL_PUB && ORD(pl_e[1]) == (o)))
+#else
+#define SLOT_PUB(c)   false
+#define SLOT_PUBORD(o) false
+#endif
+
 /* ---------------------------------------------------------------- helpers */
 
 #define ORD(e)   ((e)/EPO)
@@ -217,7 +242,7 @@ byte faults;         /* crashes, stalls and live-lease expiries so far */
  * PublishTimeout fits in the rest of its lease (lease.go publishDeadline;
  * Config.validate: PublishTimeout <= Lease/2), so a lease does not expire
  * while its holder's Publish call runs. */
-#define UNDER_PUBLISH(e) (owner[e] >= 1 && owner[e] <= RELAYS && inflight[owner[e]] == (e))
+#define UNDER_PUBLISH(e) ((owner[e] >= 1 && owner[e] <= RELAYS && inflight[owner[e]] == (e)) || SLOT_PUB(e))
 #ifdef LEASE_SHORTER_THAN_PUBLISH
 #define MAY_EXPIRE(e) true
 #elif defined(CDC)
@@ -412,6 +437,7 @@ end_idle:
 #ifdef CDC
 			assert(sinflight == NOEV || ORD(sinflight) != ORD(e));
 #endif
+			assert(!SLOT_PUBORD(ORD(e)));
 			i = 0;
 			inflight[r] = e
 		   }
@@ -555,6 +581,10 @@ markfirst:
 #endif
 }
 
+#ifdef PIPELINE
+#include "pipeline.pml"
+#endif
+
 /* ------------------------------------------------------------------ Clock */
 
 /* C1 Time passes: a lease reaches claim_until. A live relay's lease expires
@@ -566,7 +596,11 @@ markfirst:
 #endif
 #define EXPIRE(c) :: lease[c] == LIVE && MAY_EXPIRE(c) && (CRASHED(c) || FAULT_OK) -> \
 	if :: !CRASHED(c) -> FAULT :: else fi; lease[c] = EXPIRED; \
-	printf("clock: lease of %d.%d expired\n", EV(c)); EXPIRE_GROUP(c)
+	printf("clock: lease of %d.%d expired\n", EV(c)); EXPIRE_GROUP(c); PIPE_EXPIRE(c)
+
+#ifndef PIPELINE
+#define PIPE_EXPIRE(c) skip
+#endif
 
 proctype Clock() {
 end_clock:
@@ -576,6 +610,9 @@ end_clock:
 		EACH(EXPIRE)
 		fi
 	   }
+#ifdef PIPELINE
+	:: atomic { PIPE_LOCAL_END }
+#endif
 	od
 }
 
@@ -759,9 +796,17 @@ init {
 		for (i : 0 .. RELAYS) {
 			inflight[i] = NOEV
 		}
+#ifdef PIPELINE
+		pl_e[0] = NOEV; pl_e[1] = NOEV; pl_ce = NOEV;
+		run Pipe(); run Worker(0); run Worker(1); run Books();
+		for (i : 2 .. RELAYS) {
+			run Relay(i)
+		}
+#else
 		for (i : 1 .. RELAYS) {
 			run Relay(i)
 		}
+#endif
 		i = 0;
 		run Clock();
 		run Producer();
