@@ -35,11 +35,11 @@ type batchSender interface {
 // all makes a CDC relay's sweeper claim like a polling relay, young events
 // included (its backfill); a polling relay ignores it.
 func (r *Relay) claim(ctx context.Context, all bool) ([]claimed, lease, error) {
-	return r.claimN(ctx, all, r.cfg.BatchSize)
+	return r.claimN(ctx, all, r.cfg.BatchSize, nil)
 }
 
-// claimN is claim of at most n events (at most BatchSize).
-func (r *Relay) claimN(ctx context.Context, all bool, n int) ([]claimed, lease, error) {
+// claimN is claim of at most n events (at most BatchSize), none of held.
+func (r *Relay) claimN(ctx context.Context, all bool, n int, held []uuid.UUID) ([]claimed, lease, error) {
 	// The local deadline is measured from before the statement is sent, so it
 	// ends no later than claim_until, which the database computes from its
 	// own now() at claim time.
@@ -51,7 +51,7 @@ func (r *Relay) claimN(ctx context.Context, all bool, n int) ([]claimed, lease, 
 	// A connection an error left inside the transaction is closed rather
 	// than reused (pgxpool checks), which rolls the claim back.
 	defer conn.Release()
-	batch, err := r.claimOn(ctx, conn.Conn(), true, all, min(n, r.cfg.BatchSize))
+	batch, err := r.claimOn(ctx, conn.Conn(), true, all, min(n, r.cfg.BatchSize), held)
 	if err != nil {
 		return nil, l, err
 	}
@@ -61,7 +61,7 @@ func (r *Relay) claimN(ctx context.Context, all bool, n int) ([]claimed, lease, 
 // claimOn runs the claim's statements on c. own says whether c is outside
 // any transaction, so that the claim begins and commits its own; otherwise
 // c's transaction is the caller's to end.
-func (r *Relay) claimOn(ctx context.Context, c batchSender, own, all bool, n int) ([]claimed, error) {
+func (r *Relay) claimOn(ctx context.Context, c batchSender, own, all bool, n int, held []uuid.UUID) ([]claimed, error) {
 	var batch []claimed
 	b := &pgx.Batch{}
 	if own {
@@ -69,6 +69,7 @@ func (r *Relay) claimOn(ctx context.Context, c batchSender, own, all bool, n int
 	}
 	args := claimArgs(r.cfg.Owner, &r.cfg)
 	args.BatchSize = n
+	args.Held = held
 	if r.sweep != nil && !all {
 		args.MinAgeMS, args.HandedOff = r.sweep.filter()
 	}

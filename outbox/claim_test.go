@@ -284,3 +284,29 @@ func TestEventThatKillsItsRelaysIsQuarantined(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{other.ID}, ids(got), "other aggregates flow; the quarantined one holds its successor back")
 }
+
+// TestClaimLeavesOutWhatTheRelayStillHolds: a relay whose own lease expired
+// while the outcome of its publish was still to be written does not claim
+// the event again (its pipeline passes what it holds); another relay may
+// take it over, as after any expired lease.
+func TestClaimLeavesOutWhatTheRelayStillHolds(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	ev := enqueue(t, b.pool, mustEvent(t, "held", "Created"))[0]
+	r := b.newRelay(t, outbox.RelayConfig{Owner: "relay-1", Lease: 100 * time.Millisecond, PublishTimeout: 50 * time.Millisecond})
+	got, err := r.ClaimExceptForTest(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{ev.ID}, ids(got))
+	eventually(t, 5*time.Second, func() bool {
+		row, err := queryRow(b.pool, ev.ID)
+		return err == nil && row.ClaimUntil != nil && row.ClaimUntil.Before(time.Now().Add(-50*time.Millisecond))
+	}, "the lease expires")
+	got, err = r.ClaimExceptForTest(ctx, ev.ID)
+	require.NoError(t, err)
+	require.Empty(t, got, "the relay claimed again an event it still holds")
+	other := b.newRelay(t, outbox.RelayConfig{Owner: "relay-2"})
+	got, err = other.ClaimExceptForTest(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{ev.ID}, ids(got), "another relay takes the expired lease over")
+}

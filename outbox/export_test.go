@@ -46,7 +46,7 @@ func (c RelayConfig) ValidateForTest() error {
 // caller's transaction, which the test commits or rolls back, so it can hold
 // a claim uncommitted.
 func (r *Relay) ClaimInTxForTest(ctx context.Context, tx pgx.Tx) ([]Event, error) {
-	batch, err := r.claimOn(ctx, tx, false, false, r.cfg.BatchSize)
+	batch, err := r.claimOn(ctx, tx, false, false, r.cfg.BatchSize, nil)
 	var events []Event
 	for _, c := range batch {
 		events = append(events, c.Event)
@@ -113,3 +113,13 @@ func (c RelayConfig) WithDefaultsForTest() (RelayConfig, error) {
 
 // ClassifyForTest says whose fault err is: "event", "sink" or "throttle".
 func ClassifyForTest(err error) string { return classify(err).String() }
+
+// ClaimExceptForTest claims like Run's pipeline, leaving out held.
+func (r *Relay) ClaimExceptForTest(ctx context.Context, held ...uuid.UUID) ([]Event, error) {
+	batch, _, err := r.claimN(ctx, false, r.cfg.BatchSize, held)
+	events := make([]Event, len(batch))
+	for i, c := range batch {
+		events[i] = c.Event
+	}
+	return events, err
+}

@@ -22,8 +22,12 @@ import (
 // claims. Per event nothing changes: claimed with a lease, published within
 // it, marked fenced by the owner; an aggregate's next event is claimable
 // only once its predecessor is marked, which wakes the claimer. What is new
-// is one owner holding claims of several claims at once, so an event this
-// relay still holds is never queued twice (see claim).
+// is one owner holding the events of several claims at once, whose outcomes
+// are written late and fenced by that owner alone: so a claim never takes an
+// event this relay still holds (RelayClaim's @held), even one whose lease
+// expired while its outcome waited. Otherwise the old outcome would settle,
+// release or mark the new claim (model/pipeline.pml: a claim orphaned, one
+// event published twice, a replay marked published unsent).
 
 // job is one claimed event and its claim's lease.
 type job struct {
@@ -165,8 +169,17 @@ func (p *pipeline) room() int {
 // how many it claimed.
 func (p *pipeline) claim(ctx, bk context.Context, n int) (int, error) {
 	r := p.r
+	// The claim leaves out what this relay still holds (the SPIN model's
+	// pipeline mutants show why only the claim itself can: a check after
+	// it comes too late).
+	p.mu.Lock()
+	held := make([]uuid.UUID, 0, len(p.open))
+	for id := range p.open {
+		held = append(held, id)
+	}
+	p.mu.Unlock()
 	cctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
-	batch, l, err := r.claimN(cctx, false, n)
+	batch, l, err := r.claimN(cctx, false, n, held)
 	cancel()
 	if err != nil || len(batch) == 0 {
 		return 0, err
@@ -174,26 +187,13 @@ func (p *pipeline) claim(ctx, bk context.Context, n int) (int, error) {
 	if err := r.afterClaim(ctx, bk, batch); err != nil {
 		return 0, err
 	}
-	// An event this relay still holds can be claimed again by it: its lease
-	// expired while its outcome waited to be written (the database was
-	// slow). Its publish has ended (a publish ends before its lease), and
-	// that outcome, written under this owner, settles the new claim too; a
-	// second publish would run beside the first one's failure record, which
-	// releases the new claim. So it is not queued again.
-	var queue []job
 	p.mu.Lock()
 	for _, c := range batch {
-		if p.open[c.ID] {
-			r.cfg.Logger.Warn("outbox relay: claimed again an event whose outcome is still being written; its outcome settles it",
-				"owner", r.cfg.Owner, "event_id", c.ID)
-			continue
-		}
 		p.open[c.ID] = true
-		queue = append(queue, job{c: c, l: l})
 	}
 	p.mu.Unlock()
-	for _, j := range queue {
-		p.jobs <- j // room() keeps the queue within its capacity
+	for _, c := range batch {
+		p.jobs <- job{c: c, l: l} // room() keeps the queue within its capacity
 	}
 	return len(batch), nil
 }

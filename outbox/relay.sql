@@ -62,6 +62,11 @@ WITH candidates AS (
            OR e.attempt_count > 0
            OR e.replay_requested_at IS NOT NULL
            OR e.event_id = ANY(@handed_off::uuid[]))
+      -- Never an event this relay still holds (@held: claimed by an earlier
+      -- claim whose outcome is not written yet, see pipeline.go): its lease
+      -- may have expired while the outcome waited, and that outcome, fenced
+      -- by the same owner, could not tell the old claim from a new one.
+      AND NOT (e.event_id = ANY(coalesce(@held::uuid[], '{}')))
     ORDER BY e.available_at, e.occurred_at
     LIMIT @batch_size
     FOR UPDATE OF e SKIP LOCKED

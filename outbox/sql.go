@@ -205,6 +205,9 @@ type relayClaimArgs struct {
 	// polling relay.
 	MinAgeMS  int64       `db:"min_age_ms"`
 	HandedOff []uuid.UUID `db:"handed_off"`
+	// Held are the events this relay still holds (pipeline.go); none for a
+	// claim outside Run's pipeline.
+	Held []uuid.UUID `db:"held"`
 }
 
 // eventRow is an event's own columns, as a statement that hands events to

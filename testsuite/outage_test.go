@@ -95,9 +95,7 @@ func temporalOutage(t *testing.T, source string) {
 	// then check the four invariants over the orders.
 	_, err = s.Pool.Exec(ctx, `DELETE FROM outbox_events WHERE event_id = $1`, poison.ID)
 	require.NoError(t, err)
-	ledger, err := env.SimClient().Ledger(ctx)
-	require.NoError(t, err)
-	rep, err := CheckInvariants(ctx, s.Pool, env.Client, ledger)
-	require.NoError(t, err)
-	t.Logf("after a %s partition from Temporal (%s): %s", 12*time.Second, source, rep)
+	// The last email may trail an order's final status by a step:
+	// assertRecovered re-checks the invariants within a bounded window.
+	assertRecovered(ctx, t, s)
 }
