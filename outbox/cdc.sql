@@ -82,23 +82,21 @@ RETURNING o.event_id;
 -- is enough: an event given back for a predecessor that is not the stream's
 -- shares that predecessor with every later event of its order in the batch.
 WITH checked AS (
+    -- One pass over the predecessors gives the three answers.
     SELECT o.event_id,
-           ARRAY(SELECT p.event_id
-                 FROM outbox_unpublished_predecessors(o.aggregate_type, o.aggregate_id, o.aggregate_sequence) p
-                )::uuid[] AS blockers,
-           EXISTS (
-               SELECT 1
-               FROM outbox_unpublished_predecessors(o.aggregate_type, o.aggregate_id, o.aggregate_sequence) p
-               JOIN outbox_events q ON q.event_id = p.event_id
-               WHERE q.claimed_by IS DISTINCT FROM @owner
-                  OR q.claim_until IS NULL
-                  OR q.claim_until < now()
-           ) AS blocked,
-           (SELECT min(q.claim_until)
-            FROM outbox_unpublished_predecessors(o.aggregate_type, o.aggregate_id, o.aggregate_sequence) p
-            JOIN outbox_events q ON q.event_id = p.event_id
-           ) AS lane_deadline
+           coalesce(p.blockers, '{}')::uuid[] AS blockers,
+           coalesce(p.blocked, false)         AS blocked,
+           p.lane_deadline
     FROM outbox_events o
+    CROSS JOIN LATERAL (
+        SELECT array_agg(q.event_id) AS blockers,
+               bool_or(q.claimed_by IS DISTINCT FROM @owner
+                       OR q.claim_until IS NULL
+                       OR q.claim_until < now()) AS blocked,
+               min(q.claim_until) AS lane_deadline
+        FROM outbox_unpublished_predecessors(o.aggregate_type, o.aggregate_id, o.aggregate_sequence) pr
+        JOIN outbox_events q ON q.event_id = pr.event_id
+    ) p
     WHERE o.event_id = ANY(@event_ids::uuid[])
       AND o.claimed_by = @owner
       AND o.published_at IS NULL
