@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -14,7 +16,9 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/outflow/outflow/internal/testdb"
@@ -123,8 +127,9 @@ func TestBalancerSkipsADeadFrontend(t *testing.T) {
 // TestFailover starts a real two-node cluster (OUTFLOW_TEST_TEMPORAL=cluster
 // only: it needs bin/temporal-server and bin/temporal-sql-tool), keeps
 // starting workflows through the balancer while one node is SIGKILLed, and
-// checks that every start succeeds (the SDK retries), that the survivor
-// takes every shard, and that the node rejoins.
+// checks that every start gets through (the SDK retries, and a start it
+// gives up on is sent again with the same id, as the relay does), that the
+// survivor takes every shard, and that the node rejoins.
 func TestFailover(t *testing.T) {
 	if os.Getenv("OUTFLOW_TEST_TEMPORAL") != "cluster" {
 		t.Skip("starts a Temporal cluster: OUTFLOW_TEST_TEMPORAL=cluster")
@@ -140,7 +145,7 @@ func TestFailover(t *testing.T) {
 	tc, err := c.Client(ctx)
 	require.NoError(t, err)
 	defer tc.Close()
-	var started, failed atomic.Int64
+	var started, failed, retried atomic.Int64
 	stop := make(chan struct{})
 	done := make(chan struct{})
 	tq := "failover-" + uuid.NewString()[:8]
@@ -152,10 +157,7 @@ func TestFailover(t *testing.T) {
 				return
 			default:
 			}
-			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			_, err := tc.ExecuteWorkflow(sctx, client.StartWorkflowOptions{ID: uuid.NewString(), TaskQueue: tq}, "Probe")
-			cancel()
-			if err != nil {
+			if err := startThroughFailover(ctx, tc, tq, &retried); err != nil {
 				failed.Add(1)
 				t.Logf("start failed: %v", err)
 			} else {
@@ -178,9 +180,40 @@ func TestFailover(t *testing.T) {
 	time.Sleep(2 * time.Second)
 	close(stop)
 	<-done
-	t.Logf("node 2 rejoined in %s; %d starts, %d failed; %s", took.Round(100*time.Millisecond), started.Load(), failed.Load(), c.Summary(ctx))
+	t.Logf("node 2 rejoined in %s; %d starts, %d failed, %d retried with the same workflow id; %s",
+		took.Round(100*time.Millisecond), started.Load(), failed.Load(), retried.Load(), c.Summary(ctx))
 	require.Zero(t, failed.Load(), "a start through the balancer must survive a node's death")
 	require.NotEmpty(t, strings.TrimSpace(c.Summary(ctx)))
+}
+
+// startThroughFailover starts one workflow the way the relay does: a start
+// the cluster answers with a transient code (a history shard moving between
+// nodes can outlast the SDK's own retries, which give up after its 10 s
+// request timeout with DeadlineExceeded) is sent again with the same
+// workflow id, and an "already started" on such a retry means the first
+// attempt got through. It fails on any other error, or when one id does not
+// get through within a minute.
+func startThroughFailover(ctx context.Context, tc client.Client, tq string, retried *atomic.Int64) error {
+	id := uuid.NewString()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		_, err := tc.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: tq}, "Probe")
+		var already *serviceerror.WorkflowExecutionAlreadyStarted
+		switch {
+		case err == nil, attempt > 0 && errors.As(err, &already):
+			return nil
+		case ctx.Err() != nil:
+			return fmt.Errorf("workflow %s not started within a minute: %w", id, err)
+		}
+		switch serviceerror.ToStatus(err).Code() {
+		case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Internal:
+			retried.Add(1)
+			time.Sleep(200 * time.Millisecond)
+		default:
+			return err
+		}
+	}
 }
 
 type testWriter struct{ t *testing.T }
