@@ -19,6 +19,9 @@ func (r *Relay) mark(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) 
 	}
 	var marked []uuid.UUID
 	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
+		if _, err := qRelayMarkAsync.exec(ctx, tx, noArgs{}); err != nil {
+			return err
+		}
 		var err error
 		marked, err = qRelayMark.all(ctx, tx, relayEventsArgs{Owner: r.cfg.Owner, EventIDs: ids})
 		if err != nil {

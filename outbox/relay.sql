@@ -129,6 +129,18 @@ WHERE o.event_id = ANY(@event_ids::uuid[])
        )))
 RETURNING o.event_id;
 
+-- name: RelayMarkAsync :exec
+-- Lets the mark's transaction commit without waiting for its WAL to reach
+-- the disk: a relay marks about once per acknowledgement batch, and on a
+-- machine where Temporal's own store shares the disk each of those flushes
+-- slowed Temporal's starts down. A mark lost to a crash of PostgreSQL is the
+-- ACK gap: once the claim's lease ends the event is published again and
+-- Temporal absorbs the start (workflow ID = event ID). Nothing that depends
+-- on the mark outlives it: a later commit that waits for the disk (the claim
+-- of the aggregate's next event, which needs this mark) flushes the WAL up
+-- to itself, the mark included. TestMarkLostToAPostgresCrash shows both.
+SET LOCAL synchronous_commit TO off;
+
 -- name: RelayMark :many
 -- Marks the acknowledged events @event_ids published, only where @owner
 -- still holds the claim. claimed_by is kept as the record of who published

@@ -189,6 +189,7 @@ var (
 	qRelayClaim       = newStmt[relayClaimArgs, claimRow]("RelayClaim")
 	qRelayClaimVerify = newStmt[relayEventsArgs, uuid.UUID]("RelayClaimVerify")
 	qRelayMark        = newStmt[relayEventsArgs, uuid.UUID]("RelayMark")
+	qRelayMarkAsync   = newStmt[noArgs, noRows]("RelayMarkAsync")
 	qRelayFail        = newStmt[relayFailArgs, failRow]("RelayFail")
 	qRelayRelease     = newStmt[relayEventsArgs, noRows]("RelayRelease")
 	qRelaySinkRelease = newStmt[relaySinkReleaseArgs, uuid.UUID]("RelaySinkRelease")

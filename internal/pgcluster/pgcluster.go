@@ -165,6 +165,20 @@ func (c *Cluster) Restart(ctx context.Context) error {
 	return Ping(ctx, c.URL)
 }
 
+// Crash stops the server in immediate mode, as a crash of PostgreSQL would
+// (no shutdown checkpoint; WAL still in the server's buffers, such as that
+// of a commit that did not wait for the disk, is lost), and starts it again
+// with the same settings.
+func (c *Cluster) Crash(ctx context.Context) error {
+	if err := c.pgCtl("-m", "immediate", "-w", "stop"); err != nil {
+		return err
+	}
+	if err := c.pgCtl("-o", c.opts, "-l", filepath.Join(c.Dir, "server.log"), "-w", "start"); err != nil {
+		return err
+	}
+	return Ping(ctx, c.URL)
+}
+
 func (c *Cluster) pgCtl(args ...string) error {
 	cmd, err := asPostgresUser(c.Dir, filepath.Join(c.bin, "pg_ctl"), append([]string{"-D", filepath.Join(c.Dir, "data")}, args...)...)
 	if err != nil {
