@@ -96,13 +96,26 @@ func (b *bench) measureHandoff(ctx context.Context) error {
 	bare, relay := perSecond(bareN, bareTime), perSecond(relayN, relayTime)
 	b.rep.add(metric{name: "bare_start_per_s", value: bare})
 	b.rep.add(metric{name: "relay_per_s", value: relay})
-	b.rep.add(metric{name: "handoff_ratio", value: benchstat.Ratio(relay, bare), decimals: 2, target: atLeast(0.9)})
+	b.rep.add(metric{name: "handoff_ratio", value: benchstat.Ratio(relay, bare), decimals: 2, target: atLeast(handoffTarget(b.store))})
 	b.rep.note("handoff: %d workflow starts per side in %d round(s), alternating which side goes first; bare = "+
 		"client.ExecuteWorkflow (the request temporalpub sends) from %d goroutines, the relay's MaxInFlight; relay = "+
 		"outbox relay with default Config and the temporalpub publisher, from Run until every event is marked "+
 		"published; task queue without a worker; rates are total events / total time per side. Ratio per round: %s.",
 		n, b.cfg.handoffRounds, inFlight, strings.Join(perRound, ", "))
 	return nil
+}
+
+// handoffTarget is the least handoff_ratio the relay must reach on a
+// Temporal server of this persistence store: 0.97 on the dev server
+// (SQLite), 0.95 on anything else, such as the two-node cluster on
+// PostgreSQL, whose starts vary more from one to the next (a start waits on
+// the history shard's node and on PostgreSQL), so the same relay's ratio
+// scatters more around the same mean.
+func handoffTarget(store string) float64 {
+	if store == "sqlite" {
+		return 0.97
+	}
+	return 0.95
 }
 
 // relayDefaults is outbox.RelayConfig with the relay's defaults applied, as

@@ -33,6 +33,7 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
@@ -50,6 +51,10 @@ type bench struct {
 	// tc is nil when no selected phase needs Temporal.
 	tc        client.Client
 	namespace string
+	// store is the Temporal server's persistence store (GetClusterInfo):
+	// "sqlite" for the dev server, a PostgreSQL or other SQL store for a
+	// cluster. It picks the handoff target.
+	store string
 	// taskQueue has no worker: started workflows stay scheduled, so the
 	// figures are Temporal's accept path only.
 	taskQueue string
@@ -102,6 +107,12 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		defer tc.Close()
 		b.tc = tc
 		defer b.terminateWorkflows()
+		info, err := tc.WorkflowService().GetClusterInfo(ctx, &workflowservice.GetClusterInfoRequest{})
+		if err != nil {
+			return fmt.Errorf("ask Temporal at %s which server it is: %w", temporalAddr, err)
+		}
+		b.store = info.GetPersistenceStore()
+		temporalAddr += " (" + orDefault(b.store, "unknown store") + ")"
 	}
 
 	fmt.Fprintf(stdout, "# outflow bench (%s): %s %s/%s, %d CPUs, PostgreSQL %s, Temporal %s, run %s\n",
