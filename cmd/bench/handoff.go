@@ -108,9 +108,7 @@ func (b *bench) measureHandoff(ctx context.Context) error {
 // handoffTarget is the least handoff_ratio the relay must reach on a
 // Temporal server of this persistence store: 0.97 on the dev server
 // (SQLite), 0.95 on anything else, such as the two-node cluster on
-// PostgreSQL, whose starts vary more from one to the next (a start waits on
-// the history shard's node and on PostgreSQL), so the same relay's ratio
-// scatters more around the same mean.
+// PostgreSQL (docs/performance.md).
 func handoffTarget(store string) float64 {
 	if store == "sqlite" {
 		return 0.97
