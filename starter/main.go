@@ -144,15 +144,15 @@ func run(logger *slog.Logger, env *service.Env) error {
 		reg = service.NewRegistry()
 		cfg.Registerer = reg
 	}
-	namespace := topts.Namespace
-	pcfg := temporalpub.Config{TaskQueue: taskQueue, Routes: routes.Orders(), Logger: logger, Namespace: namespace, ReplayHorizon: configuredHorizon}
+	pcfg := temporalpub.Config{TaskQueue: taskQueue, Routes: routes.Orders(), Logger: logger, ReplayHorizon: configuredHorizon}
 	if reg != nil {
 		pcfg.Registerer = reg
 	}
-	pub, err := temporalpub.New(tc, pcfg)
+	pub, err := temporalpub.New(tc, topts, pcfg)
 	if err != nil {
 		return err
 	}
+	namespace := pub.Namespace()
 	relay, err := newRelay(ctx, env, source, pool, pub, cfg)
 	if err != nil {
 		return err
