@@ -18,7 +18,8 @@ const (
 const DefaultTaskQueue = "orders"
 
 // SearchAttributeOrderID is the custom Keyword search attribute every
-// workflow carries, so operators find an order's histories with
+// workflow of an order carries (the order app's routes set it; the relay
+// sets none of its own), so operators find an order's histories with
 // OrderId="...".
 const SearchAttributeOrderID = "OrderId"
 

@@ -13,6 +13,14 @@
 //	                         default localhost:7233, namespace "default". The relay starts while
 //	                         Temporal is down and backs off until it is reachable.
 //	OUTFLOW_TASK_QUEUE       Task queue of the started workflows; default "orders".
+//	OUTFLOW_ROUTES           The routes, for a relay over any team's outbox: comma-separated
+//	                         EVENT_TYPE=WORKFLOW_TYPE or EVENT_TYPE=WORKFLOW_TYPE@TASK_QUEUE (default
+//	                         task queue OUTFLOW_TASK_QUEUE), each optionally followed by
+//	                         [SEARCH_ATTRIBUTE=PAYLOAD_FIELD]: a Keyword search attribute set from a
+//	                         top-level field of the JSON payload (an event without it is quarantined).
+//	                         A start carries no search attribute unless its route asks for one.
+//	                         Unset: the order app's routes (OrderCreated, OrderCancelled, with OrderId).
+//	                         A malformed value stops the process at start, naming every bad entry.
 //	OUTFLOW_RELAY_SOURCE     poll (default): claim committed events from outbox_events; cdc: stream
 //	                         them from PostgreSQL's logical replication log (needs wal_level=logical;
 //	                         see docs/operations.md). Any other value stops the process at start.
@@ -71,7 +79,6 @@ import (
 
 	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/internal/database"
-	"github.com/outflow/outflow/internal/routes"
 	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/temporalpub"
@@ -94,6 +101,7 @@ func run(logger *slog.Logger, env *service.Env) error {
 	cfg := configFromEnv(env)
 	source := sourceFromEnv(env)
 	taskQueue := service.TaskQueue(env)
+	eventRoutes, routesFrom := routesFromEnv(env)
 	if err := env.Err(); err != nil {
 		return err
 	}
@@ -144,15 +152,15 @@ func run(logger *slog.Logger, env *service.Env) error {
 		reg = service.NewRegistry()
 		cfg.Registerer = reg
 	}
-	namespace := topts.Namespace
-	pcfg := temporalpub.Config{TaskQueue: taskQueue, Routes: routes.Orders(), Logger: logger, Namespace: namespace, ReplayHorizon: configuredHorizon}
+	pcfg := temporalpub.Config{TaskQueue: taskQueue, Routes: eventRoutes, Logger: logger, ReplayHorizon: configuredHorizon}
 	if reg != nil {
 		pcfg.Registerer = reg
 	}
-	pub, err := temporalpub.New(tc, pcfg)
+	pub, err := temporalpub.New(tc, topts, pcfg)
 	if err != nil {
 		return err
 	}
+	namespace := pub.Namespace()
 	relay, err := newRelay(ctx, env, source, pool, pub, cfg)
 	if err != nil {
 		return err
@@ -213,6 +221,7 @@ func run(logger *slog.Logger, env *service.Env) error {
 		"temporal", topts.HostPort,
 		"namespace", namespace,
 		"task_queue", taskQueue,
+		"routes", routesFrom,
 		"payload_codec", service.CodecSummary(topts),
 		"batch", eff.BatchSize, "lease", eff.Lease, "publish_timeout", eff.PublishTimeout,
 		"poll", eff.PollInterval, "in_flight", eff.MaxInFlight, "max_attempts", eff.MaxAttempts,

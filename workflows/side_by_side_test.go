@@ -40,7 +40,7 @@ func TestOrderCreatedV1AndV2SideBySide(t *testing.T) {
 	st := startStackOn(t, c, tq)
 	pool, sim := st.pool, st.sim
 
-	pub, err := temporalpub.New(c, temporalpub.Config{TaskQueue: tq, Routes: routes.Orders()})
+	pub, err := temporalpub.New(c, srv.ClientOptions(""), temporalpub.Config{TaskQueue: tq, Routes: routes.Orders()})
 	require.NoError(t, err)
 	relay, err := outbox.NewRelay(pool, pub, outbox.RelayConfig{
 		PollInterval: 200 * time.Millisecond,

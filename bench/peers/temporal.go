@@ -46,7 +46,7 @@ func startTemporal(ctx context.Context) (*temporal, error) {
 	if err != nil {
 		return nil, err
 	}
-	pub, err := temporalpub.New(srv.Client(), temporalpub.Config{TaskQueue: "outflow-peers", Routes: routes.Orders()})
+	pub, err := temporalpub.New(srv.Client(), srv.ClientOptions(""), temporalpub.Config{TaskQueue: "outflow-peers", Routes: routes.Orders()})
 	if err != nil {
 		_ = srv.Stop()
 		return nil, err

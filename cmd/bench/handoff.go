@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.temporal.io/sdk/client"
 
 	"github.com/outflow/outflow/internal/benchdb"
 	"github.com/outflow/outflow/internal/benchstat"
@@ -35,7 +36,7 @@ func (b *bench) measureHandoff(ctx context.Context) error {
 		return err
 	}
 	defer pool.Close()
-	pub, err := temporalpub.New(b.tc, temporalpub.Config{TaskQueue: b.taskQueue, Routes: routes.Orders(), Namespace: b.namespace})
+	pub, err := temporalpub.New(b.tc, client.Options{Namespace: b.namespace}, temporalpub.Config{TaskQueue: b.taskQueue, Routes: routes.Orders()})
 	if err != nil {
 		return err
 	}

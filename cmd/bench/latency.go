@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.temporal.io/sdk/client"
 
 	"github.com/outflow/outflow/internal/benchdb"
 	"github.com/outflow/outflow/internal/benchstat"
@@ -113,7 +114,7 @@ func (b *bench) trickleHandoffs(ctx context.Context, dbcfg *pgxpool.Config,
 		acks      = map[uuid.UUID]time.Time{}
 		ackSignal = make(chan struct{}, 1)
 	)
-	tp, err := temporalpub.New(b.tc, temporalpub.Config{TaskQueue: b.taskQueue, Routes: routes.Orders(), Namespace: b.namespace})
+	tp, err := temporalpub.New(b.tc, client.Options{Namespace: b.namespace}, temporalpub.Config{TaskQueue: b.taskQueue, Routes: routes.Orders()})
 	if err != nil {
 		return nil, 0, 0, err
 	}

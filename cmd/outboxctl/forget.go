@@ -39,7 +39,8 @@ const waitPoll = 2 * time.Second
 // is projected cancelled or payment_failed before its last email, whose
 // workflow reads the customer's data after that.
 func runForgetCustomer(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet(env, "forget-customer", "forget-customer EMAIL --reason TEXT [--actor NAME] [--wait DURATION | --force]")
+	fs := newFlagSet(env, "forget-customer", "forget-customer EMAIL --reason TEXT [--actor NAME] [--wait DURATION | --force]\n\n"+
+		"Order app only: erases the data key of one of the order service's customers (tables orders, customer_keys).")
 	reason := fs.String("reason", "", "why this customer is forgotten (mandatory; recorded in customer_key_erasures)")
 	actor := fs.String("actor", env.actor, "who decided it (recorded in customer_key_erasures)")
 	wait := fs.Duration("wait", 0, "wait up to this long for the customer's workflows to finish (default: refuse at once, naming them)")
@@ -63,6 +64,14 @@ func runForgetCustomer(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer pool.Close()
+	missing, err := missingTables(ctx, pool, "orders", "customer_keys", "customer_key_erasures")
+	if err != nil {
+		return err
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("nothing was forgotten: forget-customer erases the data key of a customer of the order app, and this database has no order app (no table %s); "+
+			"point --database-url (DATABASE_URL) at the order app's database", strings.Join(missing, ", "))
+	}
 	g := &keyGuard{env: env, email: email, force: *force}
 	defer g.close()
 	deadline := time.Now().Add(*wait)

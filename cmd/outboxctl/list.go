@@ -18,11 +18,12 @@ const lastErrorWidth = 80
 // runList prints events one a line: id, type, aggregate, sequence, attempts,
 // state and the last error, truncated.
 func runList(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet(env, "list", "list [--pending | --quarantined] [--aggregate ID] [--limit N]")
+	fs := newFlagSet(env, "list", "list [--pending | --quarantined] [--aggregate ID] [--aggregate-type TYPE] [--limit N]")
 	var opts outbox.ListOptions
 	fs.BoolVar(&opts.Pending, "pending", false, "only unpublished events that are not quarantined or skipped")
 	fs.BoolVar(&opts.Quarantined, "quarantined", false, "only quarantined events (waiting for retry or skip)")
-	fs.StringVar(&opts.AggregateID, "aggregate", "", "only this aggregate's events (an order id), in sequence order")
+	fs.StringVar(&opts.AggregateID, "aggregate", "", "only the events of aggregates with this id (e.g. an order id), in sequence order")
+	fs.StringVar(&opts.AggregateType, "aggregate-type", "", "only aggregates of this type (e.g. order); default every type")
 	fs.IntVar(&opts.Limit, "limit", 100, "at most this many events (1 to 10000); without filters, the newest")
 	pos, err := parse(fs, args)
 	if err != nil {

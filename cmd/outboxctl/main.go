@@ -2,15 +2,22 @@
 //
 //	outboxctl migrate                                   bring DATABASE_URL to the newest schema
 //	outboxctl status [--json]                           backlog, quarantine, leases, throughput
-//	outboxctl list [--pending | --quarantined] [--aggregate ID] [--limit N]
+//	outboxctl list [--pending | --quarantined] [--aggregate ID] [--aggregate-type TYPE] [--limit N]
 //	outboxctl retry EVENT_ID                            a quarantined or backing-off event: available now, attempts reset
 //	outboxctl retry --quarantined [--since TIME] [--error-contains TEXT] [--aggregate-type TYPE] [--yes]
 //	                                                    every quarantined event selected, in audited batches
 //	outboxctl skip EVENT_ID --reason TEXT [--actor NAME]
-//	outboxctl replay --from TIME --to TIME [--aggregate ID] [--yes]
+//	outboxctl replay --from TIME --to TIME [--aggregate ID] [--aggregate-type TYPE] [--yes]
 //	outboxctl cleanup --retention DURATION [--batch-size N] [--inbox-retention DURATION]
 //	outboxctl forget-customer EMAIL --reason TEXT [--actor NAME] [--wait DURATION | --force]
 //	outboxctl help [COMMAND]
+//
+// status, list, retry, skip, replay and cleanup concern the outbox alone:
+// they work on any service's outbox, also in a database without the order
+// app's tables, and assume no aggregate type where one filters. The order
+// app's parts say so: forget-customer needs its tables, skip settles an
+// order's projection only for an event of aggregate type order where the
+// orders table exists, and migrate applies outflow's whole schema.
 //
 // Every command reads DATABASE_URL (pgx/v5 syntax), defaulting to the local
 // server; --database-url overrides it. Every command but migrate refuses a
@@ -66,10 +73,10 @@ func init() {
 		"status":          {summary: "pending, oldest pending age, quarantined, leases by relay, recent throughput", run: runStatus},
 		"list":            {summary: "list events, one a line, the event id first", run: runList},
 		"retry":           {summary: "make a quarantined or backing-off event available now, attempts reset; --quarantined: every one a filter selects", run: runRetry},
-		"skip":            {summary: "give up a quarantined event (with a reason) so its aggregate flows again", run: runSkip},
+		"skip":            {summary: "give up a quarantined event (with a reason) so its aggregate flows again; settles an order of the order app too", run: runSkip},
 		"replay":          {summary: "deliver published events of a time window again", run: runReplay},
 		"cleanup":         {summary: "delete old published events and inbox rows in bounded batches", run: runCleanup},
-		"forget-customer": {summary: "erase one customer's data key: their Temporal histories become unreadable (audited)", run: runForgetCustomer},
+		"forget-customer": {summary: "order app only: erase one customer's data key: their Temporal histories become unreadable (audited)", run: runForgetCustomer},
 		"help":            {summary: "list the commands, or show one command's flags", run: runHelp},
 	}
 }

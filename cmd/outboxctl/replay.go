@@ -5,7 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outflow/outflow/outbox"
 )
@@ -13,11 +17,11 @@ import (
 // runReplay delivers the published events of a window again, after a
 // confirmation (see outbox.Replay for the semantics against Temporal).
 func runReplay(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet(env, "replay", "replay --from TIME --to TIME [--aggregate ID [--aggregate-type TYPE]] [--yes]")
+	fs := newFlagSet(env, "replay", "replay --from TIME --to TIME [--aggregate ID] [--aggregate-type TYPE] [--yes]")
 	from := fs.String("from", "", "window start, RFC 3339 (e.g. 2025-06-01T10:00:00Z), inclusive, on the events' occurred_at")
 	to := fs.String("to", "", "window end, RFC 3339, exclusive")
-	aggregate := fs.String("aggregate", "", "only this aggregate's events (an order id)")
-	aggregateType := fs.String("aggregate-type", "order", "the type of --aggregate's aggregate; without --aggregate, set explicitly: only aggregates of this type")
+	aggregate := fs.String("aggregate", "", "only this aggregate's events (e.g. an order id)")
+	aggregateType := fs.String("aggregate-type", "", "only aggregates of this type (e.g. order); with --aggregate, its type, which may be left out when one type only has an aggregate of that id")
 	yes := fs.Bool("yes", false, "do not ask for confirmation (required when stdin is not a terminal)")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -29,12 +33,12 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	var opts outbox.ReplayOptions
 	opts.AggregateID = *aggregate
 	// An aggregate ID is unique only within its type, so --aggregate always
-	// filters on a type, "order" unless told otherwise. Without --aggregate
-	// the default does not apply: a replay of a window replays every type
-	// unless --aggregate-type is given.
+	// filters on a type: --aggregate-type's, or, left out, the one type
+	// that has an aggregate of that id (resolveAggregateType). No type is
+	// assumed: the outbox may hold any service's aggregates.
 	typeSet := false
 	fs.Visit(func(f *flag.Flag) { typeSet = typeSet || f.Name == "aggregate-type" })
-	if opts.AggregateID != "" || typeSet {
+	if typeSet {
 		if *aggregateType == "" {
 			return usagef(fs, "--aggregate-type must not be empty")
 		}
@@ -60,6 +64,22 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer pool.Close()
+	if opts.AggregateID != "" && opts.AggregateType == "" {
+		types, err := aggregateTypes(ctx, pool, opts.AggregateID)
+		if err != nil {
+			return err
+		}
+		switch len(types) {
+		case 0:
+			fmt.Fprintf(env.stdout, "no events of any aggregate with id %q; nothing to replay\n", opts.AggregateID)
+			return nil
+		case 1:
+			opts.AggregateType = types[0]
+			fmt.Fprintf(env.stdout, "aggregate %s is of type %s, the only type with an aggregate of that id\n", opts.AggregateID, opts.AggregateType)
+		default:
+			return usagef(fs, "aggregates of %d types have the id %q (%s): say which with --aggregate-type", len(types), opts.AggregateID, strings.Join(types, ", "))
+		}
+	}
 	plan, err := outbox.PlanReplay(ctx, pool, opts)
 	if err != nil {
 		return err
@@ -97,4 +117,26 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 		"from", opts.From, "to", opts.To, "aggregate_type", opts.AggregateType, "aggregate_id", opts.AggregateID)
 	fmt.Fprintf(env.stdout, "replayed %d events; the relays publish them again (outboxctl status shows the replays pending)\n", n)
 	return nil
+}
+
+// aggregateTypes returns the types of the aggregates whose id is id, from
+// their events (outbox.List). Past the list's bound it cannot tell whether
+// a further type hides behind it, so it asks for --aggregate-type then.
+func aggregateTypes(ctx context.Context, pool *pgxpool.Pool, id string) ([]string, error) {
+	const bound = 10000
+	events, err := outbox.List(ctx, pool, outbox.ListOptions{AggregateID: id, Limit: bound})
+	if err != nil {
+		return nil, err
+	}
+	var types []string
+	for _, e := range events {
+		if !slices.Contains(types, e.AggregateType) {
+			types = append(types, e.AggregateType)
+		}
+	}
+	if len(events) == bound && len(types) == 1 {
+		return nil, fmt.Errorf("aggregate %s has %d events or more, too many to tell whether only type %s has an aggregate of that id; name it with --aggregate-type", id, bound, types[0])
+	}
+	slices.Sort(types)
+	return types, nil
 }

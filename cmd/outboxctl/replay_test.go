@@ -14,9 +14,10 @@ import (
 
 // TestReplay: the published events of a window are counted, refused without
 // --yes when nobody can confirm, then flagged, unpublished and republished by
-// a relay with Event.Replay set; an interactive "n" replays nothing. --aggregate
-// means an order unless --aggregate-type says otherwise: another type's
-// aggregate of the same ID is not replayed.
+// a relay with Event.Replay set; an interactive "n" replays nothing.
+// --aggregate is of the type --aggregate-type names, and must name one when
+// aggregates of two types share the id: another type's aggregate of the
+// same ID is not replayed.
 func TestReplay(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -26,7 +27,11 @@ func TestReplay(t *testing.T) {
 	b.exec(t, `UPDATE outbox_events SET published_at = now() WHERE event_id = ANY($1)`, idsOf(append(evs, other, namesake)...))
 	from := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 	to := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
-	args := []string{"replay", "--from", from, "--to", to, "--aggregate", "o-replay"}
+	r := b.ctl(t, "replay", "--from", from, "--to", to, "--aggregate", "o-replay", "--yes")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, `aggregates of 2 types have the id "o-replay" (customer, order): say which with --aggregate-type`)
+	require.NotNil(t, b.row(t, evs[0].ID).PublishedAt, "nothing replayed")
+	args := []string{"replay", "--from", from, "--to", to, "--aggregate", "o-replay", "--aggregate-type", "order"}
 
 	// Not a terminal, no --yes: refused, nothing changed.
 	var out, errb bytes.Buffer
@@ -39,7 +44,7 @@ func TestReplay(t *testing.T) {
 	require.ErrorContains(t, runReplay(b.ctx, env, args[1:]), "not confirmed")
 	require.NotNil(t, b.row(t, evs[0].ID).PublishedAt)
 
-	r := b.ok(t, append(args, "--yes")...)
+	r = b.ok(t, append(args, "--yes")...)
 	require.Contains(t, r.stdout, "replayed 2 events")
 	require.Contains(t, r.stderr, "events replayed")
 	for _, e := range evs {
@@ -77,7 +82,9 @@ func TestReplay(t *testing.T) {
 }
 
 // TestReplayAggregateTypeAlone: without --aggregate, the type filter applies
-// only when --aggregate-type is given, and then to every aggregate of it.
+// only when --aggregate-type is given, and then to every aggregate of it;
+// --aggregate without --aggregate-type takes the one type that has an
+// aggregate of that id, and says so.
 func TestReplayAggregateTypeAlone(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -94,11 +101,21 @@ func TestReplayAggregateTypeAlone(t *testing.T) {
 
 	b.exec(t, `UPDATE outbox_events SET published_at = now(), replay_requested_at = NULL`)
 	r = b.ok(t, "replay", "--from", from, "--to", to, "--yes")
-	require.Contains(t, r.stdout, "2 published events of all aggregates", "the default type applies to --aggregate only")
+	require.Contains(t, r.stdout, "2 published events of all aggregates", "no type is assumed")
 
 	r = b.ctl(t, "replay", "--from", from, "--to", to, "--aggregate", "o-1", "--aggregate-type", "")
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.stderr, "--aggregate-type must not be empty")
+
+	// --aggregate alone: the one type with an aggregate of that id, said so.
+	b.exec(t, `UPDATE outbox_events SET published_at = now(), replay_requested_at = NULL`)
+	r = b.ok(t, "replay", "--from", from, "--to", to, "--aggregate", "c-1", "--yes")
+	require.Contains(t, r.stdout, "aggregate c-1 is of type customer, the only type with an aggregate of that id")
+	require.Contains(t, r.stdout, "1 published events of aggregate customer/c-1")
+	require.Nil(t, b.row(t, customer.ID).PublishedAt)
+	require.NotNil(t, b.row(t, order.ID).PublishedAt)
+	r = b.ok(t, "replay", "--from", from, "--to", to, "--aggregate", "nobody", "--yes")
+	require.Contains(t, r.stdout, `no events of any aggregate with id "nobody"; nothing to replay`)
 }
 
 // enqueueTyped commits one event of an aggregate of any type.

@@ -10,11 +10,16 @@ import (
 	"github.com/outflow/outflow/outbox"
 )
 
-// runSkip gives up a quarantined event, recording the reason and the actor,
-// and settles the skipped sequence of an order's event in the same
-// transaction (orders.SettleSkippedTx).
+// runSkip gives up a quarantined event, recording the reason and the actor.
+// An event of an order (aggregate type order) in a database that holds the
+// order app's orders table also settles its skipped sequence in the order's
+// projection, in the same transaction (orders.SettleSkippedTx); any other
+// event, and an order event in a database without the order app, is only
+// skipped, and the command says which happened.
 func runSkip(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet(env, "skip", "skip EVENT_ID --reason TEXT [--actor NAME]")
+	fs := newFlagSet(env, "skip", "skip EVENT_ID --reason TEXT [--actor NAME]\n\n"+
+		"An event of aggregate type order, in a database with the order app's orders table, also settles\n"+
+		"its sequence in the order's projection (in the same transaction), so the order's later events apply.")
 	reason := fs.String("reason", "", "why this event may be given up (mandatory; recorded in skip_reason)")
 	actor := fs.String("actor", env.actor, "who decided the skip (recorded in skipped_by)")
 	pos, err := parse(fs, args)
@@ -37,15 +42,33 @@ func runSkip(ctx context.Context, env *cliEnv, args []string) error {
 	// an order's projection applies its events strictly in sequence, so a
 	// skipped order event must close its place in the order's stream, or the
 	// order's later events (its cancel) wait for it forever.
-	var c outbox.Change
+	// A database without the order app (the outbox's own tables only) has
+	// no projection to settle: an event of aggregate type order there is
+	// some other service's order, and only skipped.
+	var (
+		c       outbox.Change
+		settled string
+	)
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		var err error
 		if c, err = outbox.SkipTx(ctx, tx, id, *reason, *actor); err != nil {
 			return err
 		}
+		if c.Before.AggregateType != orders.AggregateType {
+			return nil
+		}
+		missing, err := missingTables(ctx, tx, "orders")
+		if err != nil {
+			return fmt.Errorf("nothing was skipped: %w", err)
+		}
+		if len(missing) > 0 {
+			settled = "no order projection settled: this database has no orders table (the order app is not here), so the skip is all there is to it"
+			return nil
+		}
 		if err := orders.SettleSkippedTx(ctx, tx, c.Before.AggregateType, c.Before.AggregateID, c.Before.Sequence); err != nil {
 			return fmt.Errorf("nothing was skipped: the order's projection cannot account for skipping %s: %w", id, err)
 		}
+		settled = fmt.Sprintf("order %s's projection settled: sequence %d counts as applied", c.Before.AggregateID, c.Before.Sequence)
 		return nil
 	})
 	if err != nil {
@@ -53,8 +76,11 @@ func runSkip(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	env.logger.Info("outboxctl: event skipped", "event_id", id, "actor", *actor, "reason", *reason,
 		"aggregate_type", c.Before.AggregateType, "aggregate_id", c.Before.AggregateID, "aggregate_sequence", c.Before.Sequence,
-		"event_type", c.Before.Type, "attempts", c.Before.Attempts, "last_error", c.Before.LastError)
+		"event_type", c.Before.Type, "attempts", c.Before.Attempts, "last_error", c.Before.LastError, "order_projection", settled)
 	fmt.Fprintf(env.stdout, "skipped %s (%s %s/%s seq=%d) by %s: %q; it will never be published, and its aggregate's later events flow again\n",
 		id, c.After.Type, c.After.AggregateType, c.After.AggregateID, c.After.Sequence, c.After.SkippedBy, c.After.SkipReason)
+	if settled != "" {
+		fmt.Fprintln(env.stdout, settled)
+	}
 	return nil
 }

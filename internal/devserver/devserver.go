@@ -1,8 +1,10 @@
 // Package devserver starts a Temporal dev server for integration tests, from
 // the Temporal CLI the repository builds (`make bin/temporal`), never from a
-// download. The server registers the OrderId search attribute, runs headless
-// with SQLite in WAL mode, and can persist to a file so a test can stop it
-// and start it again on the same state and port ("Temporal was down").
+// download. The server registers the OrderId search attribute on its
+// "default" namespace ([Server.RegisterNamespace] adds one without it), runs
+// headless with SQLite in WAL mode, and can persist to a file so a test can
+// stop it and start it again on the same state and port ("Temporal was
+// down").
 //
 // A test package usually shares one server (it takes seconds to start) and
 // isolates its tests with unique task queues and workflow IDs:
@@ -37,9 +39,11 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/checkout"
@@ -75,6 +79,7 @@ type Server struct {
 	srv     *testsuite.DevServer
 	addr    string
 	port    int
+	logger  log.Logger
 	stop    sync.Once
 	stopErr error
 }
@@ -128,11 +133,12 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	for _, k := range slices.Sorted(maps.Keys(opts.DynamicConfig)) {
 		extra = append(extra, "--dynamic-config-value", k+"="+opts.DynamicConfig[k])
 	}
+	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	srv, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
 		ExistingPath: cli,
 		ClientOptions: &client.Options{
 			HostPort: addr,
-			Logger:   log.NewStructuredLogger(slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn}))),
+			Logger:   logger,
 		},
 		DBFilename: opts.DBFile,
 		LogLevel:   level,
@@ -144,7 +150,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("devserver: start %s on %s: %w", cli, addr, err)
 	}
-	return &Server{srv: srv, addr: addr, port: port}, nil
+	return &Server{srv: srv, addr: addr, port: port, logger: logger}, nil
 }
 
 // Address is the frontend's host:port, for TEMPORAL_ADDRESS or
@@ -156,6 +162,41 @@ func (s *Server) Port() int { return s.port }
 
 // Client is a client of the server's "default" namespace. Stop closes it.
 func (s *Server) Client() client.Client { return s.srv.Client() }
+
+// ClientOptions are the options of a client of namespace on this server
+// ("" is "default", the namespace of [Server.Client]), for client.Dial and
+// for temporalpub.New, which reads the namespace from them.
+func (s *Server) ClientOptions(namespace string) client.Options {
+	return client.Options{HostPort: s.addr, Namespace: namespace, Logger: s.logger}
+}
+
+// RegisterNamespace registers namespace on the server with the given
+// workflow retention and waits until it takes requests. Unlike the
+// namespaces the server creates at start ("default"), which the CLI gives
+// the OrderId search attribute, it has no custom search attribute at all:
+// it is the namespace of a team that never registered outflow's.
+func (s *Server) RegisterNamespace(ctx context.Context, namespace string, retention time.Duration) error {
+	_, err := s.Client().WorkflowService().RegisterNamespace(ctx, &workflowservice.RegisterNamespaceRequest{
+		Namespace:                        namespace,
+		WorkflowExecutionRetentionPeriod: durationpb.New(retention),
+	})
+	if err != nil {
+		return fmt.Errorf("devserver: register namespace %q: %w", namespace, err)
+	}
+	// The frontend reads an unknown namespace through to persistence, but
+	// remembers a miss for a moment: wait until a request in it is answered.
+	for {
+		_, err := s.Client().CountWorkflow(ctx, &workflowservice.CountWorkflowExecutionsRequest{Namespace: namespace})
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("devserver: namespace %q registered but not answering: %w (last: %w)", namespace, ctx.Err(), err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
 
 // Stop closes the client and stops the server, waiting for it to exit. It
 // may be called more than once.

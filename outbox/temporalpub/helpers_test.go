@@ -174,14 +174,14 @@ func countOn(t *testing.T, tq string, want int) {
 	}, 30*time.Second, 100*time.Millisecond, "workflows on %s: want %d, last count %d", tq, want, got)
 }
 
-// newPublisher is temporalpub.New for tests: outflow's routes unless cfg
-// names others.
+// newPublisher is temporalpub.New for tests, over c, a client of the
+// "default" namespace (or nil): outflow's routes unless cfg names others.
 func newPublisher(t testing.TB, c client.Client, cfg temporalpub.Config) *temporalpub.Publisher {
 	t.Helper()
 	if cfg.Routes == nil {
 		cfg.Routes = routes.Orders()
 	}
-	p, err := temporalpub.New(c, cfg)
+	p, err := temporalpub.New(c, client.Options{}, cfg)
 	require.NoError(t, err)
 	return p
 }

@@ -2,6 +2,12 @@
 // workflow per outbox event, with the event's ID as the workflow ID, so a
 // second start of the same event (the relay publishes at least once) is
 // refused by Temporal and counted as an acknowledgement.
+//
+// Which workflow an event starts, on which task queue and with which search
+// attributes, is its [Route]'s to say: the publisher sets no search
+// attribute of its own, so a namespace that registered none accepts every
+// start of a route that asks for none. The workflows run in the namespace
+// of the client [New] is given, whose retention bounds replays.
 package temporalpub
 
 import (
@@ -26,26 +32,29 @@ import (
 
 // Config configures a [Publisher].
 type Config struct {
-	// TaskQueue receives the started workflows (OUTFLOW_TASK_QUEUE).
-	// Optional: defaulted to handoff.DefaultTaskQueue ("orders").
+	// TaskQueue receives the started workflows of every route that names no
+	// task queue of its own (OUTFLOW_TASK_QUEUE). Optional: defaulted to
+	// handoff.DefaultTaskQueue ("orders").
 	TaskQueue string
-	// Routes maps an event type to its workflow type and payload validation.
-	// Mandatory: the publisher knows no event types of its own.
-	// An event whose type is missing, or whose payload its Validate rejects,
-	// can never succeed: Publish returns a permanent error and the relay
-	// quarantines it. An outflow relay passes routes.Orders().
-	Routes map[string]Route
+	// Routes maps an event type to its workflow, task queue, search
+	// attributes and payload validation. Mandatory: the publisher knows no
+	// event types of its own. An event whose type is missing, or whose
+	// payload its Validate rejects, can never succeed: Publish returns a
+	// permanent error and the relay quarantines it. outflow's order app
+	// passes routes.Orders(); the starter without Go wiring, the routes of
+	// OUTFLOW_ROUTES.
+	Routes Routes
 	// Logger records each duplicate start Temporal absorbed (the ACK gap at
 	// work). Optional: defaulted to no logging.
 	Logger *slog.Logger
 	// Registerer receives outbox_duplicate_starts_total and
-	// outbox_replays_refused_total. Optional: defaulted to none.
+	// outbox_replays_refused_total. Optional: defaulted to none. Publishers
+	// that share a Registerer share these two counters, as relays share
+	// theirs: a second publisher reuses the collectors the first one
+	// registered (prometheus.AlreadyRegisteredError), so each counter adds
+	// up the duplicates (or refused replays) of both. A collector of another
+	// kind already registered under one of these names makes New fail.
 	Registerer prometheus.Registerer
-	// Namespace is the client's namespace, whose retention (how long
-	// Temporal remembers a closed workflow, and so refuses a duplicate
-	// start) the publisher reads with DescribeNamespace and refreshes every
-	// five minutes. Optional: defaulted to "default".
-	Namespace string
 	// ReplayHorizon, when shorter than the namespace retention, refuses
 	// replays of events older than it too (OUTFLOW_REPLAY_HORIZON).
 	// Optional: defaulted to the namespace retention.
@@ -55,24 +64,12 @@ type Config struct {
 	Now func() time.Time
 }
 
-// Route says which workflow handles an event type and how to validate its
-// payload before a workflow is started for it.
-type Route struct {
-	// Workflow is the workflow type name. Mandatory.
-	Workflow string
-	// Validate rejects a payload no workflow run could ever process; the
-	// relay quarantines such an event at once instead of retrying it.
-	// Optional: defaulted to accepting every payload.
-	Validate func(schemaVersion int, payload []byte) error
-}
-
 // Publisher implements [outbox.Publisher] with client.ExecuteWorkflow. It is
 // safe for concurrent use.
 type Publisher struct {
 	client    client.Client
 	taskQueue string
-	routes    map[string]Route
-	orderID   temporal.SearchAttributeKeyKeyword
+	routes    Routes
 	logger    *slog.Logger
 	dups      prometheus.Counter
 	refused   prometheus.Counter
@@ -87,12 +84,23 @@ var (
 )
 
 // New returns a publisher that starts workflows through c.
-func New(c client.Client, cfg Config) (*Publisher, error) {
+//
+// opts are the options c was made with (client.Dial(opts),
+// client.NewLazyClient(opts)); New reads only opts.Namespace, the
+// namespace c starts workflows in ("default" when empty, as for the SDK).
+// The publisher reads that namespace's retention (DescribeNamespace) to
+// keep replays single, and probes it while Temporal does not answer. The
+// SDK's client does not tell its namespace (go.temporal.io/sdk v1.51 has no
+// accessor for it), and a namespace configured apart from the client could
+// only disagree with the one the starts go to, so the options the client
+// was made from are the source: a caller holding only a client passes
+// client.Options{Namespace: ns}.
+func New(c client.Client, opts client.Options, cfg Config) (*Publisher, error) {
 	if cfg.TaskQueue == "" {
 		cfg.TaskQueue = handoff.DefaultTaskQueue
 	}
 	if len(cfg.Routes) == 0 {
-		return nil, errors.New("temporalpub: Config.Routes is empty: pass the workflow of every event type the relay publishes (an outflow relay uses routes.Orders())")
+		return nil, errors.New("temporalpub: Config.Routes is empty: pass the workflow of every event type the relay publishes (outflow's order app passes routes.Orders())")
 	}
 	for typ, r := range cfg.Routes {
 		if r.Workflow == "" {
@@ -111,10 +119,17 @@ func New(c client.Client, cfg Config) (*Publisher, error) {
 		Help: "Replayed events not started again because they are older than the namespace retention: Temporal may have forgotten their first run, so a start could run them twice.",
 	})
 	if cfg.Registerer != nil {
-		cfg.Registerer.MustRegister(dups, refused)
+		var err error
+		if dups, err = register(cfg.Registerer, dups); err != nil {
+			return nil, err
+		}
+		if refused, err = register(cfg.Registerer, refused); err != nil {
+			return nil, err
+		}
 	}
-	if cfg.Namespace == "" {
-		cfg.Namespace = client.DefaultNamespace
+	namespace := opts.Namespace
+	if namespace == "" {
+		namespace = client.DefaultNamespace
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -123,15 +138,34 @@ func New(c client.Client, cfg Config) (*Publisher, error) {
 		client:    c,
 		taskQueue: cfg.TaskQueue,
 		routes:    cfg.Routes,
-		orderID:   handoff.OrderIDKey,
 		logger:    cfg.Logger,
 		dups:      dups,
 		refused:   refused,
-		retention: &retention{client: c, namespace: cfg.Namespace, now: cfg.Now},
+		retention: &retention{client: c, namespace: namespace, now: cfg.Now},
 		horizon:   cfg.ReplayHorizon,
 		now:       cfg.Now,
 	}, nil
 }
+
+// register registers c with reg, or returns the counter of the same
+// description another publisher registered there before.
+func register(reg prometheus.Registerer, c prometheus.Counter) (prometheus.Counter, error) {
+	err := reg.Register(c)
+	if err == nil {
+		return c, nil
+	}
+	var are prometheus.AlreadyRegisteredError
+	if errors.As(err, &are) {
+		if existing, ok := are.ExistingCollector.(prometheus.Counter); ok {
+			return existing, nil
+		}
+	}
+	return nil, fmt.Errorf("temporalpub: register metrics: %w", err)
+}
+
+// Namespace is the namespace the publisher starts workflows in and reads
+// the retention of: the namespace of the client options New was given.
+func (p *Publisher) Namespace() string { return p.retention.namespace }
 
 // Retention returns the namespace's retention as the publisher last read it
 // (reading it now if it never did or the value is stale).
@@ -181,7 +215,7 @@ func (p *Publisher) delivery(ctx context.Context, e outbox.Event) (delivery stri
 func (p *Publisher) Publish(ctx context.Context, e outbox.Event) error {
 	route, ok := p.routes[e.Type]
 	if !ok {
-		return p.permanentUnlessStarted(ctx, e, fmt.Errorf("temporalpub: event type %q (event %s) has no workflow; add a route for it to the relay's routes (routes.Orders()) or skip the event with outboxctl",
+		return p.permanentUnlessStarted(ctx, e, fmt.Errorf("temporalpub: event type %q (event %s) has no workflow; add a route for it to the relay's routes (Config.Routes; the starter's OUTFLOW_ROUTES) or skip the event with outboxctl",
 			e.Type, e.ID))
 	}
 	if route.Validate != nil {
@@ -197,15 +231,23 @@ func (p *Publisher) Publish(ctx context.Context, e outbox.Event) error {
 	if !ok {
 		return nil // acknowledged: the event stays as published as it was
 	}
+	taskQueue := route.TaskQueue
+	if taskQueue == "" {
+		taskQueue = p.taskQueue
+	}
+	var attrs temporal.SearchAttributes
+	if route.SearchAttributes != nil {
+		attrs = route.SearchAttributes(e)
+	}
 	opts := client.StartWorkflowOptions{
 		ID:                       e.ID.String(),
-		TaskQueue:                p.taskQueue,
+		TaskQueue:                taskQueue,
 		WorkflowIDReusePolicy:    ReusePolicy(e),
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		// Report the duplicate as an error instead of returning the running
 		// run silently, so both cases are handled (and logged) alike.
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-		TypedSearchAttributes:                    temporal.NewSearchAttributes(p.orderID.ValueSet(e.AggregateID)),
+		TypedSearchAttributes:                    attrs,
 		Memo: map[string]any{
 			"aggregate_type":     e.AggregateType,
 			"aggregate_id":       e.AggregateID,

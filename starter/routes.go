@@ -1,0 +1,193 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	// Named so: the package's tests call their dev server temporal.
+	sdktemporal "go.temporal.io/sdk/temporal"
+
+	"github.com/outflow/outflow/internal/routes"
+	"github.com/outflow/outflow/internal/service"
+	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/temporalpub"
+)
+
+// RoutesEnv gives the starter its routes without Go wiring, for a team that
+// runs the relay over its own outbox: comma-separated entries
+//
+//	EVENT_TYPE=WORKFLOW_TYPE
+//	EVENT_TYPE=WORKFLOW_TYPE@TASK_QUEUE
+//
+// either optionally followed by [SEARCH_ATTRIBUTE=PAYLOAD_FIELD], e.g.
+// "InvoiceIssued=InvoiceWorkflow@billing[InvoiceId=invoice_id],InvoiceVoided=VoidInvoiceWorkflow".
+// An entry without a task queue starts on OUTFLOW_TASK_QUEUE. A start
+// carries no search attribute unless its entry asks for one: then the
+// Keyword attribute SEARCH_ATTRIBUTE is set to the top-level field
+// PAYLOAD_FIELD of the event's JSON payload (a string, or a number as
+// written), and an event whose payload lacks it is quarantined at once, as
+// any payload that fails validation. With it set, the starter starts only
+// these routes; unset, the order app's (routes.Orders()).
+const RoutesEnv = "OUTFLOW_ROUTES"
+
+// routesSyntax is what every OUTFLOW_ROUTES error ends with.
+const routesSyntax = RoutesEnv + ": write comma-separated EVENT_TYPE=WORKFLOW_TYPE or EVENT_TYPE=WORKFLOW_TYPE@TASK_QUEUE, " +
+	"each optionally followed by [SEARCH_ATTRIBUTE=PAYLOAD_FIELD], e.g. InvoiceIssued=InvoiceWorkflow@billing[InvoiceId=invoice_id],InvoiceVoided=VoidInvoiceWorkflow"
+
+// routesFromEnv returns the routes the starter publishes and where they
+// come from: OUTFLOW_ROUTES when it is set, the order app's otherwise. A
+// malformed OUTFLOW_ROUTES is recorded in env, every problem of it.
+func routesFromEnv(env *service.Env) (temporalpub.Routes, string) {
+	spec := env.String(RoutesEnv, "")
+	if strings.TrimSpace(spec) == "" {
+		return routes.Orders(), "order app (OrderCreated, OrderCancelled; OrderId on every start)"
+	}
+	r, err := parseRoutes(spec)
+	if err != nil {
+		env.Fail(err)
+		return nil, ""
+	}
+	return r, RoutesEnv + "=" + spec
+}
+
+// parseRoutes parses the value of OUTFLOW_ROUTES (see [RoutesEnv]). The
+// error names every malformed entry, each with what to write instead.
+func parseRoutes(spec string) (temporalpub.Routes, error) {
+	out := temporalpub.Routes{}
+	first := map[string]int{}
+	var errs []error
+	for i, raw := range strings.Split(spec, ",") {
+		n := i + 1
+		entry := strings.TrimSpace(raw)
+		fail := func(format string, args ...any) {
+			errs = append(errs, fmt.Errorf("%s entry %d %q: %s", RoutesEnv, n, entry, fmt.Sprintf(format, args...)))
+		}
+		if entry == "" {
+			fail("is empty: remove the extra comma")
+			continue
+		}
+		r, eventType, problem := parseRoute(entry)
+		if problem != "" {
+			fail("%s", problem)
+			continue
+		}
+		if at, dup := first[eventType]; dup {
+			fail("routes event type %s a second time (entry %d routes it already): keep one of them", eventType, at)
+			continue
+		}
+		first[eventType] = n
+		out[eventType] = r
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(append(errs, errors.New(routesSyntax))...)
+	}
+	return out, nil
+}
+
+// parseRoute parses one entry, or says what is wrong with it and what to
+// write instead.
+func parseRoute(entry string) (r temporalpub.Route, eventType, problem string) {
+	if strings.ContainsAny(entry, " \t\r\n") {
+		return r, "", "names may not contain spaces"
+	}
+	eventType, rest, ok := strings.Cut(entry, "=")
+	switch {
+	case !ok:
+		return r, "", fmt.Sprintf("no workflow type: write %s=WORKFLOW_TYPE", entry)
+	case eventType == "":
+		return r, "", fmt.Sprintf("no event type before \"=\": write EVENT_TYPE=%s", rest)
+	case strings.ContainsAny(eventType, "@[]"):
+		return r, "", fmt.Sprintf("the event type %q contains \"@\", \"[\" or \"]\": the event type comes first, then =WORKFLOW_TYPE", eventType)
+	}
+	var attribute, field string
+	if open := strings.IndexByte(rest, '['); open >= 0 {
+		if !strings.HasSuffix(rest, "]") {
+			return r, "", fmt.Sprintf("%q does not end the entry with \"]\": write [SEARCH_ATTRIBUTE=PAYLOAD_FIELD] last", rest[open:])
+		}
+		inner := rest[open+1 : len(rest)-1]
+		attribute, field, ok = strings.Cut(inner, "=")
+		if !ok || attribute == "" || field == "" || strings.ContainsAny(inner, "[]") || strings.Contains(field, "=") {
+			return r, "", fmt.Sprintf("[%s] is not one SEARCH_ATTRIBUTE=PAYLOAD_FIELD: write e.g. [InvoiceId=invoice_id] (the Keyword search attribute, then the payload's top-level field)", inner)
+		}
+		rest = rest[:open]
+	} else if strings.Contains(rest, "]") {
+		return r, "", "a \"]\" without its \"[\": write [SEARCH_ATTRIBUTE=PAYLOAD_FIELD] after the workflow type (and task queue)"
+	}
+	workflow, queue, hasQueue := strings.Cut(rest, "@")
+	switch {
+	case workflow == "":
+		return r, "", fmt.Sprintf("no workflow type after \"=\": write %s=WORKFLOW_TYPE", eventType)
+	case strings.Contains(workflow, "="):
+		return r, "", fmt.Sprintf("the workflow type %q contains \"=\": one entry routes one event type; separate entries with commas", workflow)
+	case hasQueue && queue == "":
+		return r, "", fmt.Sprintf("\"@\" names no task queue: write %s=%s@TASK_QUEUE, or %s=%s for OUTFLOW_TASK_QUEUE", eventType, workflow, eventType, workflow)
+	case strings.ContainsAny(queue, "@="):
+		return r, "", fmt.Sprintf("the task queue %q contains \"@\" or \"=\": write %s=%s@TASK_QUEUE with one task queue", queue, eventType, workflow)
+	}
+	r = temporalpub.Route{Workflow: workflow, TaskQueue: queue}
+	if attribute != "" {
+		k := payloadKeyword{key: sdktemporal.NewSearchAttributeKeyKeyword(attribute), field: field}
+		r.Validate = k.validate
+		r.SearchAttributes = k.searchAttributes
+	}
+	return r, eventType, ""
+}
+
+// payloadKeyword is a route's search attribute from OUTFLOW_ROUTES: the
+// Keyword attribute key, set to the top-level field of the event's JSON
+// payload.
+type payloadKeyword struct {
+	key   sdktemporal.SearchAttributeKeyKeyword
+	field string
+}
+
+// validate rejects a payload without the field, so that the event is
+// quarantined at once instead of started without its attribute.
+func (k payloadKeyword) validate(_ int, payload []byte) error {
+	_, err := k.value(payload)
+	return err
+}
+
+// searchAttributes is the route's SearchAttributes: called only for a
+// payload validate accepted.
+func (k payloadKeyword) searchAttributes(e outbox.Event) sdktemporal.SearchAttributes {
+	v, err := k.value(e.Payload)
+	if err != nil {
+		return sdktemporal.SearchAttributes{}
+	}
+	return sdktemporal.NewSearchAttributes(k.key.ValueSet(v))
+}
+
+// value is the field's value: a string as it is, a number as written.
+func (k payloadKeyword) value(payload []byte) (string, error) {
+	fix := fmt.Sprintf("%s sets search attribute %s from it; fix the producer or %s, then `outboxctl retry`", RoutesEnv, k.key.GetName(), RoutesEnv)
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(payload, &fields); err != nil || fields == nil {
+		return "", fmt.Errorf("the payload is not a JSON object with a field %q (%s)", k.field, fix)
+	}
+	raw, ok := fields[k.field]
+	if !ok {
+		keys := make([]string, 0, len(fields))
+		for name := range fields {
+			keys = append(keys, name)
+		}
+		slices.Sort(keys)
+		return "", fmt.Errorf("the payload has no field %q, only %q (%s)", k.field, keys, fix)
+	}
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) > 0 && raw[0] == '"':
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return "", fmt.Errorf("the payload's field %q: %w", k.field, err)
+		}
+		return s, nil
+	case len(raw) > 0 && (raw[0] == '-' || raw[0] >= '0' && raw[0] <= '9'):
+		return string(raw), nil
+	}
+	return "", fmt.Errorf("the payload's field %q is %s, not a string or a number (%s)", k.field, raw, fix)
+}
