@@ -9,6 +9,7 @@ import (
 	temporalclient "go.temporal.io/sdk/client"
 
 	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/inbox"
 )
 
 // Activities holds the clients the saga's activities use. The worker builds
@@ -29,7 +30,11 @@ type Activities struct {
 	// Temporal lets AwaitSaga read another workflow's result. Mandatory for
 	// AwaitSaga.
 	Temporal temporalclient.Client
-	// Metrics counts inbox duplicates. Optional: defaulted to metrics
+	// Inbox keeps the projection's steps and the emails single, and counts
+	// their duplicate deliveries (inbox_duplicates_total{consumer}).
+	// Optional: defaulted to an inbox whose metric is registered nowhere.
+	Inbox *inbox.Inbox
+	// Metrics counts illegal transitions. Optional: defaulted to metrics
 	// registered nowhere.
 	Metrics *Metrics
 	// Failpoints injects faults at the points of docs/reference.md. Optional: defaulted
@@ -53,6 +58,22 @@ func (a *Activities) metrics() *Metrics {
 	}
 	return defaultMetrics
 }
+
+func (a *Activities) inbox() *inbox.Inbox {
+	if a.Inbox != nil {
+		return a.Inbox
+	}
+	return defaultInbox
+}
+
+// defaultInbox backs an Activities without an Inbox, like defaultMetrics.
+var defaultInbox = func() *inbox.Inbox {
+	ib, err := inbox.New(nil) // fails only on a registry
+	if err != nil {
+		panic(err)
+	}
+	return ib
+}()
 
 // failpoint runs the named failpoint of a.Failpoints, or of the process's
 // OUTFLOW_FAILPOINTS when none is set.

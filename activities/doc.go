@@ -12,9 +12,10 @@
 //   - a charge whose answer was lost (timeout, 5xx, connection reset) is not
 //     guessed at: it surfaces as PaymentOutcomeUnknown and the workflow asks
 //     [Activities.ReconcilePayment] for the truth before charging again;
-//   - the projection writes its inbox row (processed_events) and the status
+//   - the projection writes its inbox row (package inbox) and the status
 //     change in one transaction, so a duplicate delivery is acknowledged
-//     without effect.
+//     without effect; an email, an effect outside the database, is recorded
+//     in the inbox once the provider accepted it.
 //
 // Activities are methods on [Activities], registered once by the worker;
 // workflows call them through a typed nil pointer.

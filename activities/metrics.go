@@ -2,13 +2,9 @@ package activities
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// Metrics are the activities' Prometheus metrics.
+// Metrics are the activities' own Prometheus metrics. Inbox duplicates
+// (inbox_duplicates_total{consumer}) are the inbox's: see [Activities.Inbox].
 type Metrics struct {
-	// InboxDuplicates counts deliveries the inbox acknowledged without
-	// effect, by consumer (docs/reference.md: inbox_duplicates_total{consumer}).
-	// A steady rate is normal (at-least-once delivery); a spike means a
-	// redelivery storm upstream.
-	InboxDuplicates *prometheus.CounterVec
 	// IllegalTransitions counts projection steps refused because the
 	// order's status does not allow them, by step
 	// (outflow_illegal_transitions_total{step}). Any increase is a bug or a
@@ -21,17 +17,13 @@ type Metrics struct {
 // registered nowhere, for tests).
 func NewMetrics(reg prometheus.Registerer) *Metrics {
 	m := &Metrics{
-		InboxDuplicates: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "inbox_duplicates_total",
-			Help: "Event deliveries the inbox (processed_events) acknowledged without effect, by consumer.",
-		}, []string{"consumer"}),
 		IllegalTransitions: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "outflow_illegal_transitions_total",
 			Help: "Order projection steps refused because the order's status does not allow them, by step.",
 		}, []string{"step"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.InboxDuplicates, m.IllegalTransitions)
+		reg.MustRegister(m.IllegalTransitions)
 	}
 	return m
 }

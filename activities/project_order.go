@@ -61,8 +61,8 @@ type ProjectOrderResult struct {
 
 // ProjectOrder applies one status change of one event to the order with
 // [orders.ApplyStep], in a transaction of its own: the inbox row
-// (processed_events) and the change commit together, so a redelivered step
-// is acknowledged without effect. The orders package owns the transition
+// ([inbox.Inbox.Record] on a.Inbox) and the change commit together, so a
+// redelivered step is acknowledged without effect. The orders package owns the transition
 // table, the inbox and the sequence rule; this activity turns its errors into
 // the types the workflows act on:
 //
@@ -75,8 +75,8 @@ type ProjectOrderResult struct {
 //     sequence whose event the order row cannot place a non-retryable
 //     SequenceUnknown.
 //
-// A duplicate is counted in inbox_duplicates_total{consumer}. The
-// consumer.after_commit failpoint runs after the commit.
+// A duplicate is counted in inbox_duplicates_total{consumer} by the inbox.
+// The consumer.after_commit failpoint runs after the commit.
 func (a *Activities) ProjectOrder(ctx context.Context, in ProjectOrderInput) (ProjectOrderResult, error) {
 	if a.DB == nil {
 		return ProjectOrderResult{}, errors.New("activities: no database configured (set DATABASE_URL)")
@@ -85,7 +85,7 @@ func (a *Activities) ProjectOrder(ctx context.Context, in ProjectOrderInput) (Pr
 	if err != nil {
 		return ProjectOrderResult{}, err
 	}
-	res, err := orders.ApplyStep(ctx, a.DB, step)
+	res, err := orders.ApplyStep(ctx, a.DB, a.inbox(), step)
 	var illegal *orders.IllegalTransitionError
 	if errors.As(err, &illegal) {
 		a.metrics().IllegalTransitions.WithLabelValues(string(in.Step)).Inc()
@@ -97,7 +97,6 @@ func (a *Activities) ProjectOrder(ctx context.Context, in ProjectOrderInput) (Pr
 	}
 	if res.Duplicate {
 		consumer := ConsumerName(in.Step)
-		a.metrics().InboxDuplicates.WithLabelValues(consumer).Inc()
 		if activity.IsActivity(ctx) {
 			activity.GetLogger(ctx).Info("inbox duplicate acknowledged without effect", "consumer", consumer, "event_id", in.EventID, "order_id", in.OrderID)
 		}

@@ -22,12 +22,14 @@ import (
 	"github.com/outflow/outflow/internal/testdb"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
 // projectionFixture is a migrated database holding one pending order.
 type projectionFixture struct {
 	acts    *Activities
 	pool    *pgxpool.Pool
+	reg     *prometheus.Registry // the inbox's metric
 	orderID string
 	created string // the OrderCreated event id (sequence 1)
 }
@@ -43,6 +45,7 @@ func setupProjection(t *testing.T) *projectionFixture {
 		orderID: uuid.NewString(),
 		created: uuid.NewString(),
 	}
+	f.reg = withInbox(t, f.acts)
 	// Test fixture: the row the order service writes with its OrderCreated event.
 	_, err = pool.Exec(context.Background(), `
 		INSERT INTO orders (id, customer_email, currency, payment_method, amount, items, created_event_id)
@@ -90,7 +93,7 @@ func TestProjectionDuplicateIsNoOpAndCounted(t *testing.T) {
 	require.False(t, dup.Applied)
 	require.Equal(t, "paid", dup.Status)
 
-	require.Equal(t, 1.0, testutil.ToFloat64(f.acts.Metrics.InboxDuplicates.WithLabelValues(ConsumerName(StepPaid))))
+	require.Equal(t, 1.0, inboxDuplicates(t, f.reg, ConsumerName(StepPaid)))
 	r := f.row(t)
 	require.Equal(t, "paid", r.Status)
 	require.EqualValues(t, 0, r.AppliedSequence, "paid is not the event's final step")
@@ -303,9 +306,7 @@ func setupSkip(t *testing.T) *skipFixture {
 	require.NoError(t, err)
 	require.EqualValues(t, 3, cancel.AggregateSequence)
 	// What the relay leaves behind for an event no workflow takes.
-	_, err = f.pool.Exec(ctx, `UPDATE outbox_events SET quarantined_at = now(), attempt_count = 20,
-		last_error = 'no workflow for OrderAudited' WHERE event_id = $1`, stray.ID)
-	require.NoError(t, err)
+	outboxtest.Force(t, f.pool, outboxtest.Match{ID: stray.ID}, outboxtest.SetQuarantined(0, "no workflow for OrderAudited"))
 	return &skipFixture{projectionFixture: f, stray: stray.ID.String(), cancel: cancel.EventID.String()}
 }
 

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/google/uuid"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/outflow/outflow/failpoints"
@@ -88,11 +89,12 @@ func EmailConsumerName(kind EmailKind) string { return "email." + string(kind) }
 //
 // The provider forgets keys after 24 hours, so a run started again days
 // later (an operator's replay) would mail the customer a second time. Our
-// own inbox remembers as long as the event is retained: a processed_events
-// row (consumer [EmailConsumerName], the event id) is written once the
-// provider accepted the email, and a call that finds it sends nothing and
-// returns Duplicate. Between the send and that row a crash leaves only the
-// provider's key to deduplicate the retry, as before.
+// own inbox remembers as long as the event is retained: the inbox's pattern
+// for an effect outside the database ([inbox.Inbox.Seen], then the send,
+// then [inbox.Inbox.Record] under consumer [EmailConsumerName] once the
+// provider accepted the email), so a call that finds the row sends nothing
+// and returns Duplicate. Between the send and that row a crash leaves only
+// the provider's key to deduplicate the retry, as before.
 func (a *Activities) SendEmail(ctx context.Context, in SendEmailInput) (SendEmailResult, error) {
 	if a.DB == nil {
 		return SendEmailResult{}, errors.New("activities: no database configured for SendEmail's inbox (set DATABASE_URL)")
@@ -102,12 +104,15 @@ func (a *Activities) SendEmail(ctx context.Context, in SendEmailInput) (SendEmai
 	}
 	key := EmailKey(in.EventID, in.Kind)
 	consumer := EmailConsumerName(in.Kind)
-	var sent bool
-	if err := a.DB.QueryRow(ctx, queries.Get("EmailInboxSeen"), inboxArgs(consumer, in.EventID)).Scan(&sent); err != nil {
-		return SendEmailResult{}, fmt.Errorf("email %s: read the inbox: %w", key, err)
+	eventID, err := uuid.Parse(in.EventID)
+	if err != nil {
+		return SendEmailResult{}, fmt.Errorf("email %s: not an event id: %w", key, err)
 	}
-	if sent {
-		a.metrics().InboxDuplicates.WithLabelValues(consumer).Inc()
+	sent, err := a.inbox().Seen(ctx, a.DB, consumer, eventID)
+	if err != nil {
+		return SendEmailResult{}, fmt.Errorf("email %s: %w", key, err)
+	}
+	if sent { // counted by the inbox
 		logger(ctx).Info("inbox duplicate acknowledged without effect: the email was sent already",
 			"consumer", consumer, "event_id", in.EventID, "order_id", in.OrderID)
 		return SendEmailResult{Duplicate: true}, nil
@@ -121,7 +126,9 @@ func (a *Activities) SendEmail(ctx context.Context, in SendEmailInput) (SendEmai
 		}
 		return SendEmailResult{}, fmt.Errorf("email %s: %w (retrying under the same key)", key, err)
 	}
-	if _, err := a.DB.Exec(ctx, queries.Get("EmailInboxInsert"), inboxArgs(consumer, in.EventID)); err != nil {
+	// Not first when a concurrent attempt, which sent under the same key
+	// (so one email), recorded it meanwhile: nothing to do either way.
+	if _, err := a.inbox().Record(ctx, a.DB, consumer, eventID); err != nil {
 		// Retried: the provider replays the send under the key (within its
 		// 24 hours), and the retry writes the row.
 		return SendEmailResult{}, fmt.Errorf("email %s: sent, but recording it in the inbox failed: %w", key, err)

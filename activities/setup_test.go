@@ -7,12 +7,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/inbox"
 	"github.com/outflow/outflow/internal/testdb"
 	"github.com/outflow/outflow/providersim"
 )
@@ -91,4 +93,47 @@ func withDB(t *testing.T, acts *Activities) *pgxpool.Pool {
 	pool, _ := testdb.New(t)
 	acts.DB = pool
 	return pool
+}
+
+// withInbox gives acts an inbox whose metric is registered on a registry of
+// its own, and returns the registry for [inboxDuplicates].
+func withInbox(t *testing.T, acts *Activities) *prometheus.Registry {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	ib, err := inbox.New(reg)
+	require.NoError(t, err)
+	acts.Inbox = ib
+	return reg
+}
+
+// inboxDuplicates reads inbox_duplicates_total{consumer} from reg, as a
+// scrape of the worker's /metrics would.
+func inboxDuplicates(t *testing.T, reg prometheus.Gatherer, consumer string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != "inbox_duplicates_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "consumer" && l.GetValue() == consumer {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+// inboxHolds reports whether the inbox holds consumer's row for the event,
+// asked through an inbox of its own so acts' duplicates stay uncounted.
+func inboxHolds(t *testing.T, pool *pgxpool.Pool, consumer, eventID string) bool {
+	t.Helper()
+	ib, err := inbox.New(nil)
+	require.NoError(t, err)
+	seen, err := ib.Seen(ctxT(t), pool, consumer, uuid.MustParse(eventID))
+	require.NoError(t, err)
+	return seen
 }

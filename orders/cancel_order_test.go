@@ -9,6 +9,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
 func TestCancelOrderTwiceWritesOneEvent(t *testing.T) {
@@ -29,10 +31,8 @@ func TestCancelOrderTwiceWritesOneEvent(t *testing.T) {
 	require.Equal(t, first, second, "a repeated cancel returns the first cancel's body")
 	require.Equal(t, rowCounts{Orders: 1, Events: 2, Sequences: 1}, b.counts(t))
 
-	var payload []byte
-	var version int
-	require.NoError(t, b.pool.QueryRow(b.ctx, "SELECT schema_version, payload FROM outbox_events WHERE event_id = $1", first.EventID).Scan(&version, &payload))
-	p, err := DecodeOrderCancelled(version, payload)
+	ev := outboxtest.RequireEnqueued(t, b.pool, outboxtest.Match{ID: first.EventID})
+	p, err := DecodeOrderCancelled(ev.SchemaVersion, ev.Payload)
 	require.NoError(t, err)
 	require.Equal(t, created.EventID.String(), p.CreatedEventID, "the cancel names the saga it cancels")
 }
@@ -101,8 +101,7 @@ func TestCancelOrderAfterCleanup(t *testing.T) {
 	first, err := CancelOrder(b.ctx, b.pool, created.OrderID)
 	require.NoError(t, err)
 	// What retention cleanup does to a published event.
-	_, err = b.pool.Exec(b.ctx, "DELETE FROM outbox_events WHERE event_id = $1", first.EventID)
-	require.NoError(t, err)
+	require.EqualValues(t, 1, outboxtest.DeleteEvents(t, b.pool, outboxtest.Match{ID: first.EventID}))
 	before := b.counts(t)
 
 	again, err := CancelOrder(b.ctx, b.pool, created.OrderID)
@@ -129,8 +128,7 @@ func TestCancelOrderLegacyPurgedEvent(t *testing.T) {
 	require.NoError(t, err, "the legacy path reads the sequence from the event row")
 	require.Equal(t, first.AggregateSequence, legacy.AggregateSequence)
 
-	_, err = b.pool.Exec(b.ctx, "DELETE FROM outbox_events WHERE event_id = $1", first.EventID)
-	require.NoError(t, err)
+	require.EqualValues(t, 1, outboxtest.DeleteEvents(t, b.pool, outboxtest.Match{ID: first.EventID}))
 	_, err = CancelOrder(b.ctx, b.pool, created.OrderID)
 	require.ErrorIs(t, err, ErrCancelEventPurged)
 }
@@ -220,25 +218,28 @@ func TestConcurrentCancelsAndCreates(t *testing.T) {
 	}
 	// Every aggregate's sequences are 1..N with no gap or duplicate, and
 	// outbox_sequences agrees (no number was consumed by a rollback).
-	rows, err := b.pool.Query(b.ctx, `
-		SELECT e.aggregate_id, count(*), min(e.aggregate_sequence), max(e.aggregate_sequence),
-		       count(DISTINCT e.aggregate_sequence), s.last_sequence
-		FROM outbox_events e JOIN outbox_sequences s USING (aggregate_type, aggregate_id)
-		GROUP BY e.aggregate_id, s.last_sequence`)
-	require.NoError(t, err)
-	type lane struct {
-		ID                        string
-		Count, Min, Max, Distinct int64
-		LastSequence              int64
+	lanes := map[string][]int64{} // aggregate → its sequences, in order
+	for _, e := range outboxtest.Events(t, b.pool, outboxtest.Match{}) {
+		lanes[e.AggregateID] = append(lanes[e.AggregateID], e.Sequence)
 	}
-	lanes, err := pgx.CollectRows(rows, pgx.RowToStructByPos[lane])
+	rows, err := b.pool.Query(b.ctx, `SELECT aggregate_id, last_sequence FROM outbox_sequences`)
 	require.NoError(t, err)
+	type allocated struct {
+		ID   string
+		Last int64
+	}
+	last, err := pgx.CollectRows(rows, pgx.RowToStructByPos[allocated])
+	require.NoError(t, err)
+	lastOf := map[string]int64{}
+	for _, a := range last {
+		lastOf[a.ID] = a.Last
+	}
 	require.Len(t, lanes, others+1)
-	for _, l := range lanes {
-		require.Equal(t, int64(1), l.Min, l.ID)
-		require.Equal(t, l.Count, l.Max, l.ID)
-		require.Equal(t, l.Count, l.Distinct, l.ID)
-		require.Equal(t, l.Max, l.LastSequence, l.ID)
+	for id, seqs := range lanes {
+		for i, seq := range seqs {
+			require.Equal(t, int64(i+1), seq, id)
+		}
+		require.Equal(t, int64(len(seqs)), lastOf[id], id)
 	}
 	require.Equal(t, rowCounts{Orders: others + 1, Events: others + 2, Sequences: others + 1, Keys: 1}, b.counts(t))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
 // TestCreateOrderWritesOrderAndOneEvent is invariant 1 on the create path: a
@@ -29,22 +30,14 @@ func TestCreateOrderWritesOrderAndOneEvent(t *testing.T) {
 	require.Equal(t, int64(1), res.AggregateSequence)
 	require.Equal(t, rowCounts{Orders: 1, Events: 1, Sequences: 1}, b.counts(t))
 
-	var (
-		createdEventID uuid.UUID
-		eventType      string
-		version        int
-		payload        []byte
-		aggType, aggID string
-	)
-	require.NoError(t, b.pool.QueryRow(b.ctx, `
-		SELECT o.created_event_id, e.event_type, e.schema_version, e.payload, e.aggregate_type, e.aggregate_id
-		FROM orders o JOIN outbox_events e ON e.event_id = o.created_event_id
-		WHERE o.id = $1`, res.OrderID).Scan(&createdEventID, &eventType, &version, &payload, &aggType, &aggID))
+	var createdEventID uuid.UUID
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT created_event_id FROM orders WHERE id = $1`, res.OrderID).Scan(&createdEventID))
 	require.Equal(t, res.EventID, createdEventID, "the order row records its OrderCreated event")
-	require.Equal(t, EventOrderCreated, eventType)
-	require.Equal(t, AggregateType, aggType)
-	require.Equal(t, res.OrderID.String(), aggID)
-	created, err := DecodeOrderCreated(version, payload)
+	ev := outboxtest.RequireEnqueued(t, b.pool, outboxtest.Match{ID: createdEventID})
+	require.Equal(t, EventOrderCreated, ev.Type)
+	require.Equal(t, AggregateType, ev.AggregateType)
+	require.Equal(t, res.OrderID.String(), ev.AggregateID)
+	created, err := DecodeOrderCreated(ev.SchemaVersion, ev.Payload)
 	require.NoError(t, err)
 	require.Equal(t, OrderCreated{
 		OrderID: res.OrderID.String(), CustomerEmail: p.CustomerEmail, Currency: "eur",

@@ -53,7 +53,7 @@
 //
 // The workflows project status changes onto the order row with [ApplyStep]
 // (or [ApplyStepTx] in a caller's transaction), one [Step] of one event at a
-// time: through the inbox (processed_events, consumer [ConsumerName]), by
+// time: through the inbox (package inbox, consumer [ConsumerName]), by
 // the transition table (a step the status does not allow is an
 // [*IllegalTransitionError]), and strictly in the order's event sequence
 // (applied_sequence; a later event waits with [ErrSequenceGap]). Everything

@@ -6,6 +6,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
 func TestGetOrder(t *testing.T) {
@@ -34,8 +36,7 @@ func TestGetOrder(t *testing.T) {
 	}
 
 	// Once the relay marks an event published, its workflow ID shows.
-	_, err = b.pool.Exec(b.ctx, "UPDATE outbox_events SET published_at = now() WHERE event_id = $1", created.EventID)
-	require.NoError(t, err)
+	outboxtest.Force(t, b.pool, outboxtest.Match{ID: created.EventID}, outboxtest.SetPublished(0))
 	o, err = GetOrder(b.ctx, b.pool, created.OrderID)
 	require.NoError(t, err)
 	require.NotNil(t, o.Events[0].PublishedAt)
@@ -44,8 +45,7 @@ func TestGetOrder(t *testing.T) {
 
 	// Retention cleanup deleted the events: the order shows none, as an
 	// empty list.
-	_, err = b.pool.Exec(b.ctx, "DELETE FROM outbox_events")
-	require.NoError(t, err)
+	require.EqualValues(t, 2, outboxtest.DeleteEvents(t, b.pool, outboxtest.Match{}))
 	o, err = GetOrder(b.ctx, b.pool, created.OrderID)
 	require.NoError(t, err)
 	require.NotNil(t, o.Events)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
 type testBundle struct {
@@ -34,9 +35,9 @@ func (b testBundle) counts(t *testing.T) rowCounts {
 	t.Helper()
 	var c rowCounts
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT
-		(SELECT count(*) FROM orders), (SELECT count(*) FROM outbox_events),
-		(SELECT count(*) FROM outbox_sequences), (SELECT count(*) FROM idempotency_keys)`,
-	).Scan(&c.Orders, &c.Events, &c.Sequences, &c.Keys))
+		(SELECT count(*) FROM orders), (SELECT count(*) FROM outbox_sequences), (SELECT count(*) FROM idempotency_keys)`,
+	).Scan(&c.Orders, &c.Sequences, &c.Keys))
+	c.Events = len(outboxtest.Events(t, b.pool, outboxtest.Match{}))
 	return c
 }
 

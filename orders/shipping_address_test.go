@@ -7,6 +7,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
 func TestValidateShippingAddress(t *testing.T) {
@@ -97,12 +99,8 @@ func TestCreateOrderWithShippingAddress(t *testing.T) {
 		version int
 		addr    *ShippingAddress
 	}{{withAddr.OrderID, OrderCreatedV2, want}, {without.OrderID, OrderCreatedV1, nil}} {
-		var (
-			version int
-			payload []byte
-		)
-		require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT e.schema_version, e.payload FROM orders o
-			JOIN outbox_events e ON e.event_id = o.created_event_id WHERE o.id = $1`, tc.id).Scan(&version, &payload))
+		created := outboxtest.RequireEnqueued(t, b.pool, outboxtest.Match{AggregateType: AggregateType, AggregateID: tc.id.String(), Type: EventOrderCreated})
+		version, payload := created.SchemaVersion, created.Payload
 		require.Equal(t, tc.version, version)
 		ev, err := DecodeOrderCreated(version, payload)
 		require.NoError(t, err)

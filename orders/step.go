@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/outflow/outflow/inbox"
 )
 
 // Step is one status change the order projection applies for an event. One
@@ -34,9 +36,9 @@ const (
 	StepCancelled Step = "cancelled"
 )
 
-// ConsumerName is the inbox consumer (processed_events.consumer_name) of a
-// step: one per step, because one event drives several status changes and
-// each must apply once.
+// ConsumerName is the inbox consumer of a step (the name [inbox.Inbox.Record]
+// records it under): one per step, because one event drives several status
+// changes and each must apply once.
 func ConsumerName(s Step) string { return "order_status." + string(s) }
 
 // final reports whether the step is the last one of its event, the one that
@@ -139,14 +141,14 @@ type StepResult struct {
 // ApplyStep is [ApplyStepTx] in a transaction of its own on db (a savepoint
 // if db is a pgx.Tx): on any error nothing is written, not even the step's
 // inbox row, so a redelivery is judged again.
-func ApplyStep(ctx context.Context, db DB, in StepInput) (StepResult, error) {
+func ApplyStep(ctx context.Context, db DB, ib *inbox.Inbox, in StepInput) (StepResult, error) {
 	if _, ok := transitions[in.Step]; !ok {
 		return StepResult{}, unknownStep(in.Step)
 	}
 	var res StepResult
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		var err error
-		res, err = ApplyStepTx(ctx, tx, in)
+		res, err = ApplyStepTx(ctx, tx, ib, in)
 		return err
 	})
 	if err != nil {
@@ -167,10 +169,10 @@ type stepOrder struct {
 }
 
 // ApplyStepTx applies one status change of one event to the order inside
-// tx, through the inbox: the processed_events row (consumer
-// [ConsumerName](in.Step), the event) and the change are written in tx, so
-// once tx commits a redelivered step is acknowledged as a Duplicate without
-// effect. The order row stays locked until tx ends, which serialises every
+// tx, through the inbox ib: its row (consumer [ConsumerName](in.Step), the
+// event; [inbox.Inbox.Record], which counts a duplicate) and the change are
+// written in tx, so once tx commits a redelivered step is acknowledged as a
+// Duplicate without effect. The order row stays locked until tx ends, which serialises every
 // step of one order (and its skips, [SettleSkippedTx]).
 //
 // A step the order's status does not allow (the transition table) is an
@@ -192,16 +194,13 @@ type stepOrder struct {
 // Any error leaves the step's inbox row in tx: the caller must roll tx back
 // (pgx.BeginFunc does), or the refused step would be acknowledged as a
 // duplicate when it is delivered again.
-func ApplyStepTx(ctx context.Context, tx pgx.Tx, in StepInput) (StepResult, error) {
+func ApplyStepTx(ctx context.Context, tx pgx.Tx, ib *inbox.Inbox, in StepInput) (StepResult, error) {
 	tr, ok := transitions[in.Step]
 	if !ok {
 		return StepResult{}, unknownStep(in.Step)
 	}
-	var inserted uuid.UUID
-	err := tx.QueryRow(ctx, queries.Get("StepInboxInsert"),
-		pgx.StrictNamedArgs{"consumer_name": ConsumerName(in.Step), "event_id": in.EventID}).Scan(&inserted)
-	isNew := err == nil
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+	isNew, err := ib.Record(ctx, tx, ConsumerName(in.Step), in.EventID)
+	if err != nil {
 		return StepResult{}, fmt.Errorf("orders: inbox of step %s of event %s: %w", in.Step, in.EventID, err)
 	}
 	rows, err := tx.Query(ctx, queries.Get("StepLockOrder"), pgx.StrictNamedArgs{"id": in.OrderID})

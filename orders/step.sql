@@ -1,15 +1,8 @@
 -- Statements of the order projection's steps (step.go, ApplyStepTx). Every
--- statement runs in the one transaction that also writes the inbox row. None
--- reads outbox_events: retention cleanup deletes its rows while orders still
--- get late steps (a cancel long after the order), so the order row alone
--- must say where the order's stream stands.
-
--- name: StepInboxInsert :one
--- The inbox: a row returned means this (consumer, event) is new.
-INSERT INTO processed_events (consumer_name, event_id)
-VALUES (@consumer_name, @event_id)
-ON CONFLICT DO NOTHING
-RETURNING event_id;
+-- statement runs in the one transaction that also writes the inbox row
+-- (package inbox, Inbox.Record). None reads outbox_events: retention cleanup
+-- deletes its rows while orders still get late steps (a cancel long after the
+-- order), so the order row alone must say where the order's stream stands.
 
 -- name: StepLockOrder :one
 -- Serialises every step of one order (and its skips, see SettleSkipped).

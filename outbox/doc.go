@@ -50,4 +50,10 @@
 // Temporal documented on it; [Cleanup] deletes old published events and
 // inbox rows in bounded batches. cmd/outboxctl exposes them, and
 // docs/operations.md is the operator's guide.
+//
+// # Testing
+//
+// A service's tests assert what its transactions enqueued, and run a relay
+// against a recording publisher, with package outbox/outboxtest; consumers
+// deduplicate deliveries with package inbox.
 package outbox

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/outflow/outflow/internal/testdb"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
 // TestCleanupSchedule: the starter's schedule deletes old published events
@@ -25,8 +27,7 @@ func TestCleanupSchedule(t *testing.T) {
 	ctx := context.Background()
 	first := oldPublished(t, pool, 5)
 	unpublished := enqueueOrders(t, pool, 1)[0]
-	_, err := pool.Exec(ctx, `UPDATE outbox_events SET occurred_at = now() - interval '30 days' WHERE event_id = $1`, unpublished.ID)
-	require.NoError(t, err)
+	outboxtest.Force(t, pool, outboxtest.Match{ID: unpublished.ID}, outboxtest.SetOccurred(30*24*time.Hour))
 
 	reg := prometheus.NewRegistry()
 	sched, err := newCleanupSchedule(pool, cleanupConfig{Retention: time.Hour, Interval: 50 * time.Millisecond, BatchSize: 2},
@@ -37,10 +38,10 @@ func TestCleanupSchedule(t *testing.T) {
 	go func() { defer close(done); sched.run(runCtx) }()
 	t.Cleanup(func() { cancel(); <-done })
 
-	require.Eventually(t, func() bool { return remaining(pool, first) == 0 }, 10*time.Second, 20*time.Millisecond, "first pass")
+	outboxtest.WaitFor(t, pool, outboxtest.Match{}, 10*time.Second, gone(first), "first pass")
 	second := oldPublished(t, pool, 3)
-	require.Eventually(t, func() bool { return remaining(pool, second) == 0 }, 10*time.Second, 20*time.Millisecond, "a later pass")
-	require.Equal(t, 1, remaining(pool, []uuid.UUID{unpublished.ID}), "an unpublished event is never deleted")
+	outboxtest.WaitFor(t, pool, outboxtest.Match{}, 10*time.Second, gone(second), "a later pass")
+	outboxtest.RequireEnqueued(t, pool, outboxtest.Match{ID: unpublished.ID}) // an unpublished event is never deleted
 	require.Eventually(t, func() bool { return deletedTotal(t, reg, outbox.CleanupTableEvents) == 8 }, 5*time.Second, 20*time.Millisecond)
 }
 
@@ -79,20 +80,22 @@ func oldPublished(t *testing.T, pool *pgxpool.Pool, n int) []uuid.UUID {
 	t.Helper()
 	var ids []uuid.UUID
 	for _, e := range enqueueOrders(t, pool, n) {
+		outboxtest.Force(t, pool, outboxtest.Match{ID: e.ID}, outboxtest.SetPublished(10*24*time.Hour))
 		ids = append(ids, e.ID)
 	}
-	_, err := pool.Exec(context.Background(),
-		`UPDATE outbox_events SET published_at = now() - interval '10 days' WHERE event_id = ANY($1)`, ids)
-	require.NoError(t, err)
 	return ids
 }
 
-func remaining(pool *pgxpool.Pool, ids []uuid.UUID) int {
-	var n int
-	if err := pool.QueryRow(context.Background(), `SELECT count(*) FROM outbox_events WHERE event_id = ANY($1)`, ids).Scan(&n); err != nil {
-		return -1
+// gone is a condition for outboxtest.WaitFor: none of ids is left.
+func gone(ids []uuid.UUID) func([]outboxtest.Event) bool {
+	return func(rows []outboxtest.Event) bool {
+		for _, r := range rows {
+			if slices.Contains(ids, r.ID) {
+				return false
+			}
+		}
+		return true
 	}
-	return n
 }
 
 func deletedTotal(t *testing.T, reg *prometheus.Registry, table string) float64 {

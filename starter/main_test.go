@@ -29,6 +29,7 @@ import (
 	"github.com/outflow/outflow/internal/testdb"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
 var (
@@ -115,14 +116,10 @@ func TestCrashAfterClaimLeaseExpires(t *testing.T) {
 	requireKilled(t, crashed)
 	deadOwner := crashed.owner(t)
 	for _, e := range events {
-		var owner *string
-		var until *time.Time
-		var attempts int
-		require.NoError(t, pool.QueryRow(context.Background(),
-			`SELECT claimed_by, claim_until, attempt_count FROM outbox_events WHERE event_id = $1`, e.ID).Scan(&owner, &until, &attempts))
-		require.Equal(t, deadOwner, *owner, "the dead relay still holds the lease")
-		require.NotNil(t, until)
-		require.Equal(t, 1, attempts)
+		row := outboxtest.RequireEnqueued(t, pool, outboxtest.Match{ID: e.ID})
+		require.Equal(t, deadOwner, row.ClaimedBy, "the dead relay still holds the lease")
+		require.NotNil(t, row.ClaimUntil)
+		require.Equal(t, 1, row.Attempts)
 	}
 	require.Zero(t, countPublished(t, pool, events))
 
@@ -130,13 +127,12 @@ func TestCrashAfterClaimLeaseExpires(t *testing.T) {
 	require.NoError(t, err)
 	metricsAddr := "127.0.0.1:" + strconv.Itoa(port)
 	next := startStarter(t, url, tq, "OUTFLOW_RELAY_LEASE=2s", "OUTFLOW_RELAY_POLL=200ms", "METRICS_ADDR="+metricsAddr)
-	require.Eventually(t, func() bool { return countPublished(t, pool, events) == len(events) }, 60*time.Second, 50*time.Millisecond)
+	waitPublished(t, pool, events, 60*time.Second)
 	owner := next.owner(t)
 	require.NotEqual(t, deadOwner, owner)
 	for _, e := range events {
-		var claimedBy string
-		require.NoError(t, pool.QueryRow(context.Background(), `SELECT claimed_by FROM outbox_events WHERE event_id = $1`, e.ID).Scan(&claimedBy))
-		require.Equal(t, owner, claimedBy, "published by the relay that took the lease over")
+		require.Equal(t, owner, outboxtest.RequireEnqueued(t, pool, outboxtest.Match{ID: e.ID}).ClaimedBy,
+			"published by the relay that took the lease over")
 	}
 	metrics := scrape(t, metricsAddr)
 	require.Equal(t, float64(len(events)), metricValue(t, metrics, "outbox_expired_leases_total"))
@@ -288,7 +284,7 @@ func requireKilled(t *testing.T, p *process) {
 func requireRecoveredOnce(t *testing.T, pool *pgxpool.Pool, url, tq string, events []outbox.Event, env ...string) {
 	t.Helper()
 	clean := startStarter(t, url, tq, env...)
-	require.Eventually(t, func() bool { return countPublished(t, pool, events) == len(events) }, 60*time.Second, 50*time.Millisecond)
+	waitPublished(t, pool, events, 60*time.Second)
 	clean.terminate(t)
 	for _, e := range events {
 		_, err := temporal.Client().DescribeWorkflow(context.Background(), e.ID.String(), "")
@@ -316,15 +312,31 @@ func enqueueOrders(t *testing.T, pool *pgxpool.Pool, n int) []outbox.Event {
 	return events
 }
 
+// countPublished is how many of events are marked published.
 func countPublished(t *testing.T, pool *pgxpool.Pool, events []outbox.Event) int {
-	ids := make([]uuid.UUID, len(events))
-	for i, e := range events {
-		ids[i] = e.ID
+	t.Helper()
+	return published(outboxtest.Events(t, pool, outboxtest.Match{}), events)
+}
+
+// waitPublished waits until every one of events is marked published.
+func waitPublished(t *testing.T, pool *pgxpool.Pool, events []outbox.Event, within time.Duration) {
+	t.Helper()
+	outboxtest.WaitFor(t, pool, outboxtest.Match{}, within, func(rows []outboxtest.Event) bool {
+		return published(rows, events) == len(events)
+	}, "every event published")
+}
+
+// published counts the events of want that rows shows published.
+func published(rows []outboxtest.Event, want []outbox.Event) int {
+	wanted := map[uuid.UUID]bool{}
+	for _, e := range want {
+		wanted[e.ID] = true
 	}
-	var n int
-	if err := pool.QueryRow(context.Background(),
-		`SELECT count(*) FROM outbox_events WHERE event_id = ANY($1) AND published_at IS NOT NULL`, ids).Scan(&n); err != nil {
-		return -1
+	n := 0
+	for _, r := range rows {
+		if wanted[r.ID] && r.PublishedAt != nil {
+			n++
+		}
 	}
 	return n
 }

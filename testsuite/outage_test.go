@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
 // TestTemporalOutage: with the real binaries, Temporal is unreachable from
@@ -65,8 +66,14 @@ func temporalOutage(t *testing.T, source string) {
 	outageEnd := time.Now().Add(12 * time.Second)
 	for time.Now().Before(outageEnd) {
 		var used, quarantined int
-		require.NoError(t, s.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE attempt_count > 0 AND claim_until IS NULL),
-			count(*) FILTER (WHERE quarantined_at IS NOT NULL) FROM outbox_events`).Scan(&used, &quarantined))
+		for _, e := range outboxtest.Events(t, s.Pool, outboxtest.Match{}) {
+			if e.Attempts > 0 && e.ClaimUntil == nil {
+				used++
+			}
+			if e.QuarantinedAt != nil {
+				quarantined++
+			}
+		}
 		require.Zero(t, used, "attempts used up by Temporal's outage")
 		require.Zero(t, quarantined, "events quarantined for Temporal's outage")
 		time.Sleep(500 * time.Millisecond)
@@ -78,14 +85,18 @@ func temporalOutage(t *testing.T, source string) {
 	for _, id := range placed[1:] {
 		require.NoError(t, WaitStatus(ctx, s, id, "confirmed", 3*time.Minute))
 	}
-	require.Eventually(t, func() bool {
-		var q bool
-		err := s.Pool.QueryRow(ctx, `SELECT quarantined_at IS NOT NULL FROM outbox_events WHERE event_id = $1`, poison.ID).Scan(&q)
-		return err == nil && q
-	}, time.Minute, 200*time.Millisecond, "the unroutable event is quarantined after recovery: its own fault")
+	outboxtest.WaitFor(t, s.Pool, outboxtest.Match{ID: poison.ID}, time.Minute, outboxtest.AllQuarantined,
+		"the unroutable event is quarantined after recovery: its own fault")
 	var healthyQuarantined, maxAttempts int
-	require.NoError(t, s.Pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE quarantined_at IS NOT NULL), coalesce(max(attempt_count), 0)
-		FROM outbox_events WHERE event_id <> $1`, poison.ID).Scan(&healthyQuarantined, &maxAttempts))
+	for _, e := range outboxtest.Events(t, s.Pool, outboxtest.Match{}) {
+		if e.ID == poison.ID {
+			continue
+		}
+		if e.QuarantinedAt != nil {
+			healthyQuarantined++
+		}
+		maxAttempts = max(maxAttempts, e.Attempts)
+	}
 	require.Zero(t, healthyQuarantined)
 	require.LessOrEqual(t, maxAttempts, 1, "a healthy event used attempts")
 	require.Equal(t, n, requireStartsInOrder(ctx, t, s, n), "every order's starts in order in Temporal's record")
@@ -93,8 +104,7 @@ func temporalOutage(t *testing.T, source string) {
 	// The poison event is the test's probe, not an order's (skip settles an
 	// order's projection, so it refuses one without an order): remove it,
 	// then check the four invariants over the orders.
-	_, err = s.Pool.Exec(ctx, `DELETE FROM outbox_events WHERE event_id = $1`, poison.ID)
-	require.NoError(t, err)
+	require.EqualValues(t, 1, outboxtest.DeleteEvents(t, s.Pool, outboxtest.Match{ID: poison.ID}))
 	// The last email may trail an order's final status by a step:
 	// assertRecovered re-checks the invariants within a bounded window.
 	assertRecovered(ctx, t, s)

@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/outflow/outflow/internal/codec"
+	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
 // customer is one buyer of the privacy test, with personal data that must
@@ -98,15 +99,10 @@ func rawHistories(ctx context.Context, t *testing.T, s *Stack, orderIDs ...strin
 	defer raw.Close()
 	var out []history
 	for _, id := range orderIDs {
-		rows, err := s.Pool.Query(ctx, `SELECT event_id::text FROM outbox_events WHERE aggregate_id = $1 ORDER BY aggregate_sequence`, id)
-		require.NoError(t, err)
 		var wids []string
-		for rows.Next() {
-			var w string
-			require.NoError(t, rows.Scan(&w))
-			wids = append(wids, w)
+		for _, e := range outboxtest.Events(t, s.Pool, outboxtest.Match{AggregateID: id}) {
+			wids = append(wids, e.ID.String())
 		}
-		require.NoError(t, rows.Err())
 		require.NotEmpty(t, wids)
 		for _, wid := range wids {
 			require.Eventually(t, func() bool {
@@ -374,12 +370,9 @@ func forgetCustomer(ctx context.Context, s *Stack, email string, args ...string)
 }
 
 // workflowOf is the workflow id (= event id) of the order's event of type.
-func workflowOf(ctx context.Context, t *testing.T, s *Stack, orderID, eventType string) string {
+func workflowOf(t *testing.T, s *Stack, orderID, eventType string) string {
 	t.Helper()
-	var id string
-	require.NoError(t, s.Pool.QueryRow(ctx, `SELECT event_id::text FROM outbox_events WHERE aggregate_id = $1 AND event_type = $2`,
-		orderID, eventType).Scan(&id))
-	return id
+	return outboxtest.RequireEnqueued(t, s.Pool, outboxtest.Match{AggregateID: orderID, Type: eventType}).ID.String()
 }
 
 // waitClosed waits until the workflow is no longer running and returns how
@@ -424,12 +417,9 @@ func TestForcedErasureFailsTheWorkflow(t *testing.T) {
 	ada := newCustomer("ada")
 	order, err := placeOrder(ctx, s, ada, "pm_card_visa")
 	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		var published bool
-		err := s.Pool.QueryRow(ctx, `SELECT published_at IS NOT NULL FROM outbox_events WHERE aggregate_id = $1`, order).Scan(&published)
-		return err == nil && published
-	}, time.Minute, 100*time.Millisecond, "the workflow is started, no worker runs")
-	wid := workflowOf(ctx, t, s, order, "OrderCreated")
+	outboxtest.WaitFor(t, s.Pool, outboxtest.Match{AggregateID: order}, time.Minute, outboxtest.AllPublished,
+		"the workflow is started, no worker runs")
+	wid := workflowOf(t, s, order, "OrderCreated")
 	out, err := forgetCustomer(ctx, s, ada.email, "--reason", "privacy test: forced erasure")
 	require.Error(t, err, out)
 	require.Contains(t, out, "OrderCreated workflow "+wid+" is running", "without --force it refuses")
@@ -469,7 +459,7 @@ func TestForgetWaitsForWorkflowsThatNeedTheKey(t *testing.T) {
 	require.NoError(t, WaitStatus(ctx, s, declined, "payment_failed", 2*time.Minute))
 	require.NoError(t, s.API().Cancel(ctx, paid))
 	require.NoError(t, WaitStatus(ctx, s, paid, "cancelled", 2*time.Minute))
-	saga, cancelWF := workflowOf(ctx, t, s, declined, "OrderCreated"), workflowOf(ctx, t, s, paid, "OrderCancelled")
+	saga, cancelWF := workflowOf(t, s, declined, "OrderCreated"), workflowOf(t, s, paid, "OrderCancelled")
 
 	out, err := forgetCustomer(ctx, s, ada.email, "--reason", "privacy test: erasure while sagas run")
 	require.Error(t, err, "forget-customer refuses while workflows need the key:\n%s", out)

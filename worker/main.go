@@ -30,6 +30,7 @@ import (
 
 	"github.com/outflow/outflow/activities"
 	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/inbox"
 	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/internal/personal"
 	"github.com/outflow/outflow/internal/service"
@@ -98,6 +99,9 @@ func run(ctx context.Context, logger *slog.Logger, env *service.Env) error {
 	acts.DB = pool
 	acts.Temporal = c
 	acts.Metrics = activities.NewMetrics(reg)
+	if acts.Inbox, err = inbox.New(reg); err != nil {
+		return err
+	}
 	acts.Failpoints = fps
 
 	w := worker.New(c, taskQueue, worker.Options{WorkerStopTimeout: stopTimeout})

@@ -2,8 +2,6 @@ package workflows
 
 import (
 	"context"
-	"io"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"github.com/outflow/outflow/internal/devserver"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxtest"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
 
@@ -42,15 +41,7 @@ func TestOrderCreatedV1AndV2SideBySide(t *testing.T) {
 
 	pub, err := temporalpub.New(c, srv.ClientOptions(""), temporalpub.Config{TaskQueue: tq, Routes: routes.Orders()})
 	require.NoError(t, err)
-	relay, err := outbox.NewRelay(pool, pub, outbox.RelayConfig{
-		PollInterval: 200 * time.Millisecond,
-		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	require.NoError(t, err)
-	relayCtx, stopRelay := context.WithCancel(ctx)
-	relayDone := make(chan error, 1)
-	go func() { relayDone <- relay.Run(relayCtx) }()
-	t.Cleanup(func() { stopRelay(); require.NoError(t, <-relayDone) })
+	outboxtest.RunRelay(t, pool, &outboxtest.Recorder{Answer: pub.Publish}, outbox.RelayConfig{PollInterval: 200 * time.Millisecond})
 
 	params := orders.CreateOrderParams{CustomerEmail: "ada@example.com", Currency: "eur", PaymentMethod: "pm_card_visa",
 		Items: []orders.Item{{SKU: "SKU-1", Quantity: 2, UnitAmount: 1250}}}
@@ -67,24 +58,20 @@ func TestOrderCreatedV1AndV2SideBySide(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { _, err := outbox.Enqueue(ctx, tx, ev); return err }))
 
+	outboxtest.WaitFor(t, pool, outboxtest.Match{AggregateID: future}, time.Minute, outboxtest.AllQuarantined, "the v3 event quarantined")
 	require.Eventually(t, func() bool {
-		var confirmed, quarantined int
-		err := pool.QueryRow(ctx, `SELECT
-			(SELECT count(*) FROM orders WHERE id = ANY($1) AND status = 'confirmed'),
-			(SELECT count(*) FROM outbox_events WHERE aggregate_id = $2 AND quarantined_at IS NOT NULL)`,
-			[]uuid.UUID{v1.OrderID, v2.OrderID}, future).Scan(&confirmed, &quarantined)
-		return err == nil && confirmed == 2 && quarantined == 1
-	}, time.Minute, 100*time.Millisecond, "both orders confirmed and the v3 event quarantined")
+		var confirmed int
+		err := pool.QueryRow(ctx, `SELECT count(*) FROM orders WHERE id = ANY($1) AND status = 'confirmed'`,
+			[]uuid.UUID{v1.OrderID, v2.OrderID}).Scan(&confirmed)
+		return err == nil && confirmed == 2
+	}, time.Minute, 100*time.Millisecond, "both orders confirmed")
 
 	for _, tc := range []struct {
 		res     orders.CreateOrderResult
 		version int
 		shipsTo string
 	}{{v1, orders.OrderCreatedV1, ""}, {v2, orders.OrderCreatedV2, "DE"}} {
-		var version int
-		require.NoError(t, pool.QueryRow(ctx, `SELECT schema_version FROM outbox_events WHERE event_id = $1`,
-			tc.res.EventID).Scan(&version))
-		require.Equal(t, tc.version, version)
+		require.Equal(t, tc.version, outboxtest.RequireEnqueued(t, pool, outboxtest.Match{ID: tc.res.EventID}).SchemaVersion)
 
 		desc, err := c.DescribeWorkflow(ctx, tc.res.EventID.String(), "")
 		require.NoError(t, err)
@@ -103,7 +90,6 @@ func TestOrderCreatedV1AndV2SideBySide(t *testing.T) {
 		require.Equal(t, []string{"confirmation"}, kinds)
 	}
 
-	var lastError string
-	require.NoError(t, pool.QueryRow(ctx, `SELECT last_error FROM outbox_events WHERE aggregate_id = $1`, future).Scan(&lastError))
-	require.Contains(t, lastError, "schema version 3 is not supported")
+	quarantined := outboxtest.RequireEnqueued(t, pool, outboxtest.Match{AggregateID: future})
+	require.Contains(t, quarantined.LastError, "schema version 3 is not supported")
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -14,6 +15,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
 // cleanupSeed is a database with old published events (and their inbox
@@ -30,24 +33,25 @@ func (b *testBundle) seedCleanup(t *testing.T, oldPublished int) cleanupSeed {
 	for i := range oldPublished {
 		published = append(published, b.enqueue(t, fmt.Sprintf("o-old-%d", i), "OrderCreated")[0].ID)
 	}
-	b.exec(t, `UPDATE outbox_events SET occurred_at = now() - interval '11 days', published_at = now() - interval '10 days' WHERE event_id = ANY($1)`, published)
+	for _, id := range published {
+		b.force(t, id, outboxtest.SetOccurred(11*day), outboxtest.SetPublished(10*day))
+	}
 	b.exec(t, `INSERT INTO processed_events (consumer_name, event_id, processed_at)
 	           SELECT 'projection', id, now() - interval '10 days' FROM unnest($1::uuid[]) AS id`, published)
 	skipped := b.enqueue(t, "o-skipped", "OrderCreated")[0].ID
-	b.exec(t, `UPDATE outbox_events SET quarantined_at = now() - interval '10 days', skipped_at = now() - interval '10 days',
-	           skipped_by = 'ops', skip_reason = 'test' WHERE event_id = $1`, skipped)
+	b.force(t, skipped, outboxtest.SetQuarantined(10*day, ""), outboxtest.SetSkipped(10*day, "ops", "test"))
 	s.old = published
 	s.keep = append(s.keep, skipped) // the record of an operator's decision
 
-	for _, sql := range []string{
-		`UPDATE outbox_events SET occurred_at = now() - interval '30 days' WHERE event_id = $1`,
-		`UPDATE outbox_events SET occurred_at = now() - interval '30 days', quarantined_at = now() - interval '29 days' WHERE event_id = $1`,
-		`UPDATE outbox_events SET occurred_at = now() - interval '30 days', attempt_count = 3, available_at = now() + interval '1 hour' WHERE event_id = $1`,
-		`UPDATE outbox_events SET occurred_at = now() - interval '30 days', replay_requested_at = now() WHERE event_id = $1`,
-		`UPDATE outbox_events SET published_at = now() - interval '1 day' WHERE event_id = $1`,
+	for _, state := range [][]outboxtest.Change{
+		{outboxtest.SetOccurred(30 * day)},
+		{outboxtest.SetOccurred(30 * day), outboxtest.SetQuarantined(29*day, "")},
+		{outboxtest.SetOccurred(30 * day), outboxtest.SetFailed(3, "", time.Hour)},
+		{outboxtest.SetOccurred(30 * day), outboxtest.SetReplayRequested()},
+		{outboxtest.SetPublished(day)},
 	} {
 		id := b.enqueue(t, "o-keep-"+uuid.NewString()[:8], "OrderCreated")[0].ID
-		b.exec(t, sql, id)
+		b.force(t, id, state...)
 		s.keep = append(s.keep, id)
 	}
 	// An old inbox row of a retained event, and a recent one: both stay.
@@ -56,12 +60,18 @@ func (b *testBundle) seedCleanup(t *testing.T, oldPublished int) cleanupSeed {
 	return s
 }
 
-// counts returns how many of ids are still in outbox_events, and the inbox size.
+// day is a day, for the ages of the seeded rows.
+const day = 24 * time.Hour
+
+// counts returns how many of ids are still in the outbox, and the inbox size.
 func (b *testBundle) counts(t *testing.T, ids []uuid.UUID) (events, inbox int) {
 	t.Helper()
-	require.NoError(t, b.pool.QueryRow(context.Background(),
-		`SELECT (SELECT count(*) FROM outbox_events WHERE event_id = ANY($1)), (SELECT count(*) FROM processed_events)`, ids).
-		Scan(&events, &inbox))
+	for _, e := range outboxtest.Events(t, b.pool, outboxtest.Match{}) {
+		if slices.Contains(ids, e.ID) {
+			events++
+		}
+	}
+	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM processed_events`).Scan(&inbox))
 	return events, inbox
 }
 

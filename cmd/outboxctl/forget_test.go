@@ -8,6 +8,7 @@ import (
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/codec"
 	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
 // TestForgetCustomer: the customer's key is erased (their payloads no longer
@@ -52,7 +53,7 @@ func TestForgetCustomer(t *testing.T) {
 	// The order is settled and its events are past the retention (cleanup
 	// deleted them): no workflow is left to ask Temporal about.
 	b.exec(t, `UPDATE orders SET status = 'confirmed' WHERE id = $1`, created.OrderID)
-	b.exec(t, `DELETE FROM outbox_events WHERE aggregate_id = $1`, created.OrderID.String())
+	require.EqualValues(t, 1, outboxtest.DeleteEvents(t, b.pool, outboxtest.Match{AggregateType: orders.AggregateType, AggregateID: created.OrderID.String()}))
 	r = b.ok(t, "forget-customer", "ADA@example.com ", "--reason", "GDPR request PRIV-7", "--actor", "dpo")
 	require.Contains(t, r.stdout, "forgot customer key "+string(ada.Payloads[0].Metadata[codec.MetadataKeyID]))
 	require.Contains(t, r.stdout, "PostgreSQL still holds the customer's 1 orders")

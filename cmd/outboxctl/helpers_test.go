@@ -15,6 +15,7 @@ import (
 
 	"github.com/outflow/outflow/internal/testdb"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
 // testBundle is a migrated database and a way to run outboxctl on it.
@@ -78,73 +79,40 @@ func (b *testBundle) exec(t *testing.T, sql string, args ...any) {
 	require.NoError(t, err)
 }
 
-// row is the bookkeeping of one event.
-type row struct {
-	PublishedAt, QuarantinedAt, SkippedAt, ReplayRequestedAt *time.Time
-	Attempts                                                 int
-	SkippedBy, SkipReason                                    *string
-	AvailableAt                                              time.Time
-}
-
-func (b *testBundle) row(t *testing.T, id uuid.UUID) row {
+// row is one event with its bookkeeping; it fails the test if the event
+// is not in the outbox.
+func (b *testBundle) row(t *testing.T, id uuid.UUID) outboxtest.Event {
 	t.Helper()
-	var r row
-	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT published_at, quarantined_at, skipped_at, replay_requested_at,
-		attempt_count, skipped_by, skip_reason, available_at FROM outbox_events WHERE event_id = $1`, id).
-		Scan(&r.PublishedAt, &r.QuarantinedAt, &r.SkippedAt, &r.ReplayRequestedAt, &r.Attempts, &r.SkippedBy, &r.SkipReason, &r.AvailableAt))
-	return r
+	return outboxtest.RequireEnqueued(t, b.pool, outboxtest.Match{ID: id})
 }
 
 // quarantine puts an event where the relay leaves a permanently failing one.
 func (b *testBundle) quarantine(t *testing.T, id uuid.UUID, lastError string) {
 	t.Helper()
-	b.exec(t, `UPDATE outbox_events SET quarantined_at = now(), attempt_count = 20, last_error = $2 WHERE event_id = $1`, id, lastError)
+	outboxtest.Force(t, b.pool, outboxtest.Match{ID: id}, outboxtest.SetQuarantined(0, lastError))
 }
 
-// runRelay runs a relay with an in-process publisher until the test ends and
-// returns the events it acknowledged, in order, through a function.
-func (b *testBundle) runRelay(t *testing.T) func() []outbox.Event {
+// force writes changes onto one event (see outboxtest.Force).
+func (b *testBundle) force(t *testing.T, id uuid.UUID, changes ...outboxtest.Change) {
 	t.Helper()
-	acked := make(chan outbox.Event, 1000)
-	r, err := outbox.NewRelay(b.pool, outbox.PublisherFunc(func(ctx context.Context, e outbox.Event) error {
-		acked <- e
-		return nil
-	}), outbox.RelayConfig{PollInterval: 50 * time.Millisecond, Logger: quiet()})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(30 * time.Second):
-			t.Error("relay did not stop")
-		}
-	})
-	var seen []outbox.Event
-	return func() []outbox.Event {
-		for {
-			select {
-			case e := <-acked:
-				seen = append(seen, e)
-			default:
-				return seen
-			}
-		}
-	}
+	outboxtest.Force(t, b.pool, outboxtest.Match{ID: id}, changes...)
+}
+
+// runRelay runs a real relay over b's database until the test ends and
+// returns the publisher that records what it acknowledged.
+func (b *testBundle) runRelay(t *testing.T) *outboxtest.Recorder {
+	t.Helper()
+	rec := &outboxtest.Recorder{}
+	outboxtest.RunRelay(t, b.pool, rec, outbox.RelayConfig{})
+	return rec
 }
 
 // waitPublished waits until every event is marked published.
 func (b *testBundle) waitPublished(t *testing.T, ids ...uuid.UUID) {
 	t.Helper()
-	require.Eventually(t, func() bool {
-		var n int
-		err := b.pool.QueryRow(context.Background(),
-			`SELECT count(*) FROM outbox_events WHERE event_id = ANY($1) AND published_at IS NOT NULL`, ids).Scan(&n)
-		return err == nil && n == len(ids)
-	}, 15*time.Second, 20*time.Millisecond, "events %v published", ids)
+	for _, id := range ids {
+		outboxtest.WaitFor(t, b.pool, outboxtest.Match{ID: id}, 15*time.Second, outboxtest.AllPublished, "event %s published", id)
+	}
 }
 
 func idsOf(evs ...outbox.Event) []uuid.UUID {

@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
 // TestList: one event a line with the event id first; --pending,
@@ -17,7 +19,7 @@ func TestList(t *testing.T) {
 	other := b.enqueue(t, "o-other", "OrderCreated")[0]
 	done := b.enqueue(t, "o-done", "OrderCreated")[0]
 	b.quarantine(t, lane[0].ID, "temporalpub: event OrderCreated has a payload its workflow cannot process: "+strings.Repeat("x", 300))
-	b.exec(t, `UPDATE outbox_events SET published_at = now() WHERE event_id = $1`, done.ID)
+	b.force(t, done.ID, outboxtest.SetPublished(0))
 
 	lines := func(out string) []string { return strings.Split(strings.TrimSpace(out), "\n") }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
 // TestReplay: the published events of a window are counted, refused without
@@ -24,7 +25,9 @@ func TestReplay(t *testing.T) {
 	evs := b.enqueue(t, "o-replay", "OrderCreated", "OrderCancelled")
 	other := b.enqueue(t, "o-other", "OrderCreated")[0]
 	namesake := b.enqueueTyped(t, "customer", "o-replay", "CustomerCreated")
-	b.exec(t, `UPDATE outbox_events SET published_at = now() WHERE event_id = ANY($1)`, idsOf(append(evs, other, namesake)...))
+	for _, id := range idsOf(append(evs, other, namesake)...) {
+		b.force(t, id, outboxtest.SetPublished(0))
+	}
 	from := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 	to := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	r := b.ctl(t, "replay", "--from", from, "--to", to, "--aggregate", "o-replay", "--yes")
@@ -56,10 +59,10 @@ func TestReplay(t *testing.T) {
 	require.NotNil(t, b.row(t, other.ID).PublishedAt, "other aggregates are not replayed")
 	require.NotNil(t, b.row(t, namesake.ID).PublishedAt, "nor another type's aggregate of the same ID")
 
-	acked := b.runRelay(t)
+	rec := b.runRelay(t)
 	b.waitPublished(t, idsOf(evs...)...)
-	var replayed []outbox.Event
-	require.Eventually(t, func() bool { replayed = acked(); return len(replayed) == 2 }, 5*time.Second, 10*time.Millisecond)
+	replayed := rec.Wait(t, 2, 5*time.Second)
+	require.Len(t, replayed, 2)
 	for i, e := range replayed {
 		require.True(t, e.Replay, "the publisher sees a replay")
 		require.Equal(t, evs[i].ID, e.ID, "in aggregate order")
@@ -76,7 +79,8 @@ func TestReplay(t *testing.T) {
 	require.Contains(t, r.stdout, "1 published events of aggregate customer/o-replay")
 	require.Contains(t, r.stdout, "replayed 1 events")
 	b.waitPublished(t, namesake.ID)
-	require.Eventually(t, func() bool { replayed = acked(); return len(replayed) == 3 }, 5*time.Second, 10*time.Millisecond)
+	replayed = rec.Wait(t, 3, 5*time.Second)
+	require.Len(t, replayed, 3)
 	require.Equal(t, namesake.ID, replayed[2].ID, "only the customer is delivered again")
 	require.True(t, replayed[2].Replay)
 }
@@ -90,7 +94,7 @@ func TestReplayAggregateTypeAlone(t *testing.T) {
 	b := setup(t)
 	order := b.enqueue(t, "o-1", "OrderCreated")[0]
 	customer := b.enqueueTyped(t, "customer", "c-1", "CustomerCreated")
-	b.exec(t, `UPDATE outbox_events SET published_at = now()`)
+	outboxtest.Force(t, b.pool, outboxtest.Match{}, outboxtest.SetPublished(0))
 	from := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 	to := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 
@@ -99,7 +103,7 @@ func TestReplayAggregateTypeAlone(t *testing.T) {
 	require.Nil(t, b.row(t, customer.ID).PublishedAt)
 	require.NotNil(t, b.row(t, order.ID).PublishedAt)
 
-	b.exec(t, `UPDATE outbox_events SET published_at = now(), replay_requested_at = NULL`)
+	outboxtest.Force(t, b.pool, outboxtest.Match{}, outboxtest.SetPublished(0)) // the relay delivered the replay
 	r = b.ok(t, "replay", "--from", from, "--to", to, "--yes")
 	require.Contains(t, r.stdout, "2 published events of all aggregates", "no type is assumed")
 

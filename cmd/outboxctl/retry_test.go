@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
 // TestRetry: a quarantined event becomes available now with attempts 0 and
@@ -19,7 +21,7 @@ func TestRetry(t *testing.T) {
 	evs := b.enqueue(t, "o-retry", "OrderCreated", "OrderCancelled")
 	b.quarantine(t, evs[0].ID, "boom")
 	done := b.enqueue(t, "o-done", "OrderCreated")[0]
-	b.exec(t, `UPDATE outbox_events SET published_at = now() WHERE event_id = $1`, done.ID)
+	b.force(t, done.ID, outboxtest.SetPublished(0))
 
 	r := b.ok(t, "retry", evs[0].ID.String())
 	require.Contains(t, r.stdout, "quarantined -> pending, attempts 20 -> 0")
@@ -61,12 +63,12 @@ func TestRetryQuarantined(t *testing.T) {
 	b.quarantine(t, outage2.ID, "temporalpub: rpc error: code = Unavailable desc = connection refused")
 	b.quarantine(t, poison.ID, "no route for event type OrderCreated")
 	b.quarantine(t, skipped.ID, "Unavailable")
-	b.exec(t, `UPDATE outbox_events SET skipped_at = now(), skipped_by = 'ops', skip_reason = 'handled by hand' WHERE event_id = $1`, skipped.ID)
-	b.exec(t, `UPDATE outbox_events SET published_at = now(), attempt_count = 3, last_error = 'Unavailable' WHERE event_id = $1`, published.ID)
+	b.force(t, skipped.ID, outboxtest.SetSkipped(0, "ops", "handled by hand"))
+	b.force(t, published.ID, outboxtest.SetFailed(3, "Unavailable", 0), outboxtest.SetPublished(0))
 	b.quarantine(t, leased.ID, "Unavailable")
-	b.exec(t, `UPDATE outbox_events SET claimed_by = 'relay-x', claim_until = now() + interval '1 hour' WHERE event_id = $1`, leased.ID)
-	untouched := func() map[uuid.UUID]row {
-		m := map[uuid.UUID]row{}
+	b.force(t, leased.ID, outboxtest.SetLeased("relay-x", time.Hour))
+	untouched := func() map[uuid.UUID]outboxtest.Event {
+		m := map[uuid.UUID]outboxtest.Event{}
 		for _, id := range []uuid.UUID{skipped.ID, published.ID, leased.ID, poison.ID} {
 			m[id] = b.row(t, id)
 		}
@@ -135,10 +137,10 @@ func TestRetryQuarantined(t *testing.T) {
 	require.Contains(t, r.stderr, "quarantined events retried")
 	require.Contains(t, r.stderr, "audit_id=")
 	require.Equal(t, 2, audits())
-	acked := b.runRelay(t)
+	rec := b.runRelay(t)
 	b.waitPublished(t, outage[0].ID, outage[1].ID, outage2.ID, poison.ID)
 	var seq []uuid.UUID
-	for _, e := range acked() {
+	for _, e := range rec.Events() {
 		if e.AggregateID == "o-outage" {
 			seq = append(seq, e.ID)
 		}

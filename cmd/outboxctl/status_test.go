@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
 // TestStatus: the text report and the --json shape, over a backlog with a
@@ -21,11 +23,11 @@ func TestStatus(t *testing.T) {
 	quarantined := b.enqueue(t, "o-quarantined", "OrderCreated")[0]
 	published := b.enqueue(t, "o-published", "OrderCreated")[0]
 	leased := b.enqueue(t, "o-leased", "OrderCreated")[0]
-	b.exec(t, `UPDATE outbox_events SET occurred_at = now() - interval '90 seconds' WHERE event_id = $1`, pending.ID)
-	b.exec(t, `UPDATE outbox_events SET attempt_count = 2, available_at = now() + interval '1 hour' WHERE event_id = $1`, backing.ID)
+	b.force(t, pending.ID, outboxtest.SetOccurred(90*time.Second))
+	b.force(t, backing.ID, outboxtest.SetFailed(2, "", time.Hour))
 	b.quarantine(t, quarantined.ID, "no route")
-	b.exec(t, `UPDATE outbox_events SET published_at = now() - interval '3 minutes' WHERE event_id = $1`, published.ID)
-	b.exec(t, `UPDATE outbox_events SET claimed_by = 'relay-7', claim_until = now() + interval '30 seconds', attempt_count = 1 WHERE event_id = $1`, leased.ID)
+	b.force(t, published.ID, outboxtest.SetPublished(3*time.Minute))
+	b.force(t, leased.ID, outboxtest.SetLeased("relay-7", 30*time.Second))
 
 	r := b.ok(t, "status")
 	require.Regexp(t, `pending\s+3\s+\(oldest 1m3\d`, r.stdout)

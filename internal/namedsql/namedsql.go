@@ -2,6 +2,11 @@
 // statement is introduced by a "-- name: Name" line, the convention sqlc and
 // yesql use. Runtime code refers to statements by name, so the SQL lives in
 // .sql files a reviewer can read (and EXPLAIN) on their own.
+//
+// [Bind] gives a statement the Go types of its arguments and its rows (a
+// [Stmt]), checked against the SQL when the package is initialised, and
+// [CheckColumns] lets the package's test have the database confirm the
+// result columns: what sqlc's generated code would guarantee.
 package namedsql
 
 import (

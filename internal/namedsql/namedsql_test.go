@@ -44,3 +44,40 @@ func TestMustLoadAll(t *testing.T) {
 	})
 	require.Panics(t, func() { MustLoadAll(fstest.MapFS{}) })
 }
+
+func TestBindChecksPlaceholders(t *testing.T) {
+	t.Parallel()
+	q := Queries{
+		"Find":  "SELECT id, name FROM t WHERE id = @id AND name = @name",
+		"Count": "SELECT count(*) FROM t",
+		"Touch": "UPDATE t SET at = now() WHERE id = @id",
+	}
+	type findArgs struct {
+		ID   int    `db:"id"`
+		Name string `db:"name"`
+	}
+	type row struct {
+		ID   int    `db:"id"`
+		Name string `db:"name"`
+	}
+	s := Bind[findArgs, row](q, "Find")
+	require.Equal(t, Info{Name: "Find", Positional: "SELECT id, name FROM t WHERE id = $1 AND name = $2",
+		Columns: []string{"id", "name"}, ReadsRows: true}, s.Info())
+	require.Equal(t, Info{Name: "Count", Positional: "SELECT count(*) FROM t", ReadsRows: true},
+		Bind[NoArgs, int64](q, "Count").Info())
+	require.False(t, Bind[struct {
+		ID int `db:"id"`
+	}, NoRows](q, "Touch").Info().ReadsRows)
+
+	require.PanicsWithValue(t, `namedsql: no statement named "Nope"`, func() { Bind[NoArgs, int64](q, "Nope") })
+	require.Panics(t, func() { Bind[struct{ ID int }, row](q, "Find") }, "a placeholder without a field")
+	require.Panics(t, func() {
+		Bind[struct {
+			ID    int    `db:"id"`
+			Name  string `db:"name"`
+			Extra string `db:"extra"`
+		}, row](q, "Find")
+	}, "a field without a placeholder")
+	require.Panics(t, func() { Bind[int, row](q, "Find") }, "arguments must be a struct")
+	require.Panics(t, func() { _, _ = s.Value(t.Context(), nil, findArgs{}) }, "a row of columns is read with All")
+}

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
 // TestRepeatedCancelAfterCleanup: retention cleanup deleted the first
@@ -26,8 +27,7 @@ func TestRepeatedCancelAfterCleanup(t *testing.T) {
 	require.Equal(t, http.StatusAccepted, first.Status, "%s", first.Body)
 	var cancelled orders.CancelOrderResult
 	require.NoError(t, json.Unmarshal(first.Body, &cancelled))
-	_, err := b.pool.Exec(b.ctx, "DELETE FROM outbox_events WHERE event_id = $1", cancelled.EventID)
-	require.NoError(t, err)
+	require.EqualValues(t, 1, outboxtest.DeleteEvents(t, b.pool, outboxtest.Match{ID: cancelled.EventID}))
 
 	again := b.do(t, http.MethodPost, path, "")
 	require.Equal(t, http.StatusAccepted, again.Status, "%s", again.Body)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
 const validAddress = `{"name":"Ada Lovelace","line1":"Unter den Linden 1","line2":"3. OG","city":"Berlin","postal_code":"10117","country":"de"}`
@@ -41,15 +42,11 @@ func ptr(s string) *string { return &s }
 // OrderCreated event.
 func (b testBundle) createdEvent(t *testing.T, orderID string) (int, orders.OrderCreated) {
 	t.Helper()
-	var (
-		version int
-		payload []byte
-	)
-	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT e.schema_version, e.payload FROM orders o
-		JOIN outbox_events e ON e.event_id = o.created_event_id WHERE o.id = $1`, orderID).Scan(&version, &payload))
-	ev, err := orders.DecodeOrderCreated(version, payload)
+	created := outboxtest.RequireEnqueued(t, b.pool,
+		outboxtest.Match{AggregateType: orders.AggregateType, AggregateID: orderID, Type: orders.EventOrderCreated})
+	ev, err := orders.DecodeOrderCreated(created.SchemaVersion, created.Payload)
 	require.NoError(t, err)
-	return version, ev
+	return created.SchemaVersion, ev
 }
 
 // An order with a shipping address is a v2 OrderCreated and shows its
