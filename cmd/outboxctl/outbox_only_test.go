@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
 // setupOutboxOnly is a database that holds the outbox's tables and none of
@@ -72,7 +74,9 @@ func TestOutboxOnlyDatabase(t *testing.T) {
 	require.Contains(t, r.stdout, "no order projection settled: this database has no orders table (the order app is not here)")
 	require.NotNil(t, b.row(t, theirs.ID).SkippedAt)
 
-	b.exec(t, `UPDATE outbox_events SET published_at = now() WHERE event_id = ANY($1)`, idsOf(issued, voided))
+	for _, id := range idsOf(issued, voided) {
+		outboxtest.Force(t, b.pool, outboxtest.Match{ID: id}, outboxtest.SetPublished(0))
+	}
 	from := time.Now().Add(-time.Hour).UTC().Format(time.RFC3339)
 	to := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
 	r = b.ok(t, "replay", "--from", from, "--to", to, "--aggregate", "inv-1", "--yes")
@@ -80,8 +84,9 @@ func TestOutboxOnlyDatabase(t *testing.T) {
 	require.Contains(t, r.stdout, "replayed 2 events")
 	require.NotNil(t, b.row(t, issued.ID).ReplayRequestedAt)
 
-	b.exec(t, `UPDATE outbox_events SET replay_requested_at = NULL, occurred_at = now() - interval '11 days',
-	           published_at = now() - interval '10 days' WHERE event_id = ANY($1)`, idsOf(issued, voided))
+	for _, id := range idsOf(issued, voided) { // the replay delivered ten days ago
+		outboxtest.Force(t, b.pool, outboxtest.Match{ID: id}, outboxtest.SetPublished(10*24*time.Hour), outboxtest.SetOccurred(11*24*time.Hour))
+	}
 	r = b.ok(t, "cleanup", "--retention", "168h")
 	require.Contains(t, r.stdout, "deleted 2 events published before")
 	events, _ := b.counts(t, idsOf(issued, voided))

@@ -112,7 +112,7 @@ func TestReplayAggregateTypeAlone(t *testing.T) {
 	require.Contains(t, r.stderr, "--aggregate-type must not be empty")
 
 	// --aggregate alone: the one type with an aggregate of that id, said so.
-	b.exec(t, `UPDATE outbox_events SET published_at = now(), replay_requested_at = NULL`)
+	outboxtest.Force(t, b.pool, outboxtest.Match{}, outboxtest.SetPublished(0))
 	r = b.ok(t, "replay", "--from", from, "--to", to, "--aggregate", "c-1", "--yes")
 	require.Contains(t, r.stdout, "aggregate c-1 is of type customer, the only type with an aggregate of that id")
 	require.Contains(t, r.stdout, "1 published events of aggregate customer/c-1")
