@@ -44,11 +44,14 @@ func TestMigrateBringsAnEmptyDatabaseUp(t *testing.T) {
 	require.ErrorIs(t, err, migrations.ErrOutdated)
 	require.ErrorContains(t, err, "outboxctl migrate")
 
-	for range 2 {
+	for i, want := range []string{"applied 00001", "nothing to apply"} {
 		var out, errb bytes.Buffer
 		env := &cliEnv{stdout: &out, stderr: &errb, logger: nil, databaseURL: url}
 		require.NoError(t, runMigrate(ctx, env, nil), errb.String())
-		require.Contains(t, out.String(), "schema is at version")
+		require.Contains(t, out.String(), "outbox schema (outflow_schema_version) is at version 10", "run %d", i)
+		require.Contains(t, out.String(), "order app schema (outflow_orders_schema_version) is at version 8", "run %d", i)
+		require.Contains(t, out.String(), "publication outflow_outbox present", "run %d", i)
+		require.Contains(t, out.String(), want, "run %d", i)
 	}
 	pool, err := database.OpenChecked(ctx, url)
 	require.NoError(t, err)
@@ -60,6 +63,8 @@ func TestMigrateBringsAnEmptyDatabaseUp(t *testing.T) {
 	var n int
 	require.NoError(t, check.QueryRow(ctx, "SELECT count(*) FROM information_schema.tables WHERE table_name IN ('orders','outbox_events','processed_events','idempotency_keys')").Scan(&n))
 	require.Equal(t, 4, n)
+	require.NoError(t, check.QueryRow(ctx, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'goose_db_version'").Scan(&n))
+	require.Zero(t, n, "outflow never uses goose's default version table")
 }
 
 // TestHelpAndUsageErrors: `help` lists every command, `help CMD` shows its

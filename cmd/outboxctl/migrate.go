@@ -12,8 +12,11 @@ const defaultURLHint = database.DefaultURL
 
 func databaseURL() string { return database.URL() }
 
-// runMigrate applies pending migrations; concurrent runs are serialised by
-// goose's advisory lock, so it is safe to run from every deploy.
+// runMigrate applies pending migrations: the outbox's schema and its CDC
+// publication, then the order app's. Concurrent runs
+// are serialised by each schema's advisory lock, so it is safe to run from
+// every deploy. A database migrated before the schema was split in two
+// (goose_db_version) is adopted in place.
 func runMigrate(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet(env, "migrate", "migrate")
 	pos, err := parse(fs, args)
@@ -28,10 +31,12 @@ func runMigrate(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	version, err := migrations.Up(ctx, pool, env.logger)
+	report, err := migrations.Up(ctx, pool, env.logger)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.stdout, "schema is at version %d\n", version)
+	for _, line := range report.Lines() {
+		fmt.Fprintln(env.stdout, line)
+	}
 	return nil
 }
