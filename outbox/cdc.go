@@ -226,7 +226,7 @@ func CheckCDC(ctx context.Context, pool *pgxpool.Pool, publication string) error
 		return fmt.Errorf("outbox: look up publication %s: %w", publication, err)
 	}
 	if !ok {
-		return fmt.Errorf("outbox: the publication %s does not exist; create it with outbox.MigrateCDC or `outboxctl migrate`", publication)
+		return fmt.Errorf("outbox: the publication %s does not exist; create it with outbox.MigrateCDC or `outboxctl migrate` (`outboxctl migrate --outbox-only` on a database without outflow's order app)", publication)
 	}
 	return nil
 }

@@ -68,9 +68,17 @@ func eventIDArg(fs *flag.FlagSet, pos []string) (uuid.UUID, error) {
 	return id, nil
 }
 
-// openDB opens the database and refuses an outdated schema, naming
-// `outboxctl migrate`.
+// openDB opens the database and refuses an outdated outbox schema (and an
+// outdated order app schema where the database has one), naming
+// `outboxctl migrate`: the outbox commands also run on a service's own
+// database without the order app.
 func openDB(ctx context.Context, env *cliEnv) (*pgxpool.Pool, error) {
+	return database.OpenCheckedOutbox(ctx, env.databaseURL)
+}
+
+// openAppDB is [openDB] for a command of the order app's (forget-customer),
+// which needs its schema too.
+func openAppDB(ctx context.Context, env *cliEnv) (*pgxpool.Pool, error) {
 	return database.OpenChecked(ctx, env.databaseURL)
 }
 
