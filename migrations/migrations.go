@@ -155,9 +155,9 @@ func Check(ctx context.Context, pool *pgxpool.Pool) error {
 }
 
 // CheckOutbox is [Check] for a binary that needs only the outbox's schema
-// (the starter, outboxctl's outbox commands): the order app's is checked
-// too where this database has it, since such a binary then also touches
-// it (the payload codec's customer keys, a skipped order's projection),
+// (the starter, outboxctl): the order app's is checked too where this
+// database has it, since such a binary then also touches it (the payload
+// codec's customer keys, a skipped order's projection, forget-customer),
 // and ignored where it does not (a team's database).
 func CheckOutbox(ctx context.Context, pool *pgxpool.Pool) error {
 	return check(ctx, pool, false)

@@ -70,16 +70,10 @@ func eventIDArg(fs *flag.FlagSet, pos []string) (uuid.UUID, error) {
 
 // openDB opens the database and refuses an outdated outbox schema (and an
 // outdated order app schema where the database has one), naming
-// `outboxctl migrate`: the outbox commands also run on a service's own
-// database without the order app.
+// `outboxctl migrate`: the commands also run on a service's own database
+// without the order app, where those of the order app say what is missing.
 func openDB(ctx context.Context, env *cliEnv) (*pgxpool.Pool, error) {
 	return database.OpenCheckedOutbox(ctx, env.databaseURL)
-}
-
-// openAppDB is [openDB] for a command of the order app's (forget-customer),
-// which needs its schema too.
-func openAppDB(ctx context.Context, env *cliEnv) (*pgxpool.Pool, error) {
-	return database.OpenChecked(ctx, env.databaseURL)
 }
 
 // auditArgs checks the audit flags of a command that destroys something:

@@ -58,7 +58,7 @@ func runForgetCustomer(ctx context.Context, env *cliEnv, args []string) error {
 	if err := auditArgs(fs, *reason, *actor, "it is the audit (e.g. --reason \"GDPR art. 17 request, ticket PRIV-7\")"); err != nil {
 		return err
 	}
-	pool, err := openAppDB(ctx, env)
+	pool, err := openDB(ctx, env)
 	if err != nil {
 		return err
 	}

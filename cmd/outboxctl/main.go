@@ -15,8 +15,8 @@
 // Every command reads DATABASE_URL (pgx/v5 syntax), defaulting to the local
 // server; --database-url overrides it. Every command but migrate refuses a
 // database whose schema is outdated: the outbox's, and the order app's where
-// the database has it (forget-customer needs it), so the outbox commands
-// also serve a service's own database (`migrate --outbox-only`). Every write is logged to stderr with who
+// the database has it, so the commands also serve a service's own database
+// (`migrate --outbox-only`). Every write is logged to stderr with who
 // ran it ($USER@hostname unless --actor says otherwise).
 //
 // Exit status: 0 success, 1 the command failed (unknown event, wrong state,

@@ -54,9 +54,9 @@ func OpenChecked(ctx context.Context, url string) (*pgxpool.Pool, error) {
 }
 
 // OpenCheckedOutbox is [OpenChecked] for a binary that needs only the
-// outbox's schema (the relay, outboxctl's outbox commands), so it runs on a
-// team's database without the order app's tables; where the database has
-// them, they must be current too (see migrations.CheckOutbox).
+// outbox's schema (the relay, outboxctl), so it runs on a team's database
+// without the order app's tables; where the database has them, they must
+// be current too (see migrations.CheckOutbox).
 func OpenCheckedOutbox(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	return openChecked(ctx, url, migrations.CheckOutbox)
 }
