@@ -1,3 +1,14 @@
+-- The order app's schema (package migrations; version table
+-- outflow_orders_schema_version). Its migrations keep the numbers of
+-- outflow's single migration sequence they were cut from; this one is the
+-- order app's half of that sequence's 00001 (the outbox's half,
+-- outbox_sequences, outbox_events and processed_events, is
+-- outbox/migrations/00001_init.sql and runs first). A new migration takes
+-- the next number after the highest of both sets.
+--
+-- orders and idempotency_keys are written only by package orders, in the
+-- order's own transactions.
+
 -- +goose Up
 
 -- orders: the business rows of the order service. An order's events carry
@@ -23,69 +34,6 @@ CREATE TABLE orders (
     updated_at         timestamptz NOT NULL DEFAULT now()
 );
 
--- outbox_sequences hands out per-aggregate sequence numbers. The upsert that
--- bumps last_sequence row-locks the aggregate until the enqueuing transaction
--- ends, so two transactions on one aggregate get consecutive, gap-free numbers
--- in commit order, never from a clock.
-CREATE TABLE outbox_sequences (
-    aggregate_type text   NOT NULL,
-    aggregate_id   text   NOT NULL,
-    last_sequence  bigint NOT NULL,
-    PRIMARY KEY (aggregate_type, aggregate_id)
-);
-
--- outbox_events: the seed's schema, plus the columns quarantine and operator
--- skips need. Rows are immutable except for the relay's bookkeeping columns.
-CREATE TABLE outbox_events (
-    event_id           uuid PRIMARY KEY,
-    aggregate_type     text        NOT NULL,
-    aggregate_id       text        NOT NULL,
-    aggregate_sequence bigint      NOT NULL CHECK (aggregate_sequence > 0),
-    event_type         text        NOT NULL,
-    schema_version     integer     NOT NULL CHECK (schema_version > 0),
-    payload            jsonb       NOT NULL,
-    occurred_at        timestamptz NOT NULL DEFAULT now(),
-    available_at       timestamptz NOT NULL DEFAULT now(),
-    claimed_by         text,
-    claim_until        timestamptz,
-    published_at       timestamptz,
-    attempt_count      integer     NOT NULL DEFAULT 0,
-    last_error         text,
-    quarantined_at     timestamptz,
-    skipped_at         timestamptz,
-    skipped_by         text,
-    skip_reason        text,
-    UNIQUE (aggregate_type, aggregate_id, aggregate_sequence)
-);
-
--- The seed's dispatch index: only unpublished rows, so the claim's cost
--- follows the backlog, not the table's history.
-CREATE INDEX outbox_dispatch_idx
-    ON outbox_events (available_at, occurred_at)
-    WHERE published_at IS NULL;
-
--- The lane check ("is there an unpublished predecessor?") also stays on
--- unpublished rows only.
-CREATE INDEX outbox_pending_lane_idx
-    ON outbox_events (aggregate_type, aggregate_id, aggregate_sequence)
-    WHERE published_at IS NULL;
-
--- Retention cleanup walks published rows oldest first.
-CREATE INDEX outbox_published_idx
-    ON outbox_events (published_at)
-    WHERE published_at IS NOT NULL;
-
--- processed_events: the inbox of every consumer whose effect lives in this
--- database. The effect and this row commit in one transaction.
-CREATE TABLE processed_events (
-    consumer_name text        NOT NULL,
-    event_id      uuid        NOT NULL,
-    processed_at  timestamptz NOT NULL DEFAULT now(),
-    PRIMARY KEY (consumer_name, event_id)
-);
-
-CREATE INDEX processed_events_processed_at_idx ON processed_events (processed_at);
-
 -- idempotency_keys: request idempotency for POST /orders, written in the
 -- order's own transaction.
 CREATE TABLE idempotency_keys (
@@ -99,7 +47,4 @@ CREATE TABLE idempotency_keys (
 
 -- +goose Down
 DROP TABLE idempotency_keys;
-DROP TABLE processed_events;
-DROP TABLE outbox_events;
-DROP TABLE outbox_sequences;
 DROP TABLE orders;

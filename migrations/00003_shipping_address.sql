@@ -1,3 +1,6 @@
+-- The order app's schema (outflow_orders_schema_version), outflow's
+-- migration 00003 as it was: orders belongs to package orders.
+
 -- +goose Up
 
 -- The shipping address of an order placed with one (OrderCreated schema

@@ -1,3 +1,6 @@
+-- The order app's schema (outflow_orders_schema_version), outflow's
+-- migration 00005 as it was: idempotency_keys belongs to package orders.
+
 -- +goose Up
 -- A replayed POST /orders must return the first response byte for byte: a
 -- client may compare, hash or sign it. jsonb normalises key order and

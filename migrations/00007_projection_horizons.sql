@@ -1,3 +1,8 @@
+-- The order app's schema (outflow_orders_schema_version), outflow's
+-- migration 00007 as it was: orders belongs to package orders (its
+-- projection). The backfills read outbox_events, which the outbox's schema,
+-- migrated first, holds.
+
 -- +goose Up
 
 -- The order projection must settle an order's stream from the orders row

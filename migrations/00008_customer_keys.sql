@@ -1,3 +1,9 @@
+-- The order app's schema (outflow_orders_schema_version), outflow's
+-- migration 00008 as it was: customer_keys and customer_key_erasures are
+-- written only by internal/codec, the order app's payload codec (its
+-- starter's and worker's Temporal clients, codecserver, outboxctl
+-- forget-customer), not by the outbox library.
+
 -- +goose Up
 
 -- customer_keys: one data key (DEK) per customer, for the payload codec

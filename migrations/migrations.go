@@ -1,88 +1,226 @@
-// Package migrations holds outflow's versioned schema, embedded in every
-// binary, and applies it with pressly/goose.
+// Package migrations holds the order app's versioned schema and brings a
+// whole outflow database up to date with pressly/goose.
+//
+// An outflow database holds two migration sets, each with a version table
+// of its own and neither goose's default goose_db_version (a team's own
+// goose may use that one):
+//
+//   - the outbox's own tables (outbox_events, outbox_sequences,
+//     processed_events, outbox_cleanup_horizon, outbox_replay_horizon,
+//     outbox_bulk_retries), embedded in package outbox and applied by
+//     outbox.Migrate, versions in outflow_schema_version; plus the CDC
+//     relay source's publication (outbox.MigrateCDC);
+//   - the order app's tables (orders, idempotency_keys, customer_keys,
+//     customer_key_erasures), the files of this package, versions in
+//     [OrdersVersionTable]. Their backfills read outbox_events, so they run
+//     after the outbox's.
+//
+// [Up] applies both (`outboxctl migrate`), [UpOutbox] only the outbox's
+// (`outboxctl migrate --outbox-only`); [Check] and [CheckOutbox] are the
+// binaries' start-up checks. A database migrated before the split (one
+// goose_db_version holding versions 1 to 10) is adopted in place: see
+// package internal/schemaset.
 //
 // goose was chosen over jackc/tern because its Provider API takes an fs.FS
-// and reports pending versions without applying them (so every binary can
-// refuse an outdated schema at start), it serialises concurrent migrators
-// with a PostgreSQL advisory lock, and it rejects gaps and duplicate versions
-// when it collects the files.
+// and a store on any version table, and reports pending versions without
+// applying them (so every binary can refuse an outdated schema at start),
+// and it rejects duplicate versions when it collects the files.
 package migrations
 
 import (
 	"context"
-	"database/sql"
 	"embed"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-	"github.com/pressly/goose/v3/lock"
+
+	"github.com/outflow/outflow/internal/schemaset"
+	"github.com/outflow/outflow/outbox"
 )
 
 //go:embed *.sql
 var files embed.FS
 
-// FS returns the embedded migration files.
+// OrdersVersionTable records the versions of the order app's migrations.
+const OrdersVersionTable = "outflow_orders_schema_version"
+
+// outboxVersionTable is the outbox's own, written by outbox.Migrate.
+const outboxVersionTable = "outflow_schema_version"
+
+// FS returns the order app's embedded migration files.
 func FS() fs.FS { return files }
 
-// ErrOutdated is returned by [Check] when the database is behind the schema
-// this binary was built with.
+// ErrOutdated is returned by [Check] and [CheckOutbox] when the database is
+// behind the schema this binary was built with.
 var ErrOutdated = errors.New("database schema is outdated")
 
-// newProvider opens a goose provider over a database/sql view of the pool.
-// The caller closes the returned *sql.DB (which leaves the pool open).
-func newProvider(pool *pgxpool.Pool, logger *slog.Logger) (*goose.Provider, *sql.DB, error) {
-	db := stdlib.OpenDBFromPool(pool)
-	locker, err := lock.NewPostgresSessionLocker()
-	if err != nil {
-		_ = db.Close()
-		return nil, nil, err
-	}
-	opts := []goose.ProviderOption{goose.WithSessionLocker(locker), goose.WithDisableGlobalRegistry(true)}
-	if logger != nil {
-		opts = append(opts, goose.WithSlog(logger))
-	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, files, opts...)
-	if err != nil {
-		_ = db.Close()
-		return nil, nil, fmt.Errorf("migrations: %w", err)
-	}
-	return p, db, nil
+// fixCommand is what every outdated-schema message tells the operator.
+const fixCommand = "run `outboxctl migrate` (go run ./cmd/outboxctl migrate) against this DATABASE_URL"
+
+// fixOutboxOnly is the message's command where the order app's schema was
+// not found: a team's database, or outflow's before its first migrate.
+const fixOutboxOnly = "run `outboxctl migrate` against this DATABASE_URL if it is outflow's own database, or `outboxctl migrate --outbox-only` if it holds no order app (a service's own database; its outbox.Migrate does the same)"
+
+var orders = schemaset.Register(&schemaset.Set{
+	Name:         "order app",
+	Table:        OrdersVersionTable,
+	Files:        files,
+	LegacyTables: []string{"orders", "idempotency_keys"},
+	Fix:          fixCommand,
+})
+
+// outboxSet is the outbox's set, registered by package outbox: run through
+// it rather than outbox.Migrate, outboxctl can report what was adopted and
+// applied.
+func outboxSet() *schemaset.Set { return schemaset.Lookup(outboxVersionTable) }
+
+// Report is what [Up] or [UpOutbox] did, set by set.
+type Report struct {
+	// Outbox is what the outbox's set did (the publication exists after it).
+	Outbox schemaset.Result
+	// Orders is what the order app's set did; the zero Result after UpOutbox.
+	Orders schemaset.Result
+	// OrdersApplied is false after UpOutbox.
+	OrdersApplied bool
 }
 
-// Up applies every pending migration and returns the resulting version.
-// Concurrent callers are serialised by an advisory lock.
-func Up(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) (int64, error) {
-	p, db, err := newProvider(pool, logger)
-	if err != nil {
-		return 0, err
+// Lines describes the report for an operator, one line per set.
+func (r Report) Lines() []string {
+	out := []string{describe(outboxSet(), r.Outbox) + "; publication " + outbox.CDCPublicationDefault + " present"}
+	if r.OrdersApplied {
+		out = append(out, describe(orders, r.Orders))
 	}
-	defer db.Close()
-	if _, err := p.Up(ctx); err != nil {
-		return 0, fmt.Errorf("migrations: up: %w", err)
-	}
-	return p.GetDBVersion(ctx)
+	return out
 }
 
-// Check returns an error wrapping [ErrOutdated] that names the command to run
-// when the database is not at the newest embedded version.
+func describe(s *schemaset.Set, r schemaset.Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s schema (%s) is at version %d", s.Name, s.Table, r.Version)
+	if r.Adopted > 0 {
+		fmt.Fprintf(&b, "; adopted from %s at version %d", schemaset.LegacyTable, r.Adopted)
+	}
+	if len(r.Applied) == 0 {
+		b.WriteString("; nothing to apply")
+	} else {
+		v := make([]string, len(r.Applied))
+		for i, a := range r.Applied {
+			v[i] = fmt.Sprintf("%05d", a)
+		}
+		fmt.Fprintf(&b, "; applied %s", strings.Join(v, ", "))
+	}
+	return b.String()
+}
+
+// Up brings a whole outflow database up to date: the outbox's schema and
+// its CDC publication, then the order app's. Concurrent callers are
+// serialised by each set's advisory lock. logger, when not nil, hears each
+// migration applied.
+func Up(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) (Report, error) {
+	r, err := UpOutbox(ctx, pool, logger)
+	if err != nil {
+		return r, err
+	}
+	if r.Orders, err = orders.Up(ctx, pool, logger); err != nil {
+		return r, err
+	}
+	r.OrdersApplied = true
+	return r, nil
+}
+
+// UpOutbox applies only the outbox's schema and its CDC publication: what
+// the relay (starter) and outboxctl need on a database that holds a team's
+// own tables instead of the order app's.
+func UpOutbox(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) (Report, error) {
+	var r Report
+	var err error
+	if r.Outbox, err = outboxSet().Up(ctx, pool, logger); err != nil {
+		return r, err
+	}
+	// The schema is current now; MigrateCDC's own Migrate finds nothing to do.
+	if err := outbox.MigrateCDC(ctx, pool); err != nil {
+		return r, err
+	}
+	return r, nil
+}
+
+// Check returns an error wrapping [ErrOutdated] that names the command to
+// run when either set is behind this binary: for the order app's binaries
+// (orderapi, worker, codecserver), which need both.
 func Check(ctx context.Context, pool *pgxpool.Pool) error {
-	p, db, err := newProvider(pool, nil)
-	if err != nil {
+	return check(ctx, pool, true)
+}
+
+// CheckOutbox is [Check] for a binary that needs only the outbox's schema
+// (the starter, outboxctl): the order app's is checked too where this
+// database has it, since such a binary then also touches it (the payload
+// codec's customer keys, a skipped order's projection, forget-customer),
+// and ignored where it does not (a team's database).
+func CheckOutbox(ctx context.Context, pool *pgxpool.Pool) error {
+	return check(ctx, pool, false)
+}
+
+func check(ctx context.Context, pool *pgxpool.Pool, needOrders bool) error {
+	var outdated []*schemaset.OutdatedError
+	collect := func(err error) error {
+		var o *schemaset.OutdatedError
+		if errors.As(err, &o) {
+			outdated = append(outdated, o)
+			return nil
+		}
 		return err
 	}
-	defer db.Close()
-	current, target, err := p.GetVersions(ctx)
-	if err != nil {
-		return fmt.Errorf("migrations: reading schema version: %w", err)
+	if err := collect(outboxSet().Check(ctx, pool)); err != nil {
+		return fmt.Errorf("migrations: reading the outbox schema's version: %w", err)
 	}
-	if current < target {
-		return fmt.Errorf("%w: database is at version %d, this binary needs %d; run `outboxctl migrate` (go run ./cmd/outboxctl migrate) against this DATABASE_URL",
-			ErrOutdated, current, target)
+	fix := fixCommand
+	checkOrders := needOrders
+	if !needOrders {
+		installed, err := orders.Installed(ctx, pool)
+		if err != nil {
+			return fmt.Errorf("migrations: looking for the order app's schema: %w", err)
+		}
+		checkOrders = installed
+		if !installed {
+			// Perhaps a team's database: the whole of outflow's schema would
+			// add the order app's tables to it.
+			fix = fixOutboxOnly
+		}
 	}
-	return nil
+	if checkOrders {
+		if err := collect(orders.Check(ctx, pool)); err != nil {
+			return fmt.Errorf("migrations: reading the order app schema's version: %w", err)
+		}
+	}
+	if len(outdated) == 0 {
+		return nil
+	}
+	return &outdatedError{sets: outdated, fix: fix}
+}
+
+// outdatedError lists every outdated set and names one command for all.
+type outdatedError struct {
+	sets []*schemaset.OutdatedError
+	fix  string
+}
+
+func (e *outdatedError) Error() string {
+	parts := make([]string, len(e.sets))
+	for i, s := range e.sets {
+		parts[i] = fmt.Sprintf("the %s schema (%s) is at version %d, this binary needs %d", s.Set.Name, s.Set.Table, s.Current, s.Target)
+	}
+	return fmt.Sprintf("%v: %s; %s", ErrOutdated, strings.Join(parts, "; "), e.fix)
+}
+
+// Unwrap makes errors.Is find ErrOutdated and, through each set's error,
+// the set's own sentinel (outbox.ErrSchemaOutdated).
+func (e *outdatedError) Unwrap() []error {
+	out := []error{ErrOutdated}
+	for _, s := range e.sets {
+		out = append(out, s)
+	}
+	return out
 }

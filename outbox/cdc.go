@@ -21,7 +21,7 @@ const (
 	// replication slot the stream reads.
 	CDCSlotDefault = "outflow_outbox"
 	// CDCPublicationDefault is the default of CDCConfig.Publication, created
-	// by migration 00009 (inserts into outbox_events).
+	// by [MigrateCDC] (inserts into outbox_events).
 	CDCPublicationDefault = "outflow_outbox"
 	// CDCGraceDefault is the default of CDCConfig.Grace.
 	CDCGraceDefault = 10 * time.Second
@@ -209,8 +209,8 @@ func (c *CDCRelay) Config() CDCConfig { return c.cfg }
 var ErrWALLevel = errors.New("outbox: the CDC relay source needs wal_level=logical")
 
 // CheckCDC reports whether the server behind pool can serve the CDC relay
-// source: wal_level=logical and the publication (migration 00009). Its
-// errors say what to change.
+// source: wal_level=logical and the publication ([MigrateCDC] creates the
+// default one). Its errors say what to change.
 func CheckCDC(ctx context.Context, pool *pgxpool.Pool, publication string) error {
 	level, err := qCDCWALLevel.one(ctx, pool, noArgs{})
 	if err != nil {
@@ -220,12 +220,13 @@ func CheckCDC(ctx context.Context, pool *pgxpool.Pool, publication string) error
 		return fmt.Errorf("%w; the server runs with wal_level=%s. Set wal_level = logical (postgresql.conf, ALTER SYSTEM SET wal_level = logical, or postgres -c wal_level=logical) and restart PostgreSQL, or use the polling source (OUTFLOW_RELAY_SOURCE=poll)",
 			ErrWALLevel, level)
 	}
-	ok, err := qCDCPublicationExist.one(ctx, pool, publicationArgs{Publication: cmp.Or(publication, CDCPublicationDefault)})
+	publication = cmp.Or(publication, CDCPublicationDefault)
+	ok, err := qCDCPublicationExist.one(ctx, pool, publicationArgs{Publication: publication})
 	if err != nil {
 		return fmt.Errorf("outbox: look up publication %s: %w", publication, err)
 	}
 	if !ok {
-		return fmt.Errorf("outbox: the publication %s does not exist; run `outboxctl migrate`", publication)
+		return fmt.Errorf("outbox: the publication %s does not exist; create it with outbox.MigrateCDC or `outboxctl migrate` (`outboxctl migrate --outbox-only` on a database without outflow's order app)", publication)
 	}
 	return nil
 }

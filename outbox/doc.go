@@ -40,6 +40,14 @@
 // the slot exists, so the hand-over leaves no gap. Both sources write the
 // same columns, so every operation below works the same under either.
 //
+// # Schema
+//
+// [Migrate] creates the outbox's own tables and nothing of the application's,
+// recording its versions in outflow_schema_version beside whatever the
+// application's migrations use (goose's goose_db_version included);
+// [MigrateCDC] adds the publication the CDC source streams, and [CheckSchema]
+// lets a binary refuse a database it was not built for.
+//
 // # Operations
 //
 // [Status] and [List] show the backlog; [Retry] and [Skip] repair a

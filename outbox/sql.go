@@ -519,6 +519,8 @@ var (
 	qCDCTakeFailed       = newStmt[cdcTakeFailedArgs, cdcTakenRow]("CDCTakeFailed")
 	qCDCWALLevel         = newStmt[noArgs, string]("CDCWALLevel")
 	qCDCPublicationExist = newStmt[publicationArgs, bool]("CDCPublicationExists")
+	qCDCPublicationLock  = newStmt[lockKeyArgs, noRows]("CDCPublicationLock")
+	qCDCPublicationMake  = newStmt[noArgs, noRows]("CDCPublicationCreate")
 	qCDCCreateSlot       = newStmt[slotArgs, string]("CDCCreateSlot")
 	qCDCSlot             = newStmt[slotArgs, SlotStatus]("CDCSlot")
 )

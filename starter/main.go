@@ -117,7 +117,7 @@ func run(logger *slog.Logger, env *service.Env) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	pool, err := database.OpenChecked(ctx, database.URL())
+	pool, err := database.OpenCheckedOutbox(ctx, database.URL())
 	if err != nil {
 		return err
 	}

@@ -68,10 +68,12 @@ func eventIDArg(fs *flag.FlagSet, pos []string) (uuid.UUID, error) {
 	return id, nil
 }
 
-// openDB opens the database and refuses an outdated schema, naming
-// `outboxctl migrate`.
+// openDB opens the database and refuses an outdated outbox schema (and an
+// outdated order app schema where the database has one), naming
+// `outboxctl migrate`: the commands also run on a service's own database
+// without the order app, where those of the order app say what is missing.
 func openDB(ctx context.Context, env *cliEnv) (*pgxpool.Pool, error) {
-	return database.OpenChecked(ctx, env.databaseURL)
+	return database.OpenCheckedOutbox(ctx, env.databaseURL)
 }
 
 // auditArgs checks the audit flags of a command that destroys something:

@@ -1,6 +1,6 @@
 // Command outboxctl is outflow's operator CLI.
 //
-//	outboxctl migrate                                   bring DATABASE_URL to the newest schema
+//	outboxctl migrate [--outbox-only]                   bring DATABASE_URL to the newest schema
 //	outboxctl status [--json]                           backlog, quarantine, leases, throughput
 //	outboxctl list [--pending | --quarantined] [--aggregate ID] [--aggregate-type TYPE] [--limit N]
 //	outboxctl retry EVENT_ID                            a quarantined or backing-off event: available now, attempts reset
@@ -21,7 +21,9 @@
 //
 // Every command reads DATABASE_URL (pgx/v5 syntax), defaulting to the local
 // server; --database-url overrides it. Every command but migrate refuses a
-// database whose schema is outdated. Every write is logged to stderr with who
+// database whose schema is outdated: the outbox's, and the order app's where
+// the database has it, so the commands also serve a service's own database
+// (`migrate --outbox-only`). Every write is logged to stderr with who
 // ran it ($USER@hostname unless --actor says otherwise).
 //
 // Exit status: 0 success, 1 the command failed (unknown event, wrong state,

@@ -5,13 +5,16 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/internal/testdb"
 	"github.com/outflow/outflow/migrations"
+	"github.com/outflow/outflow/outbox"
 )
 
 // TestMain stops the private wal_level=logical server that the CDC slot
@@ -44,11 +47,14 @@ func TestMigrateBringsAnEmptyDatabaseUp(t *testing.T) {
 	require.ErrorIs(t, err, migrations.ErrOutdated)
 	require.ErrorContains(t, err, "outboxctl migrate")
 
-	for range 2 {
+	for i, want := range []string{"applied 00001", "nothing to apply"} {
 		var out, errb bytes.Buffer
 		env := &cliEnv{stdout: &out, stderr: &errb, logger: nil, databaseURL: url}
 		require.NoError(t, runMigrate(ctx, env, nil), errb.String())
-		require.Contains(t, out.String(), "schema is at version")
+		require.Contains(t, out.String(), "outbox schema (outflow_schema_version) is at version 10", "run %d", i)
+		require.Contains(t, out.String(), "order app schema (outflow_orders_schema_version) is at version 8", "run %d", i)
+		require.Contains(t, out.String(), "publication outflow_outbox present", "run %d", i)
+		require.Contains(t, out.String(), want, "run %d", i)
 	}
 	pool, err := database.OpenChecked(ctx, url)
 	require.NoError(t, err)
@@ -60,6 +66,42 @@ func TestMigrateBringsAnEmptyDatabaseUp(t *testing.T) {
 	var n int
 	require.NoError(t, check.QueryRow(ctx, "SELECT count(*) FROM information_schema.tables WHERE table_name IN ('orders','outbox_events','processed_events','idempotency_keys')").Scan(&n))
 	require.Equal(t, 4, n)
+	require.NoError(t, check.QueryRow(ctx, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'goose_db_version'").Scan(&n))
+	require.Zero(t, n, "outflow never uses goose's default version table")
+}
+
+// TestMigrateOutboxOnly: `migrate --outbox-only` on a service's own database
+// adds the outbox's tables and none of the order app's, and the outbox
+// commands, which refused the database before, work on it.
+func TestMigrateOutboxOnly(t *testing.T) {
+	t.Parallel()
+	url := testdb.NewEmptyURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b := &testBundle{ctx: ctx, url: url, pool: testdb.Open(t, url)}
+	b.exec(t, `CREATE TABLE invoices (id bigint PRIMARY KEY)`)
+
+	r := b.ctl(t, "status")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "outboxctl migrate --outbox-only")
+
+	r = b.ok(t, "migrate", "--outbox-only")
+	require.Contains(t, r.stdout, "outbox schema (outflow_schema_version) is at version 10")
+	require.NotContains(t, r.stdout, "order app")
+	var n int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE tablename IN ('orders', 'idempotency_keys', 'customer_keys')`).Scan(&n))
+	require.Zero(t, n, "no order app table in a service's database")
+
+	ev, err := outbox.NewEvent("invoice", "inv-1", "InvoiceIssued", 1, map[string]int{"amount": 100})
+	require.NoError(t, err)
+	var enqueued []outbox.Event
+	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		enqueued, err = outbox.Enqueue(ctx, tx, ev)
+		return err
+	}))
+	r = b.ok(t, "list", "--pending")
+	require.Contains(t, r.stdout, enqueued[0].ID.String()+"  InvoiceIssued  invoice/inv-1")
+	b.ok(t, "status")
 }
 
 // TestHelpAndUsageErrors: `help` lists every command, `help CMD` shows its

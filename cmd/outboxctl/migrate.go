@@ -12,10 +12,14 @@ const defaultURLHint = database.DefaultURL
 
 func databaseURL() string { return database.URL() }
 
-// runMigrate applies pending migrations; concurrent runs are serialised by
-// goose's advisory lock, so it is safe to run from every deploy.
+// runMigrate applies pending migrations: the outbox's schema and its CDC
+// publication, then (unless --outbox-only) the order app's. Concurrent runs
+// are serialised by each schema's advisory lock, so it is safe to run from
+// every deploy. A database migrated before the schema was split in two
+// (goose_db_version) is adopted in place.
 func runMigrate(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet(env, "migrate", "migrate")
+	fs := newFlagSet(env, "migrate", "migrate [--outbox-only]")
+	outboxOnly := fs.Bool("outbox-only", false, "apply only the outbox's schema and its CDC publication (a service's own database, without outflow's order app)")
 	pos, err := parse(fs, args)
 	if err != nil {
 		return err
@@ -28,10 +32,16 @@ func runMigrate(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	version, err := migrations.Up(ctx, pool, env.logger)
+	up := migrations.Up
+	if *outboxOnly {
+		up = migrations.UpOutbox
+	}
+	report, err := up(ctx, pool, env.logger)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.stdout, "schema is at version %d\n", version)
+	for _, line := range report.Lines() {
+		fmt.Fprintln(env.stdout, line)
+	}
 	return nil
 }

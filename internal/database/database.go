@@ -1,6 +1,7 @@
 // Package database opens outflow's PostgreSQL pool the same way in every
 // binary: DATABASE_URL (pgx/v5 syntax) with a local default, a bounded
-// connect timeout, and a schema check that names `outboxctl migrate`.
+// connect timeout, and a schema check of the migration sets the binary
+// needs that names `outboxctl migrate`.
 package database
 
 import (
@@ -45,14 +46,27 @@ func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// OpenChecked opens url and refuses a database whose schema is behind this
-// binary, with an error that names `outboxctl migrate`.
+// OpenChecked opens url and refuses a database whose schema, the outbox's
+// or the order app's, is behind this binary, with an error that names
+// `outboxctl migrate`: for the order app's binaries.
 func OpenChecked(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	return openChecked(ctx, url, migrations.Check)
+}
+
+// OpenCheckedOutbox is [OpenChecked] for a binary that needs only the
+// outbox's schema (the relay, outboxctl), so it runs on a team's database
+// without the order app's tables; where the database has them, they must
+// be current too (see migrations.CheckOutbox).
+func OpenCheckedOutbox(ctx context.Context, url string) (*pgxpool.Pool, error) {
+	return openChecked(ctx, url, migrations.CheckOutbox)
+}
+
+func openChecked(ctx context.Context, url string, check func(context.Context, *pgxpool.Pool) error) (*pgxpool.Pool, error) {
 	pool, err := Open(ctx, url)
 	if err != nil {
 		return nil, err
 	}
-	if err := migrations.Check(ctx, pool); err != nil {
+	if err := check(ctx, pool); err != nil {
 		pool.Close()
 		return nil, err
 	}

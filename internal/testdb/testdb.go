@@ -1,8 +1,10 @@
 // Package testdb gives each test its own freshly migrated PostgreSQL database.
 //
 // The first caller in a machine-wide critical section (an advisory lock)
-// builds a template database from the embedded migrations; its name carries a
-// hash of the migration files, so a schema change builds a new template. Each
+// builds a template database from the embedded migrations of both sets (the
+// outbox's and the order app's, as `outboxctl migrate` applies them); its
+// name carries a hash of the migration files, so a schema change builds a
+// new template. Each
 // test then gets CREATE DATABASE ... TEMPLATE, which takes tens of
 // milliseconds, and the database is dropped when the test ends.
 //
@@ -12,12 +14,8 @@ package testdb
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
-	"io/fs"
 	"os"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outflow/outflow/internal/schemaset"
 	"github.com/outflow/outflow/migrations"
 )
 
@@ -163,23 +162,11 @@ func withDatabase(url, name string) string {
 	return out
 }
 
-// migrationsHash names the template after the migration files' content.
+// migrationsHash names the template after every migration set's files (the
+// outbox's and the order app's, registered by the packages migrations.Up
+// applies).
 func migrationsHash() (string, error) {
-	h := sha256.New()
-	names, err := fs.Glob(migrations.FS(), "*.sql")
-	if err != nil {
-		return "", err
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		b, err := fs.ReadFile(migrations.FS(), n)
-		if err != nil {
-			return "", err
-		}
-		h.Write([]byte(n))
-		h.Write(b)
-	}
-	return hex.EncodeToString(h.Sum(nil))[:12], nil
+	return schemaset.Fingerprint(schemaset.All()...)
 }
 
 func ensureTemplate(ctx context.Context, adminURL string) (string, error) {
