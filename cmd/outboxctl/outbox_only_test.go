@@ -1,28 +1,32 @@
 package main
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
 // setupOutboxOnly is a database that holds the outbox's tables and none of
-// the order app's: a team's own service. It is migrated the whole way and
-// then loses the order app's tables, which leaves the schema check
-// satisfied; once the outbox migrates on its own (outbox.Migrate), this
-// becomes an empty database migrated by it alone.
+// the order app's, as a team's own service has it: an empty database
+// migrated by outbox.Migrate alone.
 func setupOutboxOnly(t *testing.T) *testBundle {
 	t.Helper()
-	b := setup(t)
-	b.exec(t, `DROP TABLE orders, idempotency_keys, customer_keys, customer_key_erasures`)
-	b.exec(t, `DROP FUNCTION orders_settled_through(bigint, bigint[])`)
+	url := testdb.NewEmptyURL(t)
+	pool := testdb.Open(t, url)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	t.Cleanup(cancel)
+	require.NoError(t, outbox.Migrate(ctx, pool))
+	b := &testBundle{ctx: ctx, pool: pool, url: url}
 	missing, err := missingTables(b.ctx, b.pool, "orders", "outbox_events", "processed_events")
 	require.NoError(t, err)
-	require.Equal(t, []string{"orders"}, missing, "the outbox's tables stay, the order app's are gone")
+	require.Equal(t, []string{"orders"}, missing, "the outbox's tables, none of the order app's")
 	return b
 }
 
