@@ -411,20 +411,22 @@ func gatheredValue(t *testing.T, reg *prometheus.Registry, name string) float64 
 	return 0
 }
 
-// TestThrottledNamespace: a dev server whose namespace accepts 20 requests a
-// second (frontend.namespaceRPS) and a backlog of 150 orders with
+// TestThrottledNamespace: a dev server whose namespace accepts 5 requests a
+// second (frontend.namespaceRPS: low enough that a relay on a loaded machine
+// still goes beyond it; at 20 one did not, under a model check) and a
+// backlog of 80 orders with
 // MaxAttempts 1, so that one counted failure would quarantine an event.
 // Temporal answers ResourceExhausted beyond its limit; the relay slows down
 // and counts no attempt: every event is published, none quarantined, and
 // the throttles are counted. The rate reached is logged beside the limit.
 func TestThrottledNamespace(t *testing.T) {
 	t.Parallel()
-	const limit = 20
+	const limit = 5
 	pool, _ := testdb.New(t)
 	srv := devserver.Start(t, devserver.Options{DynamicConfig: map[string]string{"frontend.namespaceRPS": fmt.Sprint(limit)}})
 	tq := taskQueue(t)
 	var events []outbox.Event
-	for range 150 {
+	for range 80 {
 		events = append(events, enqueue(t, pool, orderCreated(t, uuid.NewString()))...)
 	}
 	// The starter's client: the SDK retries throttled requests itself, and
