@@ -1,10 +1,9 @@
 package handoff
 
 import (
-	"encoding/json"
-	"time"
-
 	"go.temporal.io/sdk/temporal"
+
+	"github.com/outflow/outflow/outbox/temporalpub"
 )
 
 // Workflow type names (docs/reference.md).
@@ -28,35 +27,18 @@ var OrderIDKey = temporal.NewSearchAttributeKeyKeyword(SearchAttributeOrderID)
 
 // EventInput is the single input of every workflow the relay starts: the
 // outbox event's envelope, with the payload left as JSON so the workflow can
-// upcast older schema versions itself.
-type EventInput struct {
-	EventID       string          `json:"event_id"`
-	EventType     string          `json:"event_type"`
-	AggregateType string          `json:"aggregate_type"`
-	AggregateID   string          `json:"aggregate_id"`
-	Sequence      int64           `json:"aggregate_sequence"`
-	SchemaVersion int             `json:"schema_version"`
-	OccurredAt    time.Time       `json:"occurred_at"`
-	Payload       json.RawMessage `json:"payload"`
-	// Delivery says what the relay knows about earlier runs of this event:
-	// [DeliveryFirst], [DeliveryReplay] or "" (unknown: an older relay, or a
-	// re-delivery older than the namespace retention, behind which Temporal
-	// may have forgotten an earlier run). A workflow trusts an idempotency
-	// key's lifetime from its own start only on a first delivery.
-	Delivery string `json:"delivery,omitempty"`
-}
+// upcast older schema versions itself. It is the publisher's type
+// (temporalpub.EventInput), which a service outside outflow takes without
+// this package.
+type EventInput = temporalpub.EventInput
 
-// Delivery kinds of [EventInput.Delivery].
+// Delivery kinds of [EventInput.Delivery] (temporalpub's).
 const (
-	// DeliveryFirst: no earlier run of this event can exist. The relay
-	// starts it with REJECT_DUPLICATE and the event is younger than the
-	// namespace retention, so Temporal still remembers any earlier run and
-	// would have refused this start.
-	DeliveryFirst = "first"
-	// DeliveryReplay: an operator's replay (ALLOW_DUPLICATE_FAILED_ONLY);
-	// an earlier run failed, was terminated or cancelled, maybe after it
-	// charged.
-	DeliveryReplay = "replay"
+	// DeliveryFirst: no earlier run of this event can exist.
+	DeliveryFirst = temporalpub.DeliveryFirst
+	// DeliveryReplay: an operator's replay; an earlier run failed, was
+	// terminated or cancelled, maybe after it charged.
+	DeliveryReplay = temporalpub.DeliveryReplay
 )
 
 // SignalCancel is the signal the cancel workflow sends to the order's

@@ -1,9 +1,11 @@
 package outbox_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"testing"
+	"time"
 
 	"go.uber.org/goleak"
 
@@ -12,9 +14,20 @@ import (
 
 // Every relay goroutine (loop, publishers, listener, gauges, stream) must be
 // gone when Run returns and the test's pool is closed. The CDC tests' private
-// wal_level=logical server stops before the process exits.
+// wal_level=logical server stops before the process exits. The Example
+// functions read DATABASE_URL as a service would: a scratch database of
+// their own.
 func TestMain(m *testing.M) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	url, drop, err := testdb.Scratch(ctx)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv("DATABASE_URL", url)
 	code := m.Run()
+	drop()
 	testdb.StopLogical()
 	if code == 0 {
 		if err := goleak.Find(); err != nil {

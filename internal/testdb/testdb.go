@@ -210,3 +210,34 @@ func ensureTemplate(ctx context.Context, adminURL string) (string, error) {
 	}
 	return name, nil
 }
+
+// Scratch creates a database with no schema at all on the test server, for
+// code that runs without a testing.T: a package's Example functions, which
+// migrate it as a service would. TestMain calls it before m.Run and drop
+// after; drop reports a failure on stderr (the name is unique, so a
+// leftover database harms no other test).
+func Scratch(ctx context.Context) (url string, drop func(), err error) {
+	adminURL := AdminURL()
+	name := "outflow_test_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:16]
+	admin, err := pgx.Connect(ctx, adminURL)
+	if err != nil {
+		return "", nil, fmt.Errorf("testdb: connect to %s: %w (is PostgreSQL running? set TEST_DATABASE_URL)", adminURL, err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE template0", name)); err != nil {
+		return "", nil, fmt.Errorf("testdb: create database: %w", err)
+	}
+	drop = func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, adminURL)
+		if err == nil {
+			defer conn.Close(ctx)
+			_, err = conn.Exec(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name))
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "testdb: drop %s: %v\n", name, err)
+		}
+	}
+	return withDatabase(adminURL, name), drop, nil
+}

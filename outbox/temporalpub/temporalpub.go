@@ -7,7 +7,8 @@
 // attributes, is its [Route]'s to say: the publisher sets no search
 // attribute of its own, so a namespace that registered none accepts every
 // start of a route that asks for none. The workflows run in the namespace
-// of the client [New] is given, whose retention bounds replays.
+// of the client [New] is given, whose retention bounds replays. Every
+// workflow it starts takes one argument, the event's envelope [EventInput].
 package temporalpub
 
 import (
@@ -26,7 +27,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/outbox"
 )
 
@@ -34,7 +34,7 @@ import (
 type Config struct {
 	// TaskQueue receives the started workflows of every route that names no
 	// task queue of its own (OUTFLOW_TASK_QUEUE). Optional: defaulted to
-	// handoff.DefaultTaskQueue ("orders").
+	// "orders", the queue of outflow's order app.
 	TaskQueue string
 	// Routes maps an event type to its workflow, task queue, search
 	// attributes and payload validation. Mandatory: the publisher knows no
@@ -63,6 +63,10 @@ type Config struct {
 	// defaulted to time.Now.
 	Now func() time.Time
 }
+
+// defaultTaskQueue is Config.TaskQueue's default: the order app's queue
+// (handoff.DefaultTaskQueue), from when the publisher served only that app.
+const defaultTaskQueue = "orders"
 
 // Publisher implements [outbox.Publisher] with client.ExecuteWorkflow. It is
 // safe for concurrent use.
@@ -97,7 +101,7 @@ var (
 // client.Options{Namespace: ns}.
 func New(c client.Client, opts client.Options, cfg Config) (*Publisher, error) {
 	if cfg.TaskQueue == "" {
-		cfg.TaskQueue = handoff.DefaultTaskQueue
+		cfg.TaskQueue = defaultTaskQueue
 	}
 	if len(cfg.Routes) == 0 {
 		return nil, errors.New("temporalpub: Config.Routes is empty: pass the workflow of every event type the relay publishes (outflow's order app passes routes.Orders())")
@@ -174,7 +178,7 @@ func (p *Publisher) Retention(ctx context.Context) (time.Duration, error) {
 }
 
 // delivery tells the workflow what is known about earlier runs of e (see
-// handoff.EventInput.Delivery), and refuses a replay that Temporal may no
+// [EventInput.Delivery]), and refuses a replay that Temporal may no
 // longer be able to keep single.
 //
 // A workflow ID is refused a second start only while Temporal keeps the
@@ -200,11 +204,11 @@ func (p *Publisher) delivery(ctx context.Context, e outbox.Event) (delivery stri
 			"event_id", e.ID, "aggregate_id", e.AggregateID, "age", age.Round(time.Second), "horizon", horizon, "namespace_retention", ret)
 		return "", false, nil
 	case e.Replay:
-		return handoff.DeliveryReplay, true, nil
+		return DeliveryReplay, true, nil
 	case rerr != nil || age >= ret:
 		return "", true, nil
 	}
-	return handoff.DeliveryFirst, true, nil
+	return DeliveryFirst, true, nil
 }
 
 // Publish starts the event's workflow and returns nil once Temporal has
@@ -257,7 +261,7 @@ func (p *Publisher) Publish(ctx context.Context, e outbox.Event) error {
 			"delivery":           delivery,
 		},
 	}
-	input := handoff.EventInput{
+	input := EventInput{
 		EventID:       e.ID.String(),
 		EventType:     e.Type,
 		AggregateType: e.AggregateType,

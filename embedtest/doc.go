@@ -1,0 +1,14 @@
+// Package embedtest proves that a service outside this repository can adopt
+// the outbox with outflow's public packages alone, as docs/embedding.md
+// tells it to. Its test copies testdata/invoices (the guide's service,
+// module example.com/invoices) into a temporary directory with a replace
+// directive onto this checkout, checks with `go list -deps` that the
+// service's build needs no internal/ and no order-app package, and runs the
+// service's own tests (`go vet`, `go test`) against a database holding
+// nothing but what the service migrates, and a Temporal namespace without
+// the order app's OrderId search attribute; then it checks from outside what
+// they left: one workflow run, one inbox row, the event published.
+//
+// testdata/invoices is the tested version of the guide: its code and the
+// guide's are the same.
+package embedtest

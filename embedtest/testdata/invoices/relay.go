@@ -1,0 +1,29 @@
+package invoices
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/client"
+
+	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/temporalpub"
+)
+
+// RunRelay hands every committed event of db's outbox to Temporal, one
+// workflow per event with the event's ID as the workflow ID, until ctx
+// ends. c is a client made from opts (its namespace is the relay's); reg
+// receives the relay's metrics. Run as many as you like: they share the
+// work through leases.
+func RunRelay(ctx context.Context, db *pgxpool.Pool, c client.Client, opts client.Options, reg prometheus.Registerer) error {
+	pub, err := temporalpub.New(c, opts, temporalpub.Config{Routes: Routes(), Registerer: reg})
+	if err != nil {
+		return err
+	}
+	relay, err := outbox.NewRelay(db, pub, outbox.RelayConfig{Registerer: reg})
+	if err != nil {
+		return err
+	}
+	return relay.Run(ctx)
+}
