@@ -454,9 +454,21 @@ publishing:
 	:: atomic {
 		inflight[r] = NOEV;
 		if
+		:: FAULT_OK -> FAULT;
+			/* Temporal unreachable (Unavailable, DeadlineExceeded, ...:
+			 * the sink's fault, fault.go), nothing started. A fault in the
+			 * liveness run: the sink answers in the end. R6' (release.go:
+			 * releaseSinkFaults, RelaySinkRelease) gives the claim back
+			 * with its attempt, fenced by claimed_by: in the model that is
+			 * R7's effect (the backoff and last_error are abstracted), so
+			 * it goes there and shares R7's states. */
+			printf("relay %d: Publish %d.%d failed (unreachable: the sink's fault)\n", r, EV(e));
+			goto stalled
 		:: true ->
-			/* Temporal unreachable: a transient error, nothing started */
-			printf("relay %d: Publish %d.%d failed (unreachable)\n", r, EV(e));
+			/* the event's own transient error (one that is no service
+			 * error, e.g. a payload the data converter cannot encode),
+			 * nothing started: its attempts count */
+			printf("relay %d: Publish %d.%d failed (the event's own, transient)\n", r, EV(e));
 			perm = 0; goto failed
 		:: !WF(e) ->
 			/* no route or an invalid payload, and no workflow of this ID
@@ -472,10 +484,12 @@ publishing:
 			delivered[e] = 1; goto acked
 		:: !(rep && retention && !WF(e)) ->
 			temporal_start(e, rep); goto acked
-		:: !(rep && retention && !WF(e)) ->
+		:: !(rep && retention && !WF(e)) && FAULT_OK -> FAULT;
+			/* started, but the answer lost (DeadlineExceeded, a cut
+			 * connection): the sink's fault too */
 			temporal_start(e, rep);
-			printf("relay %d: ... but the answer to %d.%d was lost\n", r, EV(e));
-			perm = 0; goto failed
+			printf("relay %d: ... but the answer to %d.%d was lost (the sink's fault)\n", r, EV(e));
+			goto stalled
 		fi
 	   }
 	OR_CRASH
@@ -539,6 +553,8 @@ failed:
 stalled:
 	/* R7 process: a claim never attempted goes back, RelayRelease
 	 * (release.go), fenced by claimed_by: lease cleared, attempt returned.
+	 * Also R6', the sink's fault after R4 (RelaySinkRelease), whose effect
+	 * on the model's state is the same.
 	 * Meanwhile the lease may have expired and been taken over. */
 	if
 	:: atomic {
