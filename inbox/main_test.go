@@ -1,11 +1,8 @@
 package inbox_test
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 
@@ -16,14 +13,7 @@ import (
 // Example functions read DATABASE_URL as a service would: a scratch
 // database of their own.
 func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	url, drop, err := testdb.Scratch(ctx)
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Setenv("DATABASE_URL", url)
+	drop := testdb.ScratchEnv("DATABASE_URL")
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		drop()
 		os.Exit(code)

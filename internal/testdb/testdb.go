@@ -241,3 +241,19 @@ func Scratch(ctx context.Context) (url string, drop func(), err error) {
 	}
 	return withDatabase(adminURL, name), drop, nil
 }
+
+// ScratchEnv is for a TestMain whose Example functions read a database URL
+// from the environment as a service would: it creates a [Scratch] database,
+// sets env to its URL and returns the function that drops it. It ends the
+// process when the database cannot be created.
+func ScratchEnv(env string) (drop func()) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	url, drop, err := Scratch(ctx)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	os.Setenv(env, url)
+	return drop
+}

@@ -1,11 +1,8 @@
 package outboxtest_test
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	"go.uber.org/goleak"
 
@@ -17,14 +14,7 @@ import (
 // functions read DATABASE_URL as a service would: a scratch database of
 // their own.
 func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	url, drop, err := testdb.Scratch(ctx)
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	os.Setenv("DATABASE_URL", url)
+	drop := testdb.ScratchEnv("DATABASE_URL")
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		drop()
 		os.Exit(code)
