@@ -21,6 +21,8 @@
 //	                         A start carries no search attribute unless its route asks for one.
 //	                         Unset: the order app's routes (OrderCreated, OrderCancelled, with OrderId).
 //	                         A malformed value stops the process at start, naming every bad entry.
+//	OUTFLOW_ROUTES_FILE      A file holding the routes instead: the same entries, one per line, '#'
+//	                         starts a comment (for routes kept in configuration). Not with OUTFLOW_ROUTES.
 //	OUTFLOW_RELAY_SOURCE     poll (default): claim committed events from outbox_events; cdc: stream
 //	                         them from PostgreSQL's logical replication log (needs wal_level=logical;
 //	                         see docs/operations.md). Any other value stops the process at start.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -34,16 +35,40 @@ import (
 // these routes; unset, the order app's (routes.Orders()).
 const RoutesEnv = "OUTFLOW_ROUTES"
 
+// RoutesFileEnv names a file holding the routes instead, for routes kept
+// in a configuration file or mounted from a ConfigMap: the entries of
+// [RoutesEnv], one per line (or comma-separated), blank lines ignored and
+// '#' starting a comment. Setting both is an error.
+const RoutesFileEnv = "OUTFLOW_ROUTES_FILE"
+
 // routesSyntax is what every OUTFLOW_ROUTES error ends with.
 const routesSyntax = RoutesEnv + ": write comma-separated EVENT_TYPE=WORKFLOW_TYPE or EVENT_TYPE=WORKFLOW_TYPE@TASK_QUEUE, " +
-	"each optionally followed by [SEARCH_ATTRIBUTE=PAYLOAD_FIELD], e.g. InvoiceIssued=InvoiceWorkflow@billing[InvoiceId=invoice_id],InvoiceVoided=VoidInvoiceWorkflow"
+	"each optionally followed by [SEARCH_ATTRIBUTE=PAYLOAD_FIELD], e.g. InvoiceIssued=InvoiceWorkflow@billing[InvoiceId=invoice_id],InvoiceVoided=VoidInvoiceWorkflow" +
+	" (in " + RoutesFileEnv + ": the same entries, one per line, '#' starts a comment)"
 
 // routesFromEnv returns the routes the starter publishes and where they
-// come from: OUTFLOW_ROUTES when it is set, the order app's otherwise. A
-// malformed OUTFLOW_ROUTES is recorded in env, every problem of it.
+// come from: OUTFLOW_ROUTES or the file OUTFLOW_ROUTES_FILE when one is
+// set, the order app's otherwise. A malformed value or file, or both set,
+// is recorded in env, every problem of it.
 func routesFromEnv(env *service.Env) (temporalpub.Routes, string) {
-	spec := env.String(RoutesEnv, "")
-	if strings.TrimSpace(spec) == "" {
+	spec, file := env.String(RoutesEnv, ""), env.String(RoutesFileEnv, "")
+	switch {
+	case strings.TrimSpace(spec) != "" && file != "":
+		env.Fail(fmt.Errorf("%s and %s are both set: set one", RoutesEnv, RoutesFileEnv))
+		return nil, ""
+	case file != "":
+		b, err := os.ReadFile(file)
+		if err != nil {
+			env.Fail(fmt.Errorf("%s: %w", RoutesFileEnv, err))
+			return nil, ""
+		}
+		r, err := parseRoutesFile(file, string(b))
+		if err != nil {
+			env.Fail(err)
+			return nil, ""
+		}
+		return r, RoutesFileEnv + "=" + file
+	case strings.TrimSpace(spec) == "":
 		return routes.Orders(), "order app (OrderCreated, OrderCancelled; OrderId on every start)"
 	}
 	r, err := parseRoutes(spec)
@@ -54,20 +79,57 @@ func routesFromEnv(env *service.Env) (temporalpub.Routes, string) {
 	return r, RoutesEnv + "=" + spec
 }
 
+// routeEntry is one entry of the routes and where it was written, for the
+// errors.
+type routeEntry struct {
+	text  string
+	where string // e.g. `OUTFLOW_ROUTES entry 2` or `OUTFLOW_ROUTES_FILE routes.txt line 4`
+}
+
 // parseRoutes parses the value of OUTFLOW_ROUTES (see [RoutesEnv]). The
 // error names every malformed entry, each with what to write instead.
 func parseRoutes(spec string) (temporalpub.Routes, error) {
-	out := temporalpub.Routes{}
-	first := map[string]int{}
-	var errs []error
+	var entries []routeEntry
 	for i, raw := range strings.Split(spec, ",") {
-		n := i + 1
-		entry := strings.TrimSpace(raw)
+		entries = append(entries, routeEntry{text: strings.TrimSpace(raw), where: fmt.Sprintf("%s entry %d", RoutesEnv, i+1)})
+	}
+	return parseRouteEntries(entries, "remove the extra comma")
+}
+
+// parseRoutesFile parses the content of the file OUTFLOW_ROUTES_FILE
+// names (see [RoutesFileEnv]); errors name the file and line.
+func parseRoutesFile(name, content string) (temporalpub.Routes, error) {
+	var entries []routeEntry
+	for i, line := range strings.Split(content, "\n") {
+		if c := strings.IndexByte(line, '#'); c >= 0 {
+			line = line[:c]
+		}
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		for _, raw := range strings.Split(line, ",") {
+			entries = append(entries, routeEntry{text: strings.TrimSpace(raw), where: fmt.Sprintf("%s %s line %d", RoutesFileEnv, name, i+1)})
+		}
+	}
+	if len(entries) == 0 {
+		return nil, fmt.Errorf("%s %s holds no route: write one EVENT_TYPE=WORKFLOW_TYPE[@TASK_QUEUE] per line, or unset %s for the order app's routes", RoutesFileEnv, name, RoutesFileEnv)
+	}
+	return parseRouteEntries(entries, "remove the extra comma")
+}
+
+// parseRouteEntries parses entries, rejecting a second route of one event
+// type; the error names every malformed entry.
+func parseRouteEntries(entries []routeEntry, emptyFix string) (temporalpub.Routes, error) {
+	out := temporalpub.Routes{}
+	first := map[string]string{}
+	var errs []error
+	for _, e := range entries {
+		entry := e.text
 		fail := func(format string, args ...any) {
-			errs = append(errs, fmt.Errorf("%s entry %d %q: %s", RoutesEnv, n, entry, fmt.Sprintf(format, args...)))
+			errs = append(errs, fmt.Errorf("%s %q: %s", e.where, entry, fmt.Sprintf(format, args...)))
 		}
 		if entry == "" {
-			fail("is empty: remove the extra comma")
+			fail("is empty: %s", emptyFix)
 			continue
 		}
 		r, eventType, problem := parseRoute(entry)
@@ -76,10 +138,10 @@ func parseRoutes(spec string) (temporalpub.Routes, error) {
 			continue
 		}
 		if at, dup := first[eventType]; dup {
-			fail("routes event type %s a second time (entry %d routes it already): keep one of them", eventType, at)
+			fail("routes event type %s a second time (%s routes it already): keep one of them", eventType, at)
 			continue
 		}
-		first[eventType] = n
+		first[eventType] = e.where
 		out[eventType] = r
 	}
 	if len(errs) > 0 {

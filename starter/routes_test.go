@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -99,7 +101,7 @@ func TestParseRoutesReportsEveryProblem(t *testing.T) {
 		"A=B[Id=id]@q":              {`does not end the entry with "]"`},
 		"A=B]":                      {`a "]" without its "["`},
 		"A@q=B":                     {`the event type "A@q" contains "@"`},
-		"A=B,A=C":                   {`entry 2 "A=C": routes event type A a second time (entry 1 routes it already): keep one of them`},
+		"A=B,A=C":                   {`entry 2 "A=C": routes event type A a second time (OUTFLOW_ROUTES entry 1 routes it already): keep one of them`},
 		"A=Some Workflow":           {`names may not contain spaces`},
 		"InvoiceIssued,=X,A=B@,C=D": {`entry 1 "InvoiceIssued"`, `entry 2 "=X"`, `entry 3 "A=B@"`},
 	} {
@@ -111,6 +113,32 @@ func TestParseRoutesReportsEveryProblem(t *testing.T) {
 		}
 		require.True(t, strings.HasSuffix(err.Error(), routesSyntax), "%s: ends with the syntax: %v", spec, err)
 	}
+}
+
+// TestParseRoutesFile: a routes file takes the entries of OUTFLOW_ROUTES
+// one per line (commas too), with comments and blank lines; its errors name
+// the file and line, and a file without a route is refused rather than
+// taken for the order app's routes.
+func TestParseRoutesFile(t *testing.T) {
+	t.Parallel()
+	r, err := parseRoutesFile("routes.txt", `# billing's routes
+InvoiceIssued=InvoiceWorkflow@billing[InvoiceId=invoice_id]   # the search attribute from the payload
+
+InvoiceVoided=VoidInvoiceWorkflow, InvoicePaid=PaidWorkflow
+`)
+	require.NoError(t, err)
+	require.ElementsMatch(t, []string{"InvoiceIssued", "InvoiceVoided", "InvoicePaid"}, keys(r))
+	require.Equal(t, "billing", r["InvoiceIssued"].TaskQueue)
+	require.NotNil(t, r["InvoiceIssued"].SearchAttributes)
+	require.Equal(t, "PaidWorkflow", r["InvoicePaid"].Workflow)
+
+	_, err = parseRoutesFile("routes.txt", "A=B\n\n# comment\nC=D@\nA=E\n")
+	require.ErrorContains(t, err, `OUTFLOW_ROUTES_FILE routes.txt line 4 "C=D@": "@" names no task queue`)
+	require.ErrorContains(t, err, `OUTFLOW_ROUTES_FILE routes.txt line 5 "A=E": routes event type A a second time (OUTFLOW_ROUTES_FILE routes.txt line 1 routes it already)`)
+	require.True(t, strings.HasSuffix(err.Error(), routesSyntax))
+
+	_, err = parseRoutesFile("empty.txt", "# nothing yet\n\n")
+	require.ErrorContains(t, err, "OUTFLOW_ROUTES_FILE empty.txt holds no route")
 }
 
 // TestRoutesFromEnv: unset, the order app's routes (OrderId on every
@@ -139,6 +167,22 @@ func TestRoutesFromEnv(t *testing.T) {
 	require.ErrorContains(t, err, `OUTFLOW_RELAY_BATCH="many"`)
 	require.ErrorContains(t, err, `entry 1 "InvoiceIssued"`)
 	require.ErrorContains(t, err, `entry 2 "A=B@"`)
+
+	file := filepath.Join(t.TempDir(), "routes")
+	require.NoError(t, os.WriteFile(file, []byte("InvoiceIssued=InvoiceWorkflow@billing\n"), 0o600))
+	env = service.NewEnv(getenv(map[string]string{RoutesFileEnv: file}))
+	r, from = routesFromEnv(env)
+	require.NoError(t, env.Err())
+	require.Equal(t, "OUTFLOW_ROUTES_FILE="+file, from)
+	require.Equal(t, []string{"InvoiceIssued"}, keys(r), "only the file's routes")
+
+	env = service.NewEnv(getenv(map[string]string{RoutesFileEnv: file, RoutesEnv: "A=B"}))
+	_, _ = routesFromEnv(env)
+	require.ErrorContains(t, env.Err(), "OUTFLOW_ROUTES and OUTFLOW_ROUTES_FILE are both set: set one")
+
+	env = service.NewEnv(getenv(map[string]string{RoutesFileEnv: filepath.Join(t.TempDir(), "missing")}))
+	_, _ = routesFromEnv(env)
+	require.ErrorContains(t, env.Err(), "OUTFLOW_ROUTES_FILE: open ")
 }
 
 // TestRoutesFromTheEnvironmentOnATeamsNamespace: the starter binary with
