@@ -30,6 +30,17 @@ FROM generate_series(0, $1::int - 1) AS g,
 -- name: AnalyzeOutbox :exec
 ANALYZE outbox_events;
 
+-- name: VacuumScratch :exec
+-- The seed's aftermath before a timed phase: vacuums and analyzes every
+-- table of the scratch database (autovacuum would do it for the seed's
+-- inserts in the middle of the timed phase otherwise).
+VACUUM (ANALYZE);
+
+-- name: Checkpoint :exec
+-- Writes the seed's dirty pages now, not during the timed phase (needs a
+-- superuser or pg_checkpoint).
+CHECKPOINT;
+
 -- name: TruncateOutbox :exec
 TRUNCATE outbox_events, outbox_sequences;
 

@@ -32,7 +32,7 @@ func TestParseFlags(t *testing.T) {
 
 func TestStatementsLoad(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"SeedPending", "SeedPublished", "AnalyzeOutbox", "TruncateOutbox",
+	for _, name := range []string{"SeedPending", "SeedPublished", "AnalyzeOutbox", "VacuumScratch", "Checkpoint", "TruncateOutbox",
 		"CountPending", "DatabaseTransactions"} {
 		require.NotEmpty(t, queries.Get(name), name)
 	}

@@ -58,7 +58,9 @@ type bench struct {
 	// taskQueue has no worker: started workflows stay scheduled, so the
 	// figures are Temporal's accept path only.
 	taskQueue string
-	rep       *report
+	// noCheckpoint is set once the role was refused a CHECKPOINT (settle).
+	noCheckpoint bool
+	rep          *report
 	// logger receives the relay's and the Temporal client's warnings.
 	logger *slog.Logger
 	stderr io.Writer
