@@ -44,3 +44,28 @@ func IsCurrency(code string) bool {
 	_, ok := minorUnits[strings.ToUpper(code)]
 	return ok
 }
+
+// FormatAmount writes an amount in minor units the way its currency is
+// written: 2500 usd is "25.00 USD", 500 jpy "500 JPY", -1999 eur
+// "-19.99 EUR". A code ISO 4217 does not list is written in minor units,
+// "2500 XYZ (minor units)".
+func FormatAmount(amount int64, currency string) string {
+	code := strings.ToUpper(currency)
+	units, ok := minorUnits[code]
+	if !ok {
+		return strconv.FormatInt(amount, 10) + " " + code + " (minor units)"
+	}
+	sign, abs := "", uint64(amount)
+	if amount < 0 {
+		sign, abs = "-", uint64(-amount)
+	}
+	digits := strconv.FormatUint(abs, 10)
+	if units == 0 {
+		return sign + digits + " " + code
+	}
+	if len(digits) <= units {
+		digits = strings.Repeat("0", units-len(digits)+1) + digits
+	}
+	cut := len(digits) - units
+	return sign + digits[:cut] + "." + digits[cut:] + " " + code
+}

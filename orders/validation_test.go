@@ -117,6 +117,26 @@ func TestIsCurrency(t *testing.T) {
 	require.Greater(t, len(minorUnits), 150, "the embedded ISO 4217 list looks truncated")
 }
 
+func TestFormatAmount(t *testing.T) {
+	t.Parallel()
+	for want, in := range map[string]struct {
+		amount   int64
+		currency string
+	}{
+		"25.00 USD":              {2500, "usd"},
+		"0.05 EUR":               {5, "eur"},
+		"0.00 USD":               {0, "usd"},
+		"-19.99 EUR":             {-1999, "EUR"},
+		"500 JPY":                {500, "jpy"},
+		"1.234 BHD":              {1234, "bhd"},
+		"0.007 KWD":              {7, "kwd"},
+		"999999.99 USD":          {99_999_999, "usd"},
+		"2500 XYZ (minor units)": {2500, "xyz"},
+	} {
+		require.Equal(t, want, FormatAmount(in.amount, in.currency), "%d %s", in.amount, in.currency)
+	}
+}
+
 func TestOrderTotalOverflow(t *testing.T) {
 	t.Parallel()
 	total, ok := orderTotal([]Item{{Quantity: 3, UnitAmount: 7}, {Quantity: 1, UnitAmount: 1}})

@@ -3,6 +3,7 @@ package workflows
 import (
 	"context"
 	"encoding/json"
+	sdkpb "go.temporal.io/api/sdk/v1"
 	"os"
 	"path/filepath"
 	"testing"
@@ -211,6 +212,13 @@ func TestSagaOnDevServer(t *testing.T) {
 		require.Len(t, pis, 1)
 		require.Empty(t, refunds)
 		require.Equal(t, []string{"confirmation"}, kinds)
+		// The run's current details, beside the start's summary in the
+		// Temporal UI: the stage and the charge, no personal data.
+		md, err := s.c.QueryWorkflow(ctxFor(t), o.created, "", "__temporal_workflow_metadata")
+		require.NoError(t, err)
+		var meta sdkpb.WorkflowMetadata
+		require.NoError(t, md.Get(&meta))
+		require.Equal(t, "**Stage** confirmed  \n**Charged** "+pis[0].ID, meta.GetCurrentDetails())
 		s.record(t, o.created, "order_created_confirmed.json")
 		s.record(t, o.created, "order_created_confirmed_time_edges.json")
 	})

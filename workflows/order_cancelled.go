@@ -76,6 +76,14 @@ func OrderCancelledWorkflow(ctx workflow.Context, in handoff.EventInput) (Cancel
 func cancelOrder(ctx workflow.Context, in handoff.EventInput, p orders.OrderCancelled, st *CancelStatus) (CancelResult, error) {
 	logger := workflow.GetLogger(ctx)
 	res := CancelResult{OrderID: p.OrderID}
+	// stage moves the cancel to x and writes the run's current details,
+	// which the Temporal UI shows beside the start's summary (no personal
+	// data; setting them records nothing in the history).
+	stage := func(x Stage) {
+		st.Stage = x
+		workflow.SetCurrentDetails(ctx, cancelDetails(*st))
+	}
+	stage(StageStoppingSaga)
 	edges := workflow.GetVersion(ctx, ChangeTimeEdges, workflow.DefaultVersion, 1) >= 1
 	// failed ends the cancel on a step that failed for good. From
 	// ChangeTimeEdges on every such end is a CompensationFailed: a cancel
@@ -85,7 +93,8 @@ func cancelOrder(ctx workflow.Context, in handoff.EventInput, p orders.OrderCanc
 		if !edges {
 			return err
 		}
-		st.Stage, st.LastError = StageCompensationFailed, err.Error()
+		st.LastError = err.Error()
+		stage(StageCompensationFailed)
 		return compensationFailed(ctx, CompensationFailure{OrderID: p.OrderID, PaymentIntentID: res.PaymentIntentID, Amount: amount},
 			fmt.Errorf("%s: %w", what, err))
 	}
@@ -111,7 +120,8 @@ func cancelOrder(ctx workflow.Context, in handoff.EventInput, p orders.OrderCanc
 		// longer than its windows): whether it charged is unknown, so the
 		// cancel cannot promise a net charge of zero. That is a failed
 		// compensation, and it must reach an operator like one.
-		st.Stage, st.LastError = StageCompensationFailed, err.Error()
+		st.LastError = err.Error()
+		stage(StageCompensationFailed)
 		return res, compensationFailed(ctx, CompensationFailure{OrderID: p.OrderID},
 			fmt.Errorf("the payment saga %s did not finish while the cancel waited: %w", p.CreatedEventID, err))
 	}
@@ -155,7 +165,7 @@ func cancelOrder(ctx workflow.Context, in handoff.EventInput, p orders.OrderCanc
 	// 3. Refund exactly once (the key is the charge's, whoever asks), then
 	// 4. project cancelled, with the refund.
 	c := cancellation{orderID: p.OrderID, eventID: in.EventID, sequence: in.Sequence,
-		stage: func(s Stage) { st.Stage = s }}
+		stage: stage}
 	if res.Charged && !res.Refunded {
 		c.refund = &activities.RefundInput{ChargeEventID: p.CreatedEventID, OrderID: p.OrderID,
 			PaymentIntentID: res.PaymentIntentID, Amount: amount}
@@ -168,7 +178,8 @@ func cancelOrder(ctx workflow.Context, in handoff.EventInput, p orders.OrderCanc
 	}
 	switch {
 	case errors.As(err, &rerr):
-		st.Stage, st.LastError = StageCompensationFailed, rerr.Error()
+		st.LastError = rerr.Error()
+		stage(StageCompensationFailed)
 		return res, compensationFailed(ctx, CompensationFailure{
 			OrderID: p.OrderID, PaymentIntentID: res.PaymentIntentID, Amount: amount}, rerr.err)
 	case err != nil:
@@ -176,15 +187,31 @@ func cancelOrder(ctx workflow.Context, in handoff.EventInput, p orders.OrderCanc
 	}
 
 	// 5. One cancellation email (its key is the cancel event's).
-	st.Stage = StageNotifying
+	stage(StageNotifying)
 	if err := workflow.ExecuteActivity(emailOptions(ctx), a.SendEmail, activities.SendEmailInput{
 		EventID: in.EventID, OrderID: p.OrderID, Kind: activities.EmailCancellation, To: pr.CustomerEmail,
 		Amount: amount, Currency: currency, Refunded: res.Refunded,
 	}).Get(ctx, nil); err != nil {
 		return res, failed(err, "sending the cancellation email", amount)
 	}
-	st.Stage = StageCancelled
+	stage(StageCancelled)
 	return res, nil
+}
+
+// cancelDetails is a cancel's current details (Markdown): the stage, the
+// saga it stopped and what happened to the money.
+func cancelDetails(st CancelStatus) string {
+	d := "**Stage** " + string(st.Stage) + "  \n**Saga** " + st.SagaID
+	if st.SagaOutcome != "" {
+		d += " (" + st.SagaOutcome + ")"
+	}
+	if st.Charged {
+		d += "  \n**Charged** " + st.PaymentIntentID
+	}
+	if st.RefundID != "" {
+		d += "  \n**Refunded** " + st.RefundID
+	}
+	return d
 }
 
 // uuidTime is the timestamp of a UUIDv7 (zero for anything else), read

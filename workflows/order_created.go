@@ -96,6 +96,7 @@ func orderCreated(ctx workflow.Context, in handoff.EventInput, getVersion versio
 		return res, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidPayload", err)
 	}
 	s := &saga{getVersion: getVersion, in: in, order: order, status: SagaStatus{OrderID: order.OrderID, Stage: StageStarted}}
+	s.setStage(ctx, StageStarted)
 	s.safe = getVersion(ctx, ChangeSafeCharge, workflow.DefaultVersion, 1) >= 1
 	s.edges = getVersion(ctx, ChangeTimeEdges, workflow.DefaultVersion, 1) >= 1
 	if err := workflow.SetQueryHandler(ctx, handoff.QueryStatus, func() (SagaStatus, error) { return s.status, nil }); err != nil {
@@ -163,7 +164,7 @@ func (s *saga) run(ctx workflow.Context) (handoff.SagaResult, error) {
 		if err := s.email(ctx, s.emailInput(activities.EmailPaymentFailed)); err != nil {
 			return s.result(""), err
 		}
-		s.status.Stage = StagePaymentFailed
+		s.setStage(ctx, StagePaymentFailed)
 		return s.result(handoff.SagaPaymentFailed), nil
 	}
 }
@@ -172,7 +173,7 @@ func (s *saga) run(ctx workflow.Context) (handoff.SagaResult, error) {
 // run of the event already did), sends the confirmation and projects
 // confirmed, stopping instead if a cancel arrived before the email.
 func (s *saga) confirmCharged(ctx workflow.Context, projectPaid bool) (handoff.SagaResult, error) {
-	s.status.Stage = StageCharged
+	s.setStage(ctx, StageCharged)
 	if projectPaid {
 		if _, err := s.project(ctx, activities.StepPaid); err != nil {
 			return s.result(""), err
@@ -181,7 +182,7 @@ func (s *saga) confirmCharged(ctx workflow.Context, projectPaid bool) (handoff.S
 	if s.pollCancel(ctx) {
 		return s.stop(ctx)
 	}
-	s.status.Stage = StageConfirming
+	s.setStage(ctx, StageConfirming)
 	if err := s.confirm(ctx); err != nil {
 		return s.result(""), err
 	}
@@ -190,7 +191,7 @@ func (s *saga) confirmCharged(ctx workflow.Context, projectPaid bool) (handoff.S
 	if _, err := s.project(ctx, activities.StepConfirmed); err != nil {
 		return s.result(""), err
 	}
-	s.status.Stage = StageConfirmed
+	s.setStage(ctx, StageConfirmed)
 	return s.result(handoff.SagaConfirmed), nil
 }
 
@@ -245,12 +246,12 @@ func (s *saga) checkOrder(ctx workflow.Context) (res handoff.SagaResult, done bo
 	case orders.StatusConfirmed:
 		logger.Info("the order is already confirmed: nothing to do", "order_id", s.order.OrderID, "delivery", s.in.Delivery)
 		s.charged(st.PaymentIntentID)
-		s.status.Stage = StageConfirmed
+		s.setStage(ctx, StageConfirmed)
 		return s.result(handoff.SagaConfirmed), true, nil
 	case orders.StatusPaymentFailed:
 		logger.Info("the order's payment already failed: nothing to do", "order_id", s.order.OrderID, "delivery", s.in.Delivery)
 		s.charge = declined
-		s.status.Stage = StagePaymentFailed
+		s.setStage(ctx, StagePaymentFailed)
 		return s.result(handoff.SagaPaymentFailed), true, nil
 	}
 	return s.result(""), true, temporal.NewNonRetryableApplicationError(
@@ -266,7 +267,7 @@ func (s *saga) learnCharge(ctx workflow.Context, paymentIntentID string) error {
 		s.charged(paymentIntentID)
 		return nil
 	}
-	s.status.Stage = StageReconciling
+	s.setStage(ctx, StageReconciling)
 	rec, err := reconcileAll(ctx, true, activities.ReconcileInput{
 		Charge:     s.chargeInput(),
 		OccurredAt: s.in.OccurredAt,
@@ -350,7 +351,7 @@ func (s *saga) chargeUntilKnown(ctx workflow.Context) error {
 			s.charge = notCharged
 			return nil
 		}
-		s.status.Stage = StageCharging
+		s.setStage(ctx, StageCharging)
 		s.status.ChargeRounds = round
 		s.charge = inDoubt
 		var cr activities.ChargeResult
@@ -412,12 +413,33 @@ func (s *saga) settled(ctx workflow.Context) workflow.Context {
 }
 
 func (s *saga) reconcile(ctx workflow.Context, in activities.ChargeInput) (activities.ReconcileResult, error) {
-	s.status.Stage = StageReconciling
+	s.setStage(ctx, StageReconciling)
 	return reconcileAll(ctx, s.edges, activities.ReconcileInput{
 		Charge:         in,
 		FirstAttemptAt: s.firstAttemptAt,
 		OccurredAt:     s.in.OccurredAt,
 	})
+}
+
+// setStage moves the saga to st and writes the run's current details,
+// which the Temporal UI shows beside the start's summary
+// (routes.describeOrderCreated): the stage, the charge, a cancel; never
+// personal data. Setting them records nothing in the history.
+func (s *saga) setStage(ctx workflow.Context, st Stage) {
+	s.status.Stage = st
+	workflow.SetCurrentDetails(ctx, sagaDetails(s.status))
+}
+
+// sagaDetails is a saga's current details (Markdown).
+func sagaDetails(st SagaStatus) string {
+	d := "**Stage** " + string(st.Stage)
+	if st.Charged {
+		d += "  \n**Charged** " + st.PaymentIntentID
+	}
+	if st.CancelRequested {
+		d += "  \n**Cancel requested** by event " + st.CancelEventID
+	}
+	return d
 }
 
 func (s *saga) charged(paymentIntentID string) {
@@ -434,7 +456,7 @@ func (s *saga) stop(ctx workflow.Context) (handoff.SagaResult, error) {
 	if _, err := s.project(ctx, activities.StepSagaStopped); err != nil {
 		return s.result(""), err
 	}
-	s.status.Stage = StageStopped
+	s.setStage(ctx, StageStopped)
 	workflow.GetLogger(ctx).Info("saga stopped by cancel", "order_id", s.order.OrderID, "charged", s.status.Charged)
 	return s.result(handoff.SagaStopped), nil
 }
@@ -498,7 +520,7 @@ func (s *saga) result(outcome handoff.SagaOutcome) handoff.SagaResult {
 // requires knowing the PaymentIntent, and not refunding requires knowing
 // there is none.
 func (s *saga) compensate(ctx workflow.Context) error {
-	s.status.Stage = StageCompensating
+	s.setStage(ctx, StageCompensating)
 	in := s.chargeInput()
 	if s.charge == inDoubt {
 		rec, err := s.reconcile(ctx, in)
@@ -519,14 +541,14 @@ func (s *saga) compensate(ctx workflow.Context) error {
 	var rerr errRefund
 	switch {
 	case errors.As(err, &rerr):
-		s.status.Stage = StageCompensationFailed
+		s.setStage(ctx, StageCompensationFailed)
 		return compensationFailed(ctx, CompensationFailure{
 			OrderID: s.order.OrderID, PaymentIntentID: s.status.PaymentIntentID, Amount: s.order.Amount}, rerr.err)
 	case err != nil:
 		return err
 	}
 	refunded := c.refund != nil
-	s.status.Stage = StageCompensated
+	s.setStage(ctx, StageCompensated)
 	workflow.GetLogger(ctx).Warn("saga cancelled through Temporal; its charge was refunded",
 		"order_id", s.order.OrderID, "payment_intent_id", s.status.PaymentIntentID, "refund_id", refundID)
 	return temporal.NewCanceledError(handoff.SagaResult{

@@ -17,12 +17,14 @@ import (
 
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/benchdb"
+	"github.com/outflow/outflow/internal/routes"
 	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox"
 )
 
 // startRequest is the ExecuteWorkflow request of the bare baseline. It is the
 // request temporalpub.Publisher sends for an OrderCreated event (same
-// options, search attribute, memo and input size), so that bare and relay
+// options, search attribute, summary and details, memo and input size), so that bare and relay
 // differ only by the relay.
 func (b *bench) startRequest() (client.StartWorkflowOptions, handoff.EventInput, error) {
 	id, err := uuid.NewV7()
@@ -37,6 +39,10 @@ func (b *bench) startRequest() (client.StartWorkflowOptions, handoff.EventInput,
 	if err != nil {
 		return client.StartWorkflowOptions{}, handoff.EventInput{}, err
 	}
+	summary, details := routes.Orders()[orders.EventOrderCreated].Describe(outbox.Event{
+		ID: id, Type: orders.EventOrderCreated, AggregateType: orders.AggregateType, AggregateID: order,
+		Sequence: 1, SchemaVersion: orders.OrderCreatedVersion, Payload: payload,
+	})
 	opts := client.StartWorkflowOptions{
 		ID:                                       id.String(),
 		TaskQueue:                                b.taskQueue,
@@ -45,6 +51,8 @@ func (b *bench) startRequest() (client.StartWorkflowOptions, handoff.EventInput,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
 			handoff.OrderIDKey.ValueSet(order)),
+		StaticSummary: summary,
+		StaticDetails: details,
 		Memo: map[string]any{
 			"aggregate_type": orders.AggregateType, "aggregate_id": order, "aggregate_sequence": 1,
 			"schema_version": orders.OrderCreatedVersion, "event_type": orders.EventOrderCreated,

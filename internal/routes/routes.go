@@ -7,6 +7,8 @@
 package routes
 
 import (
+	"fmt"
+
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/outflow/outflow/handoff"
@@ -27,11 +29,13 @@ func Orders() temporalpub.Routes {
 			Workflow:         handoff.OrderCreatedWorkflowName,
 			Validate:         func(v int, p []byte) error { _, err := orders.DecodeOrderCreated(v, p); return err },
 			SearchAttributes: orderID,
+			Describe:         describeOrderCreated,
 		},
 		orders.EventOrderCancelled: {
 			Workflow:         handoff.OrderCancelledWorkflowName,
 			Validate:         func(v int, p []byte) error { _, err := orders.DecodeOrderCancelled(v, p); return err },
 			SearchAttributes: orderID,
+			Describe:         describeOrderCancelled,
 		},
 	}
 }
@@ -40,4 +44,33 @@ func Orders() temporalpub.Routes {
 // id is the event's aggregate id.
 func orderID(e outbox.Event) temporal.SearchAttributes {
 	return temporal.NewSearchAttributes(handoff.OrderIDKey.ValueSet(e.AggregateID))
+}
+
+// describeOrderCreated is what the Temporal UI shows for a payment saga:
+// the order, its total and how many lines it has; never the customer's
+// email, payment method or address. The saga keeps its current details
+// (workflows.setDetails).
+func describeOrderCreated(e outbox.Event) (summary, details string) {
+	o, err := orders.DecodeOrderCreated(e.SchemaVersion, e.Payload)
+	if err != nil { // Validate accepted it; unreachable
+		return "Payment of order " + e.AggregateID, ""
+	}
+	total := orders.FormatAmount(o.Amount, o.Currency)
+	summary = fmt.Sprintf("Payment of order %s: %s", o.OrderID, total)
+	details = fmt.Sprintf("**Order** %s  \n**Total** %s (%d minor units), %d line(s)  \n**Event** %s, %s v%d, sequence %d",
+		o.OrderID, total, o.Amount, len(o.Items), e.ID, e.Type, e.SchemaVersion, e.Sequence)
+	return summary, details
+}
+
+// describeOrderCancelled is what the Temporal UI shows for a cancel: the
+// order and the saga it stops; not the reason, which is free text.
+func describeOrderCancelled(e outbox.Event) (summary, details string) {
+	c, err := orders.DecodeOrderCancelled(e.SchemaVersion, e.Payload)
+	if err != nil { // Validate accepted it; unreachable
+		return "Cancel of order " + e.AggregateID, ""
+	}
+	summary = "Cancel of order " + c.OrderID
+	details = fmt.Sprintf("**Order** %s  \n**Stops** the payment saga %s  \n**Event** %s, %s v%d, sequence %d",
+		c.OrderID, c.CreatedEventID, e.ID, e.Type, e.SchemaVersion, e.Sequence)
+	return summary, details
 }

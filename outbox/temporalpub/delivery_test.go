@@ -2,6 +2,7 @@ package temporalpub_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,6 +52,9 @@ func TestDeliveryKindsAndTheRetentionHorizon(t *testing.T) {
 	replay := event(true)
 	require.NoError(t, young.Publish(ctx, replay))
 	require.Equal(t, handoff.DeliveryReplay, memoValue[string](t, describe(t, replay.ID), "delivery"))
+	summary, _ := userMetadata(t, temporal.Client(), replay.ID)
+	require.Equal(t, "Payment of order "+replay.AggregateID+": ", summary[:len("Payment of order "+replay.AggregateID+": ")])
+	require.True(t, strings.HasSuffix(summary, " (replay)"), "a replay says so in its summary: %q", summary)
 
 	// A re-delivery older than the retention: an earlier run may have been
 	// forgotten, so the workflow must not trust it is the first.

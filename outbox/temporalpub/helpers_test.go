@@ -114,6 +114,21 @@ func describe(t *testing.T, id uuid.UUID) *workflowpb.WorkflowExecutionInfo {
 	return desc.RawResponse.GetWorkflowExecutionInfo()
 }
 
+// userMetadata is the summary and details the workflow of the event was
+// started with, as the Temporal UI shows them.
+func userMetadata(t *testing.T, c client.Client, id uuid.UUID) (summary, details string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	desc, err := c.DescribeWorkflow(ctx, id.String(), "")
+	require.NoError(t, err, "workflow for event %s", id)
+	summary, err = desc.GetStaticSummary()
+	require.NoError(t, err)
+	details, err = desc.GetStaticDetails()
+	require.NoError(t, err)
+	return summary, details
+}
+
 func memoValue[T any](t *testing.T, info *workflowpb.WorkflowExecutionInfo, key string) T {
 	t.Helper()
 	var v T

@@ -38,4 +38,29 @@ type Route struct {
 	// MaxAttempts. Optional: defaulted to none, which every namespace
 	// accepts.
 	SearchAttributes func(outbox.Event) temporal.SearchAttributes
+	// Describe returns what the Temporal UI and CLI show for the event's
+	// workflow: a one-line summary and details (Markdown, may span lines),
+	// the start's StaticSummary and StaticDetails. It is called once
+	// Validate accepted the payload. Both are stored with the workflow
+	// through the client's data converter (encrypted with the payload codec
+	// when there is one), and an operator reads them in every list: never
+	// put personal data in them. A workflow keeps them current with
+	// workflow.SetCurrentDetails. Optional: defaulted to the summary
+	// "EVENT_TYPE AGGREGATE_TYPE AGGREGATE_ID" (what the memo carries
+	// anyway) and no details. A replay's summary ends with " (replay)".
+	Describe func(outbox.Event) (summary, details string)
+}
+
+// describe is the summary and details of e's start by r (see
+// [Route.Describe]).
+func (r Route) describe(e outbox.Event) (summary, details string) {
+	if r.Describe != nil {
+		summary, details = r.Describe(e)
+	} else {
+		summary = e.Type + " " + e.AggregateType + " " + e.AggregateID
+	}
+	if e.Replay && summary != "" {
+		summary += " (replay)"
+	}
+	return summary, details
 }

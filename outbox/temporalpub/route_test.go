@@ -100,6 +100,9 @@ func TestRoutesWithoutSearchAttributesOnANamespaceWithoutOrderId(t *testing.T) {
 		require.NoError(t, dc.FromPayload(info.GetMemo().GetFields()["delivery"], &delivery))
 		require.Equal(t, "invoice", aggregateType)
 		require.Equal(t, handoff.DeliveryFirst, delivery)
+		summary, details := userMetadata(t, c, e.ID)
+		require.Equal(t, e.Type+" invoice "+e.AggregateID, summary, "a route without Describe: the default summary")
+		require.Empty(t, details)
 	}
 }
 

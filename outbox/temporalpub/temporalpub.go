@@ -243,6 +243,7 @@ func (p *Publisher) Publish(ctx context.Context, e outbox.Event) error {
 	if route.SearchAttributes != nil {
 		attrs = route.SearchAttributes(e)
 	}
+	summary, details := route.describe(e)
 	opts := client.StartWorkflowOptions{
 		ID:                       e.ID.String(),
 		TaskQueue:                taskQueue,
@@ -252,6 +253,8 @@ func (p *Publisher) Publish(ctx context.Context, e outbox.Event) error {
 		// run silently, so both cases are handled (and logged) alike.
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		TypedSearchAttributes:                    attrs,
+		StaticSummary:                            summary,
+		StaticDetails:                            details,
 		Memo: map[string]any{
 			"aggregate_type":     e.AggregateType,
 			"aggregate_id":       e.AggregateID,

@@ -62,6 +62,18 @@ func TestEveryEventGetsOneWorkflow(t *testing.T) {
 		require.Equal(t, e.Sequence, memoValue[int64](t, info, "aggregate_sequence"))
 		require.Equal(t, 1, memoValue[int](t, info, "schema_version"))
 		require.Equal(t, e.Type, memoValue[string](t, info, "event_type"))
+
+		// What the Temporal UI shows (routes.Orders' Describe): the order
+		// and its total, never the customer's email or payment method.
+		summary, details := userMetadata(t, temporal.Client(), e.ID)
+		require.Contains(t, details, "**Event** "+e.ID.String())
+		require.NotContains(t, summary+details, "@", "no email address")
+		require.NotContains(t, summary+details, "pm_", "no payment method")
+		if e.Type == orders.EventOrderCreated {
+			require.Regexp(t, `^Payment of order `+e.AggregateID+`: \d+\.\d\d [A-Z]{3}$`, summary)
+		} else {
+			require.Equal(t, "Cancel of order "+e.AggregateID, summary)
+		}
 	}
 
 	// The relay's at-least-once duplicate: acknowledged, counted, still one
