@@ -56,6 +56,7 @@ byte sstart;    /* where the session started: the slot's confirmed position then
 #define S_FAILED 8  /* its publish failed (transient): waiting for failLoop */
 #define S_FAILP  9  /* its publish failed (permanent): waiting for failLoop */
 #define S_GONE   10 /* settled and left to the sweeper, or done */
+#define S_SINKF  11 /* its publish failed for the sink's fault: waiting for RelaySinkRelease */
 byte sst[NEV];
 byte sinflight; /* the event the stream's Publish call runs for, or NOEV */
 byte vblk;      /* the blockers of the lease transaction's kept events, as its verify saw them */
@@ -216,6 +217,8 @@ byte xg;
 #define PICK_MARK(c) :: MARKABLE(c) -> e = c
 #define FAILREC(c)   ((sst[c] == S_FAILED || sst[c] == S_FAILP) && UPDATABLE(c))
 #define PICK_FAIL(c) :: FAILREC(c) -> e = c
+#define SINKREL(c)   (sst[c] == S_SINKF && UPDATABLE(c))
+#define PICK_SINKREL(c) :: SINKREL(c) -> e = c
 
 /* CDCRelease of a broken lane's waiting events (the lane of e's order),
  * fenced: claimed_by = the stream's owner AND published_at IS NULL; no
@@ -525,8 +528,17 @@ end_stream:
 		sinflight != NOEV ->
 		e = sinflight; sinflight = NOEV;
 		if
+		:: FAULT_OK -> FAULT;
+			/* Temporal unreachable, Unavailable, throttled, ... (the sink's
+			 * fault, fault.go), nothing started. A fault in the liveness
+			 * run: the sink answers in the end. No attempt is counted:
+			 * RelaySinkRelease gives the lease back (S10). */
+			printf("stream: Publish %d.%d failed (unreachable: the sink's fault)\n", EV(e));
+			sst[e] = S_SINKF
 		:: true ->
-			printf("stream: Publish %d.%d failed (unreachable)\n", EV(e));
+			/* the event's own transient error (one that is no service
+			 * error): failLoop counts an attempt */
+			printf("stream: Publish %d.%d failed (the event's own, transient)\n", EV(e));
 			sst[e] = S_FAILED
 		:: !WF(e) ->
 			printf("stream: Publish %d.%d failed (permanent)\n", EV(e));
@@ -534,9 +546,11 @@ end_stream:
 		:: temporal_start(e, 0);
 			printf("stream: %d.%d acknowledged\n", EV(e));
 			sst[e] = S_ACKED
-		:: temporal_start(e, 0);
-			printf("stream: ... but the answer to %d.%d was lost\n", EV(e));
-			sst[e] = S_FAILED
+		:: FAULT_OK -> FAULT; temporal_start(e, 0);
+			/* the start went through and its answer was lost: a
+			 * DeadlineExceeded or Unavailable, the sink's fault too */
+			printf("stream: ... but the answer to %d.%d was lost (the sink's fault)\n", EV(e));
+			sst[e] = S_SINKF
 		fi;
 		if
 		:: sst[e] != S_ACKED -> break_lane(e)
@@ -578,6 +592,30 @@ end_stream:
 		fi;
 		printf("stream: CDCMark %d.%d failed (error)\n", EV(e));
 		sst[e] = MARK_MISSED;
+		e = NOEV
+	   }
+
+	/* S10 the worker's RelaySinkRelease (cdc_stream.go, releaseSinkFaults
+	 * with the stream's owner): the lease is given back, fenced by
+	 * claimed_by = the stream's owner AND published_at IS NULL, and no
+	 * attempt is counted (the stream's lease counted none); the event goes
+	 * to the sweeper. Or the statement fails: the lease stays until it
+	 * expires, and the event goes to the sweeper all the same. */
+	:: atomic {
+		ANY(SINKREL) ->
+		if
+		EACH(PICK_SINKREL)
+		fi;
+		if
+		:: owner[e] == STREAM && !pub[e] ->
+			owner[e] = NOBODY; lease[e] = NONE;
+			printf("stream: RelaySinkRelease %d.%d (no attempt counted)\n", EV(e))
+		:: else ->
+			printf("stream: RelaySinkRelease %d.%d: 0 rows (fenced)\n", EV(e))
+		:: FAULT_OK -> FAULT;
+			printf("stream: RelaySinkRelease %d.%d failed (error): the lease expires\n", EV(e))
+		fi;
+		sst[e] = S_GONE;
 		e = NOEV
 	   }
 
