@@ -1,4 +1,4 @@
-package outbox
+package outboxops
 
 import (
 	"context"
@@ -53,7 +53,7 @@ func SkipTx(ctx context.Context, tx pgx.Tx, eventID uuid.UUID, reason, actor str
 		}
 		return Change{}, fmt.Errorf("outbox: skip %s: %w: it is %s, not quarantined; %s", eventID, ErrEventState, before.State, hint)
 	}
-	if _, err := qOpsSkip.exec(ctx, tx, skipArgs{EventID: eventID, SkippedBy: actor, SkipReason: reason}); err != nil {
+	if _, err := qOpsSkip.Exec(ctx, tx, skipArgs{EventID: eventID, SkippedBy: actor, SkipReason: reason}); err != nil {
 		return Change{}, fmt.Errorf("outbox: skip %s: %w", eventID, err)
 	}
 	return finishChange(ctx, tx, before)
