@@ -7,7 +7,7 @@
  *
  * Actors, one proctype each: Relay (outbox/relay.go, claim.go, mark.go,
  * publish.go, release.go, quarantine.go and relay.sql), Operator
- * (outbox/retry.go, skip.go, replay.go and operations.sql), Producer
+ * (outbox/outboxops/retry.go, skip.go, replay.go and operations.sql), Producer
  * (Enqueue), Clock (lease expiry) and Temporal (the namespace retention).
  * The start of a workflow is the inline temporal_start, run inside the
  * relay's publish step (outbox/temporalpub).
