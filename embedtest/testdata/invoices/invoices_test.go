@@ -74,6 +74,18 @@ func TestInvoiceIssued(t *testing.T) {
 	var entries int
 	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM ledger_entries WHERE invoice_id = $1`, inv.ID).Scan(&entries))
 	require.Equal(t, 1, entries, "one ledger entry for one event")
+
+	// Retention: the published event and its inbox row go, the ledger entry
+	// stays.
+	ran, err := invoices.Cleanup(ctx, db, time.Millisecond)
+	require.NoError(t, err)
+	require.True(t, ran, "no other process holds the cleanup lock")
+	outboxtest.RequireNotEnqueued(t, db, outboxtest.Match{ID: ev.ID})
+	seen, err := ib.Seen(ctx, db, invoices.LedgerConsumer, ev.ID)
+	require.NoError(t, err)
+	require.False(t, seen, "the inbox row of a deleted event is deleted too")
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM ledger_entries WHERE invoice_id = $1`, inv.ID).Scan(&entries))
+	require.Equal(t, 1, entries, "cleanup deletes the outbox's rows only")
 }
 
 // TestIssueRolledBack: a rolled-back invoice leaves no event.
