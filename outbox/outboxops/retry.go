@@ -26,7 +26,7 @@ type Change struct {
 // and relays are woken. Its last_error is kept. A pending event gets the same
 // treatment (harmless); an event a relay is publishing right now, a published
 // or skipped one is refused with an error wrapping [ErrEventState], an
-// unknown ID with [ErrEventNotFound].
+// unknown ID with outbox.ErrEventNotFound.
 //
 // A retried event that still cannot be published is quarantined again; its
 // aggregate's later events keep waiting until it is published or skipped.

@@ -74,18 +74,6 @@ func TestInvoiceIssued(t *testing.T) {
 	var entries int
 	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM ledger_entries WHERE invoice_id = $1`, inv.ID).Scan(&entries))
 	require.Equal(t, 1, entries, "one ledger entry for one event")
-
-	// Retention: the published event and its inbox row go, the ledger entry
-	// stays.
-	ran, err := invoices.Cleanup(ctx, db, time.Millisecond)
-	require.NoError(t, err)
-	require.True(t, ran, "no other process holds the cleanup lock")
-	outboxtest.RequireNotEnqueued(t, db, outboxtest.Match{ID: ev.ID})
-	seen, err := ib.Seen(ctx, db, invoices.LedgerConsumer, ev.ID)
-	require.NoError(t, err)
-	require.False(t, seen, "the inbox row of a deleted event is deleted too")
-	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM ledger_entries WHERE invoice_id = $1`, inv.ID).Scan(&entries))
-	require.Equal(t, 1, entries, "cleanup deletes the outbox's rows only")
 }
 
 // TestIssueRolledBack: a rolled-back invoice leaves no event.
@@ -120,6 +108,28 @@ func env(t *testing.T, name string) string {
 	v := os.Getenv(name)
 	require.NotEmpty(t, v, "set %s", name)
 	return v
+}
+
+// TestCleanup: retention deletes an event published longer ago than it
+// (outboxtest.Force ages one), and nothing younger, nor the invoice.
+func TestCleanup(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db := openDB(t, ctx)
+	inv, ev, err := invoices.Issue(ctx, db, "initech", 700)
+	require.NoError(t, err)
+	outboxtest.Force(t, db, outboxtest.Match{ID: ev.ID}, outboxtest.SetPublished(30*24*time.Hour))
+	kept := outboxtest.Events(t, db, outboxtest.Match{AggregateType: invoices.AggregateType})
+
+	ran, err := invoices.Cleanup(ctx, db, 7*24*time.Hour)
+	require.NoError(t, err)
+	require.True(t, ran, "no other process holds the cleanup lock")
+	outboxtest.RequireNotEnqueued(t, db, outboxtest.Match{ID: ev.ID})
+	require.Len(t, outboxtest.Events(t, db, outboxtest.Match{AggregateType: invoices.AggregateType}), len(kept)-1,
+		"only the event published 30 days ago is deleted")
+	var invoicesLeft int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM invoices WHERE id = $1`, inv.ID).Scan(&invoicesLeft))
+	require.Equal(t, 1, invoicesLeft, "cleanup deletes the outbox's rows only")
 }
 
 // duplicates reads inbox_duplicates_total{consumer} from reg.
