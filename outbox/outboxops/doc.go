@@ -15,9 +15,10 @@
 //
 // Every function works on the outbox's own tables, created by
 // outbox.Migrate, and works the same whichever relay source (polling or CDC)
-// publishes the events. Every function takes a [DB]: a pool, a connection,
-// or the caller's pgx.Tx, which the function then joins (its transaction is
-// a savepoint of the caller's). [SkipTx] is the one that takes a pgx.Tx by
+// publishes the events. Every function but [CleanupExclusive] (which holds a
+// session lock on a connection of its pool) takes a [DB]: a pool, a
+// connection, or the caller's pgx.Tx, which the function then joins (its
+// transaction is a savepoint of the caller's). [SkipTx] is the one that takes a pgx.Tx by
 // type: a skip that means something to the event's consumers (an order's
 // projection must account for the skipped sequence) commits with that in
 // one transaction, or not at all.
