@@ -22,6 +22,7 @@ import (
 	"github.com/outflow/outflow/internal/testdb"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
@@ -316,7 +317,7 @@ func (f *skipFixture) skip(t *testing.T) {
 	t.Helper()
 	ctx := ctxT(t)
 	require.NoError(t, pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error {
-		c, err := outbox.SkipTx(ctx, tx, uuid.MustParse(f.stray), "no workflow takes it", "test")
+		c, err := outboxops.SkipTx(ctx, tx, uuid.MustParse(f.stray), "no workflow takes it", "test")
 		if err != nil {
 			return err
 		}

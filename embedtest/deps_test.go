@@ -23,6 +23,7 @@ const outflowModule = "github.com/outflow/outflow"
 // a service's own packages import nothing else of outflow's.
 var publicPackages = []string{
 	outflowModule + "/outbox",
+	outflowModule + "/outbox/outboxops",
 	outflowModule + "/outbox/temporalpub",
 	outflowModule + "/outbox/outboxtest",
 	outflowModule + "/inbox",

@@ -79,7 +79,7 @@ func TestServiceOutsideTheRepository(t *testing.T) {
 	// What the service's tests left, seen from outside.
 	pool := testdb.Open(t, dbURL)
 	events := outboxtest.Events(t, pool, outboxtest.Match{})
-	require.Len(t, events, 1, "one committed invoice, one event; the rolled-back invoice left none")
+	require.Len(t, events, 1, "TestInvoiceIssued's event: the rolled-back invoice left none, and TestCleanup's aged one was deleted")
 	ev := events[0]
 	require.Equal(t, aggregateType, ev.AggregateType)
 	require.Equal(t, eventType, ev.Type)

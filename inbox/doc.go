@@ -35,7 +35,7 @@
 //
 // The inbox must remember an event for as long as the event can be
 // delivered again, including by an operator's replay. outflow's retention
-// cleanup (outbox.Cleanup, run by the starter and by `outboxctl cleanup`)
+// cleanup (outboxops.Cleanup, run by the starter and by `outboxctl cleanup`)
 // deletes a processed_events row only when it is older than the inbox
 // retention, which may not be shorter than the events' retention, and its
 // event is no longer in the outbox: while the event can be replayed, its

@@ -7,7 +7,7 @@
  *
  * Actors, one proctype each: Relay (outbox/relay.go, claim.go, mark.go,
  * publish.go, release.go, quarantine.go and relay.sql), Operator
- * (outbox/retry.go, skip.go, replay.go and operations.sql), Producer
+ * (outbox/outboxops/retry.go, skip.go, replay.go and operations.sql), Producer
  * (Enqueue), Clock (lease expiry) and Temporal (the namespace retention).
  * The start of a workflow is the inline temporal_start, run inside the
  * relay's publish step (outbox/temporalpub).
@@ -673,7 +673,7 @@ end_temporal:
 
 /* --------------------------------------------------------------- Operator */
 
-/* O1 RetryTx (retry.go): OpsLockEvent (FOR UPDATE: waits for a claim's row
+/* O1 retry (outboxops/retry.go): OpsLockEvent (FOR UPDATE: waits for a claim's row
  * lock), refused when published, skipped or in flight (live lease); then
  * OpsRetry: attempts 0, out of quarantine, owner and lease cleared.
  * Modelled where it changes more than the attempt count: a quarantined
@@ -686,7 +686,7 @@ end_temporal:
 /* O2 SkipTx (skip.go): OpsLockEvent, refused unless quarantined; OpsSkip. */
 #define SKIPPABLE(c) (exists[c] && quar[c] && !skipped[c] && !pub[c] && rowlock[c] == FREE)
 #define SKIP(c) :: SKIPPABLE(c) -> skipped[c] = 1; printf("operator: skip %d.%d\n", EV(c))
-/* O3 ReplayTx (replay.go), OpsReplay: the window's published events of one
+/* O3 replay (outboxops/replay.go), OpsReplay: the window's published events of one
  * order (occurred_at need not follow the sequence, so any set of them):
  * first is the lowest replayed one, later published ones may join. */
 #define IS_PUB(c) pub[c]

@@ -27,8 +27,14 @@ import (
 //     functions (outbox.Enqueue, outbox.EventSequence,
 //     outbox.AggregateEvents, ...), and their tests outboxtest's;
 //   - processed_events, the inbox, is written only by package inbox
-//     (Inbox.Record); it is read only there and by package outbox, whose
-//     retention cleanup deletes old rows of events no longer retained.
+//     (Inbox.Record); it is read only there and by package outbox/outboxops,
+//     whose retention cleanup deletes old rows of events no longer retained
+//     (package outbox itself, the producer and the relays, never touches
+//     it);
+//   - the operator's own tables (outbox_bulk_retries, the audit of bulk
+//     retries; outbox_cleanup_horizon and outbox_replay_horizon, which bound
+//     a replay) are written only by package outbox/outboxops, whose
+//     commands keep them.
 //
 // migrations/ may do anything (schema changes and their backfills). Test
 // files are covered like the rest; those that touch a table outside its
@@ -63,8 +69,15 @@ var ownershipRules = []ownershipRule{
 	{
 		what:   "uses processed_events",
 		match:  regexp.MustCompile(`(?i)\b(?:FROM|JOIN|UPDATE(?:\s+ONLY)?|INTO|USING|TRUNCATE(?:\s+TABLE)?(?:\s+ONLY)?)\s+` + table("processed_events")),
-		owners: []string{"inbox/", "outbox/", "migrations/"},
-		owner:  "package inbox (inbox.Inbox.Record, inbox.Inbox.Seen) and outbox's retention cleanup",
+		owners: []string{"inbox/", "outbox/outboxops/", "outbox/migrations/", "migrations/"},
+		owner:  "package inbox (inbox.Inbox.Record, inbox.Inbox.Seen) and outboxops's retention cleanup (outboxops.Cleanup)",
+	},
+	{
+		what: "writes the operator's tables",
+		match: regexp.MustCompile(`(?i)\b(?:INSERT\s+INTO|UPDATE(?:\s+ONLY)?|DELETE\s+FROM(?:\s+ONLY)?|TRUNCATE(?:\s+TABLE)?(?:\s+ONLY)?|MERGE\s+INTO)\s+` +
+			`(?:` + table("outbox_bulk_retries") + `|` + table("outbox_cleanup_horizon") + `|` + table("outbox_replay_horizon") + `)`),
+		owners: []string{"outbox/outboxops/", "outbox/migrations/", "migrations/"},
+		owner:  "package outbox/outboxops (outboxops.RetryQuarantined, outboxops.Cleanup, outboxops.RecordReplayHorizon)",
 	},
 }
 
@@ -102,8 +115,8 @@ var testExceptions = []struct{ file, rule, why string }{
 		"seeds inbox rows processed days ago for cleanup to delete or keep"},
 	{"cmd/outboxctl/cleanup_test.go", "uses processed_events",
 		"seeds inbox rows processed days ago, and counts what cleanup left"},
-	{"outbox/cleanup_test.go", "records into processed_events",
-		"seeds inbox rows processed days ago for outbox.Cleanup to delete or keep"},
+	{"outbox/outboxops/cleanup_test.go", "records into processed_events",
+		"seeds inbox rows processed days ago for outboxops.Cleanup to delete or keep"},
 	{"cmd/outboxctl/forget_test.go", "writes the orders table",
 		"settles the order by hand, as its saga would have"},
 	{"cmd/outboxctl/skip_test.go", "writes the orders table",
@@ -276,6 +289,12 @@ func TestOwnershipRulesMatchSQLNotProse(t *testing.T) {
 		"activities/z.sql":   "INSERT INTO processed_events (consumer_name, event_id) VALUES (@consumer, @event_id);",
 		"orders/y.sql":       "SELECT EXISTS (SELECT 1 FROM processed_events WHERE event_id = @event_id);",
 		"outbox/y.sql":       "INSERT INTO processed_events (consumer_name, event_id) VALUES ($1, $2);",
+		// The relays' package reads no inbox row, nor keeps the operator's tables.
+		"outbox/z.sql":            "DELETE FROM processed_events WHERE processed_at < $1;",
+		"outbox/w.sql":            "INSERT INTO outbox_replay_horizon (horizon_ms, reason) VALUES ($1, $2);",
+		"outbox/temporalpub/x.go": "package t\nvar q = \"UPDATE public.outbox_cleanup_horizon SET deleted_before = now()\"\n",
+		"cmd/outboxctl/y_test.go": "package main\nvar q = `DELETE FROM outbox_bulk_retries`\n",
+		"starter/x.go":            "package main\nvar q = \"update \\\"outbox_replay_horizon\\\" set reason = 'x'\"\n",
 		// Test files are covered: an owner's helper, or a listed exception.
 		"activities/x_test.go":     "package a\nvar q = `SELECT count(*) FROM outbox_events WHERE aggregate_id = $1`\n",
 		"testsuite/x_test.go":      "package t\nvar q = \"UPDATE outbox_events SET published_at = now()\"\n",
@@ -298,7 +317,9 @@ func TestOwnershipRulesMatchSQLNotProse(t *testing.T) {
 		"activities/x.sql": "-- None reads outbox_events: the projection never does UPDATE orders itself.\n" +
 			"SELECT 1 FROM processed_events_archive; /* JOIN outbox_events, INSERT INTO processed_events */",
 		"inbox/x.sql":              "INSERT INTO processed_events (consumer_name, event_id) VALUES (@c, @e) ON CONFLICT DO NOTHING;",
-		"outbox/y.sql":             "DELETE FROM processed_events WHERE (consumer_name, event_id) IN (SELECT consumer_name, event_id FROM processed_events p);",
+		"outbox/outboxops/y.sql":   "DELETE FROM processed_events WHERE (consumer_name, event_id) IN (SELECT consumer_name, event_id FROM processed_events p);",
+		"outbox/outboxops/z.sql":   "INSERT INTO outbox_cleanup_horizon AS h (singleton, deleted_before) VALUES (true, $1);",
+		"cmd/outboxctl/x_test.go":  "package main\nvar q = `SELECT count(*) FROM outbox_bulk_retries`\n",
 		"outbox/outboxtest/x.sql":  "UPDATE outbox_events SET published_at = now() WHERE event_id = ANY(@event_ids);",
 		"orders/migration_test.go": "package orders\nvar q = \"INSERT INTO outbox_events (event_id) VALUES ($1)\"\n",
 		"testsuite/oracle.sql":     "SELECT count(*) FROM outbox_events;",

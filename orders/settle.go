@@ -9,7 +9,7 @@ import (
 )
 
 // SettleSkippedTx records, inside the transaction that skips an outbox event
-// (outbox.SkipTx), that the order's event at sequence will never be applied.
+// (outboxops.SkipTx), that the order's event at sequence will never be applied.
 // The order projection applies an order's events strictly in sequence, so
 // without this a skipped event would hold every later one (a cancel, say)
 // back forever. The sequence is kept in orders.skipped_sequences, and

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
 )
 
 // Where the CDC stream meets an operator's replay: the stream publishes
@@ -83,7 +84,7 @@ func (l *callLog) snapshot() []uuid.UUID {
 
 func replayOne(t *testing.T, b *testBundle, e outbox.Event) {
 	t.Helper()
-	n, err := outbox.Replay(context.Background(), b.pool, outbox.ReplayOptions{
+	n, err := outboxops.Replay(context.Background(), b.pool, outboxops.ReplayOptions{
 		From: e.OccurredAt.Add(-time.Second), To: e.OccurredAt.Add(time.Microsecond),
 		AggregateType: e.AggregateType, AggregateID: e.AggregateID})
 	require.NoError(t, err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/outflow/outflow/internal/testdb"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
 )
 
 // setupCDC is setup on a database of the private wal_level=logical server.
@@ -433,7 +434,7 @@ func TestCDCQuarantinesPoisonEvents(t *testing.T) {
 	eventually(t, 10*time.Second, func() bool { return published(b.pool, ids(fine)...) }, "other orders flow")
 	require.Zero(t, b.rec.callsFor(next[0].ID), "held back behind the quarantined event")
 
-	_, err := outbox.Skip(context.Background(), b.pool, poison[0].ID, "poison", "test")
+	_, err := outboxops.Skip(context.Background(), b.pool, poison[0].ID, "poison", "test")
 	require.NoError(t, err)
 	eventually(t, 20*time.Second, func() bool { return published(b.pool, ids(next)...) }, "after the skip the later event flows")
 }

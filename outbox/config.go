@@ -137,11 +137,6 @@ type RelayConfig struct {
 	Failpoints *failpoints.Set
 }
 
-// Config is the former name of [RelayConfig].
-//
-// Deprecated: use RelayConfig.
-type Config = RelayConfig
-
 func (c *RelayConfig) setDefaults() error {
 	if c.Owner == "" {
 		owner, err := newOwner()

@@ -19,9 +19,9 @@
 // the enqueuing transaction under the aggregate's lock. The relay only claims
 // the lowest unpublished sequence of an aggregate, so an event never overtakes
 // an unfinished predecessor; there is no order across aggregates. An
-// operator's [Replay] makes an earlier event unpublished again: the replayed
-// event then also waits for a later one in flight, and the replay and the
-// claim fence each other (the replay waits for claims in flight, a claim
+// operator's replay (outboxops.Replay) makes an earlier event unpublished
+// again: the replayed event then also waits for a later one in flight, and
+// the replay and the claim fence each other (the replay waits for claims in flight, a claim
 // re-checks its batch in a fresh snapshot), so an aggregate has at most one
 // event in flight even under READ COMMITTED.
 //
@@ -50,14 +50,9 @@
 //
 // # Operations
 //
-// [Status] and [List] show the backlog; [Retry] and [Skip] repair a
-// quarantined event (which holds back its aggregate's later events until
-// then), and [RetryQuarantined] retries every quarantined event a filter
-// selects after an outage, in audited batches ([PlanRetryQuarantined] counts
-// them first); [Replay] delivers published events again, with semantics against
-// Temporal documented on it; [Cleanup] deletes old published events and
-// inbox rows in bounded batches. cmd/outboxctl exposes them, and
-// docs/operations.md is the operator's guide.
+// What an operator does to an outbox (status, list, retry, skip, replay,
+// retention cleanup) is package outbox/outboxops, which cmd/outboxctl
+// exposes; docs/operations.md is the operator's guide.
 //
 // # Testing
 //

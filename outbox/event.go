@@ -38,9 +38,9 @@ type Event struct {
 	// Assigned by Enqueue.
 	OccurredAt time.Time
 	// Replay is set by the relay on an event an operator replayed (see
-	// [Replay]): it was published before and is being delivered again. A
-	// publisher may then allow what it refuses for a first delivery (the
-	// Temporal publisher lets a failed workflow run again). Ignored by
+	// outboxops.Replay): it was published before and is being delivered
+	// again. A publisher may then allow what it refuses for a first delivery
+	// (the Temporal publisher lets a failed workflow run again). Ignored by
 	// Enqueue.
 	Replay bool
 }

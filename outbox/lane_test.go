@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
 )
 
 // TestQuarantineHoldsBackItsAggregateUntilRetryOrSkip is the quarantine lane
@@ -44,23 +45,23 @@ func TestQuarantineHoldsBackItsAggregateUntilRetryOrSkip(t *testing.T) {
 	for _, e := range []outbox.Event{retried[1], retried[2], skipped[1]} {
 		require.Zero(t, b.rec.callsFor(e.ID), "%s waits behind its quarantined predecessor", e.Type)
 	}
-	held, err := outbox.List(ctx, b.pool, outbox.ListOptions{AggregateID: "retried"})
+	held, err := outboxops.List(ctx, b.pool, outboxops.ListOptions{AggregateID: "retried"})
 	require.NoError(t, err)
-	require.Equal(t, []outbox.EventState{outbox.StateQuarantined, outbox.StateBlocked, outbox.StateBlocked},
-		[]outbox.EventState{held[0].State, held[1].State, held[2].State})
+	require.Equal(t, []outboxops.EventState{outboxops.StateQuarantined, outboxops.StateBlocked, outboxops.StateBlocked},
+		[]outboxops.EventState{held[0].State, held[1].State, held[2].State})
 
 	// Retry: the cause is fixed, the lane flows in order.
 	fixed.Store(true)
-	c, err := outbox.Retry(ctx, b.pool, retried[0].ID)
+	c, err := outboxops.Retry(ctx, b.pool, retried[0].ID)
 	require.NoError(t, err)
-	require.Equal(t, outbox.StateQuarantined, c.Before.State)
+	require.Equal(t, outboxops.StateQuarantined, c.Before.State)
 	require.Equal(t, 0, c.After.Attempts)
 	eventually(t, 10*time.Second, func() bool { return published(b.pool, ids(retried)...) }, "the retried lane is published")
 
 	// Skip: given up, never published; its successor flows.
-	c, err = outbox.Skip(ctx, b.pool, skipped[0].ID, "payload references a deleted product", "ada@ops")
+	c, err = outboxops.Skip(ctx, b.pool, skipped[0].ID, "payload references a deleted product", "ada@ops")
 	require.NoError(t, err)
-	require.Equal(t, outbox.StateSkipped, c.After.State)
+	require.Equal(t, outboxops.StateSkipped, c.After.State)
 	eventually(t, 10*time.Second, func() bool { return published(b.pool, skipped[1].ID) }, "the successor of a skipped event flows")
 	require.Nil(t, readRow(t, b.pool, skipped[0].ID).PublishedAt, "a skipped event is never published")
 

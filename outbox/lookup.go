@@ -10,13 +10,18 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// LookupDB is what [EventSequence] and [AggregateEvents] need from a
-// database handle: they only read. *pgxpool.Pool, *pgx.Conn, pgx.Tx and
-// every [DB] satisfy it, and so does a caller's narrower interface (such as
-// orders.DB) that has Query.
+// LookupDB is what [EventSequence], [AggregateEvents] and [Slot] need from a
+// database handle: they only read. *pgxpool.Pool, *pgx.Conn and pgx.Tx
+// satisfy it, and so does a caller's narrower interface (such as orders.DB)
+// that has Query.
 type LookupDB interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
+
+// ErrEventNotFound is wrapped by the errors of [EventSequence], and of the
+// operator's commands in package outboxops, for an event ID no outbox row
+// has (never written, or deleted by retention cleanup).
+var ErrEventNotFound = errors.New("outbox: no outbox event has this ID")
 
 // AggregateEvent is one outbox event of an aggregate and whether it has been
 // published, as [AggregateEvents] reports it.

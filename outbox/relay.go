@@ -91,13 +91,6 @@ func NewRelay(pool *pgxpool.Pool, pub Publisher, cfg RelayConfig) (*Relay, error
 	}, nil
 }
 
-// New is the former name of [NewRelay].
-//
-// Deprecated: use NewRelay.
-func New(pool *pgxpool.Pool, pub Publisher, cfg RelayConfig) (*Relay, error) {
-	return NewRelay(pool, pub, cfg)
-}
-
 // ListenerApplicationName is the application_name of the listener connection
 // of the relay called owner, as pg_stat_activity shows it.
 func ListenerApplicationName(owner string) string {

@@ -11,7 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/outflow/outflow/failpoints"
-	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
 )
 
 // cleanupConfig is the retention cleanup the starter runs on a schedule.
@@ -89,8 +89,8 @@ func newCleanupSchedule(pool *pgxpool.Pool, cfg cleanupConfig, fps *failpoints.S
 		Name: "outbox_cleanup_deleted_total",
 		Help: "Rows deleted by retention cleanup, by table (outbox_events, processed_events).",
 	}, []string{"table"})
-	deleted.WithLabelValues(outbox.CleanupTableEvents)
-	deleted.WithLabelValues(outbox.CleanupTableInbox)
+	deleted.WithLabelValues(outboxops.CleanupTableEvents)
+	deleted.WithLabelValues(outboxops.CleanupTableInbox)
 	if reg != nil {
 		if err := reg.Register(deleted); err != nil {
 			return nil, fmt.Errorf("register cleanup metrics: %w", err)
@@ -116,12 +116,12 @@ func (s *cleanupSchedule) run(ctx context.Context) {
 // pass runs one cleanup pass unless another starter is running one.
 func (s *cleanupSchedule) pass(ctx context.Context) {
 	start := time.Now()
-	res, ran, err := outbox.CleanupExclusive(ctx, s.pool, outbox.CleanupOptions{
+	res, ran, err := outboxops.CleanupExclusive(ctx, s.pool, outboxops.CleanupOptions{
 		Retention:      s.cfg.Retention,
 		InboxRetention: s.cfg.InboxRetention,
 		BatchSize:      s.cfg.BatchSize,
 		Failpoints:     s.fps,
-		OnBatch: func(b outbox.CleanupBatch) {
+		OnBatch: func(b outboxops.CleanupBatch) {
 			s.deleted.WithLabelValues(b.Table).Add(float64(b.Deleted))
 		},
 	})

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/internal/testdb"
-	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
@@ -42,7 +42,7 @@ func TestCleanupSchedule(t *testing.T) {
 	second := oldPublished(t, pool, 3)
 	outboxtest.WaitFor(t, pool, outboxtest.Match{}, 10*time.Second, gone(second), "a later pass")
 	outboxtest.RequireEnqueued(t, pool, outboxtest.Match{ID: unpublished.ID}) // an unpublished event is never deleted
-	require.Eventually(t, func() bool { return deletedTotal(t, reg, outbox.CleanupTableEvents) == 8 }, 5*time.Second, 20*time.Millisecond)
+	require.Eventually(t, func() bool { return deletedTotal(t, reg, outboxops.CleanupTableEvents) == 8 }, 5*time.Second, 20*time.Millisecond)
 }
 
 func TestCleanupConfigFromEnv(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
 
@@ -92,7 +92,7 @@ func (g *horizonGuard) check(ctx context.Context, timeout time.Duration) (ok boo
 	if g.configured > 0 {
 		reason = fmt.Sprintf("OUTFLOW_REPLAY_HORIZON=%s (namespace %q keeps closed workflows %s)", g.configured, g.namespace, retention)
 	}
-	if err := outbox.RecordReplayHorizon(rctx, g.pool, horizon, reason); err != nil {
+	if err := outboxops.RecordReplayHorizon(rctx, g.pool, horizon, reason); err != nil {
 		g.logger.Warn("could not record the replay horizon; retrying", "error", err)
 		return false, nil
 	}

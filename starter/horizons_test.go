@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/internal/testdb"
-	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
 )
 
 func TestReplayHorizonRelations(t *testing.T) {
@@ -56,7 +56,7 @@ func TestStarterRecordsTheReplayHorizon(t *testing.T) {
 	var horizon time.Duration
 	var reason string
 	require.Eventually(t, func() bool {
-		horizon, reason, err = outbox.ReplayHorizon(context.Background(), pool)
+		horizon, reason, err = outboxops.ReplayHorizon(context.Background(), pool)
 		return err == nil && horizon > 0
 	}, 30*time.Second, 50*time.Millisecond)
 	require.Contains(t, reason, `Temporal namespace "default" keeps closed workflows`)

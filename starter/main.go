@@ -43,7 +43,7 @@
 //	                         (docs/privacy.md).
 //
 // Retention cleanup (one pass per interval across all starters, by advisory lock;
-// see outbox.Cleanup and `outboxctl cleanup`):
+// see outboxops.Cleanup and `outboxctl cleanup`):
 //
 //	OUTFLOW_RETENTION        Keep published events this long; default 168h (7 days); 0 disables.
 //	OUTFLOW_INBOX_RETENTION  Keep processed_events rows this long, at least OUTFLOW_RETENTION; default the same.

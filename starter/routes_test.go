@@ -23,6 +23,7 @@ import (
 	"github.com/outflow/outflow/internal/testdb"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
 
@@ -221,10 +222,10 @@ func TestRoutesFromTheEnvironmentOnATeamsNamespace(t *testing.T) {
 	p := startStarter(t, url, tq, "TEMPORAL_NAMESPACE="+ns, "OUTFLOW_RELAY_POLL=200ms",
 		RoutesEnv+"=InvoiceIssued=InvoiceWorkflow[InvoiceNo=invoice_no],InvoiceVoided=VoidInvoiceWorkflow@"+voids)
 	require.Eventually(t, func() bool { return countPublished(t, pool, routed) == len(routed) }, 60*time.Second, 50*time.Millisecond)
-	var quarantined map[uuid.UUID]outbox.EventInfo
+	var quarantined map[uuid.UUID]outboxops.EventInfo
 	require.Eventually(t, func() bool {
-		list, err := outbox.List(ctx, pool, outbox.ListOptions{Quarantined: true})
-		quarantined = map[uuid.UUID]outbox.EventInfo{}
+		list, err := outboxops.List(ctx, pool, outboxops.ListOptions{Quarantined: true})
+		quarantined = map[uuid.UUID]outboxops.EventInfo{}
 		for _, e := range list {
 			quarantined[e.ID] = e
 		}

@@ -156,7 +156,7 @@ func handoffTarget(store string) float64 {
 }
 
 // relayDefaults is outbox.RelayConfig with the relay's defaults applied, as
-// outbox.New applies them (it connects nothing).
+// outbox.NewRelay applies them (it connects nothing).
 func relayDefaults(pool *pgxpool.Pool) (outbox.RelayConfig, error) {
 	r, err := outbox.NewRelay(pool, outbox.PublisherFunc(noopPublish), outbox.RelayConfig{})
 	if err != nil {

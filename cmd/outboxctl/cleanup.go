@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
 )
 
 // runCleanup deletes old published events and inbox rows in
@@ -36,9 +36,9 @@ func runCleanup(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	defer pool.Close()
 	start := time.Now()
-	res, err := outbox.Cleanup(ctx, pool, outbox.CleanupOptions{
+	res, err := outboxops.Cleanup(ctx, pool, outboxops.CleanupOptions{
 		Retention: *retention, InboxRetention: *inbox, BatchSize: *batch,
-		OnBatch: func(b outbox.CleanupBatch) {
+		OnBatch: func(b outboxops.CleanupBatch) {
 			fmt.Fprintf(env.stdout, "%s: batch %d deleted %d rows (%d so far)\n", b.Table, b.Number, b.Deleted, b.Total)
 		},
 	})

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
 )
 
 // lastErrorWidth bounds last_error in list output; `outboxctl status` and
@@ -19,7 +19,7 @@ const lastErrorWidth = 80
 // state and the last error, truncated.
 func runList(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet(env, "list", "list [--pending | --quarantined] [--aggregate ID] [--aggregate-type TYPE] [--limit N]")
-	var opts outbox.ListOptions
+	var opts outboxops.ListOptions
 	fs.BoolVar(&opts.Pending, "pending", false, "only unpublished events that are not quarantined or skipped")
 	fs.BoolVar(&opts.Quarantined, "quarantined", false, "only quarantined events (waiting for retry or skip)")
 	fs.StringVar(&opts.AggregateID, "aggregate", "", "only the events of aggregates with this id (e.g. an order id), in sequence order")
@@ -42,7 +42,7 @@ func runList(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	events, err := outbox.List(ctx, pool, opts)
+	events, err := outboxops.List(ctx, pool, opts)
 	if err != nil {
 		return err
 	}
@@ -57,7 +57,7 @@ func runList(ctx context.Context, env *cliEnv, args []string) error {
 
 // writeEvents prints events one a line, each after indent, in columns: id,
 // type, aggregate, sequence, attempts, state and the last error, truncated.
-func writeEvents(w io.Writer, indent string, events []outbox.EventInfo) error {
+func writeEvents(w io.Writer, indent string, events []outboxops.EventInfo) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, e := range events {
 		fmt.Fprintf(tw, "%s%s\t%s\t%s/%s\tseq=%d\tattempts=%d\t%s\t%s\n",

@@ -11,11 +11,11 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
 )
 
 // runReplay delivers the published events of a window again, after a
-// confirmation (see outbox.Replay for the semantics against Temporal).
+// confirmation (see outboxops.Replay for the semantics against Temporal).
 func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet(env, "replay", "replay --from TIME --to TIME [--aggregate ID] [--aggregate-type TYPE] [--yes]")
 	from := fs.String("from", "", "window start, RFC 3339 (e.g. 2025-06-01T10:00:00Z), inclusive, on the events' occurred_at")
@@ -30,7 +30,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	if len(pos) > 0 {
 		return usagef(fs, "replay takes no arguments, got %q", pos)
 	}
-	var opts outbox.ReplayOptions
+	var opts outboxops.ReplayOptions
 	opts.AggregateID = *aggregate
 	// An aggregate ID is unique only within its type, so --aggregate always
 	// filters on a type: --aggregate-type's, or, left out, the one type
@@ -80,7 +80,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 			return usagef(fs, "aggregates of %d types have the id %q (%s): say which with --aggregate-type", len(types), opts.AggregateID, strings.Join(types, ", "))
 		}
 	}
-	plan, err := outbox.PlanReplay(ctx, pool, opts)
+	plan, err := outboxops.PlanReplay(ctx, pool, opts)
 	if err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	if !ok {
 		return errors.New("not confirmed; nothing was replayed")
 	}
-	n, err := outbox.Replay(ctx, pool, opts)
+	n, err := outboxops.Replay(ctx, pool, opts)
 	if err != nil {
 		return err
 	}
@@ -120,11 +120,11 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 }
 
 // aggregateTypes returns the types of the aggregates whose id is id, from
-// their events (outbox.List). Past the list's bound it cannot tell whether
+// their events (outboxops.List). Past the list's bound it cannot tell whether
 // a further type hides behind it, so it asks for --aggregate-type then.
 func aggregateTypes(ctx context.Context, pool *pgxpool.Pool, id string) ([]string, error) {
 	const bound = 10000
-	events, err := outbox.List(ctx, pool, outbox.ListOptions{AggregateID: id, Limit: bound})
+	events, err := outboxops.List(ctx, pool, outboxops.ListOptions{AggregateID: id, Limit: bound})
 	if err != nil {
 		return nil, err
 	}

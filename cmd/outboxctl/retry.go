@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
 )
 
 // runRetry makes a quarantined or backing-off event available now, or, with
@@ -17,13 +17,13 @@ import (
 func runRetry(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet(env, "retry", "retry EVENT_ID\n       outboxctl retry --quarantined [--since TIME] [--error-contains TEXT] [--aggregate-type TYPE] [--reason TEXT] [--batch-size N] [--yes]")
 	quarantined := fs.Bool("quarantined", false, "retry every quarantined event the filters select, in batches, after a count and a confirmation (audited)")
-	var filter outbox.RetryFilter
+	var filter outboxops.RetryFilter
 	since := fs.String("since", "", "with --quarantined: only events quarantined at or after this RFC 3339 time (e.g. when an outage began)")
 	fs.StringVar(&filter.ErrorContains, "error-contains", "", "with --quarantined: only events whose last_error contains this text, ignoring case (e.g. Unavailable)")
 	fs.StringVar(&filter.AggregateType, "aggregate-type", "", "with --quarantined: only events of aggregates of this type (e.g. order)")
 	reason := fs.String("reason", "", "with --quarantined: why, recorded in the audit row (e.g. \"Temporal outage INC-42 resolved\")")
 	actor := fs.String("actor", env.actor, "with --quarantined: who asked, recorded in the audit row (retried_by)")
-	batch := fs.Int("batch-size", outbox.RetryBatchSizeDefault, "with --quarantined: events per batch, each batch one short transaction (1 to 100000)")
+	batch := fs.Int("batch-size", outboxops.RetryBatchSizeDefault, "with --quarantined: events per batch, each batch one short transaction (1 to 100000)")
 	yes := fs.Bool("yes", false, "with --quarantined: do not ask for confirmation; without it and without a terminal, only count (a dry run)")
 	pos, err := parse(fs, args)
 	if err != nil {
@@ -54,7 +54,7 @@ func runRetry(ctx context.Context, env *cliEnv, args []string) error {
 			return err
 		}
 	}
-	return runRetryQuarantined(ctx, env, outbox.RetryQuarantinedOptions{
+	return runRetryQuarantined(ctx, env, outboxops.RetryQuarantinedOptions{
 		RetryFilter: filter, Actor: *actor, Reason: *reason, BatchSize: *batch,
 	}, *yes)
 }
@@ -70,7 +70,7 @@ func retryOne(ctx context.Context, env *cliEnv, fs *flag.FlagSet, pos []string) 
 		return err
 	}
 	defer pool.Close()
-	c, err := outbox.Retry(ctx, pool, id)
+	c, err := outboxops.Retry(ctx, pool, id)
 	if err != nil {
 		return err
 	}
@@ -87,13 +87,13 @@ func retryOne(ctx context.Context, env *cliEnv, fs *flag.FlagSet, pos []string) 
 // selects, with a sample, and retries them once confirmed the way replay
 // confirms (confirmed); without --yes and without a terminal it is a dry
 // run that changes nothing.
-func runRetryQuarantined(ctx context.Context, env *cliEnv, opts outbox.RetryQuarantinedOptions, yes bool) error {
+func runRetryQuarantined(ctx context.Context, env *cliEnv, opts outboxops.RetryQuarantinedOptions, yes bool) error {
 	pool, err := openDB(ctx, env)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
-	plan, err := outbox.PlanRetryQuarantined(ctx, pool, opts.RetryFilter)
+	plan, err := outboxops.PlanRetryQuarantined(ctx, pool, opts.RetryFilter)
 	if err != nil {
 		return err
 	}
@@ -122,10 +122,10 @@ func runRetryQuarantined(ctx context.Context, env *cliEnv, opts outbox.RetryQuar
 		return errors.New("not confirmed; nothing was retried")
 	}
 	start := time.Now()
-	opts.OnBatch = func(b outbox.RetryBatch) {
+	opts.OnBatch = func(b outboxops.RetryBatch) {
 		fmt.Fprintf(env.stdout, "batch %d: retried %d events (%d of ~%d)\n", b.Number, b.Retried, b.Total, plan.Events)
 	}
-	res, err := outbox.RetryQuarantined(ctx, pool, opts)
+	res, err := outboxops.RetryQuarantined(ctx, pool, opts)
 	env.logger.Info("outboxctl: quarantined events retried", "events", res.Retried, "batches", res.Batches, "audit_id", res.AuditID,
 		"actor", opts.Actor, "reason", opts.Reason, "since", opts.Since, "error_contains", opts.ErrorContains, "aggregate_type", opts.AggregateType,
 		"elapsed", time.Since(start).Round(time.Millisecond), "error", err)
@@ -138,7 +138,7 @@ func runRetryQuarantined(ctx context.Context, env *cliEnv, opts outbox.RetryQuar
 }
 
 // describeRetryFilter says in words which events a filter selects.
-func describeRetryFilter(f outbox.RetryFilter) string {
+func describeRetryFilter(f outboxops.RetryFilter) string {
 	parts := []string{"all aggregates"}
 	if f.AggregateType != "" {
 		parts[0] = "all " + f.AggregateType + " aggregates"

@@ -7,7 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outflow/outflow/orders"
-	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
 )
 
 // runSkip gives up a quarantined event, recording the reason and the actor.
@@ -46,12 +46,12 @@ func runSkip(ctx context.Context, env *cliEnv, args []string) error {
 	// no projection to settle: an event of aggregate type order there is
 	// some other service's order, and only skipped.
 	var (
-		c       outbox.Change
+		c       outboxops.Change
 		settled string
 	)
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		var err error
-		if c, err = outbox.SkipTx(ctx, tx, id, *reason, *actor); err != nil {
+		if c, err = outboxops.SkipTx(ctx, tx, id, *reason, *actor); err != nil {
 			return err
 		}
 		if c.Before.AggregateType != orders.AggregateType {

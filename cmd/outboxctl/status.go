@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
 )
 
 // runStatus prints the outbox's backlog, quarantine, leases and throughput.
@@ -27,7 +28,7 @@ func runStatus(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	s, err := outbox.Status(ctx, pool)
+	s, err := outboxops.Status(ctx, pool)
 	if err != nil {
 		return err
 	}
@@ -41,7 +42,7 @@ func runStatus(ctx context.Context, env *cliEnv, args []string) error {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
 		out := struct {
-			outbox.StatusReport
+			outboxops.StatusReport
 			CDCSlot *outbox.SlotStatus `json:"cdc_slot,omitempty"`
 		}{StatusReport: s}
 		if hasSlot {

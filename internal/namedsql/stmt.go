@@ -134,6 +134,18 @@ func (s Stmt[A, R]) All(ctx context.Context, db Querier, a A) ([]R, error) {
 	return pgx.CollectRows(rows, s.rowTo)
 }
 
+// One runs the statement and returns its first row, or pgx.ErrNoRows: a
+// statement whose row is a struct of columns, or any statement on a handle
+// that has Query.
+func (s Stmt[A, R]) One(ctx context.Context, db Querier, a A) (R, error) {
+	rows, err := db.Query(ctx, s.sql, s.args(a)...)
+	if err != nil {
+		var zero R
+		return zero, err
+	}
+	return pgx.CollectOneRow(rows, s.rowTo)
+}
+
 // Value runs a statement whose result is one column and returns its first
 // row's value, or pgx.ErrNoRows. It needs only QueryRow, so it runs on the
 // narrowest handle a caller can give (a pgx.Tx, say); a statement whose R is

@@ -125,7 +125,7 @@ func SetReplayRequested() Change {
 // published and older than the retention. It is for a test of code that
 // must keep working after cleanup (a reader that must not rely on the
 // outbox's rows lasting), or that takes a probe event of its own out again;
-// outbox.Cleanup's own rules are its tests'.
+// outboxops.Cleanup's own rules are its tests'.
 func DeleteEvents(t testing.TB, db DB, m Match) int64 {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), queryTimeout)

@@ -19,6 +19,7 @@ import (
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/testdb"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
 
@@ -79,7 +80,7 @@ func TestReplaySemanticsAgainstTemporal(t *testing.T) {
 		firstRun[e.ID] = describe(t, e.ID).GetExecution().GetRunId()
 	}
 
-	n, err := outbox.Replay(ctx, pool, outbox.ReplayOptions{From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Hour)})
+	n, err := outboxops.Replay(ctx, pool, outboxops.ReplayOptions{From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Hour)})
 	require.NoError(t, err)
 	require.Equal(t, int64(3), n)
 	require.Eventually(t, func() bool { return allPublished(pool, all) && noReplayPending(pool) }, 30*time.Second, 20*time.Millisecond,

@@ -386,7 +386,7 @@ func (p *Publisher) permanentUnlessStarted(ctx context.Context, e outbox.Event, 
 // first run is still running or already closed, and the refusal is the
 // acknowledgement.
 //
-// An operator's replay (e.Replay, see [outbox.Replay]) uses
+// An operator's replay (e.Replay, see outboxops.Replay) uses
 // ALLOW_DUPLICATE_FAILED_ONLY: a run that completed still refuses the start
 // (the replay is acknowledged and the event stays one run), a running one
 // refuses it too (the conflict policy is FAIL), but a run that failed, was

@@ -110,6 +110,28 @@ func env(t *testing.T, name string) string {
 	return v
 }
 
+// TestCleanup: retention deletes an event published longer ago than it
+// (outboxtest.Force ages one), and nothing younger, nor the invoice.
+func TestCleanup(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	db := openDB(t, ctx)
+	inv, ev, err := invoices.Issue(ctx, db, "initech", 700)
+	require.NoError(t, err)
+	outboxtest.Force(t, db, outboxtest.Match{ID: ev.ID}, outboxtest.SetPublished(30*24*time.Hour))
+	kept := outboxtest.Events(t, db, outboxtest.Match{AggregateType: invoices.AggregateType})
+
+	ran, err := invoices.Cleanup(ctx, db, 7*24*time.Hour)
+	require.NoError(t, err)
+	require.True(t, ran, "no other process holds the cleanup lock")
+	outboxtest.RequireNotEnqueued(t, db, outboxtest.Match{ID: ev.ID})
+	require.Len(t, outboxtest.Events(t, db, outboxtest.Match{AggregateType: invoices.AggregateType}), len(kept)-1,
+		"only the event published 30 days ago is deleted")
+	var invoicesLeft int
+	require.NoError(t, db.QueryRow(ctx, `SELECT count(*) FROM invoices WHERE id = $1`, inv.ID).Scan(&invoicesLeft))
+	require.Equal(t, 1, invoicesLeft, "cleanup deletes the outbox's rows only")
+}
+
 // duplicates reads inbox_duplicates_total{consumer} from reg.
 func duplicates(t *testing.T, reg *prometheus.Registry, consumer string) float64 {
 	t.Helper()

@@ -2,12 +2,14 @@ package invoices
 
 import (
 	"context"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
 
@@ -26,4 +28,14 @@ func RunRelay(ctx context.Context, db *pgxpool.Pool, c client.Client, opts clien
 		return err
 	}
 	return relay.Run(ctx)
+}
+
+// Cleanup deletes, in short batches, the outbox events published longer
+// than retention ago and the inbox rows of events no longer kept; an
+// unpublished or quarantined event stays however old. Of several relay
+// processes calling it on a schedule, one cleans at a time: the others find
+// its lock held and skip the pass (ran is false).
+func Cleanup(ctx context.Context, db *pgxpool.Pool, retention time.Duration) (ran bool, err error) {
+	_, ran, err = outboxops.CleanupExclusive(ctx, db, outboxops.CleanupOptions{Retention: retention})
+	return ran, err
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -47,5 +48,19 @@ func run(ctx context.Context) error {
 			fmt.Fprintln(os.Stderr, "invoices-relay: metrics:", http.ListenAndServe(addr, promhttp.Handler()))
 		}()
 	}
+	go func() {
+		// Retention: published events and their inbox rows go after a week.
+		for t := time.NewTicker(time.Hour); ; {
+			if _, err := invoices.Cleanup(ctx, db, 7*24*time.Hour); err != nil && ctx.Err() == nil {
+				fmt.Fprintln(os.Stderr, "invoices-relay: cleanup:", err)
+			}
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+	}()
 	return invoices.RunRelay(ctx, db, c, opts, prometheus.DefaultRegisterer)
 }

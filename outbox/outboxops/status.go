@@ -1,9 +1,11 @@
-package outbox
+package outboxops
 
 import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/outflow/outflow/internal/namedsql"
 )
 
 // StatusReport is the outbox's state at one moment, for operators
@@ -60,7 +62,7 @@ type Throughput struct {
 // throughput. Its queries visit unpublished rows and the last 15 minutes of
 // published ones only, so it stays cheap on a large table.
 func Status(ctx context.Context, db DB) (StatusReport, error) {
-	row, err := qOpsStatus.one(ctx, db, noArgs{})
+	row, err := qOpsStatus.One(ctx, db, namedsql.NoArgs{})
 	if err != nil {
 		return StatusReport{}, fmt.Errorf("outbox: status: %w", err)
 	}
@@ -77,7 +79,7 @@ func Status(ctx context.Context, db DB) (StatusReport, error) {
 		Published:               Throughput{Last1m: row.PublishedLast1m, Last5m: row.PublishedLast5m, Last15m: row.PublishedLast15m},
 		CleanupHorizon:          row.CleanupHorizon,
 	}
-	leases, err := qOpsLeases.all(ctx, db, noArgs{})
+	leases, err := qOpsLeases.All(ctx, db, namedsql.NoArgs{})
 	if err != nil {
 		return StatusReport{}, fmt.Errorf("outbox: status: leases: %w", err)
 	}

@@ -1,4 +1,4 @@
-package outbox
+package outboxops
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/outflow/outflow/internal/namedsql"
 )
 
 // ReplayOptions selects the published events [Replay] delivers again.
@@ -89,21 +91,20 @@ func Replay(ctx context.Context, db DB, opts ReplayOptions) (int64, error) {
 	var n int64
 	err := inTx(ctx, db, func(tx pgx.Tx) error {
 		var err error
-		n, err = ReplayTx(ctx, tx, opts)
+		n, err = replay(ctx, tx, opts)
 		return err
 	})
 	return n, err
 }
 
-// ReplayTx is [Replay] inside the caller's transaction; relays are woken when
-// tx commits. Until then it holds the replayed aggregates' locks: enqueues on
-// them and claims of their later events wait (or skip them) until tx ends,
-// so keep tx short.
-func ReplayTx(ctx context.Context, tx pgx.Tx, opts ReplayOptions) (int64, error) {
+// replay is [Replay] in tx; relays are woken when tx commits. Until then it
+// holds the replayed aggregates' locks: enqueues on them and claims of their
+// later events wait (or skip them) until tx ends.
+func replay(ctx context.Context, tx pgx.Tx, opts ReplayOptions) (int64, error) {
 	if err := checkReplayWindow(ctx, tx, opts); err != nil {
 		return 0, err
 	}
-	lanes, err := qOpsReplay.all(ctx, tx, opts.window())
+	lanes, err := qOpsReplay.All(ctx, tx, opts.window())
 	if err != nil {
 		return 0, fmt.Errorf("outbox: replay: %w", err)
 	}
@@ -123,10 +124,10 @@ func ReplayTx(ctx context.Context, tx pgx.Tx, opts ReplayOptions) (int64, error)
 		// have committed its lease: see OpsReplayLockLanes and
 		// OpsReplayFence for why, and why in this order.
 		lock := replayLanesArgs{AggregateTypes: fence.AggregateTypes, AggregateIDs: fence.AggregateIDs}
-		if _, err := qOpsReplayLockLanes.exec(ctx, tx, lock); err != nil {
+		if _, err := qOpsReplayLockLanes.Exec(ctx, tx, lock); err != nil {
 			return 0, fmt.Errorf("outbox: replay: locking the replayed aggregates: %w", err)
 		}
-		if _, err := qOpsReplayFence.exec(ctx, tx, fence); err != nil {
+		if _, err := qOpsReplayFence.Exec(ctx, tx, fence); err != nil {
 			return 0, fmt.Errorf("outbox: replay: waiting for claims in flight: %w", err)
 		}
 	}
@@ -139,7 +140,7 @@ func ReplayTx(ctx context.Context, tx pgx.Tx, opts ReplayOptions) (int64, error)
 		return 0, err
 	}
 	if n > 0 {
-		if _, err := qOpsNotify.exec(ctx, tx, noArgs{}); err != nil {
+		if _, err := qOpsNotify.Exec(ctx, tx, namedsql.NoArgs{}); err != nil {
 			return 0, fmt.Errorf("outbox: replay: notify relays: %w", err)
 		}
 	}
@@ -168,7 +169,7 @@ func PlanReplay(ctx context.Context, db DB, opts ReplayOptions) (ReplayPlan, err
 	if err := checkReplayWindow(ctx, db, opts); err != nil {
 		return ReplayPlan{}, err
 	}
-	c, err := qOpsReplayCount.one(ctx, db, opts.window())
+	c, err := qOpsReplayCount.One(ctx, db, opts.window())
 	if err != nil {
 		return ReplayPlan{}, fmt.Errorf("outbox: replay: counting events: %w", err)
 	}
@@ -177,7 +178,7 @@ func PlanReplay(ctx context.Context, db DB, opts ReplayOptions) (ReplayPlan, err
 
 // checkReplayWindow refuses options Replay must not act on. It reads the
 // horizons from db's clock; within one transaction, now() does not move, so
-// ReplayTx's two checks agree.
+// replay's two checks agree.
 func checkReplayWindow(ctx context.Context, db DB, opts ReplayOptions) error {
 	switch {
 	case opts.From.IsZero() || opts.To.IsZero():
@@ -187,7 +188,7 @@ func checkReplayWindow(ctx context.Context, db DB, opts ReplayOptions) error {
 	case opts.AggregateID != "" && opts.AggregateType == "":
 		return fmt.Errorf("%w: aggregate %q needs its AggregateType (e.g. \"order\"): an aggregate ID is only unique within its type", ErrReplayWindow, opts.AggregateID)
 	}
-	horizon, err := CleanupHorizon(ctx, db)
+	horizon, err := cleanupHorizon(ctx, db)
 	if err != nil {
 		return err
 	}
@@ -207,10 +208,11 @@ func checkReplayWindow(ctx context.Context, db DB, opts ReplayOptions) error {
 	return nil
 }
 
-// CleanupHorizon returns the newest cutoff retention cleanup has used (events
-// published before it may be deleted), or nil when cleanup never ran.
-func CleanupHorizon(ctx context.Context, db DB) (*time.Time, error) {
-	h, err := qOpsCleanupHorizon.one(ctx, db, noArgs{})
+// cleanupHorizon returns the newest cutoff retention cleanup has used (events
+// published before it may be deleted), or nil when cleanup never ran; it is
+// [StatusReport.CleanupHorizon].
+func cleanupHorizon(ctx context.Context, db DB) (*time.Time, error) {
+	h, err := qOpsCleanupHorizon.One(ctx, db, namedsql.NoArgs{})
 	if err != nil {
 		return nil, fmt.Errorf("outbox: reading the cleanup horizon: %w", err)
 	}
@@ -224,25 +226,15 @@ func CleanupHorizon(ctx context.Context, db DB) (*time.Time, error) {
 // starts before now minus horizon, quoting reason. The starter calls it at
 // start-up and whenever the retention it reads changes; the latest recording
 // replaces the previous one. horizon must be positive. One statement; db may
-// be the caller's transaction (see [RecordReplayHorizonTx]).
+// be the caller's transaction.
 func RecordReplayHorizon(ctx context.Context, db DB, horizon time.Duration, reason string) error {
-	return recordReplayHorizon(ctx, db, horizon, reason)
-}
-
-// RecordReplayHorizonTx is [RecordReplayHorizon] inside the caller's
-// transaction.
-func RecordReplayHorizonTx(ctx context.Context, tx pgx.Tx, horizon time.Duration, reason string) error {
-	return recordReplayHorizon(ctx, tx, horizon, reason)
-}
-
-func recordReplayHorizon(ctx context.Context, db DB, horizon time.Duration, reason string) error {
 	switch {
 	case horizon < time.Millisecond:
 		return fmt.Errorf("outbox: a replay horizon must be at least 1ms, got %s", horizon)
 	case strings.TrimSpace(reason) == "":
 		return errors.New("outbox: a replay horizon needs a reason naming where it comes from")
 	}
-	if _, err := qOpsRecordReplayHorizon.exec(ctx, db, recordReplayHorizonArgs{HorizonMS: horizon.Milliseconds(), Reason: reason}); err != nil {
+	if _, err := qOpsRecordReplayHorizon.Exec(ctx, db, recordReplayHorizonArgs{HorizonMS: horizon.Milliseconds(), Reason: reason}); err != nil {
 		return fmt.Errorf("outbox: recording the replay horizon: %w", err)
 	}
 	return nil
@@ -267,7 +259,7 @@ type replayHorizon struct {
 }
 
 func readReplayHorizon(ctx context.Context, db DB) (replayHorizon, error) {
-	row, err := qOpsReplayHorizon.one(ctx, db, noArgs{})
+	row, err := qOpsReplayHorizon.One(ctx, db, namedsql.NoArgs{})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return replayHorizon{}, nil
 	}

@@ -1,4 +1,4 @@
-package outbox
+package outboxops
 
 import (
 	"cmp"
@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/outflow/outflow/internal/namedsql"
 )
 
 // Change is what an operator's command did to one event: the event before
@@ -24,7 +26,7 @@ type Change struct {
 // and relays are woken. Its last_error is kept. A pending event gets the same
 // treatment (harmless); an event a relay is publishing right now, a published
 // or skipped one is refused with an error wrapping [ErrEventState], an
-// unknown ID with [ErrEventNotFound].
+// unknown ID with outbox.ErrEventNotFound.
 //
 // A retried event that still cannot be published is quarantined again; its
 // aggregate's later events keep waiting until it is published or skipped.
@@ -32,15 +34,15 @@ func Retry(ctx context.Context, db DB, eventID uuid.UUID) (Change, error) {
 	var c Change
 	err := inTx(ctx, db, func(tx pgx.Tx) error {
 		var err error
-		c, err = RetryTx(ctx, tx, eventID)
+		c, err = retry(ctx, tx, eventID)
 		return err
 	})
 	return c, err
 }
 
-// RetryTx is [Retry] inside the caller's transaction: the event stays locked
-// and the relays are woken when tx commits.
-func RetryTx(ctx context.Context, tx pgx.Tx, eventID uuid.UUID) (Change, error) {
+// retry is [Retry] in tx: the event stays locked and the relays are woken
+// when tx commits.
+func retry(ctx context.Context, tx pgx.Tx, eventID uuid.UUID) (Change, error) {
 	before, err := lockEvent(ctx, tx, eventID)
 	if err != nil {
 		return Change{}, fmt.Errorf("outbox: retry: %w", err)
@@ -56,7 +58,7 @@ func RetryTx(ctx context.Context, tx pgx.Tx, eventID uuid.UUID) (Change, error) 
 		return Change{}, fmt.Errorf("outbox: retry %s: %w: relay %s is publishing it right now (lease until %s); wait and look again",
 			eventID, ErrEventState, before.ClaimedBy, before.ClaimUntil.Format(time.RFC3339))
 	}
-	if _, err := qOpsRetry.exec(ctx, tx, eventIDArgs{EventID: eventID}); err != nil {
+	if _, err := qOpsRetry.Exec(ctx, tx, eventIDArgs{EventID: eventID}); err != nil {
 		return Change{}, fmt.Errorf("outbox: retry %s: %w", eventID, err)
 	}
 	return finishChange(ctx, tx, before)
@@ -65,7 +67,7 @@ func RetryTx(ctx context.Context, tx pgx.Tx, eventID uuid.UUID) (Change, error) 
 // finishChange wakes the relays at commit and reads the event after the
 // change.
 func finishChange(ctx context.Context, tx pgx.Tx, before EventInfo) (Change, error) {
-	if _, err := qOpsNotify.exec(ctx, tx, noArgs{}); err != nil {
+	if _, err := qOpsNotify.Exec(ctx, tx, namedsql.NoArgs{}); err != nil {
 		return Change{}, fmt.Errorf("outbox: notify relays: %w", err)
 	}
 	after, err := lockEvent(ctx, tx, before.ID)
@@ -118,7 +120,7 @@ type RetryPlan struct {
 // PlanRetryQuarantined counts the events [RetryQuarantined] would retry with
 // filter f, and returns a sample of them. It changes nothing.
 func PlanRetryQuarantined(ctx context.Context, db DB, f RetryFilter) (RetryPlan, error) {
-	rows, err := qOpsRetryQuarantinedPlan.all(ctx, db, retryPlanArgs{
+	rows, err := qOpsRetryQuarantinedPlan.All(ctx, db, retryPlanArgs{
 		QuarantinedSince: f.since(), ErrorContains: f.ErrorContains, AggregateType: f.AggregateType,
 		SampleSize: RetryPlanSample,
 	})
@@ -200,24 +202,11 @@ type RetryResult struct {
 // transaction of at most BatchSize events (FOR UPDATE SKIP LOCKED, so it
 // never waits for an operator's command on one of them); a retry cut short
 // has retried whole batches, its audit row says how many events, its
-// finished_at stays NULL, and running it again retries the rest.
+// finished_at stays NULL, and running it again retries the rest. Given a
+// caller's pgx.Tx as db, each of these transactions is a savepoint of it:
+// everything commits (and the relays are woken) when tx commits, OnBatch
+// runs before that, and every selected event stays locked until then.
 func RetryQuarantined(ctx context.Context, db DB, opts RetryQuarantinedOptions) (RetryResult, error) {
-	return retryQuarantined(ctx, opts, func(fn func(pgx.Tx) error) error { return inTx(ctx, db, fn) })
-}
-
-// RetryQuarantinedTx is [RetryQuarantined] inside the caller's transaction:
-// the audit row and every batch commit (and relays are woken) when tx
-// commits, and OnBatch runs before that. Every selected event stays locked
-// until then, so keep it for small sets; the batches still bound each
-// statement.
-func RetryQuarantinedTx(ctx context.Context, tx pgx.Tx, opts RetryQuarantinedOptions) (RetryResult, error) {
-	return retryQuarantined(ctx, opts, func(fn func(pgx.Tx) error) error { return fn(tx) })
-}
-
-// retryQuarantined runs the bulk retry's steps (the audit row, each batch,
-// the finish), each through inStep: a transaction of its own, or the
-// caller's.
-func retryQuarantined(ctx context.Context, opts RetryQuarantinedOptions, inStep func(func(pgx.Tx) error) error) (RetryResult, error) {
 	opts.Actor, opts.Reason = strings.TrimSpace(opts.Actor), strings.TrimSpace(opts.Reason)
 	opts.BatchSize = cmp.Or(opts.BatchSize, RetryBatchSizeDefault)
 	switch {
@@ -228,8 +217,8 @@ func retryQuarantined(ctx context.Context, opts RetryQuarantinedOptions, inStep 
 	}
 	var res RetryResult
 	f := opts.RetryFilter
-	err := inStep(func(tx pgx.Tx) error {
-		begun, err := qOpsRetryQuarantinedBegin.one(ctx, tx, retryBeginArgs{
+	err := inTx(ctx, db, func(tx pgx.Tx) error {
+		begun, err := qOpsRetryQuarantinedBegin.One(ctx, tx, retryBeginArgs{
 			QuarantinedSince: f.since(), ErrorContains: f.ErrorContains, AggregateType: f.AggregateType,
 			RetriedBy: opts.Actor, Reason: opts.Reason,
 		})
@@ -244,16 +233,16 @@ func retryQuarantined(ctx context.Context, opts RetryQuarantinedOptions, inStep 
 			return res, fmt.Errorf("outbox: bulk retry %d interrupted after %d events: %w", res.AuditID, res.Retried, err)
 		}
 		var retried int64
-		err := inStep(func(tx pgx.Tx) error {
+		err := inTx(ctx, db, func(tx pgx.Tx) error {
 			var err error
-			retried, err = qOpsRetryQuarantinedBatch.one(ctx, tx, retryBatchArgs{
+			retried, err = qOpsRetryQuarantinedBatch.One(ctx, tx, retryBatchArgs{
 				QuarantinedSince: f.since(), ErrorContains: f.ErrorContains, AggregateType: f.AggregateType,
 				Until: res.StartedAt, BatchSize: opts.BatchSize, RetryID: res.AuditID,
 			})
 			if err != nil || retried == 0 {
 				return err
 			}
-			_, err = qOpsNotify.exec(ctx, tx, noArgs{})
+			_, err = qOpsNotify.Exec(ctx, tx, namedsql.NoArgs{})
 			return err
 		})
 		if err != nil {
@@ -271,8 +260,8 @@ func retryQuarantined(ctx context.Context, opts RetryQuarantinedOptions, inStep 
 			break
 		}
 	}
-	err = inStep(func(tx pgx.Tx) error {
-		_, err := qOpsRetryQuarantinedFinish.exec(ctx, tx, retryIDArgs{RetryID: res.AuditID})
+	err = inTx(ctx, db, func(tx pgx.Tx) error {
+		_, err := qOpsRetryQuarantinedFinish.Exec(ctx, tx, retryIDArgs{RetryID: res.AuditID})
 		return err
 	})
 	if err != nil {

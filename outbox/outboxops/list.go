@@ -1,4 +1,4 @@
-package outbox
+package outboxops
 
 import (
 	"cmp"
@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/jackc/pgx/v5"
 )
 
 // ListOptions selects the events [List] returns. Pending and Quarantined
@@ -56,7 +54,7 @@ func List(ctx context.Context, db DB, opts ListOptions) ([]EventInfo, error) {
 		filter = "quarantined"
 	}
 	newest := filter == "all" && opts.AggregateID == "" && opts.AggregateType == ""
-	rows, err := qOpsList.rows(ctx, db, listArgs{
+	rows, err := qOpsList.All(ctx, db, listArgs{
 		Filter:        filter,
 		AggregateID:   opts.AggregateID,
 		AggregateType: opts.AggregateType,
@@ -66,9 +64,9 @@ func List(ctx context.Context, db DB, opts ListOptions) ([]EventInfo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("outbox: list: %w", err)
 	}
-	events, err := pgx.CollectRows(rows, scanEventInfo)
-	if err != nil {
-		return nil, fmt.Errorf("outbox: list: %w", err)
+	events := make([]EventInfo, len(rows))
+	for i, r := range rows {
+		events[i] = r.eventInfo()
 	}
 	if newest {
 		slices.Reverse(events)

@@ -1,4 +1,4 @@
-package outbox
+package outboxops
 
 import (
 	"cmp"
@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/internal/namedsql"
 )
 
 // The tables [Cleanup] deletes from, as [CleanupBatch.Table] names them.
@@ -92,7 +93,7 @@ func Cleanup(ctx context.Context, db DB, opts CleanupOptions) (CleanupResult, er
 		return CleanupResult{}, err
 	}
 	var res CleanupResult
-	cutoffs, err := qOpsCleanupCutoffs.one(ctx, db, cleanupCutoffsArgs{
+	cutoffs, err := qOpsCleanupCutoffs.One(ctx, db, cleanupCutoffsArgs{
 		EventsRetentionMS: opts.Retention.Milliseconds(),
 		InboxRetentionMS:  opts.InboxRetention.Milliseconds(),
 	})
@@ -100,12 +101,12 @@ func Cleanup(ctx context.Context, db DB, opts CleanupOptions) (CleanupResult, er
 		return res, fmt.Errorf("outbox: cleanup: %w", err)
 	}
 	res.EventsCutoff, res.InboxCutoff = cutoffs.EventsCutoff, cutoffs.InboxCutoff
-	if _, err := qOpsRecordCleanupHorizon.exec(ctx, db, recordCleanupHorizonArgs{DeletedBefore: res.EventsCutoff}); err != nil {
+	if _, err := qOpsRecordCleanupHorizon.Exec(ctx, db, recordCleanupHorizonArgs{DeletedBefore: res.EventsCutoff}); err != nil {
 		return res, fmt.Errorf("outbox: cleanup: recording the horizon: %w", err)
 	}
 	tables := []struct {
 		name   string
-		stmt   stmt[cleanupBatchArgs, noRows]
+		stmt   namedsql.Stmt[cleanupBatchArgs, namedsql.NoRows]
 		cutoff time.Time
 		total  *int64
 	}{
@@ -117,7 +118,7 @@ func Cleanup(ctx context.Context, db DB, opts CleanupOptions) (CleanupResult, er
 			if err := ctx.Err(); err != nil {
 				return res, fmt.Errorf("outbox: cleanup interrupted after %d batches: %w", res.Batches, err)
 			}
-			tag, err := t.stmt.exec(ctx, db, cleanupBatchArgs{Cutoff: t.cutoff, BatchSize: opts.BatchSize})
+			tag, err := t.stmt.Exec(ctx, db, cleanupBatchArgs{Cutoff: t.cutoff, BatchSize: opts.BatchSize})
 			if err != nil {
 				return res, fmt.Errorf("outbox: cleanup %s batch %d: %w", t.name, n, err)
 			}
@@ -183,7 +184,7 @@ func CleanupExclusive(ctx context.Context, pool *pgxpool.Pool, opts CleanupOptio
 		return res, false, fmt.Errorf("outbox: cleanup: %w", err)
 	}
 	defer conn.Release()
-	if ran, err = qOpsCleanupTryLock.one(ctx, conn, lockKeyArgs{LockKey: cleanupLockKey}); err != nil {
+	if ran, err = qOpsCleanupTryLock.One(ctx, conn, lockKeyArgs{LockKey: cleanupLockKey}); err != nil {
 		return res, false, fmt.Errorf("outbox: cleanup: taking the cleanup lock: %w", err)
 	}
 	if !ran {
@@ -192,7 +193,7 @@ func CleanupExclusive(ctx context.Context, pool *pgxpool.Pool, opts CleanupOptio
 	defer func() {
 		uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
-		unlocked, uerr := qOpsCleanupUnlock.one(uctx, conn, lockKeyArgs{LockKey: cleanupLockKey})
+		unlocked, uerr := qOpsCleanupUnlock.One(uctx, conn, lockKeyArgs{LockKey: cleanupLockKey})
 		if uerr != nil || !unlocked {
 			// Closing the session releases the lock; the pool discards the
 			// closed connection.

@@ -1,4 +1,4 @@
-package outbox_test
+package outboxops_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
 )
 
 // seeded is a database with events and inbox rows in every state, old and new.
@@ -83,14 +83,14 @@ func countRows(t *testing.T, pool *pgxpool.Pool, ids []uuid.UUID) (events, inbox
 // rows and the inbox rows of retained events.
 func TestCleanupDeletesOnlyOldPublished(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil)
+	pool := setup(t)
 	ctx := context.Background()
-	s := seedForCleanup(t, b.pool, 23)
+	s := seedForCleanup(t, pool, 23)
 
-	var batches []outbox.CleanupBatch
-	res, err := outbox.Cleanup(ctx, b.pool, outbox.CleanupOptions{
+	var batches []outboxops.CleanupBatch
+	res, err := outboxops.Cleanup(ctx, pool, outboxops.CleanupOptions{
 		Retention: 7 * 24 * time.Hour, BatchSize: 5,
-		OnBatch: func(cb outbox.CleanupBatch) { batches = append(batches, cb) },
+		OnBatch: func(cb outboxops.CleanupBatch) { batches = append(batches, cb) },
 	})
 	require.NoError(t, err)
 	require.Equal(t, int64(23), res.EventsDeleted)
@@ -101,14 +101,14 @@ func TestCleanupDeletesOnlyOldPublished(t *testing.T) {
 	require.Len(t, batches, 5+5, "23 events and 23 inbox rows in batches of 5")
 	require.Equal(t, res.Batches, len(batches))
 
-	gone, _ := countRows(t, b.pool, s.oldPublished)
+	gone, _ := countRows(t, pool, s.oldPublished)
 	require.Zero(t, gone)
-	kept, inbox := countRows(t, b.pool, append(s.keep, s.oldSkipped...))
+	kept, inbox := countRows(t, pool, append(s.keep, s.oldSkipped...))
 	require.Equal(t, len(s.keep)+len(s.oldSkipped), kept, "nothing unpublished, quarantined, skipped or recent was deleted")
 	require.Equal(t, s.keepInbox, inbox)
 
 	// A second pass finds nothing.
-	res, err = outbox.Cleanup(ctx, b.pool, outbox.CleanupOptions{Retention: 7 * 24 * time.Hour, BatchSize: 5})
+	res, err = outboxops.Cleanup(ctx, pool, outboxops.CleanupOptions{Retention: 7 * 24 * time.Hour, BatchSize: 5})
 	require.NoError(t, err)
 	require.Zero(t, res.EventsDeleted+res.InboxDeleted)
 }
@@ -118,20 +118,20 @@ func TestCleanupDeletesOnlyOldPublished(t *testing.T) {
 // retention would have dropped.
 func TestCleanupKeepsTheInboxAtLeastAsLongAsEvents(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil)
+	pool := setup(t)
 	ctx := context.Background()
-	s := seedForCleanup(t, b.pool, 3)
-	_, err := outbox.Cleanup(ctx, b.pool, outbox.CleanupOptions{Retention: 7 * 24 * time.Hour, InboxRetention: time.Hour})
+	s := seedForCleanup(t, pool, 3)
+	_, err := outboxops.Cleanup(ctx, pool, outboxops.CleanupOptions{Retention: 7 * 24 * time.Hour, InboxRetention: time.Hour})
 	require.ErrorContains(t, err, "inbox retention 1h0m0s is shorter than the event retention")
-	h, err := outbox.CleanupHorizon(ctx, b.pool)
+	st, err := outboxops.Status(ctx, pool)
 	require.NoError(t, err)
-	require.Nil(t, h, "a refused cleanup records no horizon")
+	require.Nil(t, st.CleanupHorizon, "a refused cleanup records no horizon")
 
-	res, err := outbox.Cleanup(ctx, b.pool, outbox.CleanupOptions{Retention: 7 * 24 * time.Hour, InboxRetention: 20 * 24 * time.Hour})
+	res, err := outboxops.Cleanup(ctx, pool, outboxops.CleanupOptions{Retention: 7 * 24 * time.Hour, InboxRetention: 20 * 24 * time.Hour})
 	require.NoError(t, err)
 	require.Equal(t, int64(3), res.EventsDeleted, "the three old published events; skipped ones stay")
 	require.Zero(t, res.InboxDeleted, "inbox rows younger than the inbox retention stay")
-	_, inbox := countRows(t, b.pool, nil)
+	_, inbox := countRows(t, pool, nil)
 	require.Equal(t, s.oldInbox+s.keepInbox, inbox)
 }
 
@@ -139,27 +139,27 @@ func TestCleanupKeepsTheInboxAtLeastAsLongAsEvents(t *testing.T) {
 // cleanup lock, a scheduled pass does not run.
 func TestCleanupExclusiveRunsOneAtATime(t *testing.T) {
 	t.Parallel()
-	b := setup(t, nil)
+	pool := setup(t)
 	ctx := context.Background()
-	seedForCleanup(t, b.pool, 2)
-	holder, err := b.pool.Acquire(ctx)
+	seedForCleanup(t, pool, 2)
+	holder, err := pool.Acquire(ctx)
 	require.NoError(t, err)
 	_, err = holder.Exec(ctx, `SELECT pg_advisory_lock(x'6f7574666c6f7743'::bigint)`)
 	require.NoError(t, err)
 
-	opts := outbox.CleanupOptions{Retention: 7 * 24 * time.Hour}
-	_, ran, err := outbox.CleanupExclusive(ctx, b.pool, opts)
+	opts := outboxops.CleanupOptions{Retention: 7 * 24 * time.Hour}
+	_, ran, err := outboxops.CleanupExclusive(ctx, pool, opts)
 	require.NoError(t, err)
 	require.False(t, ran, "another cleanup holds the lock")
 
 	_, err = holder.Exec(ctx, `SELECT pg_advisory_unlock(x'6f7574666c6f7743'::bigint)`)
 	require.NoError(t, err)
 	holder.Release()
-	res, ran, err := outbox.CleanupExclusive(ctx, b.pool, opts)
+	res, ran, err := outboxops.CleanupExclusive(ctx, pool, opts)
 	require.NoError(t, err)
 	require.True(t, ran)
 	require.Equal(t, int64(2), res.EventsDeleted, "the two old published events")
-	_, ran, err = outbox.CleanupExclusive(ctx, b.pool, opts)
+	_, ran, err = outboxops.CleanupExclusive(ctx, pool, opts)
 	require.NoError(t, err)
 	require.True(t, ran, "the lock was released after the pass")
 }

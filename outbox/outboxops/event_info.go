@@ -1,10 +1,9 @@
-package outbox
+package outboxops
 
 import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 )
 
 // EventState is an event's place in its life, as operators see it.
@@ -56,17 +55,9 @@ type EventInfo struct {
 	State EventState `json:"state"`
 }
 
-// scanEventInfo reads a row of OpsList or OpsLockEvent, by column name (see
-// eventInfoRow): the event's columns, the database's clock (db_now) and
-// whether a predecessor blocks it (blocked).
-func scanEventInfo(row pgx.CollectableRow) (EventInfo, error) {
-	r, err := pgx.RowToStructByName[eventInfoRow](row)
-	if err != nil {
-		return EventInfo{}, err
-	}
-	return r.eventInfo(), nil
-}
-
+// eventInfo is a row of OpsList, OpsLockEvent or OpsRetryQuarantinedPlan
+// as operators see it: its state derived from the event's columns, the
+// database's clock (db_now) and whether a predecessor blocks it (blocked).
 func (r eventInfoRow) eventInfo() EventInfo {
 	e := EventInfo{
 		ID:                r.EventID,

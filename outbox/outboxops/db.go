@@ -1,4 +1,4 @@
-package outbox
+package outboxops
 
 import (
 	"context"
@@ -8,21 +8,20 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/outflow/outflow/outbox"
 )
 
 // DB is what the operator's functions ([Status], [List], [Retry],
-// [RetryQuarantined], [Skip], [Replay], [Cleanup]) need from a database handle. *pgxpool.Pool and
-// *pgx.Conn satisfy it, and so does pgx.Tx (Begin then opens a savepoint).
+// [RetryQuarantined], [Skip], [Replay], [Cleanup]) need from a database
+// handle. *pgxpool.Pool and *pgx.Conn satisfy it, and so does pgx.Tx (Begin
+// then opens a savepoint, so the function joins the caller's transaction).
 type DB interface {
 	Begin(ctx context.Context) (pgx.Tx, error)
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
-
-// ErrEventNotFound is returned by [Retry] and [Skip] for an event ID no
-// outbox row has (never written, or deleted by retention cleanup).
-var ErrEventNotFound = errors.New("outbox: no outbox event has this ID")
 
 // ErrEventState is wrapped by the errors of [Retry] and [Skip] when the event
 // is in a state the operation does not apply to; the message names the state
@@ -31,15 +30,14 @@ var ErrEventState = errors.New("outbox: the event's state does not allow this")
 
 // lockEvent row-locks one event in tx and returns it.
 func lockEvent(ctx context.Context, tx pgx.Tx, id uuid.UUID) (EventInfo, error) {
-	rows, err := qOpsLockEvent.rows(ctx, tx, eventIDArgs{EventID: id})
+	row, err := qOpsLockEvent.One(ctx, tx, eventIDArgs{EventID: id})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return EventInfo{}, fmt.Errorf("%w: %s (check the ID with `outboxctl list`; an event published longer ago than the retention is deleted)", outbox.ErrEventNotFound, id)
+	}
 	if err != nil {
 		return EventInfo{}, err
 	}
-	info, err := pgx.CollectExactlyOneRow(rows, scanEventInfo)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return EventInfo{}, fmt.Errorf("%w: %s (check the ID with `outboxctl list`; an event published longer ago than the retention is deleted)", ErrEventNotFound, id)
-	}
-	return info, err
+	return row.eventInfo(), nil
 }
 
 // inTx runs fn in a transaction of db: a new one on a pool or connection, a

@@ -1,4 +1,4 @@
-package outbox
+package outboxops
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // the record says who decided it and why.
 //
 // Only a quarantined event can be skipped; any other state is refused with an
-// error wrapping [ErrEventState], an unknown ID with [ErrEventNotFound].
+// error wrapping [ErrEventState], an unknown ID with outbox.ErrEventNotFound.
 func Skip(ctx context.Context, db DB, eventID uuid.UUID, reason, actor string) (Change, error) {
 	var c Change
 	err := inTx(ctx, db, func(tx pgx.Tx) error {
@@ -28,7 +28,13 @@ func Skip(ctx context.Context, db DB, eventID uuid.UUID, reason, actor string) (
 }
 
 // SkipTx is [Skip] inside the caller's transaction: the event stays locked
-// and the relays are woken when tx commits.
+// and the relays are woken when tx commits. It is for a skip that must
+// commit together with what it means to the event's consumers, or not at
+// all: a consumer that applies an aggregate's events strictly in sequence
+// must account for the skipped one in the same transaction, or it waits
+// for it forever (`outboxctl skip` settles the order app's projection so,
+// with orders.SettleSkippedTx). The returned Change names the aggregate and
+// sequence to settle.
 func SkipTx(ctx context.Context, tx pgx.Tx, eventID uuid.UUID, reason, actor string) (Change, error) {
 	reason, actor = strings.TrimSpace(reason), strings.TrimSpace(actor)
 	switch {
@@ -53,7 +59,7 @@ func SkipTx(ctx context.Context, tx pgx.Tx, eventID uuid.UUID, reason, actor str
 		}
 		return Change{}, fmt.Errorf("outbox: skip %s: %w: it is %s, not quarantined; %s", eventID, ErrEventState, before.State, hint)
 	}
-	if _, err := qOpsSkip.exec(ctx, tx, skipArgs{EventID: eventID, SkippedBy: actor, SkipReason: reason}); err != nil {
+	if _, err := qOpsSkip.Exec(ctx, tx, skipArgs{EventID: eventID, SkippedBy: actor, SkipReason: reason}); err != nil {
 		return Change{}, fmt.Errorf("outbox: skip %s: %w", eventID, err)
 	}
 	return finishChange(ctx, tx, before)

@@ -1,0 +1,22 @@
+package outboxops_test
+
+import (
+	"os"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/outflow/outflow/internal/testdb"
+)
+
+// TestMain fails the package if a test leaves a goroutine behind: every
+// relay a test runs (outboxtest.RunRelay) must be gone when its test ends.
+// The Example functions read DATABASE_URL as an operator's tool would: a
+// scratch database of their own.
+func TestMain(m *testing.M) {
+	drop := testdb.ScratchEnv("DATABASE_URL")
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		drop()
+		os.Exit(code)
+	}))
+}
