@@ -607,7 +607,16 @@ end_stream:
 		EACH(PICK_SINKREL)
 		fi;
 		if
+#ifndef CDC_UNFENCED_SINK_RELEASE
 		:: owner[e] == STREAM && !pub[e] ->
+#else
+		:: !pub[e] ->
+			/* the attempt the taker counted is given back */
+			if
+			:: owner[e] != STREAM && att[e] > 0 -> att[e]--
+			:: else
+			fi;
+#endif
 			owner[e] = NOBODY; lease[e] = NONE;
 			printf("stream: RelaySinkRelease %d.%d (no attempt counted)\n", EV(e))
 		:: else ->
