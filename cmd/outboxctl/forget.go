@@ -45,7 +45,7 @@ func runForgetCustomer(ctx context.Context, env *cliEnv, args []string) error {
 	actor := fs.String("actor", env.actor, "who decided it (recorded in customer_key_erasures)")
 	wait := fs.Duration("wait", 0, "wait up to this long for the customer's workflows to finish (default: refuse at once, naming them)")
 	force := fs.Bool("force", false, "forget even while workflows of the customer still need the key: they fail (docs/privacy.md), and their orders are settled by hand")
-	pos, err := parse(fs, args)
+	pos, err := parse(env, fs, args)
 	if err != nil {
 		return err
 	}
