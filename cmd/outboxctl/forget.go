@@ -18,7 +18,6 @@ import (
 
 	"github.com/outflow/outflow/internal/codec"
 	"github.com/outflow/outflow/internal/namedsql"
-	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/outbox"
 )
 
@@ -216,7 +215,7 @@ func (g *keyGuard) running(ctx context.Context, workflowID string) (bool, error)
 		return false, g.dialErr
 	}
 	if g.temporal == nil {
-		o, err := service.TemporalClientOptions()
+		o, err := g.env.temporalOptions()
 		if err != nil {
 			return false, err
 		}

@@ -46,6 +46,8 @@ import (
 	"sort"
 	"syscall"
 
+	"go.temporal.io/sdk/client"
+
 	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/internal/service"
@@ -70,6 +72,18 @@ type cliEnv struct {
 	interactive bool
 	// actor is recorded with every write: $USER@hostname.
 	actor string
+	// environ, when not nil, is the environment the Temporal client's
+	// settings are read from instead of the process's (tests).
+	environ []string
+}
+
+// temporalOptions loads the Temporal client's options (TEMPORAL_*, the
+// payload codec's keys) for the commands that ask Temporal.
+func (env *cliEnv) temporalOptions() (client.Options, error) {
+	if env.environ != nil {
+		return service.TemporalClientOptions(service.WithEnviron(env.environ))
+	}
+	return service.TemporalClientOptions()
 }
 
 var commands map[string]command
@@ -113,6 +127,12 @@ var environment = cli.Vars(
 )
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	return runIn(ctx, args, stdout, stderr, nil)
+}
+
+// runIn is run with the Temporal client's settings read from environ (nil:
+// the process environment).
+func runIn(ctx context.Context, args []string, stdout, stderr io.Writer, environ []string) int {
 	if len(args) == 0 {
 		usage(stderr)
 		return 2
@@ -145,6 +165,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		stdin:       os.Stdin,
 		interactive: isTerminal(os.Stdin),
 		actor:       defaultActor(),
+		environ:     environ,
 	}
 	if err := cmd.run(ctx, env, args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -154,6 +175,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		fmt.Fprintf(stderr, "outboxctl %s: %v\n", args[0], err)
+		if cli.IsUsage(err) { // a malformed setting
+			return 2
+		}
 		return 1
 	}
 	return 0

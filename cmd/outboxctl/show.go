@@ -19,7 +19,6 @@ import (
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/outflow/outflow/internal/namedsql"
-	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/outbox"
 )
 
@@ -86,7 +85,7 @@ func runShow(ctx context.Context, env *cliEnv, args []string) error {
 	var topts client.Options
 	if *askTemporal {
 		// A malformed TEMPORAL_* setting is refused before anything is read.
-		if topts, err = service.TemporalClientOptions(); err != nil {
+		if topts, err = env.temporalOptions(); err != nil {
 			return err
 		}
 	}
@@ -236,12 +235,12 @@ func writeShown(w io.Writer, s shown) error {
 // formatValue renders a column's JSON value: strings as they are, null as
 // NULL, everything else (numbers, the payload) as compact JSON.
 func formatValue(v json.RawMessage) string {
+	if string(v) == "null" { // before the string case, which takes null as ""
+		return "NULL"
+	}
 	var s string
 	if err := json.Unmarshal(v, &s); err == nil {
 		return s
-	}
-	if string(v) == "null" {
-		return "NULL"
 	}
 	var b bytes.Buffer
 	if err := json.Compact(&b, v); err != nil {

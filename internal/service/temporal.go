@@ -30,6 +30,8 @@ type TemporalOption func(*temporalSettings)
 type temporalSettings struct {
 	codec  codec.Options
 	getenv func(string) string
+	// lookup is what envconfig reads; nil: the process environment.
+	lookup envconfig.EnvLookup
 }
 
 // WithCustomerKeys gives the payload codec the customer key store of db (the
@@ -75,6 +77,31 @@ func checkHostPort(hostPort string) error {
 	return nil
 }
 
+// WithEnviron reads every variable, the TEMPORAL_* ones and the codec's,
+// from environ (KEY=VALUE, as os.Environ) instead of the process
+// environment: for tests that run a binary's code in-process.
+func WithEnviron(environ []string) TemporalOption {
+	return func(s *temporalSettings) {
+		l := environLookup(environ)
+		s.lookup = l
+		s.getenv = func(k string) string { v, _ := l.LookupEnv(k); return v }
+	}
+}
+
+// environLookup is envconfig.EnvLookup over a fixed environment.
+type environLookup []string
+
+func (e environLookup) Environ() []string { return e }
+
+func (e environLookup) LookupEnv(key string) (string, bool) {
+	for i := len(e) - 1; i >= 0; i-- { // the last one wins, as in os/exec
+		if k, v, ok := strings.Cut(e[i], "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
+}
+
 // TemporalClientOptions loads the Temporal client options the SDK's way
 // (go.temporal.io/sdk/contrib/envconfig): the default profile of the config
 // file, overridden by TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
@@ -92,7 +119,11 @@ func checkHostPort(hostPort string) error {
 // gets its client, so the worker, the relay and every client share the
 // converter.
 func TemporalClientOptions(opts ...TemporalOption) (client.Options, error) {
-	o, err := envconfig.LoadDefaultClientOptions()
+	var s temporalSettings
+	for _, opt := range opts {
+		opt(&s)
+	}
+	o, err := envconfig.LoadClientOptions(envconfig.LoadClientOptionsRequest{EnvLookup: s.lookup})
 	if err != nil {
 		return client.Options{}, cli.Config(fmt.Errorf("loading the Temporal client options from TEMPORAL_* and the config file (TEMPORAL_CONFIG_FILE): %w", err))
 	}
