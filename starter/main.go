@@ -59,7 +59,9 @@
 //	OUTFLOW_RELAY_IN_FLIGHT  Concurrent workflow starts (across orders); default 16.
 //
 // On start it logs one line, `relay started owner=... `, with its effective
-// configuration.
+// configuration. `starter -h` prints these variables with their defaults
+// (command.go), `starter --version` the build; a malformed setting stops
+// it at start with exit status 2 and a plain line for each.
 package main
 
 import (

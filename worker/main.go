@@ -10,6 +10,9 @@
 // OUTFLOW_LOG_LEVEL and OUTFLOW_LOG_FORMAT (text or json), OUTFLOW_CODEC_KEYS
 // or OUTFLOW_CODEC_KEYS_FILE (payload encryption; docs/privacy.md).
 //
+// `worker -h` lists every variable with its default; `worker --version`
+// prints the build; a malformed setting stops it with exit status 2.
+//
 // SIGINT or SIGTERM stops it gracefully: no new tasks are polled and running
 // activities get WorkerStopTimeout to finish.
 package main

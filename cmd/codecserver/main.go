@@ -29,7 +29,8 @@
 // forgotten customer is returned still encrypted; a payload under a key this
 // server does not hold fails the request, naming the key. It logs one line,
 // "listening", with its address once it serves. SIGINT or SIGTERM shuts it
-// down gracefully.
+// down gracefully. `codecserver -h` lists the variables, `--version` prints
+// the build; a missing or malformed setting is exit status 2.
 package main
 
 import (

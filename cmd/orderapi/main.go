@@ -13,7 +13,9 @@
 //	OUTFLOW_FAILPOINTS  fault injection for tests, e.g. orders.after_commit=crash
 //
 // At start it logs `listening addr=HOST:PORT` with the address actually
-// bound, which is what tests that pass port 0 read.
+// bound, which is what tests that pass port 0 read. `orderapi -h` lists the
+// variables, `orderapi --version` prints the build; an unknown flag or a
+// malformed setting is exit status 2.
 package main
 
 import (

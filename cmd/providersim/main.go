@@ -8,7 +8,8 @@
 // from OUTFLOW_LOG_LEVEL or -debug) the base URL it listens on, as
 // "msg=listening url=http://127.0.0.1:NNNN", so a script started with port 0
 // can find it; point STRIPE_API_BASE and EMAIL_API_BASE there. SIGINT or
-// SIGTERM shuts it down gracefully.
+// SIGTERM shuts it down gracefully. -h lists the flags and variables,
+// --version prints the build; an unknown flag is exit status 2.
 package main
 
 import (
