@@ -22,19 +22,19 @@ var testCommand = Command{
 }
 
 // parse runs testCommand's Parse on args with one flag of its own.
-func parse(t *testing.T, args ...string) (err error, stdout, stderr string) {
+func parse(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	t.Helper()
 	fs := flag.NewFlagSet("thing", flag.ContinueOnError)
 	fs.String("addr", "", "listen `ADDRESS`")
 	var out, errb bytes.Buffer
 	err = testCommand.Parse(fs, args, false, &out, &errb)
-	return err, out.String(), errb.String()
+	return out.String(), errb.String(), err
 }
 
 func TestHelpListsTheEnvironmentAndFlags(t *testing.T) {
 	t.Parallel()
 	for _, arg := range []string{"-h", "--help", "-help"} {
-		err, stdout, stderr := parse(t, arg)
+		stdout, stderr, err := parse(t, arg)
 		require.ErrorIs(t, err, ErrHandled)
 		require.Zero(t, ExitCode(err))
 		require.Empty(t, stderr)
@@ -63,7 +63,7 @@ See the docs.
 
 func TestVersion(t *testing.T) {
 	t.Parallel()
-	err, stdout, _ := parse(t, "--version")
+	stdout, _, err := parse(t, "--version")
 	require.ErrorIs(t, err, ErrHandled)
 	require.Regexp(t, `^thing \S+ \S+\nrevision .+\ngo go1\.`, stdout)
 
@@ -77,7 +77,7 @@ func TestVersion(t *testing.T) {
 
 func TestBadCommandLinesExit2(t *testing.T) {
 	t.Parallel()
-	err, stdout, stderr := parse(t, "-bogus")
+	stdout, stderr, err := parse(t, "-bogus")
 	require.Equal(t, ExitUsage, ExitCode(err))
 	require.Empty(t, stdout)
 	require.Contains(t, stderr, "flag provided but not defined: -bogus\nusage: thing [flags] (thing -h for help)\n")
@@ -85,11 +85,11 @@ func TestBadCommandLinesExit2(t *testing.T) {
 	require.Equal(t, ExitUsage, Report(&errb, "thing", err))
 	require.Empty(t, errb.String(), "Parse has said it already")
 
-	err, _, stderr = parse(t, "-addr", ":1", "extra")
+	_, stderr, err = parse(t, "-addr", ":1", "extra")
 	require.Equal(t, ExitUsage, ExitCode(err))
 	require.Contains(t, stderr, `thing: no arguments expected, got ["extra"]`)
 
-	err, _, _ = parse(t, "-addr", ":1")
+	_, _, err = parse(t, "-addr", ":1")
 	require.NoError(t, err)
 }
 
