@@ -212,3 +212,24 @@ type shownJSON struct {
 		Error string        `json:"error"`
 	} `json:"temporal"`
 }
+
+// TestPasswordsAreNeverPrinted: the password of a connection string stays
+// out of what outboxctl prints, however the connection fails. (Help masks
+// DATABASE_URL's: internal/cli's TestEveryBinaryAnswersHelpAndVersion.)
+func TestPasswordsAreNeverPrinted(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, url := range []string{
+		"postgres://app:s3cret@127.0.0.1:notaport/outflow",
+		"postgres://app:s3cret@" + unreachableTemporal(t) + "/outflow?sslmode=disable",
+		"host=127.0.0.1 port=1 user=app password=s3cret dbname=outflow",
+	} {
+		for _, cmd := range []string{"status", "migrate", "list"} {
+			var out, errb bytes.Buffer
+			code := run(ctx, []string{cmd, "--database-url", url}, &out, &errb)
+			require.Equal(t, 1, code, "%s", errb.String())
+			require.Contains(t, errb.String(), "database:")
+			require.NotContains(t, out.String()+errb.String(), "s3cret", "outboxctl %s on %s", cmd, url)
+		}
+	}
+}
