@@ -89,7 +89,7 @@ import (
 )
 
 func main() {
-	if err := command.Parse(flag.NewFlagSet("starter", flag.ContinueOnError), os.Args[1:], false, os.Stdout, os.Stderr); err != nil {
+	if err := command.Parse(flag.NewFlagSet("starter", flag.ContinueOnError), os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		os.Exit(cli.ExitCode(err))
 	}
 	env := service.NewEnv(os.Getenv)

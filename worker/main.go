@@ -71,7 +71,7 @@ var command = cli.Command{
 }
 
 func main() {
-	if err := command.Parse(flag.NewFlagSet("worker", flag.ContinueOnError), os.Args[1:], false, os.Stdout, os.Stderr); err != nil {
+	if err := command.Parse(flag.NewFlagSet("worker", flag.ContinueOnError), os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		os.Exit(cli.ExitCode(err))
 	}
 	env := service.NewEnv(os.Getenv)

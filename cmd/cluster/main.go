@@ -60,7 +60,7 @@ func run(ctx context.Context, args []string) error {
 	fresh := fs.Bool("fresh", false, "drop both Temporal databases first (all workflow histories are lost)")
 	retention := fs.Duration("retention", cluster.DefaultRetention, "retention of the default namespace")
 	shards := fs.Int("shards", cluster.DefaultHistoryShards, "history shards (fixed when the databases are first set up)")
-	if err := command.Parse(fs, args, false, os.Stdout, os.Stderr); err != nil {
+	if err := command.Parse(fs, args, os.Stdout, os.Stderr); err != nil {
 		return err
 	}
 

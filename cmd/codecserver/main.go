@@ -83,7 +83,7 @@ var command = cli.Command{
 }
 
 func main() {
-	if err := command.Parse(flag.NewFlagSet("codecserver", flag.ContinueOnError), os.Args[1:], false, os.Stdout, os.Stderr); err != nil {
+	if err := command.Parse(flag.NewFlagSet("codecserver", flag.ContinueOnError), os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		os.Exit(cli.ExitCode(err))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)

@@ -22,7 +22,7 @@ import (
 )
 
 func main() {
-	if err := command.Parse(flag.NewFlagSet("demo", flag.ContinueOnError), os.Args[1:], false, os.Stdout, os.Stderr); err != nil {
+	if err := command.Parse(flag.NewFlagSet("demo", flag.ContinueOnError), os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		os.Exit(cli.ExitCode(err))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

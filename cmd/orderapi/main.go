@@ -90,7 +90,7 @@ func main() {
 }
 
 func run(args []string) error {
-	if err := command.Parse(flag.NewFlagSet("orderapi", flag.ContinueOnError), args, false, os.Stdout, os.Stderr); err != nil {
+	if err := command.Parse(flag.NewFlagSet("orderapi", flag.ContinueOnError), args, os.Stdout, os.Stderr); err != nil {
 		return err
 	}
 	env := service.NewEnv(getenv)

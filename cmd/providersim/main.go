@@ -56,7 +56,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	fs := flag.NewFlagSet("providersim", flag.ContinueOnError)
 	fs.StringVar(&addr, "addr", addr, "listen address (env PROVIDERSIM_ADDR; port 0 picks a free port)")
 	debug := fs.Bool("debug", false, "log every request the simulator executes")
-	if err := command.Parse(fs, args, false, stdout, logOut); err != nil {
+	if err := command.Parse(fs, args, stdout, logOut); err != nil {
 		return err
 	}
 

@@ -38,5 +38,5 @@ func Main[C any](name string, parse func(args []string, stdout, stderr io.Writer
 // cli.Command.Parse) and refuses positional arguments: every benchmark
 // takes flags only.
 func Parse(cmd *cli.Command, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
-	return cmd.Parse(fs, args, false, stdout, stderr)
+	return cmd.Parse(fs, args, stdout, stderr)
 }

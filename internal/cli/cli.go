@@ -124,10 +124,10 @@ func Report(w io.Writer, name string, err error) int {
 
 // Parse parses args with fs, after adding -version to it: -h or --help
 // prints the help on stdout and --version the build on stdout, both
-// returning [ErrHandled]; a bad flag or a positional argument (unless
-// positional) returns a [UsageError] after printing it on stderr. fs must
-// be made with flag.ContinueOnError; Parse sets its output and usage.
-func (c *Command) Parse(fs *flag.FlagSet, args []string, positional bool, stdout, stderr io.Writer) error {
+// returning [ErrHandled]; a bad flag or a positional argument (no binary
+// takes one) returns a [UsageError] after printing it on stderr. fs must be
+// made with flag.ContinueOnError; Parse sets its output and usage.
+func (c *Command) Parse(fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	version := fs.Bool("version", false, "print the module version and VCS revision, and exit")
 	fs.SetOutput(stderr)
 	fs.Usage = func() {} // a bad flag is reported below, briefly
@@ -143,7 +143,7 @@ func (c *Command) Parse(fs *flag.FlagSet, args []string, positional bool, stdout
 	case *version:
 		fmt.Fprint(stdout, Version(c.Name))
 		return ErrHandled
-	case !positional && fs.NArg() > 0:
+	case fs.NArg() > 0:
 		err := fmt.Errorf("no arguments expected, got %q", fs.Args())
 		fmt.Fprintf(stderr, "%s: %v\nusage: %s %s (%s -h for help)\n", c.Name, err, c.Name, c.usage(), c.Name)
 		return &UsageError{Err: err, printed: true}

@@ -27,7 +27,7 @@ func parse(t *testing.T, args ...string) (stdout, stderr string, err error) {
 	fs := flag.NewFlagSet("thing", flag.ContinueOnError)
 	fs.String("addr", "", "listen `ADDRESS`")
 	var out, errb bytes.Buffer
-	err = testCommand.Parse(fs, args, false, &out, &errb)
+	err = testCommand.Parse(fs, args, &out, &errb)
 	return out.String(), errb.String(), err
 }
 
