@@ -16,7 +16,15 @@ export OUTFLOW_TEMPORAL_SERVER := $(TEMPORAL_SERVER)
 export OUTFLOW_TEMPORAL_SQL_TOOL := $(TEMPORAL_SQL_TOOL)
 export OUTFLOW_TEMPORAL_UI_SERVER := $(TEMPORAL_UI_SERVER)
 
-.PHONY: test lint tools demo soak clean
+.PHONY: help test lint tools demo soak clean
+
+# Every target a user runs has one "## target: summary" line, which
+# `make help` lists; "#" lines below it say more.
+
+## help: list these targets, one line each.
+help:
+	@echo "make targets (details in the Makefile and README.md):"
+	@sed -n 's/^## \([a-zA-Z_-]*\): \(.*\)/  \1\t\2/p' $(MAKEFILE_LIST) | expand -t 16
 
 # The Temporal CLI is built from the Go module proxy through the separate
 # tools module, so the main go.mod stays lean. The first build takes minutes;
@@ -53,6 +61,7 @@ $(BIN)/promtool: tools/promtool/go.mod tools/promtool/go.sum
 	@echo "building promtool from tools/promtool (first build takes a few minutes)..."
 	cd tools/promtool && $(GO) build -o $(BIN)/promtool github.com/prometheus/prometheus/cmd/promtool
 
+## tools: build every tool binary into bin/ (Temporal CLI, server, SQL tool, UI server, staticcheck, workflowcheck, promtool).
 tools: $(TEMPORAL) $(TEMPORAL_SERVER) $(TEMPORAL_SQL_TOOL) $(TEMPORAL_UI_SERVER) $(BIN)/staticcheck $(BIN)/workflowcheck $(BIN)/promtool
 
 ## test: every test, unit and integration (real PostgreSQL, real Temporal dev server).
@@ -65,62 +74,61 @@ lint: $(BIN)/staticcheck $(BIN)/workflowcheck
 	$(BIN)/staticcheck ./...
 	$(BIN)/workflowcheck ./workflows/...
 
+## clean: remove bin/ (the tool binaries; the next make builds them again).
 clean:
 	rm -rf $(BIN)
 
-## demo: the main job — prepares what is missing, runs the stack, places the
-## scripted orders and prints the summary. DEMO_EXIT=1 exits after the table.
+## demo: the main job: prepares what is missing, runs the stack, places the scripted orders, prints the summary.
+# DEMO_EXIT=1 exits after the table.
 demo:
 	$(GO) run ./cmd/demo
 
-## soak: the chaos soak alone, for as long as DURATION (default 10m), with the
-## polling relay source; SOAK_SOURCE=cdc for the cdc source's soak.
+## soak: the chaos soak alone, for DURATION (default 10m); SOAK_SOURCE=cdc for the cdc relay source.
 DURATION ?= 10m
 SOAK_SOURCE ?= poll
 SOAK_TEST = $(if $(filter cdc,$(SOAK_SOURCE)),TestChaosSoakCDC,TestChaosSoak)
 soak: $(TEMPORAL)
 	OUTFLOW_SOAK_DURATION=$(DURATION) $(GO) test -count=1 -timeout 0 -run '^$(SOAK_TEST)$$' -v ./testsuite/
 
-## bench: outflow's relay figures beside same-run baselines (docs/performance.md). Uses
-## DATABASE_URL and TEMPORAL_ADDRESS, starts nothing. BENCH_FLAGS=-quick for a short run.
+## bench: outflow's relay figures beside same-run baselines (docs/performance.md); BENCH_FLAGS=-quick for a short run.
+# Uses DATABASE_URL and TEMPORAL_ADDRESS, starts nothing.
 .PHONY: bench
 bench:
 	$(GO) run ./cmd/bench $(BENCH_FLAGS)
 
-## bench-peers: outflow's relay (poll and cdc) beside River and Watermill doing the same job in one run
-## (docs/performance.md, "Beside the peers"). bench/peers is a module of its own, so River
-## and Watermill never enter go.mod. Uses DATABASE_URL (scratch databases peers_*, dropped
-## afterwards) and starts a Temporal dev server from bin/temporal. About 7 minutes on two
-## cores; PEERS_FLAGS='-events 2000 -rounds 1 -duration 3s' for a short run (go run . -h).
+## bench-peers: outflow's relay (poll and cdc) beside River and Watermill doing the same job (about 7 minutes).
+# docs/performance.md, "Beside the peers". bench/peers is a module of its own, so River
+# and Watermill never enter go.mod. Uses DATABASE_URL (scratch databases peers_*, dropped
+# afterwards) and starts a Temporal dev server from bin/temporal. About 7 minutes on two
+# cores; PEERS_FLAGS='-events 2000 -rounds 1 -duration 3s' for a short run (go run . -h).
 .PHONY: bench-peers
 bench-peers: $(TEMPORAL)
 	cd bench/peers && $(GO) run . $(PEERS_FLAGS)
 
-## test-peers: the peers bench's lint and tests (bench/peers, its own module, so neither
-## `make lint` nor `make test` reaches it): every contender drains a small backlog exactly
-## once, the out-of-order count on a known sequence. About 25 seconds once River and
-## Watermill are built.
+## test-peers: the peers bench's lint and tests (bench/peers, a module that make lint and make test do not reach).
+# Every contender drains a small backlog exactly once, the out-of-order count on a known
+# sequence. About 25 seconds once River and Watermill are built.
 .PHONY: test-peers
 test-peers: $(BIN)/staticcheck
 	cd bench/peers && $(GO) vet ./... && $(BIN)/staticcheck ./...
 	cd bench/peers && $(GO) test -count=1 -timeout 5m ./...
 
-## cluster: a two-node Temporal cluster on PostgreSQL (databases outflow_temporal
-## and outflow_temporal_visibility on DATABASE_URL's server, else 127.0.0.1:5432),
-## in the foreground until Ctrl-C. Prints TEMPORAL_ADDRESS=HOST:PORT when ready:
-##   TEMPORAL_ADDRESS=127.0.0.1:7233 make demo
-## CLUSTER_FLAGS=-fresh starts on empty databases (see go run ./cmd/cluster -h).
+## cluster: a two-node Temporal cluster on PostgreSQL in the foreground until Ctrl-C; prints TEMPORAL_ADDRESS=HOST:PORT.
+# Databases outflow_temporal and outflow_temporal_visibility on DATABASE_URL's server,
+# else 127.0.0.1:5432. Prints TEMPORAL_ADDRESS=HOST:PORT when ready:
+#   TEMPORAL_ADDRESS=127.0.0.1:7233 make demo
+# CLUSTER_FLAGS=-fresh starts on empty databases (see go run ./cmd/cluster -h).
 .PHONY: cluster
 cluster: $(TEMPORAL) $(TEMPORAL_SERVER) $(TEMPORAL_SQL_TOOL) $(TEMPORAL_UI_SERVER)
 	$(GO) run ./cmd/cluster $(CLUSTER_FLAGS)
 
-## test-cluster: the cluster proof, on two-node Temporal clusters on PostgreSQL
-## (OUTFLOW_TEST_TEMPORAL=cluster): a node SIGKILLed under a stream of starts
-## (internal/cluster), then every crash suite of testsuite/ on one cluster: the
-## failpoint matrix, the chaos soak (plus a Temporal node SIGKILLed and restarted
-## and the Temporal databases' backends terminated), the 20,000-event backlog,
-## the end-to-end saga and the time edges. About 17 minutes on two cores (the backlog and soak run in both relay sources); the
-## cluster's config and node logs stay in .data/test-cluster/.
+## test-cluster: the cluster proof: every crash suite on two-node Temporal clusters on PostgreSQL (about 17 minutes).
+# OUTFLOW_TEST_TEMPORAL=cluster: a node SIGKILLed under a stream of starts
+# (internal/cluster), then every crash suite of testsuite/ on one cluster: the
+# failpoint matrix, the chaos soak (plus a Temporal node SIGKILLed and restarted
+# and the Temporal databases' backends terminated), the 20,000-event backlog,
+# the end-to-end saga and the time edges. About 17 minutes on two cores (the backlog and soak run in both relay sources); the
+# cluster's config and node logs stay in .data/test-cluster/.
 CLUSTER_TESTS ?= .
 .PHONY: test-cluster
 test-cluster: $(TEMPORAL) $(TEMPORAL_SERVER) $(TEMPORAL_SQL_TOOL)

@@ -88,7 +88,9 @@ type Report struct {
 	OrdersApplied bool
 }
 
-// Lines describes the report for an operator, one line per set.
+// Lines describes the report for an operator, one line per set: "applied
+// 3 migrations: 00001_init.sql, ...; now at version 3", or "already up to
+// date at version N".
 func (r Report) Lines() []string {
 	out := []string{describe(outboxSet(), r.Outbox) + "; publication " + outbox.CDCPublicationDefault + " present"}
 	if r.OrdersApplied {
@@ -99,18 +101,19 @@ func (r Report) Lines() []string {
 
 func describe(s *schemaset.Set, r schemaset.Result) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s schema (%s) is at version %d", s.Name, s.Table, r.Version)
+	fmt.Fprintf(&b, "%s schema (%s): ", s.Name, s.Table)
 	if r.Adopted > 0 {
-		fmt.Fprintf(&b, "; adopted from %s at version %d", schemaset.LegacyTable, r.Adopted)
+		fmt.Fprintf(&b, "adopted from %s at version %d; ", schemaset.LegacyTable, r.Adopted)
 	}
-	if len(r.Applied) == 0 {
-		b.WriteString("; nothing to apply")
-	} else {
-		v := make([]string, len(r.Applied))
-		for i, a := range r.Applied {
-			v[i] = fmt.Sprintf("%05d", a)
+	switch n := len(r.Applied); n {
+	case 0:
+		fmt.Fprintf(&b, "already up to date at version %d", r.Version)
+	default:
+		what := "migrations"
+		if n == 1 {
+			what = "migration"
 		}
-		fmt.Fprintf(&b, "; applied %s", strings.Join(v, ", "))
+		fmt.Fprintf(&b, "applied %d %s: %s; now at version %d", n, what, strings.Join(r.AppliedFiles, ", "), r.Version)
 	}
 	return b.String()
 }

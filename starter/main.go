@@ -61,12 +61,15 @@
 //	OUTFLOW_RELAY_IN_FLIGHT  Concurrent workflow starts (across orders); default 16.
 //
 // On start it logs one line, `relay started owner=... `, with its effective
-// configuration.
+// configuration. `starter -h` prints these variables with their defaults
+// (command.go), `starter --version` the build; a malformed setting stops
+// it at start with exit status 2 and a plain line for each.
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -80,6 +83,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/outbox"
@@ -87,32 +91,40 @@ import (
 )
 
 func main() {
+	if err := command.Parse(flag.NewFlagSet("starter", flag.ContinueOnError), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		os.Exit(cli.ExitCode(err))
+	}
 	env := service.NewEnv(os.Getenv)
 	logger := service.NewLogger(os.Stderr, env)
-	if err := run(logger, env); err != nil {
-		logger.Error("relay failed", service.ErrorKey, err)
-		os.Exit(1)
-	}
+	err := run(logger, env)
+	os.Exit(cli.Exit(os.Stderr, "starter", err, func(err error) { logger.Error("relay failed", service.ErrorKey, err) }))
 }
 
 func run(logger *slog.Logger, env *service.Env) error {
+	// Every setting is read, and a malformed one refused (exit status 2,
+	// plain lines), before the database or Temporal is dialled.
 	fps, err := failpoints.FromEnv()
 	if err != nil {
-		return fmt.Errorf("%s: %w", failpoints.EnvVar, err)
+		env.Fail(fmt.Errorf("%s: %w", failpoints.EnvVar, err))
 	}
 	cfg := configFromEnv(env)
 	source := sourceFromEnv(env)
 	taskQueue := service.TaskQueue(env)
 	eventRoutes, routesFrom := routesFromEnv(env)
-	if err := env.Err(); err != nil {
-		return err
-	}
 	ccfg, err := cleanupConfigFromEnv(os.Getenv)
 	if err != nil {
-		return err
+		env.Fail(err)
 	}
 	configuredHorizon, err := replayHorizonFromEnv(os.Getenv)
 	if err != nil {
+		env.Fail(err)
+	}
+	// The Temporal client's settings and the payload codec's keys, checked
+	// here without the customer key store (which needs the database).
+	if _, err := service.TemporalClientOptions(); err != nil {
+		env.Fail(err)
+	}
+	if err := env.Err(); err != nil {
 		return err
 	}
 

@@ -149,8 +149,28 @@ func TestMalformedFailpointsStopTheStarter(t *testing.T) {
 	err := p.wait(t, 30*time.Second)
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit)
-	require.Equal(t, 1, exit.ExitCode())
+	require.Equal(t, 2, exit.ExitCode(), "a configuration error")
 	require.Contains(t, p.output(), "unknown failpoint")
+}
+
+// TestMalformedSettingsStopTheStarter: an address the Temporal client would
+// accept and never reach, beside another bad setting, stops the starter
+// before it starts: exit status 2, one plain line per setting (no log
+// record, nothing escaped), and never "relay started".
+func TestMalformedSettingsStopTheStarter(t *testing.T) {
+	t.Parallel()
+	url := testdb.NewURL(t)
+	p := startStarter(t, url, "unused", "TEMPORAL_ADDRESS=not a host:port:x", "OUTFLOW_RELAY_BATCH=0")
+	err := p.wait(t, 30*time.Second)
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	require.Equal(t, 2, exit.ExitCode())
+	out := p.output()
+	require.Contains(t, out, "starter: OUTFLOW_RELAY_BATCH=\"0\": want a positive integer\n")
+	require.Contains(t, out, "starter: TEMPORAL_ADDRESS=\"not a host:port:x\"")
+	require.Contains(t, out, "want host:port")
+	require.NotContains(t, out, "relay started")
+	require.NotContains(t, out, "level=", "plain lines, not log records")
 }
 
 // process is a running starter binary with its combined output captured.

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -258,16 +259,18 @@ func TestRoutesFromTheEnvironmentOnATeamsNamespace(t *testing.T) {
 }
 
 // TestMalformedRoutesStopTheStarter: every problem of OUTFLOW_ROUTES, and
-// of the other settings, in one start-up error.
+// of the other settings, in one start-up error: plain lines, exit status 2.
 func TestMalformedRoutesStopTheStarter(t *testing.T) {
 	t.Parallel()
 	url := testdb.NewURL(t)
 	p := startStarter(t, url, "unused", RoutesEnv+"=InvoiceIssued,A=B@", "OUTFLOW_RELAY_BATCH=many")
 	err := p.wait(t, 30*time.Second)
-	require.Error(t, err)
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	require.Equal(t, 2, exit.ExitCode())
 	out := p.output()
-	require.Contains(t, out, `entry 1 \"InvoiceIssued\": no workflow type`)
-	require.Contains(t, out, `entry 2 \"A=B@\": \"@\" names no task queue`)
+	require.Contains(t, out, "starter: "+RoutesEnv+` entry 1 "InvoiceIssued": no workflow type`)
+	require.Contains(t, out, "starter: "+RoutesEnv+` entry 2 "A=B@": "@" names no task queue`)
 	require.Contains(t, out, "OUTFLOW_RELAY_BATCH")
 	require.NotContains(t, out, "relay started")
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os/exec"
 	"testing"
 	"time"
 
@@ -16,9 +17,11 @@ func TestRelaySourceRejectsUnknownValue(t *testing.T) {
 	t.Parallel()
 	_, url := testdb.New(t)
 	p := startStarter(t, url, "src-"+uuid.NewString()[:8], "OUTFLOW_RELAY_SOURCE=kafka")
-	require.Error(t, p.wait(t, 30*time.Second))
-	require.Contains(t, p.output(), `OUTFLOW_RELAY_SOURCE=\"kafka\"`)
-	require.Contains(t, p.output(), "want poll")
+	err := p.wait(t, 30*time.Second)
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	require.Equal(t, 2, exit.ExitCode(), "a configuration error")
+	require.Contains(t, p.output(), `starter: OUTFLOW_RELAY_SOURCE="kafka": want poll`)
 }
 
 // TestRelaySourceCDCNeedsLogicalWAL: on a server with wal_level=replica (the

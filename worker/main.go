@@ -10,12 +10,16 @@
 // OUTFLOW_LOG_LEVEL and OUTFLOW_LOG_FORMAT (text or json), OUTFLOW_CODEC_KEYS
 // or OUTFLOW_CODEC_KEYS_FILE (payload encryption; docs/privacy.md).
 //
+// `worker -h` lists every variable with its default; `worker --version`
+// prints the build; a malformed setting stops it with exit status 2.
+//
 // SIGINT or SIGTERM stops it gracefully: no new tasks are polled and running
 // activities get WorkerStopTimeout to finish.
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -31,6 +35,7 @@ import (
 	"github.com/outflow/outflow/activities"
 	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/inbox"
+	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/internal/personal"
 	"github.com/outflow/outflow/internal/service"
@@ -42,32 +47,61 @@ import (
 // short is retried under the same idempotency key anyway.
 const stopTimeout = 25 * time.Second
 
+// command is what `worker -h` shows: every variable the worker reads.
+var command = cli.Command{
+	Name:    "worker",
+	Summary: "outflow's Temporal worker: runs the payment saga's workflows and activities, until SIGINT or SIGTERM.",
+	Env: cli.Vars(
+		[]cli.Var{service.DatabaseVar(database.DefaultURL, "the order app's database (inbox, projections, customer keys); its schema must be current (outboxctl migrate)")},
+		service.TemporalVars(),
+		[]cli.Var{
+			service.TaskQueueVar("the task queue polled"),
+			{Name: "STRIPE_API_KEY", Default: "a placeholder when only STRIPE_API_BASE is set", Meaning: "the payment provider's secret key"},
+			{Name: "STRIPE_API_BASE", Default: "the real Stripe API", Meaning: "the payment API's root, e.g. the simulator's http://127.0.0.1:12111"},
+			{Name: "EMAIL_API_KEY", Default: "a placeholder when only EMAIL_API_BASE is set", Meaning: "the email provider's key (Resend-style API)"},
+			{Name: "EMAIL_API_BASE", Default: "https://api.resend.com when EMAIL_API_KEY is set", Meaning: "the email API's root"},
+			{Name: "EMAIL_FROM", Default: activities.DefaultEmailFrom, Meaning: "the sender of every email"},
+			service.MetricsVar(),
+			service.FailpointsVar(),
+		},
+		service.CodecVars(),
+		service.LogVars(),
+	),
+	Notes: "A malformed setting stops it at start (exit status 2). See docs/reference.md.",
+}
+
 func main() {
+	if err := command.Parse(flag.NewFlagSet("worker", flag.ContinueOnError), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		os.Exit(cli.ExitCode(err))
+	}
 	env := service.NewEnv(os.Getenv)
 	logger := service.NewLogger(os.Stderr, env)
 	slog.SetDefault(logger)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, logger, env); err != nil {
-		logger.Error("worker failed", service.ErrorKey, err)
-		os.Exit(1)
-	}
+	err := run(ctx, logger, env)
+	stop()
+	os.Exit(cli.Exit(os.Stderr, "worker", err, func(err error) { logger.Error("worker failed", service.ErrorKey, err) }))
 }
 
 func run(ctx context.Context, logger *slog.Logger, env *service.Env) error {
+	// Every setting is read, and a malformed one refused (exit status 2,
+	// plain lines), before the database or Temporal is dialled.
 	taskQueue := service.TaskQueue(env)
+	fps, err := failpoints.FromEnv()
+	if err != nil {
+		env.Fail(fmt.Errorf("%w (check %s)", err, failpoints.EnvVar))
+	}
+	acts, err := activities.NewFromEnv()
+	if err != nil {
+		env.Fail(err)
+	}
+	if _, err := service.TemporalClientOptions(service.WithPersonalData(personal.Subject)); err != nil {
+		env.Fail(err)
+	}
 	if err := env.Err(); err != nil {
 		return err
 	}
 	if err := workflows.CheckHorizons(); err != nil {
-		return err
-	}
-	fps, err := failpoints.FromEnv()
-	if err != nil {
-		return fmt.Errorf("%w (check %s)", err, failpoints.EnvVar)
-	}
-	acts, err := activities.NewFromEnv()
-	if err != nil {
 		return err
 	}
 	pool, err := database.OpenChecked(ctx, database.URL())

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/outflow/outflow/internal/benchcmd"
+	"github.com/outflow/outflow/internal/cli"
+	"github.com/outflow/outflow/internal/database"
+	"github.com/outflow/outflow/internal/devserver"
 )
 
 // config sizes the run. The defaults take about nine minutes on two cores;
@@ -40,9 +43,20 @@ type config struct {
 	only []string
 }
 
-func parseFlags(args []string, stderr io.Writer) (config, error) {
+// command is what `go run . -h` shows.
+var command = cli.Command{
+	Name:    "peers",
+	Summary: "outflow's relay, River and Watermill doing the same job on the PostgreSQL of DATABASE_URL, each in scratch databases peers_<contender>_<pid>_r<round> created and dropped on that server.",
+	Usage:   "[flags]   (make bench-peers PEERS_FLAGS='...' at the repository root)",
+	Env: []cli.Var{
+		{Name: "DATABASE_URL", Default: database.DefaultURL, Meaning: "the PostgreSQL server of the scratch databases (the role needs CREATEDB)"},
+		{Name: devserver.CLIEnvVar, Default: "bin/temporal", Meaning: "the Temporal CLI whose dev server -temporal starts"},
+	},
+}
+
+// parseFlags reads the command line; -h and --version answer on stdout.
+func parseFlags(args []string, stdout, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("peers", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	var c config
 	var only string
 	fs.IntVar(&c.events, "events", 20000, "N: events in each drain's backlog")
@@ -57,15 +71,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.temporalRate, "temporal-rate", 20, "arrival rate of the Temporal handoff, orders/s")
 	fs.DurationVar(&c.temporalDuration, "temporal-duration", 5*time.Second, "length of the Temporal handoff after 1s of warm-up")
 	fs.StringVar(&only, "contenders", "", "comma-separated contenders to run (default all): "+strings.Join(contenderNames(), ","))
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: go run . [flags]   (make bench-peers PEERS_FLAGS='...' at the repository root)")
-		fmt.Fprintln(stderr)
-		fmt.Fprintln(stderr, "outflow's relay, River and Watermill doing the same job on the PostgreSQL of DATABASE_URL,")
-		fmt.Fprintln(stderr, "each in scratch databases peers_<contender>_<pid>_r<round> created and dropped on that server.")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
-	}
-	if err := benchcmd.Parse(fs, args); err != nil {
+	if err := benchcmd.Parse(&command, fs, args, stdout, stderr); err != nil {
 		return config{}, err
 	}
 	switch {

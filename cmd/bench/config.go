@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/outflow/outflow/internal/benchcmd"
+	"github.com/outflow/outflow/internal/cli"
+	"github.com/outflow/outflow/internal/database"
+	"github.com/outflow/outflow/internal/service"
 )
 
 // phases, in the order they run; -only selects some of them.
@@ -69,20 +72,24 @@ func quickConfig() config {
 	}
 }
 
-// parseFlags reads the command line.
-func parseFlags(args []string, stderr io.Writer) (config, error) {
+// command is what `bench -h` shows.
+var command = cli.Command{
+	Name:    "bench",
+	Summary: "measures outflow's relay against baselines taken in the same run (docs/performance.md); creates and drops scratch databases outflow_bench_* on DATABASE_URL's server.",
+	Usage:   "[-quick] [-only " + strings.Join(phases, ",") + "]",
+	Env: cli.Vars(
+		[]cli.Var{service.DatabaseVar(database.DefaultURL, "the server the scratch databases are made on (the role needs CREATEDB); never written itself")},
+		service.TemporalVars(),
+		[]cli.Var{{Name: sourceEnv, Default: "both, side by side", Meaning: "poll or cdc: the sources phase measures that one alone"}},
+	),
+}
+
+// parseFlags reads the command line; -h and --version answer on stdout.
+func parseFlags(args []string, stdout, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	fs.SetOutput(stderr)
 	quick := fs.Bool("quick", false, "smaller sizes: about a minute instead of about three")
 	only := fs.String("only", "", "comma-separated phases to run (default all): "+strings.Join(phases, ","))
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: go run ./cmd/bench [-quick] [-only %s]\n\n", strings.Join(phases, ","))
-		fmt.Fprintln(stderr, "Measures outflow's relay against baselines taken in the same run. Uses DATABASE_URL and")
-		fmt.Fprintln(stderr, "TEMPORAL_* (envconfig); creates and drops scratch databases outflow_bench_* on that server.")
-		fmt.Fprintln(stderr)
-		fs.PrintDefaults()
-	}
-	if err := benchcmd.Parse(fs, args); err != nil {
+	if err := benchcmd.Parse(&command, fs, args, stdout, stderr); err != nil {
 		return config{}, err
 	}
 	cfg := fullConfig()

@@ -9,14 +9,14 @@ import (
 
 func TestParseFlags(t *testing.T) {
 	t.Parallel()
-	cfg, err := parseFlags(nil, io.Discard)
+	cfg, err := parseFlags(nil, io.Discard, io.Discard)
 	require.NoError(t, err)
 	require.Equal(t, "full", cfg.mode())
 	require.Equal(t, 1_000_000, cfg.claimPublished)
 	require.True(t, cfg.runs("idle"))
 	require.True(t, cfg.needsTemporal())
 
-	cfg, err = parseFlags([]string{"-quick", "-only", "noop, claim"}, io.Discard)
+	cfg, err = parseFlags([]string{"-quick", "-only", "noop, claim"}, io.Discard, io.Discard)
 	require.NoError(t, err)
 	require.Equal(t, "quick", cfg.mode())
 	require.Equal(t, 100_000, cfg.claimPublished)
@@ -24,10 +24,10 @@ func TestParseFlags(t *testing.T) {
 	require.False(t, cfg.runs("handoff"))
 	require.False(t, cfg.needsTemporal(), "no Temporal needed for database-only phases")
 
-	_, err = parseFlags([]string{"-only", "nope"}, io.Discard)
+	_, err = parseFlags([]string{"-only", "nope"}, io.Discard, io.Discard)
 	require.ErrorContains(t, err, `unknown phase "nope"`)
-	_, err = parseFlags([]string{"extra"}, io.Discard)
-	require.ErrorContains(t, err, "unexpected arguments")
+	_, err = parseFlags([]string{"extra"}, io.Discard, io.Discard)
+	require.ErrorContains(t, err, "no arguments expected")
 }
 
 func TestStatementsLoad(t *testing.T) {

@@ -27,27 +27,42 @@ import (
 	"time"
 
 	"github.com/outflow/outflow/internal/checkout"
+	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/cluster"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx); err != nil {
-		fmt.Fprintf(os.Stderr, "cluster: %v\n", err)
-		os.Exit(1)
-	}
+// command is what `cluster -h` shows.
+var command = cli.Command{
+	Name:    "cluster",
+	Summary: "a two-node Temporal cluster on PostgreSQL in the foreground (make cluster); prints TEMPORAL_ADDRESS=HOST:PORT when ready, stops everything on Ctrl-C.",
+	Env: []cli.Var{
+		{Name: "DATABASE_URL", Default: "the local server if it answers, else a throwaway one under .data/cluster/postgres", Meaning: "the PostgreSQL server of the Temporal databases"},
+		{Name: cluster.ServerEnvVar, Default: "bin/temporal-server", Meaning: "the Temporal server binary (make bin/temporal-server)"},
+		{Name: cluster.SQLToolEnvVar, Default: "bin/temporal-sql-tool", Meaning: "Temporal's SQL schema tool"},
+		{Name: cluster.UIServerEnvVar, Default: "bin/temporal-ui-server", Meaning: "the Web UI server"},
+	},
+	Notes: "See docs/cluster.md.",
 }
 
-func run(ctx context.Context) error {
-	nodes := flag.Int("nodes", 2, "Temporal server processes, each running every service")
-	port := flag.Int("port", 7233, "port of the frontend address (a free one if taken)")
-	uiPort := flag.Int("ui-port", 8233, "port of the Web UI (a free one if taken; 0: no UI)")
-	db := flag.String("db", cluster.DefaultDatabase, "main Temporal database; the visibility database is <db>_visibility")
-	fresh := flag.Bool("fresh", false, "drop both Temporal databases first (all workflow histories are lost)")
-	retention := flag.Duration("retention", cluster.DefaultRetention, "retention of the default namespace")
-	shards := flag.Int("shards", cluster.DefaultHistoryShards, "history shards (fixed when the databases are first set up)")
-	flag.Parse()
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:])
+	stop()
+	os.Exit(cli.Report(os.Stderr, "cluster", err))
+}
+
+func run(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("cluster", flag.ContinueOnError)
+	nodes := fs.Int("nodes", 2, "Temporal server processes, each running every service")
+	port := fs.Int("port", 7233, "port of the frontend address (a free one if taken)")
+	uiPort := fs.Int("ui-port", 8233, "port of the Web UI (a free one if taken; 0: no UI)")
+	db := fs.String("db", cluster.DefaultDatabase, "main Temporal database; the visibility database is <db>_visibility")
+	fresh := fs.Bool("fresh", false, "drop both Temporal databases first (all workflow histories are lost)")
+	retention := fs.Duration("retention", cluster.DefaultRetention, "retention of the default namespace")
+	shards := fs.Int("shards", cluster.DefaultHistoryShards, "history shards (fixed when the databases are first set up)")
+	if err := command.Parse(fs, args, os.Stdout, os.Stderr); err != nil {
+		return err
+	}
 
 	root, err := checkout.Root()
 	if err != nil {

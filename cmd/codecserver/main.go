@@ -29,12 +29,14 @@
 // forgotten customer is returned still encrypted; a payload under a key this
 // server does not hold fails the request, naming the key. It logs one line,
 // "listening", with its address once it serves. SIGINT or SIGTERM shuts it
-// down gracefully.
+// down gracefully. `codecserver -h` lists the variables, `--version` prints
+// the build; a missing or malformed setting is exit status 2.
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -47,6 +49,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/codec"
 	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/internal/service"
@@ -60,13 +63,33 @@ const (
 	DefaultAddr   = "127.0.0.1:8081"
 )
 
+// command is what `codecserver -h` shows: every variable it reads.
+var command = cli.Command{
+	Name:    "codecserver",
+	Summary: "serves Temporal's codec server protocol for outflow's encrypted payloads (temporal --codec-endpoint, the Web UI), until SIGINT or SIGTERM.",
+	Env: cli.Vars(
+		[]cli.Var{
+			{Name: AddrEnv, Default: DefaultAddr, Meaning: "listen address, host:port"},
+			{Name: TokenEnv, Default: "none", Meaning: `when set, every /encode and /decode needs "Authorization: Bearer <token>"`},
+			{Name: CORSOriginEnv, Default: "none", Meaning: "the Web UI's origin (e.g. http://127.0.0.1:8233), allowed from the browser"},
+			{Name: codec.HostsEnv, Default: "the listen address (loopback names on its port)", Meaning: `the Host headers it answers, comma-separated "host:port" or "host"`},
+			{Name: codec.KeysEnv, Default: "none: required", Meaning: "the master keys, as for the worker: comma-separated KEY_ID:BASE64_32_BYTES"},
+			{Name: codec.KeysFileEnv, Meaning: "a file holding those keys instead, one a line"},
+			service.DatabaseVar(database.DefaultURL, "the customer keys (customer_keys)"),
+		},
+		service.LogVars(),
+	),
+	Notes: "A malformed or missing setting stops it at start (exit status 2). See docs/privacy.md.",
+}
+
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Getenv, os.Stderr, nil); err != nil {
-		fmt.Fprintln(os.Stderr, "codecserver:", err)
-		os.Exit(1)
+	if err := command.Parse(flag.NewFlagSet("codecserver", flag.ContinueOnError), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		os.Exit(cli.ExitCode(err))
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	err := run(ctx, os.Getenv, os.Stderr, nil)
+	stop()
+	os.Exit(cli.Report(os.Stderr, "codecserver", err))
 }
 
 // run serves until ctx ends; ready, when set, receives the bound address.
@@ -86,10 +109,10 @@ func run(ctx context.Context, getenv func(string) string, logOut io.Writer, read
 	}
 	keys, err := codec.LoadKeys(getenv)
 	if err != nil {
-		return err
+		return cli.Config(err)
 	}
 	if keys == nil {
-		return fmt.Errorf("%s (or %s) is not set: the codec server needs the master keys the worker and the relay encrypt with", codec.KeysEnv, codec.KeysFileEnv)
+		return cli.Config(fmt.Errorf("%s (or %s) is not set: the codec server needs the master keys the worker and the relay encrypt with", codec.KeysEnv, codec.KeysFileEnv))
 	}
 	url := getenv("DATABASE_URL")
 	if url == "" {

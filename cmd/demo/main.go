@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -16,16 +17,18 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/outflow/outflow/internal/checkout"
+	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/providersim"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx); err != nil {
-		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
-		os.Exit(1)
+	if err := command.Parse(flag.NewFlagSet("demo", flag.ContinueOnError), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		os.Exit(cli.ExitCode(err))
 	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx)
+	stop()
+	os.Exit(cli.Report(os.Stderr, "demo", err))
 }
 
 func say(format string, args ...any) {
@@ -61,7 +64,7 @@ func run(ctx context.Context) error {
 		source = "poll"
 	case "poll", "cdc":
 	default:
-		return fmt.Errorf("OUTFLOW_RELAY_SOURCE=%q: want poll (the default) or cdc", source)
+		return cli.Config(fmt.Errorf("OUTFLOW_RELAY_SOURCE=%q: want poll (the default) or cdc", source))
 	}
 	pg, err := ensurePostgres(ctx, dataDir, source == "cdc", say)
 	if err != nil {

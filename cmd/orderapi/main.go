@@ -13,12 +13,15 @@
 //	OUTFLOW_FAILPOINTS  fault injection for tests, e.g. orders.after_commit=crash
 //
 // At start it logs `listening addr=HOST:PORT` with the address actually
-// bound, which is what tests that pass port 0 read.
+// bound, which is what tests that pass port 0 read. `orderapi -h` lists the
+// variables, `orderapi --version` prints the build; an unknown flag or a
+// malformed setting is exit status 2.
 package main
 
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -29,6 +32,7 @@ import (
 	"time"
 
 	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/orders/orderhttp"
@@ -63,27 +67,44 @@ func getenv(name string) string {
 	return os.Getenv("ORDERAPI_LOG_FORMAT")
 }
 
-func main() {
-	if err := run(); err != nil {
-		fmt.Fprintln(os.Stderr, "orderapi:", err)
-		os.Exit(1)
-	}
+// command is what `orderapi -h` shows: every variable it reads.
+var command = cli.Command{
+	Name:    "orderapi",
+	Summary: "outflow's order service: the HTTP API that commits each order change with its outbox event, until SIGINT or SIGTERM.",
+	Env: cli.Vars(
+		[]cli.Var{
+			service.DatabaseVar(database.DefaultURL, "the order app's database; its schema must be current (outboxctl migrate)"),
+			{Name: "ORDERAPI_ADDR", Default: AddrDefault, Meaning: "listen address, host:port (port 0 picks a free one)"},
+			{Name: "ORDERAPI_TOKEN", Default: "none: unauthenticated", Meaning: "when set, /orders routes require Authorization: Bearer <token>"},
+			service.FailpointsVar(),
+		},
+		service.LogVars(),
+		[]cli.Var{{Name: "ORDERAPI_LOG_FORMAT", Meaning: "the older name of OUTFLOW_LOG_FORMAT, read when that is unset"}},
+	),
+	Notes: "A malformed setting stops it before it serves (exit status 2). See docs/reference.md for the HTTP API.",
 }
 
-func run() error {
+func main() {
+	err := run(os.Args[1:])
+	os.Exit(cli.Report(os.Stderr, "orderapi", err))
+}
+
+func run(args []string) error {
+	if err := command.Parse(flag.NewFlagSet("orderapi", flag.ContinueOnError), args, os.Stdout, os.Stderr); err != nil {
+		return err
+	}
 	env := service.NewEnv(getenv)
 	logger := service.NewLogger(os.Stderr, env)
 	cfg := configFromEnv(env)
+	// A malformed OUTFLOW_FAILPOINTS stops the binary before it serves: a
+	// typo must not silently test nothing.
+	if _, err := failpoints.FromEnv(); err != nil {
+		env.Fail(fmt.Errorf("%s=%q: %w", failpoints.EnvVar, os.Getenv(failpoints.EnvVar), err))
+	}
 	if err := env.Err(); err != nil {
 		return err
 	}
 	slog.SetDefault(logger)
-
-	// A malformed OUTFLOW_FAILPOINTS stops the binary before it serves: a
-	// typo must not silently test nothing.
-	if _, err := failpoints.FromEnv(); err != nil {
-		return fmt.Errorf("%s=%q: %w", failpoints.EnvVar, os.Getenv(failpoints.EnvVar), err)
-	}
 	if spec := os.Getenv(failpoints.EnvVar); spec != "" {
 		logger.Warn("failpoints enabled", "spec", spec)
 	}

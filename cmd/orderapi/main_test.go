@@ -108,8 +108,8 @@ func TestOrderAPIProcess(t *testing.T) {
 		out, err := cmd.CombinedOutput()
 		var exitErr *exec.ExitError
 		require.ErrorAs(t, err, &exitErr)
-		require.Equal(t, 1, exitErr.ExitCode())
-		require.Contains(t, string(out), "OUTFLOW_FAILPOINTS")
+		require.Equal(t, 2, exitErr.ExitCode(), "a configuration error")
+		require.Contains(t, string(out), "orderapi: OUTFLOW_FAILPOINTS")
 		require.Contains(t, string(out), `unknown failpoint "orders.before_comit"`)
 	})
 

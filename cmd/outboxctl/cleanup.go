@@ -15,7 +15,7 @@ func runCleanup(ctx context.Context, env *cliEnv, args []string) error {
 	retention := fs.Duration("retention", 0, "delete events published longer ago than this, e.g. 168h (mandatory)")
 	inbox := fs.Duration("inbox-retention", 0, "delete inbox rows (processed_events) older than this; at least --retention (default --retention)")
 	batch := fs.Int("batch-size", 1000, "rows per batch, each batch one short transaction (1 to 100000)")
-	pos, err := parse(fs, args)
+	pos, err := parse(env, fs, args)
 	if err != nil {
 		return err
 	}

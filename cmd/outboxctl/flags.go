@@ -16,28 +16,55 @@ import (
 )
 
 // newFlagSet returns a subcommand's flag set: errors and usage go to stderr,
-// and --database-url mirrors DATABASE_URL.
+// and --database-url mirrors DATABASE_URL (its password masked wherever
+// it is shown).
 func newFlagSet(env *cliEnv, name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(env.stderr)
-	fs.StringVar(&env.databaseURL, "database-url", env.databaseURL, "PostgreSQL URL (default $DATABASE_URL)")
+	fs.Var(urlValue{&env.databaseURL}, "database-url", "PostgreSQL `URL`, pgx/v5 syntax; overrides DATABASE_URL")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: outboxctl %s\n\nflags:\n", synopsis)
 		fs.PrintDefaults()
+		fmt.Fprintln(fs.Output(), "\n`outboxctl -h` lists the environment variables.")
 	}
 	return fs
 }
 
+// urlValue is the --database-url flag: its default, shown by -h, is
+// DATABASE_URL with the password masked.
+type urlValue struct{ url *string }
+
+func (v urlValue) String() string {
+	if v.url == nil {
+		return ""
+	}
+	return database.Redact(*v.url)
+}
+
+func (v urlValue) Set(s string) error {
+	*v.url = s
+	return nil
+}
+
 // parse parses flags that may come before, between or after the positional
 // arguments (`skip EVENT_ID --reason TEXT`), and returns the positionals. A
-// bad flag is a usage error (flag has printed it); -h is flag.ErrHelp.
-func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+// bad flag is a usage error (flag has printed it); -h prints the command's
+// usage on stdout and is flag.ErrHelp.
+func parse(env *cliEnv, fs *flag.FlagSet, args []string) ([]string, error) {
+	usage := fs.Usage
+	fs.Usage = func() {} // printed below, where it belongs
+	defer func() { fs.Usage = usage }()
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
+				out := fs.Output()
+				fs.SetOutput(env.stdout)
+				usage()
+				fs.SetOutput(out)
 				return nil, err
 			}
+			usage() // on stderr, after flag's message
 			return nil, errUsage
 		}
 		if fs.NArg() == 0 {

@@ -18,7 +18,6 @@ import (
 
 	"github.com/outflow/outflow/internal/codec"
 	"github.com/outflow/outflow/internal/namedsql"
-	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/outbox"
 )
 
@@ -45,7 +44,7 @@ func runForgetCustomer(ctx context.Context, env *cliEnv, args []string) error {
 	actor := fs.String("actor", env.actor, "who decided it (recorded in customer_key_erasures)")
 	wait := fs.Duration("wait", 0, "wait up to this long for the customer's workflows to finish (default: refuse at once, naming them)")
 	force := fs.Bool("force", false, "forget even while workflows of the customer still need the key: they fail (docs/privacy.md), and their orders are settled by hand")
-	pos, err := parse(fs, args)
+	pos, err := parse(env, fs, args)
 	if err != nil {
 		return err
 	}
@@ -216,7 +215,7 @@ func (g *keyGuard) running(ctx context.Context, workflowID string) (bool, error)
 		return false, g.dialErr
 	}
 	if g.temporal == nil {
-		o, err := service.TemporalClientOptions()
+		o, err := g.env.temporalOptions()
 		if err != nil {
 			return false, err
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -11,21 +12,25 @@ import (
 	"github.com/outflow/outflow/outbox/outboxops"
 )
 
-// lastErrorWidth bounds last_error in list output; `outboxctl status` and
-// the database keep it whole (up to 1000 characters).
+// lastErrorWidth bounds last_error in list output; `outboxctl show`,
+// `list --json` and the database keep it whole (up to 1000 characters).
 const lastErrorWidth = 80
 
 // runList prints events one a line: id, type, aggregate, sequence, attempts,
-// state and the last error, truncated.
+// state and the last error, truncated (`outboxctl show EVENT_ID` has it
+// whole). With --json it prints one JSON array of outboxops.EventInfo: the
+// field names are the columns' (event_id, aggregate_type, ...,
+// last_error) plus state, and the last error is whole.
 func runList(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet(env, "list", "list [--pending | --quarantined] [--aggregate ID] [--aggregate-type TYPE] [--limit N]")
+	fs := newFlagSet(env, "list", "list [--pending | --quarantined] [--aggregate ID] [--aggregate-type TYPE] [--limit N] [--json]")
 	var opts outboxops.ListOptions
 	fs.BoolVar(&opts.Pending, "pending", false, "only unpublished events that are not quarantined or skipped")
 	fs.BoolVar(&opts.Quarantined, "quarantined", false, "only quarantined events (waiting for retry or skip)")
 	fs.StringVar(&opts.AggregateID, "aggregate", "", "only the events of aggregates with this id (e.g. an order id), in sequence order")
 	fs.StringVar(&opts.AggregateType, "aggregate-type", "", "only aggregates of this type (e.g. order); default every type")
 	fs.IntVar(&opts.Limit, "limit", 100, "at most this many events (1 to 10000); without filters, the newest")
-	pos, err := parse(fs, args)
+	asJSON := fs.Bool("json", false, "print one JSON array of the events, each with every bookkeeping column under its column name and its state, the last error whole")
+	pos, err := parse(env, fs, args)
 	if err != nil {
 		return err
 	}
@@ -45,6 +50,15 @@ func runList(ctx context.Context, env *cliEnv, args []string) error {
 	events, err := outboxops.List(ctx, pool, opts)
 	if err != nil {
 		return err
+	}
+	if *asJSON {
+		// An array even when nothing matches, so `jq length` says 0.
+		if events == nil {
+			events = []outboxops.EventInfo{}
+		}
+		enc := json.NewEncoder(env.stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(events)
 	}
 	if err := writeEvents(env.stdout, "", events); err != nil {
 		return err

@@ -2,7 +2,8 @@
 //
 //	outboxctl migrate [--outbox-only]                   bring DATABASE_URL to the newest schema
 //	outboxctl status [--json]                           backlog, quarantine, leases, throughput
-//	outboxctl list [--pending | --quarantined] [--aggregate ID] [--aggregate-type TYPE] [--limit N]
+//	outboxctl list [--pending | --quarantined] [--aggregate ID] [--aggregate-type TYPE] [--limit N] [--json]
+//	outboxctl show EVENT_ID [--json]                    one event: every column, the whole last error, its workflow runs
 //	outboxctl retry EVENT_ID                            a quarantined or backing-off event: available now, attempts reset
 //	outboxctl retry --quarantined [--since TIME] [--error-contains TEXT] [--aggregate-type TYPE] [--yes]
 //	                                                    every quarantined event selected, in audited batches
@@ -11,6 +12,7 @@
 //	outboxctl cleanup --retention DURATION [--batch-size N] [--inbox-retention DURATION]
 //	outboxctl forget-customer EMAIL --reason TEXT [--actor NAME] [--wait DURATION | --force]
 //	outboxctl help [COMMAND]
+//	outboxctl -h | --version
 //
 // status, list, retry, skip, replay and cleanup concern the outbox alone:
 // they work on any service's outbox, also in a database without the order
@@ -24,10 +26,12 @@
 // database whose schema is outdated: the outbox's, and the order app's where
 // the database has it, so the commands also serve a service's own database
 // (`migrate --outbox-only`). Every write is logged to stderr with who
-// ran it ($USER@hostname unless --actor says otherwise).
+// ran it ($USER@hostname unless --actor says otherwise). A connection
+// string is shown with its password masked (help, logs, errors).
 //
 // Exit status: 0 success, 1 the command failed (unknown event, wrong state,
-// database error), 2 usage (unknown command, bad flag or argument).
+// database error), 2 usage (unknown command, bad flag or argument,
+// malformed setting).
 package main
 
 import (
@@ -40,10 +44,14 @@ import (
 	"os"
 	"os/signal"
 	"sort"
-	"strings"
 	"syscall"
 
+	"go.temporal.io/sdk/client"
+
+	"github.com/outflow/outflow/internal/cli"
+	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/internal/service"
+	"github.com/outflow/outflow/outbox"
 )
 
 // command is one outboxctl subcommand.
@@ -64,6 +72,18 @@ type cliEnv struct {
 	interactive bool
 	// actor is recorded with every write: $USER@hostname.
 	actor string
+	// environ, when not nil, is the environment the Temporal client's
+	// settings are read from instead of the process's (tests).
+	environ []string
+}
+
+// temporalOptions loads the Temporal client's options (TEMPORAL_*, the
+// payload codec's keys) for the commands that ask Temporal.
+func (env *cliEnv) temporalOptions() (client.Options, error) {
+	if env.environ != nil {
+		return service.TemporalClientOptions(service.WithEnviron(env.environ))
+	}
+	return service.TemporalClientOptions()
 }
 
 var commands map[string]command
@@ -73,7 +93,8 @@ func init() {
 	commands = map[string]command{
 		"migrate":         {summary: "apply every pending schema migration to DATABASE_URL", run: runMigrate},
 		"status":          {summary: "pending, oldest pending age, quarantined, leases by relay, recent throughput", run: runStatus},
-		"list":            {summary: "list events, one a line, the event id first", run: runList},
+		"list":            {summary: "list events, one a line, the event id first; --json: one JSON array", run: runList},
+		"show":            {summary: "one event: every column, the whole last error, and its workflow runs in Temporal", run: runShow},
 		"retry":           {summary: "make a quarantined or backing-off event available now, attempts reset; --quarantined: every one a filter selects", run: runRetry},
 		"skip":            {summary: "give up a quarantined event (with a reason) so its aggregate flows again; settles an order of the order app too", run: runSkip},
 		"replay":          {summary: "deliver published events of a time window again", run: runReplay},
@@ -93,12 +114,35 @@ func main() {
 	os.Exit(code)
 }
 
+// environment is what `outboxctl -h` lists.
+var environment = cli.Vars(
+	[]cli.Var{
+		service.DatabaseVar(database.DefaultURL, "the outbox (and the order app's tables where it has them); --database-url overrides it"),
+		{Name: "OUTFLOW_CDC_SLOT", Default: outbox.CDCSlotDefault, Meaning: "status: the cdc relay source's replication slot to report on"},
+	},
+	service.TemporalVars(), // show and forget-customer ask Temporal about an event's workflow
+	service.CodecVars(),
+	service.LogVars(),
+	[]cli.Var{{Name: "USER", Meaning: "who runs the command, recorded with every write as $USER@hostname unless --actor says otherwise"}},
+)
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+	return runIn(ctx, args, stdout, stderr, nil)
+}
+
+// runIn is run with the Temporal client's settings read from environ (nil:
+// the process environment).
+func runIn(ctx context.Context, args []string, stdout, stderr io.Writer, environ []string) int {
+	if len(args) == 0 {
 		usage(stderr)
-		if len(args) == 0 {
-			return 2
-		}
+		return 2
+	}
+	switch args[0] {
+	case "-h", "-help", "--help":
+		usage(stdout)
+		return 0
+	case "-version", "--version":
+		fmt.Fprint(stdout, cli.Version("outboxctl"))
 		return 0
 	}
 	cmd, ok := commands[args[0]]
@@ -121,6 +165,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		stdin:       os.Stdin,
 		interactive: isTerminal(os.Stdin),
 		actor:       defaultActor(),
+		environ:     environ,
 	}
 	if err := cmd.run(ctx, env, args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -130,6 +175,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 2
 		}
 		fmt.Fprintf(stderr, "outboxctl %s: %v\n", args[0], err)
+		if cli.IsUsage(err) { // a malformed setting
+			return 2
+		}
 		return 1
 	}
 	return 0
@@ -145,8 +193,12 @@ func usage(w io.Writer) {
 	for _, n := range names {
 		fmt.Fprintf(w, "  %-15s %s\n", n, commands[n].summary)
 	}
-	fmt.Fprintln(w, "\n`outboxctl help COMMAND` shows a command's flags.")
-	fmt.Fprintln(w, "environment: DATABASE_URL (default "+strings.TrimSpace(defaultURLHint)+"), or --database-url")
+	fmt.Fprintln(w, "\n`outboxctl help COMMAND` (or `outboxctl COMMAND -h`) shows a command's flags;")
+	fmt.Fprintln(w, "`outboxctl --version` the module version and VCS revision.")
+	fmt.Fprintln(w, "\nenvironment:")
+	cli.PrintVars(w, environment)
+	fmt.Fprintln(w, "show and forget-customer reach Temporal through the TEMPORAL_* variables.")
+	fmt.Fprintln(w, "\nexit status: 0 success, 1 the command failed, 2 usage (unknown command, bad flag or argument, malformed setting).")
 }
 
 // runHelp lists the commands, or shows one command's usage.

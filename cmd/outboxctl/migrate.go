@@ -8,8 +8,6 @@ import (
 	"github.com/outflow/outflow/migrations"
 )
 
-const defaultURLHint = database.DefaultURL
-
 func databaseURL() string { return database.URL() }
 
 // runMigrate applies pending migrations: the outbox's schema and its CDC
@@ -20,7 +18,7 @@ func databaseURL() string { return database.URL() }
 func runMigrate(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet(env, "migrate", "migrate [--outbox-only]")
 	outboxOnly := fs.Bool("outbox-only", false, "apply only the outbox's schema and its CDC publication (a service's own database, without outflow's order app)")
-	pos, err := parse(fs, args)
+	pos, err := parse(env, fs, args)
 	if err != nil {
 		return err
 	}

@@ -23,7 +23,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	aggregate := fs.String("aggregate", "", "only this aggregate's events (e.g. an order id)")
 	aggregateType := fs.String("aggregate-type", "", "only aggregates of this type (e.g. order); with --aggregate, its type, which may be left out when one type only has an aggregate of that id")
 	yes := fs.Bool("yes", false, "do not ask for confirmation (required when stdin is not a terminal)")
-	pos, err := parse(fs, args)
+	pos, err := parse(env, fs, args)
 	if err != nil {
 		return err
 	}

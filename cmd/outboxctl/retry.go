@@ -25,7 +25,7 @@ func runRetry(ctx context.Context, env *cliEnv, args []string) error {
 	actor := fs.String("actor", env.actor, "with --quarantined: who asked, recorded in the audit row (retried_by)")
 	batch := fs.Int("batch-size", outboxops.RetryBatchSizeDefault, "with --quarantined: events per batch, each batch one short transaction (1 to 100000)")
 	yes := fs.Bool("yes", false, "with --quarantined: do not ask for confirmation; without it and without a terminal, only count (a dry run)")
-	pos, err := parse(fs, args)
+	pos, err := parse(env, fs, args)
 	if err != nil {
 		return err
 	}

@@ -22,7 +22,7 @@ func runSkip(ctx context.Context, env *cliEnv, args []string) error {
 		"its sequence in the order's projection (in the same transaction), so the order's later events apply.")
 	reason := fs.String("reason", "", "why this event may be given up (mandatory; recorded in skip_reason)")
 	actor := fs.String("actor", env.actor, "who decided the skip (recorded in skipped_by)")
-	pos, err := parse(fs, args)
+	pos, err := parse(env, fs, args)
 	if err != nil {
 		return err
 	}

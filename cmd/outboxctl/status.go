@@ -16,7 +16,7 @@ import (
 func runStatus(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet(env, "status", "status [--json]")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	pos, err := parse(fs, args)
+	pos, err := parse(env, fs, args)
 	if err != nil {
 		return err
 	}

@@ -8,12 +8,12 @@
 // from OUTFLOW_LOG_LEVEL or -debug) the base URL it listens on, as
 // "msg=listening url=http://127.0.0.1:NNNN", so a script started with port 0
 // can find it; point STRIPE_API_BASE and EMAIL_API_BASE there. SIGINT or
-// SIGTERM shuts it down gracefully.
+// SIGTERM shuts it down gracefully. -h lists the flags and variables,
+// --version prints the build; an unknown flag is exit status 2.
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -21,6 +21,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/providersim"
 )
@@ -28,29 +29,34 @@ import (
 // defaultAddr is the default (docs/reference.md) of PROVIDERSIM_ADDR.
 const defaultAddr = "127.0.0.1:12111"
 
+// command is what `providersim -h` shows.
+var command = cli.Command{
+	Name:    "providersim",
+	Summary: "serves the Stripe-compatible payment API and the Resend-compatible email API simulators, until SIGINT or SIGTERM.",
+	Env: cli.Vars(
+		[]cli.Var{{Name: "PROVIDERSIM_ADDR", Default: defaultAddr, Meaning: "listen address, host:port (port 0 picks a free one); -addr overrides it"}},
+		service.LogVars(),
+	),
+	Notes: `It logs "msg=listening url=http://HOST:PORT" once it serves; point STRIPE_API_BASE and EMAIL_API_BASE there.`,
+}
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	err := run(ctx, os.Args[1:], os.Getenv, os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return // -h printed the usage
-	}
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "providersim:", err)
-		os.Exit(1)
-	}
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(cli.Report(os.Stderr, "providersim", err))
 }
 
 // run serves until ctx ends. It is main without the process: tests call it
-// with their own context, environment and log writer.
-func run(ctx context.Context, args []string, getenv func(string) string, logOut io.Writer) error {
+// with their own context, environment and writers (-h and --version answer
+// on stdout, the log goes to logOut).
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, logOut io.Writer) error {
 	env := service.NewEnv(getenv)
 	addr := env.String("PROVIDERSIM_ADDR", defaultAddr)
 	fs := flag.NewFlagSet("providersim", flag.ContinueOnError)
-	fs.SetOutput(logOut)
 	fs.StringVar(&addr, "addr", addr, "listen address (env PROVIDERSIM_ADDR; port 0 picks a free port)")
 	debug := fs.Bool("debug", false, "log every request the simulator executes")
-	if err := fs.Parse(args); err != nil {
+	if err := command.Parse(fs, args, stdout, logOut); err != nil {
 		return err
 	}
 

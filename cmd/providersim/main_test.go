@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"regexp"
 	"sync"
@@ -46,7 +47,7 @@ func TestRunServesAndShutsDown(t *testing.T) {
 	var logs syncBuffer
 	env := map[string]string{"PROVIDERSIM_ADDR": "127.0.0.1:0"}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, nil, func(k string) string { return env[k] }, &logs) }()
+	go func() { done <- run(ctx, nil, func(k string) string { return env[k] }, io.Discard, &logs) }()
 
 	var baseURL string
 	require.Eventually(t, func() bool {
@@ -85,6 +86,6 @@ func TestRunRejectsABusyAddress(t *testing.T) {
 	addr := url[len("http://"):]
 
 	var logs syncBuffer
-	err = run(context.Background(), []string{"-addr", addr}, func(string) string { return "" }, &logs)
+	err = run(context.Background(), []string{"-addr", addr}, func(string) string { return "" }, io.Discard, &logs)
 	require.ErrorContains(t, err, "PROVIDERSIM_ADDR")
 }

@@ -1,49 +1,42 @@
 // Package benchcmd is the command-line frame outflow's benchmarks (cmd/bench
-// and the peers bench, bench/peers) share: flags, exit codes and Ctrl-C.
+// and the peers bench, bench/peers) share: flags, exit codes and Ctrl-C, on
+// top of package cli (-h with the environment, --version).
 package benchcmd
 
 import (
 	"context"
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/outflow/outflow/internal/cli"
 )
 
 // Main parses the command line with parse and runs run until it returns or
 // the process gets SIGINT or SIGTERM. It exits 2 on a usage error, 1 when
-// run fails, each with the error on stderr after name; -h prints the usage
-// and exits 0.
-func Main[C any](name string, parse func(args []string, stderr io.Writer) (C, error),
+// run fails, each with the error on stderr after name; -h prints the help
+// (and --version the build) on stdout and exits 0.
+func Main[C any](name string, parse func(args []string, stdout, stderr io.Writer) (C, error),
 	run func(ctx context.Context, cfg C, stdout, stderr io.Writer) error) {
-	cfg, err := parse(os.Args[1:], os.Stderr)
-	if errors.Is(err, flag.ErrHelp) {
-		return
-	}
+	cfg, err := parse(os.Args[1:], os.Stdout, os.Stderr)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, name+":", err)
-		os.Exit(2)
+		if !cli.IsUsage(err) && !errors.Is(err, cli.ErrHandled) {
+			err = &cli.UsageError{Err: err} // a flag's value the benchmark refuses
+		}
+		os.Exit(cli.Report(os.Stderr, name, err))
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	err = run(ctx, cfg, os.Stdout, os.Stderr)
 	stop()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, name+":", err)
-		os.Exit(1)
-	}
+	os.Exit(cli.Report(os.Stderr, name, err))
 }
 
-// Parse parses args with fs and refuses positional arguments: every
-// benchmark takes flags only.
-func Parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected arguments %q; see -h", fs.Args())
-	}
-	return nil
+// Parse parses args with fs through cmd (-h, --version, a bad flag: see
+// cli.Command.Parse) and refuses positional arguments: every benchmark
+// takes flags only.
+func Parse(cmd *cli.Command, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
+	return cmd.Parse(fs, args, stdout, stderr)
 }

@@ -36,6 +36,7 @@ import (
 	"hash/crc32"
 	"io/fs"
 	"log/slog"
+	"path"
 	"slices"
 	"strings"
 
@@ -112,6 +113,9 @@ type Result struct {
 	Adopted int64
 	// Applied are the versions this call applied, ascending.
 	Applied []int64
+	// AppliedFiles are their files' names (00003_shipping_address.sql),
+	// in the same order.
+	AppliedFiles []string
 	// Version is the highest version applied afterwards.
 	Version int64
 }
@@ -230,6 +234,7 @@ func (s *Set) Up(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) (
 	}
 	for _, r := range results {
 		res.Applied = append(res.Applied, r.Source.Version)
+		res.AppliedFiles = append(res.AppliedFiles, path.Base(r.Source.Path))
 	}
 	applied, err := s.applied(ctx, db)
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/outflow/outflow/internal/cli"
 )
 
 // Env reads typed settings from the environment. A malformed value is
@@ -80,5 +82,7 @@ func (e *Env) PositiveFloat(name string, def float64) float64 {
 // Fail records a problem found while reading the environment.
 func (e *Env) Fail(err error) { e.errs = append(e.errs, err) }
 
-// Err is every problem found so far, joined; nil when there was none.
-func (e *Env) Err() error { return errors.Join(e.errs...) }
+// Err is every problem found so far, joined, as a configuration error
+// (cli.ConfigError: exit status 2, one plain line each); nil when there
+// was none.
+func (e *Env) Err() error { return cli.Config(errors.Join(e.errs...)) }

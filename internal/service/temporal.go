@@ -2,13 +2,18 @@ package service
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os"
+	"strconv"
+	"strings"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
 
 	"github.com/outflow/outflow/handoff"
+	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/codec"
 )
 
@@ -25,6 +30,8 @@ type TemporalOption func(*temporalSettings)
 type temporalSettings struct {
 	codec  codec.Options
 	getenv func(string) string
+	// lookup is what envconfig reads; nil: the process environment.
+	lookup envconfig.EnvLookup
 }
 
 // WithCustomerKeys gives the payload codec the customer key store of db (the
@@ -48,12 +55,61 @@ func WithGetenv(getenv func(string) string) TemporalOption {
 	return func(s *temporalSettings) { s.getenv = getenv }
 }
 
+// checkHostPort refuses an address the client would accept and then never
+// reach (it dials lazily): "host:port", or a gRPC target with a scheme
+// (dns:///host:port, unix:///path) passed through as it is.
+func checkHostPort(hostPort string) error {
+	if strings.Contains(hostPort, "://") || strings.HasPrefix(hostPort, "unix:") {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(hostPort)
+	if err == nil && host == "" {
+		err = errors.New("no host")
+	}
+	if err == nil {
+		if n, perr := strconv.Atoi(port); perr != nil || n < 1 || n > 65535 {
+			err = fmt.Errorf("port %q is not a number from 1 to 65535", port)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("TEMPORAL_ADDRESS=%q (or the address of the Temporal config file's profile): want host:port, e.g. %s: %v", hostPort, client.DefaultHostPort, err)
+	}
+	return nil
+}
+
+// WithEnviron reads every variable, the TEMPORAL_* ones and the codec's,
+// from environ (KEY=VALUE, as os.Environ) instead of the process
+// environment: for tests that run a binary's code in-process.
+func WithEnviron(environ []string) TemporalOption {
+	return func(s *temporalSettings) {
+		l := environLookup(environ)
+		s.lookup = l
+		s.getenv = func(k string) string { v, _ := l.LookupEnv(k); return v }
+	}
+}
+
+// environLookup is envconfig.EnvLookup over a fixed environment.
+type environLookup []string
+
+func (e environLookup) Environ() []string { return e }
+
+func (e environLookup) LookupEnv(key string) (string, bool) {
+	for i := len(e) - 1; i >= 0; i-- { // the last one wins, as in os/exec
+		if k, v, ok := strings.Cut(e[i], "="); ok && k == key {
+			return v, true
+		}
+	}
+	return "", false
+}
+
 // TemporalClientOptions loads the Temporal client options the SDK's way
 // (go.temporal.io/sdk/contrib/envconfig): the default profile of the config
 // file, overridden by TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
 // TEMPORAL_API_KEY, TEMPORAL_TLS_* and the other TEMPORAL_* variables, so
 // one binary runs against a dev server, a cluster or Temporal Cloud. An
-// unset address means localhost:7233, an unset namespace "default".
+// unset address means localhost:7233, an unset namespace "default"; an
+// address that is not host:port (or a gRPC target with a scheme) is a
+// configuration error (cli.ConfigError), refused before anything dials.
 //
 // With OUTFLOW_CODEC_KEYS (or OUTFLOW_CODEC_KEYS_FILE) set, every payload
 // the client writes is encrypted and every one it reads decrypted
@@ -63,19 +119,26 @@ func WithGetenv(getenv func(string) string) TemporalOption {
 // gets its client, so the worker, the relay and every client share the
 // converter.
 func TemporalClientOptions(opts ...TemporalOption) (client.Options, error) {
-	o, err := envconfig.LoadDefaultClientOptions()
+	var s temporalSettings
+	for _, opt := range opts {
+		opt(&s)
+	}
+	o, err := envconfig.LoadClientOptions(envconfig.LoadClientOptionsRequest{EnvLookup: s.lookup})
 	if err != nil {
-		return client.Options{}, fmt.Errorf("loading the Temporal client options from TEMPORAL_* and the config file (TEMPORAL_CONFIG_FILE): %w", err)
+		return client.Options{}, cli.Config(fmt.Errorf("loading the Temporal client options from TEMPORAL_* and the config file (TEMPORAL_CONFIG_FILE): %w", err))
 	}
 	if o.HostPort == "" {
 		o.HostPort = client.DefaultHostPort
+	}
+	if err := checkHostPort(o.HostPort); err != nil {
+		return client.Options{}, cli.Config(err)
 	}
 	if o.Namespace == "" {
 		o.Namespace = client.DefaultNamespace
 	}
 	dc, err := CodecDataConverter(opts...)
 	if err != nil {
-		return client.Options{}, err
+		return client.Options{}, cli.Config(err)
 	}
 	if dc != nil {
 		o.DataConverter = dc

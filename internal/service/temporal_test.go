@@ -42,3 +42,15 @@ func TestCodecDataConverterFromTheEnvironment(t *testing.T) {
 	_, err = CodecDataConverter(env(map[string]string{codec.KeysEnv: spec, codec.CompressEnv: "maybe"}))
 	require.ErrorContains(t, err, codec.CompressEnv)
 }
+
+func TestTemporalAddressIsCheckedAtStart(t *testing.T) {
+	t.Parallel()
+	for _, ok := range []string{"localhost:7233", "127.0.0.1:7233", "[::1]:7233", "my-ns.a1b2c.tmprl.cloud:7233", "dns:///temporal.internal:7233", "unix:///run/temporal.sock"} {
+		require.NoError(t, checkHostPort(ok), ok)
+	}
+	for _, bad := range []string{"not a host:port:x", "localhost", ":7233", "localhost:port", "localhost:0", "localhost:70000"} {
+		err := checkHostPort(bad)
+		require.ErrorContains(t, err, `TEMPORAL_ADDRESS="`+bad+`"`, bad)
+		require.ErrorContains(t, err, "want host:port", bad)
+	}
+}

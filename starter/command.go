@@ -1,0 +1,44 @@
+package main
+
+import (
+	"strconv"
+
+	"github.com/outflow/outflow/internal/cli"
+	"github.com/outflow/outflow/internal/database"
+	"github.com/outflow/outflow/internal/service"
+	"github.com/outflow/outflow/outbox"
+)
+
+// command is what `starter -h` shows: every variable the relay reads.
+var command = cli.Command{
+	Name:    "starter",
+	Summary: "outflow's outbox relay: claims committed outbox events and starts one Temporal workflow per event (workflow ID = event_id), until SIGINT or SIGTERM.",
+	Env: cli.Vars(
+		[]cli.Var{service.DatabaseVar(database.DefaultURL, "the outbox; its schema must be current (outboxctl migrate)")},
+		service.TemporalVars(),
+		[]cli.Var{
+			service.TaskQueueVar("task queue of the started workflows"),
+			{Name: RoutesEnv, Default: "the order app's routes", Meaning: "comma-separated EVENT_TYPE=WORKFLOW_TYPE[@TASK_QUEUE][SEARCH_ATTRIBUTE=PAYLOAD_FIELD]"},
+			{Name: RoutesFileEnv, Default: "unset", Meaning: "a file of the same entries, one per line, '#' starts a comment; not with " + RoutesEnv},
+			{Name: SourceEnv, Default: "poll", Meaning: "poll: claim from outbox_events; cdc: stream from logical replication (wal_level=logical)"},
+			{Name: CDCSlotEnv, Default: outbox.CDCSlotDefault, Meaning: "the cdc source's replication slot"},
+			{Name: CDCGraceEnv, Default: outbox.CDCGraceDefault.String(), Meaning: "how long the cdc source's sweeper leaves a new event to the stream"},
+			{Name: "OUTFLOW_MAX_ATTEMPTS", Default: strconv.Itoa(outbox.MaxAttemptsDefault), Meaning: "attempts before a failing event is quarantined"},
+			{Name: "OUTFLOW_RELAY_RATE", Default: "no ceiling", Meaning: "the most workflow starts a second"},
+			{Name: "OUTFLOW_RELAY_BATCH", Default: strconv.Itoa(outbox.BatchSizeDefault), Meaning: "events per claim"},
+			{Name: "OUTFLOW_RELAY_LEASE", Default: outbox.LeaseDefault.String(), Meaning: "claim lease, a Go duration"},
+			{Name: "OUTFLOW_RELAY_POLL", Default: outbox.PollIntervalDefault.String(), Meaning: "safety poll when no NOTIFY arrives"},
+			{Name: "OUTFLOW_RELAY_IN_FLIGHT", Default: strconv.Itoa(outbox.MaxInFlightDefault), Meaning: "concurrent workflow starts (across aggregates)"},
+			{Name: "OUTFLOW_RETENTION", Default: "168h", Meaning: "keep published events this long; 0 turns cleanup off"},
+			{Name: "OUTFLOW_INBOX_RETENTION", Default: "OUTFLOW_RETENTION", Meaning: "keep processed_events rows this long, at least OUTFLOW_RETENTION"},
+			{Name: "OUTFLOW_CLEANUP_INTERVAL", Default: "10m", Meaning: "time between cleanup passes"},
+			{Name: "OUTFLOW_CLEANUP_BATCH", Default: "1000", Meaning: "rows per cleanup batch"},
+			{Name: "OUTFLOW_REPLAY_HORIZON", Default: "the namespace's retention", Meaning: "how far back `outboxctl replay` may reach; at most the retention"},
+			service.MetricsVar(),
+			service.FailpointsVar(),
+		},
+		service.CodecVars(),
+		service.LogVars(),
+	),
+	Notes: "A malformed setting stops it at start (exit status 2). See docs/reference.md and docs/operations.md.",
+}
