@@ -77,7 +77,11 @@ type Route struct {
 	// Delivery is at least once and Temporal does not deduplicate signals,
 	// so a workflow receives the same event again after a relay lost its
 	// mark: it receives through package eventsignal, which drops a second
-	// delivery of an event ID, also across continue-as-new.
+	// delivery of an event ID, also across continue-as-new. The publisher
+	// cannot tell such a re-delivery from a first one, so
+	// outbox_duplicate_starts_total does not count it; the Receiver does
+	// (Receiver.Duplicates). An operator's replay of the event signals it
+	// again, and a Receiver that remembers the event drops it.
 	//
 	// A target that already closed is never run again by a late event: the
 	// signal goes with the reuse policy REJECT_DUPLICATE, so Temporal
