@@ -74,6 +74,8 @@ type Route struct {
 	//
 	// Per-aggregate order holds as for starts: the relay signals an
 	// aggregate's next event only once Temporal accepted the previous one.
+	// Events of different aggregates (or different outboxes) that signal one
+	// workflow come in no set order.
 	// Delivery is at least once and Temporal does not deduplicate signals,
 	// so a workflow receives the same event again after a relay lost its
 	// mark: it receives through package eventsignal, which drops a second
