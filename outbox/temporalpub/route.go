@@ -88,8 +88,10 @@ type Route struct {
 	// A target that already closed is never run again by a late event: the
 	// signal goes with the reuse policy REJECT_DUPLICATE, so Temporal
 	// refuses to start a new run under a workflow ID that has one on record
-	// (WorkflowExecutionAlreadyStarted), and Publish returns that as the
-	// event's permanent fault: the relay quarantines it at once, with an
+	// (WorkflowExecutionAlreadyStarted). With ClosedWorkflow set, the event
+	// then starts a workflow of its own, as a start route would. Without
+	// it, Publish returns the refusal as the event's permanent fault: the
+	// relay quarantines it at once, with an
 	// error naming the closed workflow, and it waits for an operator
 	// (outboxctl list, then skip or retry), holding back its aggregate's
 	// later events like any quarantined event. A closed saga re-run from a
@@ -109,6 +111,17 @@ type Route struct {
 	// workflow). Mandatory on a signal route, and only there; an event for
 	// which it returns "" is quarantined at once.
 	WorkflowID func(outbox.Event) string
+	// ClosedWorkflow, on a signal route, is the workflow type started for
+	// an event whose target already closed: a workflow of its own, as a
+	// start route's (workflow ID = event ID, input its EventInput, on
+	// TaskQueue with the route's search attributes, summary and memo; a
+	// second start of it is a duplicate absorbed), which handles what
+	// came too late for its target (a webhook for an order whose saga is
+	// long done: record it, tell an operator). It also runs for a
+	// re-delivery of an event the target did take just before it closed,
+	// so it checks (in the target's effects, an inbox) before it acts.
+	// Optional: unset, such an event is quarantined.
+	ClosedWorkflow string
 }
 
 // validate returns what is wrong with the route of event type typ.
@@ -122,6 +135,9 @@ func (r Route) validate(typ string) []string {
 		bad = append(bad, fmt.Sprintf("the signal route of event type %q has no WorkflowID: say which workflow each event signals (the order's saga, say)", typ))
 	case r.Signal == "" && r.WorkflowID != nil:
 		bad = append(bad, fmt.Sprintf("the route of event type %q has a WorkflowID but no Signal: a start route's workflow ID is the event's; set Signal to deliver the event as a signal", typ))
+	}
+	if r.Signal == "" && r.ClosedWorkflow != "" {
+		bad = append(bad, fmt.Sprintf("the route of event type %q has a ClosedWorkflow but no Signal: only a signal route has a target that may have closed", typ))
 	}
 	return bad
 }

@@ -9,13 +9,17 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	workflowpb "go.temporal.io/api/workflow/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
+	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/devserver"
 	"github.com/outflow/outflow/internal/testdb"
 	"github.com/outflow/outflow/outbox"
@@ -87,6 +91,8 @@ func setupSink(t *testing.T) sinkBundle {
 	tq := taskQueue(t)
 	w := worker.New(temporal.Client(), tq, worker.Options{})
 	w.RegisterWorkflowWithOptions(signalSink, workflow.RegisterOptions{Name: sinkWorkflow})
+	w.RegisterWorkflowWithOptions(func(workflow.Context, temporalpub.EventInput) error { return nil },
+		workflow.RegisterOptions{Name: "LateStockEvent"})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 	pub := newPublisher(t, temporal.Client(), temporalpub.Config{TaskQueue: tq, Logger: quietLogger(), Routes: temporalpub.Routes{
@@ -261,6 +267,51 @@ func TestSignalToAClosedWorkflowIsQuarantined(t *testing.T) {
 	countOn(t, b.tq, 1)
 }
 
+// TestClosedWorkflowFallback: a route with ClosedWorkflow starts a
+// workflow of the late event's own (ID = the event's, its EventInput the
+// input) instead of quarantining it; the closed target stays one closed
+// run, and a re-delivery of the late event is an absorbed duplicate start.
+func TestClosedWorkflowFallback(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupSink(t)
+	reg := prometheus.NewRegistry()
+	pub := newPublisher(t, temporal.Client(), temporalpub.Config{TaskQueue: b.tq, Logger: quietLogger(), Registerer: reg, Routes: temporalpub.Routes{
+		sinkEvent: {Workflow: sinkWorkflow, Signal: sinkSignal, WorkflowID: sinkID, ClosedWorkflow: "LateStockEvent"},
+	}})
+	agg := uuid.NewString()
+	closing := stockEvent(t, agg, "close")
+	require.NoError(t, pub.Publish(ctx, closing))
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	require.NoError(t, temporal.Client().GetWorkflow(wctx, "sink-"+agg, "").Get(wctx, nil))
+	closedRun := describeID(t, "sink-"+agg).GetExecution().GetRunId()
+
+	late := stockEvent(t, agg, "late")
+	require.NoError(t, pub.Publish(ctx, late))
+	info := describe(t, late.ID)
+	require.Equal(t, "LateStockEvent", info.GetType().GetName())
+	require.Equal(t, b.tq, info.GetTaskQueue())
+	require.Equal(t, handoff.DeliveryFirst, memoValue[string](t, info, "delivery"))
+	require.Equal(t, agg, memoValue[string](t, info, "aggregate_id"))
+	hist := temporal.Client().GetWorkflowHistory(ctx, late.ID.String(), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	first, err := hist.Next()
+	require.NoError(t, err)
+	var in temporalpub.EventInput
+	require.NoError(t, converter.GetDefaultDataConverter().FromPayloads(first.GetWorkflowExecutionStartedEventAttributes().GetInput(), &in))
+	require.Equal(t, late.ID.String(), in.EventID, "the late event's own envelope is the input")
+
+	require.NoError(t, pub.Publish(ctx, late), "a re-delivery")
+	require.Equal(t, 1.0, gatheredValue(t, reg, "outbox_duplicate_starts_total"))
+	sink := describeID(t, "sink-"+agg)
+	require.Equal(t, closedRun, sink.GetExecution().GetRunId(), "the closed target was not run again")
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, sink.GetStatus())
+	countOn(t, b.tq, 2)
+
+	_, err = temporalpub.New(nil, client.Options{}, temporalpub.Config{Routes: temporalpub.Routes{"X": {Workflow: "W", ClosedWorkflow: "L"}}})
+	require.ErrorContains(t, err, "has a ClosedWorkflow but no Signal")
+}
+
 // TestDedupSurvivesContinueAsNew: the workflow continues as new after each
 // event it handles, carrying its receiver's state; a re-delivery of the
 // event the first run handled reaches the second run and is dropped there.
@@ -315,7 +366,7 @@ func TestSignalWhileTemporalIsDown(t *testing.T) {
 	t.Parallel()
 	port, err := devserver.FreePort()
 	require.NoError(t, err)
-	c, err := client.NewLazyClient(client.Options{HostPort: fmt.Sprintf("127.0.0.1:%d", port)})
+	c, err := client.NewLazyClient(client.Options{HostPort: fmt.Sprintf("127.0.0.1:%d", port), Logger: log.NewStructuredLogger(quietLogger())})
 	require.NoError(t, err)
 	defer c.Close()
 	pub := newPublisher(t, c, temporalpub.Config{Routes: temporalpub.Routes{

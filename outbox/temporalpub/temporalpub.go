@@ -8,7 +8,7 @@
 // Signal-With-Start so that a workflow not started yet is; the workflow
 // deduplicates them by event ID with package eventsignal, since Temporal
 // does not. A closed target is never run again by a late event: the event
-// is quarantined.
+// starts a workflow of its own (Route.ClosedWorkflow) or is quarantined.
 //
 // Which workflow an event starts, on which task queue and with which search
 // attributes, is its [Route]'s to say: the publisher sets no search
@@ -223,8 +223,9 @@ func (p *Publisher) delivery(ctx context.Context, e outbox.Event) (delivery stri
 // [ReusePolicy] for when a replay starts a new run.
 //
 // On a signal route it returns nil once Temporal accepted the signal (and
-// the start, when the target did not exist), and a permanent error when the
-// target already closed (see [Route.Signal]).
+// the start, when the target did not exist); when the target already
+// closed, it starts the route's ClosedWorkflow for the event, or without one
+// returns a permanent error (see [Route.Signal]).
 func (p *Publisher) Publish(ctx context.Context, e outbox.Event) error {
 	route, ok := p.routes[e.Type]
 	if !ok {
@@ -287,17 +288,22 @@ func (p *Publisher) Publish(ctx context.Context, e outbox.Event) error {
 	if route.Signal != "" {
 		return p.signal(ctx, e, route, opts, input)
 	}
-	_, err = p.client.ExecuteWorkflow(ctx, opts, route.Workflow, input)
+	return p.start(ctx, e, route.Workflow, opts, input)
+}
+
+// start starts e's own workflow of type workflowType.
+func (p *Publisher) start(ctx context.Context, e outbox.Event, workflowType string, opts client.StartWorkflowOptions, input EventInput) error {
+	_, err := p.client.ExecuteWorkflow(ctx, opts, workflowType, input)
 	if err == nil {
 		return nil
 	}
 	if IsAlreadyStarted(err) {
 		p.dups.Inc()
-		p.logger.Info("workflow already started: duplicate start absorbed", "event_id", e.ID, "workflow", route.Workflow,
+		p.logger.Info("workflow already started: duplicate start absorbed", "event_id", e.ID, "workflow", workflowType,
 			"aggregate_id", e.AggregateID, "replay", e.Replay)
 		return nil
 	}
-	return whoseFault(fmt.Errorf("temporalpub: start %s for event %s: %w", route.Workflow, e.ID, err))
+	return whoseFault(fmt.Errorf("temporalpub: start %s for event %s: %w", workflowType, e.ID, err))
 }
 
 // signal delivers e as route's signal to the workflow route.WorkflowID
@@ -308,6 +314,7 @@ func (p *Publisher) signal(ctx context.Context, e outbox.Event, route Route, opt
 	if id == "" {
 		return outbox.Permanent(fmt.Errorf("temporalpub: event %s (%s) names no workflow to signal: its route's WorkflowID returned \"\"", e.ID, e.Type))
 	}
+	start := opts
 	opts.ID = id
 	// A workflow ID with a run on record, running or closed, is never
 	// started again by a signal, a replay's included: a running target
@@ -318,6 +325,11 @@ func (p *Publisher) signal(ctx context.Context, e outbox.Event, route Route, opt
 	_, err := p.client.SignalWithStartWorkflow(ctx, id, route.Signal, input, opts, route.Workflow)
 	if err == nil {
 		return nil
+	}
+	if IsAlreadyStarted(err) && route.ClosedWorkflow != "" {
+		p.logger.Info("signal refused: its workflow already closed; the event starts its own workflow",
+			"event_id", e.ID, "event_type", e.Type, "aggregate_id", e.AggregateID, "workflow_id", id, "signal", route.Signal, "workflow", route.ClosedWorkflow)
+		return p.start(ctx, e, route.ClosedWorkflow, start, input)
 	}
 	if IsAlreadyStarted(err) {
 		p.logger.Warn("signal refused: its workflow already closed, and a late event must not run it again; quarantined for an operator",
