@@ -76,6 +76,7 @@ type Route struct {
 	// aggregate's next event only once Temporal accepted the previous one.
 	// Events of different aggregates (or different outboxes) that signal one
 	// workflow come in no set order.
+	//
 	// Delivery is at least once and Temporal does not deduplicate signals,
 	// so a workflow receives the same event again after a relay lost its
 	// mark: it receives through package eventsignal, which drops a second
@@ -89,22 +90,24 @@ type Route struct {
 	// signal goes with the reuse policy REJECT_DUPLICATE, so Temporal
 	// refuses to start a new run under a workflow ID that has one on record
 	// (WorkflowExecutionAlreadyStarted). With ClosedWorkflow set, the event
-	// then starts a workflow of its own, as a start route would. Without
-	// it, Publish returns the refusal as the event's permanent fault: the
-	// relay quarantines it at once, with an
-	// error naming the closed workflow, and it waits for an operator
-	// (outboxctl list, then skip or retry), holding back its aggregate's
-	// later events like any quarantined event. A closed saga re-run from a
-	// zero input by a late webhook could charge or refund again; an event
-	// acknowledged into a closed workflow would be lost; a quarantined one
-	// is neither. The price is rare and safe: a re-delivery of an event the
-	// workflow did take, after which it closed before the relay recorded
-	// the delivery, is quarantined too; the operator finds the signal,
-	// whose payload carries the event ID, in the workflow's history and
-	// skips the event. Behind the namespace retention Temporal forgets the closed
-	// run, and a late event then starts a new one: a target must not be
-	// signalled by events older than the retention (the relay refuses only
-	// replays that old).
+	// then starts a workflow of its own, as a start route's event would.
+	// Without it, Publish returns the refusal as the event's permanent
+	// fault: the relay quarantines it at once, with an error naming the
+	// closed workflow, for an operator to handle otherwise and skip
+	// (outboxctl skip; a retry is refused again), and it holds back its
+	// aggregate's later events like any quarantined event. A closed saga
+	// re-run from a zero input by a late webhook could charge or refund
+	// again; an event acknowledged into a closed workflow would be lost; a
+	// quarantined one is neither. The price is rare and safe: a
+	// re-delivery of an event the workflow did take, after which it closed
+	// before the relay recorded the delivery, is refused too; the operator
+	// finds its signal, whose payload carries the event ID, in the
+	// workflow's history, and skips the event.
+	//
+	// Behind the namespace retention Temporal forgets a closed run, and a
+	// late event then starts a new one: a target must not be signalled by
+	// events older than the retention (the relay refuses only replays that
+	// old).
 	Signal string
 	// WorkflowID returns the ID of the workflow the event signals: derived
 	// from the event, never random (a re-delivery must reach the same
