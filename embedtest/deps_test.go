@@ -25,6 +25,7 @@ var publicPackages = []string{
 	outflowModule + "/outbox",
 	outflowModule + "/outbox/outboxops",
 	outflowModule + "/outbox/temporalpub",
+	outflowModule + "/outbox/temporalpub/eventsignal",
 	outflowModule + "/outbox/outboxtest",
 	outflowModule + "/inbox",
 }

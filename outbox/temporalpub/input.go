@@ -5,8 +5,9 @@ import (
 	"time"
 )
 
-// EventInput is the single input of every workflow the publisher starts:
-// the outbox event's envelope, with the payload left as JSON so that the
+// EventInput is the single input of every workflow the publisher starts,
+// and the payload of every signal a signal route sends: the outbox event's
+// envelope, with the payload left as JSON so that the
 // workflow decodes (and upcasts, by SchemaVersion) its own event types. A
 // workflow takes it as its one argument:
 //
@@ -15,8 +16,9 @@ import (
 // It is recorded in every workflow history, so it changes only compatibly:
 // fields are added, never renamed.
 type EventInput struct {
-	// EventID is the outbox event's ID, also the workflow ID: derive
-	// idempotency keys from it, and record it in an inbox.
+	// EventID is the outbox event's ID, also the workflow ID of a start:
+	// derive idempotency keys from it, record it in an inbox, and
+	// deduplicate signals by it (package eventsignal).
 	EventID       string          `json:"event_id"`
 	EventType     string          `json:"event_type"`
 	AggregateType string          `json:"aggregate_type"`
@@ -32,6 +34,10 @@ type EventInput struct {
 	// key's lifetime from its own start only on a first delivery.
 	Delivery string `json:"delivery,omitempty"`
 }
+
+// DedupKey is the event's ID: what makes two deliveries of it the same
+// event to an eventsignal.Receiver (the workflow side of a signal route).
+func (in EventInput) DedupKey() string { return in.EventID }
 
 // Delivery kinds of [EventInput.Delivery], also the memo key "delivery".
 const (

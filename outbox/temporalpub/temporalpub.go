@@ -3,6 +3,13 @@
 // second start of the same event (the relay publishes at least once) is
 // refused by Temporal and counted as an acknowledgement.
 //
+// A signal route ([Route.Signal]) delivers its events as signals instead,
+// to a workflow named from the event (the order's saga, say), with
+// Signal-With-Start so that a workflow not started yet is; the workflow
+// deduplicates them by event ID with package eventsignal, since Temporal
+// does not. A closed target is never run again by a late event: the event
+// starts a workflow of its own (Route.ClosedWorkflow) or is quarantined.
+//
 // Which workflow an event starts, on which task queue and with which search
 // attributes, is its [Route]'s to say: the publisher sets no search
 // attribute of its own, so a namespace that registered none accepts every
@@ -106,10 +113,8 @@ func New(c client.Client, opts client.Options, cfg Config) (*Publisher, error) {
 	if len(cfg.Routes) == 0 {
 		return nil, errors.New("temporalpub: Config.Routes is empty: pass the workflow of every event type the relay publishes (outflow's order app passes routes.Orders())")
 	}
-	for typ, r := range cfg.Routes {
-		if r.Workflow == "" {
-			return nil, fmt.Errorf("temporalpub: the route of event type %q names no workflow", typ)
-		}
+	if err := cfg.Routes.validate(); err != nil {
+		return nil, err
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -216,6 +221,11 @@ func (p *Publisher) delivery(ctx context.Context, e outbox.Event) (delivery stri
 // exists (started by an earlier attempt whose acknowledgement was lost, or,
 // for a replayed event, a run that completed or is still running). See
 // [ReusePolicy] for when a replay starts a new run.
+//
+// On a signal route it returns nil once Temporal accepted the signal (and
+// the start, when the target did not exist); when the target already
+// closed, it starts the route's ClosedWorkflow for the event, or without one
+// returns a permanent error (see [Route.Signal]).
 func (p *Publisher) Publish(ctx context.Context, e outbox.Event) error {
 	route, ok := p.routes[e.Type]
 	if !ok {
@@ -275,17 +285,59 @@ func (p *Publisher) Publish(ctx context.Context, e outbox.Event) error {
 		Payload:       e.Payload,
 		Delivery:      delivery,
 	}
-	_, err = p.client.ExecuteWorkflow(ctx, opts, route.Workflow, input)
+	if route.Signal != "" {
+		return p.signal(ctx, e, route, opts, input)
+	}
+	return p.start(ctx, e, route.Workflow, opts, input)
+}
+
+// start starts e's own workflow of type workflowType.
+func (p *Publisher) start(ctx context.Context, e outbox.Event, workflowType string, opts client.StartWorkflowOptions, input EventInput) error {
+	_, err := p.client.ExecuteWorkflow(ctx, opts, workflowType, input)
 	if err == nil {
 		return nil
 	}
 	if IsAlreadyStarted(err) {
 		p.dups.Inc()
-		p.logger.Info("workflow already started: duplicate start absorbed", "event_id", e.ID, "workflow", route.Workflow,
+		p.logger.Info("workflow already started: duplicate start absorbed", "event_id", e.ID, "workflow", workflowType,
 			"aggregate_id", e.AggregateID, "replay", e.Replay)
 		return nil
 	}
-	return whoseFault(fmt.Errorf("temporalpub: start %s for event %s: %w", route.Workflow, e.ID, err))
+	return whoseFault(fmt.Errorf("temporalpub: start %s for event %s: %w", workflowType, e.ID, err))
+}
+
+// signal delivers e as route's signal to the workflow route.WorkflowID
+// names, starting it when it does not exist (see [Route.Signal]). opts are
+// the options e's start would have, input its envelope.
+func (p *Publisher) signal(ctx context.Context, e outbox.Event, route Route, opts client.StartWorkflowOptions, input EventInput) error {
+	id := route.WorkflowID(e)
+	if id == "" {
+		return outbox.Permanent(fmt.Errorf("temporalpub: event %s (%s) names no workflow to signal: its route's WorkflowID returned \"\"", e.ID, e.Type))
+	}
+	start := opts
+	opts.ID = id
+	// A workflow ID with a run on record, running or closed, is never
+	// started again by a signal, a replay's included: a running target
+	// takes the signal (USE_EXISTING), a closed one refuses it.
+	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
+	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
+	opts.WorkflowExecutionErrorWhenAlreadyStarted = false
+	_, err := p.client.SignalWithStartWorkflow(ctx, id, route.Signal, input, opts, route.Workflow)
+	if err == nil {
+		return nil
+	}
+	if IsAlreadyStarted(err) && route.ClosedWorkflow != "" {
+		p.logger.Info("signal refused: its workflow already closed; the event starts its own workflow",
+			"event_id", e.ID, "event_type", e.Type, "aggregate_id", e.AggregateID, "workflow_id", id, "signal", route.Signal, "workflow", route.ClosedWorkflow)
+		return p.start(ctx, e, route.ClosedWorkflow, start, input)
+	}
+	if IsAlreadyStarted(err) {
+		p.logger.Warn("signal refused: its workflow already closed, and a late event must not run it again; quarantined for an operator",
+			"event_id", e.ID, "event_type", e.Type, "aggregate_id", e.AggregateID, "workflow_id", id, "signal", route.Signal)
+		return outbox.Permanent(fmt.Errorf("temporalpub: signal %s of event %s to workflow %s: the workflow already closed, and a signal never starts a closed workflow again; "+
+			"handle the event otherwise, then skip it (outboxctl skip): %w", route.Signal, e.ID, id, err))
+	}
+	return whoseFault(fmt.Errorf("temporalpub: signal %s of event %s to workflow %s (%s): %w", route.Signal, e.ID, id, route.Workflow, err))
 }
 
 // whoseFault classifies a failed start for the relay (outbox's fault.go) by
