@@ -53,20 +53,33 @@ $(BIN)/promtool: tools/promtool/go.mod tools/promtool/go.sum
 	@echo "building promtool from tools/promtool (first build takes a few minutes)..."
 	cd tools/promtool && $(GO) build -o $(BIN)/promtool github.com/prometheus/prometheus/cmd/promtool
 
+.PHONY: promtool
+promtool: $(BIN)/promtool
+
 tools: $(TEMPORAL) $(TEMPORAL_SERVER) $(TEMPORAL_SQL_TOOL) $(TEMPORAL_UI_SERVER) $(BIN)/staticcheck $(BIN)/workflowcheck $(BIN)/promtool
 
-## test: every test, unit and integration (real PostgreSQL, real Temporal dev server).
+## test: every test, unit and integration (real PostgreSQL, real Temporal dev server),
+## then the deploy module's (deploy/go.mod: compose file, dashboard, alerts).
 test: $(TEMPORAL) $(BIN)/promtool
 	$(GO) test -count=1 -timeout 40m ./...
+	cd deploy && $(GO) test -count=1 -timeout 10m ./...
 
-## lint: go vet, staticcheck and workflowcheck.
+## lint: go vet, staticcheck and workflowcheck (the deploy module too).
 lint: $(BIN)/staticcheck $(BIN)/workflowcheck
 	$(GO) vet ./...
 	$(BIN)/staticcheck ./...
+	cd deploy && $(GO) vet ./... && $(BIN)/staticcheck ./...
 	$(BIN)/workflowcheck ./workflows/...
 
 clean:
 	rm -rf $(BIN)
+
+## up: the whole stack in Docker (docker-compose.yml): writes the secrets into .env
+## when it is missing (deploy/write-env.sh), then docker compose up --build.
+.PHONY: up
+up:
+	sh deploy/write-env.sh .env
+	docker compose up --build
 
 ## demo: the main job — prepares what is missing, runs the stack, places the
 ## scripted orders and prints the summary. DEMO_EXIT=1 exits after the table.
