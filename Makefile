@@ -59,8 +59,9 @@ promtool: $(BIN)/promtool
 tools: $(TEMPORAL) $(TEMPORAL_SERVER) $(TEMPORAL_SQL_TOOL) $(TEMPORAL_UI_SERVER) $(BIN)/staticcheck $(BIN)/workflowcheck $(BIN)/promtool
 
 ## test: every test, unit and integration (real PostgreSQL, real Temporal dev server),
-## then the deploy module's (deploy/go.mod: compose file, dashboard, alerts).
-test: $(TEMPORAL) $(BIN)/promtool
+## then the deploy module's (deploy/go.mod: compose file and its Temporal jobs,
+## dashboard, alerts).
+test: $(TEMPORAL) $(BIN)/promtool $(TEMPORAL_SQL_TOOL)
 	$(GO) test -count=1 -timeout 40m ./...
 	cd deploy && $(GO) test -count=1 -timeout 10m ./...
 
