@@ -313,10 +313,23 @@ func TestPrometheusScrapesEveryService(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, w.job, targets[svc+":"+port], "Prometheus scrapes %s on %s:%s", svc, svc, port)
 	}
+	// Every target is a name on the compose network: a service's, or a
+	// network alias only one service carries.
+	carriers := map[string][]string{}
+	for name, s := range p.Services {
+		carriers[name] = append(carriers[name], name)
+		for _, n := range s.Networks {
+			if n == nil {
+				continue
+			}
+			for _, a := range n.Aliases {
+				carriers[a] = append(carriers[a], name)
+			}
+		}
+	}
 	for tg := range targets {
 		host, _, _ := net.SplitHostPort(tg)
-		_, ok := p.Services[host]
-		require.True(t, ok, "target %s is no compose service", tg)
+		require.Len(t, carriers[host], 1, "target %s names exactly one compose service (carriers %v)", tg, carriers[host])
 	}
 	// Every service that sets METRICS_ADDR is scraped.
 	for name, s := range p.Services {
