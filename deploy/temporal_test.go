@@ -119,7 +119,21 @@ func TestNamespaceJob(t *testing.T) {
 	env := []string{"PATH=" + dir + string(os.PathListSeparator) + os.Getenv("PATH"),
 		"TEMPORAL_ADDRESS=" + srv.Address(), "NAMESPACE=" + ns, "RETENTION=168h"}
 
-	out := runScript(t, "temporal/setup-namespace.sh", env)
+	// The first run may find the frontend not yet SERVING: it exits 1 and
+	// compose runs it again (restart: on-failure), as this does.
+	var out string
+	for try := 1; ; try++ {
+		cmd := exec.Command("sh", "temporal/setup-namespace.sh")
+		cmd.Env = append(os.Environ(), env...)
+		b, err := cmd.CombinedOutput()
+		out = string(b)
+		if err == nil {
+			break
+		}
+		require.Less(t, try, 10, "setup-namespace.sh keeps failing:\n%s", b)
+		require.Contains(t, out, "is not serving yet", "the only failure a starting server may cause")
+		time.Sleep(time.Second)
+	}
 	require.Contains(t, out, "namespace "+ns+" and the OrderId search attribute are ready")
 	out = runScript(t, "temporal/setup-namespace.sh", env)
 	require.Contains(t, out, "are ready")

@@ -7,10 +7,24 @@
 set -eu
 ns=${NAMESPACE:-default}
 addr=${TEMPORAL_ADDRESS:-temporal:7233}
-temporal operator cluster health --address "$addr" | grep -q SERVING
+if ! temporal operator cluster health --address "$addr" | grep -q SERVING; then
+	echo "temporal at $addr is not serving yet"
+	exit 1
+fi
 if ! temporal operator namespace describe --address "$addr" --namespace "$ns" >/dev/null 2>&1; then
 	temporal operator namespace create --address "$addr" --namespace "$ns" --retention "${RETENTION:-168h}"
 fi
+# A namespace just registered reaches the frontend's namespace cache within
+# seconds; until then its search attributes are "not found".
+tries=0
+until temporal operator search-attribute list --address "$addr" --namespace "$ns" >/dev/null 2>&1; do
+	tries=$((tries + 1))
+	if [ "$tries" -ge 30 ]; then
+		echo "namespace $ns is not visible to the frontend yet"
+		exit 1
+	fi
+	sleep 1
+done
 if ! temporal operator search-attribute list --address "$addr" --namespace "$ns" | grep -qw OrderId; then
 	temporal operator search-attribute create --address "$addr" --namespace "$ns" --name OrderId --type Keyword
 fi
