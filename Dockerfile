@@ -1,10 +1,13 @@
 # One image with every outflow binary; docker-compose.yml picks the command.
+# The runtime image is distroless (no shell, no curl): the compose
+# healthchecks run cmd/healthcheck. .dockerignore keeps .git, bin/, .data/
+# and .env out of the build context.
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -o /out/ ./worker ./starter ./cmd/orderapi ./cmd/providersim ./cmd/outboxctl ./cmd/codecserver
+RUN CGO_ENABLED=0 go build -trimpath -o /out/ ./worker ./starter ./cmd/orderapi ./cmd/providersim ./cmd/outboxctl ./cmd/codecserver ./cmd/healthcheck
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/ /usr/local/bin/

@@ -61,22 +61,34 @@ $(BIN)/promtool: tools/promtool/go.mod tools/promtool/go.sum
 	@echo "building promtool from tools/promtool (first build takes a few minutes)..."
 	cd tools/promtool && $(GO) build -o $(BIN)/promtool github.com/prometheus/prometheus/cmd/promtool
 
+## promtool: build bin/promtool (Prometheus's rule checker, for the alert tests).
+.PHONY: promtool
+promtool: $(BIN)/promtool
+
 ## tools: build every tool binary into bin/ (Temporal CLI, server, SQL tool, UI server, staticcheck, workflowcheck, promtool).
 tools: $(TEMPORAL) $(TEMPORAL_SERVER) $(TEMPORAL_SQL_TOOL) $(TEMPORAL_UI_SERVER) $(BIN)/staticcheck $(BIN)/workflowcheck $(BIN)/promtool
 
-## test: every test, unit and integration (real PostgreSQL, real Temporal dev server).
-test: $(TEMPORAL) $(BIN)/promtool
+## test: every test, unit and integration (real PostgreSQL, real Temporal dev server), then the deploy module's (compose, dashboard, alerts).
+test: $(TEMPORAL) $(BIN)/promtool $(TEMPORAL_SQL_TOOL)
 	$(GO) test -count=1 -timeout 40m ./...
+	cd deploy && $(GO) test -count=1 -timeout 10m ./...
 
-## lint: go vet, staticcheck and workflowcheck.
+## lint: go vet, staticcheck and workflowcheck (the deploy module too).
 lint: $(BIN)/staticcheck $(BIN)/workflowcheck
 	$(GO) vet ./...
 	$(BIN)/staticcheck ./...
+	cd deploy && $(GO) vet ./... && $(BIN)/staticcheck ./...
 	$(BIN)/workflowcheck ./workflows/... ./outbox/temporalpub/eventsignal/...
 
 ## clean: remove bin/ (the tool binaries; the next make builds them again).
 clean:
 	rm -rf $(BIN)
+
+## up: the whole stack in Docker (docker-compose.yml): writes the secrets into .env when missing, then docker compose up --build.
+.PHONY: up
+up:
+	sh deploy/write-env.sh .env
+	docker compose up --build
 
 ## demo: the main job: prepares what is missing, runs the stack, places the scripted orders, prints the summary.
 # DEMO_EXIT=1 exits after the table.

@@ -47,6 +47,7 @@ type cdcMetrics struct {
 	lagSeconds  prometheus.Gauge
 	retained    prometheus.Gauge
 	maxKeepSize prometheus.Gauge
+	active      prometheus.Gauge
 }
 
 func newCDCMetrics(reg prometheus.Registerer) (*cdcMetrics, error) {
@@ -67,12 +68,16 @@ func newCDCMetrics(reg prometheus.Registerer) (*cdcMetrics, error) {
 			Name: "outbox_cdc_max_slot_wal_keep_size_bytes",
 			Help: "The server's max_slot_wal_keep_size in bytes, -1 when unlimited: beyond it the slot is lost.",
 		}),
+		active: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "outbox_cdc_slot_active",
+			Help: "1 while a session streams the CDC slot (pg_replication_slots.active), 0 while none does and the slot only retains WAL (sampled periodically).",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	var err error
-	for _, g := range []*prometheus.Gauge{&m.lagBytes, &m.lagSeconds, &m.retained, &m.maxKeepSize} {
+	for _, g := range []*prometheus.Gauge{&m.lagBytes, &m.lagSeconds, &m.retained, &m.maxKeepSize, &m.active} {
 		if err == nil {
 			*g, err = register(reg, *g)
 		}
@@ -108,6 +113,11 @@ func (c *CDCRelay) refreshSlotGauges(ctx context.Context) error {
 	c.cdcMetrics.lagBytes.Set(float64(st.LagBytes))
 	c.cdcMetrics.retained.Set(float64(st.RetainedBytes))
 	c.cdcMetrics.maxKeepSize.Set(float64(st.MaxSlotWALKeepSizeBytes))
+	if st.Active {
+		c.cdcMetrics.active.Set(1)
+	} else {
+		c.cdcMetrics.active.Set(0)
+	}
 	lag := 0.0
 	if wm := c.mark.Load(); wm != nil {
 		if at, ok := wm.oldestUnsettled(); ok {

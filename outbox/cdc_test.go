@@ -264,6 +264,9 @@ func TestCDCWatermarkWaitsForTheSlowestPublish(t *testing.T) {
 	limit, err := gathered(reg, "outbox_cdc_max_slot_wal_keep_size_bytes")
 	require.NoError(t, err)
 	require.Equal(t, -1.0, limit, "the test server sets no max_slot_wal_keep_size")
+	active, err := gathered(reg, "outbox_cdc_slot_active")
+	require.NoError(t, err)
+	require.Equal(t, 1.0, active, "the relay streams its slot")
 
 	close(release)
 	end := currentLSN(t, b.pool)

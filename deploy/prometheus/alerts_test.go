@@ -1,5 +1,7 @@
-// Package prometheus holds outflow's Prometheus alert rules; its test runs
-// promtool's rule checker and unit tests against them.
+// Package prometheus holds outflow's Prometheus scrape configuration and
+// alert rules; its test runs promtool's config and rule checkers and the
+// rules' unit tests (alerts_test.yml). It is part of the deploy module
+// (deploy/go.mod), which `make test` runs.
 package prometheus
 
 import (
@@ -11,7 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// promtool finds the promtool that `make` builds from tools/promtool.
+// promtool finds the promtool that `make promtool` (and `make test`) builds
+// from tools/promtool, or the one OUTFLOW_PROMTOOL names.
 func promtool(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("OUTFLOW_PROMTOOL"); p != "" {
@@ -20,16 +23,19 @@ func promtool(t *testing.T) string {
 	p, err := filepath.Abs("../../bin/promtool")
 	require.NoError(t, err)
 	_, err = os.Stat(p)
-	require.NoError(t, err, "promtool is missing: run `make bin/promtool` (it builds from tools/promtool)")
+	require.NoError(t, err, "promtool is missing: run `make promtool` (it builds bin/promtool from tools/promtool), or set OUTFLOW_PROMTOOL to a promtool")
 	return p
 }
 
-// TestAlertRules checks the rules' syntax and runs alerts_test.yml: every
-// alert fires on a synthetic series and resolves when it recovers.
+// TestAlertRules checks the scrape configuration (which loads the rules) and
+// the rules' syntax, and runs alerts_test.yml: every alert fires on a
+// synthetic series and resolves when it recovers.
 func TestAlertRules(t *testing.T) {
 	t.Parallel()
 	bin := promtool(t)
-	out, err := exec.Command(bin, "check", "rules", "alerts.yml").CombinedOutput()
+	out, err := exec.Command(bin, "check", "config", "prometheus.yml").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	out, err = exec.Command(bin, "check", "rules", "alerts.yml").CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	out, err = exec.Command(bin, "test", "rules", "alerts_test.yml").CombinedOutput()
 	require.NoError(t, err, "%s", out)

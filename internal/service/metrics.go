@@ -24,9 +24,12 @@ func NewRegistry() *prometheus.Registry {
 	return reg
 }
 
-// ServeMetrics serves reg's /metrics on addr until the returned server is
-// shut down. The listener is opened before it returns, so a taken port is an
-// error at start, not a log line later.
+// ServeMetrics serves reg's /metrics, and GET /healthz answering "ok", on
+// addr until the returned server is shut down. The listener is opened before
+// it returns, so a taken port is an error at start, not a log line later.
+// /healthz is what a container healthcheck probes (cmd/healthcheck): the
+// process is up and serving, which for the starter and the worker means their
+// configuration was accepted and their start went through.
 func ServeMetrics(addr string, reg *prometheus.Registry, logger *slog.Logger) (*http.Server, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -34,6 +37,7 @@ func ServeMetrics(addr string, reg *prometheus.Registry, logger *slog.Logger) (*
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
