@@ -20,8 +20,9 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"runtime/debug"
 	"time"
+
+	"github.com/outflow/outflow/internal/cli"
 )
 
 func main() {
@@ -34,7 +35,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait for the answer")
 	version := fs.Bool("version", false, "print the module version and VCS revision, then exit")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: healthcheck [-timeout 3s] URL\n\nGETs URL; exits 0 on a 2xx answer, 1 otherwise. Reads no environment.")
+		fmt.Fprintln(fs.Output(), "usage: healthcheck [-timeout 3s] URL\n\nGETs URL; exits 0 on a 2xx answer, 1 otherwise.\n\nenvironment: none (the URL is its argument)\n\nflags:")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -46,7 +47,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *version {
-		fmt.Fprintln(stdout, "healthcheck", buildVersion())
+		fmt.Fprint(stdout, cli.Version("healthcheck"))
 		return 0
 	}
 	if fs.NArg() != 1 {
@@ -82,25 +83,4 @@ func check(target string, timeout time.Duration) error {
 		return fmt.Errorf("GET %s: %s: %s", target, resp.Status, body)
 	}
 	return nil
-}
-
-// buildVersion is the main module's version and VCS revision, as the Go
-// toolchain recorded them.
-func buildVersion() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "(no build info)"
-	}
-	v := bi.Main.Version
-	for _, s := range bi.Settings {
-		switch s.Key {
-		case "vcs.revision":
-			v += " " + s.Value
-		case "vcs.modified":
-			if s.Value == "true" {
-				v += " (modified)"
-			}
-		}
-	}
-	return v
 }

@@ -28,6 +28,7 @@ var helpNames = map[string][]string{
 	"demo":        {"DEMO_EXIT", "OUTFLOW_RELAY_SOURCE", "DATABASE_URL", "TEMPORAL_ADDRESS", "CODECSERVER_ADDR"},
 	"bench":       {"DATABASE_URL", "TEMPORAL_ADDRESS", "OUTFLOW_RELAY_SOURCE"},
 	"cluster":     {"DATABASE_URL", "OUTFLOW_TEMPORAL_SERVER"},
+	"healthcheck": {}, // reads no environment: its URL is its argument
 }
 
 // TestEveryBinaryAnswersHelpAndVersion builds every main package of the
