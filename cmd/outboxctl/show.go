@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,19 +12,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
-	"github.com/outflow/outflow/internal/namedsql"
+	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
-
-//go:embed show.sql
-var showSQL embed.FS
-
-var showQueries = namedsql.MustLoad(showSQL, "show.sql")
 
 // temporalTimeout bounds show's questions to Temporal: an unreachable
 // Temporal delays the answer by at most this.
@@ -40,7 +33,7 @@ type shown struct {
 	// State is outboxops.EventInfo's state, derived at the database's clock;
 	// empty when it could not be derived (see StateError).
 	State      outboxops.EventState `json:"state,omitempty"`
-	StateError string            `json:"state_error,omitempty"`
+	StateError string               `json:"state_error,omitempty"`
 	// Temporal says where the workflow runs were asked for.
 	Temporal temporalAnswer `json:"temporal"`
 }
@@ -95,16 +88,15 @@ func runShow(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	defer pool.Close()
 
-	var raw string
-	err = pool.QueryRow(ctx, showQueries.Get("ShowEvent"), pgx.StrictNamedArgs{"event_id": id}).Scan(&raw)
-	if errors.Is(err, pgx.ErrNoRows) {
+	raw, err := outboxops.EventRow(ctx, pool, id)
+	if errors.Is(err, outbox.ErrEventNotFound) {
 		return fmt.Errorf("no event %s in the outbox (find event ids with `outboxctl list`)", id)
 	}
 	if err != nil {
-		return fmt.Errorf("reading event %s: %w", id, err)
+		return err
 	}
 	var out shown
-	if out.Event, err = parseRow(raw); err != nil {
+	if out.Event, err = parseRow(string(raw)); err != nil {
 		return fmt.Errorf("reading event %s: %w", id, err)
 	}
 	out.State, err = eventState(ctx, pool, id, out.Event)

@@ -377,3 +377,11 @@ SELECT pg_try_advisory_lock(@lock_key) AS locked;
 
 -- name: OpsCleanupUnlock :one
 SELECT pg_advisory_unlock(@lock_key) AS unlocked;
+
+-- name: OpsEventRow :one
+-- Every column of one event, in the table's column order (row_to_json keeps
+-- it; jsonb would not), so a column added later shows up unasked: what
+-- `outboxctl show` prints.
+SELECT row_to_json(e)::text
+FROM outbox_events e
+WHERE e.event_id = @event_id;

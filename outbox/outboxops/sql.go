@@ -41,6 +41,7 @@ var (
 	qOpsCleanupInbox           = namedsql.Bind[cleanupBatchArgs, namedsql.NoRows](queries, "OpsCleanupInbox")
 	qOpsCleanupTryLock         = namedsql.Bind[lockKeyArgs, bool](queries, "OpsCleanupTryLock")
 	qOpsCleanupUnlock          = namedsql.Bind[lockKeyArgs, bool](queries, "OpsCleanupUnlock")
+	qOpsEventRow               = namedsql.Bind[eventIDArgs, string](queries, "OpsEventRow")
 )
 
 // statements describes every bound statement, for the test that has the
@@ -70,6 +71,7 @@ var statements = []namedsql.Info{
 	qOpsCleanupInbox.Info(),
 	qOpsCleanupTryLock.Info(),
 	qOpsCleanupUnlock.Info(),
+	qOpsEventRow.Info(),
 }
 
 type statusRow struct {
