@@ -54,9 +54,10 @@ type Route struct {
 	// workflow: a one-line summary and details (Markdown, may span lines),
 	// the start's StaticSummary and StaticDetails. It is called once
 	// Validate accepted the payload. Both are stored with the workflow
-	// through the client's data converter (encrypted with the payload codec
-	// when there is one), and an operator reads them in every list: never
-	// put personal data in them. A workflow keeps them current with
+	// through the client's data converter (a codec may leave strings in
+	// plaintext, as outflow's does, so that the UI lists them without a
+	// codec server), and an operator reads them in every list: never put
+	// personal data in them. A workflow keeps them current with
 	// workflow.SetCurrentDetails. Optional: defaulted to the summary
 	// "EVENT_TYPE AGGREGATE_TYPE AGGREGATE_ID" (what the memo carries
 	// anyway) and no details. A replay's summary ends with " (replay)".
