@@ -149,12 +149,20 @@ func run(ctx context.Context) error {
 		"OUTFLOW_CODEC_KEYS_FILE=",
 		"OUTFLOW_RELAY_SOURCE=" + source,
 	}
-	worker, err := startChild(dataDir, "worker", bin("worker"), nil, common)
+	starterMetrics, err := metricsAddr("starter")
+	if err != nil {
+		return err
+	}
+	workerMetrics, err := metricsAddr("worker")
+	if err != nil {
+		return err
+	}
+	worker, err := startChild(dataDir, "worker", bin("worker"), nil, append(common, "METRICS_ADDR="+workerMetrics))
 	if err != nil {
 		return err
 	}
 	st.add(func() { worker.stop(15 * time.Second) })
-	relay, err := startChild(dataDir, "starter", bin("starter"), nil, common)
+	relay, err := startChild(dataDir, "starter", bin("starter"), nil, append(common, "METRICS_ADDR="+starterMetrics))
 	if err != nil {
 		return err
 	}
@@ -181,6 +189,12 @@ func run(ctx context.Context) error {
 		return fmt.Errorf("orderapi: %w (see %s)", err, api.logPath)
 	}
 	say("worker, relay and order API (http://%s) are up; logs in %s", apiAddr, filepath.Join(dataDir, "logs"))
+	promConfig, err := writePrometheusConfig(dataDir, root, map[string]string{"starter": starterMetrics, "worker": workerMetrics, "orderapi": apiAddr})
+	if err != nil {
+		return err
+	}
+	say("metrics: relay http://%s/metrics, worker http://%s/metrics, order API http://%s/metrics; "+
+		"to watch them with the alert rules: prometheus --config.file=%s", starterMetrics, workerMetrics, apiAddr, promConfig)
 
 	orders := &orderAPI{base: "http://" + apiAddr, http: &http.Client{Timeout: 15 * time.Second}}
 	simClient := &providersim.Client{BaseURL: simURL, HTTP: &http.Client{Timeout: 10 * time.Second}}

@@ -2,8 +2,11 @@ package pgcluster
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 )
 
 // Server is the PostgreSQL server a command runs on.
@@ -65,11 +68,30 @@ func Ensure(ctx context.Context, o EnsureOptions) (*Server, error) {
 	} else {
 		o.Say("no PostgreSQL answers at %s; starting a throwaway cluster in %s", hostPort(o.DefaultURL), o.Dir)
 	}
-	c, err := Start(ctx, Options{Dir: o.Dir, PreferredPort: o.PreferredPort})
+	dir := o.Dir
+	if blocked := blockedFromPostgres(dir); blocked != "" {
+		dir = reachableDir(dir)
+		o.Say("the postgres user, who owns a cluster started as root, cannot enter %s (mode %s); "+
+			"the throwaway cluster goes to %s instead", blocked, modeOf(blocked), dir)
+	}
+	c, err := Start(ctx, Options{Dir: dir, PreferredPort: o.PreferredPort})
 	if err != nil {
 		return nil, err
 	}
-	return &Server{URL: c.URL, How: "throwaway cluster in " + o.Dir + " (wal_level=logical)", Stop: c.Stop}, nil
+	return &Server{URL: c.URL, How: "throwaway cluster in " + dir + " (wal_level=logical)", Stop: c.Stop}, nil
+}
+
+// reachableDir is where a throwaway cluster of dir goes when the postgres
+// user cannot reach dir: a directory under the system's temporary
+// directory named for dir, so that the next run of the same checkout finds
+// the same cluster again.
+func reachableDir(dir string) string {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		abs = dir
+	}
+	sum := sha256.Sum256([]byte(abs))
+	return filepath.Join(os.TempDir(), "outflow-pg-"+hex.EncodeToString(sum[:6]))
 }
 
 func hostPort(url string) string {

@@ -64,6 +64,10 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	if err != nil {
 		return nil, err
 	}
+	if blocked := blockedFromPostgres(o.Dir); blocked != "" {
+		return nil, fmt.Errorf("pgcluster: running as root, the cluster in %s belongs to the postgres user, who cannot enter %s (mode %s, e.g. root's home); "+
+			"put the cluster (or the checkout) where postgres can reach it, or run as another user", o.Dir, blocked, modeOf(blocked))
+	}
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -255,6 +259,47 @@ func BinDir() (string, error) {
 
 // asPostgresUser wraps a command so it runs as the postgres user when this
 // process runs as root.
+// blockedFromPostgres is, when this process runs as root (so that the
+// cluster runs as the postgres user), the first directory on the way to dir
+// that the postgres user may not enter, or "" when it may reach dir (or
+// when this process is not root). Directories not yet there are made by
+// Start, for root, and are not in the way.
+func blockedFromPostgres(dir string) string {
+	if os.Geteuid() != 0 {
+		return ""
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return ""
+	}
+	var chain []string
+	for p := filepath.Dir(abs); ; p = filepath.Dir(p) {
+		chain = append(chain, p)
+		if p == filepath.Dir(p) {
+			break
+		}
+	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		p := chain[i]
+		if _, err := os.Stat(p); err != nil {
+			return "" // made by Start, reachable from its parent
+		}
+		if exec.Command("runuser", "-u", "postgres", "--", "test", "-x", p).Run() != nil {
+			return p
+		}
+	}
+	return ""
+}
+
+// modeOf is dir's permission bits, for a message.
+func modeOf(dir string) string {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return "unknown"
+	}
+	return fmt.Sprintf("%#o", fi.Mode().Perm())
+}
+
 func asPostgresUser(dir string, name string, args ...string) (*exec.Cmd, error) {
 	if os.Geteuid() != 0 {
 		return exec.Command(name, args...), nil

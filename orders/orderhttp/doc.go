@@ -12,7 +12,8 @@
 // access when its body is too large, is not strict JSON of the expected
 // shape, or fails validation, so a rejected request writes nothing.
 //
-// When a token is configured, the /orders routes require
-// "Authorization: Bearer <token>"; /healthz and /metrics stay open for
-// probes and scrapers and reveal no order data.
+// When a token is configured, the /orders routes and /metrics require
+// "Authorization: Bearer <token>" (a scraper sends it too: the metrics
+// tell how busy the service is and which routes fail); /healthz stays open
+// for probes and reveals nothing.
 package orderhttp

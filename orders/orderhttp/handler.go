@@ -31,7 +31,8 @@ type DB interface {
 type Config struct {
 	// DB is the order database. Mandatory.
 	DB DB
-	// Token, when set, is the bearer token the /orders routes require.
+	// Token, when set, is the bearer token the /orders routes and /metrics
+	// require.
 	// Optional: defaulted to no authentication.
 	Token string
 	// Logger receives one line per request and the server's errors.
@@ -89,7 +90,10 @@ func New(cfg Config) (http.Handler, error) {
 	s.handle(mux, "POST /orders/{id}/cancel", true, s.cancelOrder)
 	s.handle(mux, "GET /orders/{id}", true, s.getOrder)
 	s.handle(mux, "GET /healthz", false, s.healthz)
-	s.handle(mux, "GET /metrics", false, promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{Registry: cfg.Registry}).ServeHTTP)
+	// /metrics sits on the public port (the contract's endpoint), so with a
+	// token it wants the token too: a scraper sends it (Prometheus's
+	// authorization.credentials_file). /healthz stays open for probes.
+	s.handle(mux, "GET /metrics", true, promhttp.HandlerFor(cfg.Registry, promhttp.HandlerOpts{Registry: cfg.Registry}).ServeHTTP)
 	// A known path with another method is a JSON 405 naming the allowed one,
 	// and everything else a JSON 404, rather than ServeMux's plain text.
 	for path, allow := range map[string]string{

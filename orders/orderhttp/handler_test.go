@@ -203,11 +203,13 @@ func TestBearerAuth(t *testing.T) {
 			require.Equal(t, before, countRows(b.ctx, t, b.pool), "an unauthorized request writes nothing")
 		}
 	}
-	// Every /orders route is protected; probes are not.
+	// Every /orders route is protected, and so is /metrics on the public
+	// port; the health probe is not.
 	require.Equal(t, 401, b.do(t, http.MethodGet, "/orders/"+uuid.NewString(), "").Status)
 	require.Equal(t, 401, b.do(t, http.MethodPost, "/orders/"+uuid.NewString()+"/cancel", "").Status)
 	require.Equal(t, 200, b.do(t, http.MethodGet, "/healthz", "").Status)
-	require.Equal(t, 200, b.do(t, http.MethodGet, "/metrics", "").Status)
+	require.Equal(t, 401, b.do(t, http.MethodGet, "/metrics", "").Status)
+	require.Equal(t, 200, b.do(t, http.MethodGet, "/metrics", "", "Authorization", "Bearer s3cret-token").Status, "a scraper with the token")
 }
 
 func TestHealthzAndMetrics(t *testing.T) {
