@@ -23,6 +23,10 @@ var phases = []string{"handoff", "latency", "noop", "write", "claim", "idle", "s
 type config struct {
 	quick bool
 	only  []string
+	// cpuProfile, when set, is the file the bench process's CPU profile of
+	// the whole run is written to (go tool pprof), so the relay's own cost
+	// can be read beside its client's.
+	cpuProfile string
 
 	// handoffEvents is how many workflows each throughput run starts, bare
 	// and through the relay; handoffRounds is how many bare/relay pairs run
@@ -76,7 +80,7 @@ func quickConfig() config {
 var command = cli.Command{
 	Name:    "bench",
 	Summary: "measures outflow's relay against baselines taken in the same run (docs/performance.md); creates and drops scratch databases outflow_bench_* on DATABASE_URL's server.",
-	Usage:   "[-quick] [-only " + strings.Join(phases, ",") + "]",
+	Usage:   "[-quick] [-only " + strings.Join(phases, ",") + "] [-cpuprofile FILE]",
 	Env: cli.Vars(
 		[]cli.Var{service.DatabaseVar(database.DefaultURL, "the server the scratch databases are made on (the role needs CREATEDB); never written itself")},
 		service.TemporalVars(),
@@ -89,6 +93,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	quick := fs.Bool("quick", false, "smaller sizes: about a minute instead of about three")
 	only := fs.String("only", "", "comma-separated phases to run (default all): "+strings.Join(phases, ","))
+	cpuProfile := fs.String("cpuprofile", "", "write the bench process's CPU profile of the run to this `file` (go tool pprof)")
 	if err := benchcmd.Parse(&command, fs, args, stdout, stderr); err != nil {
 		return config{}, err
 	}
@@ -96,6 +101,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (config, error) {
 	if *quick {
 		cfg = quickConfig()
 	}
+	cfg.cpuProfile = *cpuProfile
 	if *only != "" {
 		for p := range strings.SplitSeq(*only, ",") {
 			p = strings.TrimSpace(p)

@@ -59,6 +59,7 @@ func (b *bench) measureHandoff(ctx context.Context) error {
 
 	var bareTime, relayTime time.Duration
 	var bareN, relayN int
+	var bareCPU, relayCPU cpuSample
 	var perRound []string
 	for round := range b.cfg.handoffRounds {
 		var roundBare, roundRelay float64
@@ -69,10 +70,12 @@ func (b *bench) measureHandoff(ctx context.Context) error {
 				if err := b.settle(ctx, pool); err != nil {
 					return err
 				}
+				before := sampleCPU()
 				d, err := b.bareStarts(ctx, n, inFlight)
 				if err != nil {
 					return err
 				}
+				bareCPU = bareCPU.add(sampleCPU().sub(before))
 				bareTime += d
 				bareN += n
 				roundBare = perSecond(n, d)
@@ -86,10 +89,12 @@ func (b *bench) measureHandoff(ctx context.Context) error {
 			if err := b.settle(ctx, pool); err != nil {
 				return err
 			}
+			before := sampleCPU()
 			res, err := drain(ctx, pool, pub, n, b.logger)
 			if err != nil {
 				return err
 			}
+			relayCPU = relayCPU.add(sampleCPU().sub(before))
 			if res.publishErrors > 0 {
 				b.progress("  warning: %d publish errors (retried with backoff); relay_per_s is pessimistic", res.publishErrors)
 			}
@@ -110,6 +115,10 @@ func (b *bench) measureHandoff(ctx context.Context) error {
 		"published; before either side's clock starts, the scratch database is vacuumed and checkpointed (%s), so the "+
 		"seed's writes are not flushed in the relay's time; task queue without a worker; rates are total events / total time per side. Ratio per round: %s.",
 		n, b.cfg.handoffRounds, inFlight, b.settledBy(), strings.Join(perRound, ", "))
+	b.rep.add(metric{name: "bare_cpu_ms_per_start", value: bareCPU.msPerEvent(bareN), decimals: 2})
+	b.rep.add(metric{name: "relay_cpu_ms_per_event", value: relayCPU.msPerEvent(relayN), decimals: 2})
+	b.rep.note("handoff CPU (the whole machine's busy time per event over each side's timed phases, by process): bare %s; relay %s.",
+		bareCPU.perEvent(bareN), relayCPU.perEvent(relayN))
 	return nil
 }
 

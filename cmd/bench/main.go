@@ -2,7 +2,7 @@
 // a baseline taken in the same run, because absolute times drift on a shared
 // machine and ratios do not:
 //
-//	go run ./cmd/bench [-quick] [-only handoff,latency,noop,write,claim,idle,sources]
+//	go run ./cmd/bench [-quick] [-only handoff,latency,noop,write,claim,idle,sources] [-cpuprofile FILE]
 //	make bench
 //
 // It uses DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres)
@@ -79,6 +79,13 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 		stderr: stderr,
 		start:  time.Now(),
+	}
+	if cfg.cpuProfile != "" {
+		stop, err := startCPUProfile(cfg.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
 	}
 	srv, err := newServer(ctx, database.URL())
 	if err != nil {
