@@ -277,9 +277,14 @@ func serve(cfg config, logger *slog.Logger) error {
 	if cfg.metricsAddr != "" {
 		mux := http.NewServeMux()
 		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
-		msrv := &http.Server{Addr: cfg.metricsAddr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-		go func() { errs <- fmt.Errorf("metrics on METRICS_ADDR=%s: %w", cfg.metricsAddr, msrv.ListenAndServe()) }()
+		mln, err := net.Listen("tcp", cfg.metricsAddr)
+		if err != nil {
+			return fmt.Errorf("listen on METRICS_ADDR=%s: %w", cfg.metricsAddr, err)
+		}
+		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() { errs <- fmt.Errorf("metrics on METRICS_ADDR=%s: %w", cfg.metricsAddr, msrv.Serve(mln)) }()
 		defer msrv.Close()
+		logger.Info("serving metrics", "addr", mln.Addr().String())
 	}
 	relayCtx, stopRelay := context.WithCancel(ctx)
 	defer stopRelay()
