@@ -179,4 +179,3 @@ func (p *process) stop(t *testing.T) {
 	}
 	require.NoError(t, p.err, p.logs())
 }
-
