@@ -42,7 +42,7 @@ func TestCrashAfterCommitThenRetry(t *testing.T) {
 	p := startInventory(t, bin, append(env, "OUTFLOW_FAILPOINTS=inventory.after_commit=crash")...)
 	_, err = call(t, http.MethodPost, "http://"+p.addr+"/reservations", "crash-"+orderID, body)
 	require.Error(t, err, "the process dies after COMMIT, before the answer: the client sees a connection error")
-	p.waitKilled(t)
+	p.waitKilled(t, "inventory.after_commit")
 	committed := rows{Reservations: 1, Items: 1, Requests: 1, Inbox: 1, Events: 1}
 	require.Equal(t, committed, countRows(t, db), "the reservation, its inbox row, answer and event committed together")
 	require.Equal(t, stockLevel{Available: 3, Reserved: 2}, stockOf(t, db, "SKU-A"))
@@ -76,6 +76,45 @@ func TestCrashAfterCommitThenRetry(t *testing.T) {
 	require.Contains(t, string(metrics.body), "inbox_duplicates_total", "the inbox's counter")
 	p.stop(t)
 	require.Contains(t, p.logs(), "msg=stopped")
+}
+
+// TestRelayCrashAfterSignalIsHandledOnce: the binary's relay dies by
+// SIGKILL after Temporal accepted the StockReserved signal, before the
+// event was marked published (relay.after_publish, the ACK gap). The
+// restarted binary's relay signals it again once the lease ran out; the
+// saga's eventsignal receiver drops the second delivery: one event handled,
+// one duplicate counted, the event published once.
+func TestRelayCrashAfterSignalIsHandledOnce(t *testing.T) {
+	t.Parallel()
+	bin := buildInventory(t)
+	db, url := newDB(t)
+	tq := startSagaWorker(t)
+	_, err := db.Exec(t.Context(), `INSERT INTO inventory_stock (sku, available) VALUES ('SKU-A', 5)`)
+	require.NoError(t, err)
+	orderID, saga := uuid.NewString(), "saga-"+uuid.NewString()
+	body := reserveBody(orderID, saga, item("SKU-A", 1))
+	env := []string{"INVENTORY_DATABASE_URL=" + url, "TEMPORAL_ADDRESS=" + temporal.Address(),
+		"INVENTORY_SAGA_WORKFLOW=" + sagaWorkflow, "INVENTORY_SAGA_TASK_QUEUE=" + tq}
+
+	p := startInventory(t, bin, append(env, "OUTFLOW_FAILPOINTS=relay.after_publish=crash")...)
+	// The answer races the relay's crash; a lost one is retried below.
+	first, firstErr := call(t, http.MethodPost, "http://"+p.addr+"/reservations", "ack-"+orderID, body)
+	p.waitKilled(t, "relay.after_publish")
+	st := waitSaga(t, saga, 1)
+	ev := outboxtest.RequireEnqueued(t, db, outboxtest.Match{AggregateType: inventory.AggregateType, AggregateID: orderID})
+	require.Nil(t, ev.PublishedAt, "the relay died before the mark")
+	require.Equal(t, ev.ID.String(), st.Handled[0].EventID)
+
+	p = startInventory(t, bin, env...)
+	if firstErr != nil {
+		first = mustCall(t, http.MethodPost, "http://"+p.addr+"/reservations", "ack-"+orderID, body)
+	}
+	require.Equal(t, http.StatusCreated, first.status, "%s", first.body)
+	outboxtest.WaitFor(t, db, outboxtest.Match{}, 2*time.Minute, outboxtest.AllPublished, "the restarted relay takes the event over once its lease ran out")
+	require.Eventually(t, func() bool { return waitSaga(t, saga, 1).Duplicates == 1 }, 30*time.Second, 100*time.Millisecond,
+		"the second signal reached the saga and was dropped")
+	require.Equal(t, rows{Reservations: 1, Items: 1, Requests: 1, Inbox: 1, Events: 1}, countRows(t, db))
+	require.Equal(t, stockLevel{Available: 4, Reserved: 1}, stockOf(t, db, "SKU-A"))
 }
 
 // buildInventory compiles cmd/inventory into the test's temporary directory.
@@ -152,8 +191,8 @@ func startInventory(t *testing.T, bin string, env ...string) *process {
 	return nil
 }
 
-// waitKilled waits for the process to die of its own crash failpoint.
-func (p *process) waitKilled(t *testing.T) {
+// waitKilled waits for the process to die of its own crash failpoint fp.
+func (p *process) waitKilled(t *testing.T, fp string) {
 	t.Helper()
 	select {
 	case <-p.done:
@@ -165,7 +204,7 @@ func (p *process) waitKilled(t *testing.T) {
 	status, ok := exitErr.Sys().(syscall.WaitStatus)
 	require.True(t, ok)
 	require.True(t, status.Signaled() && status.Signal() == syscall.SIGKILL, "want death by SIGKILL, got %v", p.err)
-	require.Contains(t, p.logs(), "failpoint inventory.after_commit: crashing (SIGKILL)")
+	require.Contains(t, p.logs(), "failpoint "+fp+": crashing (SIGKILL)")
 }
 
 // stop sends SIGTERM and expects a clean exit.
