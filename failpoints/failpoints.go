@@ -44,6 +44,7 @@ const (
 	CDCAfterReceive              = "cdc.after_receive"
 	CDCAfterPublish              = "cdc.after_publish"
 	CDCBeforeConfirm             = "cdc.before_confirm"
+	InventoryAfterCommit         = "inventory.after_commit"
 )
 
 // Names lists every failpoint the code knows.
@@ -53,6 +54,7 @@ var Names = []string{
 	ActivityPaymentAfterProvider, ActivityRefundAfterProvider, ActivityEmailAfterProvider,
 	ConsumerAfterCommit, CleanupMidBatch,
 	CDCAfterReceive, CDCAfterPublish, CDCBeforeConfirm,
+	InventoryAfterCommit,
 }
 
 // ErrInjected is wrapped by the error an "error" failpoint returns.

@@ -29,6 +29,7 @@ var helpNames = map[string][]string{
 	"bench":       {"DATABASE_URL", "TEMPORAL_ADDRESS", "OUTFLOW_RELAY_SOURCE"},
 	"cluster":     {"DATABASE_URL", "OUTFLOW_TEMPORAL_SERVER"},
 	"healthcheck": {}, // reads no environment: its URL is its argument
+	"inventory":   {"INVENTORY_DATABASE_URL", "INVENTORY_ADDR", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "INVENTORY_SIGNAL", "INVENTORY_SAGA_WORKFLOW", "METRICS_ADDR", "OUTFLOW_FAILPOINTS"},
 }
 
 // TestEveryBinaryAnswersHelpAndVersion builds every main package of the
@@ -74,6 +75,7 @@ func TestEveryBinaryAnswersHelpAndVersion(t *testing.T) {
 		"DATABASE_URL=postgres://outflow:s3cret-pw@" + addr + "/outflow?sslmode=disable",
 		"TEMPORAL_ADDRESS=" + addr, "STRIPE_API_BASE=http://" + addr, "EMAIL_API_BASE=http://" + addr,
 		"ORDERAPI_ADDR=" + addr, "CODECSERVER_ADDR=" + addr, "PROVIDERSIM_ADDR=" + addr, "METRICS_ADDR=" + addr,
+		"INVENTORY_DATABASE_URL=postgres://outflow:s3cret-pw@" + addr + "/inventory?sslmode=disable", "INVENTORY_ADDR=" + addr,
 	}
 	run := func(bin string, args ...string) (code int, stdout, stderr string) {
 		t.Helper()

@@ -1,0 +1,319 @@
+// Command inventory is outflow's second service: stock per SKU in a
+// PostgreSQL database of its own, reserved and released for orders over
+// HTTP, each change committed with an inbox row and an outbox event that
+// its own relay delivers as a signal to the order's saga. It is built on
+// outflow's public packages only (outbox, outbox/temporalpub, inbox,
+// failpoints), as a service of another team would be; a test fails if it
+// imports anything else of outflow's.
+//
+// Configuration is the environment (`inventory -h` lists it, touching
+// nothing); at start it migrates its database (its own tables and the
+// outbox's), logs `listening addr=HOST:PORT` with the address bound, and
+// serves until SIGINT or SIGTERM. docs/inventory.md is the guide.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.temporal.io/sdk/client"
+	tlog "go.temporal.io/sdk/log"
+
+	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/inventory"
+	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/temporalpub"
+)
+
+const name = "inventory"
+
+// envVar is one variable the binary reads, as -h shows it.
+type envVar struct{ name, def, meaning string }
+
+// The defaults of the variables.
+const (
+	DatabaseURLDefault = "postgres://postgres@127.0.0.1:5432/inventory?sslmode=disable"
+	AddrDefault        = "127.0.0.1:8090"
+	TemporalDefault    = "127.0.0.1:7233"
+)
+
+var envVars = []envVar{
+	{"INVENTORY_DATABASE_URL", DatabaseURLDefault, "the inventory's own PostgreSQL database (pgx syntax); migrated at start"},
+	{"INVENTORY_ADDR", AddrDefault, "HTTP listen address, host:port (port 0 picks a free one)"},
+	{"TEMPORAL_ADDRESS", TemporalDefault, "the Temporal frontend the relay signals the sagas through"},
+	{"TEMPORAL_NAMESPACE", "default", "the sagas' namespace"},
+	{"INVENTORY_SIGNAL", inventory.DefaultSignal, "the signal name the events are delivered as (the saga's eventsignal channel)"},
+	{"INVENTORY_SAGA_WORKFLOW", "OrderCreatedWorkflow", "the workflow type Signal-With-Start starts when an event's saga does not exist yet"},
+	{"INVENTORY_SAGA_TASK_QUEUE", "orders", "that workflow's task queue"},
+	{"INVENTORY_CLOSED_WORKFLOW", "none: quarantine", "workflow type started for an event whose saga already closed; unset, the event is quarantined"},
+	{"METRICS_ADDR", "none", "when set, serves Prometheus metrics on http://ADDR/metrics"},
+	{failpoints.EnvVar, "none", "fault injection for tests, e.g. inventory.after_commit=crash"},
+	{"OUTFLOW_LOG_LEVEL", "info", "debug, info, warn or error"},
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run returns the exit status: 0, 1 (the service failed) or 2 (a bad
+// flag or setting).
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	version := fs.Bool("version", false, "print the module version and VCS revision, and exit")
+	fs.SetOutput(stderr)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		printHelp(stdout, fs)
+		return 0
+	case err != nil:
+		fmt.Fprintf(stderr, "usage: %s [flags] (%s -h for help)\n", name, name)
+		return 2
+	case *version:
+		fmt.Fprint(stdout, versionText())
+		return 0
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "%s: no arguments expected, got %q\n", name, fs.Args())
+		return 2
+	}
+	cfg, err := configFromEnv(os.Getenv)
+	if err != nil {
+		for line := range strings.SplitSeq(err.Error(), "\n") {
+			fmt.Fprintf(stderr, "%s: %s\n", name, line)
+		}
+		fmt.Fprintf(stderr, "%s: -h lists the environment variables and their defaults\n", name)
+		return 2
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	if err := serve(cfg, logger); err != nil {
+		logger.Error("inventory failed", "err", err)
+		return 1
+	}
+	return 0
+}
+
+func printHelp(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "%s: outflow's inventory service: reserves and releases stock for orders over HTTP, each change with its inbox row and outbox event in one transaction, and relays the events as signals to the orders' sagas, until SIGINT or SIGTERM.\n\nusage: %s [flags]\n\nenvironment:\n", name, name)
+	for _, v := range envVars {
+		fmt.Fprintf(w, "  %s (default %s)\n    \t%s\n", v.name, v.def, v.meaning)
+	}
+	fmt.Fprintln(w, "\nflags:\n  -h, --help\n    \tprint this help and exit")
+	out := fs.Output()
+	fs.SetOutput(w)
+	fs.PrintDefaults()
+	fs.SetOutput(out)
+	fmt.Fprintln(w, "\nA malformed setting stops it before it serves (exit status 2). docs/inventory.md is the guide, docs/reference.md the HTTP API.")
+}
+
+// versionText is what --version prints: the binary, module and version,
+// the VCS revision and the Go version, from the build information.
+func versionText() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return name + "\nrevision unknown (no build information in this binary)\n"
+	}
+	settings := map[string]string{}
+	for _, s := range bi.Settings {
+		settings[s.Key] = s.Value
+	}
+	var b strings.Builder
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	fmt.Fprintf(&b, "%s %s %s\n", name, bi.Main.Path, v)
+	if rev := settings["vcs.revision"]; rev != "" {
+		fmt.Fprintf(&b, "revision %s", rev)
+		if t := settings["vcs.time"]; t != "" {
+			fmt.Fprintf(&b, " %s", t)
+		}
+		if settings["vcs.modified"] == "true" {
+			b.WriteString(" modified")
+		}
+		b.WriteString("\n")
+	} else {
+		b.WriteString("revision unknown (built without VCS stamping: go run, go test, or go build -buildvcs=false)\n")
+	}
+	fmt.Fprintf(&b, "go %s\n", bi.GoVersion)
+	return b.String()
+}
+
+// config is the binary's environment.
+type config struct {
+	databaseURL string
+	addr        string
+	metricsAddr string
+	temporal    client.Options
+	routes      inventory.RouteConfig
+	failpoints  *failpoints.Set
+	logLevel    slog.Level
+}
+
+// configFromEnv reads every variable and reports every bad one at once.
+func configFromEnv(getenv func(string) string) (config, error) {
+	get := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	c := config{
+		databaseURL: get("INVENTORY_DATABASE_URL", DatabaseURLDefault),
+		addr:        get("INVENTORY_ADDR", AddrDefault),
+		metricsAddr: getenv("METRICS_ADDR"),
+		temporal:    client.Options{HostPort: get("TEMPORAL_ADDRESS", TemporalDefault), Namespace: get("TEMPORAL_NAMESPACE", "default")},
+		routes: inventory.RouteConfig{
+			Signal:         get("INVENTORY_SIGNAL", inventory.DefaultSignal),
+			Workflow:       get("INVENTORY_SAGA_WORKFLOW", "OrderCreatedWorkflow"),
+			TaskQueue:      get("INVENTORY_SAGA_TASK_QUEUE", "orders"),
+			ClosedWorkflow: getenv("INVENTORY_CLOSED_WORKFLOW"),
+		},
+	}
+	var errs []error
+	if _, err := pgxpool.ParseConfig(c.databaseURL); err != nil {
+		errs = append(errs, errors.New("INVENTORY_DATABASE_URL: not a PostgreSQL URL (pgx syntax)"))
+	}
+	for _, a := range []struct{ name, value string }{{"INVENTORY_ADDR", c.addr}, {"METRICS_ADDR", c.metricsAddr}, {"TEMPORAL_ADDRESS", c.temporal.HostPort}} {
+		if a.value == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(a.value); err != nil {
+			errs = append(errs, fmt.Errorf("%s=%q: want host:port: %v", a.name, a.value, err))
+		}
+	}
+	fp, err := failpoints.FromEnv()
+	if err != nil {
+		errs = append(errs, fmt.Errorf("%s=%q: %w", failpoints.EnvVar, getenv(failpoints.EnvVar), err))
+	}
+	c.failpoints = fp
+	if err := c.logLevel.UnmarshalText([]byte(get("OUTFLOW_LOG_LEVEL", "info"))); err != nil {
+		errs = append(errs, fmt.Errorf("OUTFLOW_LOG_LEVEL=%q: want debug, info, warn or error", getenv("OUTFLOW_LOG_LEVEL")))
+	}
+	return c, errors.Join(errs...)
+}
+
+// serve runs the service: migrate, then the HTTP API and the relay side by
+// side until a signal, or until either fails.
+func serve(cfg config, logger *slog.Logger) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if spec := os.Getenv(failpoints.EnvVar); spec != "" {
+		logger.Warn("failpoints enabled", "spec", spec)
+	}
+
+	poolCfg, err := pgxpool.ParseConfig(cfg.databaseURL)
+	if err != nil {
+		return err
+	}
+	if poolCfg.MaxConns > 8 {
+		poolCfg.MaxConns = 8
+	}
+	db, err := pgxpool.NewWithConfig(ctx, poolCfg)
+	if err != nil {
+		return fmt.Errorf("connect to INVENTORY_DATABASE_URL: %w", err)
+	}
+	defer db.Close()
+	if err := inventory.Migrate(ctx, db); err != nil {
+		return err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	svc, err := inventory.New(inventory.Config{DB: db, Registerer: reg, Logger: logger, Failpoints: cfg.failpoints})
+	if err != nil {
+		return err
+	}
+
+	// A lazy client: the API serves while Temporal is down, and the relay
+	// keeps the events until it answers.
+	topts := cfg.temporal
+	topts.Logger = tlog.NewStructuredLogger(logger.With("component", "temporal"))
+	tc, err := client.NewLazyClient(topts)
+	if err != nil {
+		return fmt.Errorf("temporal client: %w", err)
+	}
+	defer tc.Close()
+	pub, err := temporalpub.New(tc, topts, temporalpub.Config{
+		TaskQueue: cfg.routes.TaskQueue, Routes: inventory.Routes(cfg.routes), Logger: logger, Registerer: reg,
+	})
+	if err != nil {
+		return err
+	}
+	relay, err := outbox.NewRelay(db, pub, outbox.RelayConfig{Registerer: reg, Logger: logger, Failpoints: cfg.failpoints})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.addr)
+	if err != nil {
+		return fmt.Errorf("listen on INVENTORY_ADDR=%s: %w", cfg.addr, err)
+	}
+	srv := &http.Server{
+		Handler:           svc.Handler(),
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       15 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	errs := make(chan error, 3)
+	if cfg.metricsAddr != "" {
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		mln, err := net.Listen("tcp", cfg.metricsAddr)
+		if err != nil {
+			return fmt.Errorf("listen on METRICS_ADDR=%s: %w", cfg.metricsAddr, err)
+		}
+		msrv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() { errs <- fmt.Errorf("metrics on METRICS_ADDR=%s: %w", cfg.metricsAddr, msrv.Serve(mln)) }()
+		defer msrv.Close()
+		logger.Info("serving metrics", "addr", mln.Addr().String())
+	}
+	relayCtx, stopRelay := context.WithCancel(ctx)
+	defer stopRelay()
+	relayDone := make(chan struct{})
+	go func() {
+		defer close(relayDone)
+		if err := relay.Run(relayCtx); err != nil && relayCtx.Err() == nil {
+			errs <- fmt.Errorf("relay: %w", err)
+		}
+	}()
+	go func() { errs <- fmt.Errorf("serve: %w", srv.Serve(ln)) }()
+	logger.Info("listening", "addr", ln.Addr().String())
+
+	var failed error
+	select {
+	case failed = <-errs:
+	case <-ctx.Done():
+	}
+	stop()
+	logger.Info("shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && failed == nil {
+		failed = fmt.Errorf("shutdown: %w", err)
+	}
+	stopRelay()
+	<-relayDone
+	if failed == nil {
+		logger.Info("stopped")
+	}
+	return failed
+}
