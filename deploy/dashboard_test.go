@@ -203,4 +203,6 @@ func TestDashboardStructure(t *testing.T) {
 	} {
 		require.Contains(t, all.String(), metric, "the dashboard shows %s", topic)
 	}
+	require.Contains(t, all.String(), "sum by (fault) (rate(outbox_publish_errors_total",
+		"the dashboard splits publish errors by whose fault they are")
 }

@@ -605,7 +605,7 @@ func (s *stream) work(ctx, bk context.Context) {
 			s.acks <- e
 			continue
 		}
-		s.c.metrics.publishErrors.Inc()
+		s.c.metrics.publishErrors[f].Inc()
 		// The lane breaks: its queued successors go to the sweeper, which
 		// keeps them in order behind the failure.
 		rest := s.lanes.broken(e)

@@ -230,7 +230,29 @@ func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
 	return v
 }
 
-// gathered reads one unlabelled counter or gauge, or a histogram's count.
+// labelled reads the counter of name whose label key is value.
+func labelled(t *testing.T, reg *prometheus.Registry, name, key, value string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == key && l.GetValue() == value {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	t.Fatalf("no %s{%s=%q}", name, key, value)
+	return 0
+}
+
+// gathered reads a counter or gauge (summed over its labels), or a
+// histogram's count.
 func gathered(reg *prometheus.Registry, name string) (float64, error) {
 	families, err := reg.Gather()
 	if err != nil {
@@ -240,15 +262,18 @@ func gathered(reg *prometheus.Registry, name string) (float64, error) {
 		if f.GetName() != name {
 			continue
 		}
-		m := f.GetMetric()[0]
-		switch {
-		case m.Counter != nil:
-			return m.Counter.GetValue(), nil
-		case m.Gauge != nil:
-			return m.Gauge.GetValue(), nil
-		case m.Histogram != nil:
-			return float64(m.Histogram.GetSampleCount()), nil
+		var sum float64
+		for _, m := range f.GetMetric() {
+			switch {
+			case m.Counter != nil:
+				sum += m.Counter.GetValue()
+			case m.Gauge != nil:
+				sum += m.Gauge.GetValue()
+			case m.Histogram != nil:
+				sum += float64(m.Histogram.GetSampleCount())
+			}
 		}
+		return sum, nil
 	}
 	return 0, nil
 }

@@ -61,6 +61,9 @@ const (
 	faultEvent fault = iota
 	faultSink
 	faultThrottle
+	// faultCount is how many faults there are (the label values of
+	// outbox_publish_errors_total).
+	faultCount
 )
 
 func (f fault) String() string {

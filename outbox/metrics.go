@@ -12,7 +12,9 @@ import (
 // metrics are the relay's Prometheus collectors, named in docs/reference.md.
 type metrics struct {
 	published     prometheus.Counter
-	publishErrors prometheus.Counter
+	// publishErrors is outbox_publish_errors_total by fault (event, sink,
+	// throttle), indexed by [fault].
+	publishErrors [faultCount]prometheus.Counter
 	expiredLeases prometheus.Counter
 	handoff       prometheus.Histogram
 	pending       prometheus.Gauge
@@ -27,10 +29,6 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		published: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "outbox_published_total",
 			Help: "Outbox events acknowledged by the publisher and marked published by this process.",
-		}),
-		publishErrors: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "outbox_publish_errors_total",
-			Help: "Failed publishes, whoever's fault: the event's (retried with backoff or quarantined) or the sink's (retried without counting an attempt).",
 		}),
 		expiredLeases: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "outbox_expired_leases_total",
@@ -62,7 +60,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "Publishes the sink refused for load (ResourceExhausted): retried later without counting an attempt, and the relay publishes fewer at once.",
 		}),
 	}
+	errorsVec := prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "outbox_publish_errors_total",
+		Help: "Failed publishes by whose fault: fault=\"event\" (the event's own: an attempt counted, backoff, quarantine), \"sink\" (unreachable, Unavailable, DeadlineExceeded, Internal, a publish cut by the relay's deadline or shutdown: no attempt counted) or \"throttle\" (ResourceExhausted: no attempt counted, the relay slows down).",
+	}, []string{"fault"})
 	if reg == nil {
+		m.byFault(errorsVec)
 		return m, nil
 	}
 	// Several relays may share a registry: they then share its collectors.
@@ -79,7 +82,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}
 		return g
 	}
-	m.published, m.publishErrors, m.expiredLeases = reg1(m.published), reg1(m.publishErrors), reg1(m.expiredLeases)
+	m.published, m.expiredLeases = reg1(m.published), reg1(m.expiredLeases)
+	if err == nil {
+		errorsVec, err = register(reg, errorsVec)
+	}
 	m.throttled = reg1(m.throttled)
 	m.pending, m.oldestAge, m.quarantined = regG(m.pending), regG(m.oldestAge), regG(m.quarantined)
 	m.sinkUp = regG(m.sinkUp)
@@ -89,7 +95,17 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if err != nil {
 		return nil, fmt.Errorf("outbox: register metrics: %w", err)
 	}
+	m.byFault(errorsVec)
 	return m, nil
+}
+
+// byFault takes the publish error counters of every fault from vec: each
+// exists from the start, at 0, so that a rate by fault has a series before
+// the first error of its kind.
+func (m *metrics) byFault(vec *prometheus.CounterVec) {
+	for f := range faultCount {
+		m.publishErrors[f] = vec.WithLabelValues(f.String())
+	}
 }
 
 // register registers c, or returns the collector of the same description

@@ -88,8 +88,9 @@ func (b *books) add(o outcome) bool {
 		}
 		b.acks = append(b.acks, o.c.ID)
 	default:
-		r.metrics.publishErrors.Inc()
-		switch f := classify(o.err); f {
+		f := classify(o.err)
+		r.metrics.publishErrors[f].Inc()
+		switch f {
 		case faultEvent:
 			b.failures = append(b.failures, failure{c: o.c, err: o.err, delay: r.backoff.Delay(o.c.attempt)})
 		default:

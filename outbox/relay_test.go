@@ -188,6 +188,8 @@ func TestRelayQuarantinesAfterMaxAttempts(t *testing.T) {
 	require.Len(t, *row.LastError, 1000, "last_error is bounded")
 	require.Nil(t, row.ClaimedBy)
 	require.InDelta(t, 3, counter(t, reg, "outbox_publish_errors_total"), 0)
+	require.InDelta(t, 3, labelled(t, reg, "outbox_publish_errors_total", "fault", "event"), 0, "the event's own fault")
+	require.Zero(t, labelled(t, reg, "outbox_publish_errors_total", "fault", "sink"))
 
 	other := enqueue(t, b.pool, mustEvent(t, "healthy", "One"))[0]
 	eventually(t, 5*time.Second, func() bool { return published(b.pool, other.ID) }, "other aggregates flow")

@@ -180,6 +180,8 @@ func TestSinkOutageCostsNoAttempts(t *testing.T) {
 					}
 				}
 
+				require.Equal(t, counter(t, reg, "outbox_publish_errors_total"),
+					labelled(t, reg, "outbox_publish_errors_total", "fault", "sink"), "an outage's errors are the sink's fault")
 				s.down.Store(false)
 				eventually(t, 30*time.Second, func() bool { return published(pool, healthy...) }, "every healthy event published once the sink is back")
 				eventually(t, 10*time.Second, func() bool { return quarantined(pool, poison.ID) }, "the poison event is still quarantined: its own fault")
