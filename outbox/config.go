@@ -96,7 +96,8 @@ type RelayConfig struct {
 	// [RetryMaxDefault] (5 minutes).
 	RetryMax time.Duration
 	// MarkDelay is how long acknowledgements are collected before one
-	// statement marks them published. Defaults to [MarkDelayDefault]
+	// statement marks them published; they are marked sooner when every
+	// event the relay holds has its outcome. Defaults to [MarkDelayDefault]
 	// (5 milliseconds).
 	MarkDelay time.Duration
 	// MarkBatchSize marks at once when this many acknowledgements are

@@ -15,11 +15,14 @@ import (
 // The relay's pipeline: Run claims the next events while earlier publishes
 // are still in flight, so the publisher is never idle between claims. A
 // claim takes at most the room left (claimed events not yet settled stay
-// under twice MaxInFlight: up to MaxInFlight publishing and as many queued,
-// so a queued event starts long before its lease runs short), MaxInFlight
+// within the pipeline's capacity, BatchSize or twice MaxInFlight, whichever
+// is more: what one claim of the relay before the pipeline held, so a
+// queued event starts long before its lease runs short), MaxInFlight
 // workers publish, and one bookkeeper marks the acknowledgements, records
 // the failures and releases what was never attempted in batches across
-// claims. Per event nothing changes: claimed with a lease, published within
+// claims: at MarkBatchSize acknowledgements, MarkDelay after the first
+// unwritten outcome, or at once when every claimed event has its outcome
+// (nothing else is coming to share the statement). Per event nothing changes: claimed with a lease, published within
 // it, marked fenced by the owner; an aggregate's next event is claimable
 // only once its predecessor is marked, which wakes the claimer. What is new
 // is one owner holding the events of several claims at once, whose outcomes
@@ -143,8 +146,8 @@ type pipeline struct {
 func (r *Relay) startPipeline(ctx, bk context.Context) *pipeline {
 	p := &pipeline{
 		r:       r,
-		jobs:    make(chan job, 2*r.cfg.MaxInFlight),
-		results: make(chan outcome, 2*r.cfg.MaxInFlight),
+		jobs:    make(chan job, r.cfg.pipelineCapacity()),
+		results: make(chan outcome, r.cfg.pipelineCapacity()),
 		open:    map[uuid.UUID]bool{},
 		settled: make(chan struct{}, 1),
 	}
@@ -159,11 +162,23 @@ func (r *Relay) startPipeline(ctx, bk context.Context) *pipeline {
 	return p
 }
 
+// pipelineCapacity is the most claimed events the pipeline holds unsettled.
+func (c *RelayConfig) pipelineCapacity() int { return max(c.BatchSize, 2*c.MaxInFlight) }
+
 // room is how many events a claim may take now.
 func (p *pipeline) room() int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return 2*p.r.cfg.MaxInFlight - len(p.open)
+	return p.r.cfg.pipelineCapacity() - len(p.open)
+}
+
+// allBooked reports whether every claimed, unsettled event has an outcome
+// booked (n of them since the last flush): no other outcome can join the
+// next statement before a claim.
+func (p *pipeline) allBooked(n int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return n >= len(p.open)
 }
 
 // claim claims at most n events and queues them for the workers. It returns
@@ -219,9 +234,10 @@ func (r *Relay) afterClaim(ctx, bk context.Context, batch []claimed) error {
 	return fmt.Errorf("outbox: after claim: %w", err)
 }
 
-// keepBooks books every outcome, flushing at MarkBatchSize acknowledgements
-// or MarkDelay after the first unflushed outcome, and tells the claimer:
-// room freed up, and a mark may have made successors claimable.
+// keepBooks books every outcome, flushing at MarkBatchSize acknowledgements,
+// MarkDelay after the first unflushed outcome, or once every open event is
+// booked, and tells the claimer: room freed up, and a mark may have made
+// successors claimable.
 func (p *pipeline) keepBooks(bk context.Context) {
 	b := p.r.newBooks(bk)
 	var timerC <-chan time.Time
@@ -255,7 +271,7 @@ func (p *pipeline) keepBooks(bk context.Context) {
 				flush()
 				return
 			}
-			if b.add(o) {
+			if b.add(o) || p.allBooked(len(b.booked)) {
 				flush()
 			} else if timerC == nil {
 				timerC = time.After(p.r.cfg.MarkDelay)

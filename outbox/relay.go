@@ -132,8 +132,10 @@ func (r *Relay) Run(ctx context.Context) error {
 	p := r.startPipeline(ctx, bk)
 	defer p.stop()
 	// A claim waits for this much room, so that a busy relay claims in
-	// batches rather than one event at a time.
-	minClaim := max(1, min(r.cfg.BatchSize, r.cfg.MaxInFlight)/2)
+	// batches rather than a few events at a time: half the pipeline's
+	// capacity, at most a batch, which leaves the other half queued for
+	// the workers while the claim runs.
+	minClaim := max(1, min(r.cfg.BatchSize, r.cfg.pipelineCapacity()/2))
 
 	var retries retryTimes
 	errors := 0
