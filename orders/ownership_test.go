@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/internal/checkout"
+	"github.com/outflow/outflow/internal/dev/checkout"
 )
 
 // Each table has one owner, the only package whose SQL touches it that way:
@@ -123,9 +123,9 @@ var testExceptions = []struct{ file, rule, why string }{
 		"inserts order rows and moves one's projection, for skip to settle"},
 	{"workflows/devserver_test.go", "writes the orders table",
 		"inserts the order rows its workflows run for, without the order service"},
-	{"internal/testdb/testdb_test.go", "records into processed_events",
+	{"internal/dev/testdb/testdb_test.go", "records into processed_events",
 		"writes a row into one test database to prove another does not see it"},
-	{"internal/testdb/testdb_test.go", "uses processed_events",
+	{"internal/dev/testdb/testdb_test.go", "uses processed_events",
 		"counts that row in both databases"},
 }
 

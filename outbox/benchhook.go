@@ -6,12 +6,12 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/outflow/outflow/internal/outboxbench"
+	"github.com/outflow/outflow/internal/bench/outboxbench"
 )
 
 // cmd/bench runs the relay's claim and mark statements without a Relay, bound
 // as the relay binds them, to measure what the relay adds on top of its SQL.
-// It reaches them through internal/outboxbench, not through outbox's API:
+// It reaches them through internal/bench/outboxbench, not through outbox's API:
 // applications have no use for them.
 func init() {
 	outboxbench.Register(outboxbench.Hooks{

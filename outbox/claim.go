@@ -133,7 +133,7 @@ func (r *Relay) claimOn(ctx context.Context, c batchSender, own, all bool, n int
 }
 
 // claimArgs are RelayClaim's arguments for a claim by owner under cfg: the
-// relay's own, and the benchmark's (internal/outboxbench).
+// relay's own, and the benchmark's (internal/bench/outboxbench).
 func claimArgs(owner string, cfg *RelayConfig) relayClaimArgs {
 	return relayClaimArgs{
 		Owner:       owner,

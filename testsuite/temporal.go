@@ -10,9 +10,9 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/outflow/outflow/internal/cluster"
-	"github.com/outflow/outflow/internal/pgcluster"
-	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/internal/dev/cluster"
+	"github.com/outflow/outflow/internal/dev/pgcluster"
+	"github.com/outflow/outflow/internal/dev/testdb"
 )
 
 // TemporalBackendEnvVar selects the Temporal the suites run against:
@@ -20,7 +20,7 @@ import (
 //   - unset or "dev": a dev server of the Temporal CLI (bin/temporal) per
 //     environment, on SQLite (`make test`);
 //   - "cluster": one two-node Temporal cluster on PostgreSQL per test
-//     process (internal/cluster; bin/temporal-server and
+//     process (internal/dev/cluster; bin/temporal-server and
 //     bin/temporal-sql-tool), shared by every environment of the process,
 //     its databases created on TEST_DATABASE_URL's server under names of
 //     the process's own and dropped at the end (`make test-cluster`). Its

@@ -24,8 +24,8 @@ import (
 	"github.com/outflow/outflow/activities"
 	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/handoff"
-	"github.com/outflow/outflow/internal/devserver"
-	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/internal/dev/devserver"
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/providersim"
 )

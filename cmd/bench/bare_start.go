@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/outflow/outflow/handoff"
-	"github.com/outflow/outflow/internal/benchdb"
+	"github.com/outflow/outflow/internal/bench/benchdb"
 	"github.com/outflow/outflow/internal/routes"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/outflow/outflow/internal/benchcmd"
+	"github.com/outflow/outflow/internal/bench/benchcmd"
 	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/internal/service"

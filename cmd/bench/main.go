@@ -37,7 +37,7 @@ import (
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
-	"github.com/outflow/outflow/internal/benchcmd"
+	"github.com/outflow/outflow/internal/bench/benchcmd"
 	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/internal/service"
 )

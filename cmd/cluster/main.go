@@ -11,7 +11,7 @@
 // Web UI (bin/temporal-ui-server); registers the default namespace and the
 // OrderId search attribute; prints TEMPORAL_ADDRESS=HOST:PORT once all of
 // that is ready, and runs until Ctrl-C, which stops everything it started.
-// See internal/cluster and docs/performance.md.
+// See internal/dev/cluster and docs/performance.md.
 package main
 
 import (
@@ -26,9 +26,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/outflow/outflow/internal/checkout"
 	"github.com/outflow/outflow/internal/cli"
-	"github.com/outflow/outflow/internal/cluster"
+	"github.com/outflow/outflow/internal/dev/checkout"
+	"github.com/outflow/outflow/internal/dev/cluster"
 )
 
 // command is what `cluster -h` shows.

@@ -27,9 +27,9 @@ import (
 
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/codec"
-	"github.com/outflow/outflow/internal/devserver"
+	"github.com/outflow/outflow/internal/dev/devserver"
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/personal"
-	"github.com/outflow/outflow/internal/testdb"
 	"github.com/outflow/outflow/orders"
 )
 

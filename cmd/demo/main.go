@@ -16,8 +16,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/outflow/outflow/internal/checkout"
 	"github.com/outflow/outflow/internal/cli"
+	"github.com/outflow/outflow/internal/dev/checkout"
 	"github.com/outflow/outflow/providersim"
 )
 

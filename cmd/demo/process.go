@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/outflow/outflow/internal/pgcluster"
+	"github.com/outflow/outflow/internal/dev/pgcluster"
 )
 
 // child is a process the demo started and must stop.

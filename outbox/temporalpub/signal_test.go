@@ -20,8 +20,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/outflow/outflow/handoff"
-	"github.com/outflow/outflow/internal/devserver"
-	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/internal/dev/devserver"
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/temporalpub"
 	"github.com/outflow/outflow/outbox/temporalpub/eventsignal"

@@ -95,7 +95,7 @@ func parsePG(raw string) (pgConn, error) {
 
 // The server reads base.yaml, then <env>.yaml from its config directory;
 // each node runs with --env nodeN.
-var baseTemplate = template.Must(template.New("base").Funcs(template.FuncMap{"q": quote}).Parse(`# Written by internal/cluster (outflow); regenerated at every start.
+var baseTemplate = template.Must(template.New("base").Funcs(template.FuncMap{"q": quote}).Parse(`# Written by internal/dev/cluster (outflow); regenerated at every start.
 log:
   stdout: true
   level: {{q .LogLevel}}
@@ -113,7 +113,7 @@ persistence:
         connectProtocol: tcp
         user: {{q .PG.User}}
         password: {{q .PG.Password}}
-        # Per service; four services per node. See internal/cluster for the budget.
+        # Per service; four services per node. See internal/dev/cluster for the budget.
         maxConns: {{.MainMax}}
         maxIdleConns: {{.MainIdle}}
         maxConnLifetime: 1h

@@ -237,7 +237,7 @@ func (c *Cluster) startUI(ctx context.Context) error {
 	if err := os.MkdirAll(filepath.Join(dir, "config"), 0o755); err != nil {
 		return err
 	}
-	cfg := fmt.Sprintf(`# Written by internal/cluster (outflow).
+	cfg := fmt.Sprintf(`# Written by internal/dev/cluster (outflow).
 temporalGrpcAddress: %s
 host: 127.0.0.1
 port: %d

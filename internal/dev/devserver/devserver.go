@@ -46,7 +46,7 @@ import (
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/outflow/outflow/handoff"
-	"github.com/outflow/outflow/internal/checkout"
+	"github.com/outflow/outflow/internal/dev/checkout"
 )
 
 // CLIEnvVar names the Temporal CLI to run; the Makefile exports it.

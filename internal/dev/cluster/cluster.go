@@ -46,7 +46,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/outflow/outflow/internal/checkout"
+	"github.com/outflow/outflow/internal/dev/checkout"
 )
 
 // Environment variables naming the binaries; the Makefile exports them.

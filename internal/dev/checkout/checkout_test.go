@@ -9,7 +9,7 @@ import (
 )
 
 func TestRootFindsTheModuleNotAToolsModule(t *testing.T) {
-	t.Chdir("../../tools/lint")
+	t.Chdir("../../../tools/lint")
 	root, err := Root()
 	require.NoError(t, err)
 	_, err = os.Stat(filepath.Join(root, "migrations"))
