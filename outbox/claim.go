@@ -26,8 +26,9 @@ type batchSender interface {
 }
 
 // claim takes a batch of claimable events in one short transaction of two
-// statements, RelayClaim then RelayClaimVerify (see relay.sql: the second
-// gives back what an operator's concurrent replay made unclaimable), and
+// statements, RelayClaim then RelayClaimVerify (see
+// internal/relaysql/relay.sql: the second gives back what an operator's
+// concurrent replay made unclaimable), and
 // returns them with the lease's local deadline. The transaction costs two
 // round trips, BEGIN and the claim pipelined in the first, the
 // verification and COMMIT in the second.

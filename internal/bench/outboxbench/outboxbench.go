@@ -1,9 +1,14 @@
-// Package outboxbench reaches the relay's own statements for cmd/bench, which
-// drives them without a Relay to measure what the relay itself adds (its
-// goroutines, mark batching and bookkeeping) and what a claim costs as the
-// table grows. Applications have no use for it, so it is not part of package
-// outbox's API: outbox fills it in when it is initialised, and the module's
-// internal directory keeps it from everyone but this repository.
+// Package outboxbench runs the relay's own claim and mark statements for the
+// benchmarks (cmd/bench) and the backlog test (testsuite), which drive them
+// without a Relay to measure what the relay itself adds (its goroutines, mark
+// batching and bookkeeping) and what a claim costs as the table grows.
+//
+// It binds the statements of internal/relaysql, the ones package outbox binds,
+// with the arguments a polling relay gives them. The binding is checked
+// strictly when the package is initialised, as outbox's is: a placeholder
+// added to or renamed in relay.sql without a field here panics at the first
+// start of a benchmark or test. Nothing in package outbox knows about this
+// package, so no production binary links it.
 package outboxbench
 
 import (
@@ -12,15 +17,14 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/outflow/outflow/internal/namedsql"
+	"github.com/outflow/outflow/internal/relaysql"
 )
 
 // Querier is what a statement runs on: a *pgxpool.Pool, a *pgx.Conn or a
 // pgx.Tx.
-type Querier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
+type Querier = namedsql.Querier
 
 // ClaimArgs are what the relay's claim takes from its configuration.
 type ClaimArgs struct {
@@ -30,36 +34,45 @@ type ClaimArgs struct {
 	MaxAttempts int
 }
 
-// Hooks are the relay's statements, bound to their arguments exactly as the
-// relay binds them.
-type Hooks struct {
-	// Claim sends RelayClaim (outbox/relay.sql). It claims for real: run it
-	// in a transaction that is rolled back to leave the table as it was.
-	Claim func(ctx context.Context, q Querier, a ClaimArgs) (pgx.Rows, error)
-	// Mark sends RelayMark for ids claimed by owner; its rows are the IDs it
-	// marked published.
-	Mark func(ctx context.Context, q Querier, owner string, ids []uuid.UUID) (pgx.Rows, error)
+// claimArgs are RelayClaim's placeholders as a polling relay outside its
+// pipeline binds them (outbox's claimArgs): no CDC narrowing (min_age_ms 0,
+// handed_off NULL) and no events held.
+type claimArgs struct {
+	Owner       string      `db:"owner"`
+	BatchSize   int         `db:"batch_size"`
+	LeaseMS     int64       `db:"lease_ms"`
+	MaxAttempts int         `db:"max_attempts"`
+	MinAgeMS    int64       `db:"min_age_ms"`
+	HandedOff   []uuid.UUID `db:"handed_off"`
+	Held        []uuid.UUID `db:"held"`
 }
 
-var hooks Hooks
+type eventsArgs struct {
+	Owner    string      `db:"owner"`
+	EventIDs []uuid.UUID `db:"event_ids"`
+}
 
-// Register is called by package outbox when it is initialised.
-func Register(h Hooks) { hooks = h }
+// The rows are left to the caller (Rows), so R only documents them.
+var (
+	qClaim = namedsql.Bind[claimArgs, namedsql.NoRows](relaysql.Queries, "RelayClaim")
+	qMark  = namedsql.Bind[eventsArgs, uuid.UUID](relaysql.Queries, "RelayMark")
+)
 
 // Claim runs the relay's claim statement on q and returns its rows, one per
-// claimed event, with the columns the relay reads (the event ID first).
+// claimed event, with the columns the relay reads (the event ID first). It
+// claims for real: run it in a transaction that is rolled back to leave the
+// table as it was.
 func Claim(ctx context.Context, q Querier, a ClaimArgs) (pgx.Rows, error) {
-	return registered().Claim(ctx, q, a)
+	return qClaim.Rows(ctx, q, claimArgs{
+		Owner:       a.Owner,
+		BatchSize:   a.BatchSize,
+		LeaseMS:     a.Lease.Milliseconds(),
+		MaxAttempts: a.MaxAttempts,
+	})
 }
 
-// Mark runs the relay's mark statement on q and returns the IDs it marked.
+// Mark runs the relay's mark statement for ids claimed by owner on q; its
+// rows are the IDs it marked published.
 func Mark(ctx context.Context, q Querier, owner string, ids []uuid.UUID) (pgx.Rows, error) {
-	return registered().Mark(ctx, q, owner, ids)
-}
-
-func registered() Hooks {
-	if hooks.Claim == nil {
-		panic("outboxbench: package outbox registers the hooks when it is initialised; import it")
-	}
-	return hooks
+	return qMark.Rows(ctx, q, eventsArgs{Owner: owner, EventIDs: ids})
 }

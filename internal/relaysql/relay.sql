@@ -1,6 +1,7 @@
--- Statements of the relay, loaded in sql.go, where each is bound to the Go
--- struct of its named arguments (@name) and of its result row (columns by
--- name). Every write after the claim is fenced by claimed_by = @owner (the
+-- Statements of the relay, bound in outbox/sql.go to the Go struct of
+-- their named arguments (@name) and of their result row (columns by name);
+-- internal/bench/outboxbench binds RelayClaim and RelayMark for the
+-- benchmarks. Every write after the claim is fenced by claimed_by = @owner (the
 -- relay's owner), so a relay whose lease was taken over changes nothing of
 -- the new owner's.
 
