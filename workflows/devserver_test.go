@@ -323,7 +323,7 @@ func TestSagaOnDevServer(t *testing.T) {
 		o := s.newOrder(t)
 		in := o.createdInput(t, "pm_card_visa")
 		opts := s.startOpts(in.EventID)
-		opts.TypedSearchAttributes = temporal.NewSearchAttributes(handoff.OrderIDKey.ValueSet(o.id))
+		opts.TypedSearchAttributes = temporal.NewSearchAttributes(orderIDKey.ValueSet(o.id))
 		saga, err := s.c.SignalWithStartWorkflow(ctxFor(t), in.EventID, handoff.SignalCancel,
 			handoff.CancelRequest{CancelEventID: o.cancelled}, opts, handoff.OrderCreatedWorkflowName, in)
 		require.NoError(t, err)

@@ -50,7 +50,7 @@ func (b *bench) startRequest() (client.StartWorkflowOptions, handoff.EventInput,
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			handoff.OrderIDKey.ValueSet(order)),
+			routes.OrderIDKey.ValueSet(order)),
 		StaticSummary: summary,
 		StaticDetails: details,
 		Memo: map[string]any{

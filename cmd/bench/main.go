@@ -39,7 +39,7 @@ import (
 
 	"github.com/outflow/outflow/internal/bench/benchcmd"
 	"github.com/outflow/outflow/internal/database"
-	"github.com/outflow/outflow/internal/service"
+	"github.com/outflow/outflow/internal/temporalclient"
 )
 
 func main() { benchcmd.Main("bench", parseFlags, run) }
@@ -93,7 +93,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	b.taskQueue = "outflow-bench-" + srv.run
 	temporalAddr := "-"
 	if cfg.needsTemporal() {
-		topts, err := service.TemporalClientOptions()
+		topts, err := temporalclient.ClientOptions()
 		if err != nil {
 			return err
 		}

@@ -20,7 +20,7 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 
-	"github.com/outflow/outflow/handoff"
+	"github.com/outflow/outflow/internal/routes"
 )
 
 // startNode starts node n and waits until its frontend answers health
@@ -228,7 +228,7 @@ func probeStart(ctx context.Context, addr string) error {
 }
 
 func handoffSearchAttributes() temporal.SearchAttributes {
-	return temporal.NewSearchAttributes(handoff.OrderIDKey.ValueSet("outflow-cluster-probe"))
+	return temporal.NewSearchAttributes(routes.OrderIDKey.ValueSet("outflow-cluster-probe"))
 }
 
 // startUI starts the Temporal Web UI server pointed at the balancer.

@@ -1,4 +1,4 @@
-package service
+package temporalclient
 
 import (
 	"os"
@@ -14,7 +14,7 @@ import (
 
 func TestCodecDataConverterFromTheEnvironment(t *testing.T) {
 	t.Parallel()
-	env := func(kv map[string]string) TemporalOption {
+	env := func(kv map[string]string) Option {
 		return WithGetenv(func(k string) string { return kv[k] })
 	}
 	dc, err := CodecDataConverter(env(nil))

@@ -1,4 +1,11 @@
-package service
+// Package temporalclient is the Temporal client setup of the binaries that
+// talk to Temporal (starter, worker, outboxctl, codecserver, the benchmarks
+// and dev tools): the client options the SDK's way, the payload codec's data
+// converter, and the client's and codec's variables for -h. It is apart from
+// package service so that a binary that talks to no Temporal (orderapi,
+// providersim, healthcheck) links no go.temporal.io package; an architecture
+// test (internal/architecture) keeps it so.
+package temporalclient
 
 import (
 	"context"
@@ -12,20 +19,12 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
 
-	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/codec"
 )
 
-// TaskQueueEnv names the workflows' task queue.
-const TaskQueueEnv = "OUTFLOW_TASK_QUEUE"
-
-// TaskQueue is the task queue the worker polls and the relay starts
-// workflows on: OUTFLOW_TASK_QUEUE, default handoff.DefaultTaskQueue.
-func TaskQueue(env *Env) string { return env.String(TaskQueueEnv, handoff.DefaultTaskQueue) }
-
-// TemporalOption adds to what [TemporalClientOptions] loads.
-type TemporalOption func(*temporalSettings)
+// Option adds to what [ClientOptions] loads.
+type Option func(*temporalSettings)
 
 type temporalSettings struct {
 	codec  codec.Options
@@ -39,19 +38,19 @@ type temporalSettings struct {
 // personal data with the customer's own key and decrypts it again. Every
 // binary with a database passes it; without it such a payload fails to
 // encode or decode, naming the key (codec.ErrNoKeyStore).
-func WithCustomerKeys(db codec.DB) TemporalOption {
+func WithCustomerKeys(db codec.DB) Option {
 	return func(s *temporalSettings) { s.codec.Store = codec.NewPGStore(db) }
 }
 
 // WithPersonalData says which values carry a customer's personal data,
 // beyond the workflow input (codec.EventInputSubject, the default): the
 // worker passes personal.Subject, which knows the activities' values.
-func WithPersonalData(subject codec.SubjectFunc) TemporalOption {
+func WithPersonalData(subject codec.SubjectFunc) Option {
 	return func(s *temporalSettings) { s.codec.Subject = subject }
 }
 
 // WithGetenv reads the codec's variables through getenv (tests).
-func WithGetenv(getenv func(string) string) TemporalOption {
+func WithGetenv(getenv func(string) string) Option {
 	return func(s *temporalSettings) { s.getenv = getenv }
 }
 
@@ -80,7 +79,7 @@ func checkHostPort(hostPort string) error {
 // WithEnviron reads every variable, the TEMPORAL_* ones and the codec's,
 // from environ (KEY=VALUE, as os.Environ) instead of the process
 // environment: for tests that run a binary's code in-process.
-func WithEnviron(environ []string) TemporalOption {
+func WithEnviron(environ []string) Option {
 	return func(s *temporalSettings) {
 		l := environLookup(environ)
 		s.lookup = l
@@ -102,7 +101,7 @@ func (e environLookup) LookupEnv(key string) (string, bool) {
 	return "", false
 }
 
-// TemporalClientOptions loads the Temporal client options the SDK's way
+// ClientOptions loads the Temporal client options the SDK's way
 // (go.temporal.io/sdk/contrib/envconfig): the default profile of the config
 // file, overridden by TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE,
 // TEMPORAL_API_KEY, TEMPORAL_TLS_* and the other TEMPORAL_* variables, so
@@ -118,7 +117,7 @@ func (e environLookup) LookupEnv(key string) (string, bool) {
 // history carries them in plain text. This is the one place every binary
 // gets its client, so the worker, the relay and every client share the
 // converter.
-func TemporalClientOptions(opts ...TemporalOption) (client.Options, error) {
+func ClientOptions(opts ...Option) (client.Options, error) {
 	var s temporalSettings
 	for _, opt := range opts {
 		opt(&s)
@@ -150,7 +149,7 @@ func TemporalClientOptions(opts ...TemporalOption) (client.Options, error) {
 // CodecDataConverter is the payload codec's data converter of
 // OUTFLOW_CODEC_KEYS (or the file OUTFLOW_CODEC_KEYS_FILE names), or nil
 // when neither is set: no encryption.
-func CodecDataConverter(opts ...TemporalOption) (*codec.DataConverter, error) {
+func CodecDataConverter(opts ...Option) (*codec.DataConverter, error) {
 	s := temporalSettings{getenv: os.Getenv}
 	for _, opt := range opts {
 		opt(&s)
@@ -193,4 +192,26 @@ func CheckCustomerKeys(ctx context.Context, o client.Options, db codec.DB) error
 		return nil
 	}
 	return codec.CheckCustomerKeys(ctx, db, dc.Keys())
+}
+
+// Vars are the Temporal client's variables ([ClientOptions], loaded with
+// go.temporal.io/sdk/contrib/envconfig), as a binary's -h lists them.
+func Vars() []cli.Var {
+	return []cli.Var{
+		{Name: "TEMPORAL_ADDRESS", Default: client.DefaultHostPort, Meaning: "the Temporal frontend, host:port"},
+		{Name: "TEMPORAL_NAMESPACE", Default: client.DefaultNamespace, Meaning: "the Temporal namespace"},
+		{Name: "TEMPORAL_API_KEY", Meaning: "API key (Temporal Cloud); turns TLS on"},
+		{Name: "TEMPORAL_TLS, TEMPORAL_TLS_*", Meaning: "TLS: client cert and key, server CA and name (paths or data)"},
+		{Name: "TEMPORAL_GRPC_META_*", Meaning: "gRPC headers sent with every call"},
+		{Name: "TEMPORAL_CONFIG_FILE, TEMPORAL_PROFILE", Meaning: "the SDK's config file and profile, which the variables above override"},
+	}
+}
+
+// CodecVars are the payload codec's variables ([CodecDataConverter]).
+func CodecVars() []cli.Var {
+	return []cli.Var{
+		{Name: codec.KeysEnv, Default: "no encryption", Meaning: "payload encryption keys: comma-separated KEY_ID:BASE64_32_BYTES, the first encrypts, all decrypt"},
+		{Name: codec.KeysFileEnv, Meaning: "a file holding those keys instead, one a line"},
+		{Name: codec.CompressEnv, Default: "true", Meaning: "false turns zlib before encryption off"},
+	}
 }
