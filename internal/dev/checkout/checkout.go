@@ -1,5 +1,5 @@
 // Package checkout finds the outflow source checkout a program or test runs
-// in, for the tools that live beside the code (bin/temporal, outbox/relay.sql).
+// in, for the tools that live beside the code (bin/temporal, deploy/, the files the tests scan).
 package checkout
 
 import (
