@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/outflow/outflow/internal/dev/cluster"
-	"github.com/outflow/outflow/internal/dev/pgcluster"
+	"github.com/outflow/outflow/internal/dev/ports"
 	"github.com/outflow/outflow/internal/dev/testdb"
 )
 
@@ -74,7 +74,7 @@ func StartTemporal(ctx context.Context, cli, dir string) (*TemporalServer, error
 		}
 		return &TemporalServer{cluster: cl}, nil
 	}
-	port, err := FreePort()
+	port, err := ports.Free()
 	if err != nil {
 		return nil, err
 	}
@@ -254,9 +254,6 @@ func (s *TemporalServer) Close() {
 func (s *TemporalServer) Client() (client.Client, error) {
 	return client.Dial(client.Options{HostPort: s.Address(), Logger: nopLogger{}})
 }
-
-// FreePort asks the kernel for a free loopback TCP port.
-func FreePort() (int, error) { return pgcluster.FreePort() }
 
 // nopLogger silences the SDK client inside tests.
 type nopLogger struct{}

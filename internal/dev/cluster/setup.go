@@ -20,6 +20,7 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 
+	"github.com/outflow/outflow/internal/dev/ports"
 	"github.com/outflow/outflow/internal/routes"
 )
 
@@ -259,22 +260,25 @@ cors:
 	}
 	c.ui = p
 	addr := fmt.Sprintf("127.0.0.1:%d", c.opts.UIPort)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			conn.Close()
-			c.say("Web UI on http://%s", addr)
-			return nil
+	err = ports.Poll(ctx, "cluster: the Web UI server on "+addr, 30*time.Second, 200*time.Millisecond, func(context.Context) (bool, error) {
+		if p.exited() {
+			return true, errors.New("exited")
 		}
-		if p.exited() || time.Now().After(deadline) {
-			return fmt.Errorf("cluster: the Web UI server did not listen on %s:\n%s", addr, p.logTail(20))
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			return false, err
 		}
-		select {
-		case <-ctx.Done():
+		conn.Close()
+		return true, nil
+	})
+	if err != nil {
+		if ctx.Err() != nil {
 			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
 		}
+		return fmt.Errorf("cluster: the Web UI server did not listen on %s (%v):\n%s", addr, err, p.logTail(20))
 	}
+	c.say("Web UI on http://%s", addr)
+	return nil
 }
 
 // nopLogger silences the SDK client.

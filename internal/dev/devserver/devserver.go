@@ -47,6 +47,7 @@ import (
 
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/dev/checkout"
+	"github.com/outflow/outflow/internal/dev/ports"
 )
 
 // CLIEnvVar names the Temporal CLI to run; the Makefile exports it.
@@ -111,7 +112,7 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 	}
 	port := opts.Port
 	if port == 0 {
-		if port, err = FreePort(); err != nil {
+		if port, err = ports.Free(); err != nil {
 			return nil, err
 		}
 	}
@@ -230,14 +231,4 @@ func CLIPath() (string, error) {
 		return "", fmt.Errorf("devserver: no Temporal CLI at %s; run `make bin/temporal` at the repository root (it is built from the Go module proxy, never downloaded)", p)
 	}
 	return p, nil
-}
-
-// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("devserver: find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

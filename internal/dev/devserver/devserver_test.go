@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/outflow/outflow/internal/dev/devserver"
+	"github.com/outflow/outflow/internal/dev/ports"
 )
 
 // TestRestartKeepsStateAndSearchAttribute: a persisted server registers
@@ -23,7 +24,7 @@ func TestRestartKeepsStateAndSearchAttribute(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	port, err := devserver.FreePort()
+	port, err := ports.Free()
 	require.NoError(t, err)
 	db := filepath.Join(t.TempDir(), "temporal.db")
 

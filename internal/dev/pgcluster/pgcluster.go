@@ -11,7 +11,6 @@ package pgcluster
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"os/user"
@@ -22,6 +21,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/outflow/outflow/internal/dev/ports"
 )
 
 // Options configure a cluster. The zero value starts a server on a free
@@ -86,9 +87,9 @@ func Start(ctx context.Context, o Options) (*Cluster, error) {
 	}
 	port := o.Port
 	if port == 0 {
-		if o.PreferredPort != 0 && PortFree(o.PreferredPort) {
+		if o.PreferredPort != 0 && ports.IsFree(o.PreferredPort) {
 			port = o.PreferredPort
-		} else if port, err = FreePort(); err != nil {
+		} else if port, err = ports.Free(); err != nil {
 			return nil, err
 		}
 	}
@@ -323,24 +324,4 @@ func chownR(dir string, uid, gid int) error {
 		}
 		return os.Lchown(p, uid, gid)
 	})
-}
-
-// FreePort asks the kernel for a free TCP port on the loopback interface.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
-// PortFree reports whether nothing listens on 127.0.0.1:port.
-func PortFree(port int) bool {
-	l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", port))
-	if err != nil {
-		return false
-	}
-	l.Close()
-	return true
 }
