@@ -136,7 +136,7 @@ cluster: $(TEMPORAL) $(TEMPORAL_SERVER) $(TEMPORAL_SQL_TOOL) $(TEMPORAL_UI_SERVE
 
 ## test-cluster: the cluster proof: every crash suite on two-node Temporal clusters on PostgreSQL (about 17 minutes).
 # OUTFLOW_TEST_TEMPORAL=cluster: a node SIGKILLed under a stream of starts
-# (internal/cluster), then every crash suite of testsuite/ on one cluster: the
+# (internal/dev/cluster), then every crash suite of testsuite/ on one cluster: the
 # failpoint matrix, the chaos soak (plus a Temporal node SIGKILLed and restarted
 # and the Temporal databases' backends terminated), the 20,000-event backlog,
 # the end-to-end saga and the time edges. About 17 minutes on two cores (the backlog and soak run in both relay sources); the
@@ -146,4 +146,4 @@ CLUSTER_TESTS ?= .
 test-cluster: $(TEMPORAL) $(TEMPORAL_SERVER) $(TEMPORAL_SQL_TOOL)
 	rm -rf .data/test-cluster
 	OUTFLOW_TEST_TEMPORAL=cluster OUTFLOW_CLUSTER_LOGS=$(CURDIR)/.data/test-cluster \
-		$(GO) test -count=1 -p 1 -timeout 60m -v -run '$(CLUSTER_TESTS)' ./internal/cluster/ ./testsuite/
+		$(GO) test -count=1 -p 1 -timeout 60m -v -run '$(CLUSTER_TESTS)' ./internal/dev/cluster/ ./testsuite/

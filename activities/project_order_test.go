@@ -19,7 +19,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/outflow/outflow/failpoints"
-	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"

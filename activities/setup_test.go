@@ -15,7 +15,7 @@ import (
 
 	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/inbox"
-	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/providersim"
 )
 

@@ -200,7 +200,7 @@ func TestCheckDepsOnAServiceThatNeedsTheOrderApp(t *testing.T) {
 package shortcut
 
 import (
-	_ "github.com/outflow/outflow/internal/testdb"
+	_ "github.com/outflow/outflow/internal/dev/testdb"
 	_ "github.com/outflow/outflow/orders"
 )
 `), 0o644))
@@ -208,11 +208,11 @@ import (
 	joined := strings.Join(problems, "\n")
 	t.Logf("the check found:\n%s", joined)
 	for _, want := range []string{
-		serviceModule + "/shortcut imports " + outflowModule + "/internal/testdb: an internal package of outflow",
+		serviceModule + "/shortcut imports " + outflowModule + "/internal/dev/testdb: an internal package of outflow",
 		serviceModule + "/shortcut imports " + outflowModule + "/orders: a package of outflow's order app",
 		"the build links " + outflowModule + "/orders, a package of outflow's order app (imported by " + serviceModule + "/shortcut)",
-		"the build links " + outflowModule + "/migrations, a package of outflow's order app (imported by " + outflowModule + "/internal/testdb)",
-		"use of internal package " + outflowModule + "/internal/testdb not allowed",
+		"the build links " + outflowModule + "/migrations, a package of outflow's order app (imported by " + outflowModule + "/internal/dev/testdb)",
+		"use of internal package " + outflowModule + "/internal/dev/testdb not allowed",
 	} {
 		require.Contains(t, joined, want)
 	}

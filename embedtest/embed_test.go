@@ -25,10 +25,10 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/outflow/outflow/inbox"
-	"github.com/outflow/outflow/internal/checkout"
-	"github.com/outflow/outflow/internal/devserver"
+	"github.com/outflow/outflow/internal/dev/checkout"
+	"github.com/outflow/outflow/internal/dev/devserver"
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/schemaset"
-	"github.com/outflow/outflow/internal/testdb"
 	"github.com/outflow/outflow/outbox/outboxtest"
 )
 

@@ -4,11 +4,13 @@
 // attribute, the cancel signal and status query, and the payment saga's
 // result, which the cancel saga reads.
 //
-// It imports nothing of outflow's but the publisher the relay starts the
-// workflows with (outbox/temporalpub, whose [EventInput] the workflows
-// take) and nothing of Temporal's but the SDK's search attribute key type,
-// so the relay (starter) links it without the workflows, their activities
-// and the payment provider's client. outbox/temporalpub does not import it:
+// It imports only the standard library and the publisher's envelope
+// (outbox/temporalpub/wire, whose [EventInput] the workflows take; itself
+// standard library only), so anything links it without the Temporal SDK,
+// the workflows, their activities or the payment provider's client; an
+// architecture test (internal/architecture) keeps it so. The typed key of
+// the OrderId attribute, which needs the SDK, is internal/routes's
+// (OrderIDKey). outbox/temporalpub does not import this package:
 // a service outside outflow starts its own workflows without the order
 // app's contract. Everything here is recorded in workflow
 // histories or relied on by operators (docs/reference.md), so it changes

@@ -1,10 +1,6 @@
 package handoff
 
-import (
-	"go.temporal.io/sdk/temporal"
-
-	"github.com/outflow/outflow/outbox/temporalpub"
-)
+import "github.com/outflow/outflow/outbox/temporalpub/wire"
 
 // Workflow type names (docs/reference.md).
 const (
@@ -22,23 +18,20 @@ const DefaultTaskQueue = "orders"
 // OrderId="...".
 const SearchAttributeOrderID = "OrderId"
 
-// OrderIDKey is the typed key of [SearchAttributeOrderID].
-var OrderIDKey = temporal.NewSearchAttributeKeyKeyword(SearchAttributeOrderID)
-
 // EventInput is the single input of every workflow the relay starts: the
 // outbox event's envelope, with the payload left as JSON so the workflow can
 // upcast older schema versions itself. It is the publisher's type
-// (temporalpub.EventInput), which a service outside outflow takes without
-// this package.
-type EventInput = temporalpub.EventInput
+// (temporalpub.EventInput, defined in outbox/temporalpub/wire), which a
+// service outside outflow takes without this package.
+type EventInput = wire.EventInput
 
-// Delivery kinds of [EventInput.Delivery] (temporalpub's).
+// Delivery kinds of [EventInput.Delivery] (the publisher's).
 const (
 	// DeliveryFirst: no earlier run of this event can exist.
-	DeliveryFirst = temporalpub.DeliveryFirst
+	DeliveryFirst = wire.DeliveryFirst
 	// DeliveryReplay: an operator's replay; an earlier run failed, was
 	// terminated or cancelled, maybe after it charged.
-	DeliveryReplay = temporalpub.DeliveryReplay
+	DeliveryReplay = wire.DeliveryReplay
 )
 
 // SignalCancel is the signal the cancel workflow sends to the order's

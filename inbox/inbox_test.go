@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/inbox"
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/namedsql"
-	"github.com/outflow/outflow/internal/testdb"
 )
 
 type testBundle struct {

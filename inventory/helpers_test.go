@@ -17,7 +17,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/inventory"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxtest"

@@ -20,8 +20,8 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/schemaset"
-	"github.com/outflow/outflow/internal/testdb"
 	"github.com/outflow/outflow/migrations"
 	"github.com/outflow/outflow/outbox"
 )

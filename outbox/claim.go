@@ -26,8 +26,9 @@ type batchSender interface {
 }
 
 // claim takes a batch of claimable events in one short transaction of two
-// statements, RelayClaim then RelayClaimVerify (see relay.sql: the second
-// gives back what an operator's concurrent replay made unclaimable), and
+// statements, RelayClaim then RelayClaimVerify (see
+// internal/relaysql/relay.sql: the second gives back what an operator's
+// concurrent replay made unclaimable), and
 // returns them with the lease's local deadline. The transaction costs two
 // round trips, BEGIN and the claim pipelined in the first, the
 // verification and COMMIT in the second.
@@ -133,7 +134,7 @@ func (r *Relay) claimOn(ctx context.Context, c batchSender, own, all bool, n int
 }
 
 // claimArgs are RelayClaim's arguments for a claim by owner under cfg: the
-// relay's own, and the benchmark's (internal/outboxbench).
+// relay's own, and the benchmark's (internal/bench/outboxbench).
 func claimArgs(owner string, cfg *RelayConfig) relayClaimArgs {
 	return relayClaimArgs{
 		Owner:       owner,

@@ -12,20 +12,22 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/outflow/outflow/internal/namedsql"
+	"github.com/outflow/outflow/internal/relaysql"
 )
 
-// sqlFiles are the package's statements: relay.sql (the relay), queries.sql
-// (Enqueue), cdc.sql (the CDC source) and lookup.sql (the read-only lookups
-// other packages use instead of reading outbox_events). The operator's
+// sqlFiles are the package's statements: queries.sql (Enqueue), cdc.sql (the
+// CDC source) and lookup.sql (the read-only lookups other packages use
+// instead of reading outbox_events). The relay's own, relay.sql, are in
+// internal/relaysql, where the benchmarks reach them too; the operator's
 // statements are package outboxops's own.
 //
 //go:embed *.sql
 var sqlFiles embed.FS
 
-// queries holds every statement of sqlFiles by name: the one place the
-// package loads them. Code reaches a statement through its typed handle
-// below, never by its name.
-var queries = namedsql.MustLoadAll(sqlFiles)
+// queries holds every statement of sqlFiles and of the relay by name: the one
+// place the package loads them. Code reaches a statement through its typed
+// handle below, never by its name.
+var queries = namedsql.MustMerge(namedsql.MustLoadAll(sqlFiles), relaysql.Queries)
 
 // stmt is one statement of the .sql files with the Go types sqlc would have
 // generated for it. A is the struct of its arguments: each @name placeholder
@@ -185,7 +187,7 @@ type aggregateArgs struct {
 	AggregateID   string `db:"aggregate_id"`
 }
 
-// The relay's statements (relay.sql).
+// The relay's statements (internal/relaysql/relay.sql).
 var (
 	qRelayClaim       = newStmt[relayClaimArgs, claimRow]("RelayClaim")
 	qRelayClaimVerify = newStmt[relayEventsArgs, uuid.UUID]("RelayClaimVerify")

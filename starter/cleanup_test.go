@@ -13,7 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/outboxtest"
 )

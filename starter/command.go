@@ -6,6 +6,7 @@ import (
 	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/internal/service"
+	"github.com/outflow/outflow/internal/temporalclient"
 	"github.com/outflow/outflow/outbox"
 )
 
@@ -15,7 +16,7 @@ var command = cli.Command{
 	Summary: "outflow's outbox relay: claims committed outbox events and starts one Temporal workflow per event (workflow ID = event_id), until SIGINT or SIGTERM.",
 	Env: cli.Vars(
 		[]cli.Var{service.DatabaseVar(database.DefaultURL, "the outbox; its schema must be current (outboxctl migrate)")},
-		service.TemporalVars(),
+		temporalclient.Vars(),
 		[]cli.Var{
 			service.TaskQueueVar("task queue of the started workflows"),
 			{Name: RoutesEnv, Default: "the order app's routes", Meaning: "comma-separated EVENT_TYPE=WORKFLOW_TYPE[@TASK_QUEUE][SEARCH_ATTRIBUTE=PAYLOAD_FIELD]"},
@@ -37,7 +38,7 @@ var command = cli.Command{
 			service.MetricsVar(),
 			service.FailpointsVar(),
 		},
-		service.CodecVars(),
+		temporalclient.CodecVars(),
 		service.LogVars(),
 	),
 	Notes: "A malformed setting stops it at start (exit status 2). See docs/reference.md and docs/operations.md.",

@@ -86,6 +86,7 @@ import (
 	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/internal/service"
+	"github.com/outflow/outflow/internal/temporalclient"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
@@ -121,7 +122,7 @@ func run(logger *slog.Logger, env *service.Env) error {
 	}
 	// The Temporal client's settings and the payload codec's keys, checked
 	// here without the customer key store (which needs the database).
-	if _, err := service.TemporalClientOptions(); err != nil {
+	if _, err := temporalclient.ClientOptions(); err != nil {
 		env.Fail(err)
 	}
 	if err := env.Err(); err != nil {
@@ -139,11 +140,11 @@ func run(logger *slog.Logger, env *service.Env) error {
 
 	// The payload codec (OUTFLOW_CODEC_KEYS) encrypts each OrderCreated
 	// input with its customer's key from this database.
-	topts, err := service.TemporalClientOptions(service.WithCustomerKeys(pool))
+	topts, err := temporalclient.ClientOptions(temporalclient.WithCustomerKeys(pool))
 	if err != nil {
 		return err
 	}
-	if err := service.CheckCustomerKeys(ctx, topts, pool); err != nil {
+	if err := temporalclient.CheckCustomerKeys(ctx, topts, pool); err != nil {
 		return err
 	}
 	topts.Logger = tlog.NewStructuredLogger(logger.With("component", "temporal-client"))
@@ -236,7 +237,7 @@ func run(logger *slog.Logger, env *service.Env) error {
 		"namespace", namespace,
 		"task_queue", taskQueue,
 		"routes", routesFrom,
-		"payload_codec", service.CodecSummary(topts),
+		"payload_codec", temporalclient.CodecSummary(topts),
 		"batch", eff.BatchSize, "lease", eff.Lease, "publish_timeout", eff.PublishTimeout,
 		"poll", eff.PollInterval, "in_flight", eff.MaxInFlight, "max_attempts", eff.MaxAttempts,
 		"metrics_addr", metricsAddr, "failpoints", os.Getenv(failpoints.EnvVar),

@@ -25,8 +25,9 @@ import (
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/api/workflowservice/v1"
 
-	"github.com/outflow/outflow/internal/devserver"
-	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/internal/dev/devserver"
+	"github.com/outflow/outflow/internal/dev/ports"
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxtest"
@@ -123,7 +124,7 @@ func TestCrashAfterClaimLeaseExpires(t *testing.T) {
 	}
 	require.Zero(t, countPublished(t, pool, events))
 
-	port, err := devserver.FreePort()
+	port, err := ports.Free()
 	require.NoError(t, err)
 	metricsAddr := "127.0.0.1:" + strconv.Itoa(port)
 	next := startStarter(t, url, tq, "OUTFLOW_RELAY_LEASE=2s", "OUTFLOW_RELAY_POLL=200ms", "METRICS_ADDR="+metricsAddr)

@@ -20,8 +20,8 @@ import (
 	sdktemporal "go.temporal.io/sdk/temporal"
 
 	"github.com/outflow/outflow/handoff"
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/service"
-	"github.com/outflow/outflow/internal/testdb"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"

@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/internal/dev/testdb"
 )
 
 // TestRelaySourceRejectsUnknownValue: a typo in OUTFLOW_RELAY_SOURCE stops

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/internal/outboxbench"
+	"github.com/outflow/outflow/internal/bench/outboxbench"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
 )
@@ -216,7 +216,7 @@ func subplan(node map[string]any, name string) string {
 }
 
 // explainClaim runs the relay's own claim statement (RelayClaim, through
-// internal/outboxbench, bound exactly as the relay binds it) under EXPLAIN
+// internal/bench/outboxbench, bound exactly as the relay binds it) under EXPLAIN
 // ANALYZE in a transaction it rolls back.
 func explainClaim(ctx context.Context, t *testing.T, s *Stack) claimPlan {
 	t.Helper()

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/internal/dev/testdb"
 )
 
 func TestMain(m *testing.M) {

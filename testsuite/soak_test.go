@@ -15,7 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/internal/pgcluster"
+	"github.com/outflow/outflow/internal/dev/pgcluster"
 	"github.com/outflow/outflow/providersim"
 )
 

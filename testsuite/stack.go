@@ -15,7 +15,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/client"
 
-	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/internal/dev/ports"
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/providersim"
 )
 
@@ -102,7 +103,7 @@ func startEnv() (*Env, error) {
 		return nil, err
 	}
 	env := &Env{Dir: dir, Bin: bin, Temporal: tmp}
-	port, err := FreePort()
+	port, err := ports.Free()
 	if err != nil {
 		return nil, err
 	}
@@ -201,7 +202,7 @@ func NewStackWith(t testing.TB, env *Env, o StackOptions) *Stack {
 	}
 	url := testdb.NewURLOn(t, admin)
 	pool := testdb.Open(t, url)
-	port, err := FreePort()
+	port, err := ports.Free()
 	if err != nil {
 		t.Fatal(err)
 	}

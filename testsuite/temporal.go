@@ -10,9 +10,9 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/outflow/outflow/internal/cluster"
-	"github.com/outflow/outflow/internal/pgcluster"
-	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/internal/dev/cluster"
+	"github.com/outflow/outflow/internal/dev/ports"
+	"github.com/outflow/outflow/internal/dev/testdb"
 )
 
 // TemporalBackendEnvVar selects the Temporal the suites run against:
@@ -20,7 +20,7 @@ import (
 //   - unset or "dev": a dev server of the Temporal CLI (bin/temporal) per
 //     environment, on SQLite (`make test`);
 //   - "cluster": one two-node Temporal cluster on PostgreSQL per test
-//     process (internal/cluster; bin/temporal-server and
+//     process (internal/dev/cluster; bin/temporal-server and
 //     bin/temporal-sql-tool), shared by every environment of the process,
 //     its databases created on TEST_DATABASE_URL's server under names of
 //     the process's own and dropped at the end (`make test-cluster`). Its
@@ -74,7 +74,7 @@ func StartTemporal(ctx context.Context, cli, dir string) (*TemporalServer, error
 		}
 		return &TemporalServer{cluster: cl}, nil
 	}
-	port, err := FreePort()
+	port, err := ports.Free()
 	if err != nil {
 		return nil, err
 	}
@@ -254,9 +254,6 @@ func (s *TemporalServer) Close() {
 func (s *TemporalServer) Client() (client.Client, error) {
 	return client.Dial(client.Options{HostPort: s.Address(), Logger: nopLogger{}})
 }
-
-// FreePort asks the kernel for a free loopback TCP port.
-func FreePort() (int, error) { return pgcluster.FreePort() }
 
 // nopLogger silences the SDK client inside tests.
 type nopLogger struct{}

@@ -39,6 +39,7 @@ import (
 	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/internal/personal"
 	"github.com/outflow/outflow/internal/service"
+	"github.com/outflow/outflow/internal/temporalclient"
 	"github.com/outflow/outflow/workflows"
 )
 
@@ -53,7 +54,7 @@ var command = cli.Command{
 	Summary: "outflow's Temporal worker: runs the payment saga's workflows and activities, until SIGINT or SIGTERM.",
 	Env: cli.Vars(
 		[]cli.Var{service.DatabaseVar(database.DefaultURL, "the order app's database (inbox, projections, customer keys); its schema must be current (outboxctl migrate)")},
-		service.TemporalVars(),
+		temporalclient.Vars(),
 		[]cli.Var{
 			service.TaskQueueVar("the task queue polled"),
 			{Name: "STRIPE_API_KEY", Default: "a placeholder when only STRIPE_API_BASE is set", Meaning: "the payment provider's secret key"},
@@ -64,7 +65,7 @@ var command = cli.Command{
 			service.MetricsVar(),
 			service.FailpointsVar(),
 		},
-		service.CodecVars(),
+		temporalclient.CodecVars(),
 		service.LogVars(),
 	),
 	Notes: "A malformed setting stops it at start (exit status 2). See docs/reference.md.",
@@ -95,7 +96,7 @@ func run(ctx context.Context, logger *slog.Logger, env *service.Env) error {
 	if err != nil {
 		env.Fail(err)
 	}
-	if _, err := service.TemporalClientOptions(service.WithPersonalData(personal.Subject)); err != nil {
+	if _, err := temporalclient.ClientOptions(temporalclient.WithPersonalData(personal.Subject)); err != nil {
 		env.Fail(err)
 	}
 	if err := env.Err(); err != nil {
@@ -115,11 +116,11 @@ func run(ctx context.Context, logger *slog.Logger, env *service.Env) error {
 	// The payload codec (OUTFLOW_CODEC_KEYS) encrypts a customer's personal
 	// data with the customer's key from this database (personal.Subject
 	// knows which activity values carry it).
-	opts, err := service.TemporalClientOptions(service.WithCustomerKeys(pool), service.WithPersonalData(personal.Subject))
+	opts, err := temporalclient.ClientOptions(temporalclient.WithCustomerKeys(pool), temporalclient.WithPersonalData(personal.Subject))
 	if err != nil {
 		return err
 	}
-	if err := service.CheckCustomerKeys(ctx, opts, pool); err != nil {
+	if err := temporalclient.CheckCustomerKeys(ctx, opts, pool); err != nil {
 		return err
 	}
 	opts.Logger = tlog.NewStructuredLogger(logger)
@@ -153,7 +154,7 @@ func run(ctx context.Context, logger *slog.Logger, env *service.Env) error {
 		return fmt.Errorf("starting the worker on task queue %s: %w", taskQueue, err)
 	}
 	fmt.Printf("worker started task_queue=%s\n", taskQueue)
-	logger.Info("worker started", "task_queue", taskQueue, "namespace", opts.Namespace, "payload_codec", service.CodecSummary(opts))
+	logger.Info("worker started", "task_queue", taskQueue, "namespace", opts.Namespace, "payload_codec", temporalclient.CodecSummary(opts))
 
 	<-ctx.Done()
 	logger.Info("stopping: finishing running activities", "timeout", stopTimeout)

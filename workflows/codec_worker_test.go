@@ -14,7 +14,7 @@ import (
 
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/codec"
-	"github.com/outflow/outflow/internal/devserver"
+	"github.com/outflow/outflow/internal/dev/devserver"
 	"github.com/outflow/outflow/internal/personal"
 )
 

@@ -24,8 +24,8 @@ import (
 	"github.com/outflow/outflow/activities"
 	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/handoff"
-	"github.com/outflow/outflow/internal/devserver"
-	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/internal/dev/devserver"
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/providersim"
 )
@@ -323,7 +323,7 @@ func TestSagaOnDevServer(t *testing.T) {
 		o := s.newOrder(t)
 		in := o.createdInput(t, "pm_card_visa")
 		opts := s.startOpts(in.EventID)
-		opts.TypedSearchAttributes = temporal.NewSearchAttributes(handoff.OrderIDKey.ValueSet(o.id))
+		opts.TypedSearchAttributes = temporal.NewSearchAttributes(orderIDKey.ValueSet(o.id))
 		saga, err := s.c.SignalWithStartWorkflow(ctxFor(t), in.EventID, handoff.SignalCancel,
 			handoff.CancelRequest{CancelEventID: o.cancelled}, opts, handoff.OrderCreatedWorkflowName, in)
 		require.NoError(t, err)

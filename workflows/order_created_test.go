@@ -33,7 +33,7 @@ func TestSagaSuccess(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, fakes{charge: chargeOK})
 	h.env.OnUpsertTypedSearchAttributes(mock.MatchedBy(func(sa temporal.SearchAttributes) bool {
-		v, ok := sa.GetKeyword(handoff.OrderIDKey)
+		v, ok := sa.GetKeyword(orderIDKey)
 		return ok && v == testOrderID
 	})).Return(nil).Once()
 

@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/outflow/outflow/activities"
-	"github.com/outflow/outflow/internal/devserver"
+	"github.com/outflow/outflow/internal/dev/devserver"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxtest"

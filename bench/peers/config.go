@@ -8,10 +8,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/outflow/outflow/internal/benchcmd"
+	"github.com/outflow/outflow/internal/bench/benchcmd"
 	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/database"
-	"github.com/outflow/outflow/internal/devserver"
+	"github.com/outflow/outflow/internal/dev/devserver"
 )
 
 // config sizes the run. The defaults take about nine minutes on two cores;

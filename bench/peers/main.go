@@ -36,10 +36,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/outflow/outflow/internal/benchcmd"
-	"github.com/outflow/outflow/internal/benchstat"
+	"github.com/outflow/outflow/internal/bench/benchcmd"
+	"github.com/outflow/outflow/internal/bench/benchstat"
 	"github.com/outflow/outflow/internal/database"
-	"github.com/outflow/outflow/internal/pgcluster"
+	"github.com/outflow/outflow/internal/dev/pgcluster"
 )
 
 // quietLogger takes the contenders' own logs: warnings and errors only.

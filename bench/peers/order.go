@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/outflow/outflow/internal/benchdb"
+	"github.com/outflow/outflow/internal/bench/benchdb"
 	"github.com/outflow/outflow/orders"
 )
 

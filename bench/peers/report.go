@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/outflow/outflow/internal/benchstat"
+	"github.com/outflow/outflow/internal/bench/benchstat"
 )
 
 // How a figure is combined across rounds.

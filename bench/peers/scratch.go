@@ -7,7 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outflow/outflow/internal/benchdb"
+	"github.com/outflow/outflow/internal/bench/benchdb"
 )
 
 // poolSize caps every pool the bench opens: the shared server allows 100
@@ -16,7 +16,7 @@ const poolSize = 10
 
 // server is the PostgreSQL server of DATABASE_URL. Each contender gets a
 // fresh database on it per round, peers_<contender>_<pid>_r<round>
-// (internal/benchdb), so their tables, dead tuples and statistics never mix.
+// (internal/bench/benchdb), so their tables, dead tuples and statistics never mix.
 type server struct{ *benchdb.Server }
 
 func newServer(ctx context.Context, url string) (*server, error) {

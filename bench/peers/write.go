@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outflow/outflow/internal/benchstat"
+	"github.com/outflow/outflow/internal/bench/benchstat"
 )
 
 // writeResult is the producer's cost of the contender: medians of an

@@ -16,7 +16,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/outflow/outflow/handoff"
-	"github.com/outflow/outflow/internal/benchdb"
+	"github.com/outflow/outflow/internal/bench/benchdb"
 	"github.com/outflow/outflow/internal/routes"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
@@ -50,7 +50,7 @@ func (b *bench) startRequest() (client.StartWorkflowOptions, handoff.EventInput,
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
-			handoff.OrderIDKey.ValueSet(order)),
+			routes.OrderIDKey.ValueSet(order)),
 		StaticSummary: summary,
 		StaticDetails: details,
 		Memo: map[string]any{

@@ -1,6 +1,6 @@
 -- Statements of the benchmark itself, loaded by name (internal/namedsql).
 -- They only ever run on the bench's own scratch databases. The relay's
--- statements come from internal/outboxbench, the order insert from
+-- statements come from internal/bench/outboxbench, the order insert from
 -- orders.SQL, so the bench measures exactly the SQL the product sends.
 
 -- name: SeedPending :exec

@@ -8,8 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outflow/outflow/internal/benchstat"
-	"github.com/outflow/outflow/internal/outboxbench"
+	"github.com/outflow/outflow/internal/bench/benchstat"
+	"github.com/outflow/outflow/internal/bench/outboxbench"
 	"github.com/outflow/outflow/outbox"
 )
 

@@ -8,10 +8,11 @@ import (
 	"strings"
 	"time"
 
-	"github.com/outflow/outflow/internal/benchcmd"
+	"github.com/outflow/outflow/internal/bench/benchcmd"
 	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/internal/service"
+	"github.com/outflow/outflow/internal/temporalclient"
 )
 
 // phases, in the order they run; -only selects some of them.
@@ -83,7 +84,7 @@ var command = cli.Command{
 	Usage:   "[-quick] [-only " + strings.Join(phases, ",") + "] [-cpuprofile FILE]",
 	Env: cli.Vars(
 		[]cli.Var{service.DatabaseVar(database.DefaultURL, "the server the scratch databases are made on (the role needs CREATEDB); never written itself")},
-		service.TemporalVars(),
+		temporalclient.Vars(),
 		[]cli.Var{{Name: sourceEnv, Default: "both, side by side", Meaning: "poll or cdc: the sources phase measures that one alone"}},
 	),
 }

@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/client"
 
-	"github.com/outflow/outflow/internal/benchdb"
-	"github.com/outflow/outflow/internal/benchstat"
+	"github.com/outflow/outflow/internal/bench/benchdb"
+	"github.com/outflow/outflow/internal/bench/benchstat"
 	"github.com/outflow/outflow/internal/routes"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"

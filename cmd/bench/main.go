@@ -37,9 +37,9 @@ import (
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
-	"github.com/outflow/outflow/internal/benchcmd"
+	"github.com/outflow/outflow/internal/bench/benchcmd"
 	"github.com/outflow/outflow/internal/database"
-	"github.com/outflow/outflow/internal/service"
+	"github.com/outflow/outflow/internal/temporalclient"
 )
 
 func main() { benchcmd.Main("bench", parseFlags, run) }
@@ -100,7 +100,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	b.taskQueue = "outflow-bench-" + srv.run
 	temporalAddr := "-"
 	if cfg.needsTemporal() {
-		topts, err := service.TemporalClientOptions()
+		topts, err := temporalclient.ClientOptions()
 		if err != nil {
 			return err
 		}

@@ -7,12 +7,12 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outflow/outflow/internal/benchdb"
+	"github.com/outflow/outflow/internal/bench/benchdb"
 )
 
 // server is the PostgreSQL server named by DATABASE_URL. The bench never
 // touches the database of that URL: each measurement gets a scratch database
-// outflow_bench_<run>_<phase> on the same server (internal/benchdb), freshly
+// outflow_bench_<run>_<phase> on the same server (internal/bench/benchdb), freshly
 // migrated, and drops it when done.
 type server struct {
 	*benchdb.Server

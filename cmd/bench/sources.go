@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outflow/outflow/internal/benchstat"
-	"github.com/outflow/outflow/internal/pgcluster"
+	"github.com/outflow/outflow/internal/bench/benchstat"
+	"github.com/outflow/outflow/internal/dev/pgcluster"
 	"github.com/outflow/outflow/outbox"
 )
 

@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outflow/outflow/internal/benchdb"
-	"github.com/outflow/outflow/internal/benchstat"
+	"github.com/outflow/outflow/internal/bench/benchdb"
+	"github.com/outflow/outflow/internal/bench/benchstat"
 	"github.com/outflow/outflow/orders"
 )
 

@@ -11,14 +11,13 @@
 // Web UI (bin/temporal-ui-server); registers the default namespace and the
 // OrderId search attribute; prints TEMPORAL_ADDRESS=HOST:PORT once all of
 // that is ready, and runs until Ctrl-C, which stops everything it started.
-// See internal/cluster and docs/performance.md.
+// See internal/dev/cluster and docs/performance.md.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -26,9 +25,10 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/outflow/outflow/internal/checkout"
 	"github.com/outflow/outflow/internal/cli"
-	"github.com/outflow/outflow/internal/cluster"
+	"github.com/outflow/outflow/internal/dev/checkout"
+	"github.com/outflow/outflow/internal/dev/cluster"
+	"github.com/outflow/outflow/internal/dev/ports"
 )
 
 // command is what `cluster -h` shows.
@@ -82,12 +82,12 @@ func run(ctx context.Context, args []string) error {
 	say("PostgreSQL: %s", pg.How)
 
 	addr := "127.0.0.1:" + strconv.Itoa(*port)
-	if !portFree(addr) {
+	if !ports.AddrFree(addr) {
 		addr = "127.0.0.1:0"
 	}
 	ui := *uiPort
-	if ui != 0 && !portFree("127.0.0.1:"+strconv.Itoa(ui)) {
-		if ui, err = freePort(); err != nil {
+	if ui != 0 && !ports.AddrFree("127.0.0.1:"+strconv.Itoa(ui)) {
+		if ui, err = ports.Free(); err != nil {
 			return err
 		}
 	}
@@ -123,21 +123,3 @@ func run(ctx context.Context, args []string) error {
 }
 
 func say(format string, args ...any) { fmt.Printf("cluster: "+format+"\n", args...) }
-
-func portFree(addr string) bool {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return false
-	}
-	l.Close()
-	return true
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}

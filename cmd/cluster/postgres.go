@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/outflow/outflow/internal/database"
-	"github.com/outflow/outflow/internal/pgcluster"
+	"github.com/outflow/outflow/internal/dev/pgcluster"
 )
 
 // ensurePostgres reuses DATABASE_URL, else the local default server, else

@@ -27,9 +27,10 @@ import (
 
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/codec"
-	"github.com/outflow/outflow/internal/devserver"
+	"github.com/outflow/outflow/internal/dev/devserver"
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/personal"
-	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/internal/routes"
 	"github.com/outflow/outflow/orders"
 )
 
@@ -72,7 +73,7 @@ func TestTemporalCLIDecodesThroughTheCodecServer(t *testing.T) {
 	wid := uuid.NewString()
 	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: wid, TaskQueue: "codecserver-test-" + wid[:8],
 		Memo:                  map[string]any{"aggregate_id": orderID},
-		TypedSearchAttributes: temporal.NewSearchAttributes(handoff.OrderIDKey.ValueSet(orderID))},
+		TypedSearchAttributes: temporal.NewSearchAttributes(routes.OrderIDKey.ValueSet(orderID))},
 		handoff.OrderCreatedWorkflowName, handoff.EventInput{EventID: wid, EventType: orders.EventOrderCreated,
 			AggregateType: orders.AggregateType, AggregateID: orderID, Sequence: 1, SchemaVersion: version, Payload: raw})
 	require.NoError(t, err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/outflow/outflow/internal/codec"
+	"github.com/outflow/outflow/internal/dev/ports"
 )
 
 // demoCodec is the payload encryption of the demo: a master key, the codec
@@ -73,10 +74,10 @@ func codecServerAddr() (string, error) {
 	if a := os.Getenv("CODECSERVER_ADDR"); a != "" {
 		return a, nil
 	}
-	if portFree(8081) {
+	if ports.IsFree(8081) {
 		return "127.0.0.1:8081", nil
 	}
-	p, err := freePort()
+	p, err := ports.Free()
 	if err != nil {
 		return "", err
 	}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/codec"
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/personal"
-	"github.com/outflow/outflow/internal/testdb"
 	"github.com/outflow/outflow/migrations"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/providersim"

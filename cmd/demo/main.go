@@ -16,8 +16,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/outflow/outflow/internal/checkout"
 	"github.com/outflow/outflow/internal/cli"
+	"github.com/outflow/outflow/internal/dev/checkout"
+	"github.com/outflow/outflow/internal/dev/ports"
 	"github.com/outflow/outflow/providersim"
 )
 
@@ -121,7 +122,7 @@ func run(ctx context.Context) error {
 	st.add(func() { pc.proc.stop(5 * time.Second) })
 	say("payload encryption on (key %s: %s); codec server at %s for the CLI and the Web UI", pc.keyID, pc.how, pc.endpoint())
 
-	simPort, err := freePort()
+	simPort, err := ports.Free()
 	if err != nil {
 		return err
 	}
@@ -131,7 +132,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	st.add(func() { sim.stop(5 * time.Second) })
-	if err := waitTCP(ctx, fmt.Sprintf("127.0.0.1:%d", simPort), 30*time.Second); err != nil {
+	if err := ports.WaitTCP(ctx, fmt.Sprintf("127.0.0.1:%d", simPort), 30*time.Second); err != nil {
 		return fmt.Errorf("providersim: %w (see %s)", err, sim.logPath)
 	}
 	say("provider simulators (Stripe-compatible payments, Resend-compatible email) at %s", simURL)
@@ -168,8 +169,8 @@ func run(ctx context.Context) error {
 	}
 	st.add(func() { relay.stop(15 * time.Second) })
 	apiAddr := "127.0.0.1:8080"
-	if !portFree(8080) {
-		p, err := freePort()
+	if !ports.IsFree(8080) {
+		p, err := ports.Free()
 		if err != nil {
 			return err
 		}
@@ -185,7 +186,7 @@ func run(ctx context.Context) error {
 			return err
 		}
 	}
-	if err := waitTCP(ctx, apiAddr, 30*time.Second); err != nil {
+	if err := ports.WaitTCP(ctx, apiAddr, 30*time.Second); err != nil {
 		return fmt.Errorf("orderapi: %w (see %s)", err, api.logPath)
 	}
 	say("worker, relay and order API (http://%s) are up; logs in %s", apiAddr, filepath.Join(dataDir, "logs"))

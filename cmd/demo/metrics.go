@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/outflow/outflow/internal/dev/ports"
 )
 
 // metricsPorts are where the demo's starter and worker serve /metrics
@@ -14,10 +16,10 @@ var metricsPorts = map[string]int{"starter": 9102, "worker": 9103}
 // metricsAddr is a loopback address for name's /metrics: its preferred
 // port when free, else one the kernel picks.
 func metricsAddr(name string) (string, error) {
-	if p := metricsPorts[name]; p != 0 && portFree(p) {
+	if p := metricsPorts[name]; p != 0 && ports.IsFree(p) {
 		return fmt.Sprintf("127.0.0.1:%d", p), nil
 	}
-	p, err := freePort()
+	p, err := ports.Free()
 	if err != nil {
 		return "", err
 	}

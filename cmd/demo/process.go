@@ -2,17 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/outflow/outflow/internal/pgcluster"
 )
 
 // child is a process the demo started and must stop.
@@ -94,30 +90,4 @@ func tail(s string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// freePort asks the kernel for a free TCP port on the loopback interface.
-func freePort() (int, error) { return pgcluster.FreePort() }
-
-// portFree reports whether nothing listens on 127.0.0.1:port.
-func portFree(port int) bool { return pgcluster.PortFree(port) }
-
-// waitTCP waits until something accepts connections on addr.
-func waitTCP(ctx context.Context, addr string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		conn, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			conn.Close()
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("nothing answered on %s within %s: %w", addr, timeout, err)
-		}
-		select {
-		case <-ctx.Done():
-			return errors.Join(ctx.Err(), err)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+
+	"github.com/outflow/outflow/internal/dev/ports"
 )
 
 // temporalServer is the Temporal frontend the demo runs against.
@@ -37,14 +39,14 @@ func ensureTemporal(ctx context.Context, root, dataDir string, say func(string, 
 		return nil, err
 	}
 	port := 7233
-	if !portFree(port) || !portFree(port+1000) {
-		if port, err = freePort(); err != nil {
+	if !ports.IsFree(port) || !ports.IsFree(port+1000) {
+		if port, err = ports.Free(); err != nil {
 			return nil, err
 		}
 	}
 	uiPort := port + 1000
-	if !portFree(uiPort) {
-		if uiPort, err = freePort(); err != nil {
+	if !ports.IsFree(uiPort) {
+		if uiPort, err = ports.Free(); err != nil {
 			return nil, err
 		}
 	}
@@ -109,28 +111,18 @@ func buildTemporalCLI(ctx context.Context, root string, say func(string, ...any)
 
 // waitTemporal waits until the frontend answers a health check.
 func waitTemporal(ctx context.Context, addr, ns string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	var lastErr error
-	for time.Now().Before(deadline) {
-		if err := waitTCP(ctx, addr, time.Until(deadline)); err != nil {
-			return err
-		}
-		c, err := client.Dial(client.Options{HostPort: addr, Namespace: ns, Logger: quietLogger{}})
-		if err == nil {
-			_, err = c.CheckHealth(ctx, &client.CheckHealthRequest{})
-			c.Close()
-			if err == nil {
-				return nil
-			}
-		}
-		lastErr = err
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(300 * time.Millisecond):
-		}
+	if err := ports.WaitTCP(ctx, addr, timeout); err != nil {
+		return err
 	}
-	return fmt.Errorf("not healthy within %s: %v", timeout, lastErr)
+	return ports.Poll(ctx, "Temporal on "+addr, timeout, 300*time.Millisecond, func(ctx context.Context) (bool, error) {
+		c, err := client.Dial(client.Options{HostPort: addr, Namespace: ns, Logger: quietLogger{}})
+		if err != nil {
+			return false, err
+		}
+		defer c.Close()
+		_, err = c.CheckHealth(ctx, &client.CheckHealthRequest{})
+		return err == nil, err
+	})
 }
 
 // quietLogger drops the SDK's own logs; the demo prints its own progress.

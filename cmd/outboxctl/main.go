@@ -51,6 +51,7 @@ import (
 	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/internal/service"
+	"github.com/outflow/outflow/internal/temporalclient"
 	"github.com/outflow/outflow/outbox"
 )
 
@@ -81,9 +82,9 @@ type cliEnv struct {
 // payload codec's keys) for the commands that ask Temporal.
 func (env *cliEnv) temporalOptions() (client.Options, error) {
 	if env.environ != nil {
-		return service.TemporalClientOptions(service.WithEnviron(env.environ))
+		return temporalclient.ClientOptions(temporalclient.WithEnviron(env.environ))
 	}
-	return service.TemporalClientOptions()
+	return temporalclient.ClientOptions()
 }
 
 var commands map[string]command
@@ -120,8 +121,8 @@ var environment = cli.Vars(
 		service.DatabaseVar(database.DefaultURL, "the outbox (and the order app's tables where it has them); --database-url overrides it"),
 		{Name: "OUTFLOW_CDC_SLOT", Default: outbox.CDCSlotDefault, Meaning: "status: the cdc relay source's replication slot to report on"},
 	},
-	service.TemporalVars(), // show and forget-customer ask Temporal about an event's workflow
-	service.CodecVars(),
+	temporalclient.Vars(), // show and forget-customer ask Temporal about an event's workflow
+	temporalclient.CodecVars(),
 	service.LogVars(),
 	[]cli.Var{{Name: "USER", Meaning: "who runs the command, recorded with every write as $USER@hostname unless --actor says otherwise"}},
 )

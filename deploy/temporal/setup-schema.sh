@@ -2,7 +2,7 @@
 # Temporal's schema job (docker-compose.yml, service temporal-schema, on the
 # temporalio/admin-tools image): creates the databases TEMPORAL_DB (default
 # temporal) and VISIBILITY_DB (default temporal_visibility) when missing and brings both schemas to the server's
-# version with temporal-sql-tool, as `make cluster` does (internal/cluster).
+# version with temporal-sql-tool, as `make cluster` does (internal/dev/cluster).
 # setup-schema -v 0.0 and update-schema leave an up-to-date database as it
 # is, so the job runs at every `docker compose up`. Any failure exits
 # non-zero: compose retries it (restart: on-failure) and, when it keeps
@@ -18,7 +18,7 @@ sql() {
 		return 1
 	}
 	echo "$out"
-	# Some versions log an error and still exit 0 (internal/cluster checks
+	# Some versions log an error and still exit 0 (internal/dev/cluster checks
 	# the same markers: the level between tabs, or in colour).
 	tab=$(printf '\t')
 	if printf '%s\n' "$out" | grep -Eq "${tab}(ERROR|FATAL)${tab}|ERROR.\[0m"; then

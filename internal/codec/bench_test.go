@@ -9,8 +9,8 @@ import (
 	"github.com/outflow/outflow/activities"
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/codec"
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/personal"
-	"github.com/outflow/outflow/internal/testdb"
 )
 
 // BenchmarkConvert is the CPU cost of one payload written and read back:

@@ -111,3 +111,20 @@ func MustLoadAll(fsys fs.FS) Queries {
 	}
 	return all
 }
+
+// MustMerge joins sets of statements into one, the way a package whose
+// statements live in more than one place (package outbox and the relay's
+// internal/relaysql) loads them in one set. It panics on a name two sets
+// share.
+func MustMerge(sets ...Queries) Queries {
+	all := Queries{}
+	for _, q := range sets {
+		for name := range q {
+			if _, dup := all[name]; dup {
+				panic(fmt.Sprintf("namedsql: statement %q is defined in two sets", name))
+			}
+		}
+		maps.Copy(all, q)
+	}
+	return all
+}

@@ -45,6 +45,15 @@ func TestMustLoadAll(t *testing.T) {
 	require.Panics(t, func() { MustLoadAll(fstest.MapFS{}) })
 }
 
+func TestMustMerge(t *testing.T) {
+	t.Parallel()
+	all := MustMerge(Queries{"A": "SELECT 1"}, Queries{"B": "SELECT 2"})
+	require.Equal(t, Queries{"A": "SELECT 1", "B": "SELECT 2"}, all)
+	require.PanicsWithValue(t, `namedsql: statement "A" is defined in two sets`, func() {
+		MustMerge(Queries{"A": "SELECT 1"}, Queries{"A": "SELECT 2"})
+	})
+}
+
 func TestBindChecksPlaceholders(t *testing.T) {
 	t.Parallel()
 	q := Queries{

@@ -125,6 +125,13 @@ func (s Stmt[A, R]) Exec(ctx context.Context, db Execer, a A) (pgconn.CommandTag
 	return db.Exec(ctx, s.sql, s.args(a)...)
 }
 
+// Rows runs the statement and leaves its rows to the caller, who must close
+// them: for a caller that reads the rows its own way (a benchmark decoding
+// every column, a test reading an EXPLAIN).
+func (s Stmt[A, R]) Rows(ctx context.Context, db Querier, a A) (pgx.Rows, error) {
+	return db.Query(ctx, s.sql, s.args(a)...)
+}
+
 // All runs the statement and returns every row.
 func (s Stmt[A, R]) All(ctx context.Context, db Querier, a A) ([]R, error) {
 	rows, err := db.Query(ctx, s.sql, s.args(a)...)

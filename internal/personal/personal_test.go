@@ -15,7 +15,7 @@ import (
 
 	"github.com/outflow/outflow/activities"
 	"github.com/outflow/outflow/handoff"
-	"github.com/outflow/outflow/internal/checkout"
+	"github.com/outflow/outflow/internal/dev/checkout"
 	"github.com/outflow/outflow/orders"
 )
 

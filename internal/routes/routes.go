@@ -40,10 +40,16 @@ func Orders() temporalpub.Routes {
 	}
 }
 
+// OrderIDKey is the typed key of the OrderId search attribute
+// (handoff.SearchAttributeOrderID), for the code that sets it at a start:
+// these routes, the benchmarks and the tests. The workflows, which read and
+// upsert it, have their own from the same name (workflows/search_attributes.go).
+var OrderIDKey = temporal.NewSearchAttributeKeyKeyword(handoff.SearchAttributeOrderID)
+
 // orderID is the OrderId search attribute of an order's event: the order's
 // id is the event's aggregate id.
 func orderID(e outbox.Event) temporal.SearchAttributes {
-	return temporal.NewSearchAttributes(handoff.OrderIDKey.ValueSet(e.AggregateID))
+	return temporal.NewSearchAttributes(OrderIDKey.ValueSet(e.AggregateID))
 }
 
 // describeOrderCreated is what the Temporal UI shows for a payment saga:

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/cli"
 )
 
@@ -86,3 +87,10 @@ func (e *Env) Fail(err error) { e.errs = append(e.errs, err) }
 // (cli.ConfigError: exit status 2, one plain line each); nil when there
 // was none.
 func (e *Env) Err() error { return cli.Config(errors.Join(e.errs...)) }
+
+// TaskQueueEnv names the workflows' task queue.
+const TaskQueueEnv = "OUTFLOW_TASK_QUEUE"
+
+// TaskQueue is the task queue the worker polls and the relay starts
+// workflows on: OUTFLOW_TASK_QUEUE, default handoff.DefaultTaskQueue.
+func TaskQueue(env *Env) string { return env.String(TaskQueueEnv, handoff.DefaultTaskQueue) }

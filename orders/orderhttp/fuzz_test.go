@@ -10,7 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/internal/dev/testdb"
 )
 
 // FuzzDecodeCreateOrder feeds arbitrary bodies to the request decoder. It

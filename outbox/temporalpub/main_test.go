@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outflow/outflow/internal/devserver"
+	"github.com/outflow/outflow/internal/dev/devserver"
 )
 
 // temporal is the dev server this package's tests share; each test uses its

@@ -17,7 +17,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/outflow/outflow/handoff"
-	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/temporalpub"

@@ -40,7 +40,7 @@ type Route struct {
 	// order app's routes set OrderId to the order's id:
 	//
 	//	func(e outbox.Event) temporal.SearchAttributes {
-	//		return temporal.NewSearchAttributes(handoff.OrderIDKey.ValueSet(e.AggregateID))
+	//		return temporal.NewSearchAttributes(routes.OrderIDKey.ValueSet(e.AggregateID))
 	//	}
 	//
 	// Every attribute must be registered on the namespace (`temporal

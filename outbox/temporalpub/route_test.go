@@ -17,7 +17,8 @@ import (
 	sdktemporal "go.temporal.io/sdk/temporal"
 
 	"github.com/outflow/outflow/handoff"
-	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/internal/routes"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
@@ -52,7 +53,7 @@ func TestRoutesWithoutSearchAttributesOnANamespaceWithoutOrderId(t *testing.T) {
 	// What the publisher used to send with every start: refused here.
 	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: uuid.NewString(), TaskQueue: taskQueue(t),
-		TypedSearchAttributes: sdktemporal.NewSearchAttributes(handoff.OrderIDKey.ValueSet("o-1")),
+		TypedSearchAttributes: sdktemporal.NewSearchAttributes(routes.OrderIDKey.ValueSet("o-1")),
 	}, "InvoiceWorkflow")
 	var invalid *serviceerror.InvalidArgument
 	require.ErrorAs(t, err, &invalid, "a start with OrderId on a namespace without it")

@@ -20,8 +20,8 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/outflow/outflow/handoff"
-	"github.com/outflow/outflow/internal/devserver"
-	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/internal/dev/ports"
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/temporalpub"
 	"github.com/outflow/outflow/outbox/temporalpub/eventsignal"
@@ -364,7 +364,7 @@ func TestSignalRouteValidation(t *testing.T) {
 // sink's fault, as a start is: no attempt counted.
 func TestSignalWhileTemporalIsDown(t *testing.T) {
 	t.Parallel()
-	port, err := devserver.FreePort()
+	port, err := ports.Free()
 	require.NoError(t, err)
 	c, err := client.NewLazyClient(client.Options{HostPort: fmt.Sprintf("127.0.0.1:%d", port), Logger: log.NewStructuredLogger(quietLogger())})
 	require.NoError(t, err)

@@ -19,8 +19,9 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/outflow/outflow/handoff"
-	"github.com/outflow/outflow/internal/devserver"
-	"github.com/outflow/outflow/internal/testdb"
+	"github.com/outflow/outflow/internal/dev/devserver"
+	"github.com/outflow/outflow/internal/dev/ports"
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/temporalpub"
@@ -265,7 +266,7 @@ func TestFourRelaysKeepOneLanePerOrder(t *testing.T) {
 func TestTemporalUnavailable(t *testing.T) {
 	t.Parallel()
 	pool, _ := testdb.New(t)
-	port, err := devserver.FreePort()
+	port, err := ports.Free()
 	require.NoError(t, err)
 	dbFile := filepath.Join(t.TempDir(), "temporal.db")
 	srv := devserver.Start(t, devserver.Options{DBFile: dbFile, Port: port})

@@ -1,4 +1,0 @@
--- Statements of internal/benchdb, loaded by name (internal/namedsql).
-
--- name: ServerVersion :one
-SELECT current_setting('server_version');
