@@ -11,7 +11,7 @@ import (
 
 // metrics are the relay's Prometheus collectors, named in docs/reference.md.
 type metrics struct {
-	published     prometheus.Counter
+	published prometheus.Counter
 	// publishErrors is outbox_publish_errors_total by fault (event, sink,
 	// throttle), indexed by [fault].
 	publishErrors [faultCount]prometheus.Counter
