@@ -37,7 +37,7 @@ func runCleanup(ctx context.Context, env *cliEnv, args []string) error {
 	defer pool.Close()
 	start := time.Now()
 	res, err := outboxops.Cleanup(ctx, pool, outboxops.CleanupOptions{
-		Retention: *retention, InboxRetention: *inbox, BatchSize: *batch,
+		Retention: *retention, InboxRetention: *inbox, BatchSize: *batch, Failpoints: env.failpoints,
 		OnBatch: func(b outboxops.CleanupBatch) {
 			fmt.Fprintf(env.stdout, "%s: batch %d deleted %d rows (%d so far)\n", b.Table, b.Number, b.Deleted, b.Total)
 		},

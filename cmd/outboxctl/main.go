@@ -48,6 +48,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/internal/service"
@@ -76,6 +77,8 @@ type cliEnv struct {
 	// environ, when not nil, is the environment the Temporal client's
 	// settings are read from instead of the process's (tests).
 	environ []string
+	// failpoints are OUTFLOW_FAILPOINTS's (cleanup.mid_batch).
+	failpoints *failpoints.Set
 }
 
 // temporalOptions loads the Temporal client's options (TEMPORAL_*, the
@@ -125,6 +128,7 @@ var environment = cli.Vars(
 	temporalclient.CodecVars(),
 	service.LogVars(),
 	[]cli.Var{{Name: "USER", Meaning: "who runs the command, recorded with every write as $USER@hostname unless --actor says otherwise"}},
+	[]cli.Var{service.FailpointsVar()},
 )
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -158,7 +162,13 @@ func runIn(ctx context.Context, args []string, stdout, stderr io.Writer, environ
 		fmt.Fprintf(stderr, "outboxctl: %v\n", err)
 		return 2
 	}
+	fps, err := failpoints.FromEnv()
+	if err != nil {
+		fmt.Fprintf(stderr, "outboxctl: %s: %v\n", failpoints.EnvVar, err)
+		return 2
+	}
 	env := &cliEnv{
+		failpoints:  fps,
 		stdout:      stdout,
 		stderr:      stderr,
 		logger:      logger,

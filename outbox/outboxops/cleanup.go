@@ -41,7 +41,8 @@ type CleanupOptions struct {
 	// e.g. to print progress or count metrics. Optional.
 	OnBatch func(CleanupBatch)
 	// Failpoints injects faults at cleanup.mid_batch (after a batch, before
-	// the next). Optional: defaulted to OUTFLOW_FAILPOINTS.
+	// the next). Optional: nil injects none (a binary passes
+	// failpoints.FromEnv(), the library never reads the environment).
 	Failpoints *failpoints.Set
 }
 
@@ -146,13 +147,6 @@ func Cleanup(ctx context.Context, db DB, opts CleanupOptions) (CleanupResult, er
 func (o *CleanupOptions) setDefaults() error {
 	o.InboxRetention = cmp.Or(o.InboxRetention, o.Retention)
 	o.BatchSize = cmp.Or(o.BatchSize, CleanupBatchSizeDefault)
-	if o.Failpoints == nil {
-		fps, err := failpoints.FromEnv()
-		if err != nil {
-			return fmt.Errorf("outbox: cleanup: %s: %w", failpoints.EnvVar, err)
-		}
-		o.Failpoints = fps
-	}
 	return nil
 }
 
