@@ -37,8 +37,9 @@ type Activities struct {
 	// Metrics counts illegal transitions. Optional: defaulted to metrics
 	// registered nowhere.
 	Metrics *Metrics
-	// Failpoints injects faults at the points of docs/reference.md. Optional: defaulted
-	// to OUTFLOW_FAILPOINTS of the process.
+	// Failpoints injects faults at the points of docs/reference.md.
+	// Optional: nil injects none; the worker's main passes the set it read
+	// from OUTFLOW_FAILPOINTS.
 	Failpoints *failpoints.Set
 	// Now is the clock that decides whether an idempotency key is still
 	// within the provider's 24 h lifetime. Optional: defaulted to time.Now.
@@ -75,11 +76,7 @@ var defaultInbox = func() *inbox.Inbox {
 	return ib
 }()
 
-// failpoint runs the named failpoint of a.Failpoints, or of the process's
-// OUTFLOW_FAILPOINTS when none is set.
+// failpoint runs the named failpoint of a.Failpoints (nil: none).
 func (a *Activities) failpoint(ctx context.Context, name string) error {
-	if a.Failpoints != nil {
-		return a.Failpoints.Inject(ctx, name)
-	}
-	return failpoints.Inject(ctx, name)
+	return a.Failpoints.Inject(ctx, name)
 }

@@ -7,8 +7,11 @@
 // Actions:
 //   - crash: the process sends itself SIGKILL the first time the point is
 //     reached: no deferred function, no flush, exactly like a power cut.
-//   - error: [Inject] returns an error wrapping [ErrInjected].
-//   - sleep:DURATION: [Inject] sleeps (or returns early when ctx ends).
+//   - error: [Set.Inject] returns an error wrapping [ErrInjected].
+//   - sleep:DURATION: [Set.Inject] sleeps (or returns early when ctx ends).
+//
+// Only a main reads the environment ([FromEnv]) and passes the [Set] down;
+// a library takes a *Set from its caller, and a nil *Set injects nothing.
 //
 // The names are fixed in docs/reference.md. An unknown name or action is rejected
 // when the configuration is parsed, so a typo in a test fails loudly instead
@@ -159,12 +162,3 @@ func FromEnv() (*Set, error) {
 	return global, globalErr
 }
 
-// Inject runs the action OUTFLOW_FAILPOINTS configures for name. A malformed
-// configuration is reported by [FromEnv]; here it injects nothing.
-func Inject(ctx context.Context, name string) error {
-	s, err := FromEnv()
-	if err != nil {
-		return nil
-	}
-	return s.Inject(ctx, name)
-}

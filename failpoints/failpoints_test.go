@@ -47,7 +47,11 @@ func TestInjectErrorAndSleep(t *testing.T) {
 func TestInjectCrash(t *testing.T) {
 	t.Parallel()
 	if os.Getenv("FAILPOINTS_CHILD") == "1" {
-		_ = Inject(context.Background(), OrdersAfterCommit)
+		s, err := FromEnv()
+		if err != nil {
+			os.Exit(3)
+		}
+		_ = s.Inject(context.Background(), OrdersAfterCommit)
 		os.Stdout.WriteString("survived\n")
 		os.Exit(0)
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/outbox"
 )
 
@@ -28,14 +27,15 @@ type CancelOrderResult struct {
 // cancelled can be cancelled (the saga refunds a charge that was made).
 // Cancelling an order again writes nothing and returns the first cancel's
 // event with Replayed set. An unknown id is ErrOrderNotFound.
-func CancelOrder(ctx context.Context, db DB, id uuid.UUID) (CancelOrderResult, error) {
+func CancelOrder(ctx context.Context, db DB, id uuid.UUID, opts ...Option) (CancelOrderResult, error) {
+	o := collect(opts)
 	var res CancelOrderResult
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		var err error
 		if res, err = CancelOrderTx(ctx, tx, id); err != nil || res.Replayed {
 			return err
 		}
-		return failpoints.Inject(ctx, failpoints.OrdersBeforeCommit)
+		return o.beforeCommit(ctx)
 	})
 	if err != nil {
 		return CancelOrderResult{}, err

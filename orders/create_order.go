@@ -8,7 +8,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/outbox"
 )
 
@@ -26,14 +25,15 @@ type CreateOrderResult struct {
 // CreateOrder validates p and, in one transaction, inserts the order and
 // enqueues its OrderCreated event. A *ValidationError means nothing was
 // written.
-func CreateOrder(ctx context.Context, db DB, p CreateOrderParams) (CreateOrderResult, error) {
+func CreateOrder(ctx context.Context, db DB, p CreateOrderParams, opts ...Option) (CreateOrderResult, error) {
+	o := collect(opts)
 	var res CreateOrderResult
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		var err error
 		if res, err = CreateOrderTx(ctx, tx, p); err != nil {
 			return err
 		}
-		return failpoints.Inject(ctx, failpoints.OrdersBeforeCommit)
+		return o.beforeCommit(ctx)
 	})
 	if err != nil {
 		return CreateOrderResult{}, err

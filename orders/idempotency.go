@@ -10,8 +10,6 @@ import (
 	"net/http"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/outflow/outflow/failpoints"
 )
 
 // MaxIdempotencyKeyLength is the longest Idempotency-Key accepted, Stripe's
@@ -57,7 +55,8 @@ var errKeyTaken = errors.New("orders: idempotency key taken by a concurrent requ
 // repeat of the same request returns the stored response with Replayed set
 // and writes nothing; the same key with a different request is
 // ErrIdempotencyKeyReused. The key must pass [ValidateIdempotencyKey].
-func CreateOrderIdempotent(ctx context.Context, db DB, key string, p CreateOrderParams) (StoredResponse, error) {
+func CreateOrderIdempotent(ctx context.Context, db DB, key string, p CreateOrderParams, opts ...Option) (StoredResponse, error) {
+	o := collect(opts)
 	if err := ValidateIdempotencyKey(key); err != nil {
 		return StoredResponse{}, err
 	}
@@ -95,7 +94,7 @@ func CreateOrderIdempotent(ctx context.Context, db DB, key string, p CreateOrder
 		if err != nil {
 			return fmt.Errorf("orders: store idempotency key: %w", err)
 		}
-		return failpoints.Inject(ctx, failpoints.OrdersBeforeCommit)
+		return o.beforeCommit(ctx)
 	})
 	if errors.Is(err, errKeyTaken) {
 		// Our order rolled back; the winner's response is committed now.

@@ -98,7 +98,8 @@ func run(args []string) error {
 	cfg := configFromEnv(env)
 	// A malformed OUTFLOW_FAILPOINTS stops the binary before it serves: a
 	// typo must not silently test nothing.
-	if _, err := failpoints.FromEnv(); err != nil {
+	fps, err := failpoints.FromEnv()
+	if err != nil {
 		env.Fail(fmt.Errorf("%s=%q: %w", failpoints.EnvVar, os.Getenv(failpoints.EnvVar), err))
 	}
 	if err := env.Err(); err != nil {
@@ -118,7 +119,7 @@ func run(args []string) error {
 	}
 	defer pool.Close()
 
-	handler, err := orderhttp.New(orderhttp.Config{DB: pool, Token: cfg.token, Logger: logger})
+	handler, err := orderhttp.New(orderhttp.Config{DB: pool, Token: cfg.token, Logger: logger, Failpoints: fps})
 	if err != nil {
 		return err
 	}

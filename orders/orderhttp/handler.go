@@ -46,6 +46,10 @@ type Config struct {
 	// MaxBodyBytes limits a request body. Optional: defaulted to
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// Failpoints injects faults at orders.before_commit and
+	// orders.after_commit (committed, the answer not yet written).
+	// Optional: nil injects none; cmd/orderapi passes OUTFLOW_FAILPOINTS's.
+	Failpoints *failpoints.Set
 }
 
 func (c *Config) setDefaults() {
@@ -147,7 +151,7 @@ func (s *server) createOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !hasKey {
-		res, err := orders.CreateOrder(ctx, s.cfg.DB, p)
+		res, err := orders.CreateOrder(ctx, s.cfg.DB, p, orders.WithFailpoints(s.cfg.Failpoints))
 		if err != nil {
 			s.writeCommandError(w, r, err)
 			return
@@ -158,7 +162,7 @@ func (s *server) createOrder(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusCreated, res)
 		return
 	}
-	stored, err := orders.CreateOrderIdempotent(ctx, s.cfg.DB, key, p)
+	stored, err := orders.CreateOrderIdempotent(ctx, s.cfg.DB, key, p, orders.WithFailpoints(s.cfg.Failpoints))
 	if err != nil {
 		s.writeCommandError(w, r, err)
 		return
@@ -190,7 +194,7 @@ func (s *server) cancelOrder(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	res, err := orders.CancelOrder(r.Context(), s.cfg.DB, id)
+	res, err := orders.CancelOrder(r.Context(), s.cfg.DB, id, orders.WithFailpoints(s.cfg.Failpoints))
 	if err != nil {
 		s.writeCommandError(w, r, err)
 		return
@@ -243,7 +247,7 @@ func orderID(w http.ResponseWriter, r *http.Request) (uuid.UUID, bool) {
 // committed, the response not yet written. An "error" action answers 500,
 // which is what a client sees when a response is lost.
 func (s *server) afterCommit(w http.ResponseWriter, r *http.Request) bool {
-	if err := failpoints.Inject(r.Context(), failpoints.OrdersAfterCommit); err != nil {
+	if err := s.cfg.Failpoints.Inject(r.Context(), failpoints.OrdersAfterCommit); err != nil {
 		s.writeCommandError(w, r, err)
 		return false
 	}
