@@ -4,13 +4,13 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
 
@@ -30,46 +30,23 @@ type cleanupConfig struct {
 }
 
 // cleanupConfigFromEnv reads OUTFLOW_RETENTION, OUTFLOW_INBOX_RETENTION,
-// OUTFLOW_CLEANUP_INTERVAL and OUTFLOW_CLEANUP_BATCH through getenv.
-func cleanupConfigFromEnv(getenv func(string) string) (cleanupConfig, error) {
-	cfg := cleanupConfig{Retention: 7 * 24 * time.Hour, Interval: 10 * time.Minute, BatchSize: 1000}
-	dur := func(name string, dst *time.Duration, zeroOK bool) error {
-		v := getenv(name)
-		if v == "" {
-			return nil
-		}
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 || (d == 0 && !zeroOK) {
-			hint := "a positive Go duration such as 168h (7 days) or 10m"
-			if zeroOK {
-				hint += ", or 0 to disable cleanup"
-			}
-			return fmt.Errorf("%s=%q: want %s", name, v, hint)
-		}
-		*dst = d
-		return nil
+// OUTFLOW_CLEANUP_INTERVAL and OUTFLOW_CLEANUP_BATCH; a malformed one is
+// recorded in env, which reports every setting's error at once.
+func cleanupConfigFromEnv(env *service.Env) cleanupConfig {
+	cfg := cleanupConfig{
+		Retention:      env.Duration("OUTFLOW_RETENTION", 7*24*time.Hour, true),
+		InboxRetention: env.Duration("OUTFLOW_INBOX_RETENTION", 0, false),
+		Interval:       env.Duration("OUTFLOW_CLEANUP_INTERVAL", 10*time.Minute, false),
+		BatchSize:      env.PositiveInt("OUTFLOW_CLEANUP_BATCH", outboxops.CleanupBatchSizeDefault),
 	}
-	if err := dur("OUTFLOW_RETENTION", &cfg.Retention, true); err != nil {
-		return cfg, err
-	}
-	if err := dur("OUTFLOW_INBOX_RETENTION", &cfg.InboxRetention, false); err != nil {
-		return cfg, err
-	}
-	if err := dur("OUTFLOW_CLEANUP_INTERVAL", &cfg.Interval, false); err != nil {
-		return cfg, err
-	}
-	if v := getenv("OUTFLOW_CLEANUP_BATCH"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > 100000 {
-			return cfg, fmt.Errorf("OUTFLOW_CLEANUP_BATCH=%q: want an integer from 1 to 100000", v)
-		}
-		cfg.BatchSize = n
+	if cfg.BatchSize > 100000 {
+		env.Fail(fmt.Errorf("OUTFLOW_CLEANUP_BATCH=%d: want an integer from 1 to 100000", cfg.BatchSize))
 	}
 	if cfg.Retention > 0 && cfg.InboxRetention != 0 && cfg.InboxRetention < cfg.Retention {
-		return cfg, fmt.Errorf("OUTFLOW_INBOX_RETENTION=%s is shorter than OUTFLOW_RETENTION=%s: a replayable event would lose its inbox rows; keep the inbox at least as long",
-			cfg.InboxRetention, cfg.Retention)
+		env.Fail(fmt.Errorf("OUTFLOW_INBOX_RETENTION=%s is shorter than OUTFLOW_RETENTION=%s: a replayable event would lose its inbox rows; keep the inbox at least as long",
+			cfg.InboxRetention, cfg.Retention))
 	}
-	return cfg, nil
+	return cfg
 }
 
 // cleanupSchedule runs one retention cleanup pass per interval. Every starter

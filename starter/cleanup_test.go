@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/outboxtest"
 )
@@ -47,31 +48,33 @@ func TestCleanupSchedule(t *testing.T) {
 
 func TestCleanupConfigFromEnv(t *testing.T) {
 	t.Parallel()
-	env := func(kv ...string) func(string) string {
+	env := func(kv ...string) *service.Env {
 		m := map[string]string{}
 		for i := 0; i+1 < len(kv); i += 2 {
 			m[kv[i]] = kv[i+1]
 		}
-		return func(k string) string { return m[k] }
+		return service.NewEnv(func(k string) string { return m[k] })
 	}
-	cfg, err := cleanupConfigFromEnv(env())
-	require.NoError(t, err)
-	require.Equal(t, cleanupConfig{Retention: 168 * time.Hour, Interval: 10 * time.Minute, BatchSize: 1000}, cfg)
-	cfg, err = cleanupConfigFromEnv(env("OUTFLOW_RETENTION", "0"))
-	require.NoError(t, err)
-	require.Zero(t, cfg.Retention, "0 disables cleanup")
-	cfg, err = cleanupConfigFromEnv(env("OUTFLOW_RETENTION", "24h", "OUTFLOW_CLEANUP_INTERVAL", "1m", "OUTFLOW_CLEANUP_BATCH", "50"))
-	require.NoError(t, err)
-	require.Equal(t, cleanupConfig{Retention: 24 * time.Hour, Interval: time.Minute, BatchSize: 50}, cfg)
+	e := env()
+	require.Equal(t, cleanupConfig{Retention: 168 * time.Hour, Interval: 10 * time.Minute, BatchSize: 1000}, cleanupConfigFromEnv(e))
+	require.NoError(t, e.Err())
+	e = env("OUTFLOW_RETENTION", "0")
+	require.Zero(t, cleanupConfigFromEnv(e).Retention, "0 disables cleanup")
+	require.NoError(t, e.Err())
+	e = env("OUTFLOW_RETENTION", "24h", "OUTFLOW_CLEANUP_INTERVAL", "1m", "OUTFLOW_CLEANUP_BATCH", "50")
+	require.Equal(t, cleanupConfig{Retention: 24 * time.Hour, Interval: time.Minute, BatchSize: 50}, cleanupConfigFromEnv(e))
+	require.NoError(t, e.Err())
 	for _, bad := range [][]string{
 		{"OUTFLOW_RETENTION", "7d"},
 		{"OUTFLOW_CLEANUP_INTERVAL", "0"},
 		{"OUTFLOW_CLEANUP_BATCH", "0"},
+		{"OUTFLOW_CLEANUP_BATCH", "100001"},
 		{"OUTFLOW_RETENTION", "48h", "OUTFLOW_INBOX_RETENTION", "24h"},
 	} {
-		_, err := cleanupConfigFromEnv(env(bad...))
-		require.Error(t, err, "%v", bad)
-		require.Contains(t, err.Error(), bad[0], "the error names the variable")
+		e := env(bad...)
+		cleanupConfigFromEnv(e)
+		require.Error(t, e.Err(), "%v", bad)
+		require.Contains(t, e.Err().Error(), bad[0], "the error names the variable")
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
@@ -32,16 +33,8 @@ const horizonRecheck = 5 * time.Minute
 
 // replayHorizonFromEnv reads OUTFLOW_REPLAY_HORIZON: how far back an
 // operator's replay may reach. Unset or 0: the namespace retention.
-func replayHorizonFromEnv(getenv func(string) string) (time.Duration, error) {
-	v := getenv("OUTFLOW_REPLAY_HORIZON")
-	if v == "" {
-		return 0, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("OUTFLOW_REPLAY_HORIZON=%q: want a Go duration such as 24h, or 0 for the Temporal namespace's retention", v)
-	}
-	return d, nil
+func replayHorizonFromEnv(env *service.Env) time.Duration {
+	return env.Duration("OUTFLOW_REPLAY_HORIZON", 0, true)
 }
 
 // replayHorizon is the effective replay horizon for a namespace retention

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
 
@@ -24,8 +25,9 @@ func TestReplayHorizonRelations(t *testing.T) {
 	_, err = replayHorizon(48*time.Hour, 24*time.Hour, "default")
 	require.ErrorContains(t, err, "OUTFLOW_REPLAY_HORIZON=48h0m0s is longer than the retention of Temporal namespace \"default\" (24h0m0s)")
 
-	_, err = replayHorizonFromEnv(func(string) string { return "soon" })
-	require.ErrorContains(t, err, "OUTFLOW_REPLAY_HORIZON=\"soon\"")
+	env := service.NewEnv(func(string) string { return "soon" })
+	replayHorizonFromEnv(env)
+	require.ErrorContains(t, env.Err(), "OUTFLOW_REPLAY_HORIZON=\"soon\"")
 }
 
 // TestReplayHorizonBeyondRetentionStopsTheStarter: a replay horizon that

@@ -112,14 +112,8 @@ func run(logger *slog.Logger, env *service.Env) error {
 	source := sourceFromEnv(env)
 	taskQueue := service.TaskQueue(env)
 	eventRoutes, routesFrom := routesFromEnv(env)
-	ccfg, err := cleanupConfigFromEnv(os.Getenv)
-	if err != nil {
-		env.Fail(err)
-	}
-	configuredHorizon, err := replayHorizonFromEnv(os.Getenv)
-	if err != nil {
-		env.Fail(err)
-	}
+	ccfg := cleanupConfigFromEnv(env)
+	configuredHorizon := replayHorizonFromEnv(env)
 	// The Temporal client's settings and the payload codec's keys, checked
 	// here without the customer key store (which needs the database).
 	if _, err := temporalclient.ClientOptions(); err != nil {
