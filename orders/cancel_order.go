@@ -46,11 +46,7 @@ func CancelOrder(ctx context.Context, db DB, id uuid.UUID, opts ...Option) (Canc
 // CancelOrderTx is [CancelOrder] inside the caller's transaction. The order
 // row stays locked until tx ends.
 func CancelOrderTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (CancelOrderResult, error) {
-	rows, err := tx.Query(ctx, queries.Get("LockOrderForCancel"), pgx.StrictNamedArgs{"id": id})
-	if err != nil {
-		return CancelOrderResult{}, fmt.Errorf("orders: lock order %s: %w", id, err)
-	}
-	o, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[cancelLock])
+	o, err := qLockOrderForCancel.One(ctx, tx, orderIDArgs{ID: id})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return CancelOrderResult{}, ErrOrderNotFound
 	}
@@ -77,8 +73,8 @@ func CancelOrderTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (CancelOrderRes
 	}
 	// The sequence is stored with the order so a repeated cancel can answer
 	// after retention cleanup has deleted the event row.
-	if _, err := tx.Exec(ctx, queries.Get("MarkOrderCancelled"), pgx.StrictNamedArgs{
-		"id": id, "cancel_event_id": out[0].ID, "cancel_event_sequence": out[0].Sequence,
+	if _, err := qMarkOrderCancelled.Exec(ctx, tx, markCancelledArgs{
+		ID: id, CancelEventID: out[0].ID, CancelEventSequence: out[0].Sequence,
 	}); err != nil {
 		return CancelOrderResult{}, fmt.Errorf("orders: mark order %s cancelled: %w", id, err)
 	}

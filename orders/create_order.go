@@ -112,8 +112,7 @@ func createOrderTx(ctx context.Context, tx pgx.Tx, p CreateOrderParams, ids orde
 	// order's first event always gets, so the write is only for a sequence
 	// the outbox assigned otherwise and costs the usual path no round trip.
 	if out[0].Sequence != defaultCreatedSequence {
-		if _, err := tx.Exec(ctx, queries.Get("SetCreatedSequence"),
-			pgx.StrictNamedArgs{"id": ids.order, "created_sequence": out[0].Sequence}); err != nil {
+		if _, err := qSetCreatedSequence.Exec(ctx, tx, createdSequenceArgs{ID: ids.order, CreatedSequence: out[0].Sequence}); err != nil {
 			return CreateOrderResult{}, fmt.Errorf("orders: record the created sequence of order %s: %w", ids.order, err)
 		}
 	}
@@ -138,19 +137,20 @@ func queueInsertOrder(b *pgx.Batch, ids orderIDs, p CreateOrderParams, amount in
 	if err != nil {
 		return fmt.Errorf("orders: marshal items: %w", err)
 	}
-	// InsertOrder's arguments are positional: cmd/bench runs it too (SQL).
-	sql, args := queries.Get("InsertOrder"), []any{ids.order, p.CustomerEmail, p.Currency, p.PaymentMethod, amount, items, ids.createdEvent}
-	if p.ShippingAddress != nil {
+	var q *pgx.QueuedQuery
+	if p.ShippingAddress == nil {
+		q = qInsertOrder.Queue(b, insertOrderArgs{ID: ids.order, CustomerEmail: p.CustomerEmail, Currency: p.Currency,
+			PaymentMethod: p.PaymentMethod, Amount: amount, Items: items, CreatedEventID: ids.createdEvent})
+	} else {
 		addr, err := json.Marshal(p.ShippingAddress)
 		if err != nil {
 			return fmt.Errorf("orders: marshal shipping address: %w", err)
 		}
-		sql, args = queries.Get("InsertOrderWithShippingAddress"), []any{pgx.StrictNamedArgs{
-			"id": ids.order, "customer_email": p.CustomerEmail, "currency": p.Currency, "payment_method": p.PaymentMethod,
-			"amount": amount, "items": items, "created_event_id": ids.createdEvent, "shipping_address": addr,
-		}}
+		q = qInsertOrderWithShippingAddress.Queue(b, insertOrderShippingArgs{ID: ids.order, CustomerEmail: p.CustomerEmail,
+			Currency: p.Currency, PaymentMethod: p.PaymentMethod, Amount: amount, Items: items,
+			CreatedEventID: ids.createdEvent, ShippingAddress: addr})
 	}
-	b.Queue(sql, args...).QueryRow(func(row pgx.Row) error {
+	q.QueryRow(func(row pgx.Row) error {
 		if err := row.Scan(status); err != nil {
 			return fmt.Errorf("orders: insert order %s: %w", ids.order, err)
 		}

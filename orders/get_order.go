@@ -17,11 +17,7 @@ import (
 // published between them shows as published, which is only ever more
 // recent.
 func GetOrder(ctx context.Context, db DB, id uuid.UUID) (Order, error) {
-	rows, err := db.Query(ctx, queries.Get("GetOrder"), pgx.StrictNamedArgs{"id": id})
-	if err != nil {
-		return Order{}, fmt.Errorf("orders: get order %s: %w", id, err)
-	}
-	o, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[Order])
+	o, err := qGetOrder.One(ctx, db, orderIDArgs{ID: id})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Order{}, ErrOrderNotFound
 	}

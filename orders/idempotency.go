@@ -84,10 +84,9 @@ func CreateOrderIdempotent(ctx context.Context, db DB, key string, p CreateOrder
 			return fmt.Errorf("orders: marshal response: %w", err)
 		}
 		stored = StoredResponse{Status: http.StatusCreated, Body: body}
-		var inserted string
-		err = tx.QueryRow(ctx, queries.Get("InsertIdempotencyKey"), pgx.StrictNamedArgs{
-			"key": key, "request_fingerprint": fp, "response_status": stored.Status, "response_body": body, "order_id": ids.order,
-		}).Scan(&inserted)
+		_, err = qInsertIdempotencyKey.Value(ctx, tx, insertKeyArgs{
+			Key: key, RequestFingerprint: fp, ResponseStatus: stored.Status, ResponseBody: body, OrderID: ids.order,
+		})
 		if errors.Is(err, pgx.ErrNoRows) {
 			return errKeyTaken
 		}
@@ -113,11 +112,7 @@ func CreateOrderIdempotent(ctx context.Context, db DB, key string, p CreateOrder
 // lookupKey returns the response stored under key, found=false if there is
 // none, or ErrIdempotencyKeyReused if the key belongs to another request.
 func lookupKey(ctx context.Context, db DB, key string, fp []byte) (StoredResponse, bool, error) {
-	rows, err := db.Query(ctx, queries.Get("GetIdempotencyKey"), pgx.StrictNamedArgs{"key": key})
-	if err != nil {
-		return StoredResponse{}, false, fmt.Errorf("orders: look up idempotency key: %w", err)
-	}
-	k, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[storedKey])
+	k, err := qGetIdempotencyKey.One(ctx, db, keyArgs{Key: key})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return StoredResponse{}, false, nil
 	}

@@ -1,18 +1,16 @@
 -- Statements of the orders package, loaded by name (internal/namedsql) with
--- the package's other .sql files (sql.go). Arguments are named (@name,
--- bound with pgx.StrictNamedArgs), but for InsertOrder's. Only this package's
+-- the package's other .sql files (sql.go), where each is bound to the Go
+-- struct of its named arguments (@name) and of its result row. Only this package's
 -- .sql files write the orders table, and outbox_events is read only through
 -- package outbox (outbox.EventSequence, outbox.AggregateEvents):
 -- TestTableOwnership.
 
 -- name: InsertOrder :one
 -- The order row of CreateOrder; its OrderCreated event is enqueued in the
--- same transaction. The benchmark's order-only transaction runs this same
--- statement (orders.SQL) and binds its arguments by position, so they stay
--- positional: $1 id, $2 customer_email, $3 currency, $4 payment_method,
--- $5 amount, $6 items, $7 created_event_id.
+-- same transaction. The benchmarks' order-only transaction runs this same
+-- statement (orders.SQL) with the same named arguments.
 INSERT INTO orders (id, customer_email, currency, payment_method, amount, items, created_event_id)
-VALUES ($1, $2, $3, $4, $5, $6, $7)
+VALUES (@id, @customer_email, @currency, @payment_method, @amount, @items, @created_event_id)
 RETURNING status;
 
 -- name: LockOrderForCancel :one

@@ -31,7 +31,7 @@ func SettleSkippedTx(ctx context.Context, tx pgx.Tx, aggregateType, aggregateID 
 	if sequence <= 0 {
 		return fmt.Errorf("orders: settle skipped event of order %s: sequence %d is not an aggregate sequence", id, sequence)
 	}
-	tag, err := tx.Exec(ctx, queries.Get("SettleSkipped"), pgx.StrictNamedArgs{"id": id, "sequence": sequence})
+	tag, err := qSettleSkipped.Exec(ctx, tx, settleSkippedArgs{ID: id, Sequence: sequence})
 	if err != nil {
 		return fmt.Errorf("orders: settle skipped sequence %d of order %s: %w", sequence, id, err)
 	}

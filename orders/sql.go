@@ -3,6 +3,8 @@ package orders
 import (
 	"embed"
 
+	"github.com/google/uuid"
+
 	"github.com/outflow/outflow/internal/namedsql"
 )
 
@@ -14,13 +16,101 @@ import (
 //go:embed *.sql
 var sqlFiles embed.FS
 
-// queries holds every statement of every .sql file of the package by name:
-// the one place the package loads its SQL.
-var queries = namedsql.MustLoadAll(sqlFiles)
+// The package's statements, bound to their Go types when the package is
+// initialised (internal/namedsql): a placeholder without its argument field
+// panics at start, and the package's test has the database check every
+// statement's columns against its row type.
+var (
+	queries = namedsql.MustLoadAll(sqlFiles)
+
+	qInsertOrder                    = namedsql.Bind[insertOrderArgs, Status](queries, "InsertOrder")
+	qInsertOrderWithShippingAddress = namedsql.Bind[insertOrderShippingArgs, Status](queries, "InsertOrderWithShippingAddress")
+	qLockOrderForCancel             = namedsql.Bind[orderIDArgs, cancelLock](queries, "LockOrderForCancel")
+	qMarkOrderCancelled             = namedsql.Bind[markCancelledArgs, namedsql.NoRows](queries, "MarkOrderCancelled")
+	qGetOrder                       = namedsql.Bind[orderIDArgs, Order](queries, "GetOrder")
+	qGetIdempotencyKey              = namedsql.Bind[keyArgs, storedKey](queries, "GetIdempotencyKey")
+	qInsertIdempotencyKey           = namedsql.Bind[insertKeyArgs, string](queries, "InsertIdempotencyKey")
+	qSetCreatedSequence             = namedsql.Bind[createdSequenceArgs, namedsql.NoRows](queries, "SetCreatedSequence")
+	qSettleSkipped                  = namedsql.Bind[settleSkippedArgs, namedsql.NoRows](queries, "SettleSkipped")
+	qGetOrderState                  = namedsql.Bind[orderIDArgs, OrderState](queries, "GetOrderState")
+	qStepLockOrder                  = namedsql.Bind[orderIDArgs, stepOrder](queries, "StepLockOrder")
+	qStepApply                      = namedsql.Bind[stepApplyArgs, namedsql.NoRows](queries, "StepApply")
+)
+
+// statements describes every bound statement, for the test that has the
+// database check them.
+var statements = []namedsql.Info{
+	qInsertOrder.Info(), qInsertOrderWithShippingAddress.Info(), qLockOrderForCancel.Info(),
+	qMarkOrderCancelled.Info(), qGetOrder.Info(), qGetIdempotencyKey.Info(), qInsertIdempotencyKey.Info(),
+	qSetCreatedSequence.Info(), qSettleSkipped.Info(), qGetOrderState.Info(), qStepLockOrder.Info(),
+	qStepApply.Info(),
+}
+
+type orderIDArgs struct {
+	ID uuid.UUID `db:"id"`
+}
+
+type insertOrderArgs struct {
+	ID             uuid.UUID `db:"id"`
+	CustomerEmail  string    `db:"customer_email"`
+	Currency       string    `db:"currency"`
+	PaymentMethod  string    `db:"payment_method"`
+	Amount         int64     `db:"amount"`
+	Items          []byte    `db:"items"`
+	CreatedEventID uuid.UUID `db:"created_event_id"`
+}
+
+type insertOrderShippingArgs struct {
+	ID              uuid.UUID `db:"id"`
+	CustomerEmail   string    `db:"customer_email"`
+	Currency        string    `db:"currency"`
+	PaymentMethod   string    `db:"payment_method"`
+	Amount          int64     `db:"amount"`
+	Items           []byte    `db:"items"`
+	CreatedEventID  uuid.UUID `db:"created_event_id"`
+	ShippingAddress []byte    `db:"shipping_address"`
+}
+
+type markCancelledArgs struct {
+	ID                  uuid.UUID `db:"id"`
+	CancelEventID       uuid.UUID `db:"cancel_event_id"`
+	CancelEventSequence int64     `db:"cancel_event_sequence"`
+}
+
+type keyArgs struct {
+	Key string `db:"key"`
+}
+
+type insertKeyArgs struct {
+	Key                string    `db:"key"`
+	RequestFingerprint []byte    `db:"request_fingerprint"`
+	ResponseStatus     int       `db:"response_status"`
+	ResponseBody       []byte    `db:"response_body"`
+	OrderID            uuid.UUID `db:"order_id"`
+}
+
+type createdSequenceArgs struct {
+	ID              uuid.UUID `db:"id"`
+	CreatedSequence int64     `db:"created_sequence"`
+}
+
+type settleSkippedArgs struct {
+	ID       uuid.UUID `db:"id"`
+	Sequence int64     `db:"sequence"`
+}
+
+type stepApplyArgs struct {
+	ID              uuid.UUID `db:"id"`
+	Status          Status    `db:"status"`
+	PaymentIntentID *string   `db:"payment_intent_id"`
+	RefundID        *string   `db:"refund_id"`
+	FinalSequence   int64     `db:"final_sequence"`
+}
 
 // SQL returns the text of the statement called name in the package's .sql
-// files (e.g. InsertOrder), exactly as this package sends it. It exists for
-// cmd/bench, whose order-only transaction must run the same insert as
-// [CreateOrderTx] to measure what the outbox adds; applications have no use
-// for it. It panics on an unknown name.
+// files (e.g. InsertOrder), exactly as this package sends it, with its
+// @name placeholders. It exists for the benchmarks, whose order-only
+// transaction must run the same insert as [CreateOrderTx] to measure what
+// the outbox adds (they bind it with pgx.StrictNamedArgs); applications have
+// no use for it. It panics on an unknown name.
 func SQL(name string) string { return queries.Get(name) }

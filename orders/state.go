@@ -30,11 +30,7 @@ type OrderState struct {
 
 // State reads the order's state, or returns [ErrOrderNotFound].
 func State(ctx context.Context, db DB, id uuid.UUID) (OrderState, error) {
-	rows, err := db.Query(ctx, queries.Get("GetOrderState"), pgx.StrictNamedArgs{"id": id})
-	if err != nil {
-		return OrderState{}, fmt.Errorf("orders: read state of order %s: %w", id, err)
-	}
-	s, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[OrderState])
+	s, err := qGetOrderState.One(ctx, db, orderIDArgs{ID: id})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return OrderState{}, ErrOrderNotFound
 	}

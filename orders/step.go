@@ -203,11 +203,7 @@ func ApplyStepTx(ctx context.Context, tx pgx.Tx, ib *inbox.Inbox, in StepInput) 
 	if err != nil {
 		return StepResult{}, fmt.Errorf("orders: inbox of step %s of event %s: %w", in.Step, in.EventID, err)
 	}
-	rows, err := tx.Query(ctx, queries.Get("StepLockOrder"), pgx.StrictNamedArgs{"id": in.OrderID})
-	if err != nil {
-		return StepResult{}, fmt.Errorf("orders: lock order %s: %w", in.OrderID, err)
-	}
-	o, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[stepOrder])
+	o, err := qStepLockOrder.One(ctx, tx, orderIDArgs{ID: in.OrderID})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return StepResult{}, fmt.Errorf("%w: order %s does not exist", ErrOrderNotFound, in.OrderID)
 	}
@@ -245,12 +241,12 @@ func ApplyStepTx(ctx context.Context, tx pgx.Tx, ib *inbox.Inbox, in StepInput) 
 	if in.Step.final() {
 		finalSeq = seq
 	}
-	if _, err := tx.Exec(ctx, queries.Get("StepApply"), pgx.StrictNamedArgs{
-		"id":                in.OrderID,
-		"status":            res.Status,
-		"payment_intent_id": nullable(in.PaymentIntentID),
-		"refund_id":         nullable(in.RefundID),
-		"final_sequence":    finalSeq,
+	if _, err := qStepApply.Exec(ctx, tx, stepApplyArgs{
+		ID:              in.OrderID,
+		Status:          res.Status,
+		PaymentIntentID: nullable(in.PaymentIntentID),
+		RefundID:        nullable(in.RefundID),
+		FinalSequence:   finalSeq,
 	}); err != nil {
 		return StepResult{}, fmt.Errorf("orders: apply step %s of event %s to order %s: %w", in.Step, in.EventID, in.OrderID, err)
 	}

@@ -37,8 +37,10 @@ func newOrder() (*pgx.Batch, Event, error) {
 		return nil, Event{}, err
 	}
 	b := &pgx.Batch{}
-	b.Queue(orders.SQL("InsertOrder"), order, p.CustomerEmail, p.Currency, p.PaymentMethod, amount, items, event).
-		QueryRow(func(row pgx.Row) error { var s orders.Status; return row.Scan(&s) })
+	b.Queue(orders.SQL("InsertOrder"), pgx.StrictNamedArgs{
+		"id": order, "customer_email": p.CustomerEmail, "currency": p.Currency, "payment_method": p.PaymentMethod,
+		"amount": amount, "items": items, "created_event_id": event,
+	}).QueryRow(func(row pgx.Row) error { var s orders.Status; return row.Scan(&s) })
 	return b, Event{ID: event, OrderID: order.String(), Seq: 1, Payload: payload}, nil
 }
 

@@ -108,9 +108,10 @@ func orderOnlyTx(ctx context.Context, pool *pgxpool.Pool, p orders.CreateOrderPa
 		}
 		batch := &pgx.Batch{}
 		var status orders.Status
-		batch.Queue(orders.SQL("InsertOrder"),
-			order, p.CustomerEmail, p.Currency, p.PaymentMethod, amount, items, event,
-		).QueryRow(func(row pgx.Row) error { return row.Scan(&status) })
+		batch.Queue(orders.SQL("InsertOrder"), pgx.StrictNamedArgs{
+			"id": order, "customer_email": p.CustomerEmail, "currency": p.Currency, "payment_method": p.PaymentMethod,
+			"amount": amount, "items": items, "created_event_id": event,
+		}).QueryRow(func(row pgx.Row) error { return row.Scan(&status) })
 		return tx.SendBatch(ctx, batch).Close()
 	})
 }

@@ -132,6 +132,13 @@ func (s Stmt[A, R]) Rows(ctx context.Context, db Querier, a A) (pgx.Rows, error)
 	return db.Query(ctx, s.sql, s.args(a)...)
 }
 
+// Queue queues the statement onto b with a's arguments, for a caller that
+// sends several statements in one round trip; it reads the result through
+// the returned query's callbacks.
+func (s Stmt[A, R]) Queue(b *pgx.Batch, a A) *pgx.QueuedQuery {
+	return b.Queue(s.sql, s.args(a)...)
+}
+
 // All runs the statement and returns every row.
 func (s Stmt[A, R]) All(ctx context.Context, db Querier, a A) ([]R, error) {
 	rows, err := db.Query(ctx, s.sql, s.args(a)...)
