@@ -13,6 +13,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outflow/outflow/internal/namedsql"
 )
 
 // The defaults of [CDCConfig].
@@ -212,7 +214,7 @@ var ErrWALLevel = errors.New("outbox: the CDC relay source needs wal_level=logic
 // source: wal_level=logical and the publication ([MigrateCDC] creates the
 // default one). Its errors say what to change.
 func CheckCDC(ctx context.Context, pool *pgxpool.Pool, publication string) error {
-	level, err := qCDCWALLevel.one(ctx, pool, noArgs{})
+	level, err := qCDCWALLevel.One(ctx, pool, namedsql.NoArgs{})
 	if err != nil {
 		return fmt.Errorf("outbox: read wal_level: %w", err)
 	}
@@ -221,7 +223,7 @@ func CheckCDC(ctx context.Context, pool *pgxpool.Pool, publication string) error
 			ErrWALLevel, level)
 	}
 	publication = cmp.Or(publication, CDCPublicationDefault)
-	ok, err := qCDCPublicationExist.one(ctx, pool, publicationArgs{Publication: publication})
+	ok, err := qCDCPublicationExist.One(ctx, pool, publicationArgs{Publication: publication})
 	if err != nil {
 		return fmt.Errorf("outbox: look up publication %s: %w", publication, err)
 	}
@@ -303,7 +305,7 @@ func (c *CDCRelay) ensureSlot(ctx context.Context) (SlotStatus, bool, error) {
 	if err != nil || found {
 		return st, false, err
 	}
-	if _, err := qCDCCreateSlot.one(ctx, c.pool, slotArgs{SlotName: c.cfg.Slot}); err != nil {
+	if _, err := qCDCCreateSlot.One(ctx, c.pool, slotArgs{SlotName: c.cfg.Slot}); err != nil {
 		var pgErr *pgconn.PgError
 		if !errors.As(err, &pgErr) || pgErr.Code != "42710" { // duplicate_object: another relay was first
 			return st, false, fmt.Errorf("outbox cdc: create slot %s: %w", c.cfg.Slot, err)
@@ -318,7 +320,7 @@ func (c *CDCRelay) ensureSlot(ctx context.Context) (SlotStatus, bool, error) {
 
 // slotStatus reads the slot called name of pool's database.
 func slotStatus(ctx context.Context, db reader, name string) (SlotStatus, bool, error) {
-	rows, err := qCDCSlot.all(ctx, db, slotArgs{SlotName: name})
+	rows, err := qCDCSlot.All(ctx, db, slotArgs{SlotName: name})
 	if err != nil || len(rows) == 0 {
 		return SlotStatus{}, false, err
 	}

@@ -55,7 +55,7 @@ func (s *stream) mark(bk context.Context, events []*cdcEvent) {
 		ids[i] = e.ID
 	}
 	ctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
-	marked, err := qCDCMark.all(ctx, s.c.pool, relayEventsArgs{Owner: s.c.streamOwner, EventIDs: ids})
+	marked, err := qCDCMark.All(ctx, s.c.pool, relayEventsArgs{Owner: s.c.streamOwner, EventIDs: ids})
 	cancel()
 	switch {
 	case err != nil:
@@ -112,7 +112,7 @@ func (s *stream) recordFailures(bk context.Context, batch []streamFailure) {
 	}
 	ctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
 	defer cancel()
-	taken, err := qCDCTakeFailed.all(ctx, s.c.pool, cdcTakeFailedArgs{
+	taken, err := qCDCTakeFailed.All(ctx, s.c.pool, cdcTakeFailedArgs{
 		Owner: s.c.cfg.Owner, StreamOwner: s.c.streamOwner, EventIDs: ids, LeaseMS: s.c.cfg.Lease.Milliseconds()})
 	if err != nil {
 		s.c.cfg.Logger.Error("outbox cdc: recording failed publishes failed; the sweeper retries them after the grace period",

@@ -365,7 +365,7 @@ func (s *stream) sort(ctx, bk context.Context, ids []uuid.UUID) ([]cdcSortRow, e
 	pause := sortPause
 	for attempt := 0; ; attempt++ {
 		qctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
-		got, err := qCDCSort.all(qctx, s.c.pool, eventIDsArgs{EventIDs: ids})
+		got, err := qCDCSort.All(qctx, s.c.pool, eventIDsArgs{EventIDs: ids})
 		cancel()
 		if err != nil {
 			return nil, fmt.Errorf("outbox cdc: sort %d received events: %w", len(ids), err)
@@ -488,7 +488,7 @@ func (s *stream) lease(bk context.Context, candidates []*cdcEvent) (map[uuid.UUI
 	defer cancel()
 	var kept map[uuid.UUID][]uuid.UUID
 	err := pgx.BeginFunc(ctx, s.c.pool, func(tx pgx.Tx) error {
-		leased, err := qCDCLease.all(ctx, tx, cdcLeaseArgs{Owner: s.c.streamOwner, EventIDs: ids, LeaseMS: s.c.cfg.Lease.Milliseconds()})
+		leased, err := qCDCLease.All(ctx, tx, cdcLeaseArgs{Owner: s.c.streamOwner, EventIDs: ids, LeaseMS: s.c.cfg.Lease.Milliseconds()})
 		if err != nil || len(leased) == 0 {
 			return err
 		}
@@ -496,7 +496,7 @@ func (s *stream) lease(bk context.Context, candidates []*cdcEvent) (map[uuid.UUI
 		// back because a predecessor is not the stream's has that predecessor
 		// in common with every later event of its order, which it gives back
 		// too.
-		rows, err := qCDCLeaseVerify.all(ctx, tx, relayEventsArgs{Owner: s.c.streamOwner, EventIDs: leased})
+		rows, err := qCDCLeaseVerify.All(ctx, tx, relayEventsArgs{Owner: s.c.streamOwner, EventIDs: leased})
 		if err != nil {
 			return err
 		}
@@ -527,7 +527,7 @@ func (s *stream) release(bk context.Context, ids []uuid.UUID) {
 	}
 	ctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
 	defer cancel()
-	if _, err := qRelayRelease.exec(ctx, s.c.pool, relayEventsArgs{Owner: s.c.streamOwner, EventIDs: ids}); err != nil {
+	if _, err := qRelayRelease.Exec(ctx, s.c.pool, relayEventsArgs{Owner: s.c.streamOwner, EventIDs: ids}); err != nil {
 		s.c.cfg.Logger.Error("outbox cdc: releasing unattempted leases failed; the sweeper takes the events when the leases expire",
 			"owner", s.c.cfg.Owner, "events", len(ids), "error", err)
 	}

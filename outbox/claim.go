@@ -74,8 +74,8 @@ func (r *Relay) claimOn(ctx context.Context, c batchSender, own, all bool, n int
 	if r.sweep != nil && !all {
 		args.MinAgeMS, args.HandedOff = r.sweep.filter()
 	}
-	qRelayClaim.queue(b, args).Query(func(rows pgx.Rows) error {
-		claims, err := qRelayClaim.collect(rows)
+	qRelayClaim.Queue(b, args).Query(func(rows pgx.Rows) error {
+		claims, err := qRelayClaim.Collect(rows)
 		if err != nil {
 			return err
 		}
@@ -98,9 +98,9 @@ func (r *Relay) claimOn(ctx context.Context, c batchSender, own, all bool, n int
 		for i, e := range batch {
 			ids[i] = e.ID
 		}
-		qRelayClaimVerify.queue(b, relayEventsArgs{Owner: r.cfg.Owner, EventIDs: ids}).Query(func(rows pgx.Rows) error {
+		qRelayClaimVerify.Queue(b, relayEventsArgs{Owner: r.cfg.Owner, EventIDs: ids}).Query(func(rows pgx.Rows) error {
 			var err error
-			released, err = qRelayClaimVerify.collect(rows)
+			released, err = qRelayClaimVerify.Collect(rows)
 			return err
 		})
 	}

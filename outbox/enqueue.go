@@ -84,7 +84,7 @@ func EnqueueBatch(b *pgx.Batch, events ...Event) (*Queued, error) {
 		for j, i := range l.idx {
 			a.EventIDs[j], a.EventTypes[j], a.SchemaVersions[j], a.Payloads[j] = out[i].ID, out[i].Type, int32(out[i].SchemaVersion), string(out[i].Payload)
 		}
-		qEnqueueAggregate.queue(b, a).Query(func(rows pgx.Rows) error {
+		qEnqueueAggregate.Queue(b, a).Query(func(rows pgx.Rows) error {
 			if err := q.scanLane(rows, l); err != nil {
 				q.err = fmt.Errorf("outbox: enqueue %s/%s: %w", l.aggType, l.aggID, err)
 				return q.err
@@ -97,7 +97,7 @@ func EnqueueBatch(b *pgx.Batch, events ...Event) (*Queued, error) {
 }
 
 func (q *Queued) scanLane(rows pgx.Rows, l *enqueueLane) error {
-	written, err := qEnqueueAggregate.collect(rows)
+	written, err := qEnqueueAggregate.Collect(rows)
 	switch {
 	case err != nil:
 		return err

@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/outflow/outflow/internal/namedsql"
 )
 
 // Statement-level hooks for the lease-fencing tests.
@@ -58,47 +60,22 @@ func (r *Relay) ClaimInTxForTest(ctx context.Context, tx pgx.Tx) ([]Event, error
 // (RelayClaimVerify) on ids inside the caller's transaction and returns the
 // IDs it gave back.
 func (r *Relay) VerifyClaimInTxForTest(ctx context.Context, tx pgx.Tx, ids ...uuid.UUID) ([]uuid.UUID, error) {
-	return qRelayClaimVerify.all(ctx, tx, relayEventsArgs{Owner: r.cfg.Owner, EventIDs: ids})
+	return qRelayClaimVerify.All(ctx, tx, relayEventsArgs{Owner: r.cfg.Owner, EventIDs: ids})
 }
 
 // ClaimStatementForTest returns the claim statement (RelayClaim) as the
 // package loaded it and its arguments as the relay binds them, for EXPLAIN.
 func (r *Relay) ClaimStatementForTest() (string, []any) {
-	return qRelayClaim.sql, qRelayClaim.args(claimArgs(r.cfg.Owner, &r.cfg))
+	return qRelayClaim.SQL(), qRelayClaim.Args(claimArgs(r.cfg.Owner, &r.cfg))
 }
 
 // VerifyStatementForTest is ClaimStatementForTest for RelayClaimVerify.
 func (r *Relay) VerifyStatementForTest(ids ...uuid.UUID) (string, []any) {
-	return qRelayClaimVerify.sql, qRelayClaimVerify.args(relayEventsArgs{Owner: r.cfg.Owner, EventIDs: ids})
+	return qRelayClaimVerify.SQL(), qRelayClaimVerify.Args(relayEventsArgs{Owner: r.cfg.Owner, EventIDs: ids})
 }
 
-// StatementForTest is one statement bound to Go types, as the database
-// should see it.
-type StatementForTest struct {
-	Name string
-	// SQL has its placeholders numbered, as pgx sends it.
-	SQL string
-	// Columns are the result columns the Go row type reads by name; empty
-	// when it reads one column (OneColumn) or none (ReadsRows false).
-	Columns   []string
-	OneColumn bool
-	ReadsRows bool
-}
-
-// StatementsForTest lists every statement bound with newStmt.
-func StatementsForTest() []StatementForTest {
-	out := make([]StatementForTest, len(stmts))
-	for i, s := range stmts {
-		out[i] = StatementForTest{
-			Name:      s.name,
-			SQL:       s.positional,
-			Columns:   s.columns,
-			OneColumn: s.rows && len(s.columns) == 0,
-			ReadsRows: s.rows,
-		}
-	}
-	return out
-}
+// StatementsForTest describes every bound statement.
+func StatementsForTest() []namedsql.Info { return statements }
 
 // LoadedStatementsForTest lists every statement sql.go loads.
 func LoadedStatementsForTest() []string {

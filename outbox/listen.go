@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/outflow/outflow/internal/namedsql"
 )
 
 // listenBackoff paces listener reconnects.
@@ -55,7 +57,7 @@ func (r *Relay) listenSession(ctx context.Context) (connected bool, err error) {
 		defer cancel()
 		_ = conn.Close(closeCtx)
 	}()
-	if _, err := qRelayListen.exec(ctx, conn, noArgs{}); err != nil {
+	if _, err := qRelayListen.Exec(ctx, conn, namedsql.NoArgs{}); err != nil {
 		return false, fmt.Errorf("LISTEN %s: %w", NotifyChannel, err)
 	}
 	r.wakeUp() // claim once: anything committed before LISTEN sent no notification we saw

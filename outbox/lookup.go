@@ -42,7 +42,7 @@ type AggregateEvent struct {
 // statement of its own: run in a READ COMMITTED transaction after waiting
 // for a row lock, it sees the event the lock's holder committed meanwhile.
 func EventSequence(ctx context.Context, db LookupDB, eventID uuid.UUID) (int64, error) {
-	seq, err := qLookupEventSequence.one(ctx, db, eventIDArgs{EventID: eventID})
+	seq, err := qLookupEventSequence.One(ctx, db, eventIDArgs{EventID: eventID})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, fmt.Errorf("%w: %s", ErrEventNotFound, eventID)
 	}
@@ -57,7 +57,7 @@ func EventSequence(ctx context.Context, db LookupDB, eventID uuid.UUID) (int64, 
 // Retention cleanup deletes published events, so the list may start after
 // sequence 1 or be empty for an aggregate that had events.
 func AggregateEvents(ctx context.Context, db LookupDB, aggregateType, aggregateID string) ([]AggregateEvent, error) {
-	events, err := qLookupAggregateEvents.all(ctx, db, aggregateArgs{AggregateType: aggregateType, AggregateID: aggregateID})
+	events, err := qLookupAggregateEvents.All(ctx, db, aggregateArgs{AggregateType: aggregateType, AggregateID: aggregateID})
 	if err != nil {
 		return nil, fmt.Errorf("outbox: list the events of %s %s: %w", aggregateType, aggregateID, err)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/internal/namedsql"
 )
 
 // mark records acknowledged events as published in one statement and one
@@ -19,11 +20,11 @@ func (r *Relay) mark(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) 
 	}
 	var marked []uuid.UUID
 	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
-		if _, err := qRelayMarkAsync.exec(ctx, tx, noArgs{}); err != nil {
+		if _, err := qRelayMarkAsync.Exec(ctx, tx, namedsql.NoArgs{}); err != nil {
 			return err
 		}
 		var err error
-		marked, err = qRelayMark.all(ctx, tx, relayEventsArgs{Owner: r.cfg.Owner, EventIDs: ids})
+		marked, err = qRelayMark.All(ctx, tx, relayEventsArgs{Owner: r.cfg.Owner, EventIDs: ids})
 		if err != nil {
 			return err
 		}

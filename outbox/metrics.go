@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/outflow/outflow/internal/namedsql"
 )
 
 // metrics are the relay's Prometheus collectors, named in docs/reference.md.
@@ -128,7 +130,7 @@ func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error)
 func (r *Relay) refreshGauges(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	g, err := qRelayGauges.one(ctx, r.pool, noArgs{})
+	g, err := qRelayGauges.One(ctx, r.pool, namedsql.NoArgs{})
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/internal/schemaset"
 )
 
@@ -83,14 +84,14 @@ func MigrateCDC(ctx context.Context, db *pgxpool.Pool) error {
 		return err
 	}
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		if _, err := qCDCPublicationLock.exec(ctx, tx, lockKeyArgs{LockKey: schema.LockID()}); err != nil {
+		if _, err := qCDCPublicationLock.Exec(ctx, tx, lockKeyArgs{LockKey: schema.LockID()}); err != nil {
 			return err
 		}
-		exists, err := qCDCPublicationExist.one(ctx, tx, publicationArgs{Publication: CDCPublicationDefault})
+		exists, err := qCDCPublicationExist.One(ctx, tx, publicationArgs{Publication: CDCPublicationDefault})
 		if err != nil || exists {
 			return err
 		}
-		_, err = qCDCPublicationMake.exec(ctx, tx, noArgs{})
+		_, err = qCDCPublicationMake.Exec(ctx, tx, namedsql.NoArgs{})
 		return err
 	})
 	if err != nil {

@@ -42,7 +42,7 @@ func (r *Relay) recordFailures(ctx context.Context, fs []failure) (map[uuid.UUID
 	for i, f := range fs {
 		a.EventIDs[i], a.Errors[i], a.DelaysMS[i], a.Permanent[i] = f.c.ID, truncate(f.err.Error(), 1000), f.delay.Milliseconds(), f.permanent()
 	}
-	recorded, err := qRelayFail.all(ctx, r.pool, a)
+	recorded, err := qRelayFail.All(ctx, r.pool, a)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: record %d failed publishes: %w", len(fs), err)
 	}

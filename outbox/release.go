@@ -15,7 +15,7 @@ func (r *Relay) release(ctx context.Context, ids []uuid.UUID) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	tag, err := qRelayRelease.exec(ctx, r.pool, relayEventsArgs{Owner: r.cfg.Owner, EventIDs: ids})
+	tag, err := qRelayRelease.Exec(ctx, r.pool, relayEventsArgs{Owner: r.cfg.Owner, EventIDs: ids})
 	if err != nil {
 		return 0, fmt.Errorf("outbox: release %d claims: %w", len(ids), err)
 	}
@@ -64,7 +64,7 @@ func (r *Relay) releaseSinkFaults(bk context.Context, owner string, fs []failure
 	}
 	ctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
 	defer cancel()
-	if _, err := qRelaySinkRelease.all(ctx, r.pool, a); err != nil {
+	if _, err := qRelaySinkRelease.All(ctx, r.pool, a); err != nil {
 		r.cfg.Logger.Error("outbox relay: giving back claims the sink failed failed; they return when their lease expires",
 			"owner", owner, "events", len(fs), "error", err)
 		return nil

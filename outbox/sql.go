@@ -3,8 +3,6 @@ package outbox
 import (
 	"context"
 	"embed"
-	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/google/uuid"
@@ -29,34 +27,11 @@ var sqlFiles embed.FS
 // handle below, never by its name.
 var queries = namedsql.MustMerge(namedsql.MustLoadAll(sqlFiles), relaysql.Queries)
 
-// stmt is one statement of the .sql files with the Go types sqlc would have
-// generated for it. A is the struct of its arguments: each @name placeholder
-// is the field tagged db:"name", bound with pgx.StrictStructArgs. R is what
-// one result row becomes: a struct whose db tags are the statement's column
-// names (read with pgx.RowToStructByName, so a column is found by its name,
-// not its place), the Go type of a statement's single column (pgx.RowTo), or
-// noRows when its rows are not read.
-//
-// newStmt resolves the name and checks the placeholders against A's fields
-// with pgx's own parser, strictly (a placeholder without a field and a field
-// without a placeholder are both errors), when the package is initialised:
-// a misspelt statement or argument name panics at start, in every test and
-// every binary, not at the call. Result columns can only be checked against
-// R by a database, which describes each statement in
-// TestStatementsMatchTheirGoTypes.
-type stmt[A, R any] struct {
-	sql string
-	// named is false for a statement without placeholders, which pgx then
-	// sends as it is, with no rewriting.
-	named bool
-	rowTo pgx.RowToFunc[R]
-}
-
-// noArgs is the arguments of a statement without placeholders.
-type noArgs struct{}
-
-// noRows is the row of a statement whose rows are not read (:exec).
-type noRows struct{}
+// Every statement is bound to the Go types sqlc would have generated for it
+// with namedsql.Bind (internal/namedsql), the layer every package uses: the
+// placeholders are checked against the argument struct when the package is
+// initialised, and TestStatementsMatchTheirGoTypes has the database check
+// the result columns against the row type.
 
 // querier is what a statement runs on: a pgx.Tx, a *pgxpool.Pool or
 // a *pgx.Conn.
@@ -70,116 +45,27 @@ type reader interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 }
 
-// stmts describes every bound statement, for the tests that check them.
-var stmts []stmtInfo
-
-type stmtInfo struct {
-	name string
-	// positional is the statement as pgx sends it, placeholders numbered.
-	positional string
-	// columns are R's db tags; nil when R is one column or noRows.
-	columns []string
-	// rows: whether the statement's rows are read.
-	rows bool
-}
-
-func newStmt[A, R any](name string) stmt[A, R] {
-	s := stmt[A, R]{sql: queries.Get(name)} // panics on an unknown name
-	at, rt := reflect.TypeFor[A](), reflect.TypeFor[R]()
-	if at.Kind() != reflect.Struct {
-		panic(fmt.Sprintf("outbox: statement %s: its arguments must be a struct, not %s", name, at))
-	}
-	var a A
-	positional, _, err := pgx.StrictStructArgs(a).RewriteQuery(context.Background(), nil, s.sql, nil)
-	if err != nil {
-		panic(fmt.Sprintf("outbox: statement %s and its arguments %s disagree: %v", name, at, err))
-	}
-	s.named = at.NumField() > 0
-	info := stmtInfo{name: name, positional: positional, rows: rt != reflect.TypeFor[noRows]()}
-	if cols := dbTags(rt); len(cols) > 0 {
-		s.rowTo = pgx.RowToStructByName[R]
-		info.columns = cols
-	} else {
-		s.rowTo = pgx.RowTo[R]
-	}
-	stmts = append(stmts, info)
-	return s
-}
-
-// dbTags returns the db tags of t's fields when t is a struct that has any.
-func dbTags(t reflect.Type) []string {
-	if t.Kind() != reflect.Struct {
-		return nil
-	}
-	var tags []string
-	for i := range t.NumField() {
-		f := t.Field(i)
-		if tag, ok := f.Tag.Lookup("db"); ok && tag != "-" {
-			tags = append(tags, tag)
-		} else if !ok && f.Anonymous {
-			tags = append(tags, dbTags(f.Type)...) // pgx flattens an embedded struct
-		}
-	}
-	return tags
-}
-
-// args binds a to the statement's placeholders: the arguments of a pgx query
-// method or of pgx.Batch.Queue after the statement's text.
-func (s stmt[A, R]) args(a A) []any {
-	if !s.named {
-		return nil
-	}
-	return []any{pgx.StrictStructArgs(a)}
-}
-
-// exec runs the statement and discards its rows.
-func (s stmt[A, R]) exec(ctx context.Context, db querier, a A) (pgconn.CommandTag, error) {
-	return db.Exec(ctx, s.sql, s.args(a)...)
-}
-
-// rows runs the statement and leaves its rows to the caller.
-func (s stmt[A, R]) rows(ctx context.Context, db reader, a A) (pgx.Rows, error) {
-	return db.Query(ctx, s.sql, s.args(a)...)
-}
-
-// all runs the statement and returns every row.
-func (s stmt[A, R]) all(ctx context.Context, db reader, a A) ([]R, error) {
-	rows, err := s.rows(ctx, db, a)
-	if err != nil {
-		return nil, err
-	}
-	return s.collect(rows)
-}
-
-// one runs the statement and returns its first row, or pgx.ErrNoRows.
-func (s stmt[A, R]) one(ctx context.Context, db reader, a A) (R, error) {
-	rows, err := s.rows(ctx, db, a)
-	if err != nil {
-		var zero R
-		return zero, err
-	}
-	return pgx.CollectOneRow(rows, s.rowTo)
-}
-
-// collect reads every row of the statement's result rows, e.g. in a batch.
-func (s stmt[A, R]) collect(rows pgx.Rows) ([]R, error) {
-	return pgx.CollectRows(rows, s.rowTo)
-}
-
-// queue adds the statement to b.
-func (s stmt[A, R]) queue(b *pgx.Batch, a A) *pgx.QueuedQuery {
-	return b.Queue(s.sql, s.args(a)...)
-}
-
 // Arrays of several columns (RelayFail's failures, EnqueueAggregate's events,
 // the replay's lanes) are passed as parallel arrays and zipped by unnest: a
 // named argument is one Go value, and a slice of structs would have to be a
 // composite type registered on every connection of the caller's pool.
 
+// statements describes every bound statement, for the test that has the
+// database check them.
+var statements = []namedsql.Info{
+	qLookupEventSequence.Info(), qLookupAggregateEvents.Info(),
+	qRelayClaim.Info(), qRelayClaimVerify.Info(), qRelayMark.Info(), qRelayMarkAsync.Info(), qRelayFail.Info(),
+	qRelayRelease.Info(), qRelaySinkRelease.Info(), qRelayListen.Info(), qRelayGauges.Info(),
+	qEnqueueAggregate.Info(),
+	qCDCSort.Info(), qCDCLease.Info(), qCDCLeaseVerify.Info(), qCDCMark.Info(), qCDCTakeFailed.Info(),
+	qCDCWALLevel.Info(), qCDCPublicationExist.Info(), qCDCPublicationLock.Info(), qCDCPublicationMake.Info(),
+	qCDCCreateSlot.Info(), qCDCSlot.Info(),
+}
+
 // The lookups other packages use (lookup.sql).
 var (
-	qLookupEventSequence   = newStmt[eventIDArgs, int64]("LookupEventSequence")
-	qLookupAggregateEvents = newStmt[aggregateArgs, AggregateEvent]("LookupAggregateEvents")
+	qLookupEventSequence   = namedsql.Bind[eventIDArgs, int64](queries, "LookupEventSequence")
+	qLookupAggregateEvents = namedsql.Bind[aggregateArgs, AggregateEvent](queries, "LookupAggregateEvents")
 )
 
 type aggregateArgs struct {
@@ -189,15 +75,15 @@ type aggregateArgs struct {
 
 // The relay's statements (internal/relaysql/relay.sql).
 var (
-	qRelayClaim       = newStmt[relayClaimArgs, claimRow]("RelayClaim")
-	qRelayClaimVerify = newStmt[relayEventsArgs, uuid.UUID]("RelayClaimVerify")
-	qRelayMark        = newStmt[relayEventsArgs, uuid.UUID]("RelayMark")
-	qRelayMarkAsync   = newStmt[noArgs, noRows]("RelayMarkAsync")
-	qRelayFail        = newStmt[relayFailArgs, failRow]("RelayFail")
-	qRelayRelease     = newStmt[relayEventsArgs, noRows]("RelayRelease")
-	qRelaySinkRelease = newStmt[relaySinkReleaseArgs, uuid.UUID]("RelaySinkRelease")
-	qRelayListen      = newStmt[noArgs, noRows]("RelayListen")
-	qRelayGauges      = newStmt[noArgs, gaugesRow]("RelayGauges")
+	qRelayClaim       = namedsql.Bind[relayClaimArgs, claimRow](queries, "RelayClaim")
+	qRelayClaimVerify = namedsql.Bind[relayEventsArgs, uuid.UUID](queries, "RelayClaimVerify")
+	qRelayMark        = namedsql.Bind[relayEventsArgs, uuid.UUID](queries, "RelayMark")
+	qRelayMarkAsync   = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "RelayMarkAsync")
+	qRelayFail        = namedsql.Bind[relayFailArgs, failRow](queries, "RelayFail")
+	qRelayRelease     = namedsql.Bind[relayEventsArgs, namedsql.NoRows](queries, "RelayRelease")
+	qRelaySinkRelease = namedsql.Bind[relaySinkReleaseArgs, uuid.UUID](queries, "RelaySinkRelease")
+	qRelayListen      = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "RelayListen")
+	qRelayGauges      = namedsql.Bind[namedsql.NoArgs, gaugesRow](queries, "RelayGauges")
 )
 
 type relayClaimArgs struct {
@@ -286,7 +172,7 @@ type gaugesRow struct {
 }
 
 // The write side's statement (queries.sql).
-var qEnqueueAggregate = newStmt[enqueueAggregateArgs, enqueuedRow]("EnqueueAggregate")
+var qEnqueueAggregate = namedsql.Bind[enqueueAggregateArgs, enqueuedRow](queries, "EnqueueAggregate")
 
 // enqueueAggregateArgs are one aggregate's events, one element of each array
 // per event, in sequence order.
@@ -315,17 +201,17 @@ type lockKeyArgs struct {
 
 // The CDC relay source's statements (cdc.sql).
 var (
-	qCDCSort             = newStmt[eventIDsArgs, cdcSortRow]("CDCSort")
-	qCDCLease            = newStmt[cdcLeaseArgs, uuid.UUID]("CDCLease")
-	qCDCLeaseVerify      = newStmt[relayEventsArgs, cdcVerifyRow]("CDCLeaseVerify")
-	qCDCMark             = newStmt[relayEventsArgs, uuid.UUID]("CDCMark")
-	qCDCTakeFailed       = newStmt[cdcTakeFailedArgs, cdcTakenRow]("CDCTakeFailed")
-	qCDCWALLevel         = newStmt[noArgs, string]("CDCWALLevel")
-	qCDCPublicationExist = newStmt[publicationArgs, bool]("CDCPublicationExists")
-	qCDCPublicationLock  = newStmt[lockKeyArgs, noRows]("CDCPublicationLock")
-	qCDCPublicationMake  = newStmt[noArgs, noRows]("CDCPublicationCreate")
-	qCDCCreateSlot       = newStmt[slotArgs, string]("CDCCreateSlot")
-	qCDCSlot             = newStmt[slotArgs, SlotStatus]("CDCSlot")
+	qCDCSort             = namedsql.Bind[eventIDsArgs, cdcSortRow](queries, "CDCSort")
+	qCDCLease            = namedsql.Bind[cdcLeaseArgs, uuid.UUID](queries, "CDCLease")
+	qCDCLeaseVerify      = namedsql.Bind[relayEventsArgs, cdcVerifyRow](queries, "CDCLeaseVerify")
+	qCDCMark             = namedsql.Bind[relayEventsArgs, uuid.UUID](queries, "CDCMark")
+	qCDCTakeFailed       = namedsql.Bind[cdcTakeFailedArgs, cdcTakenRow](queries, "CDCTakeFailed")
+	qCDCWALLevel         = namedsql.Bind[namedsql.NoArgs, string](queries, "CDCWALLevel")
+	qCDCPublicationExist = namedsql.Bind[publicationArgs, bool](queries, "CDCPublicationExists")
+	qCDCPublicationLock  = namedsql.Bind[lockKeyArgs, namedsql.NoRows](queries, "CDCPublicationLock")
+	qCDCPublicationMake  = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "CDCPublicationCreate")
+	qCDCCreateSlot       = namedsql.Bind[slotArgs, string](queries, "CDCCreateSlot")
+	qCDCSlot             = namedsql.Bind[slotArgs, SlotStatus](queries, "CDCSlot")
 )
 
 type eventIDsArgs struct {

@@ -1,11 +1,11 @@
 package outbox_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/outbox"
 )
 
@@ -19,7 +19,7 @@ func TestEveryStatementIsBound(t *testing.T) {
 		bound = append(bound, s.Name)
 	}
 	require.ElementsMatch(t, outbox.LoadedStatementsForTest(), bound,
-		"bind every statement of the .sql files once, with newStmt in sql.go")
+		"bind every statement of the .sql files once, with namedsql.Bind in sql.go, and list it in statements")
 }
 
 // TestStatementsMatchTheirGoTypes has the database describe every statement
@@ -30,24 +30,8 @@ func TestEveryStatementIsBound(t *testing.T) {
 func TestStatementsMatchTheirGoTypes(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
-	ctx := context.Background()
-	conn, err := b.pool.Acquire(ctx)
+	conn, err := b.pool.Acquire(t.Context())
 	require.NoError(t, err)
 	defer conn.Release()
-	for _, s := range outbox.StatementsForTest() {
-		sd, err := conn.Conn().Prepare(ctx, "", s.SQL)
-		require.NoError(t, err, s.Name)
-		var columns []string
-		for _, f := range sd.Fields {
-			columns = append(columns, f.Name)
-		}
-		switch {
-		case !s.ReadsRows:
-			// An :exec statement; its rows (if any) are discarded.
-		case s.OneColumn:
-			require.Len(t, columns, 1, "%s is read as a single column", s.Name)
-		default:
-			require.ElementsMatch(t, s.Columns, columns, "%s: its row struct's db tags and its result columns", s.Name)
-		}
-	}
+	require.NoError(t, namedsql.CheckColumns(t.Context(), conn.Conn(), outbox.StatementsForTest()...))
 }

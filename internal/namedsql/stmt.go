@@ -111,6 +111,15 @@ func dbTags(t reflect.Type) []string {
 // Info describes the statement, for [CheckColumns].
 func (s Stmt[A, R]) Info() Info { return s.info }
 
+// SQL is the statement's text as its .sql file has it, @name placeholders
+// and all: with [Stmt.Args], what a caller that runs it its own way (an
+// EXPLAIN in a test) sends.
+func (s Stmt[A, R]) SQL() string { return s.sql }
+
+// Args are the arguments of a pgx query method after [Stmt.SQL] that bind a
+// to the statement's placeholders.
+func (s Stmt[A, R]) Args(a A) []any { return s.args(a) }
+
 // args binds a to the statement's placeholders: the arguments of a pgx query
 // method after the statement's text.
 func (s Stmt[A, R]) args(a A) []any {
@@ -137,6 +146,12 @@ func (s Stmt[A, R]) Rows(ctx context.Context, db Querier, a A) (pgx.Rows, error)
 // the returned query's callbacks.
 func (s Stmt[A, R]) Queue(b *pgx.Batch, a A) *pgx.QueuedQuery {
 	return b.Queue(s.sql, s.args(a)...)
+}
+
+// Collect reads every row of rows, which the statement returned (through
+// [Stmt.Queue] or [Stmt.Rows]), into R, and closes them.
+func (s Stmt[A, R]) Collect(rows pgx.Rows) ([]R, error) {
+	return pgx.CollectRows(rows, s.rowTo)
 }
 
 // All runs the statement and returns every row.
