@@ -76,36 +76,32 @@ func ForgetWith(ctx context.Context, db Beginner, o ForgetOptions) (Erasure, err
 	var e Erasure
 	var checkErr error
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, queries.Get("ErasuresOfSubject"), pgx.StrictNamedArgs{"subject_hash": h})
+		earlier, err := qErasuresOfSubject.All(ctx, tx, subjectArgs{SubjectHash: h})
 		if err != nil {
 			return err
 		}
-		e.Earlier, err = pgx.CollectRows(rows, func(r pgx.CollectableRow) (EarlierErasure, error) {
-			var x EarlierErasure
-			return x, r.Scan(&x.KeyID, &x.ErasedAt, &x.ErasedBy)
-		})
-		if err != nil {
-			return err
+		e.Earlier = make([]EarlierErasure, len(earlier))
+		for i, x := range earlier {
+			e.Earlier[i] = EarlierErasure{KeyID: x.KeyID, ErasedAt: x.ErasedAt, ErasedBy: x.ErasedBy}
 		}
-		var id uuid.UUID
-		var created time.Time
-		err = tx.QueryRow(ctx, queries.Get("DeleteKey"), pgx.StrictNamedArgs{"subject_hash": h}).Scan(&id, &created)
+		deleted, err := qDeleteKey.One(ctx, tx, subjectArgs{SubjectHash: h})
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 		case err != nil:
 			return err
 		default:
-			e.KeyID, e.KeyCreatedAt = &id, &created
+			e.KeyID, e.KeyCreatedAt = &deleted.KeyID, &deleted.CreatedAt
 		}
 		if o.Check != nil {
 			if checkErr = o.Check(ctx, tx); checkErr != nil {
 				return checkErr
 			}
 		}
-		return tx.QueryRow(ctx, queries.Get("RecordErasure"), pgx.StrictNamedArgs{
-			"subject_hash": h, "key_id": e.KeyID, "key_created_at": e.KeyCreatedAt,
-			"erased_by": actor, "reason": reason,
-		}).Scan(&e.ID, &e.ErasedAt)
+		recorded, err := qRecordErasure.One(ctx, tx, recordErasureArgs{
+			SubjectHash: h, KeyID: e.KeyID, KeyCreatedAt: e.KeyCreatedAt, ErasedBy: actor, Reason: reason,
+		})
+		e.ID, e.ErasedAt = recorded.ID, recorded.ErasedAt
+		return err
 	})
 	switch {
 	case checkErr != nil:

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/outflow/outflow/internal/namedsql"
 )
 
 // ErrKeysMismatch: the configured master keys cannot unwrap the customer
@@ -23,8 +25,8 @@ var ErrKeysMismatch = errors.New("codec: the master keys cannot unwrap this data
 // one publish or task at a time. It reads one customer key per configured
 // id and scans the table once for other ids.
 func CheckCustomerKeys(ctx context.Context, db DB, keys *Keyring) error {
-	var exists bool
-	if err := db.QueryRow(ctx, queries.Get("CustomerKeyTableExists")).Scan(&exists); err != nil {
+	exists, err := qCustomerKeyTableExists.Value(ctx, db, namedsql.NoArgs{})
+	if err != nil {
 		return fmt.Errorf("codec: check the customer keys: %w", err)
 	}
 	if !exists {
@@ -32,9 +34,8 @@ func CheckCustomerKeys(ctx context.Context, db DB, keys *Keyring) error {
 	}
 	var problems []string
 	for _, id := range keys.ids {
-		rec := KeyRecord{WrappingKeyID: id}
-		err := db.QueryRow(ctx, queries.Get("SampleKeyOfMasterKey"), pgx.StrictNamedArgs{"wrapping_key_id": id}).
-			Scan(&rec.ID, &rec.Wrapped)
+		sample, err := qSampleKeyOfMasterKey.One(ctx, db, wrappingKeyArgs{WrappingKeyID: id})
+		rec := KeyRecord{ID: sample.KeyID, Wrapped: sample.WrappedDEK, WrappingKeyID: id}
 		switch {
 		case errors.Is(err, pgx.ErrNoRows):
 			continue
@@ -46,10 +47,9 @@ func CheckCustomerKeys(ctx context.Context, db DB, keys *Keyring) error {
 				"(customer key %s%s does not unwrap with it)", id, KeysEnv, CustomerKeyPrefix, rec.ID))
 		}
 	}
-	var others string
-	var n int64
-	if err := db.QueryRow(ctx, queries.Get("CustomerKeysOfOtherMasterKeys"), pgx.StrictNamedArgs{"configured": keys.ids}).
-		Scan(&others, &n); err != nil {
+	other, err := qCustomerKeysOfOtherMasterKeys.One(ctx, db, configuredArgs{Configured: keys.ids})
+	others, n := other.Others, other.Count
+	if err != nil {
 		return fmt.Errorf("codec: check the customer keys: %w", err)
 	}
 	if n > 0 {

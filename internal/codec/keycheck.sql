@@ -15,6 +15,6 @@ LIMIT 1;
 -- name: CustomerKeysOfOtherMasterKeys
 -- The master keys, not among the configured ones, that wrapped customer
 -- keys here, and how many they wrapped.
-SELECT coalesce(string_agg(DISTINCT wrapping_key_id, ', ' ORDER BY wrapping_key_id), ''), count(*)
+SELECT coalesce(string_agg(DISTINCT wrapping_key_id, ', ' ORDER BY wrapping_key_id), '') AS others, count(*) AS count
 FROM customer_keys
 WHERE wrapping_key_id <> ALL (@configured::text[]);

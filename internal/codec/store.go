@@ -20,7 +20,102 @@ import (
 //go:embed *.sql
 var sqlFiles embed.FS
 
-var queries = namedsql.MustLoadAll(sqlFiles)
+// The package's statements (store.sql, keycheck.sql), bound to their Go
+// types when the package is initialised; the package's test has the
+// database check their columns.
+var (
+	queries = namedsql.MustLoadAll(sqlFiles)
+
+	qKeyBySubject                  = namedsql.Bind[subjectArgs, keyBySubjectRow](queries, "KeyBySubject")
+	qInsertKey                     = namedsql.Bind[insertKeyArgs, time.Time](queries, "InsertKey")
+	qKeyByID                       = namedsql.Bind[keyIDArgs, keyByIDRow](queries, "KeyByID")
+	qErasureOfKey                  = namedsql.Bind[keyIDArgs, time.Time](queries, "ErasureOfKey")
+	qDeleteKey                     = namedsql.Bind[subjectArgs, deletedKeyRow](queries, "DeleteKey")
+	qRecordErasure                 = namedsql.Bind[recordErasureArgs, recordedErasureRow](queries, "RecordErasure")
+	qErasuresOfSubject             = namedsql.Bind[subjectArgs, earlierErasureRow](queries, "ErasuresOfSubject")
+	qCustomerKeyTableExists        = namedsql.Bind[namedsql.NoArgs, bool](queries, "CustomerKeyTableExists")
+	qSampleKeyOfMasterKey          = namedsql.Bind[wrappingKeyArgs, sampleKeyRow](queries, "SampleKeyOfMasterKey")
+	qCustomerKeysOfOtherMasterKeys = namedsql.Bind[configuredArgs, otherMasterKeysRow](queries, "CustomerKeysOfOtherMasterKeys")
+)
+
+// statements describes every bound statement, for the test that has the
+// database check them.
+var statements = []namedsql.Info{
+	qKeyBySubject.Info(), qInsertKey.Info(), qKeyByID.Info(), qErasureOfKey.Info(), qDeleteKey.Info(),
+	qRecordErasure.Info(), qErasuresOfSubject.Info(), qCustomerKeyTableExists.Info(),
+	qSampleKeyOfMasterKey.Info(), qCustomerKeysOfOtherMasterKeys.Info(),
+}
+
+type subjectArgs struct {
+	SubjectHash []byte `db:"subject_hash"`
+}
+
+type keyIDArgs struct {
+	KeyID uuid.UUID `db:"key_id"`
+}
+
+type wrappingKeyArgs struct {
+	WrappingKeyID string `db:"wrapping_key_id"`
+}
+
+type configuredArgs struct {
+	Configured []string `db:"configured"`
+}
+
+type insertKeyArgs struct {
+	KeyID         uuid.UUID `db:"key_id"`
+	SubjectHash   []byte    `db:"subject_hash"`
+	WrappedDEK    []byte    `db:"wrapped_dek"`
+	WrappingKeyID string    `db:"wrapping_key_id"`
+}
+
+type recordErasureArgs struct {
+	SubjectHash  []byte     `db:"subject_hash"`
+	KeyID        *uuid.UUID `db:"key_id"`
+	KeyCreatedAt *time.Time `db:"key_created_at"`
+	ErasedBy     string     `db:"erased_by"`
+	Reason       string     `db:"reason"`
+}
+
+type keyBySubjectRow struct {
+	KeyID         uuid.UUID `db:"key_id"`
+	WrappedDEK    []byte    `db:"wrapped_dek"`
+	WrappingKeyID string    `db:"wrapping_key_id"`
+	CreatedAt     time.Time `db:"created_at"`
+}
+
+type keyByIDRow struct {
+	SubjectHash   []byte    `db:"subject_hash"`
+	WrappedDEK    []byte    `db:"wrapped_dek"`
+	WrappingKeyID string    `db:"wrapping_key_id"`
+	CreatedAt     time.Time `db:"created_at"`
+}
+
+type sampleKeyRow struct {
+	KeyID      uuid.UUID `db:"key_id"`
+	WrappedDEK []byte    `db:"wrapped_dek"`
+}
+
+type deletedKeyRow struct {
+	KeyID     uuid.UUID `db:"key_id"`
+	CreatedAt time.Time `db:"created_at"`
+}
+
+type recordedErasureRow struct {
+	ID       int64     `db:"id"`
+	ErasedAt time.Time `db:"erased_at"`
+}
+
+type earlierErasureRow struct {
+	KeyID    *uuid.UUID `db:"key_id"`
+	ErasedAt time.Time  `db:"erased_at"`
+	ErasedBy string     `db:"erased_by"`
+}
+
+type otherMasterKeysRow struct {
+	Others string `db:"others"`
+	Count  int64  `db:"count"`
+}
 
 // KeyRecord is one customer's data key as stored: wrapped by a master key.
 type KeyRecord struct {
@@ -49,6 +144,7 @@ type KeyStore interface {
 
 // DB is what PGStore needs of a pool (or a transaction).
 type DB interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
@@ -72,9 +168,9 @@ func (s *PGStore) ForSubject(ctx context.Context, subjectHash []byte, create fun
 		if err != nil {
 			return KeyRecord{}, err
 		}
-		err = s.db.QueryRow(ctx, queries.Get("InsertKey"), pgx.StrictNamedArgs{
-			"key_id": rec.ID, "subject_hash": subjectHash, "wrapped_dek": rec.Wrapped, "wrapping_key_id": rec.WrappingKeyID,
-		}).Scan(&rec.CreatedAt)
+		rec.CreatedAt, err = qInsertKey.Value(ctx, s.db, insertKeyArgs{
+			KeyID: rec.ID, SubjectHash: subjectHash, WrappedDEK: rec.Wrapped, WrappingKeyID: rec.WrappingKeyID,
+		})
 		if err == nil {
 			rec.SubjectHash = subjectHash
 			return rec, nil
@@ -88,9 +184,8 @@ func (s *PGStore) ForSubject(ctx context.Context, subjectHash []byte, create fun
 }
 
 func (s *PGStore) bySubject(ctx context.Context, subjectHash []byte) (KeyRecord, error) {
-	rec := KeyRecord{SubjectHash: subjectHash}
-	err := s.db.QueryRow(ctx, queries.Get("KeyBySubject"), pgx.StrictNamedArgs{"subject_hash": subjectHash}).
-		Scan(&rec.ID, &rec.Wrapped, &rec.WrappingKeyID, &rec.CreatedAt)
+	r, err := qKeyBySubject.One(ctx, s.db, subjectArgs{SubjectHash: subjectHash})
+	rec := KeyRecord{ID: r.KeyID, SubjectHash: subjectHash, Wrapped: r.WrappedDEK, WrappingKeyID: r.WrappingKeyID, CreatedAt: r.CreatedAt}
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return KeyRecord{}, ErrNoKey
@@ -102,9 +197,8 @@ func (s *PGStore) bySubject(ctx context.Context, subjectHash []byte) (KeyRecord,
 
 // Get implements [KeyStore].
 func (s *PGStore) Get(ctx context.Context, id uuid.UUID) (KeyRecord, error) {
-	rec := KeyRecord{ID: id}
-	err := s.db.QueryRow(ctx, queries.Get("KeyByID"), pgx.StrictNamedArgs{"key_id": id}).
-		Scan(&rec.SubjectHash, &rec.Wrapped, &rec.WrappingKeyID, &rec.CreatedAt)
+	r, err := qKeyByID.One(ctx, s.db, keyIDArgs{KeyID: id})
+	rec := KeyRecord{ID: id, SubjectHash: r.SubjectHash, Wrapped: r.WrappedDEK, WrappingKeyID: r.WrappingKeyID, CreatedAt: r.CreatedAt}
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return KeyRecord{}, fmt.Errorf("%w: %s", ErrNoKey, id)
@@ -116,8 +210,7 @@ func (s *PGStore) Get(ctx context.Context, id uuid.UUID) (KeyRecord, error) {
 
 // ErasedAt implements [KeyStore].
 func (s *PGStore) ErasedAt(ctx context.Context, id uuid.UUID) (time.Time, bool, error) {
-	var at time.Time
-	err := s.db.QueryRow(ctx, queries.Get("ErasureOfKey"), pgx.StrictNamedArgs{"key_id": id}).Scan(&at)
+	at, err := qErasureOfKey.Value(ctx, s.db, keyIDArgs{KeyID: id})
 	switch {
 	case errors.Is(err, pgx.ErrNoRows):
 		return time.Time{}, false, nil
