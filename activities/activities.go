@@ -23,6 +23,12 @@ type Activities struct {
 	Stripe *client.API
 	// Email sends transactional email. Mandatory for SendEmail.
 	Email *EmailClient
+	// Inventory is the inventory service's API (INVENTORY_URL). Optional:
+	// without it the saga skips the stock step ([Activities.InventorySettings]).
+	Inventory *InventoryClient
+	// InventoryAnswerTimeout is how long the saga waits for the inventory's
+	// answer signal. Optional: defaulted to [DefaultInventoryAnswerTimeout].
+	InventoryAnswerTimeout time.Duration
 	// DB is outflow's database: the order projection, the order's state,
 	// and the email inbox. Mandatory for ProjectOrder, GetOrderState and
 	// SendEmail.

@@ -29,6 +29,13 @@ type Config struct {
 	// EmailFrom is the sender (EMAIL_FROM). Optional: defaulted to
 	// [DefaultEmailFrom].
 	EmailFrom string
+	// InventoryURL is the inventory service's API root (INVENTORY_URL, read
+	// by the worker's main). Optional: unset, the saga has no stock step.
+	InventoryURL string
+	// InventoryAnswerTimeout is how long the saga waits for the inventory's
+	// answer signal (INVENTORY_ANSWER_TIMEOUT). Optional: defaulted to
+	// [DefaultInventoryAnswerTimeout].
+	InventoryAnswerTimeout time.Duration
 	// HTTPTimeout bounds one provider request. A request that times out is
 	// an unknown outcome, reconciled by the workflow. Optional: defaulted
 	// to 20 seconds.
@@ -114,8 +121,14 @@ func New(cfg Config) (*Activities, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	var inv *InventoryClient
+	if cfg.InventoryURL != "" {
+		inv = &InventoryClient{BaseURL: cfg.InventoryURL, HTTP: &http.Client{Timeout: cfg.HTTPTimeout}}
+	}
 	return &Activities{
-		Stripe: NewStripe(cfg),
+		Inventory:              inv,
+		InventoryAnswerTimeout: cfg.InventoryAnswerTimeout,
+		Stripe:                 NewStripe(cfg),
 		Email: &EmailClient{
 			BaseURL: cfg.EmailAPIBase,
 			APIKey:  cfg.EmailAPIKey,

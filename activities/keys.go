@@ -29,3 +29,18 @@ func RefundKey(createdEventID string) string {
 func EmailKey(eventID string, kind EmailKind) string {
 	return keyPrefix + eventID + ":email:" + string(kind)
 }
+
+// ReserveKey is the Idempotency-Key of the stock reservation the saga of
+// the OrderCreated event createdEventID asks the inventory for.
+func ReserveKey(createdEventID string) string {
+	return keyPrefix + createdEventID + ":reserve"
+}
+
+// ReleaseKey is the Idempotency-Key of the release of that reservation.
+// Like [RefundKey] it derives from the reserving event, not from the event
+// that asks for the release: the saga (a declined charge, a missing answer)
+// and the cancel workflow send the same request, and the inventory answers
+// the second from the first.
+func ReleaseKey(createdEventID string) string {
+	return keyPrefix + createdEventID + ":release"
+}

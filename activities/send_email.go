@@ -21,6 +21,9 @@ const (
 	EmailConfirmation  EmailKind = "confirmation"
 	EmailPaymentFailed EmailKind = "payment_failed"
 	EmailCancellation  EmailKind = "cancellation"
+	// EmailStockUnavailable: the order failed before any charge because its
+	// items could not be reserved.
+	EmailStockUnavailable EmailKind = "stock_unavailable"
 )
 
 // Email tag names, fixed in docs/reference.md.
@@ -160,6 +163,9 @@ func composeEmail(from string, in SendEmailInput) Email {
 	case EmailPaymentFailed:
 		m.Subject = "Payment for order " + in.OrderID + " failed"
 		m.Text = "Your payment method was declined; you have not been charged for order " + in.OrderID + "."
+	case EmailStockUnavailable:
+		m.Subject = "Order " + in.OrderID + " could not be completed"
+		m.Text = "The items of order " + in.OrderID + " could not be reserved; you have not been charged."
 	case EmailCancellation:
 		m.Subject = "Your order " + in.OrderID + " is cancelled"
 		m.Text = "Your order " + in.OrderID + " is cancelled."

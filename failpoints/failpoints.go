@@ -161,4 +161,3 @@ func FromEnv() (*Set, error) {
 	globalOnce.Do(func() { global, globalErr = Parse(os.Getenv(EnvVar)) })
 	return global, globalErr
 }
-

@@ -78,4 +78,14 @@ type SagaResult struct {
 	// Refunded: the saga refunded its charge itself (SagaCompensated).
 	Refunded bool   `json:"refunded,omitempty"`
 	RefundID string `json:"refund_id,omitempty"`
+	// StockReserved: the saga asked the inventory for a reservation that it
+	// did not release itself; whoever ends the order (the cancel workflow)
+	// releases it. Release is idempotent, so a reservation that was in fact
+	// never made costs one answered request.
+	StockReserved bool `json:"stock_reserved,omitempty"`
+	// Reason says why a saga failed its order without charging, when it was
+	// not the card: "out_of_stock" (the inventory rejected the
+	// reservation) or "stock_not_confirmed" (no answer from the inventory
+	// within its deadline).
+	Reason string `json:"reason,omitempty"`
 }

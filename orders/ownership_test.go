@@ -129,7 +129,7 @@ var testExceptions = []struct{ file, rule, why string }{
 		"writes a row into one test database to prove another does not see it"},
 	{"internal/dev/testdb/testdb_test.go", "uses processed_events",
 		"counts that row in both databases"},
-	{"inventory/helpers_test.go", "uses processed_events",
+	{"cmd/inventory/helpers_test.go", "uses processed_events",
 		"counts every inbox row of the inventory's consumer, to show a refused request wrote none, which the inbox's key lookup cannot"},
 }
 

@@ -14,6 +14,8 @@ import (
 // Binaries are the paths of outflow's programs built for a test run.
 type Binaries struct {
 	OrderAPI, Starter, Worker, ProviderSim, Outboxctl string
+	// Inventory is the second service (cmd/inventory).
+	Inventory string
 	// Temporal is the Temporal CLI built from the tools module.
 	Temporal string
 }
@@ -49,7 +51,7 @@ func build(dir string) (Binaries, error) {
 	if err != nil {
 		return Binaries{}, err
 	}
-	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/orderapi", "./starter", "./worker", "./cmd/providersim", "./cmd/outboxctl")
+	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/orderapi", "./starter", "./worker", "./cmd/providersim", "./cmd/outboxctl", "./cmd/inventory")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return Binaries{}, fmt.Errorf("go build: %v\n%s", err, out)
@@ -64,6 +66,7 @@ func build(dir string) (Binaries, error) {
 		Worker:      filepath.Join(dir, "worker"),
 		ProviderSim: filepath.Join(dir, "providersim"),
 		Outboxctl:   filepath.Join(dir, "outboxctl"),
+		Inventory:   filepath.Join(dir, "inventory"),
 		Temporal:    temporal,
 	}, nil
 }

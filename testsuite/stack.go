@@ -150,6 +150,10 @@ type Stack struct {
 	// RelayEnv are more VAR=value settings for the starters (relays) the
 	// stack starts after they are set; they win over the stack's own.
 	RelayEnv []string
+	// WorkerEnv and InventoryEnv are the same for the workers and the
+	// inventory service (cmd/inventory) the stack starts after they are set.
+	WorkerEnv    []string
+	InventoryEnv []string
 
 	mu    sync.Mutex
 	procs map[string]*Process
@@ -241,6 +245,8 @@ var readyMarker = map[string]string{
 	"orderapi": "listening",
 	"starter":  "relay started",
 	"worker":   "worker started",
+	// the inventory logs `listening addr=...` once it serves.
+	"inventory": "listening",
 }
 
 // Start runs the named process with the given failpoints ("" for none) and,
@@ -250,8 +256,13 @@ func (s *Stack) Start(name, failpoints string) *Process {
 	kind := kindOf(name)
 	bin := s.binary(kind)
 	env := s.processEnv(failpoints)
-	if kind == "starter" {
+	switch kind {
+	case "starter":
 		env = append(env, s.RelayEnv...)
+	case "worker":
+		env = append(env, s.WorkerEnv...)
+	case "inventory":
+		env = append(env, s.InventoryEnv...)
 	}
 	logPath := filepath.Join(s.Env.Dir, fmt.Sprintf("%s-%s.log", strings.ReplaceAll(s.T.Name(), "/", "_"), name))
 	p, err := StartProcess(name, bin, logPath, env)
@@ -283,6 +294,8 @@ func (s *Stack) binary(kind string) string {
 		return s.Env.Bin.Starter
 	case "worker":
 		return s.Env.Bin.Worker
+	case "inventory":
+		return s.Env.Bin.Inventory
 	}
 	s.T.Fatalf("testsuite: unknown process kind %q", kind)
 	return ""

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -62,6 +63,8 @@ var command = cli.Command{
 			{Name: "EMAIL_API_KEY", Default: "a placeholder when only EMAIL_API_BASE is set", Meaning: "the email provider's key (Resend-style API)"},
 			{Name: "EMAIL_API_BASE", Default: "https://api.resend.com when EMAIL_API_KEY is set", Meaning: "the email API's root"},
 			{Name: "EMAIL_FROM", Default: activities.DefaultEmailFrom, Meaning: "the sender of every email"},
+			{Name: "INVENTORY_URL", Default: "none: the saga reserves no stock", Meaning: "the inventory service's API root, e.g. http://127.0.0.1:8090; set, the saga reserves stock before it charges and releases it on a decline or a cancel"},
+			{Name: "INVENTORY_ANSWER_TIMEOUT", Default: activities.DefaultInventoryAnswerTimeout.String(), Meaning: "how long the saga waits for the inventory's answer signal before it fails the order and releases"},
 			service.MetricsVar(),
 			service.FailpointsVar(),
 		},
@@ -92,7 +95,15 @@ func run(ctx context.Context, logger *slog.Logger, env *service.Env) error {
 	if err != nil {
 		env.Fail(fmt.Errorf("%w (check %s)", err, failpoints.EnvVar))
 	}
-	acts, err := activities.NewFromEnv()
+	actsCfg := activities.ConfigFromEnv()
+	actsCfg.InventoryURL = env.String("INVENTORY_URL", "")
+	actsCfg.InventoryAnswerTimeout = env.Duration("INVENTORY_ANSWER_TIMEOUT", activities.DefaultInventoryAnswerTimeout, false)
+	if u := actsCfg.InventoryURL; u != "" {
+		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+			env.Fail(fmt.Errorf("INVENTORY_URL=%q: want an http(s) URL such as http://127.0.0.1:8090", u))
+		}
+	}
+	acts, err := activities.New(actsCfg)
 	if err != nil {
 		env.Fail(err)
 	}

@@ -22,36 +22,63 @@ const MetricCompensationFailures = "outflow_compensation_failures_total"
 // compensation failed.
 const StageCompensationFailed Stage = "compensation_failed"
 
+// The compensations a CompensationFailure names ([CompensationFailure.Compensation],
+// the tag "compensation" of [MetricCompensationFailures]).
+const (
+	// CompensationRefund: the charge was not refunded (or the cancel that
+	// would refund it could not finish).
+	CompensationRefund = "refund"
+	// CompensationRelease: the order's stock reservation was not released
+	// at the inventory service.
+	CompensationRelease = "release"
+)
+
 // CompensationFailure is the details of a CompensationFailed error.
 type CompensationFailure struct {
+	// Compensation is what was not undone: [CompensationRefund] (the
+	// default) or [CompensationRelease].
+	Compensation    string `json:"compensation"`
 	OrderID         string `json:"order_id"`
 	PaymentIntentID string `json:"payment_intent_id"`
 	Amount          int64  `json:"amount"`
 	Error           string `json:"error"`
 }
 
-// compensationFailed makes a failed refund reach an operator: memo, metric,
-// log line, and the non-retryable error the workflow returns.
+// compensationFailed makes a failed refund or release reach an operator:
+// memo, metric (tagged with the compensation), log line, and the
+// non-retryable error the workflow returns.
 func compensationFailed(ctx workflow.Context, f CompensationFailure, cause error) error {
 	f.Error = cause.Error()
+	if f.Compensation == "" {
+		f.Compensation = CompensationRefund
+	}
 	workflow.GetMetricsHandler(ctx).
-		WithTags(map[string]string{"workflow_type": workflow.GetInfo(ctx).WorkflowType.Name}).
+		WithTags(map[string]string{"workflow_type": workflow.GetInfo(ctx).WorkflowType.Name, "compensation": f.Compensation}).
 		Counter(MetricCompensationFailures).Inc(1)
-	workflow.GetLogger(ctx).Error("COMPENSATION FAILED: the order's charge was not refunded; "+
-		"refund it at the provider or fix the cause and reset this workflow",
-		"order_id", f.OrderID, "payment_intent_id", f.PaymentIntentID, "amount", f.Amount, "error", f.Error)
-	if err := workflow.UpsertMemo(ctx, map[string]any{
+	memo := map[string]any{
 		"compensation":      "failed",
 		"order_id":          f.OrderID,
 		"payment_intent_id": f.PaymentIntentID,
 		"error":             f.Error,
-	}); err != nil {
+	}
+	var msg string
+	if f.Compensation == CompensationRelease {
+		workflow.GetLogger(ctx).Error("COMPENSATION FAILED: the order's stock reservation was not released; "+
+			"release it at the inventory (POST /reservations/{order_id}/release with the saga's release key) or fix the cause and reset this workflow",
+			"order_id", f.OrderID, "compensation", f.Compensation, "error", f.Error)
+		memo["compensation_step"] = CompensationRelease
+		msg = fmt.Sprintf("compensation failed for order %s: its stock reservation was not released: %v", f.OrderID, cause)
+	} else {
+		workflow.GetLogger(ctx).Error("COMPENSATION FAILED: the order's charge was not refunded; "+
+			"refund it at the provider or fix the cause and reset this workflow",
+			"order_id", f.OrderID, "compensation", f.Compensation, "payment_intent_id", f.PaymentIntentID, "amount", f.Amount, "error", f.Error)
+		msg = fmt.Sprintf("compensation failed for order %s: payment intent %s (%d) was not refunded: %v",
+			f.OrderID, f.PaymentIntentID, f.Amount, cause)
+	}
+	if err := workflow.UpsertMemo(ctx, memo); err != nil {
 		workflow.GetLogger(ctx).Error("could not set the compensation memo", "order_id", f.OrderID, "error", err)
 	}
-	return temporal.NewNonRetryableApplicationError(
-		fmt.Sprintf("compensation failed for order %s: payment intent %s (%d) was not refunded: %v",
-			f.OrderID, f.PaymentIntentID, f.Amount, cause),
-		ErrTypeCompensationFailed, cause, f)
+	return temporal.NewNonRetryableApplicationError(msg, ErrTypeCompensationFailed, cause, f)
 }
 
 // isType reports whether err (from an activity future) carries an

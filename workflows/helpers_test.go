@@ -98,6 +98,13 @@ type fakes struct {
 	// signal can arrive while it is in flight.
 	chargeDelay time.Duration
 	awaitDelay  time.Duration
+	// inventory, when set, is the worker's inventory configuration
+	// (InventorySettings); nil: no inventory, the stock step is skipped.
+	inventory *activities.InventorySettings
+	// reserve and release answer ReserveStock and ReleaseStock.
+	reserve      func(in activities.ReserveStockInput) (activities.InventoryOutcome, error)
+	release      func(n int, in activities.ReleaseStockInput) (activities.InventoryOutcome, error)
+	reserveDelay time.Duration
 }
 
 type harness struct {
@@ -112,6 +119,8 @@ type harness struct {
 	// lists stay about effects).
 	stateReads int
 	reconciles []activities.ReconcileInput
+	reserves   []activities.ReserveStockInput
+	releases   []activities.ReleaseStockInput
 }
 
 func newHarness(t *testing.T, f fakes) *harness {
@@ -204,6 +213,35 @@ func newHarness(t *testing.T, f fakes) *harness {
 	if f.awaitDelay > 0 {
 		awaitCall.After(f.awaitDelay)
 	}
+	if f.inventory != nil {
+		env.OnActivity(acts.InventorySettings, mock.Anything).Return(*f.inventory, nil)
+	}
+	reserveCall := env.OnActivity(acts.ReserveStock, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ReserveStockInput) (activities.InventoryOutcome, error) {
+			h.fx.add("reserve")
+			mu.Lock()
+			h.reserves = append(h.reserves, in)
+			mu.Unlock()
+			if f.reserve == nil {
+				return activities.InventoryOutcome{}, fail("ReserveStock")
+			}
+			return f.reserve(in)
+		}).Maybe()
+	if f.reserveDelay > 0 {
+		reserveCall.After(f.reserveDelay)
+	}
+	env.OnActivity(acts.ReleaseStock, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.ReleaseStockInput) (activities.InventoryOutcome, error) {
+			mu.Lock()
+			h.releases = append(h.releases, in)
+			n := len(h.releases)
+			mu.Unlock()
+			h.fx.add("release")
+			if f.release == nil {
+				return activities.InventoryOutcome{}, fail("ReleaseStock")
+			}
+			return f.release(n, in)
+		}).Maybe()
 	return h
 }
 

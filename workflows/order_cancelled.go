@@ -43,6 +43,8 @@ type CancelResult struct {
 	PaymentIntentID string `json:"payment_intent_id,omitempty"`
 	Refunded        bool   `json:"refunded"`
 	RefundID        string `json:"refund_id,omitempty"`
+	// StockReleased: the cancel released the order's stock reservation.
+	StockReleased bool `json:"stock_released,omitempty"`
 }
 
 // OrderCancelledWorkflow cancels an order (workflow ID = the OrderCancelled
@@ -187,6 +189,32 @@ func cancelOrder(ctx workflow.Context, in handoff.EventInput, p orders.OrderCanc
 	}
 
 	// 5. One cancellation email (its key is the cancel event's).
+	// The order is cancelled and its money back: give its stock back too.
+	// A saga that asked for a reservation says so in its result. Otherwise
+	// an earlier run of the saga may still have (a run that ended without
+	// a result, or one whose successor found the order paid and confirmed
+	// without reserving), so a worker with an inventory releases anyway
+	// ([ChangeInventory]): a release of nothing is answered and leaves a
+	// tombstone.
+	release := aw.Found && aw.Result.StockReserved
+	if !release && workflow.GetVersion(ctx, ChangeInventory, workflow.DefaultVersion, 1) >= 1 {
+		inv, err := inventorySettings(ctx)
+		if err != nil {
+			return res, failed(err, "reading the worker's inventory settings", amount)
+		}
+		release = inv.Enabled
+	}
+	if release {
+		stage(StageReleasingStock)
+		if err := releaseReservation(ctx, p.CreatedEventID, p.OrderID, p.CreatedEventID); err != nil {
+			st.LastError = err.Error()
+			stage(StageCompensationFailed)
+			return res, compensationFailed(ctx, CompensationFailure{Compensation: CompensationRelease,
+				OrderID: p.OrderID, PaymentIntentID: res.PaymentIntentID, Amount: amount}, err)
+		}
+		res.StockReleased = true
+	}
+
 	stage(StageNotifying)
 	if err := workflow.ExecuteActivity(emailOptions(ctx), a.SendEmail, activities.SendEmailInput{
 		EventID: in.EventID, OrderID: p.OrderID, Kind: activities.EmailCancellation, To: pr.CustomerEmail,

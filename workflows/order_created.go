@@ -11,6 +11,7 @@ import (
 	"github.com/outflow/outflow/activities"
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox/temporalpub/eventsignal"
 )
 
 // Stage is where a workflow is, as its "status" query reports it.
@@ -41,7 +42,13 @@ type SagaStatus struct {
 	ChargeRounds    int    `json:"charge_rounds"`
 	CancelRequested bool   `json:"cancel_requested"`
 	CancelEventID   string `json:"cancel_event_id,omitempty"`
-	LastError       string `json:"last_error,omitempty"`
+	// StockReserved: the inventory confirmed the order's reservation, and
+	// the saga has not released it ([ChangeInventory]).
+	StockReserved bool `json:"stock_reserved,omitempty"`
+	// InventoryDuplicates counts re-deliveries of the inventory's events
+	// the saga dropped (eventsignal).
+	InventoryDuplicates int    `json:"inventory_duplicates,omitempty"`
+	LastError           string `json:"last_error,omitempty"`
 }
 
 // chargeState is what the saga knows about its charge.
@@ -74,6 +81,14 @@ type saga struct {
 	// edges is ChangeTimeEdges in force for this run.
 	edges    bool
 	cancelCh workflow.ReceiveChannel
+	// stock receives the inventory's events (signal
+	// activities.InventorySignal), each event once.
+	stock *eventsignal.Receiver[handoff.EventInput]
+	// stockHeld: the saga asked for a reservation it has not released (nor
+	// seen rejected), so stock may be held for the order.
+	stockHeld bool
+	// reason says why the order failed without a charge ([ReasonOutOfStock]).
+	reason string
 }
 
 // OrderCreatedWorkflow is the payment saga of one order (workflow ID = the
@@ -96,10 +111,18 @@ func orderCreated(ctx workflow.Context, in handoff.EventInput, getVersion versio
 		return res, temporal.NewNonRetryableApplicationError(err.Error(), "InvalidPayload", err)
 	}
 	s := &saga{getVersion: getVersion, in: in, order: order, status: SagaStatus{OrderID: order.OrderID, Stage: StageStarted}}
+	// First, before anything could read the channel: the inventory's
+	// answers are buffered from the run's first task on. Creating it issues
+	// no command, so runs recorded before [ChangeInventory] replay as they were.
+	s.stock = eventsignal.New[handoff.EventInput](ctx, activities.InventorySignal, eventsignal.State{}, eventsignal.Options{})
 	s.setStage(ctx, StageStarted)
 	s.safe = getVersion(ctx, ChangeSafeCharge, workflow.DefaultVersion, 1) >= 1
 	s.edges = getVersion(ctx, ChangeTimeEdges, workflow.DefaultVersion, 1) >= 1
-	if err := workflow.SetQueryHandler(ctx, handoff.QueryStatus, func() (SagaStatus, error) { return s.status, nil }); err != nil {
+	if err := workflow.SetQueryHandler(ctx, handoff.QueryStatus, func() (SagaStatus, error) {
+		st := s.status
+		st.InventoryDuplicates = s.stock.Duplicates()
+		return st, nil
+	}); err != nil {
 		return res, err
 	}
 	s.cancelCh = workflow.GetSignalChannel(ctx, handoff.SignalCancel)
@@ -148,6 +171,9 @@ func (s *saga) run(ctx workflow.Context) (handoff.SagaResult, error) {
 			return res, err
 		}
 	}
+	if res, done, err := s.reserveStock(ctx); done || err != nil {
+		return res, err
+	}
 	if err := s.chargeUntilKnown(ctx); err != nil {
 		return s.result(""), err
 	}
@@ -162,6 +188,12 @@ func (s *saga) run(ctx workflow.Context) (handoff.SagaResult, error) {
 			return s.result(""), err
 		}
 		if err := s.email(ctx, s.emailInput(activities.EmailPaymentFailed)); err != nil {
+			return s.result(""), err
+		}
+		// Nothing was charged: give the stock back (a no-op without a
+		// reservation). The order failed either way; a release that cannot
+		// be done is a compensation failure.
+		if err := s.releaseStock(ctx); err != nil {
 			return s.result(""), err
 		}
 		s.setStage(ctx, StagePaymentFailed)
@@ -511,6 +543,8 @@ func (s *saga) result(outcome handoff.SagaOutcome) handoff.SagaResult {
 		PaymentIntentID: s.status.PaymentIntentID,
 		Amount:          s.order.Amount,
 		Currency:        s.order.Currency,
+		StockReserved:   s.stockHeld,
+		Reason:          s.reason,
 	}
 }
 
@@ -545,6 +579,9 @@ func (s *saga) compensate(ctx workflow.Context) error {
 		return compensationFailed(ctx, CompensationFailure{
 			OrderID: s.order.OrderID, PaymentIntentID: s.status.PaymentIntentID, Amount: s.order.Amount}, rerr.err)
 	case err != nil:
+		return err
+	}
+	if err := s.releaseStock(ctx); err != nil {
 		return err
 	}
 	refunded := c.refund != nil

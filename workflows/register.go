@@ -7,8 +7,10 @@ import (
 	"github.com/outflow/outflow/handoff"
 )
 
-// Register registers both workflows under their type names (docs/reference.md).
+// Register registers the workflows under their type names (docs/reference.md):
+// the two sagas and the receiver of inventory events for closed sagas.
 func Register(r worker.WorkflowRegistry) {
 	r.RegisterWorkflowWithOptions(OrderCreatedWorkflow, workflow.RegisterOptions{Name: handoff.OrderCreatedWorkflowName})
 	r.RegisterWorkflowWithOptions(OrderCancelledWorkflow, workflow.RegisterOptions{Name: handoff.OrderCancelledWorkflowName})
+	r.RegisterWorkflowWithOptions(InventoryLateEventWorkflow, workflow.RegisterOptions{Name: InventoryLateEventWorkflowName})
 }

@@ -41,6 +41,15 @@ const (
 	//     cursor kept in the workflow;
 	//   - every terminal failure of a cancel is a CompensationFailed.
 	ChangeTimeEdges = "time-edges"
+
+	// ChangeInventory (version 1): the payment saga reserves the order's
+	// stock at the inventory service before it charges (when the worker has
+	// an INVENTORY_URL, which the run records through the local activity
+	// InventorySettings) and waits for the inventory's answer signal; a
+	// rejection or no answer fails the order before any money moves, a
+	// declined charge or a cancel releases the reservation. A run recorded
+	// before the change has no marker and replays without the step.
+	ChangeInventory = "inventory-reservation"
 )
 
 // MemoShipsTo is the memo key holding the ISO 3166-1 country a confirmed

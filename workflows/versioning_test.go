@@ -175,3 +175,46 @@ func TestShippingAddressVersionGuard(t *testing.T) {
 		require.ErrorContains(t, err, "TMPRL1100", "Temporal's non-determinism error")
 	})
 }
+
+// ChangeInventory's guard: runs recorded before the stock step replay
+// without it, a run recorded with it replays with it, and the code from
+// before the change cannot replay that run.
+func TestInventoryVersionGuard(t *testing.T) {
+	t.Parallel()
+	inventoryNewest := func(ctx workflow.Context, id string, minV, maxV workflow.Version) workflow.Version {
+		if id == ChangeInventory {
+			return 1
+		}
+		return workflow.GetVersion(ctx, id, minV, maxV)
+	}
+	inventoryNever := func(ctx workflow.Context, id string, minV, maxV workflow.Version) workflow.Version {
+		if id == ChangeInventory {
+			return workflow.DefaultVersion
+		}
+		return workflow.GetVersion(ctx, id, minV, maxV)
+	}
+
+	t.Run("guarded code replays a run recorded before the change", func(t *testing.T) {
+		t.Parallel()
+		require.NoError(t, replay(t, loadHistory(t, "order_created_confirmed.json"), workflow.GetVersion))
+	})
+
+	t.Run("unguarded code fails on it", func(t *testing.T) {
+		t.Parallel()
+		err := replay(t, loadHistory(t, "order_created_confirmed.json"), inventoryNewest)
+		require.Error(t, err)
+		require.ErrorContains(t, err, "TMPRL1100", "Temporal's non-determinism error")
+	})
+
+	t.Run("guarded code replays a run recorded with the change", func(t *testing.T) {
+		t.Parallel()
+		require.NoError(t, replay(t, loadHistory(t, "order_created_inventory_reserved.json"), workflow.GetVersion))
+	})
+
+	t.Run("code from before the change fails on a run recorded with it", func(t *testing.T) {
+		t.Parallel()
+		err := replay(t, loadHistory(t, "order_created_inventory_reserved.json"), inventoryNever)
+		require.Error(t, err)
+		require.ErrorContains(t, err, "TMPRL1100", "Temporal's non-determinism error")
+	})
+}

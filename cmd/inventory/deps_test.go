@@ -29,8 +29,8 @@ var publicPackages = []string{
 	module + "/failpoints",
 }
 
-// ownPackages are the service's own: the binary and its package.
-var ownPackages = []string{module + "/cmd/inventory", module + "/inventory"}
+// ownPackages are the service's own: the binary, which is the whole service.
+var ownPackages = []string{module + "/cmd/inventory"}
 
 // orderAppPackages are the order app's: the service's build links none of
 // them, whoever imports it.
@@ -115,8 +115,9 @@ func TestImportsOnlyPublicPackages(t *testing.T) {
 	for i, p := range pkgs {
 		paths[i] = p.ImportPath
 	}
-	require.Contains(t, paths, module+"/inventory", "go list listed the service's build")
+	require.Contains(t, paths, module+"/cmd/inventory", "go list listed the service's build")
 	require.Contains(t, paths, module+"/outbox")
+	require.Contains(t, paths, module+"/inbox")
 	require.Empty(t, checkDeps(pkgs))
 }
 
@@ -128,8 +129,8 @@ func TestCheckDepsFindsForbiddenImports(t *testing.T) {
 	clean := []listedPackage{
 		{ImportPath: module + "/internal/namedsql"},
 		{ImportPath: module + "/outbox", Imports: []string{"context", module + "/internal/namedsql"}},
-		{ImportPath: module + "/inventory", Imports: []string{module + "/outbox", module + "/inbox"}},
-		{ImportPath: module + "/cmd/inventory", Imports: []string{module + "/inventory", module + "/failpoints"}},
+		{ImportPath: module + "/inbox"},
+		{ImportPath: module + "/cmd/inventory", Imports: []string{module + "/outbox", module + "/inbox", module + "/failpoints"}},
 	}
 	require.Empty(t, checkDeps(clean), "an internal package linked through a public one is the public one's business")
 
@@ -140,7 +141,7 @@ func TestCheckDepsFindsForbiddenImports(t *testing.T) {
 	require.Contains(t, got[0], module+"/cmd/inventory imports "+module+"/internal/cli: an internal package of outflow")
 
 	other := slices.Clone(clean)
-	other[2].Imports = append(slices.Clone(other[2].Imports), module+"/outbox/outboxtest")
+	other[3].Imports = append(slices.Clone(other[3].Imports), module+"/outbox/outboxtest")
 	got = checkDeps(other)
 	require.Len(t, got, 1)
 	require.Contains(t, got[0], "not one of outflow's public packages")

@@ -1,15 +1,28 @@
-// Command inventory is outflow's second service: stock per SKU in a
-// PostgreSQL database of its own, reserved and released for orders over
-// HTTP, each change committed with an inbox row and an outbox event that
-// its own relay delivers as a signal to the order's saga. It is built on
-// outflow's public packages only (outbox, outbox/temporalpub, inbox,
-// failpoints), as a service of another team would be; a test fails if it
-// imports anything else of outflow's.
+// Command inventory is outflow's second service, the worked example of a
+// service that adopts the outbox with outflow's public packages alone
+// (outbox, outbox/temporalpub, inbox, failpoints), as a service of another
+// team would be; a test (deps_test.go) fails if it imports anything else of
+// outflow's. It holds stock per SKU in a PostgreSQL database of its own,
+// reserves and releases it for orders over HTTP, and tells each order's saga
+// what it did by signal. The whole service is this directory: the binary
+// (main.go), the service and its transaction (service.go), the HTTP API
+// (http.go), the events and their signal routes (events.go), its schema
+// (migrate.go, migrations/) and its statements (queries.sql, sql.go).
+//
+// Every reserve or release is one transaction holding the reservation's
+// change, an inbox row (package inbox, keyed by the request's
+// Idempotency-Key), the answer stored under that key, and an outbox event
+// (StockReserved, StockRejected or StockReleased); the answer is written
+// only after the commit. The relay (outbox.NewRelay with the temporalpub
+// publisher of [Routes]) delivers each event as a signal to the workflow
+// the reserve request named, the saga, which receives them through package
+// eventsignal, each event once.
 //
 // Configuration is the environment (`inventory -h` lists it, touching
 // nothing); at start it migrates its database (its own tables and the
 // outbox's), logs `listening addr=HOST:PORT` with the address bound, and
-// serves until SIGINT or SIGTERM. docs/inventory.md is the guide.
+// serves until SIGINT or SIGTERM. docs/inventory.md is the guide and
+// docs/reference.md lists its settings, endpoints, failpoint and events.
 package main
 
 import (
@@ -36,7 +49,6 @@ import (
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/outflow/outflow/failpoints"
-	"github.com/outflow/outflow/inventory"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
@@ -58,7 +70,7 @@ var envVars = []envVar{
 	{"INVENTORY_ADDR", AddrDefault, "HTTP listen address, host:port (port 0 picks a free one)"},
 	{"TEMPORAL_ADDRESS", TemporalDefault, "the Temporal frontend the relay signals the sagas through"},
 	{"TEMPORAL_NAMESPACE", "default", "the sagas' namespace"},
-	{"INVENTORY_SIGNAL", inventory.DefaultSignal, "the signal name the events are delivered as (the saga's eventsignal channel)"},
+	{"INVENTORY_SIGNAL", DefaultSignal, "the signal name the events are delivered as (the saga's eventsignal channel)"},
 	{"INVENTORY_SAGA_WORKFLOW", "OrderCreatedWorkflow", "the workflow type Signal-With-Start starts when an event's saga does not exist yet"},
 	{"INVENTORY_SAGA_TASK_QUEUE", "orders", "that workflow's task queue"},
 	{"INVENTORY_CLOSED_WORKFLOW", "none: quarantine", "workflow type started for an event whose saga already closed; unset, the event is quarantined"},
@@ -161,7 +173,7 @@ type config struct {
 	addr        string
 	metricsAddr string
 	temporal    client.Options
-	routes      inventory.RouteConfig
+	routes      RouteConfig
 	failpoints  *failpoints.Set
 	logLevel    slog.Level
 }
@@ -179,8 +191,8 @@ func configFromEnv(getenv func(string) string) (config, error) {
 		addr:        get("INVENTORY_ADDR", AddrDefault),
 		metricsAddr: getenv("METRICS_ADDR"),
 		temporal:    client.Options{HostPort: get("TEMPORAL_ADDRESS", TemporalDefault), Namespace: get("TEMPORAL_NAMESPACE", "default")},
-		routes: inventory.RouteConfig{
-			Signal:         get("INVENTORY_SIGNAL", inventory.DefaultSignal),
+		routes: RouteConfig{
+			Signal:         get("INVENTORY_SIGNAL", DefaultSignal),
 			Workflow:       get("INVENTORY_SAGA_WORKFLOW", "OrderCreatedWorkflow"),
 			TaskQueue:      get("INVENTORY_SAGA_TASK_QUEUE", "orders"),
 			ClosedWorkflow: getenv("INVENTORY_CLOSED_WORKFLOW"),
@@ -230,13 +242,13 @@ func serve(cfg config, logger *slog.Logger) error {
 		return fmt.Errorf("connect to INVENTORY_DATABASE_URL: %w", err)
 	}
 	defer db.Close()
-	if err := inventory.Migrate(ctx, db); err != nil {
+	if err := Migrate(ctx, db); err != nil {
 		return err
 	}
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	svc, err := inventory.New(inventory.Config{DB: db, Registerer: reg, Logger: logger, Failpoints: cfg.failpoints})
+	svc, err := NewService(ServiceConfig{DB: db, Registerer: reg, Logger: logger, Failpoints: cfg.failpoints})
 	if err != nil {
 		return err
 	}
@@ -251,7 +263,7 @@ func serve(cfg config, logger *slog.Logger) error {
 	}
 	defer tc.Close()
 	pub, err := temporalpub.New(tc, topts, temporalpub.Config{
-		TaskQueue: cfg.routes.TaskQueue, Routes: inventory.Routes(cfg.routes), Logger: logger, Registerer: reg,
+		TaskQueue: cfg.routes.TaskQueue, Routes: Routes(cfg.routes), Logger: logger, Registerer: reg,
 	})
 	if err != nil {
 		return err

@@ -1,4 +1,4 @@
-package inventory_test
+package main
 
 import (
 	"net/http"
@@ -10,7 +10,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/inventory"
 	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
@@ -33,18 +32,18 @@ func TestReserveAndReleaseSignalTheSaga(t *testing.T) {
 	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
 	require.False(t, r.replayed)
 	out, eventID := r.outcome(t)
-	want := []inventory.Item{{SKU: "SKU-A", Quantity: 3}, {SKU: "SKU-B", Quantity: 5}}
-	require.Equal(t, inventory.Outcome{OrderID: orderID, WorkflowID: saga, Outcome: inventory.OutcomeReserved, Items: want, IdempotencyKey: "res-" + orderID}, out)
+	want := []Item{{SKU: "SKU-A", Quantity: 3}, {SKU: "SKU-B", Quantity: 5}}
+	require.Equal(t, Outcome{OrderID: orderID, WorkflowID: saga, Outcome: OutcomeReserved, Items: want, IdempotencyKey: "res-" + orderID}, out)
 	require.Equal(t, stockLevel{Available: 7, Reserved: 3}, stockOf(t, s.db, "SKU-A"))
 	require.Equal(t, stockLevel{Available: 0, Reserved: 5}, stockOf(t, s.db, "SKU-B"))
-	ev := outboxtest.RequireEnqueued(t, s.db, outboxtest.Match{AggregateType: inventory.AggregateType, AggregateID: orderID})
+	ev := outboxtest.RequireEnqueued(t, s.db, outboxtest.Match{AggregateType: AggregateType, AggregateID: orderID})
 	require.Equal(t, eventID, ev.ID.String())
-	require.Equal(t, inventory.EventReserved, ev.Type)
+	require.Equal(t, EventReserved, ev.Type)
 	after := rows{Reservations: 1, Items: 2, Requests: 1, Inbox: 1, Events: 1}
 	require.Equal(t, after, countRows(t, s.db))
 
 	st := waitSaga(t, saga, 1)
-	require.Equal(t, handled{EventID: eventID, EventType: inventory.EventReserved, Outcome: out}, st.Handled[0])
+	require.Equal(t, handled{EventID: eventID, EventType: EventReserved, Outcome: out}, st.Handled[0])
 
 	// The same request again, the items in another order and other spacing.
 	again := mustCall(t, http.MethodPost, s.url+"/reservations", "res-"+orderID, reserveBody(orderID, saga, item("SKU-A", 3), item("SKU-B", 5)))
@@ -67,16 +66,16 @@ func TestReserveAndReleaseSignalTheSaga(t *testing.T) {
 	rel := mustCall(t, http.MethodPost, s.url+"/reservations/"+orderID+"/release", "rel-"+orderID, `{"workflow_id":"`+saga+`"}`)
 	require.Equal(t, http.StatusOK, rel.status, "%s", rel.body)
 	relOut, relEvent := rel.outcome(t)
-	require.Equal(t, inventory.Outcome{OrderID: orderID, WorkflowID: saga, Outcome: inventory.OutcomeReleased, Items: want, IdempotencyKey: "rel-" + orderID}, relOut)
+	require.Equal(t, Outcome{OrderID: orderID, WorkflowID: saga, Outcome: OutcomeReleased, Items: want, IdempotencyKey: "rel-" + orderID}, relOut)
 	require.Equal(t, stockLevel{Available: 10, Reserved: 0}, stockOf(t, s.db, "SKU-A"))
 	require.Equal(t, stockLevel{Available: 5, Reserved: 0}, stockOf(t, s.db, "SKU-B"))
 	st = waitSaga(t, saga, 2)
-	require.Equal(t, handled{EventID: relEvent, EventType: inventory.EventReleased, Outcome: relOut}, st.Handled[1], "the release comes after the reserve")
+	require.Equal(t, handled{EventID: relEvent, EventType: EventReleased, Outcome: relOut}, st.Handled[1], "the release comes after the reserve")
 
 	relAgain := mustCall(t, http.MethodPost, s.url+"/reservations/"+orderID+"/release", "rel2-"+orderID, `{"workflow_id":"`+saga+`"}`)
 	require.Equal(t, http.StatusOK, relAgain.status, "%s", relAgain.body)
 	o, noEvent := relAgain.outcome(t)
-	require.Equal(t, inventory.OutcomeAlreadyReleased, o.Outcome)
+	require.Equal(t, OutcomeAlreadyReleased, o.Outcome)
 	require.Empty(t, noEvent)
 	require.Equal(t, rows{Reservations: 1, Items: 2, Requests: 3, Inbox: 3, Events: 2}, countRows(t, s.db), "no event for a release that changed nothing")
 	require.Equal(t, stockLevel{Available: 10, Reserved: 0}, stockOf(t, s.db, "SKU-A"), "stock is given back once")
@@ -90,8 +89,8 @@ func TestReserveAndReleaseSignalTheSaga(t *testing.T) {
 	late := mustCall(t, http.MethodPost, s.url+"/reservations", "res3-"+orderID, body)
 	require.Equal(t, http.StatusOK, late.status, "%s", late.body)
 	lateOut, _ := late.outcome(t)
-	require.Equal(t, inventory.OutcomeRejected, lateOut.Outcome)
-	require.Equal(t, inventory.ReasonOrderReleased, lateOut.Reason)
+	require.Equal(t, OutcomeRejected, lateOut.Outcome)
+	require.Equal(t, ReasonOrderReleased, lateOut.Reason)
 	require.Equal(t, stockLevel{Available: 10, Reserved: 0}, stockOf(t, s.db, "SKU-A"))
 }
 
@@ -108,14 +107,14 @@ func TestOutOfStockIsRejected(t *testing.T) {
 		reserveBody(orderID, saga, item("SKU-A", 2), item("SKU-B", 2), item("SKU-GONE", 1)))
 	require.Equal(t, http.StatusOK, r.status, "%s", r.body)
 	out, eventID := r.outcome(t)
-	require.Equal(t, inventory.OutcomeRejected, out.Outcome)
-	require.Equal(t, inventory.ReasonInsufficientStock, out.Reason)
-	require.Equal(t, []inventory.Shortage{{SKU: "SKU-B", Requested: 2, Available: 1}, {SKU: "SKU-GONE", Requested: 1, Available: 0}}, out.Shortages)
+	require.Equal(t, OutcomeRejected, out.Outcome)
+	require.Equal(t, ReasonInsufficientStock, out.Reason)
+	require.Equal(t, []Shortage{{SKU: "SKU-B", Requested: 2, Available: 1}, {SKU: "SKU-GONE", Requested: 1, Available: 0}}, out.Shortages)
 	require.Equal(t, stockLevel{Available: 10, Reserved: 0}, stockOf(t, s.db, "SKU-A"), "nothing reserved, not even what was there")
 	require.Equal(t, stockLevel{Available: 1, Reserved: 0}, stockOf(t, s.db, "SKU-B"))
 	require.Equal(t, rows{Requests: 1, Inbox: 1, Events: 1}, countRows(t, s.db), "no reservation row")
 	st := waitSaga(t, saga, 1)
-	require.Equal(t, handled{EventID: eventID, EventType: inventory.EventRejected, Outcome: out}, st.Handled[0])
+	require.Equal(t, handled{EventID: eventID, EventType: EventRejected, Outcome: out}, st.Handled[0])
 
 	get := mustCall(t, http.MethodGet, s.url+"/reservations/"+orderID, "", "")
 	require.Equal(t, http.StatusNotFound, get.status)
@@ -132,14 +131,14 @@ func TestReleaseBeforeReserve(t *testing.T) {
 	rel := mustCall(t, http.MethodPost, s.url+"/reservations/"+orderID+"/release", "rel-"+orderID, `{"workflow_id":"`+saga+`"}`)
 	require.Equal(t, http.StatusOK, rel.status, "%s", rel.body)
 	out, _ := rel.outcome(t)
-	require.Equal(t, inventory.Outcome{OrderID: orderID, WorkflowID: saga, Outcome: inventory.OutcomeReleased, Items: []inventory.Item{}, Reason: inventory.ReasonNothingReserved, IdempotencyKey: "rel-" + orderID}, out)
+	require.Equal(t, Outcome{OrderID: orderID, WorkflowID: saga, Outcome: OutcomeReleased, Items: []Item{}, Reason: ReasonNothingReserved, IdempotencyKey: "rel-" + orderID}, out)
 	res := mustCall(t, http.MethodPost, s.url+"/reservations", "res-"+orderID, reserveBody(orderID, saga, item("SKU-A", 1)))
 	require.Equal(t, http.StatusOK, res.status, "%s", res.body)
 	resOut, _ := res.outcome(t)
-	require.Equal(t, inventory.ReasonOrderReleased, resOut.Reason)
+	require.Equal(t, ReasonOrderReleased, resOut.Reason)
 	require.Equal(t, stockLevel{Available: 3}, stockOf(t, s.db, "SKU-A"))
 	st := waitSaga(t, saga, 2)
-	require.Equal(t, []string{inventory.EventReleased, inventory.EventRejected}, []string{st.Handled[0].EventType, st.Handled[1].EventType})
+	require.Equal(t, []string{EventReleased, EventRejected}, []string{st.Handled[0].EventType, st.Handled[1].EventType})
 }
 
 // TestBadRequestsWriteNothing: every malformed request is a 400 (413 for a
@@ -225,7 +224,7 @@ func TestConcurrentRetriesReserveOnce(t *testing.T) {
 func TestMigrateKeepsItsOwnVersions(t *testing.T) {
 	t.Parallel()
 	db, _ := newDB(t)
-	require.NoError(t, inventory.Migrate(t.Context(), db), "a second Migrate is a no-op")
+	require.NoError(t, Migrate(t.Context(), db), "a second Migrate is a no-op")
 	var own, outbox int
 	var goose bool
 	require.NoError(t, db.QueryRow(t.Context(), `SELECT

@@ -1,4 +1,4 @@
-package inventory_test
+package main
 
 import (
 	"bufio"
@@ -17,7 +17,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/inventory"
 	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
@@ -46,22 +45,22 @@ func TestCrashAfterCommitThenRetry(t *testing.T) {
 	committed := rows{Reservations: 1, Items: 1, Requests: 1, Inbox: 1, Events: 1}
 	require.Equal(t, committed, countRows(t, db), "the reservation, its inbox row, answer and event committed together")
 	require.Equal(t, stockLevel{Available: 3, Reserved: 2}, stockOf(t, db, "SKU-A"))
-	ev := outboxtest.RequireEnqueued(t, db, outboxtest.Match{AggregateType: inventory.AggregateType, AggregateID: orderID})
-	require.Equal(t, inventory.EventReserved, ev.Type)
+	ev := outboxtest.RequireEnqueued(t, db, outboxtest.Match{AggregateType: AggregateType, AggregateID: orderID})
+	require.Equal(t, EventReserved, ev.Type)
 
 	p = startInventory(t, bin, append(env, "METRICS_ADDR=127.0.0.1:0")...)
 	r := mustCall(t, http.MethodPost, "http://"+p.addr+"/reservations", "crash-"+orderID, body)
 	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
 	require.True(t, r.replayed, "the retry gets the committed answer")
 	out, eventID := r.outcome(t)
-	require.Equal(t, inventory.OutcomeReserved, out.Outcome)
+	require.Equal(t, OutcomeReserved, out.Outcome)
 	require.Equal(t, ev.ID.String(), eventID, "the answer names the one event")
 	require.Equal(t, committed, countRows(t, db), "the retry wrote nothing")
 	require.Equal(t, stockLevel{Available: 3, Reserved: 2}, stockOf(t, db, "SKU-A"), "reserved once")
 
 	outboxtest.WaitFor(t, db, outboxtest.Match{}, time.Minute, outboxtest.AllPublished)
 	st := waitSaga(t, saga, 1)
-	require.Equal(t, handled{EventID: eventID, EventType: inventory.EventReserved, Outcome: out}, st.Handled[0])
+	require.Equal(t, handled{EventID: eventID, EventType: EventReserved, Outcome: out}, st.Handled[0])
 	time.Sleep(time.Second)
 	st = waitSaga(t, saga, 1)
 	require.Zero(t, st.Duplicates)
@@ -101,7 +100,7 @@ func TestRelayCrashAfterSignalIsHandledOnce(t *testing.T) {
 	first, firstErr := call(t, http.MethodPost, "http://"+p.addr+"/reservations", "ack-"+orderID, body)
 	p.waitKilled(t, "relay.after_publish")
 	st := waitSaga(t, saga, 1)
-	ev := outboxtest.RequireEnqueued(t, db, outboxtest.Match{AggregateType: inventory.AggregateType, AggregateID: orderID})
+	ev := outboxtest.RequireEnqueued(t, db, outboxtest.Match{AggregateType: AggregateType, AggregateID: orderID})
 	require.Nil(t, ev.PublishedAt, "the relay died before the mark")
 	require.Equal(t, ev.ID.String(), st.Handled[0].EventID)
 

@@ -1,4 +1,4 @@
-package inventory
+package main
 
 import (
 	"bytes"
@@ -34,8 +34,8 @@ var keyNamespace = uuid.MustParse("7b0e3f2a-6c1d-5e8f-9a4b-2d6c8e0f1a3b")
 // keyID is the inbox's UUID for an Idempotency-Key.
 func keyID(key string) uuid.UUID { return uuid.NewSHA1(keyNamespace, []byte(key)) }
 
-// Config configures a [Service].
-type Config struct {
+// ServiceConfig configures a [Service].
+type ServiceConfig struct {
 	// DB is the inventory's database, migrated by [Migrate]. Mandatory.
 	DB *pgxpool.Pool
 	// Registerer receives the inbox's inbox_duplicates_total. Optional.
@@ -55,10 +55,10 @@ type Service struct {
 	fp     *failpoints.Set
 }
 
-// New returns the service over cfg.DB.
-func New(cfg Config) (*Service, error) {
+// NewService returns the service over cfg.DB.
+func NewService(cfg ServiceConfig) (*Service, error) {
 	if cfg.DB == nil {
-		return nil, errors.New("inventory: Config.DB is nil")
+		return nil, errors.New("inventory: ServiceConfig.DB is nil")
 	}
 	ib, err := inbox.New(cfg.Registerer)
 	if err != nil {

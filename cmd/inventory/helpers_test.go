@@ -1,4 +1,4 @@
-package inventory_test
+package main
 
 import (
 	"context"
@@ -18,7 +18,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/outflow/outflow/internal/dev/testdb"
-	"github.com/outflow/outflow/inventory"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxtest"
 	"github.com/outflow/outflow/outbox/temporalpub"
@@ -38,7 +37,7 @@ type sagaInput struct {
 type handled struct {
 	EventID   string
 	EventType string
-	Outcome   inventory.Outcome
+	Outcome   Outcome
 }
 
 type sagaStatus struct {
@@ -47,7 +46,7 @@ type sagaStatus struct {
 }
 
 func testSaga(ctx workflow.Context, in sagaInput) error {
-	events := eventsignal.New[temporalpub.EventInput](ctx, inventory.DefaultSignal, in.Events, eventsignal.Options{})
+	events := eventsignal.New[temporalpub.EventInput](ctx, DefaultSignal, in.Events, eventsignal.Options{})
 	var st sagaStatus
 	if err := workflow.SetQueryHandler(ctx, "status", func() (sagaStatus, error) {
 		st.Duplicates = events.Duplicates()
@@ -60,7 +59,7 @@ func testSaga(ctx workflow.Context, in sagaInput) error {
 		if !ok {
 			return ctx.Err()
 		}
-		var o inventory.Outcome
+		var o Outcome
 		if err := json.Unmarshal(ev.Payload, &o); err != nil {
 			return err
 		}
@@ -98,7 +97,7 @@ func waitSaga(t *testing.T, workflowID string, n int) sagaStatus {
 	return st
 }
 
-// newDB returns a database holding nothing but what inventory.Migrate
+// newDB returns a database holding nothing but what Migrate
 // applies, and its URL.
 func newDB(t *testing.T) (*pgxpool.Pool, string) {
 	t.Helper()
@@ -111,7 +110,7 @@ func newDB(t *testing.T) (*pgxpool.Pool, string) {
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	require.NoError(t, inventory.Migrate(ctx, pool))
+	require.NoError(t, Migrate(ctx, pool))
 	return pool, url
 }
 
@@ -127,7 +126,7 @@ func newStack(t *testing.T) *stack {
 	t.Helper()
 	db, _ := newDB(t)
 	tq := startSagaWorker(t)
-	svc, err := inventory.New(inventory.Config{DB: db})
+	svc, err := NewService(ServiceConfig{DB: db})
 	require.NoError(t, err)
 	srv := httptest.NewServer(svc.Handler())
 	t.Cleanup(srv.Close)
@@ -135,7 +134,7 @@ func newStack(t *testing.T) *stack {
 	opts := temporal.ClientOptions("default")
 	pub, err := temporalpub.New(temporal.Client(), opts, temporalpub.Config{
 		TaskQueue: tq,
-		Routes:    inventory.Routes(inventory.RouteConfig{Workflow: sagaWorkflow, TaskQueue: tq}),
+		Routes:    Routes(RouteConfig{Workflow: sagaWorkflow, TaskQueue: tq}),
 	})
 	require.NoError(t, err)
 	relay, err := outbox.NewRelay(db, pub, outbox.RelayConfig{PollInterval: 200 * time.Millisecond, Logger: slog.New(slog.DiscardHandler)})
@@ -156,10 +155,10 @@ type reply struct {
 	body     []byte
 }
 
-func (r reply) outcome(t *testing.T) (o inventory.Outcome, eventID string) {
+func (r reply) outcome(t *testing.T) (o Outcome, eventID string) {
 	t.Helper()
 	var body struct {
-		inventory.Outcome
+		Outcome
 		EventID string `json:"event_id"`
 	}
 	require.NoError(t, json.Unmarshal(r.body, &body), "%s", r.body)
@@ -196,7 +195,7 @@ func call(t *testing.T, method, url, key, body string) (reply, error) {
 	if err != nil {
 		return reply{}, err
 	}
-	return reply{status: resp.StatusCode, replayed: resp.Header.Get(inventory.ReplayedHeader) == "true", body: b}, nil
+	return reply{status: resp.StatusCode, replayed: resp.Header.Get(ReplayedHeader) == "true", body: b}, nil
 }
 
 func mustCall(t *testing.T, method, url, key, body string) reply {
@@ -233,7 +232,7 @@ func countRows(t *testing.T, db *pgxpool.Pool) rows {
 		(SELECT count(*) FROM inventory_reservations),
 		(SELECT count(*) FROM inventory_reservation_items),
 		(SELECT count(*) FROM inventory_requests),
-		(SELECT count(*) FROM processed_events WHERE consumer_name = $1)`, inventory.InboxConsumer).
+		(SELECT count(*) FROM processed_events WHERE consumer_name = $1)`, InboxConsumer).
 		Scan(&r.Reservations, &r.Items, &r.Requests, &r.Inbox))
 	r.Events = len(outboxtest.Events(t, db, outboxtest.Match{}))
 	return r

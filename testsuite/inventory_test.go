@@ -1,0 +1,163 @@
+package testsuite
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/activities"
+	"github.com/outflow/outflow/internal/dev/ports"
+	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/outbox/outboxtest"
+	"github.com/outflow/outflow/workflows"
+)
+
+// inventoryClient talks to the inventory binary's HTTP API.
+type inventoryClient struct{ base string }
+
+func (c inventoryClient) do(ctx context.Context, method, path string, body any) (int, []byte, error) {
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			return 0, nil, err
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, r)
+	if err != nil {
+		return 0, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, b, err
+}
+
+type stockLevels struct {
+	Available int64 `json:"available"`
+	Reserved  int64 `json:"reserved"`
+}
+
+func (c inventoryClient) stock(ctx context.Context, t *testing.T, sku string) stockLevels {
+	t.Helper()
+	code, b, err := c.do(ctx, http.MethodGet, "/stock/"+sku, nil)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, code, "%s", b)
+	var st stockLevels
+	require.NoError(t, json.Unmarshal(b, &st))
+	return st
+}
+
+// reservation is the order's reservation status ("" when it has none).
+func (c inventoryClient) reservation(ctx context.Context, t *testing.T, orderID string) string {
+	t.Helper()
+	code, b, err := c.do(ctx, http.MethodGet, "/reservations/"+orderID, nil)
+	require.NoError(t, err)
+	if code == http.StatusNotFound {
+		return ""
+	}
+	require.Equal(t, http.StatusOK, code, "%s", b)
+	var v struct {
+		Status string `json:"status"`
+	}
+	require.NoError(t, json.Unmarshal(b, &v))
+	return v.Status
+}
+
+// TestSagaSpansTheInventory runs the real binaries: the order API, the
+// starter, the worker with INVENTORY_URL, and the inventory service on its
+// own scratch database, relaying its answers as signals to the sagas. An
+// order in stock is reserved then charged; one out of stock fails with no
+// charge and nothing reserved; a declined card gives its stock back; a
+// cancel refunds and releases.
+func TestSagaSpansTheInventory(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
+	defer cancel()
+	s := NewStack(t)
+	// The inventory's Temporal client has no payload codec: the stack's
+	// processes run without one here, so both sides read the signals.
+	s.CodecKeys = ""
+	port, err := ports.Free()
+	require.NoError(t, err)
+	invAddr := fmt.Sprintf("127.0.0.1:%d", port)
+	s.InventoryEnv = []string{
+		"INVENTORY_DATABASE_URL=" + testdb.NewEmptyURL(t),
+		"INVENTORY_ADDR=" + invAddr,
+		"INVENTORY_SAGA_TASK_QUEUE=" + s.TaskQueue,
+		"INVENTORY_CLOSED_WORKFLOW=" + workflows.InventoryLateEventWorkflowName,
+		"METRICS_ADDR=",
+	}
+	s.WorkerEnv = []string{"INVENTORY_URL=http://" + invAddr, "INVENTORY_ANSWER_TIMEOUT=1m"}
+	invURL := s.InventoryEnv[0][len("INVENTORY_DATABASE_URL="):]
+	s.Start("inventory", "")
+	s.Start("orderapi", "")
+	s.Start("starter", "")
+	s.Start("worker", "")
+	inv := inventoryClient{base: "http://" + invAddr}
+	api := s.API()
+	sim := s.Env.SimClient()
+
+	// Every test order is two of SKU-1: room for one.
+	code, b, err := inv.do(ctx, http.MethodPut, "/stock/SKU-1", map[string]int{"available": 2})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, code, "%s", b)
+
+	held, err := api.Create(ctx, "inv-held-"+uuid.NewString(), "pm_card_visa")
+	require.NoError(t, err)
+	require.NoError(t, WaitStatus(ctx, s, held.OrderID, "confirmed", 2*time.Minute))
+	require.Equal(t, "reserved", inv.reservation(ctx, t, held.OrderID))
+	require.Equal(t, stockLevels{Available: 0, Reserved: 2}, inv.stock(ctx, t, "SKU-1"))
+
+	short, err := api.Create(ctx, "inv-short-"+uuid.NewString(), "pm_card_visa")
+	require.NoError(t, err)
+	require.NoError(t, WaitStatus(ctx, s, short.OrderID, "payment_failed", 2*time.Minute))
+	require.Equal(t, "", inv.reservation(ctx, t, short.OrderID), "a rejection reserves nothing")
+	ledger, err := sim.Ledger(ctx)
+	require.NoError(t, err)
+	for _, c := range ledger.PaymentIntents {
+		require.NotEqual(t, short.OrderID, c.Metadata[activities.MetadataOrderID], "the out-of-stock order reached the payment provider")
+	}
+
+	require.NoError(t, api.Cancel(ctx, held.OrderID))
+	require.NoError(t, WaitStatus(ctx, s, held.OrderID, "cancelled", 2*time.Minute))
+	require.Eventually(t, func() bool { return inv.reservation(ctx, t, held.OrderID) == "released" }, time.Minute, 200*time.Millisecond,
+		"the cancel releases the reservation")
+	require.Equal(t, stockLevels{Available: 2, Reserved: 0}, inv.stock(ctx, t, "SKU-1"))
+
+	declined, err := api.Create(ctx, "inv-declined-"+uuid.NewString(), "pm_card_chargeDeclined")
+	require.NoError(t, err)
+	require.NoError(t, WaitStatus(ctx, s, declined.OrderID, "payment_failed", 2*time.Minute))
+	require.Eventually(t, func() bool { return inv.reservation(ctx, t, declined.OrderID) == "released" }, time.Minute, 200*time.Millisecond,
+		"a declined charge gives its stock back")
+	require.Equal(t, stockLevels{Available: 2, Reserved: 0}, inv.stock(ctx, t, "SKU-1"))
+
+	// Every inventory event reached a saga, or, for one that had closed
+	// (the releases' StockReleased), InventoryLateEventWorkflow: none is
+	// left for an operator.
+	invDB := testdb.Open(t, invURL)
+	events := outboxtest.WaitFor(t, invDB, outboxtest.Match{}, time.Minute, func(es []outboxtest.Event) bool {
+		for _, e := range es {
+			if e.PublishedAt == nil && e.SkippedAt == nil && e.QuarantinedAt == nil {
+				return false
+			}
+		}
+		return true
+	}, "the inventory's relay delivered every event")
+	require.Len(t, events, 5, "two StockReserved, a StockRejected, two StockReleased")
+	for _, e := range events {
+		require.Nil(t, e.QuarantinedAt, "event %s (%s) quarantined: %s", e.ID, e.Type, e.LastError)
+	}
+}
