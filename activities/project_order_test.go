@@ -41,7 +41,7 @@ func setupProjection(t *testing.T) *projectionFixture {
 	fps, err := failpoints.Parse("")
 	require.NoError(t, err)
 	f := &projectionFixture{
-		acts:    &Activities{DB: pool, Metrics: NewMetrics(prometheus.NewRegistry()), Failpoints: fps},
+		acts:    &Activities{DB: pool, Metrics: mustMetrics(t), Failpoints: fps},
 		pool:    pool,
 		orderID: uuid.NewString(),
 		created: uuid.NewString(),

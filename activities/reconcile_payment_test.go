@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"github.com/stripe/stripe-go/v76"
 	"github.com/stripe/stripe-go/v76/client"
@@ -84,7 +83,7 @@ func setupTapped(t *testing.T) (*Activities, *testBundle, *providerTap) {
 	})
 	acts.Stripe = client.New(simulatorKey, &stripe.Backends{API: backend, Connect: backend, Uploads: backend})
 	acts.Now = clk.Now
-	acts.Metrics = NewMetrics(prometheus.NewRegistry())
+	acts.Metrics = mustMetrics(t)
 	noFaults, err := failpoints.Parse("")
 	require.NoError(t, err)
 	acts.Failpoints = noFaults

@@ -57,7 +57,7 @@ func setup(t *testing.T) (*Activities, *testBundle) {
 	acts, err := New(Config{StripeAPIBase: base, EmailAPIBase: base, HTTPTimeout: 750 * time.Millisecond})
 	require.NoError(t, err)
 	acts.Now = clk.Now
-	acts.Metrics = NewMetrics(prometheus.NewRegistry())
+	acts.Metrics = mustMetrics(t)
 	noFaults, err := failpoints.Parse("")
 	require.NoError(t, err)
 	acts.Failpoints = noFaults
@@ -136,4 +136,12 @@ func inboxHolds(t *testing.T, pool *pgxpool.Pool, consumer, eventID string) bool
 	seen, err := ib.Seen(ctxT(t), pool, consumer, uuid.MustParse(eventID))
 	require.NoError(t, err)
 	return seen
+}
+
+// mustMetrics is the activities' metrics on a registry of the test's own.
+func mustMetrics(t *testing.T) *Metrics {
+	t.Helper()
+	m, err := NewMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	return m
 }

@@ -88,7 +88,8 @@ func registeredMetrics(t *testing.T) map[string]bool {
 	worker := &recorder{Registry: service.NewRegistry()}
 	_, err = inbox.New(worker)
 	require.NoError(t, err)
-	activities.NewMetrics(worker)
+	_, err = activities.NewMetrics(worker)
+	require.NoError(t, err)
 	worker.addTo(t, names)
 	names[workflows.MetricCompensationFailures] = true
 	for _, n := range sdkMetrics(t) {

@@ -8,6 +8,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/outflow/outflow/internal/promreg"
 )
 
 // DuplicatesMetric is the name of the counter of duplicate deliveries, with
@@ -42,18 +44,9 @@ func New(reg prometheus.Registerer) (*Inbox, error) {
 		Name: DuplicatesMetric,
 		Help: "Event deliveries the inbox (processed_events) acknowledged without effect, by consumer.",
 	}, []string{ConsumerLabel})
-	if reg == nil {
-		return &Inbox{duplicates: c}, nil
-	}
-	err := reg.Register(c)
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
-			return &Inbox{duplicates: existing}, nil
-		}
-	}
+	c, err := promreg.Register(reg, c)
 	if err != nil {
-		return nil, fmt.Errorf("inbox: register %s: %w", DuplicatesMetric, err)
+		return nil, fmt.Errorf("inbox: %w", err)
 	}
 	return &Inbox{duplicates: c}, nil
 }

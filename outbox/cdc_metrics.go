@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/outflow/outflow/internal/promreg"
 )
 
 // SlotStatus is the CDC relay's replication slot as PostgreSQL reports it
@@ -73,13 +75,10 @@ func newCDCMetrics(reg prometheus.Registerer) (*cdcMetrics, error) {
 			Help: "1 while a session streams the CDC slot (pg_replication_slots.active), 0 while none does and the slot only retains WAL (sampled periodically).",
 		}),
 	}
-	if reg == nil {
-		return m, nil
-	}
 	var err error
 	for _, g := range []*prometheus.Gauge{&m.lagBytes, &m.lagSeconds, &m.retained, &m.maxKeepSize, &m.active} {
 		if err == nil {
-			*g, err = register(reg, *g)
+			*g, err = promreg.Register(reg, *g)
 		}
 	}
 	if err != nil {

@@ -2,13 +2,13 @@ package outbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/outflow/outflow/internal/namedsql"
+	"github.com/outflow/outflow/internal/promreg"
 )
 
 // metrics are the relay's Prometheus collectors, named in docs/reference.md.
@@ -66,33 +66,29 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Name: "outbox_publish_errors_total",
 		Help: "Failed publishes by whose fault: fault=\"event\" (the event's own: an attempt counted, backoff, quarantine), \"sink\" (unreachable, Unavailable, DeadlineExceeded, Internal, a publish cut by the relay's deadline or shutdown: no attempt counted) or \"throttle\" (ResourceExhausted: no attempt counted, the relay slows down).",
 	}, []string{"fault"})
-	if reg == nil {
-		m.byFault(errorsVec)
-		return m, nil
-	}
 	// Several relays may share a registry: they then share its collectors.
 	var err error
 	reg1 := func(c prometheus.Counter) prometheus.Counter {
 		if err == nil {
-			c, err = register(reg, c)
+			c, err = promreg.Register(reg, c)
 		}
 		return c
 	}
 	regG := func(g prometheus.Gauge) prometheus.Gauge {
 		if err == nil {
-			g, err = register(reg, g)
+			g, err = promreg.Register(reg, g)
 		}
 		return g
 	}
 	m.published, m.expiredLeases = reg1(m.published), reg1(m.expiredLeases)
 	if err == nil {
-		errorsVec, err = register(reg, errorsVec)
+		errorsVec, err = promreg.Register(reg, errorsVec)
 	}
 	m.throttled = reg1(m.throttled)
 	m.pending, m.oldestAge, m.quarantined = regG(m.pending), regG(m.oldestAge), regG(m.quarantined)
 	m.sinkUp = regG(m.sinkUp)
 	if err == nil {
-		m.handoff, err = register(reg, m.handoff)
+		m.handoff, err = promreg.Register(reg, m.handoff)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("outbox: register metrics: %w", err)
@@ -108,22 +104,6 @@ func (m *metrics) byFault(vec *prometheus.CounterVec) {
 	for f := range faultCount {
 		m.publishErrors[f] = vec.WithLabelValues(f.String())
 	}
-}
-
-// register registers c, or returns the collector of the same description
-// already registered.
-func register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
-	err := reg.Register(c)
-	if err == nil {
-		return c, nil
-	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(T); ok {
-			return existing, nil
-		}
-	}
-	return c, err
 }
 
 // refreshGauges recomputes the backlog gauges with one bounded query.

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/internal/promreg"
 	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
@@ -68,10 +69,9 @@ func newCleanupSchedule(pool *pgxpool.Pool, cfg cleanupConfig, fps *failpoints.S
 	}, []string{"table"})
 	deleted.WithLabelValues(outboxops.CleanupTableEvents)
 	deleted.WithLabelValues(outboxops.CleanupTableInbox)
-	if reg != nil {
-		if err := reg.Register(deleted); err != nil {
-			return nil, fmt.Errorf("register cleanup metrics: %w", err)
-		}
+	deleted, err := promreg.Register(reg, deleted)
+	if err != nil {
+		return nil, err
 	}
 	return &cleanupSchedule{pool: pool, cfg: cfg, fps: fps, logger: logger, deleted: deleted}, nil
 }

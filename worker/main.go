@@ -144,7 +144,9 @@ func run(ctx context.Context, logger *slog.Logger, env *service.Env) error {
 
 	acts.DB = pool
 	acts.Temporal = c
-	acts.Metrics = activities.NewMetrics(reg)
+	if acts.Metrics, err = activities.NewMetrics(reg); err != nil {
+		return err
+	}
 	if acts.Inbox, err = inbox.New(reg); err != nil {
 		return err
 	}

@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
@@ -70,7 +69,7 @@ func startStackOn(t *testing.T, c client.Client, tq string) *stack {
 	acts, err := activities.New(activities.Config{StripeAPIBase: base, EmailAPIBase: base, HTTPTimeout: 2 * time.Second})
 	require.NoError(t, err)
 	acts.DB, acts.Temporal = pool, c
-	acts.Metrics = activities.NewMetrics(prometheus.NewRegistry())
+	acts.Metrics = mustMetrics(t)
 	acts.Failpoints, err = failpoints.Parse("")
 	require.NoError(t, err)
 

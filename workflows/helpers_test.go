@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/mock"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
@@ -319,4 +320,12 @@ type testWriter struct{ t *testing.T }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(string(p))
 	return len(p), nil
+}
+
+// mustMetrics is the activities' metrics on a registry of the test's own.
+func mustMetrics(t *testing.T) *activities.Metrics {
+	t.Helper()
+	m, err := activities.NewMetrics(prometheus.NewRegistry())
+	require.NoError(t, err)
+	return m
 }

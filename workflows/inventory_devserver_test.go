@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -88,7 +87,7 @@ func TestSagaWithInventoryOnDevServer(t *testing.T) {
 		InventoryURL: invSrv.URL, InventoryAnswerTimeout: time.Minute})
 	require.NoError(t, err)
 	acts.DB, acts.Temporal = pool, c
-	acts.Metrics = activities.NewMetrics(prometheus.NewRegistry())
+	acts.Metrics = mustMetrics(t)
 	acts.Failpoints, err = failpoints.Parse("")
 	require.NoError(t, err)
 	tq := "saga-inventory-" + uuid.NewString()

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/outflow/outflow/internal/promreg"
 )
 
 // metrics are the API's Prometheus series.
@@ -32,10 +34,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Help: "POST /orders requests answered from a stored Idempotency-Key response.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{m.requests, m.duration, m.replays} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	var err error
+	if m.requests, err = promreg.Register(reg, m.requests); err != nil {
+		return nil, err
+	}
+	if m.duration, err = promreg.Register(reg, m.duration); err != nil {
+		return nil, err
+	}
+	if m.replays, err = promreg.Register(reg, m.replays); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

@@ -34,6 +34,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/outflow/outflow/internal/promreg"
 	"github.com/outflow/outflow/outbox"
 )
 
@@ -129,10 +130,10 @@ func New(c client.Client, opts client.Options, cfg Config) (*Publisher, error) {
 	})
 	if cfg.Registerer != nil {
 		var err error
-		if dups, err = register(cfg.Registerer, dups); err != nil {
+		if dups, err = promreg.Register(cfg.Registerer, dups); err != nil {
 			return nil, err
 		}
-		if refused, err = register(cfg.Registerer, refused); err != nil {
+		if refused, err = promreg.Register(cfg.Registerer, refused); err != nil {
 			return nil, err
 		}
 	}
@@ -154,22 +155,6 @@ func New(c client.Client, opts client.Options, cfg Config) (*Publisher, error) {
 		horizon:   cfg.ReplayHorizon,
 		now:       cfg.Now,
 	}, nil
-}
-
-// register registers c with reg, or returns the counter of the same
-// description another publisher registered there before.
-func register(reg prometheus.Registerer, c prometheus.Counter) (prometheus.Counter, error) {
-	err := reg.Register(c)
-	if err == nil {
-		return c, nil
-	}
-	var are prometheus.AlreadyRegisteredError
-	if errors.As(err, &are) {
-		if existing, ok := are.ExistingCollector.(prometheus.Counter); ok {
-			return existing, nil
-		}
-	}
-	return nil, fmt.Errorf("temporalpub: register metrics: %w", err)
 }
 
 // Namespace is the namespace the publisher starts workflows in and reads
