@@ -33,13 +33,6 @@ var queries = namedsql.MustMerge(namedsql.MustLoadAll(sqlFiles), relaysql.Querie
 // initialised, and TestStatementsMatchTheirGoTypes has the database check
 // the result columns against the row type.
 
-// querier is what a statement runs on: a pgx.Tx, a *pgxpool.Pool or
-// a *pgx.Conn.
-type querier interface {
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-	reader
-}
-
 // reader is what a statement that only reads runs on ([LookupDB]).
 type reader interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)

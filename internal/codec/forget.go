@@ -82,7 +82,7 @@ func ForgetWith(ctx context.Context, db Beginner, o ForgetOptions) (Erasure, err
 		}
 		e.Earlier = make([]EarlierErasure, len(earlier))
 		for i, x := range earlier {
-			e.Earlier[i] = EarlierErasure{KeyID: x.KeyID, ErasedAt: x.ErasedAt, ErasedBy: x.ErasedBy}
+			e.Earlier[i] = EarlierErasure(x)
 		}
 		deleted, err := qDeleteKey.One(ctx, tx, subjectArgs{SubjectHash: h})
 		switch {
