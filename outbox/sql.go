@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/internal/relaysql"
