@@ -48,6 +48,9 @@ const (
 	CDCAfterPublish              = "cdc.after_publish"
 	CDCBeforeConfirm             = "cdc.before_confirm"
 	InventoryAfterCommit         = "inventory.after_commit"
+	// WebhookAfterCommit: a Stripe webhook's inbox row and outbox event
+	// are committed, the order API's 200 not yet written.
+	WebhookAfterCommit = "webhook.after_commit"
 )
 
 // Names lists every failpoint the code knows.
@@ -57,7 +60,7 @@ var Names = []string{
 	ActivityPaymentAfterProvider, ActivityRefundAfterProvider, ActivityEmailAfterProvider,
 	ConsumerAfterCommit, CleanupMidBatch,
 	CDCAfterReceive, CDCAfterPublish, CDCBeforeConfirm,
-	InventoryAfterCommit,
+	InventoryAfterCommit, WebhookAfterCommit,
 }
 
 // ErrInjected is wrapped by the error an "error" failpoint returns.

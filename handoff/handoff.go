@@ -38,6 +38,17 @@ const (
 // payment saga (workflow ID = the OrderCreated event id) to stop it.
 const SignalCancel = "cancel"
 
+// SignalPaymentWebhook is the signal a payment saga receives a Stripe
+// webhook of its order by: the relay delivers each PaymentWebhookReceived
+// event (the order API's POST /webhooks/stripe) to the saga whose workflow
+// id the event carries, its payload the event's envelope.
+const SignalPaymentWebhook = "payment-webhook"
+
+// PaymentWebhookLateWorkflowName is the workflow type started for a
+// webhook whose saga already closed (the relay's ClosedWorkflow), so that
+// no webhook is lost or left quarantined.
+const PaymentWebhookLateWorkflowName = "PaymentWebhookLateWorkflow"
+
 // QueryStatus is the query both workflows answer with their current state,
 // for operators: `temporal workflow query --type status -w EVENT_ID`.
 const QueryStatus = "status"

@@ -86,3 +86,15 @@ SELECT status,
        applied_sequence
 FROM orders
 WHERE id = @id;
+
+-- name: WebhookOrder :one
+-- The order a Stripe webhook is about: by the order id its object's
+-- metadata carries (every PaymentIntent and refund the saga creates has
+-- one), else by the PaymentIntent the saga recorded on the order (a charge
+-- or a dispute names only its PaymentIntent). created_event_id is the
+-- payment saga's workflow id.
+SELECT id, created_event_id
+FROM orders
+WHERE id = @order_id OR (@payment_intent_id::text <> '' AND payment_intent_id = @payment_intent_id)
+ORDER BY (id = @order_id) IS TRUE DESC
+LIMIT 1;

@@ -35,6 +35,7 @@ var (
 	qGetOrderState                  = namedsql.Bind[orderIDArgs, OrderState](queries, "GetOrderState")
 	qStepLockOrder                  = namedsql.Bind[orderIDArgs, stepOrder](queries, "StepLockOrder")
 	qStepApply                      = namedsql.Bind[stepApplyArgs, namedsql.NoRows](queries, "StepApply")
+	qWebhookOrder                   = namedsql.Bind[webhookOrderArgs, webhookOrderRow](queries, "WebhookOrder")
 )
 
 // statements describes every bound statement, for the test that has the
@@ -43,7 +44,7 @@ var statements = []namedsql.Info{
 	qInsertOrder.Info(), qInsertOrderWithShippingAddress.Info(), qLockOrderForCancel.Info(),
 	qMarkOrderCancelled.Info(), qGetOrder.Info(), qGetIdempotencyKey.Info(), qInsertIdempotencyKey.Info(),
 	qSetCreatedSequence.Info(), qSettleSkipped.Info(), qGetOrderState.Info(), qStepLockOrder.Info(),
-	qStepApply.Info(),
+	qStepApply.Info(), qWebhookOrder.Info(),
 }
 
 type orderIDArgs struct {
@@ -105,6 +106,16 @@ type stepApplyArgs struct {
 	PaymentIntentID *string   `db:"payment_intent_id"`
 	RefundID        *string   `db:"refund_id"`
 	FinalSequence   int64     `db:"final_sequence"`
+}
+
+type webhookOrderArgs struct {
+	OrderID         *uuid.UUID `db:"order_id"` // nil: the metadata named none
+	PaymentIntentID string     `db:"payment_intent_id"`
+}
+
+type webhookOrderRow struct {
+	ID             uuid.UUID `db:"id"`
+	CreatedEventID uuid.UUID `db:"created_event_id"`
 }
 
 // SQL returns the text of the statement called name in the package's .sql

@@ -152,7 +152,13 @@ func TestRoutesFromEnv(t *testing.T) {
 	r, from := routesFromEnv(env)
 	require.NoError(t, env.Err())
 	require.Contains(t, from, "order app")
-	require.ElementsMatch(t, []string{orders.EventOrderCreated, orders.EventOrderCancelled}, keys(r))
+	require.ElementsMatch(t, []string{orders.EventOrderCreated, orders.EventOrderCancelled, orders.EventPaymentWebhookReceived}, keys(r))
+	webhook := r[orders.EventPaymentWebhookReceived]
+	require.Equal(t, handoff.SignalPaymentWebhook, webhook.Signal, "a webhook signals the order's saga")
+	require.Equal(t, "saga-1", webhook.WorkflowID(outbox.Event{SchemaVersion: orders.PaymentWebhookReceivedVersion,
+		Payload: []byte(`{"stripe_event_id":"evt_1","type":"payment_intent.succeeded","order_id":"o-1","saga_workflow_id":"saga-1"}`)}))
+	require.Error(t, webhook.Validate(orders.PaymentWebhookReceivedVersion, []byte(`{"stripe_event_id":"evt_1"}`)),
+		"a webhook event that names no saga is the event's own fault")
 	created := r[orders.EventOrderCreated]
 	require.Equal(t, map[string]any{handoff.SearchAttributeOrderID: "o-1"}, untyped(created.SearchAttributes(outbox.Event{AggregateID: "o-1"})))
 

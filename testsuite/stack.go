@@ -154,6 +154,8 @@ type Stack struct {
 	// inventory service (cmd/inventory) the stack starts after they are set.
 	WorkerEnv    []string
 	InventoryEnv []string
+	// OrderAPIEnv is the same for the order API.
+	OrderAPIEnv []string
 
 	mu    sync.Mutex
 	procs map[string]*Process
@@ -263,6 +265,8 @@ func (s *Stack) Start(name, failpoints string) *Process {
 		env = append(env, s.WorkerEnv...)
 	case "inventory":
 		env = append(env, s.InventoryEnv...)
+	case "orderapi":
+		env = append(env, s.OrderAPIEnv...)
 	}
 	logPath := filepath.Join(s.Env.Dir, fmt.Sprintf("%s-%s.log", strings.ReplaceAll(s.T.Name(), "/", "_"), name))
 	p, err := StartProcess(name, bin, logPath, env)

@@ -45,12 +45,16 @@ const AddrDefault = "127.0.0.1:8080"
 type config struct {
 	addr  string
 	token string
+	// webhookSecret verifies POST /webhooks/stripe (STRIPE_WEBHOOK_SECRET).
+	webhookSecret string
 }
 
 func configFromEnv(env *service.Env) config {
 	c := config{
 		addr:  env.String("ORDERAPI_ADDR", AddrDefault),
 		token: env.String("ORDERAPI_TOKEN", ""),
+
+		webhookSecret: env.String("STRIPE_WEBHOOK_SECRET", ""),
 	}
 	if _, _, err := net.SplitHostPort(c.addr); err != nil {
 		env.Fail(fmt.Errorf("ORDERAPI_ADDR=%q: want host:port, e.g. %s: %v", c.addr, AddrDefault, err))
@@ -76,6 +80,7 @@ var command = cli.Command{
 			service.DatabaseVar(database.DefaultURL, "the order app's database; its schema must be current (outboxctl migrate)"),
 			{Name: "ORDERAPI_ADDR", Default: AddrDefault, Meaning: "listen address, host:port (port 0 picks a free one)"},
 			{Name: "ORDERAPI_TOKEN", Default: "none: unauthenticated", Meaning: "when set, /orders routes require Authorization: Bearer <token>"},
+			{Name: "STRIPE_WEBHOOK_SECRET", Default: "none: POST /webhooks/stripe answers 503", Meaning: "the webhook endpoint's signing secret (whsec_...) every Stripe event is verified with"},
 			service.FailpointsVar(),
 		},
 		service.LogVars(),
@@ -119,7 +124,8 @@ func run(args []string) error {
 	}
 	defer pool.Close()
 
-	handler, err := orderhttp.New(orderhttp.Config{DB: pool, Token: cfg.token, Logger: logger, Failpoints: fps})
+	handler, err := orderhttp.New(orderhttp.Config{DB: pool, Token: cfg.token, Logger: logger, Failpoints: fps,
+		StripeWebhookSecret: cfg.webhookSecret})
 	if err != nil {
 		return err
 	}

@@ -20,8 +20,10 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
+	"github.com/stripe/stripe-go/v76/webhook"
 
 	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
@@ -85,6 +87,56 @@ func TestOrderAPIProcess(t *testing.T) {
 		require.NoError(t, pool.QueryRow(t.Context(), "SELECT id::text FROM orders").Scan(&orderID))
 		require.Equal(t, orderID, body.OrderID, "the stored response names the committed order")
 		require.Equal(t, rowCounts{Orders: 1, Events: 1, Keys: 1}, countRows(t, pool), "no second order")
+	})
+
+	t.Run("webhook after_commit crash keeps the webhook once; Stripe's redelivery writes nothing", func(t *testing.T) {
+		t.Parallel()
+		url := testdb.NewURL(t)
+		pool := openPool(t, url)
+		const secret = "whsec_process_test"
+		p := startOrderAPI(t, bin, url, "STRIPE_WEBHOOK_SECRET="+secret)
+		resp, err := postOrder(t, p.addr, "")
+		require.NoError(t, err)
+		require.Equal(t, http.StatusCreated, resp.status, "%s", resp.body)
+		var created orders.CreateOrderResult
+		require.NoError(t, json.Unmarshal(resp.body, &created))
+		p.stop(t)
+
+		body, err := json.Marshal(map[string]any{"id": "evt_crash_1", "object": "event", "type": "payment_intent.succeeded",
+			"created": time.Now().Unix(), "data": map[string]any{"object": map[string]any{
+				"id": "pi_crash_1", "object": "payment_intent", "status": "succeeded",
+				"metadata": map[string]string{"order_id": created.OrderID.String(), "event_id": created.EventID.String()}}}})
+		require.NoError(t, err)
+		deliver := func(addr string) (httpResponse, error) {
+			signed := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: secret})
+			req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/webhooks/stripe", bytes.NewReader(body))
+			require.NoError(t, err)
+			req.Header.Set("Stripe-Signature", signed.Header)
+			r, err := newClient().Do(req)
+			if err != nil {
+				return httpResponse{}, err
+			}
+			defer r.Body.Close()
+			b, err := io.ReadAll(r.Body)
+			return httpResponse{status: r.StatusCode, header: r.Header, body: b}, err
+		}
+		webhookEvents := func() int {
+			return len(outboxtest.Events(t, pool, outboxtest.Match{Type: orders.EventPaymentWebhookReceived}))
+		}
+
+		p = startOrderAPI(t, bin, url, "STRIPE_WEBHOOK_SECRET="+secret, "OUTFLOW_FAILPOINTS=webhook.after_commit=crash")
+		_, err = deliver(p.addr)
+		require.Error(t, err, "the process dies after COMMIT, before its 200: Stripe sees a failed delivery and retries")
+		p.waitKilled(t)
+		require.Equal(t, 1, webhookEvents(), "invariant 1: the committed webhook has its event")
+
+		p = startOrderAPI(t, bin, url, "STRIPE_WEBHOOK_SECRET="+secret)
+		resp, err = deliver(p.addr)
+		require.NoError(t, err)
+		require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
+		require.Contains(t, string(resp.body), `"duplicate":true`, "the redelivery is recognised by the inbox")
+		require.Equal(t, 1, webhookEvents(), "no second event")
+		p.stop(t)
 	})
 
 	t.Run("before_commit error rolls back and answers 500", func(t *testing.T) {

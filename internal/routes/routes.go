@@ -37,7 +37,41 @@ func Orders() temporalpub.Routes {
 			SearchAttributes: orderID,
 			Describe:         describeOrderCancelled,
 		},
+		// A Stripe webhook goes to the order's payment saga as a signal; one
+		// whose saga closed starts PaymentWebhookLateWorkflow instead.
+		orders.EventPaymentWebhookReceived: {
+			Workflow:         handoff.OrderCreatedWorkflowName,
+			Validate:         func(v int, p []byte) error { _, err := orders.DecodePaymentWebhookReceived(v, p); return err },
+			SearchAttributes: orderID,
+			Describe:         describePaymentWebhook,
+			Signal:           handoff.SignalPaymentWebhook,
+			WorkflowID:       sagaOfWebhook,
+			ClosedWorkflow:   handoff.PaymentWebhookLateWorkflowName,
+		},
 	}
+}
+
+// sagaOfWebhook is the payment saga a webhook's event signals: its
+// workflow id, which the order API looked up with the order.
+func sagaOfWebhook(e outbox.Event) string {
+	w, err := orders.DecodePaymentWebhookReceived(e.SchemaVersion, e.Payload)
+	if err != nil { // Validate refused it first; unreachable
+		return ""
+	}
+	return w.SagaWorkflowID
+}
+
+// describePaymentWebhook is what the Temporal UI shows for a late
+// webhook's workflow: the order, the Stripe event and its object's status.
+func describePaymentWebhook(e outbox.Event) (summary, details string) {
+	w, err := orders.DecodePaymentWebhookReceived(e.SchemaVersion, e.Payload)
+	if err != nil { // Validate accepted it; unreachable
+		return "Stripe webhook of order " + e.AggregateID, ""
+	}
+	summary = fmt.Sprintf("Stripe %s of order %s", w.Type, w.OrderID)
+	details = fmt.Sprintf("**Order** %s  \n**Stripe event** %s, %s %s, status %q  \n**Event** %s, %s v%d, sequence %d",
+		w.OrderID, w.StripeEventID, w.ObjectType, w.ObjectID, w.Status, e.ID, e.Type, e.SchemaVersion, e.Sequence)
+	return summary, details
 }
 
 // OrderIDKey is the typed key of the OrderId search attribute

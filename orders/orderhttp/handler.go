@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/inbox"
 	"github.com/outflow/outflow/orders"
 )
 
@@ -46,10 +47,19 @@ type Config struct {
 	// MaxBodyBytes limits a request body. Optional: defaulted to
 	// DefaultMaxBodyBytes.
 	MaxBodyBytes int64
-	// Failpoints injects faults at orders.before_commit and
-	// orders.after_commit (committed, the answer not yet written).
-	// Optional: nil injects none; cmd/orderapi passes OUTFLOW_FAILPOINTS's.
+	// Failpoints injects faults at orders.before_commit,
+	// orders.after_commit and webhook.after_commit (committed, the answer
+	// not yet written). Optional: nil injects none; cmd/orderapi passes
+	// OUTFLOW_FAILPOINTS's.
 	Failpoints *failpoints.Set
+	// StripeWebhookSecret is the webhook endpoint's signing secret
+	// (whsec_..., STRIPE_WEBHOOK_SECRET) POST /webhooks/stripe verifies
+	// every event with. Optional: unset, the route answers 503 and takes
+	// nothing.
+	StripeWebhookSecret string
+	// Inbox records the webhooks' Stripe event ids. Optional: defaulted to
+	// an inbox counting its duplicates on Registry.
+	Inbox *inbox.Inbox
 }
 
 func (c *Config) setDefaults() {
@@ -63,6 +73,15 @@ func (c *Config) setDefaults() {
 	if c.MaxBodyBytes <= 0 {
 		c.MaxBodyBytes = DefaultMaxBodyBytes
 	}
+}
+
+func (c *Config) setInbox() error {
+	if c.Inbox != nil {
+		return nil
+	}
+	var err error
+	c.Inbox, err = inbox.New(c.Registry)
+	return err
 }
 
 func (c *Config) validate() error {
@@ -84,6 +103,9 @@ func New(cfg Config) (http.Handler, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if err := cfg.setInbox(); err != nil {
+		return nil, err
+	}
 	m, err := newMetrics(cfg.Registry)
 	if err != nil {
 		return nil, err
@@ -92,6 +114,9 @@ func New(cfg Config) (http.Handler, error) {
 	mux := http.NewServeMux()
 	s.handle(mux, "POST /orders", true, s.createOrder)
 	s.handle(mux, "POST /orders/{id}/cancel", true, s.cancelOrder)
+	// Stripe cannot send the bearer token: the signature is the webhook's
+	// authentication.
+	s.handle(mux, "POST /webhooks/stripe", false, s.stripeWebhook)
 	s.handle(mux, "GET /orders/{id}", true, s.getOrder)
 	s.handle(mux, "GET /healthz", false, s.healthz)
 	// /metrics sits on the public port (the contract's endpoint), so with a
@@ -102,7 +127,7 @@ func New(cfg Config) (http.Handler, error) {
 	// and everything else a JSON 404, rather than ServeMux's plain text.
 	for path, allow := range map[string]string{
 		"/orders": http.MethodPost, "/orders/{id}/cancel": http.MethodPost, "/orders/{id}": http.MethodGet,
-		"/healthz": http.MethodGet, "/metrics": http.MethodGet,
+		"/healthz": http.MethodGet, "/metrics": http.MethodGet, "/webhooks/stripe": http.MethodPost,
 	} {
 		s.handle(mux, path, false, func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Allow", allow)
