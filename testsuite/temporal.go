@@ -12,6 +12,7 @@ import (
 
 	"github.com/outflow/outflow/internal/dev/cluster"
 	"github.com/outflow/outflow/internal/dev/ports"
+	"github.com/outflow/outflow/internal/dev/proc"
 	"github.com/outflow/outflow/internal/dev/testdb"
 )
 
@@ -52,7 +53,7 @@ func onCluster() (bool, error) {
 type TemporalServer struct {
 	cli, dir string
 	Port     int
-	proc     *Process
+	proc     *proc.Process
 
 	// cluster is set on the cluster backend; down is the node Stop killed
 	// (0: none), faults how many Stops ran.
@@ -178,7 +179,7 @@ func (s *TemporalServer) Start(ctx context.Context) error {
 		"--sqlite-pragma", "journal_mode=WAL", "--sqlite-pragma", "synchronous=NORMAL",
 		"--log-level", "error",
 	}
-	p, err := StartProcess("temporal", s.cli, filepath.Join(s.dir, "temporal.log"), nil, args...)
+	p, err := startProcess("temporal", s.cli, filepath.Join(s.dir, "temporal.log"), nil, args...)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/outflow/outflow/internal/dev/ports"
+	"github.com/outflow/outflow/internal/dev/proc"
 )
 
 // temporalServer is the Temporal frontend the demo runs against.
@@ -19,7 +20,7 @@ type temporalServer struct {
 	namespace string
 	uiURL     string // empty when unknown (an external cluster)
 	how       string
-	proc      *child
+	proc      *proc.Process
 	cli       string // the Temporal CLI to print in commands
 }
 
@@ -66,8 +67,8 @@ func ensureTemporal(ctx context.Context, root, dataDir string, say func(string, 
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	if err := waitTemporal(ctx, addr, ns, 90*time.Second); err != nil {
-		proc.stop(5 * time.Second)
-		return nil, fmt.Errorf("temporal dev server: %w (see %s)", err, proc.logPath)
+		proc.Stop(5 * time.Second)
+		return nil, fmt.Errorf("temporal dev server: %w (see %s)", err, proc.LogPath())
 	}
 	return &temporalServer{address: addr, namespace: ns, uiURL: fmt.Sprintf("http://127.0.0.1:%d", uiPort), how: "dev server (bin/temporal)", proc: proc, cli: cli}, nil
 }
