@@ -3,9 +3,7 @@ package outbox_test
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -16,7 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/internal/dev/testlog"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
 // testBundle is what most relay tests need.
@@ -76,12 +76,7 @@ func setup(t *testing.T, fn func(ctx context.Context, e outbox.Event) error) *te
 	return &testBundle{pool: pool, url: url, rec: newRecorder(fn)}
 }
 
-func quietLogger() *slog.Logger {
-	if os.Getenv("OUTFLOW_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
+func quietLogger() *slog.Logger { return testlog.Logger() }
 
 // newRelay builds a relay with test-friendly defaults over b's pool.
 func (b *testBundle) newRelay(t *testing.T, cfg outbox.RelayConfig) *outbox.Relay {
@@ -94,33 +89,11 @@ func (b *testBundle) newRelay(t *testing.T, cfg outbox.RelayConfig) *outbox.Rela
 	return r
 }
 
-// runner is a Relay or a CDCRelay.
-type runner interface {
-	Run(ctx context.Context) error
-	Owner() string
-}
-
 // run starts r.Run and returns a function that stops it and waits; the test
 // stops it at cleanup in any case.
-func run(t *testing.T, r runner) (stop func()) {
+func run(t *testing.T, r outboxtest.Runner) (stop func()) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				require.NoError(t, err)
-			case <-time.After(30 * time.Second):
-				t.Errorf("relay %s did not stop within 30s", r.Owner())
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
+	return outboxtest.Run(t, r)
 }
 
 // enqueue commits events in one transaction and returns them as written.

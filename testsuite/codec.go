@@ -4,6 +4,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/outflow/outflow/internal/codec"
+	"github.com/outflow/outflow/internal/dev/devserver"
 	"github.com/outflow/outflow/internal/personal"
 )
 
@@ -20,7 +21,7 @@ func codecClient(addr string) (client.Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return client.Dial(client.Options{HostPort: addr, Logger: nopLogger{}, DataConverter: dc,
+	return client.Dial(client.Options{HostPort: addr, Logger: devserver.QuietLogger(), DataConverter: dc,
 		FailureConverter: dc.FailureConverter()})
 }
 

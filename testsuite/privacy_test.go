@@ -23,6 +23,7 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/outflow/outflow/internal/codec"
+	"github.com/outflow/outflow/internal/dev/devserver"
 	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
@@ -94,7 +95,7 @@ type history struct {
 // closed.
 func rawHistories(ctx context.Context, t *testing.T, s *Stack, orderIDs ...string) []history {
 	t.Helper()
-	raw, err := client.Dial(client.Options{HostPort: s.Env.Temporal.Address(), Logger: nopLogger{}})
+	raw, err := client.Dial(client.Options{HostPort: s.Env.Temporal.Address(), Logger: devserver.QuietLogger()})
 	require.NoError(t, err)
 	defer raw.Close()
 	var out []history
@@ -439,7 +440,7 @@ func TestForcedErasureFailsTheWorkflow(t *testing.T) {
 	s.Start("worker", "")
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_FAILED, waitClosed(ctx, t, s, wid, time.Minute),
 		"a workflow whose input was erased fails")
-	c, err := client.Dial(client.Options{HostPort: s.Env.Temporal.Address(), Logger: nopLogger{},
+	c, err := client.Dial(client.Options{HostPort: s.Env.Temporal.Address(), Logger: devserver.QuietLogger(),
 		DataConverter: s.DataConverter(), FailureConverter: s.DataConverter().FailureConverter()})
 	require.NoError(t, err)
 	defer c.Close()

@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/outflow/outflow/internal/dev/ports"
+	"github.com/outflow/outflow/internal/dev/proc"
 	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/providersim"
 )
@@ -27,7 +28,7 @@ type Env struct {
 	Dir      string
 	Bin      Binaries
 	Temporal *TemporalServer
-	Sim      *Process
+	Sim      *proc.Process
 	SimURL   string
 	Client   client.Client
 }
@@ -108,7 +109,7 @@ func startEnv() (*Env, error) {
 		return nil, err
 	}
 	env.SimURL = fmt.Sprintf("http://127.0.0.1:%d", port)
-	env.Sim, err = StartProcess("providersim", bin.ProviderSim, filepath.Join(dir, "providersim.log"),
+	env.Sim, err = startProcess("providersim", bin.ProviderSim, filepath.Join(dir, "providersim.log"),
 		[]string{fmt.Sprintf("PROVIDERSIM_ADDR=127.0.0.1:%d", port)})
 	if err != nil {
 		return nil, err
@@ -158,7 +159,7 @@ type Stack struct {
 	OrderAPIEnv []string
 
 	mu    sync.Mutex
-	procs map[string]*Process
+	procs map[string]*proc.Process
 }
 
 // NewStack creates a fresh database and task queue on the shared
@@ -219,7 +220,7 @@ func NewStackWith(t testing.TB, env *Env, o StackOptions) *Stack {
 		CodecKeys: TestCodecKeys,
 		Source:    o.Source,
 		Slot:      "outflow_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12],
-		procs:     map[string]*Process{},
+		procs:     map[string]*proc.Process{},
 	}
 	t.Cleanup(func() {
 		s.mu.Lock()
@@ -253,7 +254,7 @@ var readyMarker = map[string]string{
 
 // Start runs the named process with the given failpoints ("" for none) and,
 // unless it is expected to crash at once, waits until it is ready.
-func (s *Stack) Start(name, failpoints string) *Process {
+func (s *Stack) Start(name, failpoints string) *proc.Process {
 	s.T.Helper()
 	kind := kindOf(name)
 	bin := s.binary(kind)
@@ -269,7 +270,7 @@ func (s *Stack) Start(name, failpoints string) *Process {
 		env = append(env, s.OrderAPIEnv...)
 	}
 	logPath := filepath.Join(s.Env.Dir, fmt.Sprintf("%s-%s.log", strings.ReplaceAll(s.T.Name(), "/", "_"), name))
-	p, err := StartProcess(name, bin, logPath, env)
+	p, err := startProcess(name, bin, logPath, env)
 	if err != nil {
 		s.T.Fatal(err)
 	}
@@ -331,7 +332,7 @@ func (s *Stack) processEnv(failpoints string) []string {
 }
 
 // Proc returns the current process of that name.
-func (s *Stack) Proc(name string) *Process {
+func (s *Stack) Proc(name string) *proc.Process {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.procs[name]

@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/outflow/outflow/internal/dev/cluster"
+	"github.com/outflow/outflow/internal/dev/devserver"
 	"github.com/outflow/outflow/internal/dev/ports"
 	"github.com/outflow/outflow/internal/dev/testdb"
 )
@@ -52,7 +53,7 @@ func onCluster() (bool, error) {
 type TemporalServer struct {
 	cli, dir string
 	Port     int
-	proc     *Process
+	proc     *devserver.Process
 
 	// cluster is set on the cluster backend; down is the node Stop killed
 	// (0: none), faults how many Stops ran.
@@ -171,37 +172,17 @@ func (s *TemporalServer) Start(ctx context.Context) error {
 		s.down = 0
 		return nil
 	}
-	args := []string{"server", "start-dev", "--headless",
-		"--ip", "127.0.0.1", "--port", fmt.Sprint(s.Port),
-		"--db-filename", filepath.Join(s.dir, "temporal.db"),
-		"--search-attribute", "OrderId=Keyword",
-		"--sqlite-pragma", "journal_mode=WAL", "--sqlite-pragma", "synchronous=NORMAL",
-		"--log-level", "error",
-	}
-	p, err := StartProcess("temporal", s.cli, filepath.Join(s.dir, "temporal.log"), nil, args...)
+	p, err := devserver.Launch(ctx, devserver.LaunchOptions{
+		Options: devserver.Options{Port: s.Port, DBFile: filepath.Join(s.dir, "temporal.db"), LogLevel: "error"},
+		CLI:     s.cli,
+		LogFile: filepath.Join(s.dir, "temporal.log"),
+		Env:     baseEnv(),
+	})
 	if err != nil {
 		return err
 	}
 	s.proc = p
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		c, err := client.Dial(client.Options{HostPort: s.Address(), Logger: nopLogger{}})
-		if err == nil {
-			_, err = c.CheckHealth(ctx, &client.CheckHealthRequest{})
-			c.Close()
-			if err == nil {
-				return nil
-			}
-		}
-		if p.Exited() || time.Now().After(deadline) {
-			return fmt.Errorf("temporal dev server not healthy: %v\n%s", err, p.LogTail(30))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	return nil
 }
 
 // Stop stops the server gracefully (its state stays in the database file);
@@ -252,13 +233,5 @@ func (s *TemporalServer) Close() {
 
 // Client dials the server.
 func (s *TemporalServer) Client() (client.Client, error) {
-	return client.Dial(client.Options{HostPort: s.Address(), Logger: nopLogger{}})
+	return client.Dial(client.Options{HostPort: s.Address(), Logger: devserver.QuietLogger()})
 }
-
-// nopLogger silences the SDK client inside tests.
-type nopLogger struct{}
-
-func (nopLogger) Debug(string, ...any) {}
-func (nopLogger) Info(string, ...any)  {}
-func (nopLogger) Warn(string, ...any)  {}
-func (nopLogger) Error(string, ...any) {}

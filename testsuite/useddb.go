@@ -61,7 +61,7 @@ func (s *Stack) LeaveEarlierRun(ctx context.Context, keys string) error {
 func (s *Stack) StartRefused(ctx context.Context, name string, timeout time.Duration) (string, error) {
 	kind := kindOf(name)
 	logPath := filepath.Join(s.Env.Dir, fmt.Sprintf("%s-%s.log", strings.ReplaceAll(s.T.Name(), "/", "_"), name))
-	p, err := StartProcess(name, s.binary(kind), logPath, s.processEnv(""))
+	p, err := startProcess(name, s.binary(kind), logPath, s.processEnv(""))
 	if err != nil {
 		return "", err
 	}
@@ -75,9 +75,7 @@ func (s *Stack) StartRefused(ctx context.Context, name string, timeout time.Dura
 	case !p.Exited():
 		return "", fmt.Errorf("%s neither started nor exited within %s:\n%s", name, timeout, p.LogTail(20))
 	}
-	p.mu.Lock()
-	status := p.status
-	p.mu.Unlock()
+	status, _ := p.Status()
 	if status.Exited() && status.ExitStatus() == 0 {
 		return "", fmt.Errorf("%s exited with status 0:\n%s", name, p.LogTail(20))
 	}

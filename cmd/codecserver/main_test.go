@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +28,7 @@ import (
 	"github.com/outflow/outflow/internal/codec"
 	"github.com/outflow/outflow/internal/dev/devserver"
 	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/internal/dev/testlog"
 	"github.com/outflow/outflow/internal/personal"
 	"github.com/outflow/outflow/internal/routes"
 	"github.com/outflow/outflow/orders"
@@ -84,7 +84,7 @@ func TestTemporalCLIDecodesThroughTheCodecServer(t *testing.T) {
 		AddrEnv: "127.0.0.1:0", TokenEnv: "t0ken", CORSOriginEnv: "http://127.0.0.1:8233",
 		codec.KeysEnv: keySpec, "DATABASE_URL": dbURL,
 	}
-	logs := &syncBuffer{}
+	logs := &testlog.SyncBuffer{}
 	addr := startServer(ctx, t, env, logs)
 
 	show := func(extra ...string) (string, error) {
@@ -172,23 +172,6 @@ func readable(out string) string {
 }
 
 var dataField = regexp.MustCompile(`"data":\s*"([A-Za-z0-9+/=]+)"`)
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // b64 is how the CLI's JSON shows raw payload bytes and metadata.
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }

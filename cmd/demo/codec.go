@@ -12,6 +12,7 @@ import (
 
 	"github.com/outflow/outflow/internal/codec"
 	"github.com/outflow/outflow/internal/dev/ports"
+	"github.com/outflow/outflow/internal/dev/proc"
 )
 
 // demoCodec is the payload encryption of the demo: a master key, the codec
@@ -21,7 +22,7 @@ type demoCodec struct {
 	how     string
 	keyID   string
 	addr    string // CODECSERVER_ADDR
-	proc    *child
+	proc    *proc.Process
 	keyFile string
 	// own: the demo's own key in .data/codec.keys (made by the demo), not
 	// one the operator supplied.
@@ -103,8 +104,8 @@ func startCodecServer(ctx context.Context, dataDir, bin string, c *demoCodec, da
 		return err
 	}
 	c.proc = p
-	if err := p.waitLog(ctx, "listening", 30*time.Second); err != nil {
-		p.stop(5 * time.Second)
+	if err := waitLog(ctx, p, "listening", 30*time.Second); err != nil {
+		p.Stop(5 * time.Second)
 		return fmt.Errorf("codec server: %w", err)
 	}
 	return nil

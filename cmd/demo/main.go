@@ -19,6 +19,7 @@ import (
 	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/dev/checkout"
 	"github.com/outflow/outflow/internal/dev/ports"
+	"github.com/outflow/outflow/internal/dev/proc"
 	"github.com/outflow/outflow/providersim"
 )
 
@@ -109,7 +110,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	if tmp.proc != nil {
-		st.add(func() { tmp.proc.stop(10 * time.Second) })
+		st.add(func() { tmp.proc.Stop(10 * time.Second) })
 	}
 	say("Temporal: %s at %s (namespace %s)", tmp.how, tmp.address, tmp.namespace)
 	uiOrigin := tmp.uiURL
@@ -119,7 +120,7 @@ func run(ctx context.Context) error {
 	if err := startCodecServer(ctx, dataDir, bin("codecserver"), pc, dbURL, uiOrigin); err != nil {
 		return err
 	}
-	st.add(func() { pc.proc.stop(5 * time.Second) })
+	st.add(func() { pc.proc.Stop(5 * time.Second) })
 	say("payload encryption on (key %s: %s); codec server at %s for the CLI and the Web UI", pc.keyID, pc.how, pc.endpoint())
 
 	simPort, err := ports.Free()
@@ -131,9 +132,9 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	st.add(func() { sim.stop(5 * time.Second) })
+	st.add(func() { sim.Stop(5 * time.Second) })
 	if err := ports.WaitTCP(ctx, fmt.Sprintf("127.0.0.1:%d", simPort), 30*time.Second); err != nil {
-		return fmt.Errorf("providersim: %w (see %s)", err, sim.logPath)
+		return fmt.Errorf("providersim: %w (see %s)", err, sim.LogPath())
 	}
 	say("provider simulators (Stripe-compatible payments, Resend-compatible email) at %s", simURL)
 
@@ -162,12 +163,12 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	st.add(func() { worker.stop(15 * time.Second) })
+	st.add(func() { worker.Stop(15 * time.Second) })
 	relay, err := startChild(dataDir, "starter", bin("starter"), nil, append(common, "METRICS_ADDR="+starterMetrics))
 	if err != nil {
 		return err
 	}
-	st.add(func() { relay.stop(15 * time.Second) })
+	st.add(func() { relay.Stop(15 * time.Second) })
 	apiAddr := "127.0.0.1:8080"
 	if !ports.IsFree(8080) {
 		p, err := ports.Free()
@@ -180,14 +181,14 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	st.add(func() { api.stop(10 * time.Second) })
-	for _, c := range []*child{worker, relay} {
-		if err := c.waitLog(ctx, "started", 60*time.Second); err != nil {
+	st.add(func() { api.Stop(10 * time.Second) })
+	for _, c := range []*proc.Process{worker, relay} {
+		if err := waitLog(ctx, c, "started", 60*time.Second); err != nil {
 			return err
 		}
 	}
 	if err := ports.WaitTCP(ctx, apiAddr, 30*time.Second); err != nil {
-		return fmt.Errorf("orderapi: %w (see %s)", err, api.logPath)
+		return fmt.Errorf("orderapi: %w (see %s)", err, api.LogPath())
 	}
 	say("worker, relay and order API (http://%s) are up; logs in %s", apiAddr, filepath.Join(dataDir, "logs"))
 	promConfig, err := writePrometheusConfig(dataDir, root, map[string]string{"starter": starterMetrics, "worker": workerMetrics, "orderapi": apiAddr})

@@ -8,8 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"go.temporal.io/sdk/client"
-
+	"github.com/outflow/outflow/internal/dev/devserver"
 	"github.com/outflow/outflow/internal/dev/ports"
 )
 
@@ -19,7 +18,7 @@ type temporalServer struct {
 	namespace string
 	uiURL     string // empty when unknown (an external cluster)
 	how       string
-	proc      *child
+	proc      *devserver.Process
 	cli       string // the Temporal CLI to print in commands
 }
 
@@ -51,25 +50,24 @@ func ensureTemporal(ctx context.Context, root, dataDir string, say func(string, 
 		}
 	}
 	dbFile := filepath.Join(dataDir, "temporal.db")
-	args := []string{"server", "start-dev",
-		"--ip", "127.0.0.1", "--port", fmt.Sprint(port), "--ui-port", fmt.Sprint(uiPort),
-		"--db-filename", dbFile,
-		"--search-attribute", "OrderId=Keyword",
-		"--sqlite-pragma", "journal_mode=WAL", "--sqlite-pragma", "synchronous=NORMAL",
-		"--log-level", "warn",
-		"--ui-codec-endpoint", codecEndpoint,
-	}
 	say("starting the Temporal dev server on 127.0.0.1:%d (Web UI on :%d, state in %s)", port, uiPort, dbFile)
-	proc, err := startChild(dataDir, "temporal", cli, args, nil)
-	if err != nil {
+	logDir := filepath.Join(dataDir, "logs")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
 		return nil, err
 	}
-	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	if err := waitTemporal(ctx, addr, ns, 90*time.Second); err != nil {
-		proc.stop(5 * time.Second)
-		return nil, fmt.Errorf("temporal dev server: %w (see %s)", err, proc.logPath)
+	proc, err := devserver.Launch(ctx, devserver.LaunchOptions{
+		Options:         devserver.Options{Port: port, DBFile: dbFile, LogLevel: "warn"},
+		CLI:             cli,
+		UIPort:          uiPort,
+		UICodecEndpoint: codecEndpoint,
+		LogFile:         filepath.Join(logDir, "temporal.log"),
+		TruncateLog:     true,
+		Ready:           90 * time.Second,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("temporal dev server: %w", err)
 	}
-	return &temporalServer{address: addr, namespace: ns, uiURL: fmt.Sprintf("http://127.0.0.1:%d", uiPort), how: "dev server (bin/temporal)", proc: proc, cli: cli}, nil
+	return &temporalServer{address: proc.Address(), namespace: ns, uiURL: proc.UIURL(), how: "dev server (bin/temporal)", proc: proc, cli: cli}, nil
 }
 
 // buildTemporalCLI builds bin/temporal from the tools module unless it is
@@ -108,27 +106,3 @@ func buildTemporalCLI(ctx context.Context, root string, say func(string, ...any)
 		}
 	}
 }
-
-// waitTemporal waits until the frontend answers a health check.
-func waitTemporal(ctx context.Context, addr, ns string, timeout time.Duration) error {
-	if err := ports.WaitTCP(ctx, addr, timeout); err != nil {
-		return err
-	}
-	return ports.Poll(ctx, "Temporal on "+addr, timeout, 300*time.Millisecond, func(ctx context.Context) (bool, error) {
-		c, err := client.Dial(client.Options{HostPort: addr, Namespace: ns, Logger: quietLogger{}})
-		if err != nil {
-			return false, err
-		}
-		defer c.Close()
-		_, err = c.CheckHealth(ctx, &client.CheckHealthRequest{})
-		return err == nil, err
-	})
-}
-
-// quietLogger drops the SDK's own logs; the demo prints its own progress.
-type quietLogger struct{}
-
-func (quietLogger) Debug(string, ...any) {}
-func (quietLogger) Info(string, ...any)  {}
-func (quietLogger) Warn(string, ...any)  {}
-func (quietLogger) Error(string, ...any) {}

@@ -1,41 +1,22 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"io"
 	"net/http"
 	"regexp"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/outflow/outflow/internal/dev/testlog"
 	"github.com/outflow/outflow/providersim"
 )
 
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
-}
-
-// syncBuffer is a log destination the test can read while run writes.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 var listeningURL = regexp.MustCompile(`msg=listening url=(http://127\.0\.0\.1:\d+)`)
@@ -44,7 +25,7 @@ func TestRunServesAndShutsDown(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var logs syncBuffer
+	var logs testlog.SyncBuffer
 	env := map[string]string{"PROVIDERSIM_ADDR": "127.0.0.1:0"}
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, nil, func(k string) string { return env[k] }, io.Discard, &logs) }()
@@ -85,7 +66,7 @@ func TestRunRejectsABusyAddress(t *testing.T) {
 	require.NoError(t, err)
 	addr := url[len("http://"):]
 
-	var logs syncBuffer
+	var logs testlog.SyncBuffer
 	err = run(context.Background(), []string{"-addr", addr}, func(string) string { return "" }, io.Discard, &logs)
 	require.ErrorContains(t, err, "PROVIDERSIM_ADDR")
 }

@@ -2,7 +2,6 @@ package orderhttp
 
 import (
 	"bytes"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -56,7 +55,7 @@ func FuzzDecodeCreateOrder(f *testing.F) {
 	}
 
 	pool, _ := testdb.New(f)
-	h, err := New(Config{DB: pool, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	h, err := New(Config{DB: pool, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(f, err)
 
 	f.Fuzz(func(t *testing.T, body []byte) {

@@ -30,7 +30,7 @@ type testBundle struct {
 func setup(t *testing.T, token string) testBundle {
 	t.Helper()
 	pool, _ := testdb.New(t)
-	h, err := New(Config{DB: pool, Token: token, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	h, err := New(Config{DB: pool, Token: token, Logger: slog.New(slog.DiscardHandler)})
 	require.NoError(t, err)
 	srv := httptest.NewServer(h)
 	t.Cleanup(srv.Close)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log"
 	"log/slog"
 	"os"
@@ -51,7 +50,7 @@ func ExampleSkip() {
 		once.Do(func() { close(refused) })
 		return outbox.Permanent(errors.New("no workflow takes " + e.Type))
 	})
-	relay, err := outbox.NewRelay(db, pub, outbox.RelayConfig{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	relay, err := outbox.NewRelay(db, pub, outbox.RelayConfig{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		log.Fatal(err)
 	}

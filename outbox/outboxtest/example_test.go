@@ -3,7 +3,6 @@ package outboxtest_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log"
 	"log/slog"
 	"os"
@@ -75,7 +74,7 @@ func ExampleRecorder() {
 		once.Do(func() { close(published) })
 		return nil // acknowledge
 	}}
-	relay, err := outbox.NewRelay(db, rec, outbox.RelayConfig{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	relay, err := outbox.NewRelay(db, rec, outbox.RelayConfig{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package outboxtest
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"sync"
 	"testing"
@@ -35,10 +34,25 @@ func RunRelay(t testing.TB, pool *pgxpool.Pool, rec *Recorder, cfg outbox.RelayC
 		cfg.PollInterval = RelayPollIntervalDefault
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	r, err := outbox.NewRelay(pool, rec, cfg)
 	require.NoError(t, err, "outboxtest: build the relay")
+	return Run(t, r)
+}
+
+// Runner is what [Run] runs: an [outbox.Relay] or an [outbox.CDCRelay].
+type Runner interface {
+	Run(ctx context.Context) error
+	Owner() string
+}
+
+// Run runs r until the returned stop is called or the test ends, whichever
+// comes first; stop waits for r to finish its shutdown and fails t if Run
+// returned an error or did not stop. It is [RunRelay] for a relay the test
+// built itself (its own publisher, a CDC relay).
+func Run(t testing.TB, r Runner) (stop func()) {
+	t.Helper()
 	// Not t.Context(): the test's own context ends before its cleanups,
 	// and the relay must outlive a cleanup that comes before this one's.
 	ctx, cancel := context.WithCancel(context.Background())

@@ -3,9 +3,7 @@ package temporalpub_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +11,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/outflow/outflow/internal/dev/testlog"
 	"github.com/outflow/outflow/internal/routes"
 	"github.com/outflow/outflow/outbox/temporalpub"
 
@@ -26,14 +25,10 @@ import (
 
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
-func quietLogger() *slog.Logger {
-	if os.Getenv("OUTFLOW_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, nil))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
+func quietLogger() *slog.Logger { return testlog.Logger() }
 
 // taskQueue returns a task queue no other test uses.
 func taskQueue(t *testing.T) string {
@@ -43,18 +38,7 @@ func taskQueue(t *testing.T) string {
 // runRelay runs r until the test ends.
 func runRelay(t *testing.T, r *outbox.Relay) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(30 * time.Second):
-			t.Errorf("relay %s did not stop", r.Owner())
-		}
-	})
+	outboxtest.Run(t, r)
 }
 
 func enqueue(t *testing.T, pool *pgxpool.Pool, events ...outbox.Event) []outbox.Event {

@@ -47,6 +47,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outflow/outflow/internal/dev/checkout"
+	"github.com/outflow/outflow/internal/dev/proc"
 )
 
 // Environment variables naming the binaries; the Makefile exports them.
@@ -138,7 +139,7 @@ type Cluster struct {
 	pg         pgConn
 	visibility string
 	lb         *balancer
-	ui         *proc
+	ui         *proc.Process
 	nodes      []*node
 	started    time.Time
 	// Ready is how long Start took, from the first database statement to
@@ -153,7 +154,7 @@ type Cluster struct {
 type node struct {
 	index    int // 1-based
 	ports    nodePorts
-	proc     *proc
+	proc     *proc.Process
 	logPath  string
 	startsMu sync.Mutex
 }
@@ -352,10 +353,10 @@ func (c *Cluster) PID(i int) int {
 	n := c.nodes[i-1]
 	n.startsMu.Lock()
 	defer n.startsMu.Unlock()
-	if n.proc == nil || n.proc.exited() {
+	if n.proc == nil || n.proc.Exited() {
 		return 0
 	}
-	return n.proc.pid()
+	return n.proc.Pid()
 }
 
 // RSS is node i's resident memory in bytes (0 when it is not running).
@@ -408,7 +409,7 @@ func (c *Cluster) KillNode(i int) {
 	n.startsMu.Lock()
 	defer n.startsMu.Unlock()
 	if n.proc != nil {
-		n.proc.kill()
+		n.proc.Kill()
 	}
 }
 
@@ -441,7 +442,7 @@ func (c *Cluster) StopNode(i int) {
 	n.startsMu.Lock()
 	defer n.startsMu.Unlock()
 	if n.proc != nil {
-		n.proc.stop(30 * time.Second)
+		n.proc.Stop(30 * time.Second)
 	}
 }
 
@@ -462,7 +463,7 @@ func (c *Cluster) Stop() {
 	c.stopped = true
 	c.mu.Unlock()
 	if c.ui != nil {
-		c.ui.stop(5 * time.Second)
+		c.ui.Stop(5 * time.Second)
 	}
 	var wg sync.WaitGroup
 	for _, n := range c.nodes {
@@ -470,7 +471,7 @@ func (c *Cluster) Stop() {
 			n.startsMu.Lock()
 			defer n.startsMu.Unlock()
 			if n.proc != nil {
-				n.proc.stop(30 * time.Second)
+				n.proc.Stop(30 * time.Second)
 			}
 		})
 	}

@@ -29,11 +29,11 @@ import (
 func (c *Cluster) startNode(ctx context.Context, n *node) error {
 	n.startsMu.Lock()
 	defer n.startsMu.Unlock()
-	if n.proc != nil && !n.proc.exited() {
+	if n.proc != nil && !n.proc.Exited() {
 		return fmt.Errorf("cluster: node %d is already running", n.index)
 	}
 	start := time.Now()
-	p, err := startProc(fmt.Sprintf("node%d", n.index), c.opts.ServerBin, n.logPath, nil, c.serverArgs(n)...)
+	p, err := startProc(fmt.Sprintf("node%d", n.index), c.opts.ServerBin, n.logPath, c.serverArgs(n)...)
 	if err != nil {
 		return err
 	}
@@ -46,11 +46,11 @@ func (c *Cluster) startNode(ctx context.Context, n *node) error {
 				time.Since(start).Round(100*time.Millisecond), n.frontend(), n.history(), n.logPath)
 			return nil
 		}
-		if p.exited() {
-			return fmt.Errorf("cluster: node %d exited during start-up:\n%s", n.index, p.logTail(40))
+		if p.Exited() {
+			return fmt.Errorf("cluster: node %d exited during start-up:\n%s", n.index, p.LogTail(40))
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("cluster: node %d not healthy after 2m: %v\n%s", n.index, lastErr, p.logTail(40))
+			return fmt.Errorf("cluster: node %d not healthy after 2m: %v\n%s", n.index, lastErr, p.LogTail(40))
 		}
 		select {
 		case <-ctx.Done():
@@ -253,7 +253,7 @@ cors:
 	if err := os.WriteFile(filepath.Join(dir, "config", "development.yaml"), []byte(cfg), 0o644); err != nil {
 		return err
 	}
-	p, err := startProc("ui", c.opts.UIServerBin, filepath.Join(c.opts.Dir, "ui.log"), nil,
+	p, err := startProc("ui", c.opts.UIServerBin, filepath.Join(c.opts.Dir, "ui.log"),
 		"--root", dir, "--config", "config", "--env", "development", "start")
 	if err != nil {
 		return err
@@ -261,7 +261,7 @@ cors:
 	c.ui = p
 	addr := fmt.Sprintf("127.0.0.1:%d", c.opts.UIPort)
 	err = ports.Poll(ctx, "cluster: the Web UI server on "+addr, 30*time.Second, 200*time.Millisecond, func(context.Context) (bool, error) {
-		if p.exited() {
+		if p.Exited() {
 			return true, errors.New("exited")
 		}
 		conn, err := net.DialTimeout("tcp", addr, time.Second)
@@ -275,7 +275,7 @@ cors:
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		return fmt.Errorf("cluster: the Web UI server did not listen on %s (%v):\n%s", addr, err, p.logTail(20))
+		return fmt.Errorf("cluster: the Web UI server did not listen on %s (%v):\n%s", addr, err, p.LogTail(20))
 	}
 	c.say("Web UI on http://%s", addr)
 	return nil

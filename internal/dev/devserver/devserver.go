@@ -28,12 +28,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"sync"
 	"testing"
@@ -45,7 +43,6 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/dev/checkout"
 	"github.com/outflow/outflow/internal/dev/ports"
 )
@@ -116,24 +113,11 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	level := opts.LogLevel
-	if level == "" {
-		level = "warn"
-	}
 	out := opts.Output
 	if out == nil {
 		out = os.Stderr
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	extra := []string{
-		"--search-attribute", handoff.SearchAttributeOrderID + "=Keyword",
-		// WAL roughly doubles the start rate of workflows on SQLite.
-		"--sqlite-pragma", "journal_mode=WAL",
-		"--sqlite-pragma", "synchronous=NORMAL",
-	}
-	for _, k := range slices.Sorted(maps.Keys(opts.DynamicConfig)) {
-		extra = append(extra, "--dynamic-config-value", k+"="+opts.DynamicConfig[k])
-	}
 	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	srv, err := testsuite.StartDevServer(ctx, testsuite.DevServerOptions{
 		ExistingPath: cli,
@@ -142,8 +126,8 @@ func New(ctx context.Context, opts Options) (*Server, error) {
 			Logger:   logger,
 		},
 		DBFilename: opts.DBFile,
-		LogLevel:   level,
-		ExtraArgs:  extra,
+		LogLevel:   logLevel(opts),
+		ExtraArgs:  serverFlags(opts),
 		// EnableUI false makes StartDevServer pass --headless.
 		Stdout: out,
 		Stderr: out,

@@ -2,7 +2,9 @@ package devserver_test
 
 import (
 	"context"
+	"net"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -74,4 +76,47 @@ func TestRegisterNamespaceWithoutOrderId(t *testing.T) {
 	require.Equal(t, run.GetRunID(), got.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId())
 	_, err = srv.Client().DescribeWorkflow(ctx, "in-billing", "")
 	require.ErrorAs(t, err, new(*serviceerror.NotFound), "not in default")
+}
+
+// TestLaunchSupervisedServer: a launched server answers on its address with
+// the OrderId search attribute, logs to its file, and restarts on the same
+// file and port with its state.
+func TestLaunchSupervisedServer(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	opts := devserver.LaunchOptions{
+		Options: devserver.Options{DBFile: filepath.Join(dir, "temporal.db"), LogLevel: "error"},
+		LogFile: filepath.Join(dir, "temporal.log"),
+	}
+	first, err := devserver.Launch(ctx, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { first.Stop(10 * time.Second) })
+	require.Empty(t, first.UIURL(), "headless")
+	c, err := client.Dial(client.Options{HostPort: first.Address(), Logger: devserver.QuietLogger()})
+	require.NoError(t, err)
+	resp, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: "default"})
+	require.NoError(t, err)
+	require.Equal(t, enumspb.INDEXED_VALUE_TYPE_KEYWORD, resp.GetCustomAttributes()["OrderId"])
+	run, err := c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "launched", TaskQueue: "devserver-test"}, "AnyWorkflow")
+	require.NoError(t, err)
+	c.Close()
+	first.Stop(20 * time.Second)
+	require.True(t, first.Exited())
+
+	_, port, err := net.SplitHostPort(first.Address())
+	require.NoError(t, err)
+	opts.Port, err = strconv.Atoi(port)
+	require.NoError(t, err)
+	second, err := devserver.Launch(ctx, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { second.Stop(10 * time.Second) })
+	require.Equal(t, first.Address(), second.Address())
+	c, err = client.Dial(client.Options{HostPort: second.Address(), Logger: devserver.QuietLogger()})
+	require.NoError(t, err)
+	defer c.Close()
+	desc, err := c.DescribeWorkflow(ctx, "launched", "")
+	require.NoError(t, err)
+	require.Equal(t, run.GetRunID(), desc.RawResponse.GetWorkflowExecutionInfo().GetExecution().GetRunId())
 }

@@ -1,0 +1,95 @@
+package proc
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+func sh(t *testing.T, logPath, script string) *Process {
+	t.Helper()
+	p, err := Start(Options{Name: "sh", Bin: "/bin/sh", Args: []string{"-c", script}, LogPath: logPath})
+	require.NoError(t, err)
+	t.Cleanup(func() { p.Kill() })
+	return p
+}
+
+func TestWaitLogStopAndStatus(t *testing.T) {
+	logPath := filepath.Join(t.TempDir(), "sh.log")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	p := sh(t, logPath, "echo ready; exec sleep 60")
+	require.NoError(t, p.WaitLog(ctx, "ready"))
+	_, ended := p.Status()
+	require.False(t, ended)
+	p.Stop(5 * time.Second)
+	status, ended := p.Status()
+	require.True(t, ended)
+	require.True(t, status.Signaled())
+	require.Equal(t, syscall.SIGTERM, status.Signal())
+	require.Error(t, p.WaitKilled(ctx), "a SIGTERM is not a crash")
+
+	// A restart appends to the same log; WaitLog and LogTail read only the
+	// current run.
+	p2 := sh(t, logPath, "echo second; exec sleep 60")
+	require.NoError(t, p2.WaitLog(ctx, "second"))
+	tail := p2.LogTail(10)
+	require.NotContains(t, tail, "ready")
+	require.Contains(t, tail, "second")
+	b, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	require.Equal(t, 2, strings.Count(string(b), "===== sh start"))
+	p2.Kill()
+	require.NoError(t, p2.WaitKilled(ctx))
+}
+
+func TestWaitLogFailsWhenTheProcessExits(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p := sh(t, filepath.Join(t.TempDir(), "sh.log"), "echo refusing; exit 3")
+	err := p.WaitLog(ctx, "ready")
+	require.ErrorContains(t, err, "exited before logging")
+	require.ErrorContains(t, err, "refusing")
+	status, ended := p.Status()
+	require.True(t, ended)
+	require.Equal(t, 3, status.ExitStatus())
+}
+
+func TestStopKillsTheGroupAfterGrace(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// The shell ignores SIGTERM, so only the SIGKILL after the grace ends it.
+	p := sh(t, filepath.Join(t.TempDir(), "sh.log"), "trap '' TERM; echo up; while :; do sleep 0.1; done")
+	require.NoError(t, p.WaitLog(ctx, "up"))
+	start := time.Now()
+	p.Stop(300 * time.Millisecond)
+	require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond)
+	require.NoError(t, p.WaitKilled(ctx))
+}
+
+func TestTruncateAndEnviron(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	logPath := filepath.Join(t.TempDir(), "env.log")
+	require.NoError(t, os.WriteFile(logPath, []byte("old run\n"), 0o644))
+	t.Setenv("PROC_TEST_DROP", "x")
+	t.Setenv("PROC_TEST_KEEP", "y")
+	env := Environ(func(k string) bool { return strings.HasPrefix(k, "PROC_TEST_DROP") })
+	p, err := Start(Options{Name: "env", Bin: "/bin/sh", Args: []string{"-c", "env; echo done"}, LogPath: logPath, Truncate: true, Env: env})
+	require.NoError(t, err)
+	require.NoError(t, p.WaitLog(ctx, "done"))
+	<-p.Done()
+	b, err := os.ReadFile(logPath)
+	require.NoError(t, err)
+	require.NotContains(t, string(b), "old run")
+	require.NotContains(t, string(b), "=====")
+	require.Contains(t, string(b), "PROC_TEST_KEEP=y")
+	require.NotContains(t, string(b), "PROC_TEST_DROP")
+}
