@@ -48,6 +48,8 @@ const (
 	CDCAfterPublish              = "cdc.after_publish"
 	CDCBeforeConfirm             = "cdc.before_confirm"
 	InventoryAfterCommit         = "inventory.after_commit"
+	JetStreamAfterAck            = "jetstream.after_ack"
+	JetStreamConsumerAfterCommit = "jetstream.consumer.after_commit"
 )
 
 // Names lists every failpoint the code knows.
@@ -58,6 +60,7 @@ var Names = []string{
 	ConsumerAfterCommit, CleanupMidBatch,
 	CDCAfterReceive, CDCAfterPublish, CDCBeforeConfirm,
 	InventoryAfterCommit,
+	JetStreamAfterAck, JetStreamConsumerAfterCommit,
 }
 
 // ErrInjected is wrapped by the error an "error" failpoint returns.
@@ -161,4 +164,3 @@ func FromEnv() (*Set, error) {
 	globalOnce.Do(func() { global, globalErr = Parse(os.Getenv(EnvVar)) })
 	return global, globalErr
 }
-

@@ -49,6 +49,12 @@ func TestFailpointMatrix(t *testing.T) {
 	// inventory.after_commit is the inventory service's (cmd/inventory),
 	// whose own test crashes it there.
 	covered[failpoints.InventoryAfterCommit] = true
+	// The JetStream sink's points have crash tests of their own, against
+	// the real NATS server: jetstream.after_ack in outbox/natspub
+	// (TestRelayCrashAfterPubAck), jetstream.consumer.after_commit in
+	// inbox/natsconsumer (TestCrashAfterCommitAppliesOnce).
+	covered[failpoints.JetStreamAfterAck] = true
+	covered[failpoints.JetStreamConsumerAfterCommit] = true
 	for _, name := range failpoints.Names {
 		require.True(t, covered[name], "failpoint %s has no crash test", name)
 	}
