@@ -99,3 +99,34 @@ func TestJetStreamSinkRefusesAShortWindow(t *testing.T) {
 	require.Contains(t, p.output(), "duplicate window")
 	require.Contains(t, p.output(), "shorter than the 1m10s the relay needs")
 }
+
+// TestJetStreamCrashAfterPubAckThenRestart: the starter dies of SIGKILL
+// after the stream's PubAck, before the mark (jetstream.after_ack).
+// Restarted, it publishes the event again once the dead one's lease
+// expired; the stream answers duplicate (one message per event), and every
+// event is marked.
+func TestJetStreamCrashAfterPubAckThenRestart(t *testing.T) {
+	t.Parallel()
+	pool, url := testdb.New(t)
+	js, stream, prefix := testStream(t)
+	tq := "sinks-crash-" + uuid.NewString()[:8]
+	events := enqueueOrders(t, pool, 3)
+	env := []string{SinksEnv + "=jetstream", NATSStreamEnv + "=" + stream, NATSSubjectPrefixEnv + "=" + prefix,
+		"OUTFLOW_RELAY_LEASE=2s", "OUTFLOW_RELAY_POLL=200ms"}
+	crashed := startStarter(t, url, tq, append(env, "OUTFLOW_FAILPOINTS=jetstream.after_ack=crash")...)
+	requireKilled(t, crashed)
+	require.Zero(t, countPublished(t, pool, events), "nothing was marked")
+	s, err := js.Stream(context.Background(), stream)
+	require.NoError(t, err)
+	stored := s.CachedInfo().State.Msgs
+	require.Positive(t, stored, "the stream stored an event before the crash (others may have been in flight)")
+	require.LessOrEqual(t, stored, uint64(len(events)))
+
+	clean := startStarter(t, url, tq, env...)
+	waitPublished(t, pool, events, 60*time.Second)
+	clean.terminate(t)
+	require.Contains(t, clean.output(), "stream already had the event: duplicate publish absorbed")
+	info, err := s.Info(context.Background())
+	require.NoError(t, err)
+	require.Equal(t, uint64(len(events)), info.State.Msgs, "one message per event")
+}
