@@ -48,6 +48,8 @@ const (
 	CDCAfterPublish              = "cdc.after_publish"
 	CDCBeforeConfirm             = "cdc.before_confirm"
 	InventoryAfterCommit         = "inventory.after_commit"
+	JetStreamAfterAck            = "jetstream.after_ack"
+	JetStreamConsumerAfterCommit = "jetstream.consumer.after_commit"
 	// WebhookAfterCommit: a Stripe webhook's inbox row and outbox event
 	// are committed, the order API's 200 not yet written.
 	WebhookAfterCommit = "webhook.after_commit"
@@ -61,6 +63,7 @@ var Names = []string{
 	ConsumerAfterCommit, CleanupMidBatch,
 	CDCAfterReceive, CDCAfterPublish, CDCBeforeConfirm,
 	InventoryAfterCommit, WebhookAfterCommit,
+	JetStreamAfterAck, JetStreamConsumerAfterCommit,
 }
 
 // ErrInjected is wrapped by the error an "error" failpoint returns.

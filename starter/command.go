@@ -8,16 +8,21 @@ import (
 	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/internal/temporalclient"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/natspub"
 )
 
 // command is what `starter -h` shows: every variable the relay reads.
 var command = cli.Command{
 	Name:    "starter",
-	Summary: "outflow's outbox relay: claims committed outbox events and starts one Temporal workflow per event (workflow ID = event_id), until SIGINT or SIGTERM.",
+	Summary: "outflow's outbox relay: claims committed outbox events and starts one Temporal workflow per event (workflow ID = event_id) and/or publishes it to NATS JetStream (OUTFLOW_SINKS), until SIGINT or SIGTERM.",
 	Env: cli.Vars(
 		[]cli.Var{service.DatabaseVar(database.DefaultURL, "the outbox; its schema must be current (outboxctl migrate)")},
 		temporalclient.Vars(),
 		[]cli.Var{
+			{Name: SinksEnv, Default: sinkTemporal, Meaning: "where events go: temporal, jetstream, or temporal,jetstream (each event to both; marked once both acknowledged)"},
+			{Name: NATSURLEnv, Default: natspub.URLDefault, Meaning: "the jetstream sink's NATS server"},
+			{Name: NATSStreamEnv, Default: natspub.StreamDefault, Meaning: "the jetstream sink's stream; created with subjects PREFIX.> when missing, its duplicate window checked at start"},
+			{Name: NATSSubjectPrefixEnv, Default: natspub.SubjectPrefixDefault, Meaning: "subjects are PREFIX.AGGREGATE_TYPE.AGGREGATE_ID, Nats-Msg-Id the event ID"},
 			service.TaskQueueVar("task queue of the started workflows"),
 			{Name: RoutesEnv, Default: "the order app's routes", Meaning: "comma-separated EVENT_TYPE=WORKFLOW_TYPE[@TASK_QUEUE][SEARCH_ATTRIBUTE=PAYLOAD_FIELD]"},
 			{Name: RoutesFileEnv, Default: "unset", Meaning: "a file of the same entries, one per line, '#' starts a comment; not with " + RoutesEnv},

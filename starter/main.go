@@ -1,6 +1,7 @@
 // Command starter is outflow's outbox relay: it claims committed outbox
 // events and starts one Temporal workflow per event (workflow ID = event_id),
-// until SIGINT or SIGTERM, then shuts down gracefully.
+// publishes each to a NATS JetStream stream, or both (OUTFLOW_SINKS), until
+// SIGINT or SIGTERM, then shuts down gracefully.
 //
 //	go run ./starter
 //
@@ -12,6 +13,15 @@
 //	                         The Temporal client, loaded with go.temporal.io/sdk/contrib/envconfig;
 //	                         default localhost:7233, namespace "default". The relay starts while
 //	                         Temporal is down and backs off until it is reachable.
+//	OUTFLOW_SINKS            Where events go: temporal (default), jetstream, or temporal,jetstream: each
+//	                         event to both, in that order, marked once both acknowledged (a retry
+//	                         publishes to both again; each sink absorbs its duplicate). Temporal's
+//	                         variables are not read without temporal.
+//	OUTFLOW_NATS_URL         The jetstream sink's server; default nats://127.0.0.1:4222.
+//	OUTFLOW_NATS_STREAM      Its stream; default OUTFLOW. Created (subjects PREFIX.>, file storage)
+//	                         when missing; an existing one whose duplicate window is shorter than
+//	                         lease + publish timeout + probe pause (70s by default) stops the starter.
+//	OUTFLOW_NATS_SUBJECT_PREFIX  Subjects are PREFIX.AGGREGATE_TYPE.AGGREGATE_ID; default outflow.
 //	OUTFLOW_TASK_QUEUE       Task queue of the started workflows; default "orders".
 //	OUTFLOW_ROUTES           The routes, for a relay over any team's outbox: comma-separated
 //	                         EVENT_TYPE=WORKFLOW_TYPE or EVENT_TYPE=WORKFLOW_TYPE@TASK_QUEUE (default
@@ -77,6 +87,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
@@ -110,14 +121,18 @@ func run(logger *slog.Logger, env *service.Env) error {
 	}
 	cfg := configFromEnv(env)
 	source := sourceFromEnv(env)
+	selected := sinksFromEnv(env)
+	ns := natsSettingsFromEnv(env)
 	taskQueue := service.TaskQueue(env)
 	eventRoutes, routesFrom := routesFromEnv(env)
 	ccfg := cleanupConfigFromEnv(env)
 	configuredHorizon := replayHorizonFromEnv(env)
 	// The Temporal client's settings and the payload codec's keys, checked
 	// here without the customer key store (which needs the database).
-	if _, err := temporalclient.ClientOptions(); err != nil {
-		env.Fail(err)
+	if selected.has(sinkTemporal) {
+		if _, err := temporalclient.ClientOptions(); err != nil {
+			env.Fail(err)
+		}
 	}
 	if err := env.Err(); err != nil {
 		return err
@@ -132,63 +147,64 @@ func run(logger *slog.Logger, env *service.Env) error {
 	}
 	defer pool.Close()
 
-	// The payload codec (OUTFLOW_CODEC_KEYS) encrypts each OrderCreated
-	// input with its customer's key from this database.
-	topts, err := temporalclient.ClientOptions(temporalclient.WithCustomerKeys(pool))
-	if err != nil {
-		return err
-	}
-	if err := temporalclient.CheckCustomerKeys(ctx, topts, pool); err != nil {
-		return err
-	}
-	topts.Logger = tlog.NewStructuredLogger(logger.With("component", "temporal-client"))
-	// The SDK retries throttled starts itself; this tells the relay of each,
-	// so that it slows down (outbox_sink_throttled_total).
-	topts.ConnectionOptions.DialOptions = append(topts.ConnectionOptions.DialOptions,
-		grpc.WithChainUnaryInterceptor(temporalpub.ThrottleInterceptor()))
-	// Lazy: the relay starts while Temporal is unreachable and backs off.
-	tc, err := client.NewLazyClient(topts)
-	if err != nil {
-		return fmt.Errorf("temporal client for %s: %w", topts.HostPort, err)
-	}
-	defer tc.Close()
-
 	cfg.Logger = logger
 	cfg.Failpoints = fps
 	metricsAddr := os.Getenv(service.MetricsAddrEnv)
 	var reg *prometheus.Registry
+	var registerer prometheus.Registerer // a nil *Registry is not a nil interface
 	if metricsAddr != "" {
 		reg = service.NewRegistry()
 		cfg.Registerer = reg
+		registerer = reg
 	}
-	pcfg := temporalpub.Config{TaskQueue: taskQueue, Routes: eventRoutes, Logger: logger, ReplayHorizon: configuredHorizon}
-	if reg != nil {
-		pcfg.Registerer = reg
+
+	var (
+		pubs       fanout
+		startedLog []any
+	)
+	if selected.has(sinkTemporal) {
+		tp, tlog, closeTemporal, err := newTemporalSink(ctx, pool, logger, taskQueue, eventRoutes, configuredHorizon, registerer)
+		if err != nil {
+			return err
+		}
+		defer closeTemporal()
+		pubs = append(pubs, tp)
+		startedLog = append(startedLog, tlog...)
+		startedLog = append(startedLog, "routes", routesFrom)
+
+		// The replay horizon is checked against the namespace retention
+		// before the relay runs when Temporal answers now, and in the
+		// background otherwise; a violation stops the relay.
+		guard := &horizonGuard{pool: pool, pub: tp, namespace: tp.Namespace(), configured: configuredHorizon, logger: logger}
+		if _, err := guard.check(ctx, 3*time.Second); err != nil {
+			return err
+		}
+		var stopRelay context.CancelCauseFunc
+		ctx, stopRelay = context.WithCancelCause(ctx)
+		defer stopRelay(nil)
+		go func() {
+			if err := guard.run(ctx); err != nil {
+				stopRelay(err)
+			}
+		}()
 	}
-	pub, err := temporalpub.New(tc, topts, pcfg)
-	if err != nil {
-		return err
+	if selected.has(sinkJetStream) {
+		jp, nc, err := newJetStreamSink(ctx, ns, cfg, fps, registerer, logger)
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		pubs = append(pubs, jp)
+		startedLog = append(startedLog, "nats", ns.url, "stream", jp.Stream(), "subject_prefix", ns.prefix, "duplicate_window", jp.Window())
 	}
-	namespace := pub.Namespace()
+	var pub outbox.Publisher = pubs
+	if len(pubs) == 1 {
+		pub = pubs[0]
+	}
 	relay, err := newRelay(ctx, env, source, pool, pub, cfg)
 	if err != nil {
 		return err
 	}
-
-	// The replay horizon is checked against the namespace retention before
-	// the relay runs when Temporal answers now, and in the background
-	// otherwise; a violation stops the relay.
-	guard := &horizonGuard{pool: pool, pub: pub, namespace: namespace, configured: configuredHorizon, logger: logger}
-	if _, err := guard.check(ctx, 3*time.Second); err != nil {
-		return err
-	}
-	ctx, stopRelay := context.WithCancelCause(ctx)
-	defer stopRelay(nil)
-	go func() {
-		if err := guard.run(ctx); err != nil {
-			stopRelay(err)
-		}
-	}()
 
 	if reg != nil {
 		srv, err := service.ServeMetrics(metricsAddr, reg, logger)
@@ -203,10 +219,6 @@ func run(logger *slog.Logger, env *service.Env) error {
 	}
 
 	if ccfg.Retention > 0 {
-		var registerer prometheus.Registerer // a nil *Registry is not a nil interface
-		if reg != nil {
-			registerer = reg
-		}
 		sched, err := newCleanupSchedule(pool, ccfg, fps, registerer, logger)
 		if err != nil {
 			return err
@@ -224,18 +236,14 @@ func run(logger *slog.Logger, env *service.Env) error {
 	case *outbox.CDCRelay:
 		eff = r.Config().RelayConfig
 	}
-	logger.Info("relay started",
+	logger.Info("relay started", append([]any{
 		"owner", relay.Owner(),
 		"source", source,
-		"temporal", topts.HostPort,
-		"namespace", namespace,
-		"task_queue", taskQueue,
-		"routes", routesFrom,
-		"payload_codec", temporalclient.CodecSummary(topts),
+		"sinks", selected.String()}, append(startedLog,
 		"batch", eff.BatchSize, "lease", eff.Lease, "publish_timeout", eff.PublishTimeout,
 		"poll", eff.PollInterval, "in_flight", eff.MaxInFlight, "max_attempts", eff.MaxAttempts,
 		"metrics_addr", metricsAddr, "failpoints", os.Getenv(failpoints.EnvVar),
-		"retention", ccfg.Retention, "cleanup_interval", ccfg.Interval, "replay_horizon", orDefault(os.Getenv("OUTFLOW_REPLAY_HORIZON"), "namespace retention"))
+		"retention", ccfg.Retention, "cleanup_interval", ccfg.Interval, "replay_horizon", orDefault(os.Getenv("OUTFLOW_REPLAY_HORIZON"), "namespace retention"))...)...)
 	err = relay.Run(ctx)
 	logger.Info("relay stopped", "owner", relay.Owner())
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
@@ -255,6 +263,38 @@ func configFromEnv(env *service.Env) outbox.RelayConfig {
 		Lease:        env.Duration("OUTFLOW_RELAY_LEASE", 0, false),
 		PollInterval: env.Duration("OUTFLOW_RELAY_POLL", 0, false),
 	}
+}
+
+// newTemporalSink builds the Temporal sink's publisher over a lazy client
+// (the relay starts while Temporal is unreachable and backs off), and the
+// attributes of the start-up log line that describe it.
+func newTemporalSink(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger, taskQueue string, eventRoutes temporalpub.Routes,
+	horizon time.Duration, reg prometheus.Registerer) (*temporalpub.Publisher, []any, func(), error) {
+	// The payload codec (OUTFLOW_CODEC_KEYS) encrypts each OrderCreated
+	// input with its customer's key from this database.
+	topts, err := temporalclient.ClientOptions(temporalclient.WithCustomerKeys(pool))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := temporalclient.CheckCustomerKeys(ctx, topts, pool); err != nil {
+		return nil, nil, nil, err
+	}
+	topts.Logger = tlog.NewStructuredLogger(logger.With("component", "temporal-client"))
+	// The SDK retries throttled starts itself; this tells the relay of each,
+	// so that it slows down (outbox_sink_throttled_total).
+	topts.ConnectionOptions.DialOptions = append(topts.ConnectionOptions.DialOptions,
+		grpc.WithChainUnaryInterceptor(temporalpub.ThrottleInterceptor()))
+	tc, err := client.NewLazyClient(topts)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("temporal client for %s: %w", topts.HostPort, err)
+	}
+	pub, err := temporalpub.New(tc, topts, temporalpub.Config{TaskQueue: taskQueue, Routes: eventRoutes, Logger: logger, ReplayHorizon: horizon, Registerer: reg})
+	if err != nil {
+		tc.Close()
+		return nil, nil, nil, err
+	}
+	return pub, []any{"temporal", topts.HostPort, "namespace", pub.Namespace(), "task_queue", taskQueue,
+		"payload_codec", temporalclient.CodecSummary(topts)}, tc.Close, nil
 }
 
 func orDefault(v, def string) string {

@@ -52,6 +52,12 @@ func TestFailpointMatrix(t *testing.T) {
 	// webhook.after_commit is the order API's, whose process test
 	// (cmd/orderapi) crashes it there and has Stripe's redelivery absorbed.
 	covered[failpoints.WebhookAfterCommit] = true
+	// The JetStream sink's points have crash tests of their own, against
+	// the real NATS server: jetstream.after_ack in outbox/natspub
+	// (TestRelayCrashAfterPubAck), jetstream.consumer.after_commit in
+	// inbox/natsconsumer (TestCrashAfterCommitAppliesOnce).
+	covered[failpoints.JetStreamAfterAck] = true
+	covered[failpoints.JetStreamConsumerAfterCommit] = true
 	for _, name := range failpoints.Names {
 		require.True(t, covered[name], "failpoint %s has no crash test", name)
 	}

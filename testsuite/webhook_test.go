@@ -63,7 +63,9 @@ func TestWebhookAfterTheSagaClosed(t *testing.T) {
 	require.Contains(t, deliver(), `"duplicate":true`, "Stripe's redelivery")
 
 	events := outboxtest.WaitFor(t, s.Pool, outboxtest.Match{Type: orders.EventPaymentWebhookReceived}, time.Minute,
-		func(es []outboxtest.Event) bool { return len(es) == 1 && (es[0].PublishedAt != nil || es[0].QuarantinedAt != nil) },
+		func(es []outboxtest.Event) bool {
+			return len(es) == 1 && (es[0].PublishedAt != nil || es[0].QuarantinedAt != nil)
+		},
 		"the webhook's event is relayed")
 	require.Nil(t, events[0].QuarantinedAt, "a webhook for a closed saga is not quarantined: %s", events[0].LastError)
 	late, err := s.Env.Client.DescribeWorkflowExecution(ctx, events[0].ID.String(), "")

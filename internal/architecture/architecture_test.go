@@ -28,6 +28,7 @@ var devBinaries = []string{
 var temporalFree = []string{
 	module + "/cmd/healthcheck",
 	module + "/cmd/orderapi",
+	module + "/cmd/orderfeed",
 	module + "/cmd/providersim",
 }
 

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/inbox"
+	"github.com/outflow/outflow/inbox/natsconsumer"
+	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/internal/namedsql"
+	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/natspub"
+)
+
+// TestFeedProjectsOrderEvents: an order's OrderCreated and OrderCancelled,
+// published as the starter's relay would (the created one twice, as after
+// a lost mark), and another order's OrderCreated end as one row each in
+// order_feed with the fields of the events, the cancelled order's position
+// at its second event.
+func TestFeedProjectsOrderEvents(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool, _ := testdb.New(t)
+	_, err := qSchema.Exec(ctx, pool, namedsql.NoRows{})
+	require.NoError(t, err)
+	_, err = qSchema.Exec(ctx, pool, namedsql.NoRows{})
+	require.NoError(t, err, "creating the schema again is a no-op")
+	conn, err := pool.Acquire(ctx)
+	require.NoError(t, err)
+	require.NoError(t, namedsql.CheckColumns(ctx, conn.Conn(), statements...))
+	conn.Release()
+
+	nc, err := nats.Connect(nats.DefaultURL)
+	require.NoError(t, err, "the test needs NATS with JetStream at %s", nats.DefaultURL)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	id := strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
+	stream, prefix := "ORDERFEED_"+strings.ToUpper(id), "orderfeed"+id
+	pub, err := natspub.New(ctx, js, natspub.Config{Stream: stream, SubjectPrefix: prefix, CreateStream: true})
+	require.NoError(t, err)
+	defer func() { require.NoError(t, js.DeleteStream(context.Background(), stream)) }()
+
+	a, b := uuid.NewString(), uuid.NewString()
+	occurred := time.Now().UTC().Truncate(time.Microsecond)
+	event := func(orderID string, seq int64, eventType string, payload any) outbox.Event {
+		e, err := outbox.NewEvent(orders.AggregateType, orderID, eventType, 1, payload)
+		require.NoError(t, err)
+		e.ID, e.Sequence, e.OccurredAt = uuid.New(), seq, occurred
+		return e
+	}
+	aCreated := event(a, 1, orders.EventOrderCreated, orders.OrderCreated{OrderID: a, Currency: "usd", Amount: 1250})
+	for _, e := range []outbox.Event{
+		aCreated, aCreated,
+		event(b, 1, orders.EventOrderCreated, orders.OrderCreated{OrderID: b, Currency: "eur", Amount: 990}),
+		event(a, 2, orders.EventOrderCancelled, orders.OrderCancelled{OrderID: a, CreatedEventID: aCreated.ID.String()}),
+	} {
+		require.NoError(t, pub.Publish(ctx, e))
+	}
+
+	ib, err := inbox.New(nil)
+	require.NoError(t, err)
+	c, err := natsconsumer.New(ctx, js, pool, natsconsumer.Config{Name: consumerName, Stream: stream, FilterSubject: prefix + ".order.>",
+		Inbox: ib, Positions: feed{}, Apply: feed{}.apply, FetchWait: 200 * time.Millisecond})
+	require.NoError(t, err)
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- c.Run(rctx) }()
+	defer func() { stop(); require.NoError(t, <-done) }()
+
+	type row struct {
+		OrderID     string     `db:"order_id"`
+		Status      string     `db:"status"`
+		Amount      int64      `db:"amount"`
+		Currency    string     `db:"currency"`
+		CreatedAt   time.Time  `db:"created_at"`
+		CancelledAt *time.Time `db:"cancelled_at"`
+		Sequence    int64      `db:"last_sequence"`
+	}
+	var rows []row
+	require.Eventually(t, func() bool {
+		r, err := pool.Query(ctx, `SELECT order_id, status, amount, currency, created_at, cancelled_at, last_sequence FROM order_feed ORDER BY amount DESC`)
+		require.NoError(t, err)
+		rows, err = pgx.CollectRows(r, pgx.RowToStructByName[row])
+		require.NoError(t, err)
+		return len(rows) == 2 && rows[0].Status == "cancelled"
+	}, 30*time.Second, 50*time.Millisecond, "both orders projected, the first cancelled")
+	require.Equal(t, a, rows[0].OrderID)
+	require.Equal(t, int64(1250), rows[0].Amount)
+	require.Equal(t, "usd", rows[0].Currency)
+	require.True(t, rows[0].CreatedAt.Equal(occurred))
+	require.NotNil(t, rows[0].CancelledAt)
+	require.Equal(t, int64(2), rows[0].Sequence)
+	require.Equal(t, row{OrderID: b, Status: "created", Amount: 990, Currency: "eur", CreatedAt: rows[1].CreatedAt, Sequence: 1}, rows[1])
+}

@@ -1,0 +1,121 @@
+// Command orderfeed is the example consumer of the JetStream sink: it reads
+// the order events the starter publishes to NATS JetStream
+// (OUTFLOW_SINKS=jetstream) with package inbox/natsconsumer, and keeps one
+// row per order in its own table order_feed (status, amount, currency,
+// created and cancelled times), each event applied once and in the order's
+// sequence, until SIGINT or SIGTERM.
+//
+// Its database (DATABASE_URL) gets the outbox's schema (outbox.Migrate, for
+// the inbox's processed_events) and order_feed at start. `orderfeed -h`
+// lists its variables, touching nothing; docs/jetstream.md is the guide.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/inbox"
+	"github.com/outflow/outflow/inbox/natsconsumer"
+	"github.com/outflow/outflow/internal/cli"
+	"github.com/outflow/outflow/internal/database"
+	"github.com/outflow/outflow/internal/namedsql"
+	"github.com/outflow/outflow/internal/service"
+	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/natspub"
+)
+
+// consumerName is the durable consumer's and the inbox's name: stable.
+const consumerName = "orderfeed"
+
+var command = cli.Command{
+	Name:    "orderfeed",
+	Summary: "example consumer of the JetStream sink: order events from NATS into order_feed, each applied once, in order.",
+	Env: cli.Vars(
+		[]cli.Var{
+			service.DatabaseVar(database.DefaultURL, "its own database; the outbox's schema (for the inbox) and order_feed are created at start"),
+			{Name: "OUTFLOW_NATS_URL", Default: natspub.URLDefault, Meaning: "the NATS server"},
+			{Name: "OUTFLOW_NATS_STREAM", Default: natspub.StreamDefault, Meaning: "the stream the starter publishes to"},
+			{Name: "OUTFLOW_NATS_SUBJECT_PREFIX", Default: natspub.SubjectPrefixDefault, Meaning: "the starter's subject prefix; PREFIX.order.> is consumed"},
+			service.FailpointsVar(),
+		},
+		service.LogVars(),
+	),
+	Notes: "A malformed setting stops it at start (exit status 2). See docs/jetstream.md.",
+}
+
+func main() {
+	if err := command.Parse(flag.NewFlagSet("orderfeed", flag.ContinueOnError), os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		os.Exit(cli.ExitCode(err))
+	}
+	env := service.NewEnv(os.Getenv)
+	logger := service.NewLogger(os.Stderr, env)
+	err := run(logger, env)
+	os.Exit(cli.Exit(os.Stderr, "orderfeed", err, func(err error) { logger.Error("orderfeed failed", service.ErrorKey, err) }))
+}
+
+func run(logger *slog.Logger, env *service.Env) error {
+	fps, err := failpoints.FromEnv()
+	if err != nil {
+		env.Fail(fmt.Errorf("%s: %w", failpoints.EnvVar, err))
+	}
+	url := env.String("OUTFLOW_NATS_URL", natspub.URLDefault)
+	stream := env.String("OUTFLOW_NATS_STREAM", natspub.StreamDefault)
+	prefix := env.String("OUTFLOW_NATS_SUBJECT_PREFIX", natspub.SubjectPrefixDefault)
+	if err := env.Err(); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	pool, err := database.Open(ctx, database.URL())
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := outbox.Migrate(ctx, pool); err != nil {
+		return err
+	}
+	if _, err := qSchema.Exec(ctx, pool, namedsql.NoRows{}); err != nil {
+		return fmt.Errorf("orderfeed: create order_feed: %w", err)
+	}
+	nc, err := nats.Connect(url, nats.Name("outflow-orderfeed"), nats.MaxReconnects(-1))
+	if err != nil {
+		return fmt.Errorf("OUTFLOW_NATS_URL=%s: connect to NATS: %w", url, err)
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+	ib, err := inbox.New(nil)
+	if err != nil {
+		return err
+	}
+	c, err := natsconsumer.New(ctx, js, pool, natsconsumer.Config{
+		Name:          consumerName,
+		Stream:        stream,
+		FilterSubject: prefix + "." + orders.AggregateType + ".>",
+		Inbox:         ib,
+		Positions:     feed{},
+		Apply:         feed{}.apply,
+		Failpoints:    fps,
+		Logger:        logger,
+	})
+	if err != nil {
+		return err
+	}
+	logger.Info("orderfeed started", "nats", url, "stream", stream, "subjects", prefix+"."+orders.AggregateType+".>", "consumer", consumerName)
+	err = c.Run(ctx)
+	logger.Info("orderfeed stopped")
+	return err
+}

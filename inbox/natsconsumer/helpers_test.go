@@ -1,0 +1,186 @@
+package natsconsumer_test
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/inbox/natsconsumer"
+	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/natspub"
+)
+
+func natsURL() string {
+	if u := os.Getenv("NATS_URL"); u != "" {
+		return u
+	}
+	return nats.DefaultURL
+}
+
+// connect dials the server; the connection closes when the test ends.
+func connect(t *testing.T) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(natsURL(), nats.Name("natsconsumer-test"))
+	require.NoError(t, err, "the tests need NATS with JetStream at %s (NATS_URL)", natsURL())
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	return js
+}
+
+// testStream creates a stream and subject prefix no other test uses, with
+// the given duplicate window, deleted when the test ends.
+func testStream(t *testing.T, js jetstream.JetStream, window time.Duration) (stream, prefix string) {
+	t.Helper()
+	id := strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
+	stream, prefix = "CONSUMER_"+strings.ToUpper(id), "consumer"+id
+	_, err := js.CreateStream(context.Background(), jetstream.StreamConfig{
+		Name: stream, Subjects: []string{prefix + ".>"}, Storage: jetstream.MemoryStorage, Duplicates: window,
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		require.NoError(t, js.DeleteStream(ctx, stream))
+	})
+	return stream, prefix
+}
+
+// publisher publishes events as the relay would.
+func publisher(t *testing.T, js jetstream.JetStream, stream, prefix string) *natspub.Publisher {
+	t.Helper()
+	pub, err := natspub.New(context.Background(), js, natspub.Config{Stream: stream, SubjectPrefix: prefix, MinWindow: time.Millisecond})
+	require.NoError(t, err)
+	return pub
+}
+
+// orderEvent is an event of order aggregateID at seq, as Enqueue would
+// have numbered it.
+func orderEvent(aggregateID string, seq int64, eventType string) outbox.Event {
+	return outbox.Event{ID: uuid.New(), AggregateType: "order", AggregateID: aggregateID, Sequence: seq, Type: eventType,
+		SchemaVersion: 1, Payload: []byte(`{"order_id":"` + aggregateID + `","seq":` + strconv.FormatInt(seq, 10) + `}`), OccurredAt: time.Now()}
+}
+
+// projection is the tests' consumer effect: a row per applied event, in
+// the order they were applied, and the positions table.
+type projection struct{ pool *pgxpool.Pool }
+
+func newProjection(t *testing.T, pool *pgxpool.Pool) projection {
+	t.Helper()
+	_, err := pool.Exec(context.Background(), `
+		CREATE TABLE test_applied (n bigserial PRIMARY KEY, event_id uuid NOT NULL, aggregate_id text NOT NULL, sequence bigint NOT NULL);
+		CREATE TABLE test_positions (aggregate_type text, aggregate_id text, last_sequence bigint NOT NULL, PRIMARY KEY (aggregate_type, aggregate_id))`)
+	require.NoError(t, err)
+	return projection{pool: pool}
+}
+
+func (p projection) LastApplied(ctx context.Context, tx pgx.Tx, aggregateType, aggregateID string) (int64, error) {
+	var last int64
+	err := tx.QueryRow(ctx, `SELECT last_sequence FROM test_positions WHERE aggregate_type = $1 AND aggregate_id = $2 FOR UPDATE`,
+		aggregateType, aggregateID).Scan(&last)
+	if err == pgx.ErrNoRows {
+		return 0, nil
+	}
+	return last, err
+}
+
+func (p projection) SetApplied(ctx context.Context, tx pgx.Tx, aggregateType, aggregateID string, seq int64) error {
+	_, err := tx.Exec(ctx, `INSERT INTO test_positions VALUES ($1, $2, $3)
+		ON CONFLICT (aggregate_type, aggregate_id) DO UPDATE SET last_sequence = excluded.last_sequence`, aggregateType, aggregateID, seq)
+	return err
+}
+
+func (p projection) apply(ctx context.Context, tx pgx.Tx, m natsconsumer.Message) error {
+	_, err := tx.Exec(ctx, `INSERT INTO test_applied (event_id, aggregate_id, sequence) VALUES ($1, $2, $3)`, m.EventID, m.AggregateID, m.Sequence)
+	return err
+}
+
+type applied struct {
+	EventID     uuid.UUID
+	AggregateID string
+	Sequence    int64
+}
+
+// applied lists the applied events in the order they were applied.
+func (p projection) applied(t *testing.T) []applied {
+	t.Helper()
+	rows, err := p.pool.Query(context.Background(), `SELECT event_id, aggregate_id, sequence FROM test_applied ORDER BY n`)
+	require.NoError(t, err)
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (applied, error) {
+		var a applied
+		return a, r.Scan(&a.EventID, &a.AggregateID, &a.Sequence)
+	})
+	require.NoError(t, err)
+	return out
+}
+
+// run runs c until the test ends.
+func run(t *testing.T, c *natsconsumer.Consumer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			t.Error("the consumer did not stop")
+		}
+	})
+}
+
+// natsconsumerJS is the JetStream handle natsconsumer.New takes.
+type natsconsumerJS = jetstream.JetStream
+
+// countOf counts the lines of logs holding s.
+func countOf(logs, s string) int { return strings.Count(logs, s) }
+
+// logBuffer is a logger whose lines a test reads.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if os.Getenv("OUTFLOW_TEST_LOG") != "" {
+		_, _ = os.Stderr.Write(p)
+	}
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+func (l *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Writer(l), nil)) }
+
+// pending is how many messages the durable consumer has not had
+// acknowledged: delivered and unacked, or not delivered yet.
+func pending(t *testing.T, js jetstream.JetStream, stream, name string) (ackPending int, notDelivered uint64) {
+	t.Helper()
+	c, err := js.Consumer(context.Background(), stream, name)
+	require.NoError(t, err)
+	info, err := c.Info(context.Background())
+	require.NoError(t, err)
+	return info.NumAckPending, info.NumPending
+}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/internal/service"
+	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/natspub"
+)
+
+// The sink variables (docs/reference.md, "Environment").
+const (
+	// SinksEnv selects where each event goes: temporal (the default),
+	// jetstream, or temporal,jetstream (each event to both).
+	SinksEnv = "OUTFLOW_SINKS"
+	// NATSURLEnv is the NATS server of the jetstream sink.
+	NATSURLEnv = "OUTFLOW_NATS_URL"
+	// NATSStreamEnv is the jetstream sink's stream.
+	NATSStreamEnv = "OUTFLOW_NATS_STREAM"
+	// NATSSubjectPrefixEnv is the first token of the jetstream sink's subjects.
+	NATSSubjectPrefixEnv = "OUTFLOW_NATS_SUBJECT_PREFIX"
+)
+
+const (
+	sinkTemporal  = "temporal"
+	sinkJetStream = "jetstream"
+)
+
+// sinks is which sinks OUTFLOW_SINKS selects, in the order each event is
+// published to them (Temporal first).
+type sinks []string
+
+func (s sinks) has(name string) bool { return slices.Contains(s, name) }
+
+func (s sinks) String() string { return strings.Join(s, ",") }
+
+// sinksFromEnv reads OUTFLOW_SINKS.
+func sinksFromEnv(env *service.Env) sinks {
+	raw := env.String(SinksEnv, sinkTemporal)
+	var out sinks
+	for _, part := range strings.Split(raw, ",") {
+		name := strings.ToLower(strings.TrimSpace(part))
+		switch {
+		case name != sinkTemporal && name != sinkJetStream:
+			env.Fail(fmt.Errorf("%s=%q: %q is no sink; want temporal (the default), jetstream, or temporal,jetstream", SinksEnv, raw, name))
+			return sinks{sinkTemporal}
+		case !out.has(name):
+			out = append(out, name)
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return strings.Compare(b, a) }) // temporal, then jetstream
+	return out
+}
+
+// natsSettings are the jetstream sink's variables.
+type natsSettings struct {
+	url, stream, prefix string
+}
+
+func natsSettingsFromEnv(env *service.Env) natsSettings {
+	return natsSettings{
+		url:    env.String(NATSURLEnv, natspub.URLDefault),
+		stream: env.String(NATSStreamEnv, natspub.StreamDefault),
+		prefix: env.String(NATSSubjectPrefixEnv, natspub.SubjectPrefixDefault),
+	}
+}
+
+// newJetStreamSink connects to NATS and returns the jetstream sink's
+// publisher, after checking the stream's duplicate window against relay's
+// settings (creating the stream, with the window the relay needs, when it
+// does not exist). The connection reconnects for ever; close it after the
+// relay stopped.
+func newJetStreamSink(ctx context.Context, ns natsSettings, relay outbox.RelayConfig, fps *failpoints.Set, reg prometheus.Registerer, logger *slog.Logger) (*natspub.Publisher, *nats.Conn, error) {
+	nc, err := nats.Connect(ns.url, nats.Name("outflow-starter"), nats.MaxReconnects(-1),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			logger.Warn("NATS connection lost; reconnecting", "url", ns.url, service.ErrorKey, err)
+		}),
+		nats.ReconnectHandler(func(c *nats.Conn) { logger.Info("NATS connection back", "url", c.ConnectedUrlRedacted()) }))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s=%s: connect to NATS: %w", NATSURLEnv, ns.url, err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, nil, fmt.Errorf("jetstream on %s: %w", ns.url, err)
+	}
+	pub, err := natspub.New(ctx, js, natspub.Config{
+		Stream:        ns.stream,
+		SubjectPrefix: ns.prefix,
+		MinWindow:     natspub.RequiredWindow(relay),
+		CreateStream:  true,
+		Failpoints:    fps,
+		Logger:        logger,
+		Registerer:    reg,
+	})
+	if err != nil {
+		nc.Close()
+		return nil, nil, err
+	}
+	return pub, nc, nil
+}
+
+// fanout publishes each event to every sink in turn and acknowledges it
+// once all of them have: the outbox keeps one state per event, so an event
+// is published when every sink has it. A sink that failed makes the relay
+// publish the event again to all of them; a sink that had already accepted
+// it absorbs the second delivery as a duplicate (Temporal by the workflow
+// ID, JetStream by Nats-Msg-Id within its window, then the consumers'
+// inbox). The first error decides whose fault the attempt is.
+type fanout []outbox.Publisher
+
+var (
+	_ outbox.Publisher = fanout(nil)
+	_ outbox.Prober    = fanout(nil)
+)
+
+func (f fanout) Publish(ctx context.Context, e outbox.Event) error {
+	for _, p := range f {
+		if err := p.Publish(ctx, e); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Probe probes every sink that can be probed; the relay's breaker closes
+// once all answer.
+func (f fanout) Probe(ctx context.Context) error {
+	var errs []error
+	for _, p := range f {
+		if pr, ok := p.(outbox.Prober); ok {
+			errs = append(errs, pr.Probe(ctx))
+		}
+	}
+	return errors.Join(errs...)
+}
