@@ -129,6 +129,11 @@ type ReserveStockInput struct {
 	// WorkflowID is the saga the inventory signals its answer to.
 	WorkflowID string          `json:"workflow_id"`
 	Items      []InventoryItem `json:"items"`
+	// CustomerEmail is never sent to the inventory: it makes the payload
+	// codec encrypt this input (the order's lines) with the customer's key,
+	// so forget-customer erases it with the rest of their data
+	// (internal/personal).
+	CustomerEmail string `json:"customer_email"`
 }
 
 // ReleaseStockInput is the release of the reservation an OrderCreated

@@ -117,6 +117,7 @@ func (s *saga) reserveStock(ctx workflow.Context) (res handoff.SagaResult, done 
 	var ans activities.InventoryOutcome
 	err = workflow.ExecuteActivity(s.settled(reserveOptions(ctx, inv.AnswerTimeout)), a.ReserveStock, activities.ReserveStockInput{
 		EventID: s.in.EventID, OrderID: s.order.OrderID, WorkflowID: workflow.GetInfo(ctx).WorkflowExecution.ID, Items: items,
+		CustomerEmail: s.order.CustomerEmail,
 	}).Get(ctx, &ans)
 	var answer activities.InventoryOutcome
 	answered := false

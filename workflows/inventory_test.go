@@ -77,7 +77,8 @@ func TestSagaReservesStockBeforeCharging(t *testing.T) {
 
 	require.Equal(t, []string{"reserve", "charge", "project:paid", "email:confirmation", "project:confirmed"}, h.fx.list())
 	require.Equal(t, []activities.ReserveStockInput{{EventID: testCreatedEvent, OrderID: testOrderID, WorkflowID: "default-test-workflow-id",
-		Items: []activities.InventoryItem{{SKU: "SKU-1", Quantity: 2}}}}, h.reserves)
+		Items: []activities.InventoryItem{{SKU: "SKU-1", Quantity: 2}}, CustomerEmail: "ada@example.com"}}, h.reserves,
+		"the customer's address rides along, never sent, so the codec encrypts the order's lines with their key")
 	require.Equal(t, handoff.SagaConfirmed, res.Outcome)
 	require.True(t, res.StockReserved, "a confirmed order keeps its stock; a later cancel releases it")
 	st := h.sagaStatus()

@@ -32,6 +32,12 @@ func Subject(v any) (string, bool) {
 		if x != nil {
 			return nonEmpty(x.To)
 		}
+	case activities.ReserveStockInput:
+		return nonEmpty(x.CustomerEmail)
+	case *activities.ReserveStockInput:
+		if x != nil {
+			return nonEmpty(x.CustomerEmail)
+		}
 	case activities.ProjectOrderResult:
 		return nonEmpty(x.CustomerEmail)
 	case *activities.ProjectOrderResult:

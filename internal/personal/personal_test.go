@@ -71,9 +71,19 @@ func TestEveryPersonalFieldIsCovered(t *testing.T) {
 	}
 	sort.Strings(found)
 	require.Equal(t, []string{
-		"activities.Email",              // the email provider's request body, built inside SendEmail: never a payload
-		"activities.EmailTag",           // part of it
+		"activities.Email",    // the email provider's request body, built inside SendEmail: never a payload
+		"activities.EmailTag", // part of it
+		// The inventory's answers, as the saga reads them (ReserveStock's
+		// result, the inventory's signals): SKUs without the customer.
+		// KNOWN GAP (docs/privacy.md): the result is encrypted with the
+		// master key only, and the signals with no key at all, since the
+		// inventory's client has no codec; forget-customer does not reach
+		// them.
+		"activities.InventoryItem",
+		"activities.InventoryOutcome",
+		"activities.InventoryShortage",
 		"activities.ProjectOrderResult", // recognised by Subject
+		"activities.ReserveStockInput",  // recognised by Subject
 		"activities.SendEmailInput",     // recognised by Subject
 		"activities.ShippingAddress",    // nested in SendEmailInput only
 	}, found, "a type carrying personal data must be recognised by personal.Subject (internal/personal), or its values are encrypted with the master key only and survive forget-customer")
