@@ -1,14 +1,11 @@
 package natsconsumer_test
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"log/slog"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/inbox/natsconsumer"
+	"github.com/outflow/outflow/internal/dev/testlog"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/natspub"
 )
@@ -151,28 +149,10 @@ type natsconsumerJS = jetstream.JetStream
 // countOf counts the lines of logs holding s.
 func countOf(logs, s string) int { return strings.Count(logs, s) }
 
-// logBuffer is a logger whose lines a test reads.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+// bufferLogger logs into buf, whose lines a test reads.
+func bufferLogger(buf *testlog.SyncBuffer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(buf, nil))
 }
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if os.Getenv("OUTFLOW_TEST_LOG") != "" {
-		_, _ = os.Stderr.Write(p)
-	}
-	return l.buf.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
-
-func (l *logBuffer) logger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Writer(l), nil)) }
 
 // pending is how many messages the durable consumer has not had
 // acknowledged: delivered and unacked, or not delivered yet.

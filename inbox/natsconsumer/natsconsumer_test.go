@@ -20,6 +20,7 @@ import (
 	"github.com/outflow/outflow/inbox"
 	"github.com/outflow/outflow/inbox/natsconsumer"
 	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/internal/dev/testlog"
 	"github.com/outflow/outflow/outbox"
 )
 
@@ -112,8 +113,8 @@ func TestGapIsNamedAndWaitsForItsPredecessor(t *testing.T) {
 
 	p := newProjection(t, pool)
 	ib, _ := newInbox(t)
-	var logs logBuffer
-	run(t, newConsumer(t, js, pool, p, natsconsumer.Config{Name: "projection", Stream: stream, Inbox: ib, Logger: logs.logger()}))
+	var logs testlog.SyncBuffer
+	run(t, newConsumer(t, js, pool, p, natsconsumer.Config{Name: "projection", Stream: stream, Inbox: ib, Logger: bufferLogger(&logs)}))
 	require.Eventually(t, func() bool {
 		return countOf(logs.String(), "gap in aggregate sequence") >= 2
 	}, 30*time.Second, 20*time.Millisecond, "the gap is logged, and the message comes again")
@@ -140,8 +141,8 @@ func TestMalformedMessageIsTerminated(t *testing.T) {
 
 	p := newProjection(t, pool)
 	ib, _ := newInbox(t)
-	var logs logBuffer
-	run(t, newConsumer(t, js, pool, p, natsconsumer.Config{Name: "projection", Stream: stream, Inbox: ib, Logger: logs.logger()}))
+	var logs testlog.SyncBuffer
+	run(t, newConsumer(t, js, pool, p, natsconsumer.Config{Name: "projection", Stream: stream, Inbox: ib, Logger: bufferLogger(&logs)}))
 	require.Eventually(t, func() bool { return len(p.applied(t)) == 1 }, 30*time.Second, 20*time.Millisecond)
 	require.Eventually(t, func() bool {
 		ackPending, notDelivered := pending(t, js, stream, "projection")

@@ -3,11 +3,8 @@ package natspub_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,13 +25,6 @@ func natsURL() string {
 		return u
 	}
 	return nats.DefaultURL
-}
-
-func quietLogger() *slog.Logger {
-	if os.Getenv("OUTFLOW_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, nil))
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
 // connect dials the server; the connection closes when the test ends.
@@ -95,28 +85,6 @@ func messages(t *testing.T, js jetstream.JetStream, stream string) []jetstream.R
 		out = append(out, *m)
 	}
 	return out
-}
-
-// runRelay runs r until stop is called or the test ends.
-func runRelay(t *testing.T, r *outbox.Relay) (stop func()) {
-	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- r.Run(ctx) }()
-	var once sync.Once
-	stop = func() {
-		once.Do(func() {
-			cancel()
-			select {
-			case err := <-done:
-				require.NoError(t, err)
-			case <-time.After(30 * time.Second):
-				t.Errorf("relay %s did not stop", r.Owner())
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return stop
 }
 
 func enqueue(t *testing.T, pool *pgxpool.Pool, events ...outbox.Event) []outbox.Event {

@@ -20,6 +20,7 @@ import (
 
 	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/internal/dev/testlog"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/natspub"
 	"github.com/outflow/outflow/outbox/outboxtest"
@@ -41,9 +42,9 @@ func TestRelayPublishesEachEventOnItsAggregatesSubject(t *testing.T) {
 	orderA, orderB := uuid.NewString(), uuid.NewString()
 	enqueue(t, pool, event(t, orderA, "OrderCreated"), event(t, orderB, "OrderCreated"))
 	enqueue(t, pool, event(t, orderA, "OrderCancelled"))
-	r, err := outbox.NewRelay(pool, pub, outbox.RelayConfig{PollInterval: 50 * time.Millisecond, Logger: quietLogger()})
+	r, err := outbox.NewRelay(pool, pub, outbox.RelayConfig{PollInterval: 50 * time.Millisecond, Logger: testlog.Logger()})
 	require.NoError(t, err)
-	runRelay(t, r)
+	outboxtest.Run(t, r)
 	events := outboxtest.WaitFor(t, pool, outboxtest.Match{}, 30*time.Second, outboxtest.AllPublished)
 	require.Len(t, events, 3)
 
@@ -202,10 +203,10 @@ func TestSinkDownCostsNoAttempts(t *testing.T) {
 	enqueue(t, pool, event(t, uuid.NewString(), "OrderCreated"), event(t, uuid.NewString(), "OrderCreated"))
 	r, err := outbox.NewRelay(pool, pub, outbox.RelayConfig{
 		PollInterval: 20 * time.Millisecond, MaxAttempts: 2, RetryBase: time.Millisecond, RetryMax: 10 * time.Millisecond,
-		BreakerThreshold: 100, Logger: quietLogger(),
+		BreakerThreshold: 100, Logger: testlog.Logger(),
 	})
 	require.NoError(t, err)
-	stop := runRelay(t, r)
+	stop := outboxtest.Run(t, r)
 	outboxtest.WaitFor(t, pool, outboxtest.Match{}, 30*time.Second, func(events []outboxtest.Event) bool {
 		for _, e := range events {
 			if !strings.Contains(e.LastError, "connection closed") {
@@ -241,7 +242,7 @@ func TestRelayCrashAfterPubAck(t *testing.T) {
 	_, js := connect(t)
 	stream, prefix := names(t)
 	relayCfg := outbox.RelayConfig{Lease: 2 * time.Second, PublishTimeout: time.Second, ProbeMax: 2 * time.Second,
-		PollInterval: 50 * time.Millisecond, Logger: quietLogger()}
+		PollInterval: 50 * time.Millisecond, Logger: testlog.Logger()}
 	createStream(t, js, stream, prefix, natspub.RequiredWindow(relayCfg))
 	e := enqueue(t, pool, event(t, uuid.NewString(), "OrderCreated"))[0]
 
@@ -262,7 +263,7 @@ func TestRelayCrashAfterPubAck(t *testing.T) {
 	require.NoError(t, err)
 	r, err := outbox.NewRelay(pool, pub, relayCfg)
 	require.NoError(t, err)
-	runRelay(t, r)
+	outboxtest.Run(t, r)
 	outboxtest.WaitFor(t, pool, outboxtest.Match{ID: e.ID}, 30*time.Second, outboxtest.AllPublished)
 	require.Len(t, messages(t, js, stream), 1, "the republish was deduplicated by the stream")
 	require.Equal(t, 1.0, testutil.ToFloat64(counter(t, reg)), "answered as a duplicate")
