@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"slices"
 	"strings"
 )
 
@@ -127,4 +128,28 @@ func MustMerge(sets ...Queries) Queries {
 		maps.Copy(all, q)
 	}
 	return all
+}
+
+// Unbound lists what is wrong between the statements a package loaded and
+// those it bound: a statement of q that no Info names (reached by a name
+// string, or left over when its caller went) and a name two Infos share.
+// A package's test requires it to be empty.
+func Unbound(q Queries, bound ...Info) []string {
+	var bad []string
+	seen := map[string]bool{}
+	for _, s := range bound {
+		if seen[s.Name] {
+			bad = append(bad, fmt.Sprintf("statement %s is listed twice", s.Name))
+		}
+		seen[s.Name] = true
+		if _, ok := q[s.Name]; !ok {
+			bad = append(bad, fmt.Sprintf("statement %s is not one of the loaded set", s.Name))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		if !seen[name] {
+			bad = append(bad, fmt.Sprintf("statement %s is not bound: bind it with namedsql.Bind and list its Info", name))
+		}
+	}
+	return bad
 }

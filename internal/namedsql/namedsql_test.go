@@ -90,3 +90,16 @@ func TestBindChecksPlaceholders(t *testing.T) {
 	require.Panics(t, func() { Bind[int, row](q, "Find") }, "arguments must be a struct")
 	require.Panics(t, func() { _, _ = s.Value(t.Context(), nil, findArgs{}) }, "a row of columns is read with All")
 }
+
+func TestUnbound(t *testing.T) {
+	t.Parallel()
+	q := Queries{"A": "SELECT 1", "B": "SELECT 2", "C": "SELECT 3"}
+	a := Bind[NoArgs, int](q, "A")
+	b := Bind[NoArgs, NoRows](q, "B")
+	require.Empty(t, Unbound(Queries{"A": "SELECT 1", "B": "SELECT 2"}, a.Info(), b.Info()))
+	require.Equal(t, []string{
+		"statement A is listed twice",
+		"statement C is not bound: bind it with namedsql.Bind and list its Info",
+	}, Unbound(q, a.Info(), b.Info(), a.Info()))
+	require.Equal(t, []string{"statement B is not one of the loaded set"}, Unbound(Queries{"A": "SELECT 1"}, a.Info(), b.Info()))
+}

@@ -29,7 +29,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"database/sql"
-	"embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -46,13 +45,7 @@ import (
 	"github.com/pressly/goose/v3/database"
 	"github.com/pressly/goose/v3/lock"
 
-	"github.com/outflow/outflow/internal/namedsql"
 )
-
-//go:embed *.sql
-var sqlFiles embed.FS
-
-var queries = namedsql.MustLoad(sqlFiles, "schemaset.sql")
 
 const (
 	// LegacyTable is goose's default version table, which recorded the
@@ -312,7 +305,7 @@ func (s *Set) adopt(ctx context.Context, db *sql.DB) (adopted int64, err error) 
 			_ = tx.Rollback()
 		}
 	}()
-	if _, err := tx.ExecContext(ctx, queries.Get("LockSet"), s.LockID()); err != nil {
+	if _, err := tx.ExecContext(ctx, qLockSet.SQL(), qLockSet.Args(lockArgs{LockKey: s.LockID()})...); err != nil {
 		return 0, fmt.Errorf("%s schema: lock: %w", s.Name, err)
 	}
 	st := s.store()
@@ -329,12 +322,12 @@ func (s *Set) adopt(ctx context.Context, db *sql.DB) (adopted int64, err error) 
 			return 0, tx.Commit() // already versioned here: goose takes it from there
 		}
 	}
-	var npresent int
-	var present string
-	if err := tx.QueryRowContext(ctx, queries.Get("TablesPresent"), s.LegacyTables).Scan(&npresent, &present); err != nil {
+	var tables tablesPresentRow
+	if err := tx.QueryRowContext(ctx, qTablesPresent.SQL(), qTablesPresent.Args(tablesArgs{Tables: s.LegacyTables})...).
+		Scan(&tables.PresentCount, &tables.Present); err != nil {
 		return 0, fmt.Errorf("%s schema: look up its tables: %w", s.Name, err)
 	}
-	if npresent == 0 {
+	if tables.PresentCount == 0 {
 		return 0, tx.Commit() // a fresh install, whatever else the database holds
 	}
 	legacy := legacyStore()
@@ -344,7 +337,7 @@ func (s *Set) adopt(ctx context.Context, db *sql.DB) (adopted int64, err error) 
 	}
 	var legacyVersions []int64
 	if legacyExists {
-		if _, err := tx.ExecContext(ctx, queries.Get("LockSet"), lock.DefaultLockID); err != nil {
+		if _, err := tx.ExecContext(ctx, qLockSet.SQL(), qLockSet.Args(lockArgs{LockKey: lock.DefaultLockID})...); err != nil {
 			return 0, fmt.Errorf("%s schema: lock %s: %w", s.Name, LegacyTable, err)
 		}
 		if legacyVersions, err = versionsIn(ctx, tx, legacy); err != nil {
@@ -352,13 +345,13 @@ func (s *Set) adopt(ctx context.Context, db *sql.DB) (adopted int64, err error) 
 		}
 	}
 	n, ok := legacySequence(legacyVersions)
-	if ok && npresent < len(s.LegacyTables) {
+	if ok && tables.PresentCount < int64(len(s.LegacyTables)) {
 		return 0, fmt.Errorf("%s schema: %s says outflow migrated this database to version %d, but of its tables %s only %s exist(s); restore the missing ones before migrating",
-			s.Name, LegacyTable, n, strings.Join(s.LegacyTables, ", "), present)
+			s.Name, LegacyTable, n, strings.Join(s.LegacyTables, ", "), tables.Present)
 	}
 	if !ok {
 		return 0, fmt.Errorf("%s schema: this database has %s but no %s, and %s; outflow did not make these tables, so it cannot tell which of its migrations they have. Drop them if they are a copy you no longer use, or record their versions by hand (see docs/reference.md, \"Version tables\")",
-			s.Name, present, s.Table, describeLegacy(legacyExists, legacyVersions))
+			s.Name, tables.Present, s.Table, describeLegacy(legacyExists, legacyVersions))
 	}
 	want, err := s.Versions()
 	if err != nil {

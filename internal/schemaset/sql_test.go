@@ -1,0 +1,15 @@
+package schemaset_test
+
+import (
+	"testing"
+
+	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/internal/schemaset"
+)
+
+// TestStatements: every statement of schemaset.sql is bound in sql.go and
+// reads the columns the database describes.
+func TestStatements(t *testing.T) {
+	t.Parallel()
+	testdb.CheckStatements(t, schemaset.QueriesForTest(), schemaset.StatementsForTest()...)
+}
