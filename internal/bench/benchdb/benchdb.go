@@ -23,7 +23,17 @@ import (
 //go:embed benchdb.sql
 var sqlFiles embed.FS
 
-var queries = namedsql.MustLoad(sqlFiles, "benchdb.sql")
+// The package's statements (benchdb.sql), bound to their Go types when the
+// package is initialised.
+var (
+	queries = namedsql.MustLoad(sqlFiles, "benchdb.sql")
+
+	qServerVersion = namedsql.Bind[namedsql.NoArgs, string](queries, "ServerVersion")
+)
+
+// statements describes every bound statement, for the test that has the
+// database check them.
+var statements = []namedsql.Info{qServerVersion.Info()}
 
 // Server is the PostgreSQL server of a benchmark.
 type Server struct {
@@ -58,9 +68,7 @@ func Connect(ctx context.Context, url string, maxConns int32) (*Server, error) {
 
 // Version is the server's version string.
 func (s *Server) Version(ctx context.Context) (string, error) {
-	var v string
-	err := s.Admin.QueryRow(ctx, queries.Get("ServerVersion")).Scan(&v)
-	return v, err
+	return qServerVersion.Value(ctx, s.Admin, namedsql.NoArgs{})
 }
 
 // Create creates the database name, migrates it to outflow's schema and

@@ -1,0 +1,14 @@
+package benchdb
+
+import (
+	"testing"
+
+	"github.com/outflow/outflow/internal/dev/testdb"
+)
+
+// TestStatements: every statement of benchdb.sql is bound and reads the
+// columns the database describes.
+func TestStatements(t *testing.T) {
+	t.Parallel()
+	testdb.CheckStatements(t, queries, statements...)
+}
