@@ -1,22 +1,24 @@
--- Statements of the benchmark itself, loaded by name (internal/namedsql).
+-- Statements of the benchmark itself, bound to their Go types in sql.go
+-- (internal/namedsql).
 -- They only ever run on the bench's own scratch databases. The relay's
 -- statements come from internal/bench/outboxbench, the order insert from
 -- orders.SQL, so the bench measures exactly the SQL the product sends.
 
 -- name: SeedPending :exec
--- Writes $1 unpublished events over $2 aggregates, as a live producer would
--- have: event g is sequence g/$2+1 of aggregate g%$2, and occurred_at and
+-- Writes @events unpublished events over @aggregates aggregates, as a live
+-- producer would have: event g is sequence g/@aggregates+1 of aggregate
+-- g%@aggregates, and occurred_at and
 -- available_at grow with g (one microsecond apart, in the past).
 INSERT INTO outbox_events (event_id, aggregate_type, aggregate_id, aggregate_sequence,
                            event_type, schema_version, payload, occurred_at, available_at)
-SELECT gen_random_uuid(), 'bench', 'p' || (g % $2::int), g / $2::int + 1, 'BenchEvent', 1,
-       jsonb_build_object('order_id', 'p' || (g % $2::int), 'amount', 2500, 'currency', 'usd'),
+SELECT gen_random_uuid(), 'bench', 'p' || (g % @aggregates::int), g / @aggregates::int + 1, 'BenchEvent', 1,
+       jsonb_build_object('order_id', 'p' || (g % @aggregates::int), 'amount', 2500, 'currency', 'usd'),
        t.base + g * interval '1 microsecond', t.base + g * interval '1 microsecond'
-FROM generate_series(0, $1::int - 1) AS g,
+FROM generate_series(0, @events::int - 1) AS g,
      (SELECT now() - interval '1 hour' AS base) AS t;
 
 -- name: SeedPublished :exec
--- Writes $1 events that a relay published long ago: the table's history.
+-- Writes @events events that a relay published long ago: the table's history.
 INSERT INTO outbox_events (event_id, aggregate_type, aggregate_id, aggregate_sequence,
                            event_type, schema_version, payload, occurred_at, available_at,
                            claimed_by, published_at, attempt_count)
@@ -24,7 +26,7 @@ SELECT gen_random_uuid(), 'bench', 'h' || g, 1, 'BenchEvent', 1,
        jsonb_build_object('order_id', 'h' || g, 'amount', 2500, 'currency', 'usd'),
        t.base + g * interval '1 microsecond', t.base + g * interval '1 microsecond',
        'bench-history', t.base + g * interval '1 microsecond' + interval '20 milliseconds', 1
-FROM generate_series(0, $1::int - 1) AS g,
+FROM generate_series(0, @events::int - 1) AS g,
      (SELECT now() - interval '30 days' AS base) AS t;
 
 -- name: AnalyzeOutbox :exec
@@ -49,25 +51,26 @@ TRUNCATE outbox_events, outbox_sequences;
 SELECT count(*) FROM outbox_events WHERE published_at IS NULL;
 
 -- name: DatabaseTransactions :one
--- Transactions the server has counted for database $1 (every autocommit
+-- Transactions the server has counted for database @database (every autocommit
 -- statement is one). Run from a connection to another database, so the
 -- reading does not count itself.
-SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = $1;
+SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = @database;
 
 -- name: StreamingSessions :one
--- Replication sessions of application_name $1 that stream (the cdc relay's).
-SELECT count(*) FROM pg_stat_replication WHERE application_name = $1 AND state = 'streaming';
+-- Replication sessions of application_name @application_name that stream (the
+-- cdc relay's).
+SELECT count(*) FROM pg_stat_replication WHERE application_name = @application_name AND state = 'streaming';
 
 -- name: DropSlot :exec
-SELECT pg_drop_replication_slot($1);
+SELECT pg_drop_replication_slot(@slot);
 
 -- name: Notify :exec
 -- SeedPending writes rows without Enqueue's NOTIFY; this wakes a polling relay.
 SELECT pg_notify('outbox_events', '');
 
 -- name: SlotPassed :one
--- Whether slot $1 has confirmed every transaction before WAL position $2.
-SELECT confirmed_flush_lsn >= $2::pg_lsn FROM pg_replication_slots WHERE slot_name = $1;
+-- Whether slot @slot has confirmed every transaction before WAL position @lsn.
+SELECT confirmed_flush_lsn >= @lsn::pg_lsn FROM pg_replication_slots WHERE slot_name = @slot;
 
 -- name: CurrentWAL :one
 SELECT pg_current_wal_lsn()::text;

@@ -10,6 +10,7 @@ import (
 
 	"github.com/outflow/outflow/internal/bench/benchstat"
 	"github.com/outflow/outflow/internal/bench/outboxbench"
+	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/outbox"
 )
 
@@ -65,17 +66,17 @@ func (b *bench) measureClaimScale(ctx context.Context) error {
 	b.progress("claim: seeding %d published + %d pending events (%d aggregates) with generate_series", b.cfg.claimPublished,
 		b.cfg.claimPending, b.cfg.claimPending/10)
 	seedStart := time.Now()
-	if _, err := large.Exec(ctx, queries.Get("SeedPublished"), b.cfg.claimPublished); err != nil {
+	if _, err := qSeedPublished.Exec(ctx, large, seedPublishedArgs{Events: b.cfg.claimPublished}); err != nil {
 		return fmt.Errorf("seed published events: %w", err)
 	}
-	if _, err := large.Exec(ctx, queries.Get("SeedPending"), b.cfg.claimPending, b.cfg.claimPending/10); err != nil {
+	if _, err := qSeedPending.Exec(ctx, large, seedArgs{Events: b.cfg.claimPending, Aggregates: b.cfg.claimPending / 10}); err != nil {
 		return fmt.Errorf("seed pending events: %w", err)
 	}
-	if _, err := small.Exec(ctx, queries.Get("SeedPending"), batch, batch); err != nil {
+	if _, err := qSeedPending.Exec(ctx, small, seedArgs{Events: batch, Aggregates: batch}); err != nil {
 		return fmt.Errorf("seed pending events: %w", err)
 	}
 	for _, p := range []*pgxpool.Pool{small, large} {
-		if _, err := p.Exec(ctx, queries.Get("AnalyzeOutbox")); err != nil {
+		if _, err := qAnalyzeOutbox.Exec(ctx, p, namedsql.NoArgs{}); err != nil {
 			return err
 		}
 	}

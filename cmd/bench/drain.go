@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/outbox"
 )
 
@@ -88,7 +89,5 @@ func drain(ctx context.Context, pool *pgxpool.Pool, pub outbox.Publisher, n int,
 }
 
 func countPending(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
-	var n int64
-	err := pool.QueryRow(ctx, queries.Get("CountPending")).Scan(&n)
-	return n, err
+	return qCountPending.Value(ctx, pool, namedsql.NoArgs{})
 }

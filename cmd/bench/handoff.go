@@ -13,6 +13,7 @@ import (
 
 	"github.com/outflow/outflow/internal/bench/benchdb"
 	"github.com/outflow/outflow/internal/bench/benchstat"
+	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/internal/routes"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
@@ -132,13 +133,13 @@ func (b *bench) measureHandoff(ctx context.Context) error {
 // database. A role that may not CHECKPOINT only vacuums (settledBy says
 // which ran).
 func (b *bench) settle(ctx context.Context, pool *pgxpool.Pool) error {
-	if _, err := pool.Exec(ctx, queries.Get("VacuumScratch")); err != nil {
+	if _, err := qVacuumScratch.Exec(ctx, pool, namedsql.NoArgs{}); err != nil {
 		return fmt.Errorf("settle the scratch database: %w", err)
 	}
 	if b.noCheckpoint {
 		return nil
 	}
-	if _, err := pool.Exec(ctx, queries.Get("Checkpoint")); err != nil {
+	if _, err := qCheckpoint.Exec(ctx, pool, namedsql.NoArgs{}); err != nil {
 		b.progress("  no CHECKPOINT (%v): the seed's pages may be flushed in the timed phase", err)
 		b.noCheckpoint = true
 	}

@@ -74,8 +74,8 @@ func (b *bench) measureIdleQueries(ctx context.Context) error {
 // server's cumulative statistics have caught up (see settled).
 func (b *bench) settledTransactions(ctx context.Context, db string) (int64, error) {
 	return settled(ctx, func() (int64, error) {
-		var n int64
-		if err := b.srv.Admin.QueryRow(ctx, queries.Get("DatabaseTransactions"), db).Scan(&n); err != nil {
+		n, err := qDatabaseTransactions.Value(ctx, b.srv.Admin, databaseArgs{Database: db})
+		if err != nil {
 			return 0, fmt.Errorf("read pg_stat_database: %w", err)
 		}
 		return n, nil

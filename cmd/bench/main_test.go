@@ -7,8 +7,9 @@ import (
 )
 
 // The tests cover the pure parts (percentiles, ratios, verdicts, the table,
-// flags); the measurements themselves need PostgreSQL and Temporal and are
-// exercised by running the bench (`make bench`).
+// flags) and check the bench's statements against PostgreSQL; the
+// measurements themselves need Temporal too and are exercised by running the
+// bench (`make bench`).
 func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }

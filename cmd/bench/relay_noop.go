@@ -12,6 +12,7 @@ import (
 
 	"github.com/outflow/outflow/internal/bench/benchstat"
 	"github.com/outflow/outflow/internal/bench/outboxbench"
+	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/outbox"
 )
 
@@ -40,13 +41,13 @@ func (b *bench) measureRelayNoop(ctx context.Context) error {
 	}
 
 	seed := func() error {
-		if _, err := pool.Exec(ctx, queries.Get("TruncateOutbox")); err != nil {
+		if _, err := qTruncateOutbox.Exec(ctx, pool, namedsql.NoArgs{}); err != nil {
 			return err
 		}
-		if _, err := pool.Exec(ctx, queries.Get("SeedPending"), n, aggregates); err != nil {
+		if _, err := qSeedPending.Exec(ctx, pool, seedArgs{Events: n, Aggregates: aggregates}); err != nil {
 			return fmt.Errorf("seed %d events: %w", n, err)
 		}
-		_, err := pool.Exec(ctx, queries.Get("AnalyzeOutbox"))
+		_, err := qAnalyzeOutbox.Exec(ctx, pool, namedsql.NoArgs{})
 		return err
 	}
 	var relayTime, rawTime time.Duration

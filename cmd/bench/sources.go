@@ -15,6 +15,7 @@ import (
 
 	"github.com/outflow/outflow/internal/bench/benchstat"
 	"github.com/outflow/outflow/internal/dev/pgcluster"
+	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/outbox"
 )
 
@@ -161,8 +162,7 @@ func (b *bench) startSource(ctx context.Context, source string, pool *pgxpool.Po
 	stop := runInBackground(ctx, relay.Run)
 	deadline := time.Now().Add(time.Minute)
 	for {
-		var n int
-		err := pool.QueryRow(ctx, queries.Get("StreamingSessions"), outbox.CDCApplicationName(relay.Owner())).Scan(&n)
+		n, err := qStreamingSessions.Value(ctx, pool, applicationArgs{ApplicationName: outbox.CDCApplicationName(relay.Owner())})
 		if err == nil && n > 0 {
 			break
 		}
@@ -183,7 +183,7 @@ func (b *bench) startSource(ctx context.Context, source string, pool *pgxpool.Po
 func dropSlot(ctx context.Context, pool *pgxpool.Pool) {
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if _, err := pool.Exec(ctx, queries.Get("DropSlot"), benchSlot); err == nil {
+		if _, err := qDropSlot.Exec(ctx, pool, slotArgs{Slot: benchSlot}); err == nil {
 			return
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -219,7 +219,7 @@ func (b *bench) insertWAL(ctx context.Context, srv *server) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if _, err := pool.Exec(ctx, queries.Get("SeedPending"), n, n/b.cfg.noopPerAggregate); err != nil {
+	if _, err := qSeedPending.Exec(ctx, pool, seedArgs{Events: n, Aggregates: n / b.cfg.noopPerAggregate}); err != nil {
 		return 0, err
 	}
 	after, err := walLSN(ctx, pool)
@@ -276,11 +276,11 @@ func (b *bench) sourceCost(ctx context.Context, srv *server, source string) (sou
 	}
 	sent0 := sent.Load()
 	b.progress("sources: %s relay, %d events seeded in one transaction while it runs (no-op publisher)", source, n)
-	if _, err := admin.Exec(ctx, queries.Get("SeedPending"), n, n/b.cfg.noopPerAggregate); err != nil {
+	if _, err := qSeedPending.Exec(ctx, admin, seedArgs{Events: n, Aggregates: n / b.cfg.noopPerAggregate}); err != nil {
 		return c, err
 	}
 	start := time.Now()
-	if _, err := admin.Exec(ctx, queries.Get("Notify")); err != nil { // SeedPending is not Enqueue: wake the poller
+	if _, err := qNotify.Exec(ctx, admin, namedsql.NoArgs{}); err != nil { // SeedPending is not Enqueue: wake the poller
 		return c, err
 	}
 	for {
@@ -303,8 +303,7 @@ func (b *bench) sourceCost(ctx context.Context, srv *server, source string) (sou
 	}
 	if source == "cdc" { // settled means confirmed too: wait for the slot to pass the marks
 		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-			var passed bool
-			if err := admin.QueryRow(ctx, queries.Get("SlotPassed"), benchSlot, end.String()).Scan(&passed); err == nil && passed {
+			if passed, err := qSlotPassed.Value(ctx, admin, slotPassedArgs{Slot: benchSlot, LSN: end.String()}); err == nil && passed {
 				break
 			}
 		}
@@ -327,8 +326,8 @@ func (b *bench) sourceCost(ctx context.Context, srv *server, source string) (sou
 }
 
 func walLSN(ctx context.Context, db *pgxpool.Pool) (pglogrepl.LSN, error) {
-	var s string
-	if err := db.QueryRow(ctx, queries.Get("CurrentWAL")).Scan(&s); err != nil {
+	s, err := qCurrentWAL.Value(ctx, db, namedsql.NoArgs{})
+	if err != nil {
 		return 0, err
 	}
 	return pglogrepl.ParseLSN(s)
@@ -342,7 +341,9 @@ func settledTupleChanges(ctx context.Context, db *pgxpool.Pool) (int64, error) {
 		// A transaction of its own each time: a backend keeps what it read
 		// of the statistics until its transaction ends.
 		err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-			return tx.QueryRow(ctx, queries.Get("OutboxTupleChanges")).Scan(&n)
+			var err error
+			n, err = qOutboxTupleChanges.Value(ctx, tx, namedsql.NoArgs{})
+			return err
 		})
 		return n, err
 	})

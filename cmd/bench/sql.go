@@ -9,5 +9,70 @@ import (
 //go:embed bench.sql
 var sqlFiles embed.FS
 
-// queries are the bench's own statements (bench.sql).
-var queries = namedsql.MustLoad(sqlFiles, "bench.sql")
+// The bench's own statements (bench.sql), bound to their Go types when the
+// package is initialised.
+var (
+	queries = namedsql.MustLoad(sqlFiles, "bench.sql")
+
+	qSeedPending          = namedsql.Bind[seedArgs, namedsql.NoRows](queries, "SeedPending")
+	qSeedPublished        = namedsql.Bind[seedPublishedArgs, namedsql.NoRows](queries, "SeedPublished")
+	qAnalyzeOutbox        = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "AnalyzeOutbox")
+	qVacuumScratch        = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "VacuumScratch")
+	qCheckpoint           = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "Checkpoint")
+	qTruncateOutbox       = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "TruncateOutbox")
+	qCountPending         = namedsql.Bind[namedsql.NoArgs, int64](queries, "CountPending")
+	qDatabaseTransactions = namedsql.Bind[databaseArgs, int64](queries, "DatabaseTransactions")
+	qStreamingSessions    = namedsql.Bind[applicationArgs, int64](queries, "StreamingSessions")
+	qDropSlot             = namedsql.Bind[slotArgs, namedsql.NoRows](queries, "DropSlot")
+	qNotify               = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "Notify")
+	qSlotPassed           = namedsql.Bind[slotPassedArgs, bool](queries, "SlotPassed")
+	qCurrentWAL           = namedsql.Bind[namedsql.NoArgs, string](queries, "CurrentWAL")
+	qOutboxTupleChanges   = namedsql.Bind[namedsql.NoArgs, int64](queries, "OutboxTupleChanges")
+)
+
+// statements describes every bound statement, for the test that has the
+// database check them.
+var statements = []namedsql.Info{
+	qSeedPending.Info(),
+	qSeedPublished.Info(),
+	qAnalyzeOutbox.Info(),
+	qVacuumScratch.Info(),
+	qCheckpoint.Info(),
+	qTruncateOutbox.Info(),
+	qCountPending.Info(),
+	qDatabaseTransactions.Info(),
+	qStreamingSessions.Info(),
+	qDropSlot.Info(),
+	qNotify.Info(),
+	qSlotPassed.Info(),
+	qCurrentWAL.Info(),
+	qOutboxTupleChanges.Info(),
+}
+
+// seedArgs are SeedPending's: Events unpublished events over Aggregates
+// aggregates.
+type seedArgs struct {
+	Events     int `db:"events"`
+	Aggregates int `db:"aggregates"`
+}
+
+type seedPublishedArgs struct {
+	Events int `db:"events"`
+}
+
+type databaseArgs struct {
+	Database string `db:"database"`
+}
+
+type applicationArgs struct {
+	ApplicationName string `db:"application_name"`
+}
+
+type slotArgs struct {
+	Slot string `db:"slot"`
+}
+
+type slotPassedArgs struct {
+	Slot string `db:"slot"`
+	LSN  string `db:"lsn"`
+}
