@@ -7,6 +7,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outflow/outflow/internal/namedsql"
 )
 
 // Event is one order event as every contender carries it: the bench knows
@@ -71,10 +73,8 @@ type Contender interface {
 }
 
 // pending runs a contender's Pending statement.
-func pending(ctx context.Context, pool *pgxpool.Pool, statement string) (int64, error) {
-	var n int64
-	err := pool.QueryRow(ctx, queries.Get(statement)).Scan(&n)
-	return n, err
+func pending(ctx context.Context, pool *pgxpool.Pool, statement pendingStmt) (int64, error) {
+	return statement.Value(ctx, pool, namedsql.NoArgs{})
 }
 
 // contenders is every contender, in the order of the first round.

@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outflow/outflow/internal/namedsql"
 )
 
 // statementCounter is a pgx tracer that counts the statements a pool sends:
@@ -44,8 +46,8 @@ func churn(ctx context.Context, cfg *pgxpool.Config) (int64, error) {
 	defer conn.Close(context.WithoutCancel(ctx))
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		var others int
-		if err := conn.QueryRow(ctx, queries.Get("OtherClients")).Scan(&others); err != nil {
+		others, err := qOtherClients.Value(ctx, conn, namedsql.NoArgs{})
+		if err != nil {
 			return 0, err
 		}
 		if others == 0 {
@@ -59,10 +61,8 @@ func churn(ctx context.Context, cfg *pgxpool.Config) (int64, error) {
 	// An exiting backend leaves pg_stat_activity just before it flushes its
 	// statistics (both are exit callbacks, in that order); give it a moment.
 	time.Sleep(250 * time.Millisecond)
-	if _, err := conn.Exec(ctx, queries.Get("ClearStatsSnapshot")); err != nil {
+	if _, err := qClearStatsSnapshot.Exec(ctx, conn, namedsql.NoArgs{}); err != nil {
 		return 0, err
 	}
-	var n int64
-	err = conn.QueryRow(ctx, queries.Get("TupleChurn")).Scan(&n)
-	return n, err
+	return qTupleChurn.Value(ctx, conn, namedsql.NoArgs{})
 }

@@ -7,6 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outflow/outflow/internal/namedsql"
 )
 
 // seedChunk is how many backlog events one seeding transaction enqueues.
@@ -156,6 +158,6 @@ func analyze(ctx context.Context, cfg *pgxpool.Config) error {
 		return err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
-	_, err = conn.Exec(ctx, queries.Get("Analyze"))
+	_, err = qAnalyze.Exec(ctx, conn, namedsql.NoArgs{})
 	return err
 }

@@ -71,7 +71,7 @@ func (outflowPoll) Start(ctx context.Context, pool *pgxpool.Pool, sink Sink, _ P
 // Settings: outflow's defaults are its throughput settings, so both profiles
 // are the zero RelayConfig.
 func (outflowPoll) Pending(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
-	return pending(ctx, pool, "OutflowPending")
+	return pending(ctx, pool, qOutflowPending)
 }
 
 func (outflowPoll) Settings(Profile) string {

@@ -59,7 +59,7 @@ func (outflowCDC) Start(ctx context.Context, pool *pgxpool.Pool, sink Sink, _ Pr
 func dropSlot(ctx context.Context, pool *pgxpool.Pool, slot string) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		_, err := pool.Exec(ctx, queries.Get("DropSlot"), slot)
+		_, err := qDropSlot.Exec(ctx, pool, slotArgs{Slot: slot})
 		var pgErr *pgconn.PgError
 		switch {
 		case err == nil:

@@ -1,8 +1,6 @@
--- Statements of the peers bench itself, loaded by name (internal/namedsql).
+-- Statements of the peers bench itself, bound to their Go types in sql.go
+-- (internal/namedsql).
 -- They read the server's statistics; the contenders' own SQL is theirs.
-
--- name: ServerVersion :one
-SHOW server_version;
 
 -- name: WALPosition :one
 -- The server's WAL insert position in bytes. It is server-wide: other
@@ -49,4 +47,4 @@ ANALYZE;
 
 -- name: DropSlot :exec
 -- outflow_cdc's slot, once its relay stopped.
-SELECT pg_drop_replication_slot($1);
+SELECT pg_drop_replication_slot(@slot);

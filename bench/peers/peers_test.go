@@ -143,3 +143,15 @@ func TestEveryContenderDeliversEachEventOnce(t *testing.T) {
 		})
 	}
 }
+
+// TestStatements: every statement of peers.sql is bound in sql.go and reads
+// the columns the database describes, on a database with River's and
+// Watermill's tables beside outflow's.
+func TestStatements(t *testing.T) {
+	t.Parallel()
+	pool, _ := testdb.New(t)
+	for _, c := range []Contender{&riverQueue{}, watermillSQL{}} {
+		require.NoError(t, c.Install(t.Context(), pool), c.Name())
+	}
+	testdb.CheckStatementsOn(t, pool, queries, statements...)
+}

@@ -138,7 +138,7 @@ func (*riverQueue) Start(ctx context.Context, pool *pgxpool.Pool, sink Sink, p P
 }
 
 func (*riverQueue) Pending(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
-	return pending(ctx, pool, "RiverPending")
+	return pending(ctx, pool, qRiverPending)
 }
 
 func (*riverQueue) Settings(p Profile) string {

@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outflow/outflow/internal/bench/benchdb"
+	"github.com/outflow/outflow/internal/namedsql"
 )
 
 // poolSize caps every pool the bench opens: the shared server allows 100
@@ -29,9 +30,7 @@ func newServer(ctx context.Context, url string) (*server, error) {
 
 // walPosition is the server's WAL position in bytes.
 func (s *server) walPosition(ctx context.Context) (int64, error) {
-	var n int64
-	err := s.Admin.QueryRow(ctx, queries.Get("WALPosition")).Scan(&n)
-	return n, err
+	return qWALPosition.Value(ctx, s.Admin, namedsql.NoArgs{})
 }
 
 // scratch creates peers_<contender>_<pid>_r<round> with outflow's schema

@@ -9,5 +9,42 @@ import (
 //go:embed peers.sql
 var sqlFiles embed.FS
 
-// queries are the bench's own statements (peers.sql).
-var queries = namedsql.MustLoad(sqlFiles, "peers.sql")
+// The bench's own statements (peers.sql), bound to their Go types when the
+// package is initialised.
+var (
+	queries = namedsql.MustLoad(sqlFiles, "peers.sql")
+
+	qWALPosition        = namedsql.Bind[namedsql.NoArgs, int64](queries, "WALPosition")
+	qOtherClients       = namedsql.Bind[namedsql.NoArgs, int64](queries, "OtherClients")
+	qClearStatsSnapshot = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "ClearStatsSnapshot")
+	qTupleChurn         = namedsql.Bind[namedsql.NoArgs, int64](queries, "TupleChurn")
+	qAnalyze            = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "Analyze")
+	qDropSlot           = namedsql.Bind[slotArgs, namedsql.NoRows](queries, "DropSlot")
+
+	// The contenders' Pending statements, each on its own contender's tables.
+	qOutflowPending   = namedsql.Bind[namedsql.NoArgs, int64](queries, "OutflowPending")
+	qRiverPending     = namedsql.Bind[namedsql.NoArgs, int64](queries, "RiverPending")
+	qWatermillPending = namedsql.Bind[namedsql.NoArgs, int64](queries, "WatermillPending")
+)
+
+// statements describes every bound statement, for the test that has a
+// database with outflow's schema and River's and Watermill's tables check
+// them.
+var statements = []namedsql.Info{
+	qWALPosition.Info(),
+	qOtherClients.Info(),
+	qClearStatsSnapshot.Info(),
+	qTupleChurn.Info(),
+	qAnalyze.Info(),
+	qDropSlot.Info(),
+	qOutflowPending.Info(),
+	qRiverPending.Info(),
+	qWatermillPending.Info(),
+}
+
+// pendingStmt is a contender's Pending statement: one count, no arguments.
+type pendingStmt = namedsql.Stmt[namedsql.NoArgs, int64]
+
+type slotArgs struct {
+	Slot string `db:"slot"`
+}

@@ -142,7 +142,7 @@ func watermillEvent(m *message.Message) (Event, error) {
 }
 
 func (watermillSQL) Pending(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
-	return pending(ctx, pool, "WatermillPending")
+	return pending(ctx, pool, qWatermillPending)
 }
 
 func (watermillSQL) Settings(p Profile) string {

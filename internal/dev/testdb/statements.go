@@ -3,6 +3,8 @@ package testdb
 import (
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/outflow/outflow/internal/namedsql"
 )
 
@@ -12,10 +14,18 @@ import (
 // type reads ([namedsql.CheckColumns]; prepared, not run).
 func CheckStatements(t *testing.T, loaded namedsql.Queries, bound ...namedsql.Info) {
 	t.Helper()
+	pool, _ := New(t)
+	CheckStatementsOn(t, pool, loaded, bound...)
+}
+
+// CheckStatementsOn is [CheckStatements] on the database of pool, for
+// statements that read tables a migrated database lacks (the caller creates
+// them first).
+func CheckStatementsOn(t *testing.T, pool *pgxpool.Pool, loaded namedsql.Queries, bound ...namedsql.Info) {
+	t.Helper()
 	if bad := namedsql.Unbound(loaded, bound...); len(bad) > 0 {
 		t.Fatalf("testdb: the package's statements and its bindings disagree: %v", bad)
 	}
-	pool, _ := New(t)
 	conn, err := pool.Acquire(t.Context())
 	if err != nil {
 		t.Fatalf("testdb: %v", err)
