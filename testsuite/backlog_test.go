@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/internal/bench/outboxbench"
+	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
 )
@@ -71,8 +72,8 @@ func TestBacklogRecovery(t *testing.T) {
 // record: start times follow the sequence.
 func requireLanesInOrder(ctx context.Context, t *testing.T, s *Stack) {
 	t.Helper()
-	var outOfOrder int
-	require.NoError(t, s.Pool.QueryRow(ctx, queries.Get("PublishedOutOfOrder")).Scan(&outOfOrder))
+	outOfOrder, err := qPublishedOutOfOrder.Value(ctx, s.Pool, namedsql.NoArgs{})
+	require.NoError(t, err)
 	require.Zero(t, outOfOrder, "an event was published before its predecessor")
 	require.Equal(t, 20, requireStartsInOrder(ctx, t, s, 20))
 }
@@ -82,9 +83,7 @@ func requireLanesInOrder(ctx context.Context, t *testing.T, s *Stack) {
 // orders it checked.
 func requireStartsInOrder(ctx context.Context, t *testing.T, s *Stack, n int) int {
 	t.Helper()
-	rows, err := s.Pool.Query(ctx, queries.Get("SampleLanes"), n)
-	require.NoError(t, err)
-	lanes, err := pgx.CollectRows(rows, pgx.RowTo[[]string])
+	lanes, err := qSampleLanes.All(ctx, s.Pool, sampleLanesArgs{Lanes: n})
 	require.NoError(t, err)
 	for _, ids := range lanes {
 		var prev time.Time
@@ -250,15 +249,15 @@ func (e explaining) Query(ctx context.Context, sql string, args ...any) (pgx.Row
 func WaitPublished(ctx context.Context, s *Stack, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		var unpublished, unfinished int64
-		if err := s.Pool.QueryRow(ctx, queries.Get("Progress")).Scan(&unpublished, &unfinished); err != nil {
+		p, err := qProgress.One(ctx, s.Pool, namedsql.NoArgs{})
+		if err != nil {
 			return err
 		}
-		if unpublished == 0 {
+		if p.Unpublished == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%d events still unpublished after %s", unpublished, timeout)
+			return fmt.Errorf("%d events still unpublished after %s", p.Unpublished, timeout)
 		}
 		select {
 		case <-ctx.Done():

@@ -2,13 +2,11 @@ package testsuite
 
 import (
 	"context"
-	"embed"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/client"
 
@@ -16,24 +14,19 @@ import (
 	"github.com/outflow/outflow/providersim"
 )
 
-//go:embed *.sql
-var sqlFiles embed.FS
-
-var queries = namedsql.MustLoad(sqlFiles, "invariants.sql")
-
 // orderFacts is one order with what the database holds about its events.
 type orderFacts struct {
-	OrderID         string
-	Status          string
-	PaymentMethod   string
-	Amount          int64
-	CancelRequested bool
-	AppliedSequence int64
-	CreatedEvents   int64
-	CancelledEvents int64
-	Events          int64
-	MaxSequence     int64
-	Unpublished     int64
+	OrderID         string `db:"order_id"`
+	Status          string `db:"status"`
+	PaymentMethod   string `db:"payment_method"`
+	Amount          int64  `db:"amount"`
+	CancelRequested bool   `db:"cancel_requested"`
+	AppliedSequence int64  `db:"applied_sequence"`
+	CreatedEvents   int64  `db:"created_events"`
+	CancelledEvents int64  `db:"cancelled_events"`
+	Events          int64  `db:"events"`
+	MaxSequence     int64  `db:"max_sequence"`
+	Unpublished     int64  `db:"unpublished"`
 }
 
 // Report summarises what a check saw.
@@ -52,8 +45,12 @@ func (r Report) String() string {
 
 // skippedEvent is one event an operator skipped.
 type skippedEvent struct {
-	EventID, AggregateType, EventType, SkippedBy, Reason string
-	Published                                            bool
+	EventID       string `db:"event_id"`
+	AggregateType string `db:"aggregate_type"`
+	EventType     string `db:"event_type"`
+	SkippedBy     string `db:"skipped_by"`
+	Reason        string `db:"reason"`
+	Published     bool   `db:"published"`
 }
 
 // WaitDrained waits until every event is published and every order is in a
@@ -61,13 +58,12 @@ type skippedEvent struct {
 func WaitDrained(ctx context.Context, pool *pgxpool.Pool, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
-		var unpublished, unfinished int64
-		err := pool.QueryRow(ctx, queries.Get("Progress")).Scan(&unpublished, &unfinished)
-		if err == nil && unpublished == 0 && unfinished == 0 {
+		p, err := qProgress.One(ctx, pool, namedsql.NoArgs{})
+		if err == nil && p.Unpublished == 0 && p.Unfinished == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("not drained after %s: %d events unpublished, %d orders unfinished (err %v)", timeout, unpublished, unfinished, err)
+			return fmt.Errorf("not drained after %s: %d events unpublished, %d orders unfinished (err %v)", timeout, p.Unpublished, p.Unfinished, err)
 		}
 		select {
 		case <-ctx.Done():
@@ -85,11 +81,7 @@ func CheckInvariants(ctx context.Context, pool *pgxpool.Pool, tc client.Client, 
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
 
-	rows, err := pool.Query(ctx, queries.Get("OrderFacts"))
-	if err != nil {
-		return rep, err
-	}
-	facts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[orderFacts])
+	facts, err := qOrderFacts.All(ctx, pool, namedsql.NoArgs{})
 	if err != nil {
 		return rep, err
 	}
@@ -113,19 +105,15 @@ func CheckInvariants(ctx context.Context, pool *pgxpool.Pool, tc client.Client, 
 		}
 	}
 	// Invariant 2: no event without its committed change.
-	var orphans int64
-	if err := pool.QueryRow(ctx, queries.Get("OrphanEvents")).Scan(&orphans); err != nil {
+	orphans, err := qOrphanEvents.Value(ctx, pool, namedsql.NoArgs{})
+	if err != nil {
 		return rep, err
 	}
 	if orphans != 0 {
 		fail("invariant 2: %d events belong to no committed order", orphans)
 	}
 	// Invariant 3: every event was published and its workflow exists.
-	rows, err = pool.Query(ctx, queries.Get("EventIDs"))
-	if err != nil {
-		return rep, err
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	ids, err := qEventIDs.All(ctx, pool, namedsql.NoArgs{})
 	if err != nil {
 		return rep, err
 	}
@@ -142,11 +130,7 @@ func CheckInvariants(ctx context.Context, pool *pgxpool.Pool, tc client.Client, 
 	}
 	// An event an operator skipped is the one exception to invariant 3: it
 	// is never published, and its row keeps who skipped it and why.
-	rows, err = pool.Query(ctx, queries.Get("SkippedEvents"))
-	if err != nil {
-		return rep, err
-	}
-	skipped, err := pgx.CollectRows(rows, pgx.RowToStructByPos[skippedEvent])
+	skipped, err := qSkippedEvents.All(ctx, pool, namedsql.NoArgs{})
 	if err != nil {
 		return rep, err
 	}

@@ -1,4 +1,5 @@
--- Read-only statements the invariant checker runs after recovery.
+-- Read-only statements the invariant checker runs after recovery, bound to
+-- their Go types in sql.go.
 
 -- name: OrderFacts :many
 SELECT o.id::text                 AS order_id,
@@ -28,11 +29,12 @@ WHERE e.aggregate_type = 'order'
 -- name: EventIDs :many
 -- Every event that must have its workflow: all but those an operator skipped
 -- (a skip is final: the event is never published; SkippedEvents lists them).
-SELECT event_id::text FROM outbox_events WHERE skipped_at IS NULL ORDER BY event_id;
+SELECT event_id::text AS event_id FROM outbox_events WHERE skipped_at IS NULL ORDER BY event_id;
 
 -- name: SkippedEvents :many
 -- The events an operator skipped, with the audit the skip must leave.
-SELECT event_id::text, aggregate_type, event_type, coalesce(skipped_by, ''), coalesce(skip_reason, ''),
+SELECT event_id::text AS event_id, aggregate_type, event_type, coalesce(skipped_by, '') AS skipped_by,
+       coalesce(skip_reason, '') AS reason,
        published_at IS NOT NULL AS published
 FROM outbox_events
 WHERE skipped_at IS NOT NULL
@@ -45,13 +47,13 @@ SELECT (SELECT count(*) FROM outbox_events WHERE published_at IS NULL AND skippe
                                        OR (cancel_event_id IS NOT NULL AND status <> 'cancelled')) AS unfinished;
 
 -- name: OrderStatus :one
-SELECT status FROM orders WHERE id = $1;
+SELECT status FROM orders WHERE id = @id;
 
 -- name: Counts :one
 SELECT (SELECT count(*) FROM orders) AS orders, (SELECT count(*) FROM outbox_events) AS events;
 
 -- name: EventTimes :many
-SELECT event_id::text, occurred_at FROM outbox_events WHERE skipped_at IS NULL ORDER BY occurred_at;
+SELECT event_id::text AS event_id, occurred_at FROM outbox_events WHERE skipped_at IS NULL ORDER BY occurred_at;
 
 -- name: TerminateBackends :one
 -- Every backend on this database but the caller's own.
@@ -70,10 +72,10 @@ FROM (
 WHERE prev > published_at;
 
 -- name: SampleLanes :many
--- The event ids of $1 random aggregates, in sequence order.
+-- The event ids of @lanes aggregates, in sequence order.
 -- An event an operator skipped has no workflow and is left out.
-SELECT array_agg(event_id::text ORDER BY aggregate_sequence)
+SELECT array_agg(event_id::text ORDER BY aggregate_sequence) AS event_ids
 FROM outbox_events
-WHERE aggregate_id IN (SELECT DISTINCT aggregate_id FROM outbox_events ORDER BY 1 LIMIT $1)
+WHERE aggregate_id IN (SELECT DISTINCT aggregate_id FROM outbox_events ORDER BY 1 LIMIT @lanes)
   AND skipped_at IS NULL
 GROUP BY aggregate_type, aggregate_id;

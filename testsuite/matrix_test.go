@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/internal/namedsql"
 )
 
 // crashCase is one row of the failpoint matrix: which process carries the
@@ -106,10 +107,10 @@ func TestOrderAPICrashBeforeCommit(t *testing.T) {
 	_, _, err := s.API().CreateOnce(ctx, key, "pm_card_visa")
 	require.Error(t, err, "the API died before answering")
 	require.NoError(t, api.WaitKilled(ctx))
-	var orders, events int
-	require.NoError(t, s.Pool.QueryRow(ctx, queries.Get("Counts")).Scan(&orders, &events))
-	require.Zero(t, orders, "invariant 2: an uncommitted order must not exist")
-	require.Zero(t, events, "invariant 2: an uncommitted change has no event")
+	c, err := qCounts.One(ctx, s.Pool, namedsql.NoArgs{})
+	require.NoError(t, err)
+	require.Zero(t, c.Orders, "invariant 2: an uncommitted order must not exist")
+	require.Zero(t, c.Events, "invariant 2: an uncommitted change has no event")
 
 	s.Start("orderapi", "")
 	created, err := s.API().Create(ctx, key, "pm_card_visa")
@@ -134,17 +135,18 @@ func TestOrderAPICrashAfterCommit(t *testing.T) {
 	_, _, err := s.API().CreateOnce(ctx, key, "pm_card_visa")
 	require.Error(t, err, "the API died before answering")
 	require.NoError(t, api.WaitKilled(ctx))
-	var orders, events int
-	require.NoError(t, s.Pool.QueryRow(ctx, queries.Get("Counts")).Scan(&orders, &events))
-	require.Equal(t, 1, orders, "invariant 1: the committed order survives the crash")
-	require.Equal(t, 1, events, "invariant 1: with exactly one event")
+	c, err := qCounts.One(ctx, s.Pool, namedsql.NoArgs{})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), c.Orders, "invariant 1: the committed order survives the crash")
+	require.Equal(t, int64(1), c.Events, "invariant 1: with exactly one event")
 
 	s.Start("orderapi", "")
 	created, err := s.API().Create(ctx, key, "pm_card_visa")
 	require.NoError(t, err)
 	require.True(t, created.Replayed, "the retry must replay the stored response")
-	require.NoError(t, s.Pool.QueryRow(ctx, queries.Get("Counts")).Scan(&orders, &events))
-	require.Equal(t, 1, orders, "the retry must not create a second order")
+	c, err = qCounts.One(ctx, s.Pool, namedsql.NoArgs{})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), c.Orders, "the retry must not create a second order")
 	assertRecovered(ctx, t, s)
 }
 

@@ -12,7 +12,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
+	"github.com/outflow/outflow/internal/namedsql"
 )
 
 // Operator is the on-call engineer of the chaos soak. While the kills run it
@@ -234,17 +234,9 @@ func (o *Operator) replayWindow(ctx context.Context) {
 // and the replay follows at once, while the cancel may be in flight: the
 // replay must then wait for it.
 func (o *Operator) replayAndCancel(ctx context.Context) {
-	rows, err := o.s.Pool.Query(ctx, oracleQueries.Get("LateCancelCandidate"))
-	if err != nil {
-		return // a terminated backend; next time
-	}
-	type candidate struct {
-		OrderID  string
-		Occurred time.Time
-	}
-	cs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[candidate])
+	cs, err := qLateCancelCandidate.All(ctx, o.s.Pool, namedsql.NoArgs{})
 	if err != nil || len(cs) == 0 {
-		return
+		return // a terminated backend, or none; next time
 	}
 	c := cs[0]
 	cancelFirst := o.rng.IntN(2) == 0
@@ -292,17 +284,7 @@ func (o *Operator) replay(ctx context.Context, args []string, from, to time.Time
 	}
 	// Follow what it flagged (events a relay marked before this query are
 	// missed: the watch is a sample, never a false alarm).
-	rows, err := o.s.Pool.Query(ctx, oracleQueries.Get("ReplayFlagged"), pgx.NamedArgs{
-		"since": a.start, "from": from, "to": to, "aggregate": orderID})
-	if err != nil {
-		return true
-	}
-	type flagged struct {
-		EventID, OrderID string
-		Sequence         int64
-		Requested        time.Time
-	}
-	fs, err := pgx.CollectRows(rows, pgx.RowToStructByPos[flagged])
+	fs, err := qReplayFlagged.All(ctx, o.s.Pool, replayFlaggedArgs{Since: a.start, From: from, To: to, Aggregate: orderID})
 	if err != nil {
 		return true
 	}
@@ -353,28 +335,16 @@ func (o *Operator) Poll(ctx context.Context) {
 	if len(orderOf) == 0 {
 		return
 	}
-	type progress struct {
-		EventID   string
-		Requested *time.Time
-		Published *time.Time
-	}
-	var ps []progress
+	var ps []replayProgressRow
 	if len(ids) > 0 {
-		rows, err := o.s.Pool.Query(ctx, oracleQueries.Get("ReplayProgress"), pgx.NamedArgs{"ids": ids})
-		if err != nil {
-			return
-		}
-		if ps, err = pgx.CollectRows(rows, pgx.RowToStructByPos[progress]); err != nil {
+		var err error
+		if ps, err = qReplayProgress.All(ctx, o.s.Pool, eventIDsArgs{IDs: ids}); err != nil {
 			return
 		}
 	}
 	// The events of the watched orders, to see whether a later one was
 	// still in flight when a replay was delivered.
-	rows, err := o.s.Pool.Query(ctx, oracleQueries.Get("OrderMarks"), pgx.NamedArgs{"ids": orderOf})
-	if err != nil {
-		return
-	}
-	ls, err := pgx.CollectRows(rows, pgx.RowToStructByPos[laterEvent])
+	ls, err := qOrderMarks.All(ctx, o.s.Pool, eventIDsArgs{IDs: orderOf})
 	if err != nil {
 		return
 	}
@@ -425,9 +395,10 @@ func unmarked(marks map[string]*time.Time) bool {
 
 // laterEvent is an event of a replayed event's order and its mark.
 type laterEvent struct {
-	OrderID, EventID string
-	Sequence         int64
-	Published        *time.Time
+	OrderID   string     `db:"order_id"`
+	EventID   string     `db:"event_id"`
+	Sequence  int64      `db:"sequence"`
+	Published *time.Time `db:"published"`
 }
 
 // requestedBetween reports whether another replay of w's event was
@@ -531,8 +502,7 @@ func (o *Operator) forget(ctx context.Context, n int) {
 	}
 	deadline := time.Now().Add(15 * time.Second)
 	for time.Now().Before(deadline) {
-		var unsettled int64
-		if err := o.s.Pool.QueryRow(ctx, oracleQueries.Get("CustomerUnsettled"), email).Scan(&unsettled); err == nil && unsettled == 0 {
+		if unsettled, err := qCustomerUnsettled.Value(ctx, o.s.Pool, emailArgs{Email: email}); err == nil && unsettled == 0 {
 			o.forgetOnce(ctx, email, n)
 			return
 		}
@@ -576,8 +546,7 @@ func (o *Operator) forgetOnce(ctx context.Context, email string, n int) (refused
 func (o *Operator) Finish(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for n := 10_000; ; n++ {
-		var left int64
-		err := o.s.Pool.QueryRow(ctx, oracleQueries.Get("UnsettledPoison"), pgx.NamedArgs{"aggregate_type": PoisonAggregateType}).Scan(&left)
+		left, err := qUnsettledPoison.Value(ctx, o.s.Pool, aggregateTypeArgs{AggregateType: PoisonAggregateType})
 		if err == nil && left == 0 {
 			return nil
 		}

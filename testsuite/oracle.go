@@ -11,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"google.golang.org/protobuf/proto"
@@ -19,8 +18,6 @@ import (
 	"github.com/outflow/outflow/internal/codec"
 	"github.com/outflow/outflow/internal/namedsql"
 )
-
-var oracleQueries = namedsql.MustLoad(sqlFiles, "oracle.sql")
 
 // run is one execution of a workflow ID, as Temporal's visibility lists it.
 type run struct {
@@ -30,11 +27,13 @@ type run struct {
 
 // oracleEvent is one unskipped outbox event with its order's customer.
 type oracleEvent struct {
-	EventID, AggregateType, AggregateID string
-	Sequence                            int64
-	Type                                string
-	Occurred                            time.Time
-	Customer                            string
+	EventID       string    `db:"event_id"`
+	AggregateType string    `db:"aggregate_type"`
+	AggregateID   string    `db:"aggregate_id"`
+	Sequence      int64     `db:"sequence"`
+	Type          string    `db:"type"`
+	Occurred      time.Time `db:"occurred"`
+	Customer      string    `db:"customer"`
 }
 
 // CheckOracle judges a chaos soak in which an [Operator] acted, after the
@@ -59,11 +58,7 @@ func CheckOracle(ctx context.Context, s *Stack, j Journal) (string, error) {
 	var errs []error
 	fail := func(format string, args ...any) { errs = append(errs, fmt.Errorf("oracle: "+format, args...)) }
 
-	rows, err := s.Pool.Query(ctx, oracleQueries.Get("OracleEvents"))
-	if err != nil {
-		return "", err
-	}
-	events, err := pgx.CollectRows(rows, pgx.RowToStructByPos[oracleEvent])
+	events, err := qOracleEvents.All(ctx, s.Pool, namedsql.NoArgs{})
 	if err != nil {
 		return "", err
 	}
@@ -87,17 +82,7 @@ func CheckOracle(ctx context.Context, s *Stack, j Journal) (string, error) {
 	}
 
 	// Every replay delivered.
-	rows, err = s.Pool.Query(ctx, oracleQueries.Get("StillFlagged"))
-	if err != nil {
-		return "", err
-	}
-	type flagged struct {
-		EventID, Aggregate string
-		Sequence           int64
-		Published          bool
-		Requested          time.Time
-	}
-	still, err := pgx.CollectRows(rows, pgx.RowToStructByPos[flagged])
+	still, err := qStillFlagged.All(ctx, s.Pool, namedsql.NoArgs{})
 	if err != nil {
 		return "", err
 	}
@@ -150,11 +135,7 @@ func CheckOracle(ctx context.Context, s *Stack, j Journal) (string, error) {
 	}
 
 	// Skips: poison only, and every poison event.
-	rows, err = s.Pool.Query(ctx, queries.Get("SkippedEvents"))
-	if err != nil {
-		return "", err
-	}
-	skipped, err := pgx.CollectRows(rows, pgx.RowToStructByPos[skippedEvent])
+	skipped, err := qSkippedEvents.All(ctx, s.Pool, namedsql.NoArgs{})
 	if err != nil {
 		return "", err
 	}
@@ -163,8 +144,8 @@ func CheckOracle(ctx context.Context, s *Stack, j Journal) (string, error) {
 			fail("event %s (%s %s) was skipped; the operator skips only poison events", e.EventID, e.AggregateType, e.EventType)
 		}
 	}
-	var poisonLeft int64
-	if err := s.Pool.QueryRow(ctx, oracleQueries.Get("UnsettledPoison"), pgx.NamedArgs{"aggregate_type": PoisonAggregateType}).Scan(&poisonLeft); err != nil {
+	poisonLeft, err := qUnsettledPoison.Value(ctx, s.Pool, aggregateTypeArgs{AggregateType: PoisonAggregateType})
+	if err != nil {
 		return "", err
 	}
 	if poisonLeft != 0 {
@@ -275,17 +256,13 @@ func listRuns(ctx context.Context, s *Stack) (map[string][]run, error) {
 // erasure is one row of the forget-customer audit; KeyID is empty when the
 // customer had no key left to erase.
 type erasure struct {
-	Subject []byte
-	KeyID   string
-	At      time.Time
+	Subject []byte    `db:"subject"`
+	KeyID   string    `db:"key_id"`
+	At      time.Time `db:"at"`
 }
 
 func erasures(ctx context.Context, s *Stack) ([]erasure, error) {
-	rows, err := s.Pool.Query(ctx, oracleQueries.Get("Erasures"))
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowToStructByPos[erasure])
+	return qErasures.All(ctx, s.Pool, namedsql.NoArgs{})
 }
 
 var uuidPattern = regexp.MustCompile(`[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}`)
@@ -416,17 +393,7 @@ func DiagnoseStuck(ctx context.Context, s *Stack, j Journal) string {
 			}
 		}
 	}
-	rows, err := s.Pool.Query(ctx, oracleQueries.Get("Unfinished"))
-	if err != nil {
-		return "diagnosis: " + err.Error()
-	}
-	type unfinished struct {
-		OrderID, Status, Customer string
-		CancelRequested           bool
-		Created                   time.Time
-		Events                    []string
-	}
-	us, err := pgx.CollectRows(rows, pgx.RowToStructByPos[unfinished])
+	us, err := qUnfinished.All(ctx, s.Pool, namedsql.NoArgs{})
 	if err != nil {
 		return "diagnosis: " + err.Error()
 	}
@@ -452,17 +419,7 @@ func DiagnoseStuck(ctx context.Context, s *Stack, j Journal) string {
 			}
 		}
 	}
-	rows, err = s.Pool.Query(ctx, oracleQueries.Get("UnpublishedEvents"))
-	if err == nil {
-		type unpublished struct {
-			EventID, Aggregate string
-			Sequence           int64
-			Type               string
-			Attempts           int
-			Quarantined        bool
-			LastError          string
-		}
-		ps, _ := pgx.CollectRows(rows, pgx.RowToStructByPos[unpublished])
+	if ps, err := qUnpublishedEvents.All(ctx, s.Pool, namedsql.NoArgs{}); err == nil {
 		fmt.Fprintf(&b, "unpublished events (first 20): %d\n", len(ps))
 		for _, p := range ps {
 			fmt.Fprintf(&b, "  %s %s seq %d %s attempts %d quarantined %v %s\n", p.EventID, p.Aggregate, p.Sequence, p.Type, p.Attempts, p.Quarantined, oneLine(p.LastError))

@@ -1,11 +1,12 @@
--- What the chaos soak's operator and oracle read (operator.go, oracle.go).
+-- What the chaos soak's operator and oracle read (operator.go, oracle.go),
+-- bound to their Go types in sql.go.
 -- Read-only, but for the poison events the soak enqueues through the outbox
 -- API itself (poison.go).
 
 -- name: ReplayFlagged :many
 -- The events a replay command just flagged: replay requested at or after the
 -- command started, in its window (and of its aggregate, when it named one).
-SELECT event_id::text, aggregate_id, aggregate_sequence, replay_requested_at
+SELECT event_id::text AS event_id, aggregate_id AS order_id, aggregate_sequence AS sequence, replay_requested_at AS requested
 FROM outbox_events
 WHERE replay_requested_at >= @since
   AND occurred_at >= @from AND occurred_at < @to
@@ -14,7 +15,7 @@ WHERE replay_requested_at >= @since
 -- name: ReplayProgress :many
 -- Where the watched replays stand: a mark clears replay_requested_at and
 -- sets published_at.
-SELECT event_id::text, replay_requested_at, published_at
+SELECT event_id::text AS event_id, replay_requested_at AS requested, published_at AS published
 FROM outbox_events
 WHERE event_id = ANY(@ids::uuid[]);
 
@@ -22,7 +23,7 @@ WHERE event_id = ANY(@ids::uuid[]);
 -- A recently confirmed order of the default buyer, not cancelled, whose
 -- OrderCreated is published: the operator replays it and the buyer cancels
 -- it at once (a new event behind a replayed one).
-SELECT o.id::text, e.occurred_at
+SELECT o.id::text AS order_id, e.occurred_at AS occurred
 FROM orders o
 JOIN outbox_events e ON e.aggregate_type = 'order' AND e.aggregate_id = o.id::text AND e.aggregate_sequence = 1
 WHERE o.status = 'confirmed' AND o.cancel_event_id IS NULL
@@ -39,16 +40,16 @@ SELECT count(*) FROM outbox_events WHERE aggregate_type = @aggregate_type AND sk
 -- name: StillFlagged :many
 -- Replayed events that are still flagged after the drain: published (or not)
 -- but the replay never marked, so it was never delivered.
-SELECT event_id::text, aggregate_type || '/' || aggregate_id, aggregate_sequence,
-       published_at IS NOT NULL AS published, replay_requested_at
+SELECT event_id::text AS event_id, aggregate_type || '/' || aggregate_id AS aggregate, aggregate_sequence AS sequence,
+       published_at IS NOT NULL AS published, replay_requested_at AS requested
 FROM outbox_events
 WHERE replay_requested_at IS NOT NULL
 ORDER BY event_id;
 
 -- name: OracleEvents :many
 -- Every event but those an operator skipped, with its order's customer.
-SELECT e.event_id::text, e.aggregate_type, e.aggregate_id, e.aggregate_sequence, e.event_type, e.occurred_at,
-       coalesce(lower(btrim(o.customer_email)), '')
+SELECT e.event_id::text AS event_id, e.aggregate_type, e.aggregate_id, e.aggregate_sequence AS sequence, e.event_type AS type,
+       e.occurred_at AS occurred, coalesce(lower(btrim(o.customer_email)), '') AS customer
 FROM outbox_events e
 LEFT JOIN orders o ON e.aggregate_type = 'order' AND e.aggregate_id = o.id::text
 WHERE e.skipped_at IS NULL
@@ -57,12 +58,13 @@ ORDER BY e.aggregate_type, e.aggregate_id, e.aggregate_sequence;
 -- name: Erasures :many
 -- Every forget-customer the database accepted (the audit is the truth, also
 -- when the CLI lost its connection before it could answer).
-SELECT subject_hash, coalesce(key_id::text, ''), erased_at FROM customer_key_erasures ORDER BY id;
+SELECT subject_hash AS subject, coalesce(key_id::text, '') AS key_id, erased_at AS at FROM customer_key_erasures ORDER BY id;
 
 -- name: Unfinished :many
 -- The orders a drain is still waiting for, with their events.
-SELECT o.id::text, o.status, lower(btrim(o.customer_email)), o.cancel_event_id IS NOT NULL, o.created_at,
-       coalesce(array_agg(e.event_id::text ORDER BY e.aggregate_sequence) FILTER (WHERE e.event_id IS NOT NULL), '{}')
+SELECT o.id::text AS order_id, o.status, lower(btrim(o.customer_email)) AS customer,
+       o.cancel_event_id IS NOT NULL AS cancel_requested, o.created_at AS created,
+       coalesce(array_agg(e.event_id::text ORDER BY e.aggregate_sequence) FILTER (WHERE e.event_id IS NOT NULL), '{}') AS events
 FROM orders o
 LEFT JOIN outbox_events e ON e.aggregate_type = 'order' AND e.aggregate_id = o.id::text
 WHERE o.status NOT IN ('confirmed', 'payment_failed', 'cancelled')
@@ -72,28 +74,29 @@ ORDER BY o.id;
 
 -- name: UnpublishedEvents :many
 -- Unpublished, unskipped events, for the drain's diagnosis.
-SELECT event_id::text, aggregate_type || '/' || aggregate_id, aggregate_sequence, event_type,
-       attempt_count, quarantined_at IS NOT NULL, coalesce(last_error, '')
+SELECT event_id::text AS event_id, aggregate_type || '/' || aggregate_id AS aggregate, aggregate_sequence AS sequence,
+       event_type AS type, attempt_count AS attempts, quarantined_at IS NOT NULL AS quarantined,
+       coalesce(last_error, '') AS last_error
 FROM outbox_events
 WHERE published_at IS NULL AND skipped_at IS NULL
 ORDER BY occurred_at
 LIMIT 20;
 
 -- name: PoisonExists :one
-SELECT EXISTS (SELECT 1 FROM outbox_events WHERE aggregate_type = $1 AND aggregate_id = $2);
+SELECT EXISTS (SELECT 1 FROM outbox_events WHERE aggregate_type = @aggregate_type AND aggregate_id = @aggregate_id);
 
 -- name: CustomerUnsettled :one
 -- The customer's orders that are not settled, as the order table says (what
 -- forget-customer's refusal tells the operator to wait for).
 SELECT count(*)
 FROM orders
-WHERE lower(btrim(customer_email)) = $1
+WHERE lower(btrim(customer_email)) = @email
   AND (status NOT IN ('confirmed', 'payment_failed', 'cancelled')
        OR (cancel_event_id IS NOT NULL AND status <> 'cancelled'));
 
 -- name: OrderMarks :many
 -- Every order event of the orders of the given events, with its mark.
-SELECT e.aggregate_id, e.event_id::text, e.aggregate_sequence, e.published_at
+SELECT e.aggregate_id AS order_id, e.event_id::text AS event_id, e.aggregate_sequence AS sequence, e.published_at AS published
 FROM outbox_events e
 WHERE e.aggregate_type = 'order'
   AND e.aggregate_id IN (SELECT aggregate_id FROM outbox_events WHERE event_id = ANY(@ids::uuid[]) AND aggregate_type = 'order');

@@ -42,8 +42,7 @@ func EnqueuePoison(ctx context.Context, s *Stack, n int) error {
 	deadline := time.Now().Add(time.Minute)
 	for {
 		err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
-			var exists bool
-			if err := tx.QueryRow(ctx, oracleQueries.Get("PoisonExists"), PoisonAggregateType, agg).Scan(&exists); err != nil || exists {
+			if exists, err := qPoisonExists.Value(ctx, tx, aggregateArgs{AggregateType: PoisonAggregateType, AggregateID: agg}); err != nil || exists {
 				return err
 			}
 			_, err := outbox.Enqueue(ctx, tx, events...)

@@ -35,7 +35,8 @@ func WaitStatus(ctx context.Context, s *Stack, orderID, status string, timeout t
 	deadline := time.Now().Add(timeout)
 	var got string
 	for {
-		err := s.Pool.QueryRow(ctx, queries.Get("OrderStatus"), orderID).Scan(&got)
+		var err error
+		got, err = qOrderStatus.Value(ctx, s.Pool, orderIDArgs{ID: orderID})
 		if err == nil && got == status {
 			return nil
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/internal/dev/pgcluster"
+	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/providersim"
 )
 
@@ -321,38 +322,30 @@ type lagStats struct{ p50, p99, max time.Duration }
 // handoffLag measures commit → Temporal accept per event from the workflow's
 // start time and the event's occurred_at.
 func handoffLag(ctx context.Context, s *Stack) (lagStats, error) {
-	rows, err := s.Pool.Query(ctx, queries.Get("EventTimes"))
+	events, err := qEventTimes.All(ctx, s.Pool, namedsql.NoArgs{})
 	if err != nil {
 		return lagStats{}, err
 	}
-	defer rows.Close()
 	var lags []time.Duration
-	for rows.Next() {
-		var id string
-		var occurred time.Time
-		if err := rows.Scan(&id, &occurred); err != nil {
-			return lagStats{}, err
-		}
-		d, err := s.Env.Client.DescribeWorkflow(ctx, id, "")
+	for _, e := range events {
+		d, err := s.Env.Client.DescribeWorkflow(ctx, e.EventID, "")
 		if err != nil {
 			return lagStats{}, err
 		}
-		lags = append(lags, d.RawResponse.GetWorkflowExecutionInfo().GetStartTime().AsTime().Sub(occurred))
+		lags = append(lags, d.RawResponse.GetWorkflowExecutionInfo().GetStartTime().AsTime().Sub(e.Occurred))
 	}
 	if len(lags) == 0 {
-		return lagStats{}, rows.Err()
+		return lagStats{}, nil
 	}
 	sort.Slice(lags, func(i, j int) bool { return lags[i] < lags[j] })
 	at := func(q float64) time.Duration { return lags[int(q*float64(len(lags)-1))].Round(time.Millisecond) }
-	return lagStats{p50: at(0.5), p99: at(0.99), max: lags[len(lags)-1].Round(time.Millisecond)}, rows.Err()
+	return lagStats{p50: at(0.5), p99: at(0.99), max: lags[len(lags)-1].Round(time.Millisecond)}, nil
 }
 
 // terminateBackends drops every connection of this stack's database except
 // the test's own pool's, as a failover or an idle-killer would.
 func terminateBackends(ctx context.Context, s *Stack) (int64, error) {
-	var n int64
-	err := s.Pool.QueryRow(ctx, queries.Get("TerminateBackends")).Scan(&n)
-	return n, err
+	return qTerminateBackends.Value(ctx, s.Pool, namedsql.NoArgs{})
 }
 
 // LogCounts counts lines containing each marker across the stack's logs.

@@ -24,7 +24,38 @@ import (
 //go:embed time_edges.sql
 var edgeSQL embed.FS
 
-var edgeQueries = namedsql.MustLoad(edgeSQL, "time_edges.sql")
+// The time-edge tests' statements (time_edges.sql), bound to their Go types.
+var (
+	edgeQueries = namedsql.MustLoad(edgeSQL, "time_edges.sql")
+
+	qAgeOrder        = namedsql.Bind[ageArgs, namedsql.NoRows](edgeQueries, "AgeOrder")
+	qAgeEvents       = namedsql.Bind[ageArgs, namedsql.NoRows](edgeQueries, "AgeEvents")
+	qLoseMark        = namedsql.Bind[eventIDArgs, namedsql.NoRows](edgeQueries, "LoseMark")
+	qForceReplay     = namedsql.Bind[eventIDArgs, namedsql.NoRows](edgeQueries, "ForceReplay")
+	qNotify          = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](edgeQueries, "Notify")
+	qEventPublished  = namedsql.Bind[eventIDArgs, bool](edgeQueries, "EventPublished")
+	qOrderEventCount = namedsql.Bind[orderEventsArgs, int64](edgeQueries, "OrderEventCount")
+	qCancelEventOf   = namedsql.Bind[orderEventsArgs, string](edgeQueries, "CancelEventOf")
+
+	edgeStatements = []namedsql.Info{
+		qAgeOrder.Info(), qAgeEvents.Info(), qLoseMark.Info(), qForceReplay.Info(), qNotify.Info(),
+		qEventPublished.Info(), qOrderEventCount.Info(), qCancelEventOf.Info(),
+	}
+)
+
+// ageArgs move order ID and its events Age (an interval) into the past.
+type ageArgs struct {
+	ID  string `db:"id"`
+	Age string `db:"age"`
+}
+
+type eventIDArgs struct {
+	EventID string `db:"event_id"`
+}
+
+type orderEventsArgs struct {
+	OrderID string `db:"order_id"`
+}
 
 // TestTimeEdges runs the real binaries across the horizons where time, not a
 // crash, is the failure: Temporal forgetting a closed workflow, the
@@ -101,16 +132,16 @@ func TestTimeEdges(t *testing.T) {
 		age(ctx, t, s, o.OrderID, 8*24*time.Hour)
 		out, err := s.Outboxctl(ctx, "cleanup", "--retention", "168h")
 		require.NoError(t, err, out)
-		var left int
-		require.NoError(t, s.Pool.QueryRow(ctx, edgeQueries.Get("OrderEventCount"), o.OrderID).Scan(&left))
+		left, err := qOrderEventCount.Value(ctx, s.Pool, orderEventsArgs{OrderID: o.OrderID})
+		require.NoError(t, err)
 		require.Zero(t, left, "cleanup deleted the order's events")
 
 		require.NoError(t, api.Cancel(ctx, o.OrderID))
 		require.NoError(t, WaitStatus(ctx, s, o.OrderID, "cancelled", 2*time.Minute))
 		// The order reads cancelled before the cancellation mail is sent:
 		// count the effects once the cancel's workflow has completed.
-		var cancelEvent string
-		require.NoError(t, s.Pool.QueryRow(ctx, edgeQueries.Get("CancelEventOf"), o.OrderID).Scan(&cancelEvent))
+		cancelEvent, err := qCancelEventOf.Value(ctx, s.Pool, orderEventsArgs{OrderID: o.OrderID})
+		require.NoError(t, err)
 		waitCompleted(ctx, t, env, cancelEvent)
 		effects := effectsOf(ctx, t, env, o.OrderID)
 		require.Equal(t, 1, effects.succeededCharges)
@@ -142,9 +173,9 @@ func TestTimeEdges(t *testing.T) {
 		age(ctx, t, s, o.OrderID, retention+time.Hour)
 
 		// The re-delivery: a new run starts (Temporal no longer refuses it).
-		_, err = s.Pool.Exec(ctx, edgeQueries.Get("LoseMark"), o.EventID)
+		_, err = qLoseMark.Exec(ctx, s.Pool, eventIDArgs{EventID: o.EventID})
 		require.NoError(t, err)
-		_, err = s.Pool.Exec(ctx, edgeQueries.Get("Notify"))
+		_, err = qNotify.Exec(ctx, s.Pool, namedsql.NoArgs{})
 		require.NoError(t, err)
 		waitPublished(ctx, t, s, o.EventID)
 		require.Eventually(t, func() bool {
@@ -165,9 +196,9 @@ func TestTimeEdges(t *testing.T) {
 		// A replay queued before the horizon passed is acknowledged without a
 		// start.
 		runBefore := runID(ctx, t, env, o.EventID)
-		_, err = s.Pool.Exec(ctx, edgeQueries.Get("ForceReplay"), o.EventID)
+		_, err = qForceReplay.Exec(ctx, s.Pool, eventIDArgs{EventID: o.EventID})
 		require.NoError(t, err)
-		_, err = s.Pool.Exec(ctx, edgeQueries.Get("Notify"))
+		_, err = qNotify.Exec(ctx, s.Pool, namedsql.NoArgs{})
 		require.NoError(t, err)
 		waitPublished(ctx, t, s, o.EventID)
 		require.NoError(t, starter.WaitLog(ctx, "replay refused"))
@@ -217,8 +248,7 @@ func countEffects(l providersim.Ledger, orderID string) orderEffects {
 func waitPublished(ctx context.Context, t *testing.T, s *Stack, eventID string) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		var ok bool
-		err := s.Pool.QueryRow(ctx, edgeQueries.Get("EventPublished"), eventID).Scan(&ok)
+		ok, err := qEventPublished.Value(ctx, s.Pool, eventIDArgs{EventID: eventID})
 		return err == nil && ok
 	}, time.Minute, 50*time.Millisecond, "event %s published", eventID)
 }
@@ -227,9 +257,9 @@ func waitPublished(ctx context.Context, t *testing.T, s *Stack, eventID string) 
 func age(ctx context.Context, t *testing.T, s *Stack, orderID string, d time.Duration) {
 	t.Helper()
 	iv := fmt.Sprintf("%d milliseconds", d.Milliseconds())
-	_, err := s.Pool.Exec(ctx, edgeQueries.Get("AgeOrder"), orderID, iv)
+	_, err := qAgeOrder.Exec(ctx, s.Pool, ageArgs{ID: orderID, Age: iv})
 	require.NoError(t, err)
-	_, err = s.Pool.Exec(ctx, edgeQueries.Get("AgeEvents"), orderID, iv)
+	_, err = qAgeEvents.Exec(ctx, s.Pool, ageArgs{ID: orderID, Age: iv})
 	require.NoError(t, err)
 }
 

@@ -1,0 +1,154 @@
+package testsuite
+
+import (
+	"embed"
+	"time"
+
+	"github.com/outflow/outflow/internal/namedsql"
+)
+
+//go:embed invariants.sql oracle.sql
+var sqlFiles embed.FS
+
+// The suite's statements (invariants.sql for the invariant checker,
+// oracle.sql for the chaos soak's operator and oracle), bound to their Go
+// types when the package is initialised. The time-edge tests' own are in
+// time_edges_test.go.
+var (
+	queries = namedsql.MustLoadAll(sqlFiles)
+
+	qOrderFacts          = namedsql.Bind[namedsql.NoArgs, orderFacts](queries, "OrderFacts")
+	qOrphanEvents        = namedsql.Bind[namedsql.NoArgs, int64](queries, "OrphanEvents")
+	qEventIDs            = namedsql.Bind[namedsql.NoArgs, string](queries, "EventIDs")
+	qSkippedEvents       = namedsql.Bind[namedsql.NoArgs, skippedEvent](queries, "SkippedEvents")
+	qProgress            = namedsql.Bind[namedsql.NoArgs, progressRow](queries, "Progress")
+	qOrderStatus         = namedsql.Bind[orderIDArgs, string](queries, "OrderStatus")
+	qCounts              = namedsql.Bind[namedsql.NoArgs, countsRow](queries, "Counts")
+	qEventTimes          = namedsql.Bind[namedsql.NoArgs, eventTime](queries, "EventTimes")
+	qTerminateBackends   = namedsql.Bind[namedsql.NoArgs, int64](queries, "TerminateBackends")
+	qPublishedOutOfOrder = namedsql.Bind[namedsql.NoArgs, int64](queries, "PublishedOutOfOrder")
+	qSampleLanes         = namedsql.Bind[sampleLanesArgs, []string](queries, "SampleLanes")
+
+	qReplayFlagged       = namedsql.Bind[replayFlaggedArgs, replayFlaggedRow](queries, "ReplayFlagged")
+	qReplayProgress      = namedsql.Bind[eventIDsArgs, replayProgressRow](queries, "ReplayProgress")
+	qLateCancelCandidate = namedsql.Bind[namedsql.NoArgs, lateCancelCandidate](queries, "LateCancelCandidate")
+	qUnsettledPoison     = namedsql.Bind[aggregateTypeArgs, int64](queries, "UnsettledPoison")
+	qStillFlagged        = namedsql.Bind[namedsql.NoArgs, stillFlaggedRow](queries, "StillFlagged")
+	qOracleEvents        = namedsql.Bind[namedsql.NoArgs, oracleEvent](queries, "OracleEvents")
+	qErasures            = namedsql.Bind[namedsql.NoArgs, erasure](queries, "Erasures")
+	qUnfinished          = namedsql.Bind[namedsql.NoArgs, unfinishedOrder](queries, "Unfinished")
+	qUnpublishedEvents   = namedsql.Bind[namedsql.NoArgs, unpublishedEvent](queries, "UnpublishedEvents")
+	qPoisonExists        = namedsql.Bind[aggregateArgs, bool](queries, "PoisonExists")
+	qCustomerUnsettled   = namedsql.Bind[emailArgs, int64](queries, "CustomerUnsettled")
+	qOrderMarks          = namedsql.Bind[eventIDsArgs, laterEvent](queries, "OrderMarks")
+)
+
+// statements describes every bound statement, for the test that has the
+// database check them.
+var statements = []namedsql.Info{
+	qOrderFacts.Info(), qOrphanEvents.Info(), qEventIDs.Info(), qSkippedEvents.Info(), qProgress.Info(),
+	qOrderStatus.Info(), qCounts.Info(), qEventTimes.Info(), qTerminateBackends.Info(),
+	qPublishedOutOfOrder.Info(), qSampleLanes.Info(),
+	qReplayFlagged.Info(), qReplayProgress.Info(), qLateCancelCandidate.Info(), qUnsettledPoison.Info(),
+	qStillFlagged.Info(), qOracleEvents.Info(), qErasures.Info(), qUnfinished.Info(),
+	qUnpublishedEvents.Info(), qPoisonExists.Info(), qCustomerUnsettled.Info(), qOrderMarks.Info(),
+}
+
+type orderIDArgs struct {
+	ID string `db:"id"`
+}
+
+type sampleLanesArgs struct {
+	Lanes int `db:"lanes"`
+}
+
+type replayFlaggedArgs struct {
+	Since     time.Time `db:"since"`
+	From      time.Time `db:"from"`
+	To        time.Time `db:"to"`
+	Aggregate string    `db:"aggregate"` // "": every order
+}
+
+type eventIDsArgs struct {
+	IDs []string `db:"ids"`
+}
+
+type aggregateTypeArgs struct {
+	AggregateType string `db:"aggregate_type"`
+}
+
+type aggregateArgs struct {
+	AggregateType string `db:"aggregate_type"`
+	AggregateID   string `db:"aggregate_id"`
+}
+
+type emailArgs struct {
+	Email string `db:"email"`
+}
+
+// progressRow is what a drain waits for: unpublished events, unfinished
+// orders.
+type progressRow struct {
+	Unpublished int64 `db:"unpublished"`
+	Unfinished  int64 `db:"unfinished"`
+}
+
+type countsRow struct {
+	Orders int64 `db:"orders"`
+	Events int64 `db:"events"`
+}
+
+type eventTime struct {
+	EventID  string    `db:"event_id"`
+	Occurred time.Time `db:"occurred_at"`
+}
+
+// replayFlaggedRow is an event a replay command flagged.
+type replayFlaggedRow struct {
+	EventID   string    `db:"event_id"`
+	OrderID   string    `db:"order_id"`
+	Sequence  int64     `db:"sequence"`
+	Requested time.Time `db:"requested"`
+}
+
+// replayProgressRow is where a watched replay stands.
+type replayProgressRow struct {
+	EventID   string     `db:"event_id"`
+	Requested *time.Time `db:"requested"`
+	Published *time.Time `db:"published"`
+}
+
+type lateCancelCandidate struct {
+	OrderID  string    `db:"order_id"`
+	Occurred time.Time `db:"occurred"`
+}
+
+// stillFlaggedRow is a replayed event still flagged after the drain.
+type stillFlaggedRow struct {
+	EventID   string    `db:"event_id"`
+	Aggregate string    `db:"aggregate"`
+	Sequence  int64     `db:"sequence"`
+	Published bool      `db:"published"`
+	Requested time.Time `db:"requested"`
+}
+
+// unfinishedOrder is an order a drain still waits for, with its events.
+type unfinishedOrder struct {
+	OrderID         string    `db:"order_id"`
+	Status          string    `db:"status"`
+	Customer        string    `db:"customer"`
+	CancelRequested bool      `db:"cancel_requested"`
+	Created         time.Time `db:"created"`
+	Events          []string  `db:"events"`
+}
+
+// unpublishedEvent is an unpublished event, for the drain's diagnosis.
+type unpublishedEvent struct {
+	EventID     string `db:"event_id"`
+	Aggregate   string `db:"aggregate"`
+	Sequence    int64  `db:"sequence"`
+	Type        string `db:"type"`
+	Attempts    int    `db:"attempts"`
+	Quarantined bool   `db:"quarantined"`
+	LastError   string `db:"last_error"`
+}
