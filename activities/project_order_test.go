@@ -1,11 +1,9 @@
 package activities
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 	"testing"
 
 	"github.com/google/uuid"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/internal/dev/testlog"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
@@ -182,7 +181,7 @@ func TestProjectionIllegalStaleStepIsReported(t *testing.T) {
 	_, err = f.project(t, uuid.NewString(), 2, StepCancelled)
 	require.NoError(t, err)
 
-	var logs syncBuffer
+	var logs testlog.SyncBuffer
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(tlog.NewStructuredLogger(slog.New(slog.NewTextHandler(&logs, nil))))
 	env := suite.NewTestActivityEnvironment()
@@ -258,24 +257,6 @@ func TestProjectionErrorTypes(t *testing.T) {
 		require.False(t, errors.As(err, &appErr) && appErr.NonRetryable(), "%v", err)
 	}
 	require.Equal(t, orderRow{Status: "pending"}, f.row(t))
-}
-
-// syncBuffer is a bytes.Buffer a logger may write to from another goroutine.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // skipFixture is an order made by the order service whose stream has a hole

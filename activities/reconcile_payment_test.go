@@ -14,6 +14,7 @@ import (
 	"github.com/stripe/stripe-go/v76/client"
 
 	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/internal/dev/testclock"
 	"github.com/outflow/outflow/providersim"
 )
 
@@ -61,7 +62,7 @@ func (p *providerTap) RoundTrip(req *http.Request) (*http.Response, error) {
 // search is blind from the start: these tests are about the list.
 func setupTapped(t *testing.T) (*Activities, *testBundle, *providerTap) {
 	t.Helper()
-	clk := &clock{now: time.Now().UTC().Truncate(time.Second)}
+	clk := testclock.New(time.Now().UTC().Truncate(time.Second))
 	sim := providersim.New(providersim.Options{Now: clk.Now})
 	base, err := sim.Start("127.0.0.1:0")
 	require.NoError(t, err)

@@ -3,7 +3,6 @@ package activities
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,32 +14,14 @@ import (
 
 	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/inbox"
+	"github.com/outflow/outflow/internal/dev/testclock"
 	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/providersim"
 )
 
-// clock is the shared fake time of the simulator and the activities, so a
-// test can step past the 24 h key lifetime without waiting.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 type testBundle struct {
 	sim   *providersim.Simulator
-	clock *clock
+	clock *testclock.Clock // the simulator's and the activities' shared time
 }
 
 // setup starts a provider simulator and returns Activities talking to it
@@ -48,7 +29,7 @@ type testBundle struct {
 // timeout is short so timeout_after_commit faults resolve quickly.
 func setup(t *testing.T) (*Activities, *testBundle) {
 	t.Helper()
-	clk := &clock{now: time.Now().UTC().Truncate(time.Second)}
+	clk := testclock.New(time.Now().UTC().Truncate(time.Second))
 	sim := providersim.New(providersim.Options{Now: clk.Now})
 	base, err := sim.Start("127.0.0.1:0")
 	require.NoError(t, err)

@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/stripe/stripe-go/v76/client"
 	"go.uber.org/goleak"
 
+	"github.com/outflow/outflow/internal/dev/testclock"
 	"github.com/outflow/outflow/providersim"
 )
 
@@ -28,29 +28,10 @@ func TestMain(m *testing.M) {
 // testKey is a Stripe test-mode key; the simulator accepts any sk_test_ key.
 const testKey = "sk_test_providersim"
 
-// fakeClock is the injected clock that lets a test cross the 24-hour
-// idempotency-key lifetime, or spread objects over time, without waiting.
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 type testBundle struct {
 	sim     *providersim.Simulator
 	baseURL string
-	clock   *fakeClock
+	clock   *testclock.Clock // crosses the 24-hour idempotency-key lifetime without waiting
 	http    *http.Client
 	stripe  *client.API
 }
@@ -60,7 +41,7 @@ type testBundle struct {
 // every response the simulator sends.
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	clock := &fakeClock{t: time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC)}
+	clock := testclock.New(time.Date(2026, 3, 14, 12, 0, 0, 0, time.UTC))
 	sim := providersim.New(providersim.Options{Now: clock.Now})
 	baseURL, err := sim.Start("127.0.0.1:0")
 	require.NoError(t, err)
