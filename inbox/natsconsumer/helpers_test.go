@@ -3,7 +3,6 @@ package natsconsumer_test
 import (
 	"context"
 	"log/slog"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -12,31 +11,20 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/inbox/natsconsumer"
+	"github.com/outflow/outflow/internal/dev/natstest"
 	"github.com/outflow/outflow/internal/dev/testlog"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/natspub"
 )
 
-func natsURL() string {
-	if u := os.Getenv("NATS_URL"); u != "" {
-		return u
-	}
-	return nats.DefaultURL
-}
-
 // connect dials the server; the connection closes when the test ends.
 func connect(t *testing.T) jetstream.JetStream {
 	t.Helper()
-	nc, err := nats.Connect(natsURL(), nats.Name("natsconsumer-test"))
-	require.NoError(t, err, "the tests need NATS with JetStream at %s (NATS_URL)", natsURL())
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
+	_, js := natstest.Connect(t, "natsconsumer-test")
 	return js
 }
 
@@ -44,17 +32,11 @@ func connect(t *testing.T) jetstream.JetStream {
 // the given duplicate window, deleted when the test ends.
 func testStream(t *testing.T, js jetstream.JetStream, window time.Duration) (stream, prefix string) {
 	t.Helper()
-	id := strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
-	stream, prefix = "CONSUMER_"+strings.ToUpper(id), "consumer"+id
+	stream, prefix = natstest.Names(t, "consumer")
 	_, err := js.CreateStream(context.Background(), jetstream.StreamConfig{
 		Name: stream, Subjects: []string{prefix + ".>"}, Storage: jetstream.MemoryStorage, Duplicates: window,
 	})
 	require.NoError(t, err)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		require.NoError(t, js.DeleteStream(ctx, stream))
-	})
 	return stream, prefix
 }
 

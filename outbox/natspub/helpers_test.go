@@ -3,61 +3,30 @@ package natspub_test
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/internal/dev/natstest"
 	"github.com/outflow/outflow/outbox"
 )
-
-// natsURL is the JetStream server the tests use: NATS_URL, or the one on
-// this machine's default port.
-func natsURL() string {
-	if u := os.Getenv("NATS_URL"); u != "" {
-		return u
-	}
-	return nats.DefaultURL
-}
 
 // connect dials the server; the connection closes when the test ends.
 func connect(t *testing.T) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := nats.Connect(natsURL(), nats.Name("natspub-test"))
-	require.NoError(t, err, "the tests need NATS with JetStream at %s (NATS_URL)", natsURL())
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	require.NoError(t, err)
-	return nc, js
+	return natstest.Connect(t, "natspub-test")
 }
 
 // names returns a stream name and a subject prefix no other test uses;
 // the stream, once created, is deleted when the test ends.
 func names(t *testing.T) (stream, prefix string) {
 	t.Helper()
-	id := strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
-	stream, prefix = "TEST_"+strings.ToUpper(id), "test"+id
-	// A connection of its own: a test may close the one it publishes on.
-	admin, err := nats.Connect(natsURL(), nats.Name("natspub-test-cleanup"))
-	require.NoError(t, err)
-	t.Cleanup(func() {
-		defer admin.Close()
-		js, err := jetstream.New(admin)
-		require.NoError(t, err)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := js.DeleteStream(ctx, stream); err != nil && !strings.Contains(err.Error(), "not found") {
-			t.Errorf("delete stream %s: %v", stream, err)
-		}
-	})
-	return stream, prefix
+	return natstest.Names(t, "test")
 }
 
 // createStream creates the test's stream with a duplicate window.
