@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -172,4 +173,20 @@ func TestProcessingPaymentConfirmedByItsWebhook(t *testing.T) {
 	workerLog, err := os.ReadFile(filepath.Join(s.Env.Dir, t.Name()+"-worker.log"))
 	require.NoError(t, err)
 	require.Contains(t, string(workerLog), "the processing charge succeeded (webhook)", "the webhook settled it, not reconciliation")
+
+	// A dispute after the saga closed: the simulator's webhook reaches the
+	// late-webhook workflow, which tells an operator.
+	_, err = sim.Dispute(ctx, piID, "fraudulent")
+	require.NoError(t, err)
+	events = outboxtest.WaitFor(t, s.Pool, outboxtest.Match{Type: orders.EventPaymentWebhookReceived}, time.Minute,
+		func(es []outboxtest.Event) bool { return len(es) == 3 && es[2].PublishedAt != nil }, "the dispute's webhook is relayed")
+	var late orders.PaymentWebhookReceived
+	require.NoError(t, s.Env.Client.GetWorkflow(ctx, events[2].ID.String(), "").Get(ctx, &late))
+	require.Equal(t, "charge.dispute.created", late.Type)
+	require.Equal(t, piID, late.PaymentIntentID)
+	require.Equal(t, "fraudulent", late.FailureCode)
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(filepath.Join(s.Env.Dir, t.Name()+"-worker.log"))
+		return err == nil && strings.Contains(string(b), "OPERATOR: a dispute was opened")
+	}, 30*time.Second, 200*time.Millisecond, "an operator is told")
 }
