@@ -85,9 +85,12 @@ func chargeOutcome(pi *stripe.PaymentIntent, key string) (ChargeResult, error) {
 	case stripe.PaymentIntentStatusSucceeded:
 		return ChargeResult{PaymentIntentID: pi.ID}, nil
 	case stripe.PaymentIntentStatusProcessing:
-		// Not final yet: the money may still move. Reconciliation looks again.
-		return ChargeResult{}, temporal.NewApplicationError(
-			fmt.Sprintf("payment intent %s is still processing (key %s)", pi.ID, key), ErrTypePaymentOutcomeUnknown)
+		// Not final yet: the money may still move. The saga waits for the
+		// PaymentIntent's webhook (the details name it); reconciliation
+		// looks again when none comes.
+		return ChargeResult{}, temporal.NewApplicationErrorWithOptions(
+			fmt.Sprintf("payment intent %s is still processing (key %s)", pi.ID, key), ErrTypePaymentOutcomeUnknown,
+			temporal.ApplicationErrorOptions{Details: []any{PaymentProcessingDetails{PaymentIntentID: pi.ID, Status: string(pi.Status)}}})
 	default:
 		// requires_payment_method (declined), requires_action (3-D Secure: no
 		// customer is present to complete it), canceled: nothing was charged.

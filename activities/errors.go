@@ -57,6 +57,25 @@ type PaymentDeclinedDetails struct {
 	Message         string `json:"message,omitempty"`
 }
 
+// PaymentProcessingDetails are the details of the PaymentOutcomeUnknown
+// error of a charge the provider accepted but has not settled
+// (status processing): the PaymentIntent whose webhook tells the outcome.
+type PaymentProcessingDetails struct {
+	PaymentIntentID string `json:"payment_intent_id"`
+	Status          string `json:"status"`
+}
+
+// PaymentProcessing returns the details of err (as returned by an activity
+// future) when it is the error of a processing charge.
+func PaymentProcessing(err error) (PaymentProcessingDetails, bool) {
+	var ae *temporal.ApplicationError
+	var d PaymentProcessingDetails
+	if !errors.As(err, &ae) || ae.Type() != ErrTypePaymentOutcomeUnknown || !ae.HasDetails() || ae.Details(&d) != nil {
+		return d, false
+	}
+	return d, d.PaymentIntentID != "" && d.Status == string(stripe.PaymentIntentStatusProcessing)
+}
+
 // IsPaymentDeclined reports whether err (as returned by an activity future)
 // is a PaymentDeclined error.
 func IsPaymentDeclined(err error) bool { return hasType(err, ErrTypePaymentDeclined) }

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/outflow/outflow/providersim"
@@ -244,4 +245,23 @@ func requireRetryable(t *testing.T, err error) {
 	if ok := asAny(err, &appErr); ok {
 		require.False(t, appErr.NonRetryable(), "error: %v", err)
 	}
+}
+
+// A charge the provider leaves processing is an unknown outcome whose
+// details name the PaymentIntent, for the saga to wait for its webhook.
+func TestChargeProcessingNamesItsPaymentIntent(t *testing.T) {
+	t.Parallel()
+	acts, _ := setup(t)
+	var suite testsuite.WorkflowTestSuite
+	env := suite.NewTestActivityEnvironment()
+	env.RegisterActivity(acts)
+
+	_, err := env.ExecuteActivity(acts.ChargePayment, newCharge("pm_sim_processing"))
+
+	requireAppError(t, err, ErrTypePaymentOutcomeUnknown, false)
+	d, ok := PaymentProcessing(err)
+	require.True(t, ok, "%v", err)
+	require.Regexp(t, `^pi_`, d.PaymentIntentID)
+	_, ok = PaymentProcessing(temporal.NewApplicationError("reset", ErrTypePaymentOutcomeUnknown))
+	require.False(t, ok, "a lost answer is not a processing charge")
 }

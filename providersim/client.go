@@ -97,3 +97,56 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 	}
 	return nil
 }
+
+// Authenticate ends a PaymentIntent's 3-D Secure challenge with outcome
+// (POST /_sim/payment_intents/{id}/authenticate; see Simulator.Authenticate).
+func (c *Client) Authenticate(ctx context.Context, paymentIntentID, outcome string) error {
+	return c.do(ctx, http.MethodPost, "/_sim/payment_intents/"+paymentIntentID+"/authenticate", simRequest{Outcome: outcome}, nil)
+}
+
+// Settle ends a processing PaymentIntent with outcome
+// (POST /_sim/payment_intents/{id}/settle; see Simulator.Settle).
+func (c *Client) Settle(ctx context.Context, paymentIntentID, outcome string) error {
+	return c.do(ctx, http.MethodPost, "/_sim/payment_intents/"+paymentIntentID+"/settle", simRequest{Outcome: outcome}, nil)
+}
+
+// Dispute opens a dispute of a PaymentIntent's charge and returns its id
+// (POST /_sim/payment_intents/{id}/dispute; see Simulator.Dispute).
+func (c *Client) Dispute(ctx context.Context, paymentIntentID, reason string) (string, error) {
+	var out struct {
+		Dispute string `json:"dispute"`
+	}
+	err := c.do(ctx, http.MethodPost, "/_sim/payment_intents/"+paymentIntentID+"/dispute", simRequest{Reason: reason}, &out)
+	return out.Dispute, err
+}
+
+// FailRefund fails an accepted refund with reason
+// (POST /_sim/refunds/{id}/fail; see Simulator.FailRefund).
+func (c *Client) FailRefund(ctx context.Context, refundID, reason string) error {
+	return c.do(ctx, http.MethodPost, "/_sim/refunds/"+refundID+"/fail", simRequest{Reason: reason}, nil)
+}
+
+// Webhooks lists the webhook deliveries (GET /_sim/webhooks).
+func (c *Client) Webhooks(ctx context.Context) ([]WebhookDelivery, error) {
+	var out struct {
+		Webhooks []WebhookDelivery `json:"webhooks"`
+	}
+	err := c.do(ctx, http.MethodGet, "/_sim/webhooks", nil, &out)
+	return out.Webhooks, err
+}
+
+// ResendWebhook delivers an event once more (POST /_sim/webhooks/{id}/resend).
+func (c *Client) ResendWebhook(ctx context.Context, eventID string) error {
+	return c.do(ctx, http.MethodPost, "/_sim/webhooks/"+eventID+"/resend", nil, nil)
+}
+
+// HoldWebhooks pauses deliveries; ReleaseWebhooks sends the held ones newest
+// first (POST /_sim/webhooks/hold, /_sim/webhooks/release).
+func (c *Client) HoldWebhooks(ctx context.Context) error {
+	return c.do(ctx, http.MethodPost, "/_sim/webhooks/hold", nil, nil)
+}
+
+// ReleaseWebhooks: see HoldWebhooks.
+func (c *Client) ReleaseWebhooks(ctx context.Context) error {
+	return c.do(ctx, http.MethodPost, "/_sim/webhooks/release", nil, nil)
+}

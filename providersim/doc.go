@@ -48,6 +48,18 @@
 // hooks exist in process ([Simulator.Ledger], [Simulator.InjectFault]) and
 // over HTTP ([Client]).
 //
+// # Webhooks
+//
+// With Options.WebhookURL set, every confirmation and every later change a
+// test plays (POST /_sim/payment_intents/{id}/authenticate for 3-D Secure
+// with pm_card_authenticationRequired, .../settle for a pm_sim_processing
+// payment, .../dispute, POST /_sim/refunds/{id}/fail) becomes a Stripe
+// event delivered like Stripe delivers it: signed (Stripe-Signature,
+// HMAC-SHA256 under Options.WebhookSecret), retried with a doubling backoff
+// until a 2xx, at least once. GET /_sim/webhooks lists the deliveries;
+// /_sim/webhooks/{id}/resend duplicates one and /_sim/webhooks/hold and
+// /release reorder them (webhooks.go).
+//
 // # Known differences from the real providers
 //
 //   - Stripe's search index lags writes by up to a minute; the simulator's

@@ -5,6 +5,10 @@ const (
 	statusSucceeded             = "succeeded"
 	statusRequiresPaymentMethod = "requires_payment_method"
 	statusRequiresConfirmation  = "requires_confirmation"
+	statusRequiresAction        = "requires_action"
+	statusProcessing            = "processing"
+	statusCanceled              = "canceled"
+	statusPending               = "pending" // a charge not yet settled
 )
 
 // paymentIntent is the simulator's record of a PaymentIntent.

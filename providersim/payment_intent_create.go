@@ -182,11 +182,24 @@ func (s *Simulator) executeCreatePaymentIntent(st *store, now time.Time, f fault
 	st.charges[ch.id] = ch
 	pi.latestCharge = ch.id
 
-	if ch.declineCode == "" {
-		ch.status = statusSucceeded
-		pi.status = statusSucceeded
-		pi.amountReceived = pi.amount
-		s.log.Info("providersim: payment intent succeeded", "id", pi.id, "amount", pi.amount, "currency", pi.currency, "idempotency_key", key)
+	switch {
+	case ch.declineCode != "":
+	case pm.card.flow == flowAuthentication:
+		// No charge until the customer authenticates (authenticate).
+		delete(st.charges, ch.id)
+		pi.latestCharge = ""
+		pi.status = statusRequiresAction
+		s.log.Info("providersim: payment intent requires action", "id", pi.id, "idempotency_key", key)
+		s.emit(st, now, EventPaymentIntentRequiresAction, pi.id, st.paymentIntentJSON(pi, nil))
+		return stripeJSON(http.StatusOK, st.paymentIntentJSON(pi, p.expand))
+	case pm.card.flow == flowProcessing:
+		ch.status = statusPending
+		pi.status = statusProcessing
+		s.log.Info("providersim: payment intent processing", "id", pi.id, "idempotency_key", key)
+		s.emit(st, now, EventPaymentIntentProcessing, pi.id, st.paymentIntentJSON(pi, nil))
+		return stripeJSON(http.StatusOK, st.paymentIntentJSON(pi, p.expand))
+	default:
+		s.succeed(st, now, pi, ch, key)
 		return stripeJSON(http.StatusOK, st.paymentIntentJSON(pi, p.expand))
 	}
 
@@ -194,7 +207,28 @@ func (s *Simulator) executeCreatePaymentIntent(st *store, now time.Time, f fault
 	// Stripe detaches the card and records the failure in
 	// last_payment_error, and answers the create with a 402 card_error that
 	// embeds the PaymentIntent.
+	s.decline(st, now, pi, ch, key)
+	e := *pi.lastPaymentError
+	e.status = http.StatusPaymentRequired
+	e.PaymentIntent = st.paymentIntentJSON(pi, nil)
+	return e.response()
+}
+
+// succeed settles pi with its charge ch, and makes the event.
+func (s *Simulator) succeed(st *store, now time.Time, pi *paymentIntent, ch *charge, key string) {
+	ch.status = statusSucceeded
+	pi.status = statusSucceeded
+	pi.amountReceived = pi.amount
+	s.log.Info("providersim: payment intent succeeded", "id", pi.id, "amount", pi.amount, "currency", pi.currency, "idempotency_key", key)
+	s.emit(st, now, EventPaymentIntentSucceeded, pi.id, st.paymentIntentJSON(pi, nil))
+}
+
+// decline fails ch, whose declineCode is set, and leaves pi waiting for
+// another payment method: Stripe detaches the card and records the failure
+// in last_payment_error. It makes the event.
+func (s *Simulator) decline(st *store, now time.Time, pi *paymentIntent, ch *charge, key string) {
 	ch.status = "failed"
+	pm := ch.paymentMethod
 	pi.status = statusRequiresPaymentMethod
 	pi.paymentMethod = ""
 	pi.lastPaymentError = &stripeError{
@@ -207,8 +241,5 @@ func (s *Simulator) executeCreatePaymentIntent(st *store, now time.Time, f fault
 		PaymentMethod: pm.json(),
 	}
 	s.log.Info("providersim: payment intent declined", "id", pi.id, "decline_code", ch.declineCode, "idempotency_key", key)
-	e := *pi.lastPaymentError
-	e.status = http.StatusPaymentRequired
-	e.PaymentIntent = st.paymentIntentJSON(pi, nil)
-	return e.response()
+	s.emit(st, now, EventPaymentIntentPaymentFailed, pi.id, st.paymentIntentJSON(pi, nil))
 }

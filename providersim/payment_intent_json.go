@@ -83,6 +83,10 @@ func (st *store) paymentIntentJSON(pi *paymentIntent, expand []string) *paymentI
 		StatementDescriptorSuffix: nullable(pi.statementDescriptorSfx),
 		Status:                    pi.status,
 	}
+	if pi.status == statusRequiresAction {
+		out.NextAction = map[string]any{"type": "use_stripe_sdk", "use_stripe_sdk": map[string]any{
+			"type": "three_d_secure_redirect", "stripe_js": "", "source": "src_" + pi.id[len("pi_"):]}}
+	}
 	if pi.latestCharge != "" {
 		out.LatestCharge = pi.latestCharge
 		if slices.Contains(expand, "latest_charge") {

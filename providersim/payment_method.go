@@ -5,7 +5,17 @@ type testCard struct {
 	brand, last4, funding, country string
 	// declineCode is set for cards that are always declined.
 	declineCode string
+	// flow is how a confirmation of the card goes when it is not
+	// immediate: flowAuthentication waits for 3-D Secure (requires_action),
+	// flowProcessing settles later (processing); see sim_payments.go.
+	flow string
 }
+
+// The confirmations that do not end at once.
+const (
+	flowAuthentication = "authentication"
+	flowProcessing     = "processing"
+)
 
 // testPaymentMethods are the test-mode tokens the simulator knows, with the
 // outcome Stripe documents for each (https://docs.stripe.com/testing).
@@ -15,6 +25,14 @@ var testPaymentMethods = map[string]testCard{
 	"pm_card_mastercard":                      {brand: "mastercard", last4: "4444", funding: "credit", country: "US"},
 	"pm_card_chargeDeclined":                  {brand: "visa", last4: "0002", funding: "credit", country: "US", declineCode: "generic_decline"},
 	"pm_card_chargeDeclinedInsufficientFunds": {brand: "visa", last4: "9995", funding: "credit", country: "US", declineCode: "insufficient_funds"},
+	// pm_card_authenticationRequired is Stripe's 3-D Secure card: the
+	// confirmation answers requires_action and waits for the customer,
+	// whom a test plays with POST /_sim/payment_intents/{id}/authenticate.
+	"pm_card_authenticationRequired": {brand: "visa", last4: "3184", funding: "credit", country: "FR", flow: flowAuthentication},
+	// pm_sim_processing is the simulator's own token (Stripe has none for
+	// cards): a payment that stays processing, the way bank debits do,
+	// until POST /_sim/payment_intents/{id}/settle ends it.
+	"pm_sim_processing": {brand: "visa", last4: "0077", funding: "debit", country: "DE", flow: flowProcessing},
 }
 
 // declineMessages are Stripe's customer-facing messages per decline code.

@@ -20,6 +20,7 @@ type refund struct {
 	metadata           map[string]string
 	reason             string
 	status             string
+	failureReason      string // set when the refund failed after it was accepted
 	idempotencyKey     string
 }
 
@@ -202,6 +203,7 @@ type refundJSON struct {
 	Charge                 string            `json:"charge"`
 	Created                int64             `json:"created"`
 	Currency               string            `json:"currency"`
+	FailureReason          *string           `json:"failure_reason,omitempty"`
 	Metadata               map[string]string `json:"metadata"`
 	PaymentIntent          string            `json:"payment_intent"`
 	Reason                 *string           `json:"reason"`
@@ -224,5 +226,6 @@ func (rf *refund) json() *refundJSON {
 		PaymentIntent:      rf.paymentIntent,
 		Reason:             nullable(rf.reason),
 		Status:             rf.status,
+		FailureReason:      nullable(rf.failureReason),
 	}
 }

@@ -64,8 +64,12 @@ func stripeAPIVersion(r *http.Request) string {
 	if v := r.Header.Get("Stripe-Version"); v != "" {
 		return v
 	}
-	return "2023-10-16"
+	return objectAPIVersion
 }
+
+// objectAPIVersion is the API version whose shape the simulator's objects
+// follow, and the api_version of its webhook events.
+const objectAPIVersion = "2023-10-16"
 
 // writeJSON answers the simulator's own /_sim endpoints.
 func writeJSON(w http.ResponseWriter, status int, v any) {

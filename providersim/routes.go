@@ -32,6 +32,7 @@ func (s *Simulator) routes() http.Handler {
 	mux.HandleFunc("POST /_sim/faults", s.serveInjectFault)
 	mux.HandleFunc("DELETE /_sim/faults", s.serveClearFaults)
 	mux.HandleFunc("POST /_sim/reset", s.serveReset)
+	s.simPaymentRoutes(mux)
 	mux.HandleFunc("GET /_sim/clock", s.serveClock)
 	mux.HandleFunc("POST /_sim/clock", s.serveClock)
 	mux.HandleFunc("GET /_sim/health", func(w http.ResponseWriter, _ *http.Request) {

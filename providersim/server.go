@@ -1,6 +1,7 @@
 package providersim
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -22,6 +23,20 @@ type Options struct {
 	// Logger receives one line per effect and per injected fault. Optional:
 	// defaulted to a logger that discards everything, so tests stay quiet.
 	Logger *slog.Logger
+
+	// WebhookURL is the endpoint the simulator delivers its Stripe webhook
+	// events to (see webhooks.go), signed with WebhookSecret (whsec_...).
+	// Optional: without it no event is made.
+	WebhookURL    string
+	WebhookSecret string
+	// WebhookRetry is the delay before a failed delivery's first retry,
+	// doubled at each later one up to WebhookRetryMax. Defaults to
+	// [WebhookRetryDefault] (1s) and [WebhookRetryMaxDefault] (1h).
+	WebhookRetry    time.Duration
+	WebhookRetryMax time.Duration
+	// WebhookAttempts is how many times a delivery is tried. Defaults to
+	// [WebhookAttemptsDefault] (20).
+	WebhookAttempts int
 }
 
 // Simulator is the in-memory Stripe-compatible payment API and
@@ -41,6 +56,13 @@ type Simulator struct {
 	// purpose (timeout_after_commit, latency) let go and Shutdown can finish.
 	closing   chan struct{}
 	closeOnce sync.Once
+
+	webhookURL, webhookSecret     string
+	webhookRetry, webhookRetryMax time.Duration
+	webhookAttempts               int
+	webhookClient                 *http.Client
+	webhookKick                   chan struct{}
+	webhooksDone                  chan struct{}
 
 	srvMu  sync.Mutex
 	srv    *http.Server
@@ -64,6 +86,18 @@ func New(opts Options) *Simulator {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.handler = s.routes()
+	s.webhookURL, s.webhookSecret = opts.WebhookURL, opts.WebhookSecret
+	s.webhookRetry = cmp.Or(opts.WebhookRetry, WebhookRetryDefault)
+	s.webhookRetryMax = cmp.Or(opts.WebhookRetryMax, WebhookRetryMaxDefault)
+	s.webhookAttempts = cmp.Or(opts.WebhookAttempts, WebhookAttemptsDefault)
+	s.webhookClient = &http.Client{Timeout: webhookTimeout}
+	s.webhookKick = make(chan struct{}, 1)
+	s.webhooksDone = make(chan struct{})
+	if s.webhookURL != "" {
+		go s.deliverWebhooks()
+	} else {
+		close(s.webhooksDone)
+	}
 	return s
 }
 
@@ -110,6 +144,7 @@ func (s *Simulator) Start(addr string) (baseURL string, err error) {
 // served through Handler by someone else's server).
 func (s *Simulator) Close() error {
 	s.closeOnce.Do(func() { close(s.closing) })
+	<-s.webhooksDone
 	s.srvMu.Lock()
 	defer s.srvMu.Unlock()
 	if s.srv == nil {

@@ -12,6 +12,12 @@ type store struct {
 	refunds        map[string]*refund
 	refundOrder    []*refund
 	emails         []*email
+	disputes       []*dispute
+
+	// webhooks are the deliveries of the webhook events, in the order
+	// they were made; webhookHold pauses them (see webhooks.go).
+	webhooks    []*webhookDelivery
+	webhookHold bool
 
 	idem   idempotencyStore
 	faults faultQueue

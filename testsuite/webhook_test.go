@@ -4,8 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -15,8 +19,10 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 
 	"github.com/outflow/outflow/handoff"
+	"github.com/outflow/outflow/internal/dev/ports"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox/outboxtest"
+	"github.com/outflow/outflow/providersim"
 )
 
 // TestWebhookAfterTheSagaClosed runs the real binaries: a Stripe webhook
@@ -79,4 +85,108 @@ func TestWebhookAfterTheSagaClosed(t *testing.T) {
 	info := late.RawResponse.GetWorkflowExecutionInfo()
 	require.Equal(t, handoff.PaymentWebhookLateWorkflowName, info.GetType().GetName())
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, info.GetStatus())
+}
+
+// TestProcessingPaymentConfirmedByItsWebhook runs the real binaries and a
+// simulator of its own that sends Stripe webhooks to this stack's order API:
+// a payment the provider leaves processing is confirmed by its
+// payment_intent.succeeded webhook, signed by the simulator and verified by
+// the order API, recorded once though the simulator delivers it twice and
+// out of order with the processing one, and relayed to the waiting saga.
+func TestProcessingPaymentConfirmedByItsWebhook(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	s := NewStack(t)
+	const secret = "whsec_testsuite_sim"
+	port, err := ports.Free()
+	require.NoError(t, err)
+	simURL := fmt.Sprintf("http://127.0.0.1:%d", port)
+	simProc, err := startProcess("providersim-webhooks", s.Env.Bin.ProviderSim, filepath.Join(s.Env.Dir, "providersim-webhooks.log"),
+		[]string{fmt.Sprintf("PROVIDERSIM_ADDR=127.0.0.1:%d", port), "PROVIDERSIM_WEBHOOK_URL=http://" + s.APIAddr + "/webhooks/stripe",
+			"STRIPE_WEBHOOK_SECRET=" + secret})
+	require.NoError(t, err)
+	t.Cleanup(func() { simProc.Stop(5 * time.Second) })
+	require.NoError(t, simProc.WaitLog(ctx, "listening"))
+	sim := &providersim.Client{BaseURL: simURL}
+
+	s.OrderAPIEnv = []string{"STRIPE_WEBHOOK_SECRET=" + secret}
+	s.WorkerEnv = []string{"STRIPE_API_BASE=" + simURL, "EMAIL_API_BASE=" + simURL}
+	s.Start("orderapi", "")
+	s.Start("starter", "")
+	s.Start("worker", "")
+
+	require.NoError(t, sim.HoldWebhooks(ctx))
+	order, err := s.API().Create(ctx, "processing-"+uuid.NewString(), "pm_sim_processing")
+	require.NoError(t, err)
+	var piID string
+	require.Eventually(t, func() bool {
+		l, err := sim.Ledger(ctx)
+		if err != nil {
+			return false
+		}
+		for _, pi := range l.PaymentIntents {
+			if pi.Metadata["order_id"] == order.OrderID {
+				piID = pi.ID
+			}
+		}
+		return piID != ""
+	}, 2*time.Minute, 200*time.Millisecond, "the charge reaches the simulator")
+	require.NoError(t, sim.Settle(ctx, piID, providersim.OutcomeSucceeded))
+	require.NoError(t, sim.ReleaseWebhooks(ctx)) // succeeded first, then processing
+	hooks, err := sim.Webhooks(ctx)
+	require.NoError(t, err)
+	require.Len(t, hooks, 2)
+	require.NoError(t, sim.ResendWebhook(ctx, hooks[1].EventID), "Stripe's duplicate of the succeeded event")
+
+	require.NoError(t, WaitStatus(ctx, s, order.OrderID, "confirmed", 2*time.Minute))
+	require.Eventually(t, func() bool {
+		hooks, err = sim.Webhooks(ctx)
+		if err != nil || len(hooks) != 3 {
+			return false
+		}
+		for _, h := range hooks {
+			if !h.Delivered {
+				return false
+			}
+		}
+		return true
+	}, time.Minute, 200*time.Millisecond, "every delivery answered 2xx")
+	events := outboxtest.WaitFor(t, s.Pool, outboxtest.Match{Type: orders.EventPaymentWebhookReceived}, time.Minute,
+		func(es []outboxtest.Event) bool { return len(es) == 2 }, "one event per Stripe event, the duplicate recorded once")
+	for _, e := range events {
+		require.Nil(t, e.QuarantinedAt, "%s", e.LastError)
+	}
+	l, err := sim.Ledger(ctx)
+	require.NoError(t, err)
+	charged := 0
+	for _, pi := range l.PaymentIntents {
+		if pi.Metadata["order_id"] == order.OrderID {
+			charged++
+			require.Equal(t, "succeeded", pi.Status)
+		}
+	}
+	require.Equal(t, 1, charged, "one charge")
+	o, err := orders.GetOrder(ctx, s.Pool, uuid.MustParse(order.OrderID))
+	require.NoError(t, err)
+	require.NotNil(t, o.PaymentIntentID)
+	require.Equal(t, piID, *o.PaymentIntentID)
+	workerLog, err := os.ReadFile(filepath.Join(s.Env.Dir, t.Name()+"-worker.log"))
+	require.NoError(t, err)
+	require.Contains(t, string(workerLog), "the processing charge succeeded (webhook)", "the webhook settled it, not reconciliation")
+
+	// A dispute after the saga closed: the simulator's webhook reaches the
+	// late-webhook workflow, which tells an operator.
+	_, err = sim.Dispute(ctx, piID, "fraudulent")
+	require.NoError(t, err)
+	events = outboxtest.WaitFor(t, s.Pool, outboxtest.Match{Type: orders.EventPaymentWebhookReceived}, time.Minute,
+		func(es []outboxtest.Event) bool { return len(es) == 3 && es[2].PublishedAt != nil }, "the dispute's webhook is relayed")
+	var late orders.PaymentWebhookReceived
+	require.NoError(t, s.Env.Client.GetWorkflow(ctx, events[2].ID.String(), "").Get(ctx, &late))
+	require.Equal(t, "charge.dispute.created", late.Type)
+	require.Equal(t, piID, late.PaymentIntentID)
+	require.Equal(t, "fraudulent", late.FailureCode)
+	require.Eventually(t, func() bool {
+		b, err := os.ReadFile(filepath.Join(s.Env.Dir, t.Name()+"-worker.log"))
+		return err == nil && strings.Contains(string(b), "OPERATOR: a dispute was opened")
+	}, 30*time.Second, 200*time.Millisecond, "an operator is told")
 }

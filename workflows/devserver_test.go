@@ -246,6 +246,51 @@ func TestSagaOnDevServer(t *testing.T) {
 		s.record(t, o.created, "order_created_v2_confirmed.json")
 	})
 
+	// A charge the provider leaves processing, settled later: the saga
+	// waits for the PaymentIntent's webhook (ChangePaymentWebhooks) and
+	// confirms on it, without reconciling.
+	t.Run("processing_webhook", func(t *testing.T) {
+		t.Parallel()
+		o := s.newOrder(t)
+		run := s.start(t, handoff.OrderCreatedWorkflowName, o.createdInput(t, "pm_sim_processing"))
+		var pi providersim.LedgerPaymentIntent
+		require.Eventually(t, func() bool {
+			pis, _, _ := s.effectsOf(o.id)
+			if len(pis) == 1 {
+				pi = pis[0]
+			}
+			return len(pis) == 1
+		}, 30*time.Second, 50*time.Millisecond, "the charge reaches the provider")
+		require.Equal(t, "processing", pi.Status)
+		require.Eventually(t, func() bool {
+			v, err := s.c.QueryWorkflow(ctxFor(t), o.created, "", handoff.QueryStatus)
+			var st SagaStatus
+			return err == nil && v.Get(&st) == nil && st.Stage == StageAwaitingWebhook
+		}, 30*time.Second, 50*time.Millisecond, "the saga waits for the webhook")
+		require.NoError(t, s.sim.Settle(pi.ID, providersim.OutcomeSucceeded))
+		payload, err := json.Marshal(orders.PaymentWebhookReceived{StripeEventID: "evt_settled_" + o.id[:8], Type: "payment_intent.succeeded",
+			Created: time.Now().Unix(), OrderID: o.id, SagaWorkflowID: o.created, ObjectID: pi.ID, ObjectType: "payment_intent",
+			PaymentIntentID: pi.ID, Status: "succeeded", Amount: 2500, Currency: "usd"})
+		require.NoError(t, err)
+		ev := handoff.EventInput{EventID: uuid.NewString(), EventType: orders.EventPaymentWebhookReceived, AggregateType: orders.AggregatePayment,
+			AggregateID: o.id, Sequence: 1, SchemaVersion: orders.PaymentWebhookReceivedVersion, OccurredAt: time.Now().UTC(), Payload: payload}
+		require.NoError(t, s.c.SignalWorkflow(ctxFor(t), o.created, "", handoff.SignalPaymentWebhook, ev))
+		require.NoError(t, s.c.SignalWorkflow(ctxFor(t), o.created, "", handoff.SignalPaymentWebhook, ev), "a re-delivery is dropped")
+
+		var res handoff.SagaResult
+		require.NoError(t, run.Get(ctxFor(t), &res))
+		require.Equal(t, handoff.SagaConfirmed, res.Outcome)
+		require.Equal(t, pi.ID, res.PaymentIntentID)
+		st, _, _ := s.status(t, o.id)
+		require.Equal(t, "confirmed", st)
+		pis, refunds, kinds := s.effectsOf(o.id)
+		require.Len(t, pis, 1)
+		require.Equal(t, "succeeded", pis[0].Status)
+		require.Empty(t, refunds)
+		require.Equal(t, []string{"confirmation"}, kinds)
+		s.record(t, o.created, "order_created_processing_webhook.json")
+	})
+
 	t.Run("declined", func(t *testing.T) {
 		t.Parallel()
 		o := s.newOrder(t)

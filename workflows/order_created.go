@@ -29,6 +29,9 @@ const (
 	StageStopped       Stage = "stopped"
 	StageCompensating  Stage = "compensating"
 	StageCompensated   Stage = "compensated"
+	// StageAwaitingWebhook: the charge is processing and the saga waits
+	// for its webhook ([ChangePaymentWebhooks]).
+	StageAwaitingWebhook Stage = "awaiting_webhook"
 )
 
 // SagaStatus is the saga's state for operators (query "status").
@@ -84,6 +87,9 @@ type saga struct {
 	// stock receives the inventory's events (signal
 	// activities.InventorySignal), each event once.
 	stock *eventsignal.Receiver[handoff.EventInput]
+	// webhooks receives the provider's webhooks about the order's payment
+	// (signal handoff.SignalPaymentWebhook), each event once.
+	webhooks *eventsignal.Receiver[handoff.EventInput]
 	// stockHeld: the saga asked for a reservation it has not released (nor
 	// seen rejected), so stock may be held for the order.
 	stockHeld bool
@@ -115,6 +121,7 @@ func orderCreated(ctx workflow.Context, in handoff.EventInput, getVersion versio
 	// answers are buffered from the run's first task on. Creating it issues
 	// no command, so runs recorded before [ChangeInventory] replay as they were.
 	s.stock = eventsignal.New[handoff.EventInput](ctx, activities.InventorySignal, eventsignal.State{}, eventsignal.Options{})
+	s.webhooks = eventsignal.New[handoff.EventInput](ctx, handoff.SignalPaymentWebhook, eventsignal.State{}, eventsignal.Options{})
 	s.setStage(ctx, StageStarted)
 	s.safe = getVersion(ctx, ChangeSafeCharge, workflow.DefaultVersion, 1) >= 1
 	s.edges = getVersion(ctx, ChangeTimeEdges, workflow.DefaultVersion, 1) >= 1
@@ -400,8 +407,12 @@ func (s *saga) chargeUntilKnown(ctx workflow.Context) error {
 			return err // cancelled through Temporal: compensation takes over
 		}
 		// Anything else — unknown outcome, key conflict, timeouts — says
-		// nothing about the money. Find out before doing anything else.
+		// nothing about the money. Find out before doing anything else: a
+		// charge left processing by its webhook first.
 		s.status.LastError = err.Error()
+		if settled, werr := s.processingSettled(ctx, err); werr != nil || settled {
+			return werr
+		}
 		rec, rerr := s.reconcile(ctx, in)
 		if rerr != nil {
 			return rerr

@@ -50,6 +50,15 @@ const (
 	// declined charge or a cancel releases the reservation. A run recorded
 	// before the change has no marker and replays without the step.
 	ChangeInventory = "inventory-reservation"
+
+	// ChangePaymentWebhooks (version 1): a charge the provider left
+	// processing waits, up to [ProcessingWebhookWait], for the
+	// PaymentIntent's webhook (signal handoff.SignalPaymentWebhook):
+	// payment_intent.succeeded charges, payment_intent.payment_failed
+	// declines; no webhook, or a cancel, falls back to reconciliation. The
+	// marker is taken only when a charge answers processing, so a run that
+	// reconciled a processing charge before the change replays as it was.
+	ChangePaymentWebhooks = "payment-webhooks"
 )
 
 // MemoShipsTo is the memo key holding the ISO 3166-1 country a confirmed

@@ -14,6 +14,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -34,7 +35,11 @@ var command = cli.Command{
 	Name:    "providersim",
 	Summary: "serves the Stripe-compatible payment API and the Resend-compatible email API simulators, until SIGINT or SIGTERM.",
 	Env: cli.Vars(
-		[]cli.Var{{Name: "PROVIDERSIM_ADDR", Default: defaultAddr, Meaning: "listen address, host:port (port 0 picks a free one); -addr overrides it"}},
+		[]cli.Var{
+			{Name: "PROVIDERSIM_ADDR", Default: defaultAddr, Meaning: "listen address, host:port (port 0 picks a free one); -addr overrides it"},
+			{Name: "PROVIDERSIM_WEBHOOK_URL", Default: "none: no webhook is sent", Meaning: "where the simulator delivers its Stripe webhook events (the order API's http://HOST:PORT/webhooks/stripe)"},
+			{Name: "STRIPE_WEBHOOK_SECRET", Default: "none", Meaning: "the signing secret (whsec_...) the webhooks are signed with, the order API's own; required with PROVIDERSIM_WEBHOOK_URL"},
+		},
 		service.LogVars(),
 	),
 	Notes: `It logs "msg=listening url=http://HOST:PORT" once it serves; point STRIPE_API_BASE and EMAIL_API_BASE there.`,
@@ -53,6 +58,8 @@ func main() {
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, logOut io.Writer) error {
 	env := service.NewEnv(getenv)
 	addr := env.String("PROVIDERSIM_ADDR", defaultAddr)
+	webhookURL := env.String("PROVIDERSIM_WEBHOOK_URL", "")
+	webhookSecret := env.String("STRIPE_WEBHOOK_SECRET", "")
 	fs := flag.NewFlagSet("providersim", flag.ContinueOnError)
 	fs.StringVar(&addr, "addr", addr, "listen address (env PROVIDERSIM_ADDR; port 0 picks a free port)")
 	debug := fs.Bool("debug", false, "log every request the simulator executes")
@@ -70,11 +77,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		})
 	}
 	logger := service.NewLogger(logOut, env)
+	if webhookURL != "" && webhookSecret == "" {
+		env.Fail(errors.New("PROVIDERSIM_WEBHOOK_URL is set without STRIPE_WEBHOOK_SECRET: Stripe signs every webhook, set the endpoint's secret"))
+	}
 	if err := env.Err(); err != nil {
 		return err
 	}
 
-	sim := providersim.New(providersim.Options{Logger: logger})
+	sim := providersim.New(providersim.Options{Logger: logger, WebhookURL: webhookURL, WebhookSecret: webhookSecret})
 	url, err := sim.Start(addr)
 	if err != nil {
 		return fmt.Errorf("%w (set PROVIDERSIM_ADDR or -addr to a free address, or port 0)", err)
