@@ -39,6 +39,16 @@
 // whose sequence is at or behind the position (another event already took
 // that place) is terminated with an error log and not applied.
 //
+// # Encrypted payloads
+//
+// A message whose body a natspub.PayloadEncoder encoded (header
+// Outflow-Payload-Encoding, e.g. the starter's payload codec) is decoded
+// with Config.Decoder before anything else; Apply sees the JSON payload.
+// Without a Decoder, or when decoding fails (a key this process lacks, the
+// key store unreachable), the message is not applied: it is logged and
+// delivered again after Config.RetryDelay, so that a consumer given the
+// key still applies it.
+//
 // # Failures
 //
 // An error of Apply, of the inbox or of the database rolls the transaction
@@ -133,6 +143,10 @@ type Config struct {
 	Positions Positions
 	// Apply is the effect. Mandatory.
 	Apply ApplyFunc
+	// Decoder decodes the bodies natspub's Config.Encoder encoded (the
+	// payload codec's encryption). Defaults to nil: such a message is not
+	// applied (logged and delivered again after RetryDelay).
+	Decoder natspub.PayloadDecoder
 	// Batch is the most messages fetched at once, and the consumer's
 	// MaxAckPending. Defaults to [BatchDefault] (16).
 	Batch int
@@ -241,6 +255,11 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 	log := c.cfg.Logger.With("consumer", c.cfg.Name, "event_id", m.EventID, "event_type", m.EventType,
 		"aggregate_type", m.AggregateType, "aggregate_id", m.AggregateID, "sequence", m.Sequence)
+	if m.Payload, err = c.decode(msg); err != nil {
+		log.Error("natsconsumer: payload not decoded; delivered again later", "error", err, "retry_in", c.cfg.RetryDelay)
+		_ = msg.NakWithDelay(c.cfg.RetryDelay)
+		return
+	}
 	var first bool
 	var last int64
 	err = pgx.BeginFunc(ctx, c.db, func(tx pgx.Tx) error {
@@ -288,6 +307,21 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 	if !first {
 		log.Debug("natsconsumer: duplicate delivery acknowledged without effect")
 	}
+}
+
+// decode returns msg's JSON payload: its body, or what Config.Decoder makes
+// of a body natspub's Encoder encoded.
+func (c *Consumer) decode(msg jetstream.Msg) ([]byte, error) {
+	h := msg.Headers()
+	encoding := h.Get(natspub.HeaderPayloadEncoding)
+	if encoding == "" {
+		return msg.Data(), nil
+	}
+	if c.cfg.Decoder == nil {
+		return nil, fmt.Errorf("the body is encoded (%s %s, key %s) and Config.Decoder is nil: give the consumer the publisher's payload codec",
+			natspub.HeaderPayloadEncoding, encoding, h.Get(natspub.HeaderPayloadKeyID))
+	}
+	return c.cfg.Decoder.DecodePayload(natspub.EncodedPayload{Data: msg.Data(), Encoding: encoding, KeyID: h.Get(natspub.HeaderPayloadKeyID)})
 }
 
 // parse reads the event out of a message natspub published.
