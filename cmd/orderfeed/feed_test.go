@@ -90,10 +90,11 @@ func TestFeedProjectsOrderEvents(t *testing.T) {
 		CreatedAt   time.Time  `db:"created_at"`
 		CancelledAt *time.Time `db:"cancelled_at"`
 		Sequence    int64      `db:"last_sequence"`
+		Applied     int64      `db:"events_applied"`
 	}
 	var rows []row
 	require.Eventually(t, func() bool {
-		r, err := pool.Query(ctx, `SELECT order_id, status, amount, currency, created_at, cancelled_at, last_sequence FROM order_feed ORDER BY amount DESC`)
+		r, err := pool.Query(ctx, `SELECT order_id, status, amount, currency, created_at, cancelled_at, last_sequence, events_applied FROM order_feed ORDER BY amount DESC`)
 		require.NoError(t, err)
 		rows, err = pgx.CollectRows(r, pgx.RowToStructByName[row])
 		require.NoError(t, err)
@@ -105,7 +106,8 @@ func TestFeedProjectsOrderEvents(t *testing.T) {
 	require.True(t, rows[0].CreatedAt.Equal(occurred))
 	require.NotNil(t, rows[0].CancelledAt)
 	require.Equal(t, int64(2), rows[0].Sequence)
-	require.Equal(t, row{OrderID: b, Status: "created", Amount: 990, Currency: "eur", CreatedAt: rows[1].CreatedAt, Sequence: 1}, rows[1])
+	require.Equal(t, int64(2), rows[0].Applied, "the created event published twice is applied once")
+	require.Equal(t, row{OrderID: b, Status: "created", Amount: 990, Currency: "eur", CreatedAt: rows[1].CreatedAt, Sequence: 1, Applied: 1}, rows[1])
 }
 
 // TestFeedDecryptsTheStream: events the starter's codec encrypted on their
