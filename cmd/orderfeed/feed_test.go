@@ -168,6 +168,22 @@ func TestFeedDecryptsTheStream(t *testing.T) {
 	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM order_feed`).Scan(&n))
 	require.Zero(t, n, "nothing applied without the keys")
 
+	// A forgotten customer's order: its OrderCreated, under the customer's
+	// key, is erased before the feed reads it; its cancel, under the master
+	// key, follows.
+	b := uuid.NewString()
+	bCreated, err := outbox.NewEvent(orders.AggregateType, b, orders.EventOrderCreated, 1, orders.OrderCreated{
+		OrderID: b, CustomerEmail: "erin@example.com", Currency: "eur", Amount: 990})
+	require.NoError(t, err)
+	bCreated.ID, bCreated.Sequence, bCreated.OccurredAt = uuid.New(), 1, time.Now().UTC()
+	require.NoError(t, pub.Publish(ctx, bCreated))
+	_, err = codec.Forget(ctx, pool, "erin@example.com", "test", "the feed reads an erased payload")
+	require.NoError(t, err)
+	bCancelled, err := outbox.NewEvent(orders.AggregateType, b, orders.EventOrderCancelled, 1, orders.OrderCancelled{OrderID: b, CreatedEventID: bCreated.ID.String()})
+	require.NoError(t, err)
+	bCancelled.ID, bCancelled.Sequence, bCancelled.OccurredAt = uuid.New(), 2, time.Now().UTC()
+	require.NoError(t, pub.Publish(ctx, bCancelled))
+
 	var logs testlog.SyncBuffer
 	defer run(consumerName, payloadDecoder(keys, pool), &logs)()
 	require.Eventually(t, func() bool {
@@ -176,4 +192,13 @@ func TestFeedDecryptsTheStream(t *testing.T) {
 		err := pool.QueryRow(ctx, `SELECT amount, currency FROM order_feed WHERE order_id = $1`, a).Scan(&amount, &currency)
 		return err == nil && amount == 4200 && currency == "usd"
 	}, 30*time.Second, 50*time.Millisecond, "projected from the decrypted payload; logs:\n%s", &logs)
+	require.Eventually(t, func() bool {
+		var status string
+		var amount *int64
+		var seq, applied int64
+		err := pool.QueryRow(ctx, `SELECT status, amount, last_sequence, events_applied FROM order_feed WHERE order_id = $1`, b).
+			Scan(&status, &amount, &seq, &applied)
+		return err == nil && status == "cancelled" && amount == nil && seq == 2 && applied == 2
+	}, 30*time.Second, 50*time.Millisecond, "the forgotten customer's order: created without its payload, then cancelled; logs:\n%s", &logs)
+	require.Contains(t, logs.String(), "the payload's key was erased")
 }

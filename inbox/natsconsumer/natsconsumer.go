@@ -47,7 +47,11 @@
 // Without a Decoder, or when decoding fails (a key this process lacks, the
 // key store unreachable), the message is not applied: it is logged and
 // delivered again after Config.RetryDelay, so that a consumer given the
-// key still applies it.
+// key still applies it. A payload whose key was erased on purpose (the
+// Decoder's error wraps natspub.ErrPayloadErased: a forgotten customer)
+// can never be read; it is applied with Message.PayloadErased set and no
+// payload, so that the aggregate's position moves on and its later events
+// are applied.
 //
 // # Failures
 //
@@ -103,6 +107,9 @@ type Message struct {
 	// Replay is set on an operator's replay of an event.
 	Replay  bool
 	Payload json.RawMessage
+	// PayloadErased: the payload was encrypted with a key erased on
+	// purpose (natspub.ErrPayloadErased); Payload is nil.
+	PayloadErased bool
 	// Subject is the message's subject; StreamSequence its place in the stream.
 	Subject        string
 	StreamSequence uint64
@@ -255,7 +262,12 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 	log := c.cfg.Logger.With("consumer", c.cfg.Name, "event_id", m.EventID, "event_type", m.EventType,
 		"aggregate_type", m.AggregateType, "aggregate_id", m.AggregateID, "sequence", m.Sequence)
-	if m.Payload, err = c.decode(msg); err != nil {
+	m.Payload, err = c.decode(msg)
+	if errors.Is(err, natspub.ErrPayloadErased) {
+		log.Info("natsconsumer: the payload's key was erased; the event is applied without its payload", "error", err)
+		m.PayloadErased, err = true, nil
+	}
+	if err != nil {
 		log.Error("natsconsumer: payload not decoded; delivered again later", "error", err, "retry_in", c.cfg.RetryDelay)
 		_ = msg.NakWithDelay(c.cfg.RetryDelay)
 		return

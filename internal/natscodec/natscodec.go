@@ -14,6 +14,7 @@
 package natscodec
 
 import (
+	"errors"
 	"fmt"
 
 	commonpb "go.temporal.io/api/common/v1"
@@ -51,16 +52,21 @@ func (c Codec) EncodePayload(payload []byte) (natspub.EncodedPayload, error) {
 }
 
 // DecodePayload implements [natspub.PayloadDecoder]. It refuses an encoding
-// other than the codec's.
+// other than the codec's; a payload of a customer key that forget-customer
+// erased is natspub.ErrPayloadErased.
 func (c Codec) DecodePayload(e natspub.EncodedPayload) ([]byte, error) {
 	if e.Encoding != codec.EncodingEncrypted {
 		return nil, fmt.Errorf("natscodec: payload encoding %q is not this codec's (%s)", e.Encoding, codec.EncodingEncrypted)
 	}
-	return c.dc.DecodeEventPayload(&commonpb.Payload{
+	out, err := c.dc.DecodeEventPayload(&commonpb.Payload{
 		Metadata: map[string][]byte{
 			converter.MetadataEncoding: []byte(e.Encoding),
 			codec.MetadataKeyID:        []byte(e.KeyID),
 		},
 		Data: e.Data,
 	})
+	if errors.Is(err, codec.ErrErased) {
+		return nil, fmt.Errorf("%w: %w", natspub.ErrPayloadErased, err)
+	}
+	return out, err
 }

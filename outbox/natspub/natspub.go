@@ -138,10 +138,16 @@ type PayloadEncoder interface {
 }
 
 // PayloadDecoder is the consumer's side of a [PayloadEncoder]: it returns
-// the event's JSON payload.
+// the event's JSON payload, or an error wrapping [ErrPayloadErased] when the
+// payload can never be decoded by anyone (its key was erased on purpose).
 type PayloadDecoder interface {
 	DecodePayload(p EncodedPayload) ([]byte, error)
 }
+
+// ErrPayloadErased is a [PayloadDecoder]'s answer for a payload whose key
+// was erased on purpose (a forgotten customer): the event happened, but
+// its payload is gone for good.
+var ErrPayloadErased = errors.New("natspub: the payload's key was erased")
 
 // DuplicatesMetric counts the publishes the stream answered as duplicates.
 const DuplicatesMetric = "outbox_jetstream_duplicate_publishes_total"
