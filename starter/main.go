@@ -133,6 +133,8 @@ func run(logger *slog.Logger, env *service.Env) error {
 		if _, err := temporalclient.ClientOptions(); err != nil {
 			env.Fail(err)
 		}
+	} else if _, err := temporalclient.CodecDataConverter(); err != nil {
+		env.Fail(cli.Config(err))
 	}
 	if err := env.Err(); err != nil {
 		return err
@@ -189,13 +191,18 @@ func run(logger *slog.Logger, env *service.Env) error {
 		}()
 	}
 	if selected.has(sinkJetStream) {
-		jp, nc, err := newJetStreamSink(ctx, ns, cfg, fps, registerer, logger)
+		enc, summary, err := streamEncoder(ctx, pool)
+		if err != nil {
+			return err
+		}
+		jp, nc, err := newJetStreamSink(ctx, ns, cfg, enc, fps, registerer, logger)
 		if err != nil {
 			return err
 		}
 		defer nc.Close()
 		pubs = append(pubs, jp)
-		startedLog = append(startedLog, "nats", ns.url, "stream", jp.Stream(), "subject_prefix", ns.prefix, "duplicate_window", jp.Window())
+		startedLog = append(startedLog, "nats", ns.url, "stream", jp.Stream(), "subject_prefix", ns.prefix, "duplicate_window", jp.Window(),
+			"stream_payload_codec", summary)
 	}
 	var pub outbox.Publisher = pubs
 	if len(pubs) == 1 {

@@ -8,12 +8,16 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/internal/codec"
+	"github.com/outflow/outflow/internal/natscodec"
 	"github.com/outflow/outflow/internal/service"
+	"github.com/outflow/outflow/internal/temporalclient"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/natspub"
 )
@@ -80,7 +84,7 @@ func natsSettingsFromEnv(env *service.Env) natsSettings {
 // settings (creating the stream, with the window the relay needs, when it
 // does not exist). The connection reconnects for ever; close it after the
 // relay stopped.
-func newJetStreamSink(ctx context.Context, ns natsSettings, relay outbox.RelayConfig, fps *failpoints.Set, reg prometheus.Registerer, logger *slog.Logger) (*natspub.Publisher, *nats.Conn, error) {
+func newJetStreamSink(ctx context.Context, ns natsSettings, relay outbox.RelayConfig, enc natspub.PayloadEncoder, fps *failpoints.Set, reg prometheus.Registerer, logger *slog.Logger) (*natspub.Publisher, *nats.Conn, error) {
 	nc, err := nats.Connect(ns.url, nats.Name("outflow-starter"), nats.MaxReconnects(-1),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			logger.Warn("NATS connection lost; reconnecting", "url", ns.url, service.ErrorKey, err)
@@ -99,6 +103,7 @@ func newJetStreamSink(ctx context.Context, ns natsSettings, relay outbox.RelayCo
 		SubjectPrefix: ns.prefix,
 		MinWindow:     natspub.RequiredWindow(relay),
 		CreateStream:  true,
+		Encoder:       enc,
 		Failpoints:    fps,
 		Logger:        logger,
 		Registerer:    reg,
@@ -108,6 +113,22 @@ func newJetStreamSink(ctx context.Context, ns natsSettings, relay outbox.RelayCo
 		return nil, nil, err
 	}
 	return pub, nc, nil
+}
+
+// streamEncoder is the jetstream sink's payload encoder: the payload codec
+// of OUTFLOW_CODEC_KEYS, with the customer keys of pool, the same as the
+// Temporal sink's, after checking that its master keys unwrap pool's
+// customer keys; nil when the codec is off (the stream gets the payloads as
+// enqueued). summary describes it for the start-up log line.
+func streamEncoder(ctx context.Context, pool *pgxpool.Pool) (enc natspub.PayloadEncoder, summary string, err error) {
+	dc, err := temporalclient.CodecDataConverter(temporalclient.WithCustomerKeys(pool))
+	if err != nil || dc == nil {
+		return nil, "off", err
+	}
+	if err := codec.CheckCustomerKeys(ctx, pool, dc.Keys()); err != nil {
+		return nil, "", err
+	}
+	return natscodec.New(dc), "AES-256-GCM, " + dc.Keys().String(), nil
 }
 
 // fanout publishes each event to every sink in turn and acknowledges it

@@ -12,7 +12,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/internal/codec"
 	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/internal/natscodec"
+	"github.com/outflow/outflow/outbox/natspub"
 )
 
 // TestSinksRejectUnknownValue: a sink outflow does not know stops the
@@ -129,4 +132,46 @@ func TestJetStreamCrashAfterPubAckThenRestart(t *testing.T) {
 	info, err := s.Info(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, uint64(len(events)), info.State.Msgs, "one message per event")
+}
+
+// TestJetStreamSinkEncryptsPersonalData: with OUTFLOW_CODEC_KEYS set, the
+// starter encrypts each OrderCreated on its way to the stream with the
+// customer's key, as it does the workflow input: the stored message holds
+// the customer's email nowhere (body or headers), names its key in the
+// headers, and decrypts, with the same keys and the database's customer
+// keys, to the payload as enqueued.
+func TestJetStreamSinkEncryptsPersonalData(t *testing.T) {
+	t.Parallel()
+	pool, url := testdb.New(t)
+	js, stream, prefix := testStream(t)
+	spec := codec.NewKeySpec("k1")
+	events := enqueueOrders(t, pool, 3)
+	p := startStarter(t, url, "sinks-"+uuid.NewString()[:8], SinksEnv+"=jetstream", NATSStreamEnv+"="+stream, NATSSubjectPrefixEnv+"="+prefix,
+		"OUTFLOW_RELAY_POLL=200ms", codec.KeysEnv+"="+spec)
+	waitPublished(t, pool, events, 60*time.Second)
+	p.terminate(t)
+	require.Contains(t, p.output(), `stream_payload_codec="AES-256-GCM, encrypting with k1; decrypting k1"`)
+
+	keys, err := codec.ParseKeys(spec)
+	require.NoError(t, err)
+	dec := natscodec.New(codec.NewDataConverter(keys, codec.Options{Store: codec.NewPGStore(pool)}))
+	s, err := js.Stream(context.Background(), stream)
+	require.NoError(t, err)
+	for _, e := range events {
+		require.Contains(t, string(e.Payload), "ada@example.com", "the event carries the email")
+		m, err := s.GetLastMsgForSubject(context.Background(), prefix+".order."+e.AggregateID)
+		require.NoError(t, err)
+		require.NotContains(t, string(m.Data), "ada@example.com")
+		require.NotContains(t, string(m.Data), "SKU-1")
+		for name, values := range m.Header {
+			require.NotContains(t, strings.Join(values, ","), "ada@example.com", "header %s", name)
+		}
+		require.Equal(t, codec.EncodingEncrypted, m.Header.Get(natspub.HeaderPayloadEncoding))
+		require.True(t, strings.HasPrefix(m.Header.Get(natspub.HeaderPayloadKeyID), codec.CustomerKeyPrefix),
+			"the customer's key, so that forget-customer reaches the stream: %q", m.Header.Get(natspub.HeaderPayloadKeyID))
+		plain, err := dec.DecodePayload(natspub.EncodedPayload{Data: m.Data,
+			Encoding: m.Header.Get(natspub.HeaderPayloadEncoding), KeyID: m.Header.Get(natspub.HeaderPayloadKeyID)})
+		require.NoError(t, err)
+		require.JSONEq(t, string(e.Payload), string(plain))
+	}
 }

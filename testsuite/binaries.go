@@ -16,6 +16,8 @@ type Binaries struct {
 	OrderAPI, Starter, Worker, ProviderSim, Outboxctl string
 	// Inventory is the second service (cmd/inventory).
 	Inventory string
+	// OrderFeed is the JetStream sink's example consumer (cmd/orderfeed).
+	OrderFeed string
 	// Temporal is the Temporal CLI built from the tools module.
 	Temporal string
 }
@@ -51,7 +53,7 @@ func build(dir string) (Binaries, error) {
 	if err != nil {
 		return Binaries{}, err
 	}
-	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/orderapi", "./starter", "./worker", "./cmd/providersim", "./cmd/outboxctl", "./cmd/inventory")
+	cmd := exec.Command("go", "build", "-o", dir+"/", "./cmd/orderapi", "./starter", "./worker", "./cmd/providersim", "./cmd/outboxctl", "./cmd/inventory", "./cmd/orderfeed")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return Binaries{}, fmt.Errorf("go build: %v\n%s", err, out)
@@ -67,6 +69,7 @@ func build(dir string) (Binaries, error) {
 		ProviderSim: filepath.Join(dir, "providersim"),
 		Outboxctl:   filepath.Join(dir, "outboxctl"),
 		Inventory:   filepath.Join(dir, "inventory"),
+		OrderFeed:   filepath.Join(dir, "orderfeed"),
 		Temporal:    temporal,
 	}, nil
 }

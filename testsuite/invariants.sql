@@ -79,3 +79,22 @@ FROM outbox_events
 WHERE aggregate_id IN (SELECT DISTINCT aggregate_id FROM outbox_events ORDER BY 1 LIMIT @lanes)
   AND skipped_at IS NULL
 GROUP BY aggregate_type, aggregate_id;
+
+-- name: FeedFacts :many
+-- The JetStream consumer's (cmd/orderfeed, inbox name orderfeed) view of
+-- each order beside the order's events in the outbox: its inbox rows, its
+-- position and how many events it applied to the order's row.
+SELECT o.id::text                                                      AS order_id,
+       count(e.event_id)                                               AS events,
+       coalesce(max(e.aggregate_sequence), 0)                          AS max_sequence,
+       count(e.event_id) FILTER (WHERE e.event_type = 'OrderCancelled') AS cancelled_events,
+       count(p.event_id)                                               AS inbox_rows,
+       coalesce(f.last_sequence, 0)                                    AS last_sequence,
+       coalesce(f.events_applied, 0)                                   AS events_applied,
+       coalesce(f.status, '')                                          AS status
+FROM orders o
+LEFT JOIN outbox_events e ON e.aggregate_type = 'order' AND e.aggregate_id = o.id::text
+LEFT JOIN processed_events p ON p.consumer_name = 'orderfeed' AND p.event_id = e.event_id
+LEFT JOIN order_feed f ON f.order_id = o.id::text
+GROUP BY o.id, f.last_sequence, f.events_applied, f.status
+ORDER BY o.id;

@@ -17,9 +17,13 @@ import (
 // failpoint, and how the test drives the stack into it.
 type crashCase struct {
 	failpoint string
-	process   string // "orderapi", "starter" or "worker"
+	process   string // "orderapi", "starter", "worker" or "orderfeed"
 	// source is the starters' OUTFLOW_RELAY_SOURCE; "" is poll.
 	source string
+	// jetstream: the starters publish to both sinks (temporal,jetstream)
+	// and cmd/orderfeed consumes the stream; the invariants are checked at
+	// its table too.
+	jetstream bool
 }
 
 // TestFailpointMatrix crashes one process at each failpoint of docs/reference.md
@@ -28,17 +32,21 @@ type crashCase struct {
 func TestFailpointMatrix(t *testing.T) {
 	t.Parallel()
 	cases := []crashCase{
-		{failpoints.RelayAfterClaim, "starter", ""},
-		{failpoints.RelayAfterPublish, "starter", ""},
-		{failpoints.RelayBeforeMarkCommit, "starter", ""},
-		{failpoints.ActivityPaymentAfterProvider, "worker", ""},
-		{failpoints.ActivityRefundAfterProvider, "worker", ""},
-		{failpoints.ActivityEmailAfterProvider, "worker", ""},
-		{failpoints.ConsumerAfterCommit, "worker", ""},
+		{failpoint: failpoints.RelayAfterClaim, process: "starter"},
+		{failpoint: failpoints.RelayAfterPublish, process: "starter"},
+		{failpoint: failpoints.RelayBeforeMarkCommit, process: "starter"},
+		{failpoint: failpoints.ActivityPaymentAfterProvider, process: "worker"},
+		{failpoint: failpoints.ActivityRefundAfterProvider, process: "worker"},
+		{failpoint: failpoints.ActivityEmailAfterProvider, process: "worker"},
+		{failpoint: failpoints.ConsumerAfterCommit, process: "worker"},
 		// The CDC source's points, with the stack on a wal_level=logical server.
-		{failpoints.CDCAfterReceive, "starter", "cdc"},
-		{failpoints.CDCAfterPublish, "starter", "cdc"},
-		{failpoints.CDCBeforeConfirm, "starter", "cdc"},
+		{failpoint: failpoints.CDCAfterReceive, process: "starter", source: "cdc"},
+		{failpoint: failpoints.CDCAfterPublish, process: "starter", source: "cdc"},
+		{failpoint: failpoints.CDCBeforeConfirm, process: "starter", source: "cdc"},
+		// The JetStream sink's points, with both sinks and the stream's
+		// consumer running.
+		{failpoint: failpoints.JetStreamAfterAck, process: "starter", jetstream: true},
+		{failpoint: failpoints.JetStreamConsumerAfterCommit, process: "orderfeed", jetstream: true},
 	}
 	covered := map[string]bool{failpoints.OrdersBeforeCommit: true, failpoints.OrdersAfterCommit: true}
 	for _, c := range cases {
@@ -53,12 +61,6 @@ func TestFailpointMatrix(t *testing.T) {
 	// webhook.after_commit is the order API's, whose process test
 	// (cmd/orderapi) crashes it there and has Stripe's redelivery absorbed.
 	covered[failpoints.WebhookAfterCommit] = true
-	// The JetStream sink's points have crash tests of their own, against
-	// the real NATS server: jetstream.after_ack in outbox/natspub
-	// (TestRelayCrashAfterPubAck), jetstream.consumer.after_commit in
-	// inbox/natsconsumer (TestCrashAfterCommitAppliesOnce).
-	covered[failpoints.JetStreamAfterAck] = true
-	covered[failpoints.JetStreamConsumerAfterCommit] = true
 	for _, name := range failpoints.Names {
 		require.True(t, covered[name], "failpoint %s has no crash test", name)
 	}
@@ -72,7 +74,12 @@ func TestFailpointMatrix(t *testing.T) {
 			if c.source == "cdc" {
 				s = NewCDCStack(t)
 			}
-			for _, name := range []string{"orderapi", "starter", "worker"} {
+			names := []string{"orderapi", "starter", "worker"}
+			if c.jetstream {
+				s.UseJetStream(JetStreamURLDefault)
+				names = append(names, "orderfeed")
+			}
+			for _, name := range names {
 				fp := ""
 				if name == c.process {
 					fp = c.failpoint + "=crash"
@@ -87,6 +94,11 @@ func TestFailpointMatrix(t *testing.T) {
 			s.Start(c.process, "")
 			require.NoError(t, <-mix)
 			assertRecovered(ctx, t, s)
+			if c.jetstream {
+				n, err := WaitFeed(ctx, s.Pool, time.Minute)
+				require.NoError(t, err, "the invariants at the stream's consumer")
+				t.Logf("consumer: %d orders, each event applied once and in order", n)
+			}
 		})
 	}
 }

@@ -157,6 +157,9 @@ type Stack struct {
 	InventoryEnv []string
 	// OrderAPIEnv is the same for the order API.
 	OrderAPIEnv []string
+	// FeedEnv is the same for the JetStream consumer cmd/orderfeed
+	// ([Stack.UseJetStream] sets its stream).
+	FeedEnv []string
 
 	mu    sync.Mutex
 	procs map[string]*proc.Process
@@ -250,6 +253,7 @@ var readyMarker = map[string]string{
 	"worker":   "worker started",
 	// the inventory logs `listening addr=...` once it serves.
 	"inventory": "listening",
+	"orderfeed": "orderfeed started",
 }
 
 // Start runs the named process with the given failpoints ("" for none) and,
@@ -268,6 +272,8 @@ func (s *Stack) Start(name, failpoints string) *proc.Process {
 		env = append(env, s.InventoryEnv...)
 	case "orderapi":
 		env = append(env, s.OrderAPIEnv...)
+	case "orderfeed":
+		env = append(env, s.FeedEnv...)
 	}
 	logPath := filepath.Join(s.Env.Dir, fmt.Sprintf("%s-%s.log", strings.ReplaceAll(s.T.Name(), "/", "_"), name))
 	p, err := startProcess(name, bin, logPath, env)
@@ -301,6 +307,8 @@ func (s *Stack) binary(kind string) string {
 		return s.Env.Bin.Worker
 	case "inventory":
 		return s.Env.Bin.Inventory
+	case "orderfeed":
+		return s.Env.Bin.OrderFeed
 	}
 	s.T.Fatalf("testsuite: unknown process kind %q", kind)
 	return ""

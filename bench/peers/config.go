@@ -37,6 +37,12 @@ type config struct {
 	temporalEvents   int
 	temporalRate     int
 	temporalDuration time.Duration
+	// jetstream runs the phase with a JetStream sink (NATS at
+	// OUTFLOW_NATS_URL); jetstreamEvents is its backlog, jetstreamRate its
+	// handoff's rate (for duration).
+	jetstream       bool
+	jetstreamEvents int
+	jetstreamRate   int
 	// roundRobin lays the backlog out round robin instead of at random.
 	roundRobin bool
 	// only names the contenders to run (default all).
@@ -51,6 +57,7 @@ var command = cli.Command{
 	Env: []cli.Var{
 		{Name: "DATABASE_URL", Default: database.DefaultURL, Meaning: "the PostgreSQL server of the scratch databases (the role needs CREATEDB)"},
 		{Name: devserver.CLIEnvVar, Default: "bin/temporal", Meaning: "the Temporal CLI whose dev server -temporal starts"},
+		{Name: natsURLEnv, Default: "nats://127.0.0.1:4222", Meaning: "the NATS server (JetStream enabled) of -jetstream; a stream of the run's own is created and deleted"},
 	},
 }
 
@@ -70,6 +77,9 @@ func parseFlags(args []string, stdout, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.temporalEvents, "temporal-events", 1000, "events in the Temporal drain's backlog")
 	fs.IntVar(&c.temporalRate, "temporal-rate", 20, "arrival rate of the Temporal handoff, orders/s")
 	fs.DurationVar(&c.temporalDuration, "temporal-duration", 5*time.Second, "length of the Temporal handoff after 1s of warm-up")
+	fs.BoolVar(&c.jetstream, "jetstream", true, "also measure with NATS JetStream as the sink (OUTFLOW_NATS_URL)")
+	fs.IntVar(&c.jetstreamEvents, "jetstream-events", 5000, "events in the JetStream drain's backlog")
+	fs.IntVar(&c.jetstreamRate, "jetstream-rate", 100, "arrival rate of the JetStream handoff, orders/s (for -duration)")
 	fs.StringVar(&only, "contenders", "", "comma-separated contenders to run (default all): "+strings.Join(contenderNames(), ","))
 	if err := benchcmd.Parse(&command, fs, args, stdout, stderr); err != nil {
 		return config{}, err
@@ -77,12 +87,12 @@ func parseFlags(args []string, stdout, stderr io.Writer) (config, error) {
 	switch {
 	case c.events < 1 || c.orders < 1 || c.orders > c.events:
 		return config{}, fmt.Errorf("-events %d -orders %d: want 1 <= orders <= events", c.events, c.orders)
-	case c.rate < 1 || c.temporalRate < 1:
-		return config{}, fmt.Errorf("-rate and -temporal-rate must be at least 1")
+	case c.rate < 1 || c.temporalRate < 1 || c.jetstreamRate < 1:
+		return config{}, fmt.Errorf("-rate, -temporal-rate and -jetstream-rate must be at least 1")
 	case c.duration < time.Second || c.temporalDuration < time.Second:
 		return config{}, fmt.Errorf("-duration and -temporal-duration must be at least 1s")
-	case c.rounds < 1 || c.writePairs < 1 || c.temporalEvents < 10:
-		return config{}, fmt.Errorf("-rounds and -write-pairs must be at least 1, -temporal-events at least 10")
+	case c.rounds < 1 || c.writePairs < 1 || c.temporalEvents < 10 || c.jetstreamEvents < 10:
+		return config{}, fmt.Errorf("-rounds and -write-pairs must be at least 1, -temporal-events and -jetstream-events at least 10")
 	}
 	switch *layout {
 	case "random":

@@ -18,7 +18,11 @@
 //     sequence; the throughput drain also counts the statements the consumer
 //     sent, the server's WAL and the dead row versions it made;
 //  3. handoff: orders placed at -rate per second, commit to sink;
-//  4. with -temporal, the drain and the handoff again with a sink that starts
+//  4. with -jetstream, the drain and the handoff again with a sink that
+//     publishes each event to a NATS JetStream stream as the starter's
+//     jetstream sink does (outbox/natspub, the PubAck the acknowledgement),
+//     a consumer of the stream checking each order's sequence;
+//  5. with -temporal, the drain and the handoff again with a sink that starts
 //     a workflow per event on a Temporal dev server started from bin/temporal.
 //
 // It is a module of its own so that River and Watermill never enter
@@ -52,9 +56,11 @@ type bench struct {
 	cfg      config
 	srv      *server
 	temporal *temporal
-	res      *results
-	stderr   io.Writer
-	start    time.Time
+	// jetstream is the -jetstream phase's stream, nil without it.
+	jetstream *jetstreamBench
+	res       *results
+	stderr    io.Writer
+	start     time.Time
 	// throwaway says why the contenders run on a throwaway cluster, if so.
 	throwaway string
 }
@@ -112,6 +118,18 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		b.temporal = t
 		defer func() {
 			if err := t.stop(); err != nil {
+				b.progress("warning: %v", err)
+			}
+		}()
+	}
+	if cfg.jetstream {
+		j, err := startJetStream(ctx)
+		if err != nil {
+			return fmt.Errorf("%w (or run with -jetstream=false)", err)
+		}
+		b.jetstream = j
+		defer func() {
+			if err := j.stop(context.WithoutCancel(ctx)); err != nil {
 				b.progress("warning: %v", err)
 			}
 		}()
@@ -195,6 +213,11 @@ func (b *bench) round(ctx context.Context, c Contender, r int) error {
 		b.res.addSamples(c.Name(), samples, lat)
 	}
 
+	if b.jetstream != nil {
+		if err := b.jetstreamRound(ctx, c, dbcfg, r, layout); err != nil {
+			return err
+		}
+	}
 	if b.temporal == nil {
 		return nil
 	}
@@ -243,6 +266,14 @@ func (b *bench) notes(cs []Contender) {
 		"the backlog (%d events to a transaction, so per-transaction costs are spread thin).", seedChunk)
 	b.res.note("handoff: %d orders/s for %s after 1 s of warm-up, each an order and its event in one transaction; from the "+
 		"return of COMMIT to the sink's call, percentiles of all rounds' samples.", b.cfg.rate, b.cfg.duration)
+	if b.jetstream != nil {
+		b.res.note("jetstream: stream %s (file storage, 2-minute duplicate window) on the NATS server of %s; every contender's "+
+			"handler calls outflow's natspub.Publisher (subject <prefix>.order.<order id>, Nats-Msg-Id = event id, returns on the "+
+			"PubAck); drain of %d events, handoff (commit to PubAck) at %d/s for %s, tuned settings. jetstream_out_of_order and "+
+			"jetstream_stored_twice are what an ordered consumer of the stream read back: an order's events out of their "+
+			"sequence, and a message stored twice (a redelivery outside the duplicate window), summed over both phases and rounds.",
+			b.jetstream.stream, natsURLEnv, b.cfg.jetstreamEvents, b.cfg.jetstreamRate, b.cfg.duration)
+	}
 	if b.temporal != nil {
 		b.res.note("temporal: a dev server in memory from bin/temporal, a task queue without a worker; every contender's "+
 			"handler calls outflow's temporalpub.Publisher (ExecuteWorkflow, workflow ID = event id); drain of %d events, "+

@@ -155,3 +155,57 @@ func TestStatements(t *testing.T) {
 	}
 	testdb.CheckStatementsOn(t, pool, queries, statements...)
 }
+
+// TestJetStreamPhaseReadsEachEventBack runs the JetStream phase (drain and
+// handoff into a stream on the machine's NATS server, OUTFLOW_NATS_URL)
+// for outflow and Watermill: the stream's consumer reads every event back,
+// once, each order in its sequence, and the figures are recorded.
+func TestJetStreamPhaseReadsEachEventBack(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	js, err := startJetStream(ctx)
+	require.NoError(t, err, "the test needs NATS with JetStream (OUTFLOW_NATS_URL, default nats://127.0.0.1:4222)")
+	t.Cleanup(func() { require.NoError(t, js.stop(context.Background())) })
+	for _, c := range []Contender{outflowPoll{}, watermillSQL{}} {
+		t.Run(c.Name(), func(t *testing.T) {
+			srv, err := newServer(ctx, testdb.AdminURL())
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, srv.Close(context.Background())) })
+			b := &bench{srv: srv, res: newResults(), stderr: io.Discard, start: time.Now(), jetstream: js,
+				cfg: config{events: 300, orders: 30, jetstreamEvents: 300, jetstreamRate: 20, duration: time.Second}}
+			// Round 9 names scratch databases the parallel tests' round 0 does not.
+			name, cfg, err := srv.scratch(ctx, c, 9)
+			require.NoError(t, err)
+			defer srv.Drop(context.Background(), name) //nolint:errcheck // close drops leftovers
+
+			require.NoError(t, b.jetstreamRound(ctx, c, cfg, 9, 1))
+			v := b.res.values[c.Name()]
+			require.Len(t, v["jetstream_events_per_s"], 1)
+			require.Positive(t, v["jetstream_events_per_s"][0])
+			require.Equal(t, []float64{0, 0}, v["jetstream_out_of_order"], "drain and handoff: each order in sequence at the consumer")
+			require.Equal(t, []float64{0, 0}, v["jetstream_stored_twice"])
+			require.Len(t, b.res.samples[c.Name()]["jetstream_handoff"], 20, "one second at 20/s after the warm-up")
+		})
+	}
+}
+
+// TestStreamReaderCountsAnOrderOutOfSequence: the stream's consumer counts
+// an order's event stored before its predecessor.
+func TestStreamReaderCountsAnOrderOutOfSequence(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	js, err := startJetStream(ctx)
+	require.NoError(t, err, "the test needs NATS with JetStream (OUTFLOW_NATS_URL)")
+	t.Cleanup(func() { require.NoError(t, js.stop(context.Background())) })
+	sink, reader, err := js.phase(ctx, 3)
+	require.NoError(t, err)
+	order := uuid.NewString()
+	for _, seq := range []int64{2, 1, 3} {
+		require.NoError(t, sink.Deliver(ctx, Event{ID: uuid.New(), OrderID: order, Seq: seq, Payload: []byte(`{}`)}))
+	}
+	seen, err := reader.wait(ctx)
+	require.NoError(t, err)
+	require.Equal(t, tally{distinct: 3, deliveries: 3, outOfOrder: 1}, seen)
+}

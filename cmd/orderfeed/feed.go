@@ -41,8 +41,8 @@ type positionArgs struct {
 
 type createdArgs struct {
 	OrderID      string    `db:"order_id"`
-	Amount       int64     `db:"amount"`
-	Currency     string    `db:"currency"`
+	Amount       *int64    `db:"amount"`
+	Currency     *string   `db:"currency"`
 	CreatedAt    time.Time `db:"created_at"`
 	LastSequence int64     `db:"last_sequence"`
 }
@@ -75,11 +75,15 @@ func (feed) apply(ctx context.Context, tx pgx.Tx, m natsconsumer.Message) error 
 	var err error
 	switch m.EventType {
 	case orders.EventOrderCreated:
-		var p orders.OrderCreated
-		if err := json.Unmarshal(m.Payload, &p); err != nil {
-			return fmt.Errorf("orderfeed: %s payload of event %s: %w", m.EventType, m.EventID, err)
+		args := createdArgs{OrderID: m.AggregateID, CreatedAt: m.OccurredAt, LastSequence: m.Sequence}
+		if !m.PayloadErased { // a forgotten customer's order keeps its row, without amount and currency
+			var p orders.OrderCreated
+			if err := json.Unmarshal(m.Payload, &p); err != nil {
+				return fmt.Errorf("orderfeed: %s payload of event %s: %w", m.EventType, m.EventID, err)
+			}
+			args.Amount, args.Currency = &p.Amount, &p.Currency
 		}
-		_, err = qCreated.Exec(ctx, tx, createdArgs{OrderID: m.AggregateID, Amount: p.Amount, Currency: p.Currency, CreatedAt: m.OccurredAt, LastSequence: m.Sequence})
+		_, err = qCreated.Exec(ctx, tx, args)
 	case orders.EventOrderCancelled:
 		_, err = qCancelled.Exec(ctx, tx, cancelledArgs{OrderID: m.AggregateID, CancelledAt: m.OccurredAt, LastSequence: m.Sequence})
 	}

@@ -13,7 +13,10 @@ CREATE TABLE IF NOT EXISTS order_feed (
     currency      text,
     created_at    timestamptz,
     cancelled_at  timestamptz,
-    last_sequence bigint      NOT NULL CHECK (last_sequence > 0)
+    last_sequence bigint      NOT NULL CHECK (last_sequence > 0),
+    -- events_applied counts the events applied to the row: equal to
+    -- last_sequence while each event is applied once (the tests' witness).
+    events_applied bigint     NOT NULL DEFAULT 0
 );
 
 -- name: FeedLastSequence :one
@@ -22,8 +25,9 @@ SELECT coalesce(max(last_sequence), 0)::bigint
 FROM (SELECT last_sequence FROM order_feed WHERE order_id = @order_id FOR UPDATE) AS p;
 
 -- name: FeedSetSequence :exec
-INSERT INTO order_feed (order_id, last_sequence) VALUES (@order_id, @last_sequence)
-ON CONFLICT (order_id) DO UPDATE SET last_sequence = excluded.last_sequence;
+INSERT INTO order_feed (order_id, last_sequence, events_applied) VALUES (@order_id, @last_sequence, 1)
+ON CONFLICT (order_id) DO UPDATE
+SET last_sequence = excluded.last_sequence, events_applied = order_feed.events_applied + 1;
 
 -- name: FeedCreated :exec
 INSERT INTO order_feed (order_id, status, amount, currency, created_at, last_sequence)

@@ -39,6 +39,20 @@
 // whose sequence is at or behind the position (another event already took
 // that place) is terminated with an error log and not applied.
 //
+// # Encrypted payloads
+//
+// A message whose body a natspub.PayloadEncoder encoded (header
+// Outflow-Payload-Encoding, e.g. the starter's payload codec) is decoded
+// with Config.Decoder before anything else; Apply sees the JSON payload.
+// Without a Decoder, or when decoding fails (a key this process lacks, the
+// key store unreachable), the message is not applied: it is logged and
+// delivered again after Config.RetryDelay, so that a consumer given the
+// key still applies it. A payload whose key was erased on purpose (the
+// Decoder's error wraps natspub.ErrPayloadErased: a forgotten customer)
+// can never be read; it is applied with Message.PayloadErased set and no
+// payload, so that the aggregate's position moves on and its later events
+// are applied.
+//
 // # Failures
 //
 // An error of Apply, of the inbox or of the database rolls the transaction
@@ -93,6 +107,9 @@ type Message struct {
 	// Replay is set on an operator's replay of an event.
 	Replay  bool
 	Payload json.RawMessage
+	// PayloadErased: the payload was encrypted with a key erased on
+	// purpose (natspub.ErrPayloadErased); Payload is nil.
+	PayloadErased bool
 	// Subject is the message's subject; StreamSequence its place in the stream.
 	Subject        string
 	StreamSequence uint64
@@ -133,6 +150,10 @@ type Config struct {
 	Positions Positions
 	// Apply is the effect. Mandatory.
 	Apply ApplyFunc
+	// Decoder decodes the bodies natspub's Config.Encoder encoded (the
+	// payload codec's encryption). Defaults to nil: such a message is not
+	// applied (logged and delivered again after RetryDelay).
+	Decoder natspub.PayloadDecoder
 	// Batch is the most messages fetched at once, and the consumer's
 	// MaxAckPending. Defaults to [BatchDefault] (16).
 	Batch int
@@ -241,6 +262,16 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 	log := c.cfg.Logger.With("consumer", c.cfg.Name, "event_id", m.EventID, "event_type", m.EventType,
 		"aggregate_type", m.AggregateType, "aggregate_id", m.AggregateID, "sequence", m.Sequence)
+	m.Payload, err = c.decode(msg)
+	if errors.Is(err, natspub.ErrPayloadErased) {
+		log.Info("natsconsumer: the payload's key was erased; the event is applied without its payload", "error", err)
+		m.PayloadErased, err = true, nil
+	}
+	if err != nil {
+		log.Error("natsconsumer: payload not decoded; delivered again later", "error", err, "retry_in", c.cfg.RetryDelay)
+		_ = msg.NakWithDelay(c.cfg.RetryDelay)
+		return
+	}
 	var first bool
 	var last int64
 	err = pgx.BeginFunc(ctx, c.db, func(tx pgx.Tx) error {
@@ -288,6 +319,21 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 	if !first {
 		log.Debug("natsconsumer: duplicate delivery acknowledged without effect")
 	}
+}
+
+// decode returns msg's JSON payload: its body, or what Config.Decoder makes
+// of a body natspub's Encoder encoded.
+func (c *Consumer) decode(msg jetstream.Msg) ([]byte, error) {
+	h := msg.Headers()
+	encoding := h.Get(natspub.HeaderPayloadEncoding)
+	if encoding == "" {
+		return msg.Data(), nil
+	}
+	if c.cfg.Decoder == nil {
+		return nil, fmt.Errorf("the body is encoded (%s %s, key %s) and Config.Decoder is nil: give the consumer the publisher's payload codec",
+			natspub.HeaderPayloadEncoding, encoding, h.Get(natspub.HeaderPayloadKeyID))
+	}
+	return c.cfg.Decoder.DecodePayload(natspub.EncodedPayload{Data: msg.Data(), Encoding: encoding, KeyID: h.Get(natspub.HeaderPayloadKeyID)})
 }
 
 // parse reads the event out of a message natspub published.

@@ -28,8 +28,17 @@ var devBinaries = []string{
 var temporalFree = []string{
 	module + "/cmd/healthcheck",
 	module + "/cmd/orderapi",
-	module + "/cmd/orderfeed",
 	module + "/cmd/providersim",
+}
+
+// codecOnly are the production binaries that talk to no Temporal but
+// decrypt outflow's payloads, whose codec (internal/codec) is built on the
+// SDK's converter and failure converter: they link go.temporal.io/api and
+// go.temporal.io/sdk/converter (and with them the SDK's internals and
+// gRPC), but neither the client package nor internal/temporalclient, so
+// they cannot dial Temporal by accident.
+var codecOnly = []string{
+	module + "/cmd/orderfeed",
 }
 
 // supportRooms are the directories of code that no production binary links.
@@ -125,6 +134,19 @@ func linkedTemporal(g graph) []string {
 	return bad
 }
 
+// linkedClient: what the codecOnly binaries link of a Temporal client.
+func linkedClient(g graph) []string {
+	var bad []string
+	for _, bin := range codecOnly {
+		for _, d := range g.deps[bin] {
+			if d == "go.temporal.io/sdk/client" || d == module+"/internal/temporalclient" {
+				bad = append(bad, fmt.Sprintf("%s links %s", bin, d))
+			}
+		}
+	}
+	return bad
+}
+
 // starterApplication: what the relay links of the order application: the
 // workflows, their activities, the payment provider's client, the SDK's
 // worker (it only starts workflows).
@@ -142,7 +164,7 @@ func starterApplication(g graph) []string {
 func TestArchitecture(t *testing.T) {
 	t.Parallel()
 	g := load(t)
-	for _, m := range slices.Concat(devBinaries, temporalFree, []string{module + "/starter"}) {
+	for _, m := range slices.Concat(devBinaries, temporalFree, codecOnly, []string{module + "/starter"}) {
 		require.Contains(t, g.mains, m, "the rules name %s, which is no longer a main package: update them", m)
 	}
 
@@ -158,6 +180,10 @@ func TestArchitecture(t *testing.T) {
 	t.Run("binaries that talk to no Temporal link no Temporal SDK", func(t *testing.T) {
 		require.Empty(t, linkedTemporal(g), "the Temporal client setup is internal/temporalclient's: "+
 			"only binaries that talk to Temporal import it")
+	})
+	t.Run("binaries that only decrypt payloads link no Temporal client", func(t *testing.T) {
+		require.Empty(t, linkedClient(g), "a consumer decrypts with internal/codec (natscodec) alone; "+
+			"the Temporal client setup is internal/temporalclient's")
 	})
 	t.Run("the relay links no application", func(t *testing.T) {
 		require.Empty(t, starterApplication(g), "the starter links packages of the application; "+

@@ -135,11 +135,16 @@ func (d *DataConverter) DisplayCodecs() []converter.PayloadCodec {
 // function's answer, else the first email address in the payload: a memo
 // string or a failure message that names one), or with the master key.
 func (d *DataConverter) encode(v any, plainScalars bool) (*commonpb.Payload, error) {
+	subject, ok := d.subject(v)
+	return d.encodeFor(v, subject, ok, plainScalars)
+}
+
+// encodeFor is encode with the Subject function's answer given.
+func (d *DataConverter) encodeFor(v any, subject string, ok, plainScalars bool) (*commonpb.Payload, error) {
 	p, err := d.plain.ToPayload(v)
 	if err != nil || p == nil {
 		return p, err
 	}
-	subject, ok := d.subject(v)
 	if !ok {
 		subject, ok = EmailIn(p.GetData())
 	}

@@ -23,6 +23,13 @@
 //	Outflow-Aggregate-Sequence   the event's gap-free position in its aggregate, from 1
 //	Outflow-Occurred-At          the enqueuing transaction's clock, RFC 3339 with nanoseconds
 //	Outflow-Replay               "true" on an operator's replay (outboxops.Replay)
+//	Outflow-Payload-Encoding     set only when Config.Encoder encoded the body, e.g. binary/encrypted
+//	Outflow-Payload-Key-Id       the key the Encoder used, e.g. customer/<uuid>
+//
+// With Config.Encoder (the starter's, when OUTFLOW_CODEC_KEYS is set: the
+// payload codec of Temporal's histories), the body is the Encoder's output
+// instead of the payload, so that personal data reaches the stream
+// encrypted; a consumer decodes it with the matching [PayloadDecoder].
 //
 // Package inbox/natsconsumer reads them back.
 //
@@ -106,7 +113,41 @@ const (
 	HeaderSequence      = "Outflow-Aggregate-Sequence"
 	HeaderOccurredAt    = "Outflow-Occurred-At"
 	HeaderReplay        = "Outflow-Replay"
+	// HeaderPayloadEncoding is [EncodedPayload.Encoding]; absent, the body
+	// is the payload as enqueued (JSON).
+	HeaderPayloadEncoding = "Outflow-Payload-Encoding"
+	// HeaderPayloadKeyID is [EncodedPayload.KeyID].
+	HeaderPayloadKeyID = "Outflow-Payload-Key-Id"
 )
+
+// EncodedPayload is an event's payload as a [PayloadEncoder] turned it into
+// a message body: Data is the body, Encoding and KeyID go into the headers
+// [HeaderPayloadEncoding] and [HeaderPayloadKeyID].
+type EncodedPayload struct {
+	Data     []byte
+	Encoding string
+	KeyID    string
+}
+
+// PayloadEncoder encodes an event's JSON payload into a message body, e.g.
+// encrypts it. An error is the event's fault for the relay (the attempt
+// counts), unless it wraps [outbox.ErrPermanent] or is
+// [outbox.SinkUnavailable].
+type PayloadEncoder interface {
+	EncodePayload(payload []byte) (EncodedPayload, error)
+}
+
+// PayloadDecoder is the consumer's side of a [PayloadEncoder]: it returns
+// the event's JSON payload, or an error wrapping [ErrPayloadErased] when the
+// payload can never be decoded by anyone (its key was erased on purpose).
+type PayloadDecoder interface {
+	DecodePayload(p EncodedPayload) ([]byte, error)
+}
+
+// ErrPayloadErased is a [PayloadDecoder]'s answer for a payload whose key
+// was erased on purpose (a forgotten customer): the event happened, but
+// its payload is gone for good.
+var ErrPayloadErased = errors.New("natspub: the payload's key was erased")
 
 // DuplicatesMetric counts the publishes the stream answered as duplicates.
 const DuplicatesMetric = "outbox_jetstream_duplicate_publishes_total"
@@ -130,6 +171,10 @@ type Config struct {
 	// the larger of MinWindow and [ServerWindowDefault]. Defaults to false:
 	// a missing stream stops New with an error that names it.
 	CreateStream bool
+	// Encoder encodes each payload into the message body (the payload
+	// codec of OUTFLOW_CODEC_KEYS, so that personal data reaches the stream
+	// encrypted). Defaults to nil: the body is the payload as enqueued.
+	Encoder PayloadEncoder
 	// Failpoints injects faults at jetstream.after_ack (the PubAck
 	// received, the event not yet marked). Defaults to nil: none.
 	Failpoints *failpoints.Set
@@ -164,6 +209,7 @@ type Publisher struct {
 	stream string
 	prefix string
 	window time.Duration
+	enc    PayloadEncoder
 	fps    *failpoints.Set
 	logger *slog.Logger
 	dups   prometheus.Counter
@@ -209,7 +255,7 @@ func New(ctx context.Context, js jetstream.JetStream, cfg Config) (*Publisher, e
 			return nil, err
 		}
 	}
-	return &Publisher{js: js, stream: cfg.Stream, prefix: cfg.SubjectPrefix, window: window,
+	return &Publisher{js: js, stream: cfg.Stream, prefix: cfg.SubjectPrefix, window: window, enc: cfg.Encoder,
 		fps: cfg.Failpoints, logger: cfg.Logger, dups: dups}, nil
 }
 
@@ -296,14 +342,28 @@ func Subject(prefix, aggregateType, aggregateID string) (string, error) {
 	return prefix + "." + aggregateType + "." + aggregateID, nil
 }
 
-// Message is the message e is published as.
+// Message is the message e is published as: an error wrapping
+// [errSubject] when e has no subject, else the Encoder's.
 func (p *Publisher) Message(e outbox.Event) (*nats.Msg, error) {
 	subject, err := p.Subject(e)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %w", errSubject, err)
 	}
 	m := nats.NewMsg(subject)
 	m.Data = e.Payload
+	if p.enc != nil {
+		enc, err := p.enc.EncodePayload(e.Payload)
+		if err != nil {
+			return nil, fmt.Errorf("natspub: encode the payload of event %s (%s): %w", e.ID, e.Type, err)
+		}
+		m.Data = enc.Data
+		if enc.Encoding != "" {
+			m.Header.Set(HeaderPayloadEncoding, enc.Encoding)
+		}
+		if enc.KeyID != "" {
+			m.Header.Set(HeaderPayloadKeyID, enc.KeyID)
+		}
+	}
 	m.Header.Set(nats.MsgIdHdr, e.ID.String())
 	m.Header.Set(HeaderEventType, e.Type)
 	m.Header.Set(HeaderSchemaVersion, strconv.Itoa(e.SchemaVersion))
@@ -322,6 +382,9 @@ func (p *Publisher) Message(e outbox.Event) (*nats.Msg, error) {
 // within the window). It then runs the jetstream.after_ack failpoint.
 func (p *Publisher) Publish(ctx context.Context, e outbox.Event) error {
 	m, err := p.Message(e)
+	if err != nil && !errors.Is(err, errSubject) {
+		return err
+	}
 	if err != nil {
 		return outbox.Permanent(fmt.Errorf("natspub: event %s (%s) cannot be published: its subject would not be %s.<aggregate_type>.<aggregate_id>: %w; "+
 			"skip it (outboxctl skip) or publish its aggregate otherwise", e.ID, e.Type, p.prefix, err))
@@ -340,6 +403,9 @@ func (p *Publisher) Publish(ctx context.Context, e outbox.Event) error {
 	}
 	return nil
 }
+
+// errSubject marks an event whose aggregate makes no subject.
+var errSubject = errors.New("no subject")
 
 // errCodeStreamNotMatch is the server's answer to a publish whose subject
 // is bound to a stream other than the expected one (JSStreamNotMatchErr);

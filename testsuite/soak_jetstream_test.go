@@ -1,0 +1,160 @@
+package testsuite
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/internal/dev/natsserver"
+)
+
+// TestChaosSoakJetStream runs the stack with both sinks
+// (OUTFLOW_SINKS=temporal,jetstream), two relays and the stream's consumer
+// cmd/orderfeed, on a NATS server of the test's own, while orders (with
+// declines and cancels) arrive at about four a second. Every few seconds a
+// relay or the consumer is SIGKILLed and restarted, and the NATS server is
+// restarted once mid-run (its store kept). Then it drains and asserts the
+// four invariants and, at the consumer's table, that every event was
+// applied exactly once and in its order's sequence, none lost.
+//
+// Load: OUTFLOW_SOAK_DURATION, default 40s.
+func TestChaosSoakJetStream(t *testing.T) {
+	dur := cdcSoakDuration(t)
+	ctx, cancel := context.WithTimeout(context.Background(), dur+10*time.Minute)
+	defer cancel()
+	ns, err := natsserver.Start(ctx, t.TempDir())
+	require.NoError(t, err, "the soak restarts a NATS server of its own")
+	t.Cleanup(ns.Stop)
+	s := NewStack(t)
+	stream := s.UseJetStream(ns.URL())
+	for _, name := range []string{"orderapi", "starter", "starter-2", "worker", "orderfeed"} {
+		s.Start(name, "")
+	}
+
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 28))
+	var mu sync.Mutex
+	var loadErrs []error
+	record := func(err error) {
+		if err != nil {
+			mu.Lock()
+			loadErrs = append(loadErrs, err)
+			mu.Unlock()
+		}
+	}
+	var placed, cancels, kills, natsRestarts atomic.Int64
+	loadCtx, stopLoad := context.WithTimeout(ctx, dur)
+	defer stopLoad()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(250 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-loadCtx.Done():
+				return
+			case <-tick.C:
+			}
+			mu.Lock()
+			roll := rng.IntN(100)
+			mu.Unlock()
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				pm := "pm_card_visa"
+				if roll < 15 {
+					pm = "pm_card_chargeDeclined"
+				}
+				o, err := s.API().Create(ctx, "soak-js-"+uuid.NewString(), pm)
+				if err != nil {
+					record(err)
+					return
+				}
+				placed.Add(1)
+				if roll >= 15 && roll < 35 {
+					cancels.Add(1)
+					record(s.API().Cancel(ctx, o.OrderID))
+				}
+			}()
+		}
+	}()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		start := time.Now()
+		victims := []string{"starter", "starter-2", "orderfeed"}
+		for {
+			mu.Lock()
+			pause := time.Duration(2000+rng.IntN(2000)) * time.Millisecond
+			name := victims[rng.IntN(len(victims))]
+			mu.Unlock()
+			select {
+			case <-loadCtx.Done():
+				return
+			case <-time.After(pause):
+			}
+			if natsRestarts.Load() == 0 && time.Since(start) > dur/2 {
+				ns.Stop()
+				natsRestarts.Add(1)
+				time.Sleep(3 * time.Second) // down long enough for every client to notice
+				record(ns.Start(ctx))
+				continue
+			}
+			if k := kills.Load(); k < 2 {
+				name = victims[2*int(k)] // a relay and the consumer die for certain
+			}
+			s.Proc(name).Kill()
+			kills.Add(1)
+			s.Start(name, "")
+		}
+	}()
+	wg.Wait()
+	mu.Lock()
+	require.Empty(t, loadErrs, "every request must eventually succeed")
+	mu.Unlock()
+	require.Equal(t, int64(1), natsRestarts.Load(), "the NATS server was restarted")
+
+	assertRecovered(ctx, t, s)
+	orders, err := WaitFeed(ctx, s.Pool, 2*time.Minute)
+	require.NoError(t, err, "the invariants at the stream's consumer")
+
+	var events int64
+	require.NoError(t, s.Pool.QueryRow(ctx, `SELECT count(*) FROM outbox_events WHERE aggregate_type = 'order'`).Scan(&events))
+	nc, err := nats.Connect(ns.URL())
+	require.NoError(t, err)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	info, err := js.Stream(ctx, stream)
+	require.NoError(t, err)
+	msgs := info.CachedInfo().State.Msgs
+	require.GreaterOrEqual(t, msgs, uint64(events), "every event is in the stream")
+	logs := s.LogCounts("duplicate publish absorbed", "gap in aggregate sequence", "NATS connection lost", "acknowledgement dropped")
+	report := fmt.Sprintf(`jetstream chaos soak report (%s of load, seed %d)
+  orders placed:       %d (cancels %d), %d at the consumer
+  events:              %d; stream messages %d (%d stored twice: redeliveries outside the duplicate window)
+  faults:              %d relay/consumer SIGKILLs, NATS server restarted %d time(s)
+  relay logs:          %d duplicate publishes absorbed by the stream, %d NATS connections lost
+  consumer logs:       %d gaps waited out (gap in aggregate sequence)
+  lost events: 0, events applied twice: 0, out of order: 0 (checked at order_feed and its inbox)`,
+		dur, seed, placed.Load(), cancels.Load(), orders, events, msgs, msgs-uint64(events),
+		kills.Load(), natsRestarts.Load(), logs["duplicate publish absorbed"], logs["NATS connection lost"],
+		logs["gap in aggregate sequence"])
+	t.Log(report)
+	fmt.Println(report)
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		t.Fatal("the soak ran out of time")
+	}
+}
