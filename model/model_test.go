@@ -1,6 +1,6 @@
 // Package model is the Promela model of the outbox relay's protocol
-// (relay.pml) and its mutants (mutants/*.pml); this test checks them with
-// SPIN. See README.md for what is modelled, the properties and the figures.
+// (relay.pml; cdc.pml and log.pml for the other relay sources) and its
+// mutants (mutants/*.pml); this test checks them with SPIN. See README.md for what is modelled, the properties and the figures.
 package model
 
 import (
@@ -31,7 +31,7 @@ type check struct {
 	hash  int      // pan -w: log2 of the hash table's slots
 	nfair int      // gcc -DNFAIR for a liveness run: more than the processes (3 unless set)
 	// mutant: the run must find a violation, of one of expect (a property
-	// named in capitals in relay.pml's comments, or "settle" for the LTL
+	// named in capitals in the model's comments, or "settle" for the LTL
 	// formula).
 	mutant bool
 	expect []string
@@ -52,6 +52,12 @@ var modelChecks = []check{
 		defs: []string{"-DEPO=3"}},
 	{name: "cdc/safety/2sweepers-1order-2events-1op", file: "cdc.pml", hash: 25, heavy: true,
 		defs: []string{"-DRELAYS=2"}},
+	// The log source (log.pml): EVENTS counts the enqueue transactions of
+	// all orders together (order 1 gets the last one).
+	{name: "log/safety/2readers-1order-2events-1op", file: "log.pml", hash: 23, heavy: true,
+		defs: []string{"-DREADERS=2", "-DORDERS=1", "-DEVENTS=2", "-DMAX_OPS=1", "-DUNRELATED=0"}},
+	{name: "log/safety/1reader-2orders-3events-0ops-unrelated", file: "log.pml", hash: 23, heavy: true,
+		defs: []string{"-DREADERS=1", "-DORDERS=2", "-DEVENTS=3", "-DMAX_OPS=0", "-DUNRELATED=1"}},
 	{name: "liveness/2relays-1order-2events-2faults-2ops", file: "relay.pml", hash: 24, live: true,
 		defs: []string{"-DLIVENESS", "-DORDERS=1", "-DEPO=2", "-DMAX_FAULTS=2", "-DMAX_OPS=2"}},
 	{name: "safety/3relays-1order-2events-2ops", file: "relay.pml", hash: 24,
@@ -74,9 +80,21 @@ var modelChecks = []check{
 		defs: []string{"-DPIPELINE", "-DORDERS=1", "-DEPO=3", "-DMAX_OPS=0"}},
 	{name: "pipeline/liveness/1order-2events-1fault", file: "relay.pml", hash: 24, live: true, nfair: 4,
 		defs: []string{"-DPIPELINE", "-DLIVENESS", "-DORDERS=1", "-DEPO=2", "-DMAX_FAULTS=1", "-DMAX_OPS=0"}},
+	{name: "log/liveness/1reader-1order-2events-poison-1fault-1op-unrelated", file: "log.pml", hash: 22, live: true,
+		defs: []string{"-DLIVENESS", "-DPOISON=0", "-DREADERS=1", "-DORDERS=1", "-DEVENTS=2", "-DMAX_FAULTS=1", "-DMAX_OPS=1", "-DUNRELATED=1"}},
+	{name: "log/safety/2readers-2orders-2events-0ops", file: "log.pml", hash: 22,
+		defs: []string{"-DREADERS=2", "-DORDERS=2", "-DEVENTS=2", "-DMAX_OPS=0", "-DUNRELATED=0"}},
+	{name: "log/safety/1reader-1order-2events-2ops-unrelated", file: "log.pml", hash: 22,
+		defs: []string{"-DREADERS=1", "-DORDERS=1", "-DEVENTS=2", "-DMAX_OPS=2", "-DUNRELATED=1"}},
+	{name: "log/safety/1reader-2orders-2events-2ops", file: "log.pml", hash: 22,
+		defs: []string{"-DREADERS=1", "-DORDERS=2", "-DEVENTS=2", "-DMAX_OPS=2", "-DUNRELATED=0"}},
+	{name: "log/safety/1reader-2orders-3events-0ops", file: "log.pml", hash: 22,
+		defs: []string{"-DREADERS=1", "-DORDERS=2", "-DEVENTS=3", "-DMAX_OPS=0", "-DUNRELATED=0"}},
+	{name: "log/liveness/1reader-2orders-2events-poison-1fault-1op", file: "log.pml", hash: 22, live: true,
+		defs: []string{"-DLIVENESS", "-DPOISON=1", "-DREADERS=1", "-DORDERS=2", "-DEVENTS=2", "-DMAX_FAULTS=1", "-DMAX_OPS=1", "-DUNRELATED=0"}},
 }
 
-// The properties, as relay.pml names them in the comment above each assert.
+// The properties, as the models name them in the comment above each assert.
 var properties = []string{
 	"ONE LIVE LEASE PER ORDER",
 	"ONE EVENT IN FLIGHT PER ORDER",
@@ -88,6 +106,10 @@ var properties = []string{
 	"ONE LEASE HOLDER PER ORDER",
 	"LANE ADMISSION",
 	"NO ORPHANED CLAIM",
+	// log.pml
+	"FIRST PUBLISHES IN ORDER",
+	"NO ADVANCE PAST AN UNPUBLISHED EVENT",
+	"NO EVENT BEHIND THE CURSOR",
 }
 
 func TestModel(t *testing.T) {
@@ -307,7 +329,8 @@ func explain(ctx context.Context, t *testing.T, dir, spin string, c check, model
 			line, _ := strconv.Atoi(m[2])
 			violated = propertyAt(t, m[1], line)
 		case strings.HasPrefix(l, " ") && (strings.HasPrefix(trimmed, "relay ") || strings.HasPrefix(trimmed, "stream:") || strings.HasPrefix(trimmed, "operator:") ||
-			strings.HasPrefix(trimmed, "clock:") || strings.HasPrefix(trimmed, "producer:") || strings.HasPrefix(trimmed, "temporal:")):
+			strings.HasPrefix(trimmed, "clock:") || strings.HasPrefix(trimmed, "producer:") || strings.HasPrefix(trimmed, "temporal:") ||
+			strings.HasPrefix(trimmed, "reader ") || strings.HasPrefix(trimmed, "holds:")):
 			steps = append(steps, "    "+trimmed)
 		}
 	}

@@ -1,0 +1,685 @@
+/*
+ * The log relay source (OUTFLOW_RELAY_SOURCE=log, issue 27) as a Promela
+ * model, checked with SPIN: the outbox as an append-only log read by a
+ * per-partition cursor. README.md ("The log source") maps each step to the
+ * protocol the Go code implements, states the properties and lists what
+ * the model abstracts away.
+ *
+ * Actors, one proctype each: Producer (the enqueue transactions, which take
+ * their xid before the order's lane lock, and one unrelated transaction that
+ * holds the horizon back), Reader (a relay process: lease, read, publish,
+ * the fenced advance), Holds (the owner's hold worker), Clock (lease
+ * expiry), Operator (retry, skip, replay on holds).
+ *
+ * Each atomic block is one step: one transaction, or one Publish call with
+ * its outcome. Events are rows that are inserted and never updated; what the
+ * relay writes is the partition's cursor row and the holds.
+ *
+ * Rules a mutant removes (mutants/log_*.pml), each marked RULE below:
+ *   LOG_GATE_OWN_XID          the gate is the row's own xid, not
+ *                             greatest(last_gate, xid)
+ *   LOG_NO_EPOCH_CHECK        the advance ignores the cursor's epoch
+ *   LOG_RELEASE_UNARMED       a hold is released without arming the epoch
+ *   LOG_REPLAY_UNARMED        a replay inserts its hold without arming it
+ *   LOG_ADVANCE_BEFORE_PUBLISH the cursor advances over a batch before it
+ *                             is published
+ *   LOG_NO_HORIZON            the reader ignores the snapshot's xmin
+ *   LOG_NO_WINDOW_SHRINK      a crash loop never shrinks the window, so the
+ *                             event that kills the relay is never isolated
+ */
+
+/* ------------------------------------------------------------------ sizes */
+
+#ifndef READERS
+#define READERS 2         /* relay processes, each with its own owner id */
+#endif
+#ifndef EVENTS
+#define EVENTS 3          /* enqueue transactions, one event each */
+#endif
+#ifndef ORDERS
+#define ORDERS 2          /* order 1 gets the last event, order 0 the others */
+#endif
+#ifndef UNRELATED
+#define UNRELATED 1       /* an unrelated transaction that takes an xid and stays open a while */
+#endif
+#define WMAX 2            /* the read window (OUTFLOW_BATCH_SIZE), halved per crash at one position */
+#define MAX_ATTEMPTS 2    /* a hold's attempts before quarantine */
+#define NOEV 255
+
+#if ORDERS == 1
+#define ORD(e) 0
+#elif ORDERS == 2
+#define ORD(e) ((e) / (EVENTS-1))
+#else
+#error "ORDERS must be 1 or 2"
+#endif
+#define BIT(o) (1 << (o))
+
+#ifdef LIVENESS
+#ifndef MAX_FAULTS
+#define MAX_FAULTS 1
+#endif
+#define FAULT_OK   (faults < MAX_FAULTS)
+#define FAULT      faults++
+#else
+#define FAULT_OK   true
+#define FAULT      skip
+#endif
+#ifndef MAX_OPS
+#define MAX_OPS 1
+#endif
+#define OP_OK      (ops < MAX_OPS)
+#define OP         ops++
+
+/* cowner: NOBODY, a live reader 1..READERS, or DEAD (a crashed process's
+ * owner id: owners are unique per process start). */
+#define NOBODY 0
+#define DEAD   (READERS+1)
+#define LIVE_OWNER(w) ((w) >= 1 && (w) <= READERS)
+/* the cursor's lease: claimed until >= now() (LIVE) or not */
+#define NONE    0
+#define LIVE    1
+#define EXPIRED 2
+
+/* ------------------------------------------------------- the transactions */
+
+/* An enqueue transaction: not begun, its xid taken (the business writes
+ * came first), its lane locked and its event inserted (uncommitted),
+ * committed. */
+#define T_NONE   0
+#define T_XID    1
+#define T_LOCKED 2
+#define T_DONE   3
+byte tst[EVENTS];
+byte txid[EVENTS];
+/* The event row's key (gate, pos) as one number: gate*8 + pos (pos < 8),
+ * so that comparing keys is comparing (gate, pos) lexicographically. */
+byte key[EVENTS];
+byte seq[EVENTS];        /* aggregate_sequence, taken under the lane lock */
+#define GATE(e) (key[e] / 8)
+byte lastgate[ORDERS];   /* outbox_sequences.last_gate */
+byte lastseq[ORDERS];    /* outbox_sequences.last_sequence */
+bool lanelock[ORDERS];   /* the order's outbox_sequences row, locked until COMMIT */
+byte nextxid = 1;        /* the next xid PostgreSQL assigns */
+byte nextpos = 1;        /* the position sequence (nextval, not transactional) */
+byte uxid;               /* the unrelated transaction's xid */
+byte ust;                /* T_NONE, T_XID (open), T_DONE */
+/* pg_snapshot_xmin(pg_current_snapshot()): the oldest xid still running,
+ * or the next xid if none; kept up to date by every xid and COMMIT step. */
+byte xmin = 1;
+
+/* --------------------------------------------------------- the cursor row */
+
+byte cur;                /* the cursor: the key of the last event passed (0: before every event) */
+byte cowner;             /* the lease holder */
+byte clease;             /* the lease */
+byte epoch;              /* bumped by every change of the holds that a reader must see before it advances */
+byte tries;              /* batches begun at this cursor position and not finished (0..2) */
+
+/* ------------------------------------------------------------------ holds */
+
+/* One hold per order at most: it owns the order's events from hfrom up to
+ * the cursor; the readers skip the order while it exists. */
+bool held[ORDERS];
+byte hfrom[ORDERS];      /* the key of the next event the hold must publish (or later) */
+byte hatt[ORDERS];       /* attempts of its head */
+bool hquar[ORDERS];      /* quarantined: waits for the operator */
+
+/* ------------------------------------------------------------------ ghosts */
+
+bool pub[EVENTS];        /* published since committed or since last replayed */
+bool firstpub[EVENTS];   /* ever published */
+bool skipped[EVENTS];    /* skipped by an operator */
+byte ops;
+#ifdef LIVENESS
+byte faults;
+#endif
+
+/* The hold worker's state is global so that a crash of its owner's process
+ * resets it (it is a goroutine of that process). */
+byte hw_tok;             /* the owner it works for */
+byte hw_o;               /* the hold it works on */
+byte hw_e;               /* the event it publishes */
+byte hw_st;              /* HW_* */
+#define HW_IDLE    0
+#define HW_CLAIMED 1     /* the attempt is counted */
+#define HW_OK      2     /* published: to record */
+#define HW_FAIL    3     /* its own transient error: to record */
+#define HW_PERM    4     /* its own permanent error: to record */
+#define HW_SINK    5     /* the sink's fault: the attempt to give back */
+
+/* ----------------------------------------------------------------- helpers */
+
+/* RULE the horizon: a reader reads only rows whose gate is below its
+ * snapshot's xmin. */
+#ifdef LOG_NO_HORIZON
+#define BELOW_HORIZON(e) true
+#else
+#define BELOW_HORIZON(e) (GATE(e) < xmin)
+#endif
+/* A row the read statement returns after key k: committed (visible), after
+ * k, below the horizon. */
+#define VIS_AFTER(e, k) (tst[e] == T_DONE && key[e] > (k) && BELOW_HORIZON(e))
+#if EVENTS == 2
+#define ANY_VIS (VIS_AFTER(0, cur) || VIS_AFTER(1, cur))
+#elif EVENTS == 3
+#define ANY_VIS (VIS_AFTER(0, cur) || VIS_AFTER(1, cur) || VIS_AFTER(2, cur))
+#else
+#error "EVENTS must be 2 or 3"
+#endif
+
+/* Covered: an event the cursor may pass. Published, skipped, or owned by
+ * its order's hold. */
+#define COVERED(e) (pub[e] || skipped[e] || (held[ORD(e)] && key[e] >= hfrom[ORD(e)]))
+
+/* The window: WMAX at a fresh position, halved per batch begun there that
+ * never finished (its relay died); a batch of one that died isolates its
+ * event. */
+#ifdef LOG_NO_WINDOW_SHRINK
+#define WINDOW(t) WMAX
+#define ISOLATE   false
+#else
+#define WINDOW(t) ((t) == 0 -> WMAX : 1)
+#define ISOLATE   (tries >= 2)
+#endif
+
+/* the first committed event of order o with lo <= key <= cur: a hold's head */
+inline head(o, lo, res) {
+	res = NOEV;
+	for (hi : 0 .. EVENTS-1) {
+		if
+		:: tst[hi] == T_DONE && ORD(hi) == o && key[hi] >= lo && key[hi] <= cur &&
+		   (res == NOEV || key[hi] < key[res]) -> res = hi
+		:: else
+		fi
+	}
+	hi = 0
+}
+
+inline recompute_xmin() {
+	xmin = nextxid;
+	for (xi : 0 .. EVENTS-1) {
+		if
+		:: (tst[xi] == T_XID || tst[xi] == T_LOCKED) && txid[xi] < xmin -> xmin = txid[xi]
+		:: else
+		fi
+	}
+	if
+	:: ust == T_XID && uxid < xmin -> xmin = uxid
+	:: else
+	fi;
+	xi = 0
+}
+
+/* A publish reaching the sink. */
+inline publish(t) {
+	if
+	:: !firstpub[t] ->
+		/* FIRST PUBLISHES IN ORDER: the first publish of an event comes
+		 * after the first publish of every earlier event of its order, or
+		 * that event was skipped by an operator */
+		for (pi : 0 .. EVENTS-1) {
+			assert(!(tst[pi] >= T_LOCKED && ORD(pi) == ORD(t) && seq[pi] < seq[t]) || firstpub[pi] || skipped[pi])
+		}
+		pi = 0;
+		firstpub[t] = 1
+	:: else
+	fi;
+	pub[t] = 1
+}
+
+/* --------------------------------------------------------------- Producer */
+
+/* P1 the business transaction's first write: it gets its xid.
+ * P2 Enqueue: the upsert of the order's outbox_sequences row (row lock until
+ *    COMMIT) stamps gate = greatest(last_gate, pg_current_xact_id()) and the
+ *    next sequence, and the event row is inserted with that gate and
+ *    nextval() as pos.
+ * P3 COMMIT.
+ * U1, U2: the unrelated transaction's xid, its COMMIT. */
+#define P_XID(t) :: tst[t] == T_NONE -> tst[t] = T_XID; txid[t] = nextxid; nextxid++; recompute_xmin(); \
+	printf("producer: tx %d (order %d) takes xid %d\n", t, ORD(t), txid[t])
+#ifdef LOG_GATE_OWN_XID
+#define STAMP(t) g = txid[t]
+#else
+/* RULE the lane gate: greatest(last_gate, own xid) */
+#define STAMP(t) g = (lastgate[ORD(t)] > txid[t] -> lastgate[ORD(t)] : txid[t])
+#endif
+#define P_LOCK(t) :: tst[t] == T_XID && !lanelock[ORD(t)] -> lanelock[ORD(t)] = 1; STAMP(t); lastgate[ORD(t)] = g; \
+	lastseq[ORD(t)]++; seq[t] = lastseq[ORD(t)]; key[t] = g*8 + nextpos; nextpos++; tst[t] = T_LOCKED; \
+	printf("producer: tx %d locks order %d: sequence %d, gate %d, pos %d (uncommitted)\n", t, ORD(t), seq[t], g, key[t] % 8); g = 0
+#define P_COMMIT(t) :: tst[t] == T_LOCKED -> commit(t)
+
+inline commit(t) {
+	/* NO EVENT BEHIND THE CURSOR: a row that becomes visible lands after
+	 * the cursor, where a reader will read it */
+	assert(key[t] > cur);
+	tst[t] = T_DONE; lanelock[ORD(t)] = 0; recompute_xmin();
+	printf("producer: tx %d commits: event %d.%d (key %d.%d)\n", t, ORD(t), seq[t], GATE(t), key[t] % 8)
+}
+
+#if EVENTS == 2
+#define EACHT(M) M(0) M(1)
+#else
+#define EACHT(M) M(0) M(1) M(2)
+#endif
+
+proctype Producer() {
+	byte g, xi;
+end_producer:
+	do
+	:: atomic {
+		if
+		EACHT(P_XID)
+		EACHT(P_LOCK)
+		EACHT(P_COMMIT)
+#if UNRELATED
+		:: ust == T_NONE -> ust = T_XID; uxid = nextxid; nextxid++; recompute_xmin();
+			printf("producer: unrelated tx takes xid %d (open)\n", uxid)
+		:: ust == T_XID -> ust = T_DONE; recompute_xmin();
+			printf("producer: unrelated tx commits\n")
+#endif
+		fi
+	   }
+	od
+}
+
+/* ------------------------------------------------------------------ Reader */
+
+/* A crash of reader r at any step, and its restart as a new owner: its
+ * committed writes stay (the cursor's lease until it expires, tries), its
+ * hold worker dies with it. */
+inline crash(w) {
+	printf("reader %d: CRASH and restart\n", w);
+	if
+	:: cowner == w -> cowner = DEAD
+	:: else
+	fi;
+	if
+	:: hw_tok == w -> hw_st = HW_IDLE; hw_tok = NOBODY; hw_o = 0; hw_e = NOEV
+	:: else
+	fi
+}
+#define RESET d_step { b0 = NOEV; b1 = NOEV; ve = 0; vh = 0; failed = 0; f0 = NOEV; f1 = NOEV; iso = 0; n = 0; np = 0; k = 0; hi = 0 }
+#define OR_CRASH :: atomic { FAULT_OK -> FAULT; crash(r); RESET }; goto idle
+
+/* R3 one event of the batch: skipped if its order is held in the view or
+ * failed earlier in this batch, else published under the live lease. */
+#define OWNS (cowner == r && clease == LIVE)
+#ifdef POISON
+#define KILLS(e) ((e) == POISON)
+#else
+#define KILLS(e) false
+#endif
+#define PUBLISH_ONE(x, idx) \
+	if \
+	:: (vh | failed) & BIT(ORD(x)) -> np = idx + 1 \
+	:: else -> \
+		if \
+		:: atomic { OWNS && !KILLS(x) -> \
+			printf("reader %d: publishes %d.%d\n", r, ORD(x), seq[x]); publish(x); np = idx + 1 } \
+		:: atomic { OWNS && !KILLS(x) -> \
+			printf("reader %d: %d.%d fails (its own error): its order goes to a hold\n", r, ORD(x), seq[x]); \
+			failed = failed | BIT(ORD(x)); \
+			if :: ORD(x) == 0 -> f0 = x :: else -> f1 = x fi; np = idx + 1 } \
+		:: atomic { OWNS && FAULT_OK && !KILLS(x) -> FAULT; \
+			printf("reader %d: %d.%d: the sink's fault, the batch stops\n", r, ORD(x), seq[x]); goto advance } \
+		:: atomic { OWNS && KILLS(x) -> \
+			printf("reader %d: publishing %d.%d kills the process\n", r, ORD(x), seq[x]); crash(r); RESET; goto idle } \
+		:: atomic { !OWNS -> printf("reader %d: lost the lease\n", r); RESET; goto idle } \
+		OR_CRASH \
+		fi \
+	fi
+
+proctype Reader(byte r) {
+	byte b0, b1;         /* the batch, in (gate, pos) order */
+	byte ve;             /* the epoch of the view */
+	byte vh;             /* the view of the holds: held orders */
+	byte failed;         /* orders whose event failed in this batch */
+	byte f0, f1;         /* the failed event of order 0, 1 */
+	bool iso;            /* the batch isolates b0 */
+	byte n;              /* the window */
+	byte np;             /* batch entries done (the prefix) */
+	byte k, hi, pi;
+#ifdef LOG_ADVANCE_BEFORE_PUBLISH
+	bool late;           /* mutant: the publishes after the advance */
+#endif
+
+idle:
+end_idle:
+	/* R1 take the partition: its lease is not live (never taken, expired,
+	 * its holder dead or stalled). */
+	atomic { clease != LIVE -> cowner = r; clease = LIVE;
+		printf("reader %d: takes the partition (cursor %d.%d, tries %d)\n", r, cur / 8, cur % 8, tries) };
+
+read:
+	/* R2 one transaction: the cursor row (epoch, tries), the holds, and
+	 * the batch: (gate, pos) > cursor AND gate < xmin, ORDER BY gate, pos,
+	 * LIMIT the window; tries + 1 recorded first, fenced by the owner. */
+end_read:
+	if
+	:: atomic { OWNS && ANY_VIS ->
+		d_step {
+			ve = epoch;
+#if ORDERS == 2
+			vh = held[0] + 2*held[1];
+#else
+			vh = held[0];
+#endif
+			n = WINDOW(tries);
+			iso = ISOLATE;
+			if
+			:: !iso -> tries = (tries < 2 -> tries + 1 : 2)
+			:: else
+			fi;
+			b0 = NOEV; b1 = NOEV;
+			for (k : 0 .. EVENTS-1) {
+				if
+				:: VIS_AFTER(k, cur) && (b0 == NOEV || key[k] < key[b0]) -> b0 = k
+				:: else
+				fi
+			}
+			for (k : 0 .. EVENTS-1) {
+				if
+				:: n > 1 && !iso && VIS_AFTER(k, key[b0]) && (b1 == NOEV || key[k] < key[b1]) -> b1 = k
+				:: else
+				fi
+			}
+			k = 0; np = 0; failed = 0
+		}
+		if
+		:: iso -> printf("reader %d: a batch of one died here: isolates %d.%d\n", r, ORD(b0), seq[b0])
+		:: else -> printf("reader %d: reads with epoch %d, holds on orders (bits) %d, window %d: %d.%d\n", r, ve, vh, n, ORD(b0), seq[b0]);
+			if
+			:: b1 != NOEV -> printf("reader %d: ... and %d.%d\n", r, ORD(b1), seq[b1])
+			:: else
+			fi
+		fi
+	   }
+	:: atomic { !OWNS -> RESET; goto idle }
+	OR_CRASH
+	fi;
+	if
+	:: iso ->
+		/* the isolated event fails as if by its own error, quarantined */
+		if
+		:: vh & BIT(ORD(b0)) -> skip
+		:: else -> failed = BIT(ORD(b0)); if :: ORD(b0) == 0 -> f0 = b0 :: else -> f1 = b0 fi
+		fi;
+		np = 1; goto advance
+	:: else
+	fi;
+#ifdef LOG_ADVANCE_BEFORE_PUBLISH
+	/* mutant: the advance first, the publishes after */
+	np = (b1 == NOEV -> 1 : 2);
+	goto advance;
+publish_late:
+#endif
+
+	PUBLISH_ONE(b0, 0);
+	if
+	:: b1 != NOEV -> PUBLISH_ONE(b1, 1)
+	:: else
+	fi;
+
+advance:
+	/* R4 the advance, one transaction fenced by the owner and the epoch:
+	 * the holds of the failed orders inserted, the cursor set to the last
+	 * event of the longest prefix done (published, held, failed into a
+	 * hold), tries back to 0. Off the latency path in the code (after the
+	 * publishes), which the model's order of steps is. */
+	if
+	:: atomic { cowner == r && (
+#ifndef LOG_NO_EPOCH_CHECK
+		/* RULE the epoch check */
+		epoch == ve
+#else
+		true
+#endif
+		) ->
+		d_step {
+			if
+			:: failed & 1 -> held[0] = 1; hfrom[0] = key[f0]; hatt[0] = (iso -> MAX_ATTEMPTS : 1); hquar[0] = iso
+			:: else
+			fi;
+#if ORDERS == 2
+			if
+			:: failed & 2 -> held[1] = 1; hfrom[1] = key[f1]; hatt[1] = (iso -> MAX_ATTEMPTS : 1); hquar[1] = iso
+			:: else
+			fi;
+#endif
+			if
+			:: np >= 1 -> k = (np >= 2 -> key[b1] : key[b0]);
+				/* NO ADVANCE PAST AN UNPUBLISHED EVENT: every event the
+				 * cursor passes is published, skipped or its order's hold
+				 * owns it */
+				for (hi : 0 .. EVENTS-1) {
+					assert(!(tst[hi] == T_DONE && key[hi] > cur && key[hi] <= k) || COVERED(hi))
+				}
+				cur = k
+			:: else
+			fi;
+			tries = 0
+		}
+		printf("reader %d: advances to %d.%d (holds inserted for %d)\n", r, cur / 8, cur % 8, failed);
+#ifdef LOG_ADVANCE_BEFORE_PUBLISH
+		if
+		:: np > 0 && !iso && !late -> late = 1; np = 0; failed = 0; goto publish_late
+		:: else -> late = 0
+		fi;
+#endif
+		RESET
+	   }
+	:: atomic { cowner == r && epoch != ve ->
+		/* fenced by the epoch: the holds changed since the view; the
+		 * batch is read again (tries back: nobody died) */
+		tries = 0;
+		printf("reader %d: advance refused: epoch %d, the view's %d\n", r, epoch, ve);
+		RESET
+	   }
+	:: atomic { cowner != r -> printf("reader %d: advance fenced (no longer the owner)\n", r); RESET; goto idle }
+	OR_CRASH
+	fi;
+	goto read
+}
+
+/* ------------------------------------------------------------------- Holds */
+
+/* The hold worker of the partition's owner: it publishes a hold's events
+ * in order, each attempt counted before its publish, with quarantine after
+ * MAX_ATTEMPTS, and releases a hold that caught up with the cursor. */
+#if ORDERS == 2
+#define HOLD_TODO ((held[0] && !hquar[0]) || (held[1] && !hquar[1]))
+#else
+#define HOLD_TODO (held[0] && !hquar[0])
+#endif
+proctype Holds() {
+	byte o, x, hi, pi;
+end_holds:
+	do
+	:: atomic {
+		/* H1 a hold's head: its attempt counted, fenced by the owner (the
+		 * hold worker belongs to the current owner's process); a head
+		 * that used up its attempts (its publishes kept dying) is
+		 * quarantined instead */
+		hw_st == HW_IDLE && clease == LIVE && LIVE_OWNER(cowner) && HOLD_TODO ->
+		if
+		:: held[0] && !hquar[0] -> o = 0
+#if ORDERS == 2
+		:: held[1] && !hquar[1] -> o = 1
+#endif
+		fi;
+		head(o, hfrom[o], x);
+		if
+		:: x != NOEV && hatt[o] >= MAX_ATTEMPTS ->
+			hquar[o] = 1;
+			printf("holds: %d.%d used its attempts: quarantined\n", o, seq[x])
+		:: x != NOEV && hatt[o] < MAX_ATTEMPTS ->
+			hatt[o]++; hw_tok = cowner; hw_o = o; hw_e = x; hw_st = HW_CLAIMED;
+			printf("holds: %d.%d, attempt %d (owner %d)\n", o, seq[x], hatt[o], hw_tok)
+		:: x == NOEV ->
+			/* H4 the release, one transaction fenced by the owner: the
+			 * cursor row locked, nothing of the order left between the
+			 * hold and the cursor, the hold deleted and the epoch armed */
+			printf("holds: the hold of order %d caught up: released\n", o);
+			for (hi : 0 .. EVENTS-1) {
+				/* NO ADVANCE PAST AN UNPUBLISHED EVENT: the released hold
+				 * leaves nothing unpublished behind the cursor */
+				assert(!(tst[hi] == T_DONE && ORD(hi) == o && key[hi] <= cur) || pub[hi] || skipped[hi])
+			}
+			hi = 0;
+			held[o] = 0; hfrom[o] = 0; hatt[o] = 0;
+#ifndef LOG_RELEASE_UNARMED
+			/* RULE arming: the release bumps the epoch */
+			epoch++
+#endif
+		fi;
+		o = 0; x = 0
+	   }
+	:: atomic {
+		/* H2 the publish, under the owner's live lease */
+		hw_st == HW_CLAIMED && cowner == hw_tok && clease == LIVE ->
+		if
+		:: !KILLS(hw_e) -> printf("holds: publishes %d.%d\n", hw_o, seq[hw_e]); publish(hw_e); hw_st = HW_OK
+		:: !KILLS(hw_e) -> printf("holds: %d.%d fails (transient)\n", hw_o, seq[hw_e]); hw_st = HW_FAIL
+		:: !KILLS(hw_e) -> printf("holds: %d.%d fails (permanent)\n", hw_o, seq[hw_e]); hw_st = HW_PERM
+		:: !KILLS(hw_e) && FAULT_OK -> FAULT; printf("holds: %d.%d: the sink's fault\n", hw_o, seq[hw_e]); hw_st = HW_SINK
+		:: KILLS(hw_e) -> printf("holds: publishing %d.%d kills the process\n", hw_o, seq[hw_e]); crash(hw_tok)
+		fi
+	   }
+	:: atomic {
+		/* the owner lost the lease: the worker stops */
+		hw_st == HW_CLAIMED && !(cowner == hw_tok && clease == LIVE) ->
+		printf("holds: owner %d lost the lease\n", hw_tok);
+		hw_st = HW_IDLE; hw_tok = NOBODY; hw_o = 0; hw_e = NOEV
+	   }
+	:: atomic {
+		/* H3 the outcome, fenced by the owner */
+		hw_st >= HW_OK ->
+		if
+		:: cowner == hw_tok ->
+			if
+			:: hw_st == HW_OK -> hfrom[hw_o] = key[hw_e] + 1; hatt[hw_o] = 0
+			:: hw_st == HW_FAIL && hatt[hw_o] >= MAX_ATTEMPTS -> hquar[hw_o] = 1
+			:: hw_st == HW_PERM -> hquar[hw_o] = 1
+			:: hw_st == HW_SINK -> hatt[hw_o]--
+			:: else
+			fi;
+			printf("holds: outcome of %d.%d recorded (quarantined: %d)\n", hw_o, seq[hw_e], hquar[hw_o])
+		:: else -> printf("holds: outcome of %d.%d fenced\n", hw_o, seq[hw_e])
+		fi;
+		hw_st = HW_IDLE; hw_tok = NOBODY; hw_o = 0; hw_e = NOEV
+	   }
+	od
+}
+
+/* ------------------------------------------------------------------- Clock */
+
+/* C1 the cursor's lease expires: always when its holder died, otherwise a
+ * fault (a stall). Publishes are single steps here: the lease rule
+ * (a publish starts only with PublishTimeout to spare) keeps a lease from
+ * expiring during one. */
+proctype Clock() {
+end_clock:
+	do
+	:: atomic { clease == LIVE && (cowner == DEAD || FAULT_OK) ->
+		if :: cowner != DEAD -> FAULT :: else fi;
+		clease = EXPIRED;
+		if
+		:: cowner == DEAD -> printf("clock: the lease of the dead owner expired\n")
+		:: else -> printf("clock: the lease of reader %d expired (a stall)\n", cowner)
+		fi }
+	od
+}
+
+/* ---------------------------------------------------------------- Operator */
+
+/* O1 retry a quarantined hold; O2 skip its head; O3 replay a published
+ * event: a hold from it (unless the order has one), its published events
+ * from there owed again, the epoch armed. */
+#define RETRY(o) :: held[o] && hquar[o] -> hquar[o] = 0; hatt[o] = 0; printf("operator: retry the hold of order %d\n", o)
+#define SKIP(o) :: held[o] && hquar[o] -> head(o, hfrom[o], x); \
+	if :: x != NOEV -> skipped[x] = 1; hfrom[o] = key[x] + 1; printf("operator: skip %d.%d\n", o, seq[x]) :: else fi; \
+	hquar[o] = 0; hatt[o] = 0; x = 0
+#define REPLAY(e) :: tst[e] == T_DONE && firstpub[e] && pub[e] && !held[ORD(e)] -> \
+	held[ORD(e)] = 1; hfrom[ORD(e)] = (key[e] <= cur -> key[e] : cur + 1); hatt[ORD(e)] = 0; hquar[ORD(e)] = 0; \
+	for (hi : 0 .. EVENTS-1) { if :: ORD(hi) == ORD(e) && tst[hi] == T_DONE && key[hi] >= key[e] -> pub[hi] = 0 :: else fi }; \
+	hi = 0; REPLAY_ARM; printf("operator: replay from %d.%d\n", ORD(e), seq[e])
+#ifdef LOG_REPLAY_UNARMED
+#define REPLAY_ARM skip
+#else
+/* RULE a replay's hold arms the epoch too */
+#define REPLAY_ARM epoch++
+#endif
+#define CAN_RETRY(o) (held[o] && hquar[o])
+
+proctype Operator() {
+	byte x, hi;
+end_operator:
+	do
+	:: atomic { OP_OK && (CAN_RETRY(0)
+#if ORDERS == 2
+		|| CAN_RETRY(1)
+#endif
+		) -> OP;
+		if
+		RETRY(0)
+		SKIP(0)
+#if ORDERS == 2
+		RETRY(1)
+		SKIP(1)
+#endif
+		fi }
+	:: atomic { OP_OK && (pub[0] || pub[1]
+#if EVENTS == 3
+		|| pub[2]
+#endif
+		) ->
+		if
+		EACHT(REPLAY)
+		fi; OP }
+#ifdef LIVENESS
+	:: OP_OK -> ops = MAX_OPS
+#endif
+	od
+}
+
+/* ---------------------------------------------------------------- liveness */
+
+/* Settled: published, skipped, or in a quarantined hold (an operator sees
+ * it). Under weak fairness, with the faults and the operator bounded, every
+ * event ends settled for good; the event that kills whoever publishes it
+ * (POISON) included. */
+#define SETTLED(e) (tst[e] == T_DONE && (pub[e] || skipped[e] || (held[ORD(e)] && hquar[ORD(e)] && key[e] >= hfrom[ORD(e)])))
+#if EVENTS == 2
+ltl settle { <> [] (SETTLED(0) && SETTLED(1)) }
+#else
+ltl settle { <> [] (SETTLED(0) && SETTLED(1) && SETTLED(2)) }
+#endif
+
+#ifdef LIVENESS
+proctype Idle() {
+end_idle:
+	do
+	:: timeout
+	od
+}
+#endif
+
+init {
+	byte i;
+	atomic {
+		for (i : 1 .. READERS) {
+			run Reader(i)
+		}
+		i = 0;
+		hw_e = NOEV;
+		run Holds();
+		run Clock();
+		run Producer();
+		run Operator();
+#ifdef LIVENESS
+		run Idle()
+#endif
+	}
+}
