@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/outflow/outflow/internal/namedsql"
 )
 
 // JetStreamURLDefault is the NATS server the JetStream stacks use unless a
@@ -59,14 +59,14 @@ func deleteStream(ctx context.Context, url, stream string) error {
 
 // feedFacts is one order as the JetStream consumer (cmd/orderfeed) holds it.
 type feedFacts struct {
-	OrderID         string
-	Events          int64
-	MaxSequence     int64
-	CancelledEvents int64
-	InboxRows       int64
-	LastSequence    int64
-	EventsApplied   int64
-	Status          string
+	OrderID         string `db:"order_id"`
+	Events          int64  `db:"events"`
+	MaxSequence     int64  `db:"max_sequence"`
+	CancelledEvents int64  `db:"cancelled_events"`
+	InboxRows       int64  `db:"inbox_rows"`
+	LastSequence    int64  `db:"last_sequence"`
+	EventsApplied   int64  `db:"events_applied"`
+	Status          string `db:"status"`
 }
 
 // CheckFeed checks the invariants at the JetStream consumer's table: every
@@ -75,11 +75,7 @@ type feedFacts struct {
 // order's sequence (the position at the order's last event), none lost,
 // and the row's status the one its events say.
 func CheckFeed(ctx context.Context, pool *pgxpool.Pool) (orders int, err error) {
-	rows, err := pool.Query(ctx, queries.Get("FeedFacts"))
-	if err != nil {
-		return 0, err
-	}
-	facts, err := pgx.CollectRows(rows, pgx.RowToStructByPos[feedFacts])
+	facts, err := qFeedFacts.All(ctx, pool, namedsql.NoArgs{})
 	if err != nil {
 		return 0, err
 	}

@@ -18,6 +18,7 @@ var (
 	queries = namedsql.MustLoadAll(sqlFiles)
 
 	qOrderFacts          = namedsql.Bind[namedsql.NoArgs, orderFacts](queries, "OrderFacts")
+	qFeedFacts           = namedsql.Bind[namedsql.NoArgs, feedFacts](queries, "FeedFacts")
 	qOrphanEvents        = namedsql.Bind[namedsql.NoArgs, int64](queries, "OrphanEvents")
 	qEventIDs            = namedsql.Bind[namedsql.NoArgs, string](queries, "EventIDs")
 	qSkippedEvents       = namedsql.Bind[namedsql.NoArgs, skippedEvent](queries, "SkippedEvents")
@@ -52,6 +53,7 @@ var statements = []namedsql.Info{
 	qReplayFlagged.Info(), qReplayProgress.Info(), qLateCancelCandidate.Info(), qUnsettledPoison.Info(),
 	qStillFlagged.Info(), qOracleEvents.Info(), qErasures.Info(), qUnfinished.Info(),
 	qUnpublishedEvents.Info(), qPoisonExists.Info(), qCustomerUnsettled.Info(), qOrderMarks.Info(),
+	qFeedFacts.Info(),
 }
 
 type orderIDArgs struct {

@@ -1,9 +1,13 @@
 package testsuite
 
 import (
+	"os"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
 	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/internal/namedsql"
 )
 
 // TestStatements: every statement of invariants.sql and oracle.sql (and the
@@ -13,7 +17,15 @@ func TestStatements(t *testing.T) {
 	t.Parallel()
 	t.Run("suite", func(t *testing.T) {
 		t.Parallel()
-		testdb.CheckStatements(t, queries, statements...)
+		// FeedFacts reads the JetStream consumer's table, which cmd/orderfeed
+		// creates at start (it has no migrations): create it from the
+		// example's own statement first.
+		pool, _ := testdb.New(t)
+		feed, err := namedsql.Load(os.DirFS("../cmd/orderfeed"), "feed.sql")
+		require.NoError(t, err)
+		_, err = pool.Exec(t.Context(), feed.Get("FeedSchema"))
+		require.NoError(t, err)
+		testdb.CheckStatementsOn(t, pool, queries, statements...)
 	})
 	t.Run("time edges", func(t *testing.T) {
 		t.Parallel()
