@@ -29,6 +29,16 @@ type orderFacts struct {
 	Unpublished     int64  `db:"unpublished"`
 }
 
+// webhookFacts is what the order database holds of the Stripe webhooks:
+// the inbox rows of consumer stripe.webhook and the payment events.
+type webhookFacts struct {
+	InboxRows   int64 `db:"inbox_rows"`
+	Events      int64 `db:"events"`
+	Unpublished int64 `db:"unpublished"`
+	Quarantined int64 `db:"quarantined"`
+	Orphans     int64 `db:"orphans"`
+}
+
 // Report summarises what a check saw.
 type Report struct {
 	Orders, Events                   int
@@ -36,11 +46,14 @@ type Report struct {
 	Charges, Refunds, Emails         int
 	// Skipped counts the events an operator skipped (not in Events).
 	Skipped int
+	// Webhooks counts the Stripe events recorded (inbox rows),
+	// WebhookEvents their events (not in Events).
+	Webhooks, WebhookEvents int
 }
 
 func (r Report) String() string {
-	return fmt.Sprintf("orders=%d (confirmed=%d payment_failed=%d cancelled=%d) events=%d skipped=%d charges=%d refunds=%d emails=%d",
-		r.Orders, r.Confirmed, r.PaymentFailed, r.Cancel, r.Events, r.Skipped, r.Charges, r.Refunds, r.Emails)
+	return fmt.Sprintf("orders=%d (confirmed=%d payment_failed=%d cancelled=%d) events=%d skipped=%d webhooks=%d (events %d) charges=%d refunds=%d emails=%d",
+		r.Orders, r.Confirmed, r.PaymentFailed, r.Cancel, r.Events, r.Skipped, r.Webhooks, r.WebhookEvents, r.Charges, r.Refunds, r.Emails)
 }
 
 // skippedEvent is one event an operator skipped.
@@ -140,6 +153,23 @@ func CheckInvariants(ctx context.Context, pool *pgxpool.Pool, tc client.Client, 
 			fail("invariant 3: skipped event %s (%s %s): published %v, skipped by %q, reason %q; want unpublished, with who and why",
 				e.EventID, e.AggregateType, e.EventType, e.Published, e.SkippedBy, e.Reason)
 		}
+	}
+	// The webhooks' events are signals to the order's saga, not workflows
+	// of their own: each has its Stripe event's inbox row (invariant 1),
+	// an existing order (invariant 2), and was published (invariant 3).
+	wh, err := qWebhookFacts.One(ctx, pool, namedsql.NoArgs{})
+	if err != nil {
+		return rep, err
+	}
+	rep.Webhooks, rep.WebhookEvents = int(wh.InboxRows), int(wh.Events)
+	if wh.Events > wh.InboxRows {
+		fail("invariant 1: %d webhook events but %d recorded Stripe events: a webhook was recorded twice", wh.Events, wh.InboxRows)
+	}
+	if wh.Orphans != 0 {
+		fail("invariant 2: %d webhook events belong to no committed order", wh.Orphans)
+	}
+	if wh.Unpublished != 0 || wh.Quarantined != 0 {
+		fail("invariant 3: %d webhook events unpublished, %d quarantined", wh.Unpublished, wh.Quarantined)
 	}
 	// Invariant 4: effects once, checked against the provider's ledger.
 	errs = append(errs, checkLedger(facts, ledger, &rep)...)

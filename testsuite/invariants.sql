@@ -28,8 +28,12 @@ WHERE e.aggregate_type = 'order'
 
 -- name: EventIDs :many
 -- Every event that must have its workflow: all but those an operator skipped
--- (a skip is final: the event is never published; SkippedEvents lists them).
-SELECT event_id::text AS event_id FROM outbox_events WHERE skipped_at IS NULL ORDER BY event_id;
+-- (a skip is final: the event is never published; SkippedEvents lists them)
+-- and the webhooks' (aggregate payment), which are signals to the order's
+-- saga, not workflows of their own (WebhookFacts checks them).
+SELECT event_id::text AS event_id FROM outbox_events
+WHERE skipped_at IS NULL AND aggregate_type <> 'payment'
+ORDER BY event_id;
 
 -- name: SkippedEvents :many
 -- The events an operator skipped, with the audit the skip must leave.
@@ -98,3 +102,17 @@ LEFT JOIN processed_events p ON p.consumer_name = 'orderfeed' AND p.event_id = e
 LEFT JOIN order_feed f ON f.order_id = o.id::text
 GROUP BY o.id, f.last_sequence, f.events_applied, f.status
 ORDER BY o.id;
+
+-- name: WebhookFacts :one
+-- The Stripe webhooks the order API recorded (cmd/orderapi, inbox consumer
+-- stripe.webhook) beside their events (aggregate payment): one inbox row per
+-- Stripe event, at most one event per row (none for an event about no order
+-- of this service), each event published and about an existing order.
+SELECT (SELECT count(*) FROM processed_events WHERE consumer_name = 'stripe.webhook') AS inbox_rows,
+       (SELECT count(*) FROM outbox_events WHERE aggregate_type = 'payment') AS events,
+       (SELECT count(*) FROM outbox_events
+        WHERE aggregate_type = 'payment' AND published_at IS NULL AND skipped_at IS NULL) AS unpublished,
+       (SELECT count(*) FROM outbox_events WHERE aggregate_type = 'payment' AND quarantined_at IS NOT NULL) AS quarantined,
+       (SELECT count(*) FROM outbox_events e
+        WHERE e.aggregate_type = 'payment'
+          AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.id::text = e.aggregate_id)) AS orphans;

@@ -7,10 +7,11 @@ import (
 	"github.com/outflow/outflow/internal/namedsql"
 )
 
-//go:embed invariants.sql oracle.sql
+//go:embed invariants.sql oracle.sql inventory.sql
 var sqlFiles embed.FS
 
 // The suite's statements (invariants.sql for the invariant checker,
+// inventory.sql for its checks on the inventory service's database,
 // oracle.sql for the chaos soak's operator and oracle), bound to their Go
 // types when the package is initialised. The time-edge tests' own are in
 // time_edges_test.go.
@@ -29,6 +30,12 @@ var (
 	qTerminateBackends   = namedsql.Bind[namedsql.NoArgs, int64](queries, "TerminateBackends")
 	qPublishedOutOfOrder = namedsql.Bind[namedsql.NoArgs, int64](queries, "PublishedOutOfOrder")
 	qSampleLanes         = namedsql.Bind[sampleLanesArgs, []string](queries, "SampleLanes")
+	qWebhookFacts        = namedsql.Bind[namedsql.NoArgs, webhookFacts](queries, "WebhookFacts")
+
+	qInventoryEvents              = namedsql.Bind[namedsql.NoArgs, inventoryEvent](queries, "InventoryEvents")
+	qInventoryAnswersWithoutEvent = namedsql.Bind[namedsql.NoArgs, int64](queries, "InventoryAnswersWithoutEvent")
+	qInventoryReservations        = namedsql.Bind[namedsql.NoArgs, inventoryReservation](queries, "InventoryReservations")
+	qInventoryStock               = namedsql.Bind[namedsql.NoArgs, inventoryStock](queries, "InventoryStock")
 
 	qReplayFlagged       = namedsql.Bind[replayFlaggedArgs, replayFlaggedRow](queries, "ReplayFlagged")
 	qReplayProgress      = namedsql.Bind[eventIDsArgs, replayProgressRow](queries, "ReplayProgress")
@@ -53,7 +60,13 @@ var statements = []namedsql.Info{
 	qReplayFlagged.Info(), qReplayProgress.Info(), qLateCancelCandidate.Info(), qUnsettledPoison.Info(),
 	qStillFlagged.Info(), qOracleEvents.Info(), qErasures.Info(), qUnfinished.Info(),
 	qUnpublishedEvents.Info(), qPoisonExists.Info(), qCustomerUnsettled.Info(), qOrderMarks.Info(),
-	qFeedFacts.Info(),
+	qFeedFacts.Info(), qWebhookFacts.Info(),
+}
+
+// inventoryStatements are the statements of inventory.sql, which read the
+// inventory service's tables.
+var inventoryStatements = []namedsql.Info{
+	qInventoryEvents.Info(), qInventoryAnswersWithoutEvent.Info(), qInventoryReservations.Info(), qInventoryStock.Info(),
 }
 
 type orderIDArgs struct {

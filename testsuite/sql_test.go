@@ -2,6 +2,7 @@ package testsuite
 
 import (
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -10,9 +11,9 @@ import (
 	"github.com/outflow/outflow/internal/namedsql"
 )
 
-// TestStatements: every statement of invariants.sql and oracle.sql (and the
-// time-edge tests' time_edges.sql) is bound and reads the columns the
-// database describes.
+// TestStatements: every statement of invariants.sql, inventory.sql and
+// oracle.sql (and the time-edge tests' time_edges.sql) is bound and reads
+// the columns the database describes.
 func TestStatements(t *testing.T) {
 	t.Parallel()
 	t.Run("suite", func(t *testing.T) {
@@ -25,7 +26,16 @@ func TestStatements(t *testing.T) {
 		require.NoError(t, err)
 		_, err = pool.Exec(t.Context(), feed.Get("FeedSchema"))
 		require.NoError(t, err)
-		testdb.CheckStatementsOn(t, pool, queries, statements...)
+		// inventory.sql reads the inventory service's tables (cmd/inventory
+		// migrates its own database): create them beside the outbox from its
+		// migration's Up part.
+		up, err := os.ReadFile("../cmd/inventory/migrations/00001_inventory.sql")
+		require.NoError(t, err)
+		schema, _, found := strings.Cut(string(up), "-- +goose Down")
+		require.True(t, found, "the inventory's migration has a Down part")
+		_, err = pool.Exec(t.Context(), schema)
+		require.NoError(t, err)
+		testdb.CheckStatementsOn(t, pool, queries, append(statements, inventoryStatements...)...)
 	})
 	t.Run("time edges", func(t *testing.T) {
 		t.Parallel()
