@@ -61,6 +61,42 @@ func (c inventoryClient) stock(ctx context.Context, t *testing.T, sku string) st
 	return st
 }
 
+// setStock sets what is available of sku.
+func (c inventoryClient) setStock(ctx context.Context, t *testing.T, sku string, available int) {
+	t.Helper()
+	code, b, err := c.do(ctx, http.MethodPut, "/stock/"+sku, map[string]int{"available": available})
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, code, "%s", b)
+}
+
+// startInventoryStack starts the inventory service (cmd/inventory, with
+// invFailpoints, "" for none) on a scratch database of its own, relaying its
+// answers as signals to s's sagas, then s's order API, starter and worker,
+// the worker with INVENTORY_URL. It returns a client of the inventory and
+// its database's URL. The stack's processes run without a payload codec:
+// the inventory's Temporal client has none, so both sides read the signals.
+func startInventoryStack(t *testing.T, s *Stack, invFailpoints string) (inventoryClient, string) {
+	t.Helper()
+	s.CodecKeys = ""
+	port, err := ports.Free()
+	require.NoError(t, err)
+	invAddr := fmt.Sprintf("127.0.0.1:%d", port)
+	invURL := testdb.NewEmptyURL(t)
+	s.InventoryEnv = []string{
+		"INVENTORY_DATABASE_URL=" + invURL,
+		"INVENTORY_ADDR=" + invAddr,
+		"INVENTORY_SAGA_TASK_QUEUE=" + s.TaskQueue,
+		"INVENTORY_CLOSED_WORKFLOW=" + workflows.InventoryLateEventWorkflowName,
+		"METRICS_ADDR=",
+	}
+	s.WorkerEnv = []string{"INVENTORY_URL=http://" + invAddr, "INVENTORY_ANSWER_TIMEOUT=1m"}
+	s.Start("inventory", invFailpoints)
+	s.Start("orderapi", "")
+	s.Start("starter", "")
+	s.Start("worker", "")
+	return inventoryClient{base: "http://" + invAddr}, invURL
+}
+
 // reservation is the order's reservation status ("" when it has none).
 func (c inventoryClient) reservation(ctx context.Context, t *testing.T, orderID string) string {
 	t.Helper()
@@ -87,33 +123,12 @@ func TestSagaSpansTheInventory(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	s := NewStack(t)
-	// The inventory's Temporal client has no payload codec: the stack's
-	// processes run without one here, so both sides read the signals.
-	s.CodecKeys = ""
-	port, err := ports.Free()
-	require.NoError(t, err)
-	invAddr := fmt.Sprintf("127.0.0.1:%d", port)
-	s.InventoryEnv = []string{
-		"INVENTORY_DATABASE_URL=" + testdb.NewEmptyURL(t),
-		"INVENTORY_ADDR=" + invAddr,
-		"INVENTORY_SAGA_TASK_QUEUE=" + s.TaskQueue,
-		"INVENTORY_CLOSED_WORKFLOW=" + workflows.InventoryLateEventWorkflowName,
-		"METRICS_ADDR=",
-	}
-	s.WorkerEnv = []string{"INVENTORY_URL=http://" + invAddr, "INVENTORY_ANSWER_TIMEOUT=1m"}
-	invURL := s.InventoryEnv[0][len("INVENTORY_DATABASE_URL="):]
-	s.Start("inventory", "")
-	s.Start("orderapi", "")
-	s.Start("starter", "")
-	s.Start("worker", "")
-	inv := inventoryClient{base: "http://" + invAddr}
+	inv, invURL := startInventoryStack(t, s, "")
 	api := s.API()
 	sim := s.Env.SimClient()
 
 	// Every test order is two of SKU-1: room for one.
-	code, b, err := inv.do(ctx, http.MethodPut, "/stock/SKU-1", map[string]int{"available": 2})
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, code, "%s", b)
+	inv.setStock(ctx, t, "SKU-1", 2)
 
 	held, err := api.Create(ctx, "inv-held-"+uuid.NewString(), "pm_card_visa")
 	require.NoError(t, err)

@@ -10,20 +10,27 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/namedsql"
+	"github.com/outflow/outflow/providersim"
 )
 
 // crashCase is one row of the failpoint matrix: which process carries the
 // failpoint, and how the test drives the stack into it.
 type crashCase struct {
 	failpoint string
-	process   string // "orderapi", "starter", "worker" or "orderfeed"
+	process   string // "orderapi", "starter", "worker", "orderfeed" or "inventory"
 	// source is the starters' OUTFLOW_RELAY_SOURCE; "" is poll.
 	source string
 	// jetstream: the starters publish to both sinks (temporal,jetstream)
 	// and cmd/orderfeed consumes the stream; the invariants are checked at
 	// its table too.
 	jetstream bool
+	// run, when set, is the row's own scenario, for a failpoint the
+	// order mix cannot reach (the inventory's, the webhooks'): it builds
+	// its stack, crashes the process, restarts it and checks the
+	// invariants itself.
+	run func(ctx context.Context, t *testing.T)
 }
 
 // TestFailpointMatrix crashes one process at each failpoint of docs/reference.md
@@ -47,6 +54,10 @@ func TestFailpointMatrix(t *testing.T) {
 		// consumer running.
 		{failpoint: failpoints.JetStreamAfterAck, process: "starter", jetstream: true},
 		{failpoint: failpoints.JetStreamConsumerAfterCommit, process: "orderfeed", jetstream: true},
+		// The boundaries of the inventory service (its own database) and
+		// of the webhooks into the order API, each with its own stack.
+		{failpoint: failpoints.InventoryAfterCommit, process: "inventory", run: crashInventoryAfterCommit},
+		{failpoint: failpoints.WebhookAfterCommit, process: "orderapi", run: crashWebhookAfterCommit},
 	}
 	covered := map[string]bool{failpoints.OrdersBeforeCommit: true, failpoints.OrdersAfterCommit: true}
 	for _, c := range cases {
@@ -55,12 +66,6 @@ func TestFailpointMatrix(t *testing.T) {
 	// cleanup.mid_batch is exercised by the cleanup tests of outboxctl, which
 	// owns the cleanup loop; every other failpoint must have a row here.
 	covered[failpoints.CleanupMidBatch] = true
-	// inventory.after_commit is the inventory service's (cmd/inventory),
-	// whose own test crashes it there.
-	covered[failpoints.InventoryAfterCommit] = true
-	// webhook.after_commit is the order API's, whose process test
-	// (cmd/orderapi) crashes it there and has Stripe's redelivery absorbed.
-	covered[failpoints.WebhookAfterCommit] = true
 	for _, name := range failpoints.Names {
 		require.True(t, covered[name], "failpoint %s has no crash test", name)
 	}
@@ -70,6 +75,10 @@ func TestFailpointMatrix(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
+			if c.run != nil {
+				c.run(ctx, t)
+				return
+			}
 			s := NewStack(t)
 			if c.source == "cdc" {
 				s = NewCDCStack(t)
@@ -101,6 +110,91 @@ func TestFailpointMatrix(t *testing.T) {
 			}
 		})
 	}
+}
+
+// crashInventoryAfterCommit is the inventory.after_commit row: the saga's
+// reserve reaches the inventory service (cmd/inventory, its own database),
+// which commits the reservation, its event and its answer and dies before
+// answering. The worker's retry with the same Idempotency-Key, against the
+// restarted service, gets the stored answer: the order is confirmed once,
+// the stock held once, and the invariants hold on both databases.
+func crashInventoryAfterCommit(ctx context.Context, t *testing.T) {
+	s := NewStack(t)
+	inv, invURL := startInventoryStack(t, s, failpoints.InventoryAfterCommit+"=crash")
+	invDB := testdb.Open(t, invURL)
+	inv.setStock(ctx, t, "SKU-1", 3) // a test order is two of SKU-1
+	total := map[string]int64{"SKU-1": 3}
+
+	order, err := s.API().Create(ctx, "inv-crash-"+uuid.NewString(), "pm_card_visa")
+	require.NoError(t, err)
+	require.NoError(t, s.Proc("inventory").WaitKilled(ctx), "the reserve must reach the failpoint and crash the inventory")
+	res, err := qInventoryReservations.All(ctx, invDB, namedsql.NoArgs{})
+	require.NoError(t, err)
+	require.Equal(t, []inventoryReservation{{OrderID: order.OrderID, Status: "reserved", ReservedEvents: 1, Held: 2}}, res,
+		"invariant 1: the reservation committed with its one event before the crash")
+	stock, err := qInventoryStock.All(ctx, invDB, namedsql.NoArgs{})
+	require.NoError(t, err)
+	require.Equal(t, []inventoryStock{{SKU: "SKU-1", Available: 1, Reserved: 2, Held: 2}}, stock)
+
+	s.Start("inventory", "")
+	require.NoError(t, WaitStatus(ctx, s, order.OrderID, "confirmed", 2*time.Minute), "the worker's retry gets the stored answer")
+	require.Equal(t, "reserved", inv.reservation(ctx, t, order.OrderID))
+	require.Equal(t, stockLevels{Available: 1, Reserved: 2}, inv.stock(ctx, t, "SKU-1"), "reserved once")
+	rep, err := WaitInventory(ctx, invDB, s.Pool, total, time.Minute)
+	require.NoError(t, err, "the invariants on the inventory's database")
+	t.Logf("inventory: %s", rep)
+	require.Equal(t, InventoryReport{Events: 1, Reservations: 1, Reserved: 1}, rep, "one reservation, one StockReserved")
+	assertRecovered(ctx, t, s)
+}
+
+// crashWebhookAfterCommit is the webhook.after_commit row: the simulator's
+// first webhook about a processing charge (payment_intent.processing)
+// reaches the order API, which commits its inbox row and event and dies
+// before its 200. The simulator retries the delivery against the restarted
+// API, whose inbox absorbs it; the charge's success webhook then confirms
+// the order, once, and the invariants hold.
+func crashWebhookAfterCommit(ctx context.Context, t *testing.T) {
+	s := NewStack(t)
+	sim := startWebhookStack(ctx, t, s, failpoints.WebhookAfterCommit+"=crash")
+
+	order, err := s.API().Create(ctx, "webhook-crash-"+uuid.NewString(), "pm_sim_processing")
+	require.NoError(t, err)
+	require.NoError(t, s.Proc("orderapi").WaitKilled(ctx), "the processing webhook must reach the failpoint and crash the API")
+	wh, err := qWebhookFacts.One(ctx, s.Pool, namedsql.NoArgs{})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), wh.InboxRows, "the webhook's inbox row committed before the crash")
+	require.Equal(t, int64(1), wh.Events, "invariant 1: with its one event")
+
+	s.Start("orderapi", "")
+	var hooks []providersim.WebhookDelivery
+	require.Eventually(t, func() bool {
+		hooks, err = sim.Webhooks(ctx)
+		return err == nil && len(hooks) == 1 && hooks[0].Delivered
+	}, time.Minute, 200*time.Millisecond, "the simulator's retry is answered 2xx")
+	require.Greater(t, hooks[0].Attempts, 1, "the first attempt died with the API")
+	wh, err = qWebhookFacts.One(ctx, s.Pool, namedsql.NoArgs{})
+	require.NoError(t, err)
+	require.Equal(t, int64(1), wh.InboxRows, "the retry is absorbed by the inbox")
+	require.Equal(t, int64(1), wh.Events, "and writes no second event")
+
+	l, err := sim.Ledger(ctx)
+	require.NoError(t, err)
+	var piID string
+	for _, pi := range l.PaymentIntents {
+		if pi.Metadata["order_id"] == order.OrderID {
+			piID = pi.ID
+		}
+	}
+	require.NotEmpty(t, piID, "the charge reached the simulator")
+	require.NoError(t, sim.Settle(ctx, piID, providersim.OutcomeSucceeded))
+	require.NoError(t, WaitStatus(ctx, s, order.OrderID, "confirmed", 2*time.Minute))
+	wh, err = qWebhookFacts.One(ctx, s.Pool, namedsql.NoArgs{})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), wh.InboxRows, "one inbox row per Stripe event")
+	require.Equal(t, int64(2), wh.Events, "one event per Stripe event")
+	rep := assertRecoveredOn(ctx, t, s, sim)
+	require.Equal(t, 1, rep.Orders)
+	require.Equal(t, 1, rep.Confirmed, "the order changed once: confirmed")
 }
 
 // TestOrderAPICrashBeforeCommit: the API dies with the order and its event
@@ -162,8 +256,16 @@ func TestOrderAPICrashAfterCommit(t *testing.T) {
 	assertRecovered(ctx, t, s)
 }
 
-// assertRecovered waits for the stack to drain and checks every invariant.
+// assertRecovered waits for the stack to drain and checks every invariant,
+// against the ledger of the shared simulator.
 func assertRecovered(ctx context.Context, t *testing.T, s *Stack) {
+	t.Helper()
+	assertRecoveredOn(ctx, t, s, s.Env.SimClient())
+}
+
+// assertRecoveredOn is [assertRecovered] against the ledger of sim, for a
+// stack charging through a simulator of its own. It returns the report.
+func assertRecoveredOn(ctx context.Context, t *testing.T, s *Stack, sim *providersim.Client) Report {
 	t.Helper()
 	require.NoError(t, WaitDrained(ctx, s.Pool, 3*time.Minute))
 	var rep Report
@@ -172,7 +274,7 @@ func assertRecovered(ctx context.Context, t *testing.T, s *Stack) {
 	// within a bounded window before declaring a violation.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		ledger, lerr := s.Env.SimClient().Ledger(ctx)
+		ledger, lerr := sim.Ledger(ctx)
 		require.NoError(t, lerr)
 		rep, err = CheckInvariants(ctx, s.Pool, s.Env.Client, ledger)
 		if err == nil || time.Now().After(deadline) || errors.Is(err, context.Canceled) {
@@ -183,4 +285,5 @@ func assertRecovered(ctx context.Context, t *testing.T, s *Stack) {
 	require.NoError(t, err)
 	t.Logf("recovered: %s", rep)
 	require.NotZero(t, rep.Orders)
+	return rep
 }

@@ -87,6 +87,38 @@ func TestWebhookAfterTheSagaClosed(t *testing.T) {
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, info.GetStatus())
 }
 
+// startWebhookStack starts a simulator of t's own that sends Stripe
+// webhooks, signed, to s's order API, then s's order API (with the
+// webhooks' secret and apiFailpoints, "" for none), starter and worker, the
+// worker charging and emailing through that simulator. It returns a client
+// of the simulator.
+func startWebhookStack(ctx context.Context, t *testing.T, s *Stack, apiFailpoints string) *providersim.Client {
+	t.Helper()
+	const secret = "whsec_testsuite_sim"
+	port, err := ports.Free()
+	require.NoError(t, err)
+	simURL := fmt.Sprintf("http://127.0.0.1:%d", port)
+	name := "providersim-webhooks-" + strings.ReplaceAll(t.Name(), "/", "_")
+	simProc, err := startProcess(name, s.Env.Bin.ProviderSim, filepath.Join(s.Env.Dir, name+".log"),
+		[]string{fmt.Sprintf("PROVIDERSIM_ADDR=127.0.0.1:%d", port), "PROVIDERSIM_WEBHOOK_URL=http://" + s.APIAddr + "/webhooks/stripe",
+			"STRIPE_WEBHOOK_SECRET=" + secret})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("---- last lines of %s ----\n%s", name, simProc.LogTail(40))
+		}
+		simProc.Stop(5 * time.Second)
+	})
+	require.NoError(t, simProc.WaitLog(ctx, "listening"))
+
+	s.OrderAPIEnv = []string{"STRIPE_WEBHOOK_SECRET=" + secret}
+	s.WorkerEnv = []string{"STRIPE_API_BASE=" + simURL, "EMAIL_API_BASE=" + simURL}
+	s.Start("orderapi", apiFailpoints)
+	s.Start("starter", "")
+	s.Start("worker", "")
+	return &providersim.Client{BaseURL: simURL}
+}
+
 // TestProcessingPaymentConfirmedByItsWebhook runs the real binaries and a
 // simulator of its own that sends Stripe webhooks to this stack's order API:
 // a payment the provider leaves processing is confirmed by its
@@ -97,23 +129,7 @@ func TestProcessingPaymentConfirmedByItsWebhook(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	s := NewStack(t)
-	const secret = "whsec_testsuite_sim"
-	port, err := ports.Free()
-	require.NoError(t, err)
-	simURL := fmt.Sprintf("http://127.0.0.1:%d", port)
-	simProc, err := startProcess("providersim-webhooks", s.Env.Bin.ProviderSim, filepath.Join(s.Env.Dir, "providersim-webhooks.log"),
-		[]string{fmt.Sprintf("PROVIDERSIM_ADDR=127.0.0.1:%d", port), "PROVIDERSIM_WEBHOOK_URL=http://" + s.APIAddr + "/webhooks/stripe",
-			"STRIPE_WEBHOOK_SECRET=" + secret})
-	require.NoError(t, err)
-	t.Cleanup(func() { simProc.Stop(5 * time.Second) })
-	require.NoError(t, simProc.WaitLog(ctx, "listening"))
-	sim := &providersim.Client{BaseURL: simURL}
-
-	s.OrderAPIEnv = []string{"STRIPE_WEBHOOK_SECRET=" + secret}
-	s.WorkerEnv = []string{"STRIPE_API_BASE=" + simURL, "EMAIL_API_BASE=" + simURL}
-	s.Start("orderapi", "")
-	s.Start("starter", "")
-	s.Start("worker", "")
+	sim := startWebhookStack(ctx, t, s, "")
 
 	require.NoError(t, sim.HoldWebhooks(ctx))
 	order, err := s.API().Create(ctx, "processing-"+uuid.NewString(), "pm_sim_processing")
