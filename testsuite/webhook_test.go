@@ -20,6 +20,7 @@ import (
 
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/dev/ports"
+	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox/outboxtest"
 	"github.com/outflow/outflow/providersim"
@@ -30,7 +31,8 @@ import (
 // and recorded by the order API, relayed as a signal to the closed saga,
 // and, since it closed, taken by a PaymentWebhookLateWorkflow instead: the
 // event is published, none is quarantined, and the webhook's history is
-// there for an operator. Its redelivery writes nothing.
+// there for an operator. Its redelivery writes nothing, and neither do
+// forgeries of it (a wrong or missing Stripe-Signature), which are 400s.
 func TestWebhookAfterTheSagaClosed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -65,6 +67,38 @@ func TestWebhookAfterTheSagaClosed(t *testing.T) {
 		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
 		return string(b)
 	}
+	// Forgeries: a signature made with another secret, the real signature
+	// over another body (the dispute moved to a payment intent of the
+	// forger's), and none at all. Each is refused with a 400 and writes
+	// nothing: no inbox row, no event.
+	forged := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: "whsec_forger"})
+	tampered := bytes.Replace(body, []byte(*o.PaymentIntentID), []byte("pi_forged"), 1)
+	genuine := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: secret})
+	for _, f := range []struct {
+		name, header string
+		body         []byte
+	}{
+		{"another secret", forged.Header, body},
+		{"another body", genuine.Header, tampered},
+		{"no signature", "", body},
+	} {
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+s.APIAddr+"/webhooks/stripe", bytes.NewReader(f.body))
+		require.NoError(t, err)
+		if f.header != "" {
+			req.Header.Set("Stripe-Signature", f.header)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.NoError(t, err)
+		require.Equal(t, http.StatusBadRequest, resp.StatusCode, "%s: %s", f.name, b)
+		require.Contains(t, string(b), `"invalid_signature"`, f.name)
+	}
+	wh, err := qWebhookFacts.One(ctx, s.Pool, namedsql.NoArgs{})
+	require.NoError(t, err)
+	require.Equal(t, webhookFacts{}, wh, "a forged webhook writes no inbox row and no event")
+
 	require.Contains(t, deliver(), `"duplicate":false`)
 	require.Contains(t, deliver(), `"duplicate":true`, "Stripe's redelivery")
 
@@ -124,7 +158,9 @@ func startWebhookStack(ctx context.Context, t *testing.T, s *Stack, apiFailpoint
 // a payment the provider leaves processing is confirmed by its
 // payment_intent.succeeded webhook, signed by the simulator and verified by
 // the order API, recorded once though the simulator delivers it twice and
-// out of order with the processing one, and relayed to the waiting saga.
+// out of order with the processing one, and relayed to the waiting saga;
+// the order changes once (the invariants hold against the simulator's
+// ledger).
 func TestProcessingPaymentConfirmedByItsWebhook(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -172,6 +208,14 @@ func TestProcessingPaymentConfirmedByItsWebhook(t *testing.T) {
 	for _, e := range events {
 		require.Nil(t, e.QuarantinedAt, "%s", e.LastError)
 	}
+	wh, err := qWebhookFacts.One(ctx, s.Pool, namedsql.NoArgs{})
+	require.NoError(t, err)
+	require.Equal(t, int64(2), wh.InboxRows, "three deliveries of two Stripe events: one inbox row each")
+	// The older processing event, delivered after the succeeded one and
+	// after its duplicate, changed the order no more: it stays confirmed
+	// with one charge, one confirmation email and a gap-free sequence.
+	rep := assertRecoveredOn(ctx, t, s, sim)
+	require.Equal(t, 1, rep.Confirmed)
 	l, err := sim.Ledger(ctx)
 	require.NoError(t, err)
 	charged := 0
@@ -205,4 +249,7 @@ func TestProcessingPaymentConfirmedByItsWebhook(t *testing.T) {
 		b, err := os.ReadFile(filepath.Join(s.Env.Dir, t.Name()+"-worker.log"))
 		return err == nil && strings.Contains(string(b), "OPERATOR: a dispute was opened")
 	}, 30*time.Second, 200*time.Millisecond, "an operator is told")
+	rep = assertRecoveredOn(ctx, t, s, sim)
+	require.Equal(t, 3, rep.Webhooks, "the dispute's webhook recorded once")
+	require.Equal(t, 1, rep.Confirmed, "the dispute does not change the order")
 }
