@@ -175,4 +175,7 @@ func TestSagaSpansTheInventory(t *testing.T) {
 	for _, e := range events {
 		require.Nil(t, e.QuarantinedAt, "event %s (%s) quarantined: %s", e.ID, e.Type, e.LastError)
 	}
+	rep, err := CheckInventory(ctx, invDB, s.Pool, map[string]int64{"SKU-1": 2})
+	require.NoError(t, err, "the invariants on the inventory's database")
+	require.Equal(t, InventoryReport{Events: 5, Reservations: 2, Released: 2}, rep, "the rejection wrote no reservation")
 }
