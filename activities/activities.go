@@ -29,6 +29,10 @@ type Activities struct {
 	// InventoryAnswerTimeout is how long the saga waits for the inventory's
 	// answer signal. Optional: defaulted to [DefaultInventoryAnswerTimeout].
 	InventoryAnswerTimeout time.Duration
+	// AuthenticationTimeout is how long the saga waits for a customer to
+	// complete 3-D Secure before it cancels the PaymentIntent. Optional:
+	// defaulted to [DefaultAuthenticationTimeout].
+	AuthenticationTimeout time.Duration
 	// DB is outflow's database: the order projection, the order's state,
 	// and the email inbox. Mandatory for ProjectOrder, GetOrderState and
 	// SendEmail.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/stripe/stripe-go/v76"
 	"go.temporal.io/sdk/temporal"
@@ -39,7 +40,9 @@ const (
 // ChargePayment creates and confirms a PaymentIntent for the order, under
 // [ChargeKey]. It returns the PaymentIntent id when the charge succeeded, a
 // non-retryable PaymentDeclined error when the card was declined, and a
-// PaymentOutcomeUnknown error when the answer was lost (see classifyCharge).
+// PaymentOutcomeUnknown error when the answer was lost (see classifyCharge)
+// or is not final yet: processing, or requires_action for 3-D Secure, whose
+// details ([PaymentRequiresAction]) carry the authentication deadline.
 func (a *Activities) ChargePayment(ctx context.Context, in ChargeInput) (ChargeResult, error) {
 	if a.Stripe == nil {
 		return ChargeResult{}, errNoStripe
@@ -55,7 +58,7 @@ func (a *Activities) ChargePayment(ctx context.Context, in ChargeInput) (ChargeR
 		return ChargeResult{}, temporal.NewApplicationErrorWithCause(
 			"payment outcome unknown: "+err.Error(), ErrTypePaymentOutcomeUnknown, err)
 	}
-	return chargeOutcome(pi, key)
+	return chargeOutcome(pi, key, a.authenticationTimeout())
 }
 
 // chargeParams builds the create request. It is shared by ChargePayment and
@@ -80,7 +83,8 @@ func chargeParams(ctx context.Context, in ChargeInput, key string) *stripe.Payme
 
 // chargeOutcome interprets a PaymentIntent the provider returned for our
 // create request.
-func chargeOutcome(pi *stripe.PaymentIntent, key string) (ChargeResult, error) {
+// authTimeout is recorded in a requires_action answer's details.
+func chargeOutcome(pi *stripe.PaymentIntent, key string, authTimeout time.Duration) (ChargeResult, error) {
 	switch pi.Status {
 	case stripe.PaymentIntentStatusSucceeded:
 		return ChargeResult{PaymentIntentID: pi.ID}, nil
@@ -91,9 +95,16 @@ func chargeOutcome(pi *stripe.PaymentIntent, key string) (ChargeResult, error) {
 		return ChargeResult{}, temporal.NewApplicationErrorWithOptions(
 			fmt.Sprintf("payment intent %s is still processing (key %s)", pi.ID, key), ErrTypePaymentOutcomeUnknown,
 			temporal.ApplicationErrorOptions{Details: []any{PaymentProcessingDetails{PaymentIntentID: pi.ID, Status: string(pi.Status)}}})
+	case stripe.PaymentIntentStatusRequiresAction:
+		// 3-D Secure: nothing is charged until the customer authenticates,
+		// which the PaymentIntent's webhook reports. The saga waits for it
+		// up to authTimeout, then cancels the PaymentIntent (CancelPayment).
+		return ChargeResult{}, temporal.NewApplicationErrorWithOptions(
+			fmt.Sprintf("payment intent %s requires the customer's authentication (key %s)", pi.ID, key), ErrTypePaymentOutcomeUnknown,
+			temporal.ApplicationErrorOptions{Details: []any{PaymentProcessingDetails{
+				PaymentIntentID: pi.ID, Status: string(pi.Status), AuthenticationTimeout: authTimeout}}})
 	default:
-		// requires_payment_method (declined), requires_action (3-D Secure: no
-		// customer is present to complete it), canceled: nothing was charged.
+		// requires_payment_method (declined), canceled: nothing was charged.
 		d := PaymentDeclinedDetails{PaymentIntentID: pi.ID, DeclineCode: string(pi.Status)}
 		if pi.LastPaymentError != nil {
 			d.Message = pi.LastPaymentError.Msg

@@ -36,6 +36,12 @@ type Config struct {
 	// answer signal (INVENTORY_ANSWER_TIMEOUT). Optional: defaulted to
 	// [DefaultInventoryAnswerTimeout].
 	InventoryAnswerTimeout time.Duration
+	// AuthenticationTimeout is how long the saga waits for a customer to
+	// complete 3-D Secure (a charge that answered requires_action) before
+	// it cancels the PaymentIntent and fails the order
+	// (PAYMENT_AUTHENTICATION_TIMEOUT, read by the worker's main). Optional:
+	// defaulted to [DefaultAuthenticationTimeout].
+	AuthenticationTimeout time.Duration
 	// HTTPTimeout bounds one provider request. A request that times out is
 	// an unknown outcome, reconciled by the workflow. Optional: defaulted
 	// to 20 seconds.
@@ -128,6 +134,7 @@ func New(cfg Config) (*Activities, error) {
 	return &Activities{
 		Inventory:              inv,
 		InventoryAnswerTimeout: cfg.InventoryAnswerTimeout,
+		AuthenticationTimeout:  cfg.AuthenticationTimeout,
 		Stripe:                 NewStripe(cfg),
 		Email: &EmailClient{
 			BaseURL: cfg.EmailAPIBase,

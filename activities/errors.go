@@ -3,6 +3,7 @@ package activities
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/stripe/stripe-go/v76"
 	"go.temporal.io/sdk/temporal"
@@ -58,22 +59,33 @@ type PaymentDeclinedDetails struct {
 }
 
 // PaymentProcessingDetails are the details of the PaymentOutcomeUnknown
-// error of a charge the provider accepted but has not settled
-// (status processing): the PaymentIntent whose webhook tells the outcome.
+// error of a charge the provider accepted but has not settled (status
+// processing, or requires_action while the customer does 3-D Secure): the
+// PaymentIntent whose webhook tells the outcome.
 type PaymentProcessingDetails struct {
 	PaymentIntentID string `json:"payment_intent_id"`
 	Status          string `json:"status"`
+	// AuthenticationTimeout is, for requires_action, how long the saga
+	// waits for the customer ([Config.AuthenticationTimeout]).
+	AuthenticationTimeout time.Duration `json:"authentication_timeout,omitempty"`
 }
 
 // PaymentProcessing returns the details of err (as returned by an activity
 // future) when it is the error of a processing charge.
 func PaymentProcessing(err error) (PaymentProcessingDetails, bool) {
+	d, ok := paymentPending(err)
+	return d, ok && d.PaymentIntentID != "" && d.Status == string(stripe.PaymentIntentStatusProcessing)
+}
+
+// paymentPending returns the details of a PaymentOutcomeUnknown error that
+// has them.
+func paymentPending(err error) (PaymentProcessingDetails, bool) {
 	var ae *temporal.ApplicationError
 	var d PaymentProcessingDetails
 	if !errors.As(err, &ae) || ae.Type() != ErrTypePaymentOutcomeUnknown || !ae.HasDetails() || ae.Details(&d) != nil {
 		return d, false
 	}
-	return d, d.PaymentIntentID != "" && d.Status == string(stripe.PaymentIntentStatusProcessing)
+	return d, true
 }
 
 // IsPaymentDeclined reports whether err (as returned by an activity future)

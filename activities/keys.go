@@ -24,6 +24,13 @@ func RefundKey(createdEventID string) string {
 	return keyPrefix + createdEventID + ":refund"
 }
 
+// CancelPaymentKey is the idempotency key of the cancel of the PaymentIntent
+// the OrderCreated event createdEventID made, when its 3-D Secure
+// authentication was not completed in time.
+func CancelPaymentKey(createdEventID string) string {
+	return keyPrefix + createdEventID + ":cancel-payment"
+}
+
 // EmailKey is the idempotency key of the email of the given kind that event
 // eventID sends: one email of each kind per event.
 func EmailKey(eventID string, kind EmailKind) string {

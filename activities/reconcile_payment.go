@@ -80,6 +80,10 @@ const (
 	// Declined: the charge was attempted and declined (or rejected); nothing
 	// was charged and charging again would be declined again.
 	Declined ReconcileOutcome = "declined"
+	// AwaitingAuthentication: the charge is waiting for the customer's 3-D
+	// Secure (requires_action): nothing is charged yet, but it may be. The
+	// saga waits for it like for its own charge's answer, then cancels.
+	AwaitingAuthentication ReconcileOutcome = "requires_action"
 )
 
 // ReconcileResult is the truth about an event's charge.
@@ -100,6 +104,9 @@ type ReconcileResult struct {
 	// ListCursor is where an Incomplete list stopped: pass it back as
 	// [ReconcileInput.ListCursor].
 	ListCursor string `json:"list_cursor,omitempty"`
+	// AuthenticationTimeout is, with AwaitingAuthentication, how long the
+	// saga waits for the customer ([Config.AuthenticationTimeout]).
+	AuthenticationTimeout time.Duration `json:"authentication_timeout,omitempty"`
 }
 
 // ReconcilePayment finds out whether the charge of in.Charge.EventID happened,
@@ -139,7 +146,13 @@ func (a *Activities) replayCharge(ctx context.Context, in ChargeInput) (res Reco
 	key := ChargeKey(in.EventID)
 	pi, err := a.Stripe.PaymentIntents.New(chargeParams(ctx, in, key))
 	if err == nil {
-		r, cerr := chargeOutcome(pi, key)
+		if pi.Status == stripe.PaymentIntentStatusRequiresAction {
+			// The key replays the first answer; the customer may have
+			// authenticated (or failed to) since.
+			res, err := a.currentCharge(ctx, pi.ID)
+			return res, err == nil, err
+		}
+		r, cerr := chargeOutcome(pi, key, a.authenticationTimeout())
 		switch {
 		case cerr == nil:
 			return ReconcileResult{Outcome: Charged, PaymentIntentID: r.PaymentIntentID, Amount: pi.Amount, Currency: string(pi.Currency), Via: "replay"}, true, nil
@@ -162,6 +175,30 @@ func (a *Activities) replayCharge(ctx context.Context, in ChargeInput) (res Reco
 		return ReconcileResult{}, false, nil
 	}
 	return ReconcileResult{}, false, cls
+}
+
+// currentCharge is the truth about a charge that answered requires_action,
+// from the PaymentIntent as it is now.
+func (a *Activities) currentCharge(ctx context.Context, id string) (ReconcileResult, error) {
+	p := &stripe.PaymentIntentParams{}
+	p.Context = ctx
+	pi, err := a.Stripe.PaymentIntents.Get(id, p)
+	if err != nil {
+		return ReconcileResult{}, temporal.NewApplicationErrorWithCause(
+			fmt.Sprintf("payment outcome unknown: retrieving payment intent %s failed: %v", id, err), ErrTypePaymentOutcomeUnknown, err)
+	}
+	switch pi.Status {
+	case stripe.PaymentIntentStatusSucceeded:
+		return ReconcileResult{Outcome: Charged, PaymentIntentID: pi.ID, Amount: pi.Amount, Currency: string(pi.Currency), Via: "replay"}, nil
+	case stripe.PaymentIntentStatusRequiresAction:
+		return ReconcileResult{Outcome: AwaitingAuthentication, PaymentIntentID: pi.ID, Via: "replay",
+			AuthenticationTimeout: a.authenticationTimeout()}, nil
+	case stripe.PaymentIntentStatusProcessing:
+		return ReconcileResult{}, temporal.NewApplicationError(
+			fmt.Sprintf("payment intent %s is still processing", pi.ID), ErrTypePaymentOutcomeUnknown)
+	}
+	// requires_payment_method (authentication failed) or canceled.
+	return ReconcileResult{Outcome: Declined, PaymentIntentID: pi.ID, Via: "replay"}, nil
 }
 
 // replayed reports whether the provider answered from its idempotency store.

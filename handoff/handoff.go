@@ -96,7 +96,8 @@ type SagaResult struct {
 	StockReserved bool `json:"stock_reserved,omitempty"`
 	// Reason says why a saga failed its order without charging, when it was
 	// not the card: "out_of_stock" (the inventory rejected the
-	// reservation) or "stock_not_confirmed" (no answer from the inventory
-	// within its deadline).
+	// reservation), "stock_not_confirmed" (no answer from the inventory
+	// within its deadline) or "authentication_not_completed" (the customer
+	// did not complete 3-D Secure in time; the PaymentIntent was canceled).
 	Reason string `json:"reason,omitempty"`
 }

@@ -14,6 +14,8 @@
 //
 //	POST /v1/payment_intents         create (and confirm with confirm=true)
 //	GET  /v1/payment_intents/{id}    retrieve
+//	POST /v1/payment_intents/{id}/cancel  cancel (requires_payment_method, requires_confirmation,
+//	                                 requires_action, processing; else payment_intent_unexpected_state)
 //	GET  /v1/payment_intents/search  search (query language subset, see search.go)
 //	GET  /v1/payment_intents         list, newest first, created[gt|gte|lt|lte] and cursors
 //	POST /v1/refunds                 full and partial refunds, never more than charged
@@ -24,7 +26,11 @@
 // charged a real card. Test payment methods: pm_card_visa and
 // pm_card_mastercard succeed, pm_card_chargeDeclined is declined with
 // generic_decline, pm_card_chargeDeclinedInsufficientFunds with
-// insufficient_funds; any other value is resource_missing, as at Stripe.
+// insufficient_funds; pm_card_authenticationRequired (3-D Secure) and
+// pm_card_threeDSecure2Required (3DS2) answer requires_action with Stripe's
+// use_stripe_sdk next_action and charge only when a test authenticates
+// (below); pm_sim_processing stays processing until settled; any other value
+// is resource_missing, as at Stripe.
 //
 // Email, Resend-compatible: POST /emails with a JSON body and a Bearer re_...
 // key, answering {"id": "..."}.
@@ -43,17 +49,21 @@
 //
 // GET /_sim/ledger lists every effect once (the JSON fixed in docs/reference.md),
 // POST /_sim/faults queues faults for the next calls of an operation
-// (error_500, latency:DURATION, timeout_after_commit, decline), DELETE
-// /_sim/faults clears them, POST /_sim/reset forgets everything. The same
+// (payment_intents.create, payment_intents.cancel, refunds.create,
+// emails.send: error_500, latency:DURATION, timeout_after_commit; decline
+// for payment_intents.create only), DELETE /_sim/faults clears them, POST /_sim/reset forgets everything. The same
 // hooks exist in process ([Simulator.Ledger], [Simulator.InjectFault]) and
 // over HTTP ([Client]).
 //
 // # Webhooks
 //
 // With Options.WebhookURL set, every confirmation and every later change a
-// test plays (POST /_sim/payment_intents/{id}/authenticate for 3-D Secure
-// with pm_card_authenticationRequired, .../settle for a pm_sim_processing
-// payment, .../dispute, POST /_sim/refunds/{id}/fail) becomes a Stripe
+// test plays (POST /_sim/payment_intents/{id}/authenticate with
+// {"outcome": "succeeded"|"failed"} for 3-D Secure — succeeded charges,
+// payment_intent.succeeded; failed leaves requires_payment_method,
+// payment_intent.payment_failed — .../settle for a pm_sim_processing
+// payment, .../dispute, POST /_sim/refunds/{id}/fail; a cancel makes
+// payment_intent.canceled) becomes a Stripe
 // event delivered like Stripe delivers it: signed (Stripe-Signature,
 // HMAC-SHA256 under Options.WebhookSecret), retried with a doubling backoff
 // until a 2xx, at least once. GET /_sim/webhooks lists the deliveries;

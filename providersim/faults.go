@@ -11,6 +11,7 @@ import (
 // The operations a fault can target (docs/reference.md, "Provider simulators").
 const (
 	OperationPaymentIntentsCreate = "payment_intents.create"
+	OperationPaymentIntentsCancel = "payment_intents.cancel"
 	OperationRefundsCreate        = "refunds.create"
 	OperationEmailsSend           = "emails.send"
 )
@@ -74,10 +75,10 @@ func (f fault) String() string {
 // usual caller is a person writing a test.
 func parseFault(f Fault) (fault, error) {
 	switch f.Operation {
-	case OperationPaymentIntentsCreate, OperationRefundsCreate, OperationEmailsSend:
+	case OperationPaymentIntentsCreate, OperationPaymentIntentsCancel, OperationRefundsCreate, OperationEmailsSend:
 	default:
-		return fault{}, fmt.Errorf("providersim: unknown fault operation %q: use %q, %q or %q",
-			f.Operation, OperationPaymentIntentsCreate, OperationRefundsCreate, OperationEmailsSend)
+		return fault{}, fmt.Errorf("providersim: unknown fault operation %q: use %q, %q, %q or %q",
+			f.Operation, OperationPaymentIntentsCreate, OperationPaymentIntentsCancel, OperationRefundsCreate, OperationEmailsSend)
 	}
 	if f.Count < 0 {
 		return fault{}, fmt.Errorf("providersim: fault count %d is negative: use a positive count (0 means 1)", f.Count)

@@ -31,7 +31,8 @@ type LedgerPaymentIntent struct {
 	Currency string `json:"currency"`
 	// Status is the PaymentIntent's status now: succeeded,
 	// requires_payment_method (declined, or created without a payment
-	// method) or requires_confirmation (created with one but not confirmed).
+	// method), requires_confirmation (created with one but not confirmed),
+	// requires_action (waiting for 3-D Secure), processing, or canceled.
 	Status string `json:"status"`
 	// IdempotencyKey is the key the create was sent with; empty if none was.
 	IdempotencyKey string `json:"idempotency_key"`

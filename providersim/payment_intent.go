@@ -30,4 +30,8 @@ type paymentIntent struct {
 	automaticPaymentMethods                     *automaticPaymentMethodsJSON
 	latestCharge                                string
 	lastPaymentError                            *stripeError
+	// canceledAt (Unix seconds) and cancellationReason are set by a
+	// cancel; the reason is empty when the cancel gave none.
+	canceledAt         int64
+	cancellationReason string
 }

@@ -83,9 +83,12 @@ func (st *store) paymentIntentJSON(pi *paymentIntent, expand []string) *paymentI
 		StatementDescriptorSuffix: nullable(pi.statementDescriptorSfx),
 		Status:                    pi.status,
 	}
+	if pi.canceledAt != 0 {
+		out.CanceledAt = &pi.canceledAt
+		out.CancellationReason = nullable(pi.cancellationReason)
+	}
 	if pi.status == statusRequiresAction {
-		out.NextAction = map[string]any{"type": "use_stripe_sdk", "use_stripe_sdk": map[string]any{
-			"type": "three_d_secure_redirect", "stripe_js": "", "source": "src_" + pi.id[len("pi_"):]}}
+		out.NextAction = nextAction(pi, st.paymentMethods[pi.paymentMethod])
 	}
 	if pi.latestCharge != "" {
 		out.LatestCharge = pi.latestCharge
@@ -94,4 +97,36 @@ func (st *store) paymentIntentJSON(pi *paymentIntent, expand []string) *paymentI
 		}
 	}
 	return out
+}
+
+// nextAction is Stripe's next_action of a PaymentIntent waiting for 3-D
+// Secure after a server-side confirmation without return_url: use_stripe_sdk,
+// which Stripe.js's handleNextAction runs in the customer's browser. Its
+// inner hash is Stripe's: the 3DS1 redirect (three_d_secure_redirect with
+// the hooks.stripe.com page and the source) or the 3DS2 fingerprint
+// (stripe_3ds2_fingerprint). The simulator's customer is a test calling
+// /_sim/payment_intents/{id}/authenticate, so the URLs lead nowhere.
+func nextAction(pi *paymentIntent, pm *paymentMethod) map[string]any {
+	source := "src_" + pi.id[len("pi_"):]
+	sdk := map[string]any{
+		"type":      "three_d_secure_redirect",
+		"stripe_js": "https://hooks.stripe.com/redirect/authenticate/" + source + "?client_secret=" + pi.clientSecret,
+		"source":    source,
+	}
+	if pm != nil && pm.card.threeDS2 {
+		sdk = map[string]any{
+			"type":                    "stripe_3ds2_fingerprint",
+			"merchant":                "acct_providersim",
+			"three_d_secure_2_source": source,
+			"directory_server_name":   pm.card.brand,
+			"server_transaction_id":   "sim-" + pi.id[len("pi_"):],
+			"three_ds_method_url":     "",
+			"three_ds_optimizations":  "",
+			"directory_server_encryption": map[string]any{
+				"directory_server_id": "A000000003", "algorithm": "RSA", "certificate": "", "root_certificate_authorities": []string{},
+			},
+			"one_click_authn": nil,
+		}
+	}
+	return map[string]any{"type": "use_stripe_sdk", "use_stripe_sdk": sdk}
 }

@@ -9,6 +9,9 @@ type testCard struct {
 	// immediate: flowAuthentication waits for 3-D Secure (requires_action),
 	// flowProcessing settles later (processing); see sim_payments.go.
 	flow string
+	// threeDS2: the authentication is 3-D Secure 2 (next_action
+	// stripe_3ds2_fingerprint) rather than the 3DS1 redirect.
+	threeDS2 bool
 }
 
 // The confirmations that do not end at once.
@@ -29,6 +32,9 @@ var testPaymentMethods = map[string]testCard{
 	// confirmation answers requires_action and waits for the customer,
 	// whom a test plays with POST /_sim/payment_intents/{id}/authenticate.
 	"pm_card_authenticationRequired": {brand: "visa", last4: "3184", funding: "credit", country: "FR", flow: flowAuthentication},
+	// pm_card_threeDSecure2Required is Stripe's 3-D Secure 2 card: the same
+	// wait, with the 3DS2 fingerprint as its next_action.
+	"pm_card_threeDSecure2Required": {brand: "visa", last4: "3220", funding: "credit", country: "US", flow: flowAuthentication, threeDS2: true},
 	// pm_sim_processing is the simulator's own token (Stripe has none for
 	// cards): a payment that stays processing, the way bank debits do,
 	// until POST /_sim/payment_intents/{id}/settle ends it.

@@ -16,6 +16,7 @@ func (s *Simulator) routes() http.Handler {
 	mux.Handle("GET /v1/payment_intents", stripeAPI(s.listPaymentIntents))
 	mux.Handle("GET /v1/payment_intents/search", stripeAPI(s.searchPaymentIntents))
 	mux.Handle("GET /v1/payment_intents/{id}", stripeAPI(s.retrievePaymentIntent))
+	mux.Handle("POST /v1/payment_intents/{id}/cancel", stripeAPI(s.cancelPaymentIntent))
 	mux.Handle("POST /v1/refunds", stripeAPI(s.createRefund))
 	mux.Handle("GET /v1/refunds", stripeAPI(s.listRefunds))
 	mux.Handle("GET /v1/refunds/{id}", stripeAPI(s.retrieveRefund))

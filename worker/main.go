@@ -65,6 +65,7 @@ var command = cli.Command{
 			{Name: "EMAIL_FROM", Default: activities.DefaultEmailFrom, Meaning: "the sender of every email"},
 			{Name: "INVENTORY_URL", Default: "none: the saga reserves no stock", Meaning: "the inventory service's API root, e.g. http://127.0.0.1:8090; set, the saga reserves stock before it charges and releases it on a decline or a cancel"},
 			{Name: "INVENTORY_ANSWER_TIMEOUT", Default: activities.DefaultInventoryAnswerTimeout.String(), Meaning: "how long the saga waits for the inventory's answer signal before it fails the order and releases"},
+			{Name: "PAYMENT_AUTHENTICATION_TIMEOUT", Default: activities.DefaultAuthenticationTimeout.String(), Meaning: "how long the saga waits for a customer to complete 3-D Secure (a charge that answered requires_action) before it cancels the PaymentIntent and fails the order"},
 			service.MetricsVar(),
 			service.FailpointsVar(),
 		},
@@ -98,6 +99,7 @@ func run(ctx context.Context, logger *slog.Logger, env *service.Env) error {
 	actsCfg := activities.ConfigFromEnv()
 	actsCfg.InventoryURL = env.String("INVENTORY_URL", "")
 	actsCfg.InventoryAnswerTimeout = env.Duration("INVENTORY_ANSWER_TIMEOUT", activities.DefaultInventoryAnswerTimeout, false)
+	actsCfg.AuthenticationTimeout = env.Duration("PAYMENT_AUTHENTICATION_TIMEOUT", activities.DefaultAuthenticationTimeout, false)
 	if u := actsCfg.InventoryURL; u != "" {
 		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 			env.Fail(fmt.Errorf("INVENTORY_URL=%q: want an http(s) URL such as http://127.0.0.1:8090", u))

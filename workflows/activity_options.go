@@ -74,6 +74,23 @@ func reconcileOptions(ctx workflow.Context) workflow.Context {
 	})
 }
 
+// cancelPaymentOptions: a cancel is idempotent by the PaymentIntent's state
+// (and its key), so transient failures are retried for an hour; a refusal
+// (PaymentRejected) is final and fails the run for an operator, because
+// the PaymentIntent may still be completed by the customer.
+func cancelPaymentOptions(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout:    providerCallTimeout,
+		ScheduleToCloseTimeout: time.Hour,
+		RetryPolicy: &temporal.RetryPolicy{
+			InitialInterval:        time.Second,
+			BackoffCoefficient:     2,
+			MaximumInterval:        time.Minute,
+			NonRetryableErrorTypes: []string{activities.ErrTypePaymentRejected},
+		},
+	})
+}
+
 // refundOptions: retries replay the refund's key, so they stay within 23 h
 // for the same reason as charges; after that the refund is a compensation
 // failure an operator handles (see the package doc).

@@ -69,6 +69,9 @@ func startStackOn(t *testing.T, c client.Client, tq string) *stack {
 	acts, err := activities.New(activities.Config{StripeAPIBase: base, EmailAPIBase: base, HTTPTimeout: 2 * time.Second})
 	require.NoError(t, err)
 	acts.DB, acts.Temporal = pool, c
+	// Short, so the 3-D Secure deadline passes within a test; long enough
+	// for a test to authenticate well before it.
+	acts.AuthenticationTimeout = devServerAuthTimeout
 	acts.Metrics = mustMetrics(t)
 	acts.Failpoints, err = failpoints.Parse("")
 	require.NoError(t, err)
@@ -161,6 +164,43 @@ func (s *stack) effectsOf(orderID string) (pis []providersim.LedgerPaymentIntent
 		}
 	}
 	return
+}
+
+// devServerAuthTimeout is the dev-server worker's 3-D Secure deadline.
+const devServerAuthTimeout = 15 * time.Second
+
+// awaitStage waits until the order's one PaymentIntent has piStatus and its
+// saga reports stage, and returns the PaymentIntent.
+func (s *stack) awaitStage(t *testing.T, o order, piStatus string, stage Stage) providersim.LedgerPaymentIntent {
+	t.Helper()
+	var pi providersim.LedgerPaymentIntent
+	require.Eventually(t, func() bool {
+		pis, _, _ := s.effectsOf(o.id)
+		if len(pis) == 1 {
+			pi = pis[0]
+		}
+		return len(pis) == 1
+	}, 30*time.Second, 50*time.Millisecond, "the charge reaches the provider")
+	require.Equal(t, piStatus, pi.Status)
+	require.Eventually(t, func() bool {
+		v, err := s.c.QueryWorkflow(ctxFor(t), o.created, "", handoff.QueryStatus)
+		var st SagaStatus
+		return err == nil && v.Get(&st) == nil && st.Stage == stage
+	}, 30*time.Second, 50*time.Millisecond, "the saga reaches %s", stage)
+	return pi
+}
+
+// signalWebhook delivers a Stripe webhook about the PaymentIntent pi to the
+// order's saga, as the relay does.
+func (s *stack) signalWebhook(t *testing.T, o order, pi, typ, status string) {
+	t.Helper()
+	payload, err := json.Marshal(orders.PaymentWebhookReceived{StripeEventID: "evt_" + typ + "_" + o.id[:8], Type: typ,
+		Created: time.Now().Unix(), OrderID: o.id, SagaWorkflowID: o.created, ObjectID: pi, ObjectType: "payment_intent",
+		PaymentIntentID: pi, Status: status, Amount: 2500, Currency: "usd"})
+	require.NoError(t, err)
+	ev := handoff.EventInput{EventID: uuid.NewString(), EventType: orders.EventPaymentWebhookReceived, AggregateType: orders.AggregatePayment,
+		AggregateID: o.id, Sequence: 1, SchemaVersion: orders.PaymentWebhookReceivedVersion, OccurredAt: time.Now().UTC(), Payload: payload}
+	require.NoError(t, s.c.SignalWorkflow(ctxFor(t), o.created, "", handoff.SignalPaymentWebhook, ev))
 }
 
 // record saves a workflow's history under testdata/ when recordEnv is set.
@@ -289,6 +329,51 @@ func TestSagaOnDevServer(t *testing.T) {
 		require.Empty(t, refunds)
 		require.Equal(t, []string{"confirmation"}, kinds)
 		s.record(t, o.created, "order_created_processing_webhook.json")
+	})
+
+	// A 3-D Secure charge the customer completes: the saga waits for the
+	// webhook (ChangeThreeDSecure) and confirms on it.
+	t.Run("three_d_secure_completed", func(t *testing.T) {
+		t.Parallel()
+		o := s.newOrder(t)
+		run := s.start(t, handoff.OrderCreatedWorkflowName, o.createdInput(t, "pm_card_authenticationRequired"))
+		pi := s.awaitStage(t, o, "requires_action", StageAwaitingAuthentication)
+		require.NoError(t, s.sim.Authenticate(pi.ID, providersim.OutcomeSucceeded))
+		s.signalWebhook(t, o, pi.ID, "payment_intent.succeeded", "succeeded")
+
+		var res handoff.SagaResult
+		require.NoError(t, run.Get(ctxFor(t), &res))
+		require.Equal(t, handoff.SagaConfirmed, res.Outcome)
+		require.Equal(t, pi.ID, res.PaymentIntentID)
+		pis, _, kinds := s.effectsOf(o.id)
+		require.Len(t, pis, 1)
+		require.Equal(t, "succeeded", pis[0].Status)
+		require.Equal(t, []string{"confirmation"}, kinds)
+		s.record(t, o.created, "order_created_three_d_secure_completed.json")
+	})
+
+	// Nobody authenticates: at the deadline the saga cancels the
+	// PaymentIntent at the provider and fails the order without a charge.
+	t.Run("three_d_secure_deadline", func(t *testing.T) {
+		t.Parallel()
+		o := s.newOrder(t)
+		run := s.start(t, handoff.OrderCreatedWorkflowName, o.createdInput(t, "pm_card_authenticationRequired"))
+		var res handoff.SagaResult
+		ctx, cancel := context.WithTimeout(context.Background(), devServerAuthTimeout+time.Minute)
+		defer cancel()
+		require.NoError(t, run.Get(ctx, &res))
+
+		require.Equal(t, handoff.SagaPaymentFailed, res.Outcome)
+		require.Equal(t, ReasonAuthenticationNotCompleted, res.Reason)
+		require.False(t, res.Charged)
+		st, _, _ := s.status(t, o.id)
+		require.Equal(t, "payment_failed", st)
+		pis, _, kinds := s.effectsOf(o.id)
+		require.Len(t, pis, 1)
+		require.Equal(t, "canceled", pis[0].Status)
+		require.Equal(t, []string{"payment_failed"}, kinds)
+		require.Error(t, s.sim.Authenticate(pis[0].ID, providersim.OutcomeSucceeded), "too late for the customer")
+		s.record(t, o.created, "order_created_three_d_secure_deadline.json")
 	})
 
 	t.Run("declined", func(t *testing.T) {

@@ -7,7 +7,12 @@
 // event id), reconciles when the provider's answer was lost instead of
 // guessing, projects paid, sends the confirmation email and projects
 // confirmed; a declined card projects payment_failed and sends a
-// payment-failed email.
+// payment-failed email. A charge the provider leaves processing, or waiting
+// for the customer's 3-D Secure (requires_action), waits for the
+// PaymentIntent's webhook; a 3-D Secure nobody completes by the deadline
+// (PAYMENT_AUTHENTICATION_TIMEOUT) has its PaymentIntent canceled and fails
+// the order like a decline, unless the cancel finds the payment made
+// (three_d_secure.go).
 //
 // [OrderCancelledWorkflow] signals the saga to stop ("cancel"), waits for it
 // to close, and from its result knows whether money was taken. The saga stops

@@ -106,6 +106,8 @@ type fakes struct {
 	reserve      func(in activities.ReserveStockInput) (activities.InventoryOutcome, error)
 	release      func(n int, in activities.ReleaseStockInput) (activities.InventoryOutcome, error)
 	reserveDelay time.Duration
+	// cancelPayment answers CancelPayment.
+	cancelPayment func(in activities.CancelPaymentInput) (activities.CancelPaymentResult, error)
 }
 
 type harness struct {
@@ -122,6 +124,7 @@ type harness struct {
 	reconciles []activities.ReconcileInput
 	reserves   []activities.ReserveStockInput
 	releases   []activities.ReleaseStockInput
+	cancels    []activities.CancelPaymentInput
 }
 
 func newHarness(t *testing.T, f fakes) *harness {
@@ -242,6 +245,17 @@ func newHarness(t *testing.T, f fakes) *harness {
 				return activities.InventoryOutcome{}, fail("ReleaseStock")
 			}
 			return f.release(n, in)
+		}).Maybe()
+	env.OnActivity(acts.CancelPayment, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.CancelPaymentInput) (activities.CancelPaymentResult, error) {
+			mu.Lock()
+			h.cancels = append(h.cancels, in)
+			mu.Unlock()
+			h.fx.add("cancel-payment")
+			if f.cancelPayment == nil {
+				return activities.CancelPaymentResult{}, fail("CancelPayment")
+			}
+			return f.cancelPayment(in)
 		}).Maybe()
 	return h
 }

@@ -95,6 +95,9 @@ type saga struct {
 	stockHeld bool
 	// reason says why the order failed without a charge ([ReasonOutOfStock]).
 	reason string
+	// awaitingAuth is the PaymentIntent waiting for the customer's 3-D
+	// Secure ([ChangeThreeDSecure]) while the saga waits or cancels it.
+	awaitingAuth string
 }
 
 // OrderCreatedWorkflow is the payment saga of one order (workflow ID = the
@@ -413,6 +416,9 @@ func (s *saga) chargeUntilKnown(ctx workflow.Context) error {
 		if settled, werr := s.processingSettled(ctx, err); werr != nil || settled {
 			return werr
 		}
+		if d, ok := activities.PaymentRequiresAction(err); ok && s.threeDSecure(ctx) {
+			return s.authenticate(ctx, d.PaymentIntentID, d.AuthenticationTimeout)
+		}
 		rec, rerr := s.reconcile(ctx, in)
 		if rerr != nil {
 			return rerr
@@ -424,6 +430,11 @@ func (s *saga) chargeUntilKnown(ctx workflow.Context) error {
 		case activities.Declined:
 			s.charge = declined
 			return nil
+		case activities.AwaitingAuthentication:
+			// A lost answer whose replay says requires_action.
+			if s.threeDSecure(ctx) {
+				return s.authenticate(ctx, rec.PaymentIntentID, rec.AuthenticationTimeout)
+			}
 		}
 		s.charge = notCharged // and, unless cancelled or out of time, charge again under the same key
 		if s.safe {
@@ -567,6 +578,14 @@ func (s *saga) result(outcome handoff.SagaOutcome) handoff.SagaResult {
 func (s *saga) compensate(ctx workflow.Context) error {
 	s.setStage(ctx, StageCompensating)
 	in := s.chargeInput()
+	if s.charge == inDoubt && s.awaitingAuth != "" {
+		// Cancelled while the customer may still authenticate: cancel the
+		// PaymentIntent first, so no charge can come after the refund
+		// decision; the cancel also says whether one came before.
+		if err := s.cancelPayment(ctx, s.awaitingAuth); err != nil {
+			return compensationFailed(ctx, CompensationFailure{OrderID: s.order.OrderID, Amount: s.order.Amount}, err)
+		}
+	}
 	if s.charge == inDoubt {
 		rec, err := s.reconcile(ctx, in)
 		if err != nil {

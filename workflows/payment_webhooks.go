@@ -32,14 +32,21 @@ const (
 // that says it is still processing, does not end the wait; a cancel signal
 // does (webhookNone: reconciliation then tells the truth).
 func (s *saga) awaitProcessing(ctx workflow.Context, piID string) (webhookOutcome, orders.PaymentWebhookReceived, error) {
-	deadline := workflow.Now(ctx).Add(ProcessingWebhookWait)
+	workflow.GetLogger(ctx).Info("the charge is processing: waiting for its webhook", "order_id", s.order.OrderID, "payment_intent_id", piID)
+	return s.awaitWebhook(ctx, piID, ProcessingWebhookWait, StageAwaitingWebhook)
+}
+
+// awaitWebhook waits up to wait, at stage, for the webhook that settles the
+// PaymentIntent piID (see awaitProcessing).
+func (s *saga) awaitWebhook(ctx workflow.Context, piID string, wait time.Duration, stage Stage) (webhookOutcome, orders.PaymentWebhookReceived, error) {
+	deadline := workflow.Now(ctx).Add(wait)
 	logger := workflow.GetLogger(ctx)
-	logger.Info("the charge is processing: waiting for its webhook", "order_id", s.order.OrderID, "payment_intent_id", piID)
-	s.setStage(ctx, StageAwaitingWebhook)
+	s.setStage(ctx, stage)
 	for {
 		remaining := deadline.Sub(workflow.Now(ctx))
 		if remaining <= 0 {
-			logger.Warn("no webhook settled the processing charge: reconciling", "order_id", s.order.OrderID, "payment_intent_id", piID)
+			logger.Warn("no webhook settled the charge within its wait", "order_id", s.order.OrderID,
+				"payment_intent_id", piID, "wait", wait, "stage", stage)
 			return webhookNone, orders.PaymentWebhookReceived{}, nil
 		}
 		tctx, cancelTimer := workflow.WithCancel(ctx)

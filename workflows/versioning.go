@@ -59,6 +59,20 @@ const (
 	// marker is taken only when a charge answers processing, so a run that
 	// reconciled a processing charge before the change replays as it was.
 	ChangePaymentWebhooks = "payment-webhooks"
+
+	// ChangeThreeDSecure (version 1): a charge that answers requires_action
+	// (3-D Secure) waits, up to the deadline the charge activity reports
+	// (PAYMENT_AUTHENTICATION_TIMEOUT, [activities.DefaultAuthenticationTimeout]),
+	// for the PaymentIntent's webhook: payment_intent.succeeded charges,
+	// payment_intent.payment_failed declines. No webhook by the deadline,
+	// or a cancel, cancels the PaymentIntent (CancelPayment), which either
+	// ends it canceled — the order fails without a charge
+	// ([ReasonAuthenticationNotCompleted]) and its stock is released — or
+	// finds it succeeded, and the order is paid. Before the change a
+	// requires_action answer was a decline; the marker is taken only when a
+	// charge (or its reconciliation) answers requires_action, so runs
+	// recorded before it replay as they were.
+	ChangeThreeDSecure = "three-d-secure"
 )
 
 // MemoShipsTo is the memo key holding the ISO 3166-1 country a confirmed

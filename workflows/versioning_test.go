@@ -218,3 +218,26 @@ func TestInventoryVersionGuard(t *testing.T) {
 		require.ErrorContains(t, err, "TMPRL1100", "Temporal's non-determinism error")
 	})
 }
+
+// ChangeThreeDSecure's guard: the runs recorded with it (the customer
+// authenticated; nobody did, and the saga canceled) replay with it, and the
+// code from before the change, which reconciled a requires_action answer
+// instead of waiting, cannot replay them.
+func TestThreeDSecureVersionGuard(t *testing.T) {
+	t.Parallel()
+	never := func(ctx workflow.Context, id string, minV, maxV workflow.Version) workflow.Version {
+		if id == ChangeThreeDSecure {
+			return workflow.DefaultVersion
+		}
+		return workflow.GetVersion(ctx, id, minV, maxV)
+	}
+	for _, file := range []string{"order_created_three_d_secure_completed.json", "order_created_three_d_secure_deadline.json"} {
+		t.Run(file, func(t *testing.T) {
+			t.Parallel()
+			require.NoError(t, replay(t, loadHistory(t, file), workflow.GetVersion))
+			err := replay(t, loadHistory(t, file), never)
+			require.Error(t, err)
+			require.ErrorContains(t, err, "TMPRL1100", "Temporal's non-determinism error")
+		})
+	}
+}
