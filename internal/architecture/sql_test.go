@@ -25,8 +25,6 @@ import (
 // moves; none joins it.
 var inlineSQLPending = []string{
 	"cmd/demo/database.go",
-	"cmd/outboxctl/forget.go",
-	"cmd/outboxctl/orderapp.go",
 	"internal/dev/cluster/cluster.go",
 	"internal/dev/cluster/schema.go",
 	"internal/dev/cluster/shards.go",
