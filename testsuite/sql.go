@@ -7,12 +7,13 @@ import (
 	"github.com/outflow/outflow/internal/namedsql"
 )
 
-//go:embed invariants.sql oracle.sql
+//go:embed invariants.sql oracle.sql useddb.sql
 var sqlFiles embed.FS
 
 // The suite's statements (invariants.sql for the invariant checker,
-// oracle.sql for the chaos soak's operator and oracle), bound to their Go
-// types when the package is initialised. The time-edge tests' own are in
+// oracle.sql for the chaos soak's operator and oracle, useddb.sql for a
+// used database's helpers), bound to their Go types when the package is
+// initialised. The time-edge tests' own are in
 // time_edges_test.go.
 var (
 	queries = namedsql.MustLoadAll(sqlFiles)
@@ -42,6 +43,8 @@ var (
 	qPoisonExists        = namedsql.Bind[aggregateArgs, bool](queries, "PoisonExists")
 	qCustomerUnsettled   = namedsql.Bind[emailArgs, int64](queries, "CustomerUnsettled")
 	qOrderMarks          = namedsql.Bind[eventIDsArgs, laterEvent](queries, "OrderMarks")
+
+	qCustomerKeys = namedsql.Bind[namedsql.NoArgs, int64](queries, "CustomerKeys")
 )
 
 // statements describes every bound statement, for the test that has the
@@ -53,7 +56,7 @@ var statements = []namedsql.Info{
 	qReplayFlagged.Info(), qReplayProgress.Info(), qLateCancelCandidate.Info(), qUnsettledPoison.Info(),
 	qStillFlagged.Info(), qOracleEvents.Info(), qErasures.Info(), qUnfinished.Info(),
 	qUnpublishedEvents.Info(), qPoisonExists.Info(), qCustomerUnsettled.Info(), qOrderMarks.Info(),
-	qFeedFacts.Info(),
+	qFeedFacts.Info(), qCustomerKeys.Info(),
 }
 
 type orderIDArgs struct {

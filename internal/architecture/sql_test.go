@@ -32,7 +32,6 @@ var inlineSQLPending = []string{
 	"internal/dev/pgcluster/pgcluster.go",
 	"internal/dev/testdb/logical.go",
 	"internal/dev/testdb/testdb.go",
-	"testsuite/useddb.go",
 }
 
 // queryMethods are the pgx and database/sql methods whose first string
