@@ -29,8 +29,6 @@ var inlineSQLPending = []string{
 	"internal/dev/cluster/shards.go",
 	"internal/dev/cluster/testdb.go",
 	"internal/dev/pgcluster/pgcluster.go",
-	"internal/dev/testdb/logical.go",
-	"internal/dev/testdb/testdb.go",
 }
 
 // queryMethods are the pgx and database/sql methods whose first string
