@@ -28,7 +28,6 @@ var inlineSQLPending = []string{
 	"internal/dev/cluster/schema.go",
 	"internal/dev/cluster/shards.go",
 	"internal/dev/cluster/testdb.go",
-	"internal/dev/pgcluster/pgcluster.go",
 }
 
 // queryMethods are the pgx and database/sql methods whose first string
