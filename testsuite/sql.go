@@ -7,13 +7,14 @@ import (
 	"github.com/outflow/outflow/internal/namedsql"
 )
 
-//go:embed invariants.sql oracle.sql inventory.sql
+//go:embed invariants.sql oracle.sql inventory.sql useddb.sql
 var sqlFiles embed.FS
 
 // The suite's statements (invariants.sql for the invariant checker,
 // inventory.sql for its checks on the inventory service's database,
-// oracle.sql for the chaos soak's operator and oracle), bound to their Go
-// types when the package is initialised. The time-edge tests' own are in
+// oracle.sql for the chaos soak's operator and oracle, useddb.sql for a
+// used database's helpers), bound to their Go types when the package is
+// initialised. The time-edge tests' own are in
 // time_edges_test.go.
 var (
 	queries = namedsql.MustLoadAll(sqlFiles)
@@ -49,6 +50,8 @@ var (
 	qPoisonExists        = namedsql.Bind[aggregateArgs, bool](queries, "PoisonExists")
 	qCustomerUnsettled   = namedsql.Bind[emailArgs, int64](queries, "CustomerUnsettled")
 	qOrderMarks          = namedsql.Bind[eventIDsArgs, laterEvent](queries, "OrderMarks")
+
+	qCustomerKeys = namedsql.Bind[namedsql.NoArgs, int64](queries, "CustomerKeys")
 )
 
 // statements describes every bound statement, for the test that has the
@@ -60,7 +63,7 @@ var statements = []namedsql.Info{
 	qReplayFlagged.Info(), qReplayProgress.Info(), qLateCancelCandidate.Info(), qUnsettledPoison.Info(),
 	qStillFlagged.Info(), qOracleEvents.Info(), qErasures.Info(), qUnfinished.Info(),
 	qUnpublishedEvents.Info(), qPoisonExists.Info(), qCustomerUnsettled.Info(), qOrderMarks.Info(),
-	qFeedFacts.Info(), qWebhookFacts.Info(),
+	qFeedFacts.Info(), qWebhookFacts.Info(), qCustomerKeys.Info(),
 }
 
 // inventoryStatements are the statements of inventory.sql, which read the

@@ -11,9 +11,9 @@ import (
 	"github.com/outflow/outflow/internal/namedsql"
 )
 
-// TestStatements: every statement of invariants.sql, inventory.sql and
-// oracle.sql (and the time-edge tests' time_edges.sql) is bound and reads
-// the columns the database describes.
+// TestStatements: every statement of invariants.sql, inventory.sql,
+// oracle.sql and useddb.sql (and the time-edge tests' time_edges.sql) is
+// bound and reads the columns the database describes.
 func TestStatements(t *testing.T) {
 	t.Parallel()
 	t.Run("suite", func(t *testing.T) {

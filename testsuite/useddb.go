@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/outflow/outflow/internal/namedsql"
 )
 
 // A used database is what every deployment but the first meets: orders,
@@ -45,8 +47,8 @@ func (s *Stack) LeaveEarlierRun(ctx context.Context, keys string) error {
 			return fmt.Errorf("the earlier run: %w", err)
 		}
 	}
-	var n int
-	if err := s.Pool.QueryRow(ctx, `SELECT count(*) FROM customer_keys`).Scan(&n); err != nil {
+	n, err := qCustomerKeys.Value(ctx, s.Pool, namedsql.NoArgs{})
+	if err != nil {
 		return err
 	}
 	if n == 0 {

@@ -35,8 +35,8 @@ func prepareDemoDatabase(ctx context.Context, serverURL, name string, c *demoCod
 		return "", fmt.Errorf("connect to the PostgreSQL server: %w", err)
 	}
 	defer admin.Close(ctx)
-	var exists bool
-	if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
+	exists, err := qDatabaseExists.Value(ctx, admin, databaseArgs{Name: name})
+	if err != nil {
 		return "", err
 	}
 	if !exists {
@@ -89,7 +89,7 @@ func createDatabase(ctx context.Context, admin *pgx.Conn, name string) error {
 // dropDatabase drops name and the replication slots a cdc relay left in
 // it; it refuses while anyone is connected (another demo still running).
 func dropDatabase(ctx context.Context, admin *pgx.Conn, name string) error {
-	if _, err := admin.Exec(ctx, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = $1 AND NOT active`, name); err != nil {
+	if _, err := qDropIdleSlots.Exec(ctx, admin, databaseArgs{Name: name}); err != nil {
 		return fmt.Errorf("drop the replication slots of %s: %w", name, err)
 	}
 	_, err := admin.Exec(ctx, "DROP DATABASE "+pgx.Identifier{name}.Sanitize())

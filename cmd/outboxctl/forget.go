@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"embed"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -17,14 +16,8 @@ import (
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/outflow/outflow/internal/codec"
-	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/outbox"
 )
-
-//go:embed forget.sql
-var forgetSQL embed.FS
-
-var forgetQueries = namedsql.MustLoad(forgetSQL, "forget.sql")
 
 // waitPoll is how often --wait asks again.
 const waitPoll = 2 * time.Second
@@ -173,11 +166,7 @@ func (n neededBy) String() string {
 // says) or has not started (the event is unpublished, also when an operator
 // skipped or quarantined it: such an event may still be retried).
 func (g *keyGuard) check(ctx context.Context, tx pgx.Tx) error {
-	rows, err := tx.Query(ctx, forgetQueries.Get("CustomerOrders"), pgx.StrictNamedArgs{"email": g.email})
-	if err != nil {
-		return err
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	ids, err := qCustomerOrders.All(ctx, tx, customerOrdersArgs{Email: g.email})
 	if err != nil {
 		return fmt.Errorf("read the customer's orders: %w", err)
 	}

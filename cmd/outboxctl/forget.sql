@@ -1,4 +1,4 @@
--- outboxctl forget-customer (loaded by forget.go): the customer's orders, in
+-- outboxctl forget-customer (run by forget.go, bound in sql.go): the customer's orders, in
 -- PostgreSQL, the system of record.
 
 -- name: CustomerOrders

@@ -1,4 +1,4 @@
--- outboxctl's order-specific parts (loaded by orderapp.go) ask first
+-- outboxctl's order-specific parts (orderapp.go; bound in sql.go) ask first
 -- whether the order app's tables exist here: outboxctl also serves a
 -- database that holds only the outbox's own tables.
 

@@ -497,10 +497,7 @@ func (c *Cluster) TerminateBackends(ctx context.Context) (int64, error) {
 		return 0, err
 	}
 	defer conn.Close(ctx)
-	var n int64
-	err = conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity
-		WHERE datname IN ($1, $2) AND pid <> pg_backend_pid()`, c.opts.Database, c.visibility).Scan(&n)
-	return n, err
+	return qTerminateBackends.Value(ctx, conn, temporalDatabasesArgs{Main: c.opts.Database, Visibility: c.visibility})
 }
 
 // Connections counts the PostgreSQL connections to the Temporal databases.
@@ -510,9 +507,8 @@ func (c *Cluster) Connections(ctx context.Context) (main, visibility int64, err 
 		return 0, 0, err
 	}
 	defer conn.Close(ctx)
-	err = conn.QueryRow(ctx, `SELECT count(*) FILTER (WHERE datname = $1), count(*) FILTER (WHERE datname = $2)
-		FROM pg_stat_activity`, c.opts.Database, c.visibility).Scan(&main, &visibility)
-	return main, visibility, err
+	r, err := qConnections.One(ctx, conn, temporalDatabasesArgs{Main: c.opts.Database, Visibility: c.visibility})
+	return r.Main, r.Visibility, err
 }
 
 func (n *node) frontend() string {

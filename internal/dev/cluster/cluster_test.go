@@ -234,3 +234,20 @@ func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
 }
+
+// TestStatements: every statement of cluster.sql is bound in sql.go and
+// reads the columns the database describes. Shards reads Temporal's own
+// table, which a migrated database lacks: it is created as Temporal's
+// PostgreSQL schema has it (schema/postgresql/v12/temporal/schema.sql).
+func TestStatements(t *testing.T) {
+	t.Parallel()
+	pool, _ := testdb.New(t)
+	_, err := pool.Exec(t.Context(), `CREATE TABLE shards (
+		shard_id INTEGER NOT NULL,
+		range_id BIGINT NOT NULL,
+		data BYTEA NOT NULL,
+		data_encoding VARCHAR(16) NOT NULL,
+		PRIMARY KEY (shard_id))`)
+	require.NoError(t, err)
+	testdb.CheckStatementsOn(t, pool, queries, statements...)
+}

@@ -38,8 +38,8 @@ func (c *Cluster) setupDatabases(ctx context.Context) error {
 	}
 	created := 0
 	for _, db := range []string{c.opts.Database, c.visibility} {
-		var exists bool
-		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", db).Scan(&exists); err != nil {
+		exists, err := qDatabaseExists.Value(ctx, conn, databaseArgs{Name: db})
+		if err != nil {
 			return err
 		}
 		if exists {

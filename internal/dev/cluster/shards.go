@@ -9,6 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/outflow/outflow/internal/namedsql"
 )
 
 // ShardOwners reads which history host owns each shard from the shards
@@ -27,25 +29,18 @@ func (c *Cluster) ShardOwners(ctx context.Context) (map[int32]string, error) {
 		return nil, err
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, "SELECT shard_id, data, data_encoding FROM shards")
+	shards, err := qShards.All(ctx, conn, namedsql.NoArgs{})
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
 	out := map[int32]string{}
-	for rows.Next() {
-		var id int32
-		var data []byte
-		var enc string
-		if err := rows.Scan(&id, &data, &enc); err != nil {
-			return nil, err
+	for _, s := range shards {
+		if s.DataEncoding != "Proto3" {
+			return nil, fmt.Errorf("cluster: shard %d is encoded as %s, not Proto3", s.ShardID, s.DataEncoding)
 		}
-		if enc != "Proto3" {
-			return nil, fmt.Errorf("cluster: shard %d is encoded as %s, not Proto3", id, enc)
-		}
-		out[id] = shardOwner(data)
+		out[s.ShardID] = shardOwner(s.Data)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // shardOwner decodes ShardInfo.owner (field 3, a string).

@@ -33,11 +33,7 @@ func DropAbandoned(ctx context.Context, adminURL string) (int, error) {
 		return 0, err
 	}
 	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, "SELECT datname FROM pg_database WHERE datname LIKE $1", testPrefix+"%")
-	if err != nil {
-		return 0, err
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	names, err := qDatabasesLike.All(ctx, conn, patternArgs{Pattern: testPrefix + "%"})
 	if err != nil {
 		return 0, err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outflow/outflow/internal/dev/ports"
+	"github.com/outflow/outflow/internal/namedsql"
 )
 
 // Options configure a cluster. The zero value starts a server on a free
@@ -218,9 +219,7 @@ func WALLevel(ctx context.Context, url string) (string, error) {
 		return "", err
 	}
 	defer conn.Close(ctx)
-	var level string
-	err = conn.QueryRow(ctx, "SHOW wal_level").Scan(&level)
-	return level, err
+	return qWALLevel.Value(ctx, conn, namedsql.NoArgs{})
 }
 
 // LogicalOr returns url when its server runs with wal_level=logical, else

@@ -61,8 +61,7 @@ func StopLogical() {
 // sessions that still stream them.
 func dropSlots(ctx context.Context, conn *pgx.Conn, name string) error {
 	for {
-		var active int
-		err := conn.QueryRow(ctx, `SELECT count(pg_terminate_backend(active_pid)) FROM pg_replication_slots WHERE database = $1 AND active`, name).Scan(&active)
+		active, err := qTerminateSlotSessions.Value(ctx, conn, databaseArgs{Name: name})
 		if err != nil {
 			return err
 		}
@@ -75,6 +74,6 @@ func dropSlots(ctx context.Context, conn *pgx.Conn, name string) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	_, err := conn.Exec(ctx, "SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE database = $1 AND NOT active", name)
+	_, err := qDropIdleSlots.Exec(ctx, conn, databaseArgs{Name: name})
 	return err
 }

@@ -181,12 +181,11 @@ func ensureTemplate(ctx context.Context, adminURL string) (string, error) {
 	}
 	defer admin.Close(ctx)
 	// One builder at a time across every test process on the machine.
-	if _, err := admin.Exec(ctx, "SELECT pg_advisory_lock(73617461)"); err != nil {
+	if _, err := qLockTemplates.Exec(ctx, admin, lockArgs{LockKey: templateLock}); err != nil {
 		return "", err
 	}
-	defer admin.Exec(context.Background(), "SELECT pg_advisory_unlock(73617461)") //nolint:errcheck
-	var ready bool
-	err = admin.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1 AND datistemplate)", name).Scan(&ready)
+	defer qUnlockTemplates.Exec(context.Background(), admin, lockArgs{LockKey: templateLock}) //nolint:errcheck
+	ready, err := qTemplateReady.Value(ctx, admin, databaseArgs{Name: name})
 	if err != nil || ready {
 		return name, err
 	}

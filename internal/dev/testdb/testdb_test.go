@@ -27,3 +27,10 @@ func TestWithDatabase(t *testing.T) {
 		withDatabase("postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable", "x"))
 	require.Equal(t, "postgres://u@h/x", withDatabase("postgres://u@h/db", "x"))
 }
+
+// TestStatements: every statement of testdb.sql is bound in sql.go and
+// reads the columns the database describes.
+func TestStatements(t *testing.T) {
+	t.Parallel()
+	CheckStatements(t, queries, statements...)
+}

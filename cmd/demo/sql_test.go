@@ -1,0 +1,14 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/outflow/outflow/internal/dev/testdb"
+)
+
+// TestStatements: every statement of database.sql is bound in sql.go and
+// reads the columns the database describes.
+func TestStatements(t *testing.T) {
+	t.Parallel()
+	testdb.CheckStatements(t, queries, statements...)
+}
