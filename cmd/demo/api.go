@@ -58,21 +58,30 @@ func (a *orderAPI) do(ctx context.Context, method, path string, body any, header
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode >= 300 {
-		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(b))
+		return &httpStatusError{code: resp.StatusCode, msg: fmt.Sprintf("%s %s: %s: %s", method, path, resp.Status, bytes.TrimSpace(b))}
 	}
 	return json.Unmarshal(b, out)
 }
 
+// httpStatusError is an answer that was not a success.
+type httpStatusError struct {
+	code int
+	msg  string
+}
+
+func (e *httpStatusError) Error() string { return e.msg }
+
 // create places an order with an Idempotency-Key, so a retry is safe.
-func (a *orderAPI) create(ctx context.Context, key, email, paymentMethod string) (createdOrder, error) {
+func (a *orderAPI) create(ctx context.Context, key, email, paymentMethod string, items []item) (createdOrder, error) {
+	lines := make([]map[string]any, 0, len(items))
+	for _, it := range items {
+		lines = append(lines, map[string]any{"sku": it.sku, "quantity": it.quantity, "unit_amount": it.unitPrice})
+	}
 	body := map[string]any{
 		"customer_email": email,
 		"currency":       "usd",
 		"payment_method": paymentMethod,
-		"items": []map[string]any{
-			{"sku": "BOOK-DDIA", "quantity": 1, "unit_amount": 4599},
-			{"sku": "STICKER-PG", "quantity": 3, "unit_amount": 250},
-		},
+		"items":          lines,
 		// Personal data the payload codec keeps out of Temporal's
 		// histories (docs/privacy.md), printed in the confirmation email.
 		"shipping_address": map[string]any{

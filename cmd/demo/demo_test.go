@@ -28,32 +28,72 @@ func TestScenarioExpectations(t *testing.T) {
 	for _, sc := range scenarios() {
 		byName[sc.name] = sc
 	}
-	require.Len(t, byName, 5, "scenario names must be unique")
+	require.Len(t, byName, 8, "scenario names must be unique")
 
 	happy := byName["happy path"].expect
-	require.Empty(t, happy.check(observed{status: "confirmed", charges: 1, paymentIntents: 1, emails: []string{"confirmation"}}))
-	require.Contains(t, happy.check(observed{status: "paid", charges: 1, paymentIntents: 1, emails: []string{"confirmation"}}), "status paid")
-	require.Contains(t, happy.check(observed{status: "confirmed", charges: 2, paymentIntents: 2, emails: []string{"confirmation"}}), "charges=2")
-	require.Contains(t, happy.check(observed{status: "confirmed", charges: 1, paymentIntents: 1, emails: []string{"confirmation", "confirmation"}}), "emails")
-	require.Contains(t, happy.check(observed{status: "confirmed", charges: 1, paymentIntents: 1, emails: []string{"confirmation"}, duplicateEffects: 1}), "stored twice")
+	require.Empty(t, happy.check(observed{stock: "reserved", status: "confirmed", charges: 1, paymentIntents: 1, emails: []string{"confirmation"}}))
+	require.Contains(t, happy.check(observed{stock: "reserved", status: "paid", charges: 1, paymentIntents: 1, emails: []string{"confirmation"}}), "status paid")
+	require.Contains(t, happy.check(observed{stock: "reserved", status: "confirmed", charges: 2, paymentIntents: 2, emails: []string{"confirmation"}}), "charges=2")
+	require.Contains(t, happy.check(observed{stock: "reserved", status: "confirmed", charges: 1, paymentIntents: 1, emails: []string{"confirmation", "confirmation"}}), "emails")
+	require.Contains(t, happy.check(observed{stock: "reserved", status: "confirmed", charges: 1, paymentIntents: 1, emails: []string{"confirmation"}, duplicateEffects: 1}), "stored twice")
 
 	timeout := byName["provider timeout (outcome unknown)"].expect
-	require.Contains(t, timeout.check(observed{status: "confirmed", charges: 1, paymentIntents: 2, emails: []string{"confirmation"}}), "2 payment intents",
+	require.Contains(t, timeout.check(observed{stock: "reserved", status: "confirmed", charges: 1, paymentIntents: 2, emails: []string{"confirmation"}}), "2 payment intents",
 		"a lost answer must be reconciled, never charged again")
 
 	declined := byName["declined card"].expect
-	require.Empty(t, declined.check(observed{status: "payment_failed", paymentIntents: 1, emails: []string{"payment_failed"}}))
+	require.Empty(t, declined.check(observed{stock: "released", status: "payment_failed", paymentIntents: 1, emails: []string{"payment_failed"}}))
 
 	racing := byName["cancel racing the charge"].expect
-	require.Empty(t, racing.check(observed{status: "cancelled", emails: []string{"cancellation"}}), "never charged")
-	require.Empty(t, racing.check(observed{status: "cancelled", charges: 1, refunds: 1, paymentIntents: 1, emails: []string{"cancellation"}}), "refunded")
-	require.Empty(t, racing.check(observed{status: "cancelled", charges: 1, refunds: 1, paymentIntents: 1, emails: []string{"confirmation", "cancellation"}}), "cancel after the confirmation mail")
-	require.Contains(t, racing.check(observed{status: "cancelled", charges: 1, paymentIntents: 1, emails: []string{"cancellation"}}), "net charge not zero")
-	require.Contains(t, racing.check(observed{status: "cancelled", emails: []string{"cancellation", "cancellation"}}), "emails")
+	require.Empty(t, racing.check(observed{stock: "released", status: "cancelled", emails: []string{"cancellation"}}), "never charged")
+	require.Empty(t, racing.check(observed{stock: "released", status: "cancelled", charges: 1, refunds: 1, paymentIntents: 1, emails: []string{"cancellation"}}), "refunded")
+	require.Empty(t, racing.check(observed{stock: "released", status: "cancelled", charges: 1, refunds: 1, paymentIntents: 1, emails: []string{"confirmation", "cancellation"}}), "cancel after the confirmation mail")
+	require.Contains(t, racing.check(observed{stock: "released", status: "cancelled", charges: 1, paymentIntents: 1, emails: []string{"cancellation"}}), "net charge not zero")
+	require.Contains(t, racing.check(observed{stock: "released", status: "cancelled", emails: []string{"cancellation", "cancellation"}}), "emails")
 
 	late := byName["cancel after confirmation"].expect
-	require.Empty(t, late.check(observed{status: "cancelled", charges: 1, refunds: 1, paymentIntents: 1, emails: []string{"confirmation", "cancellation"}}))
-	require.Contains(t, late.check(observed{status: "cancelled", charges: 1, paymentIntents: 1, emails: []string{"confirmation", "cancellation"}}), "refunds=0")
+	require.Empty(t, late.check(observed{stock: "released", status: "cancelled", charges: 1, refunds: 1, paymentIntents: 1, emails: []string{"confirmation", "cancellation"}}))
+	require.Contains(t, late.check(observed{stock: "released", status: "cancelled", charges: 1, paymentIntents: 1, emails: []string{"confirmation", "cancellation"}}), "refunds=0")
+
+	require.Contains(t, happy.check(observed{stock: "released", status: "confirmed", charges: 1, paymentIntents: 1, emails: []string{"confirmation"}}), "stock released, want reserved")
+	require.Empty(t, racing.check(observed{stock: "none", status: "cancelled", emails: []string{"cancellation"}}), "cancelled before any reserve")
+
+	// Out of stock: the order fails before any money moves, with nothing
+	// reserved and the provider never called.
+	short := byName["out of stock"]
+	require.Contains(t, short.orderItems(), item{soldOutSKU, 1, 1500})
+	require.Zero(t, demoStock[soldOutSKU])
+	require.Empty(t, short.expect.check(observed{stock: "none", status: "payment_failed", emails: []string{"stock_unavailable"}}))
+	require.Contains(t, short.expect.check(observed{stock: "none", status: "payment_failed", paymentIntents: 1, emails: []string{"stock_unavailable"}}), "want none")
+	require.Contains(t, short.expect.check(observed{stock: "reserved", status: "payment_failed", emails: []string{"stock_unavailable"}}), "stock reserved, want none")
+	require.Contains(t, short.expect.check(observed{stock: "none", status: "payment_failed", emails: []string{"payment_failed"}}), "emails")
+
+	// The asynchronous payment: pending until the demo settles it, then
+	// confirmed by its webhook (processing and succeeded, both recorded).
+	async := byName["async payment, webhook"]
+	require.Equal(t, webhookSettle, async.webhook)
+	ok := observed{stock: "reserved", status: "confirmed", charges: 1, paymentIntents: 1, emails: []string{"confirmation"},
+		webhooks: 2, recorded: 2, beforeWebhook: "pending"}
+	require.Empty(t, async.expect.check(ok))
+	early := ok
+	early.beforeWebhook = "confirmed"
+	require.Contains(t, async.expect.check(early), "before the webhook", "confirmed before the webhook was sent: not the webhook's doing")
+	unrecorded := ok
+	unrecorded.recorded = 1
+	require.Contains(t, async.expect.check(unrecorded), "1 webhook events recorded, want 2")
+
+	// Twice and out of order: three deliveries of two events, the duplicate
+	// records nothing, the order changes once (one charge, one email).
+	twice := byName["webhook twice, out of order"]
+	require.Equal(t, webhookTwiceReordered, twice.webhook)
+	ok.webhooks = 3
+	require.Empty(t, twice.expect.check(ok))
+	dup := ok
+	dup.recorded = 3
+	require.Contains(t, twice.expect.check(dup), "3 webhook events recorded, want 2", "the duplicate must be recognised")
+	again := ok
+	again.emails = []string{"confirmation", "confirmation"}
+	require.Contains(t, twice.expect.check(again), "emails")
 }
 
 func TestObserveReadsOnlyTheOrdersEffects(t *testing.T) {
@@ -96,6 +136,8 @@ func TestPrintTable(t *testing.T) {
 	require.Contains(t, out, "MISMATCH 0191cccc-dddd (declined card): status pending, want payment_failed")
 	require.Contains(t, out, "http://127.0.0.1:8233/namespaces/default/workflows/wf-1")
 	require.Contains(t, out, "workflow id wf-2")
+	require.Contains(t, out, "STOCK")
+	require.Contains(t, out, "WEBHOOKS")
 
 	buf.Reset()
 	require.True(t, printTable(&buf, rows[:1]))
@@ -124,9 +166,12 @@ func TestDemoDatabaseLeftByAnotherDemo(t *testing.T) {
 	})
 	var said strings.Builder
 	say := func(format string, args ...any) { fmt.Fprintf(&said, format+"\n", args...) }
+	var fresh bool
 	prepare := func(c *demoCodec) (string, error) {
 		said.Reset()
-		return prepareDemoDatabase(ctx, server, name, c, say)
+		url, f, err := prepareDemoDatabase(ctx, server, name, c, say)
+		fresh = f
+		return url, err
 	}
 	// A customer's key appears as the demo's relay makes it: when it first
 	// encodes one of their orders.
@@ -153,12 +198,14 @@ func TestDemoDatabaseLeftByAnotherDemo(t *testing.T) {
 	url, err := prepare(cloneA)
 	require.NoError(t, err)
 	require.Contains(t, said.String(), "created the demo's own database "+name)
+	require.True(t, fresh)
 	require.Contains(t, url, "/"+name)
 	useAs(url, cloneA, "customer1@example.com", "customer2@example.com")
 
 	_, err = prepare(cloneA)
 	require.NoError(t, err)
 	require.Contains(t, said.String(), "reusing the demo's own database "+name, "the same clone keeps its database")
+	require.False(t, fresh)
 
 	// A second clone: its own .data, so its own demo key (the same key id
 	// on the same day, other bytes).
@@ -169,6 +216,7 @@ func TestDemoDatabaseLeftByAnotherDemo(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, said.String(), "made by a demo with another key", "never silently")
 	require.Contains(t, said.String(), "recreating "+name)
+	require.True(t, fresh, "the inventory's database follows")
 	useAs(url, cloneB, "customer1@example.com")
 
 	// A third clone while the second one's demo still holds a connection.
@@ -205,4 +253,48 @@ func TestWithDatabase(t *testing.T) {
 	cfg, err := pgx.ParseConfig(u)
 	require.NoError(t, err)
 	require.Equal(t, "outflow_demo", cfg.Database)
+}
+
+// TestInventoryDatabaseFollowsTheDemos: the inventory's own database is
+// created when missing, reused with the demo's, and recreated when the
+// demo's was just (re)created: its reservations belonged to that
+// database's orders.
+func TestInventoryDatabaseFollowsTheDemos(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	server := testdb.AdminURL()
+	name := "outflow_demo_inventory_test_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
+	t.Cleanup(func() {
+		admin, err := pgx.Connect(context.Background(), server)
+		require.NoError(t, err)
+		defer admin.Close(context.Background())
+		_, err = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		require.NoError(t, err)
+	})
+	var said strings.Builder
+	say := func(format string, args ...any) { fmt.Fprintf(&said, format+"\n", args...) }
+	url, err := prepareInventoryDatabase(ctx, server, name, false, say)
+	require.NoError(t, err)
+	require.Contains(t, said.String(), "created the inventory's own database "+name)
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	_, err = conn.Exec(ctx, "CREATE TABLE left_by_an_earlier_demo (id int)")
+	require.NoError(t, err)
+	require.NoError(t, conn.Close(ctx))
+
+	said.Reset()
+	_, err = prepareInventoryDatabase(ctx, server, name, false, say)
+	require.NoError(t, err)
+	require.Contains(t, said.String(), "reusing the inventory's own database "+name)
+
+	said.Reset()
+	_, err = prepareInventoryDatabase(ctx, server, name, true, say)
+	require.NoError(t, err)
+	require.Contains(t, said.String(), "recreating the inventory's database "+name)
+	conn, err = pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var left bool
+	require.NoError(t, conn.QueryRow(ctx, "SELECT to_regclass('left_by_an_earlier_demo') IS NOT NULL").Scan(&left))
+	require.False(t, left, "recreated empty")
 }

@@ -14,14 +14,26 @@
 //     build takes minutes) and persisting to .data/temporal.db;
 //   - the provider simulators, the worker, the relay and the order API, built
 //     into bin/ and started as child processes logging to .data/logs/;
+//   - the inventory service (cmd/inventory) on its own database
+//     outflow_demo_inventory on the same server, created when missing and
+//     recreated whenever outflow_demo is (its reservations belong to that
+//     database's orders), on INVENTORY_ADDR 127.0.0.1:8090 when free (else
+//     a free port), relaying its answers as signals to the sagas; the
+//     worker reaches it through INVENTORY_URL. The demo stocks the SKUs
+//     its orders use at every run (POSTER-SOLDOUT at zero);
+//   - webhooks: the simulator signs Stripe's webhooks with the demo's
+//     STRIPE_WEBHOOK_SECRET and sends them to the order API's
+//     POST /webhooks/stripe, which verifies them;
 //   - payload encryption: OUTFLOW_CODEC_KEYS if set, else a demo key made on
 //     the first run and kept in .data/codec.keys (the dev server keeps its
 //     histories across runs), and bin/codecserver on CODECSERVER_ADDR
 //     (default 127.0.0.1:8081), which the dev server's Web UI decodes
 //     through (--ui-codec-endpoint, CORS for the UI's origin).
 //
-// It then places the scripted orders, waits for each to reach its final
-// state, prints a summary table with a Temporal UI link to every workflow
+// It then places the scripted orders (among them one out of stock, an
+// asynchronous payment settled by its webhook, and one whose webhooks come
+// twice and out of order), waits for each to reach its final state, prints
+// a summary table (with each order's reservation and its webhooks) with a Temporal UI link to every workflow
 // and how to see a history raw and decoded, and keeps the stack up until
 // Ctrl-C. With DEMO_EXIT=1 it exits after the table, with status 0 only if
 // every order matched its expectation.

@@ -15,12 +15,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/dev/checkout"
 	"github.com/outflow/outflow/internal/dev/ports"
 	"github.com/outflow/outflow/internal/dev/proc"
 	"github.com/outflow/outflow/providersim"
+	"github.com/outflow/outflow/workflows"
 )
 
 func main() {
@@ -84,7 +86,11 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	dbURL, err := prepareDemoDatabase(ctx, pg.URL, demoDatabase, pc, say)
+	dbURL, fresh, err := prepareDemoDatabase(ctx, pg.URL, demoDatabase, pc, say)
+	if err != nil {
+		return err
+	}
+	invDBURL, err := prepareInventoryDatabase(ctx, pg.URL, inventoryDatabase, fresh, say)
 	if err != nil {
 		return err
 	}
@@ -123,12 +129,19 @@ func run(ctx context.Context) error {
 	st.add(func() { pc.proc.Stop(5 * time.Second) })
 	say("payload encryption on (key %s: %s); codec server at %s for the CLI and the Web UI", pc.keyID, pc.how, pc.endpoint())
 
+	apiAddr, err := preferredAddr(8080)
+	if err != nil {
+		return err
+	}
 	simPort, err := ports.Free()
 	if err != nil {
 		return err
 	}
 	simURL := fmt.Sprintf("http://127.0.0.1:%d", simPort)
-	sim, err := startChild(dataDir, "providersim", bin("providersim"), nil, []string{fmt.Sprintf("PROVIDERSIM_ADDR=127.0.0.1:%d", simPort)})
+	// The simulator sends Stripe's webhooks, signed, to the order API,
+	// which verifies them with the same secret.
+	sim, err := startChild(dataDir, "providersim", bin("providersim"), nil, []string{fmt.Sprintf("PROVIDERSIM_ADDR=127.0.0.1:%d", simPort),
+		"PROVIDERSIM_WEBHOOK_URL=http://" + apiAddr + "/webhooks/stripe", "STRIPE_WEBHOOK_SECRET=" + webhookSecret})
 	if err != nil {
 		return err
 	}
@@ -136,7 +149,47 @@ func run(ctx context.Context) error {
 	if err := ports.WaitTCP(ctx, fmt.Sprintf("127.0.0.1:%d", simPort), 30*time.Second); err != nil {
 		return fmt.Errorf("providersim: %w (see %s)", err, sim.LogPath())
 	}
-	say("provider simulators (Stripe-compatible payments, Resend-compatible email) at %s", simURL)
+	say("provider simulators (Stripe-compatible payments, Resend-compatible email) at %s, sending signed webhooks to http://%s/webhooks/stripe", simURL, apiAddr)
+
+	// The inventory service: its own database, its own relay delivering
+	// its answers as signals to the orders' sagas (docs/inventory.md).
+	invAddr, err := preferredAddr(8090)
+	if err != nil {
+		return err
+	}
+	invMetrics, err := metricsAddr("inventory")
+	if err != nil {
+		return err
+	}
+	taskQueue := os.Getenv("OUTFLOW_TASK_QUEUE")
+	if taskQueue == "" {
+		taskQueue = "orders"
+	}
+	inventory, err := startChild(dataDir, "inventory", bin("inventory"), nil, []string{
+		"INVENTORY_DATABASE_URL=" + invDBURL,
+		"INVENTORY_ADDR=" + invAddr,
+		"INVENTORY_SAGA_TASK_QUEUE=" + taskQueue,
+		"INVENTORY_CLOSED_WORKFLOW=" + workflows.InventoryLateEventWorkflowName,
+		"INVENTORY_SIGNAL=",
+		"INVENTORY_SAGA_WORKFLOW=",
+		"TEMPORAL_ADDRESS=" + tmp.address,
+		"TEMPORAL_NAMESPACE=" + tmp.namespace,
+		"METRICS_ADDR=" + invMetrics,
+		"OUTFLOW_FAILPOINTS=",
+	})
+	if err != nil {
+		return err
+	}
+	st.add(func() { inventory.Stop(10 * time.Second) })
+	if err := waitLog(ctx, inventory, "listening", 60*time.Second); err != nil {
+		return fmt.Errorf("inventory: %w (see %s)", err, inventory.LogPath())
+	}
+	inv := &inventoryAPI{orderAPI{base: "http://" + invAddr, http: &http.Client{Timeout: 15 * time.Second}}}
+	stocked, err := inv.stockAll(ctx)
+	if err != nil {
+		return fmt.Errorf("inventory: %w (see %s)", err, inventory.LogPath())
+	}
+	say("inventory service at http://%s (database %s), stocked: %s", invAddr, inventoryDatabase, stocked)
 
 	common := []string{
 		"DATABASE_URL=" + dbURL,
@@ -159,7 +212,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	worker, err := startChild(dataDir, "worker", bin("worker"), nil, append(common, "METRICS_ADDR="+workerMetrics))
+	worker, err := startChild(dataDir, "worker", bin("worker"), nil, append(common, "METRICS_ADDR="+workerMetrics, "INVENTORY_URL=http://"+invAddr))
 	if err != nil {
 		return err
 	}
@@ -169,15 +222,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	st.add(func() { relay.Stop(15 * time.Second) })
-	apiAddr := "127.0.0.1:8080"
-	if !ports.IsFree(8080) {
-		p, err := ports.Free()
-		if err != nil {
-			return err
-		}
-		apiAddr = fmt.Sprintf("127.0.0.1:%d", p)
-	}
-	api, err := startChild(dataDir, "orderapi", bin("orderapi"), nil, append(common, "ORDERAPI_ADDR="+apiAddr, "ORDERAPI_TOKEN="))
+	api, err := startChild(dataDir, "orderapi", bin("orderapi"), nil, append(common, "ORDERAPI_ADDR="+apiAddr, "ORDERAPI_TOKEN=", "STRIPE_WEBHOOK_SECRET="+webhookSecret))
 	if err != nil {
 		return err
 	}
@@ -191,16 +236,21 @@ func run(ctx context.Context) error {
 		return fmt.Errorf("orderapi: %w (see %s)", err, api.LogPath())
 	}
 	say("worker, relay and order API (http://%s) are up; logs in %s", apiAddr, filepath.Join(dataDir, "logs"))
-	promConfig, err := writePrometheusConfig(dataDir, root, map[string]string{"starter": starterMetrics, "worker": workerMetrics, "orderapi": apiAddr})
+	promConfig, err := writePrometheusConfig(dataDir, root, map[string]string{"starter": starterMetrics, "worker": workerMetrics, "orderapi": apiAddr, "inventory": invMetrics})
 	if err != nil {
 		return err
 	}
-	say("metrics: relay http://%s/metrics, worker http://%s/metrics, order API http://%s/metrics; "+
-		"to watch them with the alert rules: prometheus --config.file=%s", starterMetrics, workerMetrics, apiAddr, promConfig)
+	say("metrics: relay http://%s/metrics, worker http://%s/metrics, order API http://%s/metrics, inventory http://%s/metrics; "+
+		"to watch them with the alert rules: prometheus --config.file=%s", starterMetrics, workerMetrics, apiAddr, invMetrics, promConfig)
 
 	orders := &orderAPI{base: "http://" + apiAddr, http: &http.Client{Timeout: 15 * time.Second}}
 	simClient := &providersim.Client{BaseURL: simURL, HTTP: &http.Client{Timeout: 10 * time.Second}}
-	results, err := runScenarios(ctx, orders, simClient, tmp)
+	db, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return fmt.Errorf("connect to %s: %w", demoDatabase, err)
+	}
+	defer db.Close(context.WithoutCancel(ctx))
+	results, err := runScenarios(ctx, orders, inv, simClient, db, tmp)
 	if err != nil {
 		return err
 	}
@@ -210,7 +260,7 @@ func run(ctx context.Context) error {
 	if tmp.uiURL != "" {
 		say("Temporal Web UI: %s (search: OrderId=\"<order id>\")", tmp.uiURL)
 	}
-	say("order API: http://%s   provider ledger: %s/_sim/ledger", apiAddr, simURL)
+	say("order API: http://%s   inventory: http://%s/stock/BOOK-DDIA   provider ledger: %s/_sim/ledger   webhooks: %s/_sim/webhooks", apiAddr, invAddr, simURL, simURL)
 	fmt.Println()
 	printCodecHowTo(os.Stdout, pc, tmp, tmp.cli, dbURL, results)
 	fmt.Println()
@@ -236,13 +286,30 @@ func lastLine(s string) string {
 // a second run fast.
 func buildBinaries(ctx context.Context, root string) error {
 	cmd := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(root, "bin")+"/",
-		"./worker", "./starter", "./cmd/orderapi", "./cmd/providersim", "./cmd/outboxctl", "./cmd/codecserver")
+		"./worker", "./starter", "./cmd/orderapi", "./cmd/providersim", "./cmd/outboxctl", "./cmd/codecserver", "./cmd/inventory")
 	cmd.Dir = root
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("go build: %w", err)
 	}
 	return nil
+}
+
+// webhookSecret is the demo's Stripe webhook signing secret: the
+// simulator signs with it, the order API verifies with it.
+const webhookSecret = "whsec_outflow_demo"
+
+// preferredAddr is 127.0.0.1:port when that port is free, else a loopback
+// address on a port the kernel picks.
+func preferredAddr(port int) (string, error) {
+	if ports.IsFree(port) {
+		return fmt.Sprintf("127.0.0.1:%d", port), nil
+	}
+	p, err := ports.Free()
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("127.0.0.1:%d", p), nil
 }
 
 // newKey returns an Idempotency-Key for one scripted order.

@@ -9,9 +9,9 @@ import (
 	"github.com/outflow/outflow/internal/dev/ports"
 )
 
-// metricsPorts are where the demo's starter and worker serve /metrics
+// metricsPorts are where the demo's starter, worker and inventory serve /metrics
 // (METRICS_ADDR) when those ports are free; another free port otherwise.
-var metricsPorts = map[string]int{"starter": 9102, "worker": 9103}
+var metricsPorts = map[string]int{"starter": 9102, "worker": 9103, "inventory": 9104}
 
 // metricsAddr is a loopback address for name's /metrics: its preferred
 // port when free, else one the kernel picks.
@@ -37,7 +37,7 @@ func writePrometheusConfig(dataDir, root string, targets map[string]string) (str
 	b.WriteString("global:\n  scrape_interval: 5s\n  evaluation_interval: 5s\n")
 	b.WriteString("rule_files:\n  - " + filepath.Join(root, "deploy", "prometheus", "alerts.yml") + "\n")
 	b.WriteString("scrape_configs:\n")
-	for _, job := range []string{"starter", "worker", "orderapi"} {
+	for _, job := range []string{"starter", "worker", "orderapi", "inventory"} {
 		if t, ok := targets[job]; ok {
 			fmt.Fprintf(&b, "  - job_name: outflow-%s\n    static_configs:\n      - targets: [%q]\n", job, t)
 		}

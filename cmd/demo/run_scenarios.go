@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/providersim"
 )
 
@@ -14,13 +16,25 @@ import (
 var finalStatuses = []string{"confirmed", "payment_failed", "cancelled"}
 
 // runScenarios places every scripted order and gathers what became of it.
-func runScenarios(ctx context.Context, api *orderAPI, sim *providersim.Client, tmp *temporalServer) ([]result, error) {
+// db is the demo's database, where the order API records the webhooks'
+// events.
+func runScenarios(ctx context.Context, api *orderAPI, inv *inventoryAPI, sim *providersim.Client, db outbox.LookupDB, tmp *temporalServer) ([]result, error) {
 	all := scenarios()
 	results := make([]result, len(all))
 	// Faults hit "the next N calls" of an operation, so a faulted scenario
-	// runs alone until the simulator has recorded its charge.
+	// runs alone until the simulator has recorded its charge; holding the
+	// simulator's webhooks holds everyone's, so that scenario runs alone
+	// too.
 	var concurrent []int
 	for i, sc := range all {
+		if sc.webhook == webhookTwiceReordered {
+			r, err := twiceReordered(ctx, api, sim, sc, i)
+			if err != nil {
+				return nil, err
+			}
+			results[i] = r
+			continue
+		}
 		if sc.fault == "" {
 			concurrent = append(concurrent, i)
 			continue
@@ -29,12 +43,12 @@ func runScenarios(ctx context.Context, api *orderAPI, sim *providersim.Client, t
 		if err := sim.InjectFault(ctx, providersim.Fault{Operation: "payment_intents.create", Fault: sc.fault, Count: 1}); err != nil {
 			return nil, fmt.Errorf("inject fault: %w", err)
 		}
-		o, err := api.create(ctx, newKey(sc.name), fmt.Sprintf("customer%d@example.com", i+1), sc.paymentMethod)
+		o, err := api.create(ctx, newKey(sc.name), fmt.Sprintf("customer%d@example.com", i+1), sc.paymentMethod, sc.orderItems())
 		if err != nil {
 			return nil, err
 		}
 		results[i] = result{orderID: o.OrderID, scenario: sc}
-		if err := waitCharged(ctx, sim, o.OrderID, 60*time.Second); err != nil {
+		if _, err := waitCharged(ctx, sim, o.OrderID, 60*time.Second); err != nil {
 			return nil, err
 		}
 	}
@@ -46,12 +60,30 @@ func runScenarios(ctx context.Context, api *orderAPI, sim *providersim.Client, t
 		go func() {
 			defer wg.Done()
 			say("placing %q", sc.name)
-			o, err := api.create(ctx, newKey(sc.name), fmt.Sprintf("customer%d@example.com", i+1), sc.paymentMethod)
+			o, err := api.create(ctx, newKey(sc.name), fmt.Sprintf("customer%d@example.com", i+1), sc.paymentMethod, sc.orderItems())
 			if err != nil {
 				errs[i] = err
 				return
 			}
 			results[i] = result{orderID: o.OrderID, scenario: sc}
+			if sc.webhook == webhookSettle {
+				// The payment stays processing: play the bank settling it.
+				// Its signed webhook is what confirms the order.
+				piID, err := waitCharged(ctx, sim, o.OrderID, 2*time.Minute)
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				before, err := api.get(ctx, o.OrderID)
+				if err != nil {
+					errs[i] = err
+					return
+				}
+				results[i].beforeWebhook = before.Status
+				say("%q: the payment is processing, the order %s; settling it at the provider, whose webhook tells the order API", sc.name, before.Status)
+				errs[i] = sim.Settle(ctx, piID, providersim.OutcomeSucceeded)
+				return
+			}
 			switch sc.cancel {
 			case cancelRacing:
 				errs[i] = api.cancel(ctx, o.OrderID)
@@ -100,6 +132,10 @@ func runScenarios(ctx context.Context, api *orderAPI, sim *providersim.Client, t
 		if err != nil {
 			return nil, err
 		}
+		hooks, err := sim.Webhooks(ctx)
+		if err != nil {
+			return nil, err
+		}
 		pending := false
 		for i := range results {
 			r := &results[i]
@@ -108,6 +144,20 @@ func runScenarios(ctx context.Context, api *orderAPI, sim *providersim.Client, t
 				return nil, err
 			}
 			r.observed = observe(ledger, r.orderID, view.Status)
+			r.observed.beforeWebhook = r.beforeWebhook
+			r.observed.webhooks = deliveredWebhooks(ledger, hooks, r.orderID)
+			if r.observed.stock, err = inv.reservation(ctx, r.orderID); err != nil {
+				return nil, err
+			}
+			events, err := outbox.AggregateEvents(ctx, db, orders.AggregatePayment, r.orderID)
+			if err != nil {
+				return nil, err
+			}
+			for _, e := range events {
+				if e.Type == orders.EventPaymentWebhookReceived {
+					r.observed.recorded++
+				}
+			}
 			r.mismatch = r.scenario.expect.check(r.observed)
 			pending = pending || r.mismatch != ""
 		}
@@ -160,24 +210,101 @@ func observe(l providersim.Ledger, orderID, status string) observed {
 	return o
 }
 
-// waitCharged waits until the simulator holds a payment intent for the order.
-func waitCharged(ctx context.Context, sim *providersim.Client, orderID string, timeout time.Duration) error {
+// twiceReordered places the scenario's order with the simulator's webhooks
+// held, settles its processing payment, releases the held deliveries
+// newest first (payment_intent.succeeded before the older
+// payment_intent.processing) and then delivers the succeeded event once
+// more, as Stripe may: three deliveries of two events.
+func twiceReordered(ctx context.Context, api *orderAPI, sim *providersim.Client, sc scenario, i int) (result, error) {
+	say("placing %q: holding the provider's webhooks", sc.name)
+	if err := sim.HoldWebhooks(ctx); err != nil {
+		return result{}, fmt.Errorf("hold webhooks: %w", err)
+	}
+	released := false
+	defer func() {
+		if !released {
+			_ = sim.ReleaseWebhooks(context.WithoutCancel(ctx))
+		}
+	}()
+	o, err := api.create(ctx, newKey(sc.name), fmt.Sprintf("customer%d@example.com", i+1), sc.paymentMethod, sc.orderItems())
+	if err != nil {
+		return result{}, err
+	}
+	r := result{orderID: o.OrderID, scenario: sc}
+	piID, err := waitCharged(ctx, sim, o.OrderID, 2*time.Minute)
+	if err != nil {
+		return result{}, err
+	}
+	before, err := api.get(ctx, o.OrderID)
+	if err != nil {
+		return result{}, err
+	}
+	r.beforeWebhook = before.Status
+	if err := sim.Settle(ctx, piID, providersim.OutcomeSucceeded); err != nil {
+		return result{}, fmt.Errorf("settle %s: %w", piID, err)
+	}
+	if err := sim.ReleaseWebhooks(ctx); err != nil {
+		return result{}, fmt.Errorf("release webhooks: %w", err)
+	}
+	released = true
+	hooks, err := sim.Webhooks(ctx)
+	if err != nil {
+		return result{}, err
+	}
+	for _, h := range hooks {
+		if h.ObjectID == piID && h.Type == providersim.EventPaymentIntentSucceeded {
+			say("%q: the order %s; its webhooks released newest first, then %s (%s) delivered again", sc.name, before.Status, h.EventID, h.Type)
+			if err := sim.ResendWebhook(ctx, h.EventID); err != nil {
+				return result{}, fmt.Errorf("resend webhook %s: %w", h.EventID, err)
+			}
+			return r, nil
+		}
+	}
+	return result{}, fmt.Errorf("order %s: no payment_intent.succeeded webhook for %s after settling it", o.OrderID, piID)
+}
+
+// deliveredWebhooks counts the webhook deliveries answered 2xx about the
+// order's payment: its payment intents' events and their refunds'.
+func deliveredWebhooks(l providersim.Ledger, hooks []providersim.WebhookDelivery, orderID string) int {
+	objects := map[string]bool{}
+	for _, pi := range l.PaymentIntents {
+		if pi.Metadata["order_id"] == orderID {
+			objects[pi.ID] = true
+		}
+	}
+	for _, rf := range l.Refunds {
+		if objects[rf.PaymentIntent] {
+			objects[rf.ID] = true
+		}
+	}
+	n := 0
+	for _, h := range hooks {
+		if h.Delivered && objects[h.ObjectID] {
+			n++
+		}
+	}
+	return n
+}
+
+// waitCharged waits until the simulator holds a payment intent for the
+// order and returns its id.
+func waitCharged(ctx context.Context, sim *providersim.Client, orderID string, timeout time.Duration) (string, error) {
 	deadline := time.Now().Add(timeout)
 	for {
 		l, err := sim.Ledger(ctx)
 		if err == nil {
 			for _, pi := range l.PaymentIntents {
 				if pi.Metadata["order_id"] == orderID {
-					return nil
+					return pi.ID, nil
 				}
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("order %s: no charge reached the simulator within %s (is the worker running? see .data/logs/worker.log)", orderID, timeout)
+			return "", fmt.Errorf("order %s: no charge reached the simulator within %s (is the worker running? see .data/logs/worker.log)", orderID, timeout)
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return "", ctx.Err()
 		case <-time.After(250 * time.Millisecond):
 		}
 	}

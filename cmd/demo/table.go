@@ -14,6 +14,9 @@ type result struct {
 	observed  observed
 	mismatch  string
 	workflows []workflowLink
+	// beforeWebhook is the order's status when the demo settled its
+	// payment at the provider (webhook scenarios).
+	beforeWebhook string
 }
 
 // workflowLink names one workflow of an order and where to see it.
@@ -26,7 +29,7 @@ type workflowLink struct {
 // printTable writes the summary and returns whether every order matched.
 func printTable(w io.Writer, results []result) bool {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ORDER\tSCENARIO\tEXPECTED\tACTUAL\tCHARGES\tREFUNDS\tEMAILS\tOK")
+	fmt.Fprintln(tw, "ORDER\tSCENARIO\tEXPECTED\tACTUAL\tCHARGES\tREFUNDS\tEMAILS\tSTOCK\tWEBHOOKS\tOK")
 	all := true
 	for _, r := range results {
 		ok := "yes"
@@ -37,11 +40,13 @@ func printTable(w io.Writer, results []result) bool {
 		if emails == "" {
 			emails = "-"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\n",
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n",
 			shortID(r.orderID), r.scenario.name, r.scenario.expect, r.observed.status,
-			r.observed.charges, r.observed.refunds, emails, ok)
+			r.observed.charges, r.observed.refunds, emails, r.observed.stock, webhookCell(r), ok)
 	}
 	tw.Flush()
+	fmt.Fprintln(w, "STOCK: the order's reservation in the inventory (none: it holds nothing for the order).")
+	fmt.Fprintln(w, "WEBHOOKS: the provider's signed webhook deliveries about the order's payment / the events the order API recorded from them (a duplicate records none).")
 	fmt.Fprintln(w)
 	for _, r := range results {
 		if r.mismatch != "" {
@@ -59,6 +64,16 @@ func printTable(w io.Writer, results []result) bool {
 		}
 	}
 	return all
+}
+
+// webhookCell is the WEBHOOKS column: deliveries/recorded, and the status
+// the order had when its payment was settled, for the webhook scenarios.
+func webhookCell(r result) string {
+	cell := fmt.Sprintf("%d/%d", r.observed.webhooks, r.observed.recorded)
+	if r.scenario.expect.pendingUntilWebhook {
+		cell += " (" + r.observed.beforeWebhook + " before)"
+	}
+	return cell
 }
 
 // shortID keeps the random tail of a UUIDv7: its head is a timestamp, the
