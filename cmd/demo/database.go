@@ -36,8 +36,8 @@ func prepareDemoDatabase(ctx context.Context, serverURL, name string, c *demoCod
 		return "", false, fmt.Errorf("connect to the PostgreSQL server: %w", err)
 	}
 	defer admin.Close(ctx)
-	var exists bool
-	if err := admin.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)`, name).Scan(&exists); err != nil {
+	exists, err := qDatabaseExists.Value(ctx, admin, databaseArgs{Name: name})
+	if err != nil {
 		return "", false, err
 	}
 	if !exists {
