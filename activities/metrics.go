@@ -17,6 +17,11 @@ type Metrics struct {
 	// run that should not exist (a replayed payment run on a cancelled
 	// order): each one is also logged at error level, for an operator.
 	IllegalTransitions *prometheus.CounterVec
+	// Disputes counts disputes the provider opened on an order's charge
+	// (charge.dispute.created), each Stripe webhook once
+	// (outflow_disputes_total). Any increase needs an operator: alert
+	// PaymentDisputeOpened.
+	Disputes prometheus.Counter
 }
 
 // NewMetrics creates the activities' metrics and registers them on reg (nil:
@@ -29,9 +34,16 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "outflow_illegal_transitions_total",
 			Help: "Order projection steps refused because the order's status does not allow them, by step.",
 		}, []string{"step"}),
+		Disputes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "outflow_disputes_total",
+			Help: "Disputes the payment provider opened on an order's charge (charge.dispute.created), each webhook once.",
+		}),
 	}
 	var err error
 	if m.IllegalTransitions, err = promreg.Register(reg, m.IllegalTransitions); err != nil {
+		return nil, fmt.Errorf("activities: %w", err)
+	}
+	if m.Disputes, err = promreg.Register(reg, m.Disputes); err != nil {
 		return nil, fmt.Errorf("activities: %w", err)
 	}
 	return m, nil

@@ -26,6 +26,8 @@ const (
 	StepPaymentFailed = orders.StepPaymentFailed
 	StepSagaStopped   = orders.StepSagaStopped
 	StepCancelled     = orders.StepCancelled
+	StepDisputed      = orders.StepDisputed
+	StepRefundFailed  = orders.StepRefundFailed
 )
 
 // ConsumerName is the inbox consumer of a step ([orders.ConsumerName]).

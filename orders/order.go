@@ -35,6 +35,13 @@ type Order struct {
 	PaymentIntentID *string `json:"payment_intent_id" db:"payment_intent_id"`
 	// RefundID is set once a cancel has refunded a charge.
 	RefundID *string `json:"refund_id" db:"refund_id"`
+	// DisputedAt and DisputeID are set once the provider reported a
+	// dispute on the order's charge (step disputed); RefundFailedAt once
+	// its refund failed after being accepted (step refund_failed). Left out
+	// of the JSON while unset.
+	DisputedAt     *time.Time `json:"disputed_at,omitempty" db:"disputed_at"`
+	DisputeID      *string    `json:"dispute_id,omitempty" db:"dispute_id"`
+	RefundFailedAt *time.Time `json:"refund_failed_at,omitempty" db:"refund_failed_at"`
 	// CreatedEventID is the OrderCreated event, also the payment saga's
 	// workflow ID.
 	CreatedEventID uuid.UUID `json:"created_event_id" db:"created_event_id"`

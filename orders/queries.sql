@@ -36,8 +36,8 @@ WHERE id = @id;
 
 -- name: GetOrder :one
 SELECT id, customer_email, currency, payment_method, amount, items, status,
-       payment_intent_id, refund_id, created_event_id, cancel_event_id,
-       shipping_address, created_at, updated_at
+       payment_intent_id, refund_id, disputed_at, dispute_id, refund_failed_at,
+       created_event_id, cancel_event_id, shipping_address, created_at, updated_at
 FROM orders
 WHERE id = @id;
 

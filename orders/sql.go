@@ -36,6 +36,7 @@ var (
 	qStepLockOrder                  = namedsql.Bind[orderIDArgs, stepOrder](queries, "StepLockOrder")
 	qStepApply                      = namedsql.Bind[stepApplyArgs, namedsql.NoRows](queries, "StepApply")
 	qWebhookOrder                   = namedsql.Bind[webhookOrderArgs, webhookOrderRow](queries, "WebhookOrder")
+	qStepMark                       = namedsql.Bind[stepMarkArgs, namedsql.NoRows](queries, "StepMark")
 )
 
 // statements describes every bound statement, for the test that has the
@@ -44,7 +45,7 @@ var statements = []namedsql.Info{
 	qInsertOrder.Info(), qInsertOrderWithShippingAddress.Info(), qLockOrderForCancel.Info(),
 	qMarkOrderCancelled.Info(), qGetOrder.Info(), qGetIdempotencyKey.Info(), qInsertIdempotencyKey.Info(),
 	qSetCreatedSequence.Info(), qSettleSkipped.Info(), qGetOrderState.Info(), qStepLockOrder.Info(),
-	qStepApply.Info(), qWebhookOrder.Info(),
+	qStepApply.Info(), qWebhookOrder.Info(), qStepMark.Info(),
 }
 
 type orderIDArgs struct {
@@ -106,6 +107,13 @@ type stepApplyArgs struct {
 	PaymentIntentID *string   `db:"payment_intent_id"`
 	RefundID        *string   `db:"refund_id"`
 	FinalSequence   int64     `db:"final_sequence"`
+}
+
+type stepMarkArgs struct {
+	ID           uuid.UUID `db:"id"`
+	Disputed     bool      `db:"disputed"`
+	RefundFailed bool      `db:"refund_failed"`
+	DisputeID    *string   `db:"dispute_id"`
 }
 
 type webhookOrderArgs struct {

@@ -34,6 +34,14 @@ const (
 	StepSagaStopped Step = "saga_stopped"
 	// StepCancelled: any status → cancelled, records the refund. Final.
 	StepCancelled Step = "cancelled"
+	// StepDisputed: no status change; records the order's dispute
+	// (disputed_at, dispute_id), from a charge.dispute.created webhook.
+	// Unsequenced (see [Step.unsequenced]).
+	StepDisputed Step = "disputed"
+	// StepRefundFailed: no status change; records that the order's refund
+	// failed after the provider accepted it (refund_failed_at), from a
+	// charge.refund.updated webhook with status failed. Unsequenced.
+	StepRefundFailed Step = "refund_failed"
 )
 
 // ConsumerName is the inbox consumer of a step (the name [inbox.Inbox.Record]
@@ -43,7 +51,14 @@ func ConsumerName(s Step) string { return "order_status." + string(s) }
 
 // final reports whether the step is the last one of its event, the one that
 // advances the order's applied_sequence.
-func (s Step) final() bool { return s != StepPaid }
+func (s Step) final() bool { return s != StepPaid && !s.unsequenced() }
+
+// unsequenced reports whether the step records a fact of the order's
+// payment stream (a webhook's PaymentWebhookReceived, aggregate
+// [AggregatePayment]) rather than an event of the order's own: it is
+// applied once per event through the inbox, from any status, and neither
+// waits for nor moves applied_sequence.
+func (s Step) unsequenced() bool { return s == StepDisputed || s == StepRefundFailed }
 
 // transitions says, per step, from which statuses it may apply and which
 // status it sets ("" keeps the status). Anything else is a bug, or a run
@@ -63,6 +78,10 @@ var transitions = map[Step]struct {
 	StepPaymentFailed: {from: []Status{StatusPending}, to: StatusPaymentFailed},
 	StepSagaStopped:   {from: allStatuses, to: ""},
 	StepCancelled:     {from: allStatuses, to: StatusCancelled},
+	// A dispute or a failed refund can come at any point after the charge,
+	// before or after the cancel's projection.
+	StepDisputed:     {from: allStatuses, to: ""},
+	StepRefundFailed: {from: allStatuses, to: ""},
 }
 
 var allStatuses = []Status{StatusPending, StatusPaid, StatusConfirmed, StatusPaymentFailed, StatusCancelled}
@@ -121,6 +140,9 @@ type StepInput struct {
 	PaymentIntentID string
 	// RefundID, if not "", is recorded as the order's refund.
 	RefundID string
+	// DisputeID, if not "", is recorded as the order's dispute
+	// ([StepDisputed]).
+	DisputeID string
 }
 
 // StepResult says what a step did.
@@ -181,6 +203,9 @@ type stepOrder struct {
 // redelivery of a step that did apply is acknowledged without a look at the
 // status.
 //
+// The unsequenced steps ([StepDisputed], [StepRefundFailed]) stop there:
+// they record their fact and are Applied, whatever the sequence.
+//
 // Events of one order apply in sequence order: a step of an event whose
 // sequence is beyond applied_sequence+1 is [ErrSequenceGap] (an earlier event
 // is still in flight; it is never skipped, unless an operator skipped it, see
@@ -217,6 +242,16 @@ func ApplyStepTx(ctx context.Context, tx pgx.Tx, ib *inbox.Inbox, in StepInput) 
 	}
 	if !slices.Contains(tr.from, o.Status) {
 		return StepResult{}, &IllegalTransitionError{OrderID: in.OrderID, EventID: in.EventID, Step: in.Step, Status: o.Status}
+	}
+	if in.Step.unsequenced() {
+		if _, err := qStepMark.Exec(ctx, tx, stepMarkArgs{
+			ID: in.OrderID, Disputed: in.Step == StepDisputed, RefundFailed: in.Step == StepRefundFailed,
+			DisputeID: nullable(in.DisputeID),
+		}); err != nil {
+			return StepResult{}, fmt.Errorf("orders: apply step %s of event %s to order %s: %w", in.Step, in.EventID, in.OrderID, err)
+		}
+		res.Applied = true
+		return res, nil
 	}
 	seq := in.Sequence
 	if seq == 0 {

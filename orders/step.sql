@@ -26,3 +26,14 @@ SET status            = @status,
     applied_sequence  = orders_settled_through(GREATEST(applied_sequence, @final_sequence), skipped_sequences),
     updated_at        = now()
 WHERE id = @id;
+
+-- name: StepMark :exec
+-- The unsequenced steps (disputed, refund_failed, migration 00011): a fact
+-- of the order's payment stream, recorded once (the first time is kept);
+-- status and applied_sequence stay as they are.
+UPDATE orders
+SET disputed_at      = CASE WHEN @disputed::boolean THEN COALESCE(disputed_at, now()) ELSE disputed_at END,
+    dispute_id       = CASE WHEN @disputed::boolean THEN COALESCE(dispute_id, @dispute_id::text) ELSE dispute_id END,
+    refund_failed_at = CASE WHEN @refund_failed::boolean THEN COALESCE(refund_failed_at, now()) ELSE refund_failed_at END,
+    updated_at       = now()
+WHERE id = @id;

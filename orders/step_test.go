@@ -99,10 +99,14 @@ func TestApplyStepTransitionTable(t *testing.T) {
 		StepPaymentFailed: {StatusPending: StatusPaymentFailed},
 		StepSagaStopped:   {},
 		StepCancelled:     {},
+		StepDisputed:      {},
+		StepRefundFailed:  {},
 	}
 	for _, s := range allStatuses {
 		legal[StepSagaStopped][s] = s
 		legal[StepCancelled][s] = StatusCancelled
+		legal[StepDisputed][s] = s
+		legal[StepRefundFailed][s] = s
 	}
 	f := setupStep(t)
 	for step, from := range legal {
@@ -134,6 +138,46 @@ func TestApplyStepTransitionTable(t *testing.T) {
 			})
 		}
 	}
+}
+
+// The webhook steps record their fact once per event, from any status,
+// whatever the sequence: they neither wait for the order's stream (a
+// sequence far beyond applied) nor move it, and a second dispute keeps
+// the first's id.
+func TestApplyStepUnsequencedSteps(t *testing.T) {
+	t.Parallel()
+	f := setupStep(t)
+	dispute, refund, second := uuid.New(), uuid.New(), uuid.New()
+	res, err := ApplyStep(f.ctx, f.pool, f.ib, StepInput{OrderID: f.order, EventID: dispute, Step: StepDisputed, DisputeID: "dp_1", Sequence: 7})
+	require.NoError(t, err)
+	require.Equal(t, StepResult{Applied: true, Status: StatusPending, CustomerEmail: "ann@example.com"}, res)
+	res, err = ApplyStep(f.ctx, f.pool, f.ib, StepInput{OrderID: f.order, EventID: dispute, Step: StepDisputed, DisputeID: "dp_1"})
+	require.NoError(t, err)
+	require.True(t, res.Duplicate)
+	_, err = ApplyStep(f.ctx, f.pool, f.ib, StepInput{OrderID: f.order, EventID: second, Step: StepDisputed, DisputeID: "dp_2"})
+	require.NoError(t, err)
+	res, err = ApplyStep(f.ctx, f.pool, f.ib, StepInput{OrderID: f.order, EventID: refund, Step: StepRefundFailed})
+	require.NoError(t, err)
+	require.True(t, res.Applied)
+
+	type markRow struct {
+		Status          Status  `db:"status"`
+		AppliedSequence int64   `db:"applied_sequence"`
+		DisputeID       *string `db:"dispute_id"`
+		Disputed        bool    `db:"disputed"`
+		RefundFailed    bool    `db:"refund_failed"`
+	}
+	rows, err := f.pool.Query(f.ctx, `SELECT status, applied_sequence, dispute_id, disputed_at IS NOT NULL AS disputed,
+		refund_failed_at IS NOT NULL AS refund_failed FROM orders WHERE id = $1`, f.order)
+	require.NoError(t, err)
+	row, err := pgx.CollectExactlyOneRow(rows, pgx.RowToStructByName[markRow])
+	require.NoError(t, err)
+	require.Equal(t, StatusPending, row.Status)
+	require.Zero(t, row.AppliedSequence, "the order's stream did not move")
+	require.Equal(t, "dp_1", *row.DisputeID)
+	require.True(t, row.Disputed)
+	require.True(t, row.RefundFailed)
+	require.True(t, f.recorded(t, StepDisputed, dispute))
 }
 
 func TestApplyStepUnknownStep(t *testing.T) {

@@ -40,6 +40,14 @@
 //     which an alert fires;
 //   - logs an error line with order_id and payment_intent_id.
 //
+// A refund that fails after the provider accepted it (the webhook
+// charge.refund.updated with status failed) is the same failure, learnt
+// later: the order is marked refund_failed and the run that learns it
+// (PaymentWebhookLateWorkflow, or a saga compensating a Temporal cancel)
+// fails CompensationFailed the same way (payment_incidents.go). A dispute
+// (charge.dispute.created) marks the order disputed and is counted in
+// outflow_disputes_total, for an operator.
+//
 // The order keeps its status (paid or confirmed) and no cancellation email
 // is sent, because the customer has not been refunded. The operator refunds
 // by hand at the provider, or fixes the cause and resets the workflow

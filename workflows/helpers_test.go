@@ -108,6 +108,8 @@ type fakes struct {
 	reserveDelay time.Duration
 	// cancelPayment answers CancelPayment.
 	cancelPayment func(in activities.CancelPaymentInput) (activities.CancelPaymentResult, error)
+	// incident, when set, answers RecordPaymentIncident instead of "first".
+	incident func(in activities.PaymentIncidentInput) (activities.PaymentIncidentResult, error)
 }
 
 type harness struct {
@@ -125,6 +127,7 @@ type harness struct {
 	reserves   []activities.ReserveStockInput
 	releases   []activities.ReleaseStockInput
 	cancels    []activities.CancelPaymentInput
+	incidents  []activities.PaymentIncidentInput
 }
 
 func newHarness(t *testing.T, f fakes) *harness {
@@ -256,6 +259,17 @@ func newHarness(t *testing.T, f fakes) *harness {
 				return activities.CancelPaymentResult{}, fail("CancelPayment")
 			}
 			return f.cancelPayment(in)
+		}).Maybe()
+	env.OnActivity(acts.RecordPaymentIncident, mock.Anything, mock.Anything).Return(
+		func(_ context.Context, in activities.PaymentIncidentInput) (activities.PaymentIncidentResult, error) {
+			mu.Lock()
+			h.incidents = append(h.incidents, in)
+			mu.Unlock()
+			h.fx.add("incident:%s", in.Kind)
+			if f.incident != nil {
+				return f.incident(in)
+			}
+			return activities.PaymentIncidentResult{First: true, Status: "confirmed"}, nil
 		}).Maybe()
 	return h
 }

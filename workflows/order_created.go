@@ -150,7 +150,13 @@ func orderCreated(ctx workflow.Context, in handoff.EventInput, getVersion versio
 		err = s.compensate(dctx)
 	}()
 
-	return s.run(ctx)
+	res, err = s.run(ctx)
+	if ctx.Err() == nil {
+		// Webhooks signalled while the saga worked and not read: a dispute
+		// or a failed refund must not end with the run.
+		err = s.closeIncidents(ctx, err)
+	}
+	return res, err
 }
 
 // pollCancel takes any cancel signal that has arrived, without blocking. The
@@ -613,6 +619,22 @@ func (s *saga) compensate(ctx workflow.Context) error {
 	}
 	if err := s.releaseStock(ctx); err != nil {
 		return err
+	}
+	// The refund was accepted; a webhook may already say it failed
+	// ([ChangePaymentIncidents]): then the compensation failed after all,
+	// as if the provider had refused the refund at once.
+	failed, err := s.takeIncidents(ctx)
+	if err != nil {
+		return err
+	}
+	if failed != nil {
+		s.setStage(ctx, StageCompensationFailed)
+		f, cause := lateRefundFailure(*failed)
+		f.OrderID, f.Amount = s.order.OrderID, s.order.Amount
+		if f.PaymentIntentID == "" {
+			f.PaymentIntentID = s.status.PaymentIntentID
+		}
+		return compensationFailed(ctx, f, cause)
 	}
 	refunded := c.refund != nil
 	s.setStage(ctx, StageCompensated)

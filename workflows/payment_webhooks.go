@@ -73,6 +73,18 @@ func (s *saga) awaitWebhook(ctx workflow.Context, piID string, wait time.Duratio
 			logger.Error("a payment webhook the saga cannot read; ignored", "order_id", s.order.OrderID, "event_id", ev.EventID, "error", err)
 			continue
 		}
+		if incidentOf(w) != "" {
+			// A dispute or a failed refund: not this wait's business, but an
+			// operator's ([ChangePaymentIncidents]).
+			rf, err := s.incident(ctx, ev.EventID, w)
+			if err != nil {
+				return webhookNone, orders.PaymentWebhookReceived{}, err
+			}
+			if rf {
+				s.reportLateRefund(ctx, w)
+			}
+			continue
+		}
 		if w.PaymentIntentID != piID {
 			logger.Info("a payment webhook of another PaymentIntent; ignored", "order_id", s.order.OrderID,
 				"stripe_event_id", w.StripeEventID, "type", w.Type, "payment_intent_id", w.PaymentIntentID)

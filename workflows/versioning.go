@@ -73,6 +73,20 @@ const (
 	// charge (or its reconciliation) answers requires_action, so runs
 	// recorded before it replay as they were.
 	ChangeThreeDSecure = "three-d-secure"
+
+	// ChangePaymentIncidents (version 1): a dispute (charge.dispute.created)
+	// or a refund that failed after it was accepted (charge.refund.updated,
+	// status failed) is recorded on the order by the activity
+	// RecordPaymentIncident (steps disputed, refund_failed) and reported: a
+	// dispute in outflow_disputes_total, a failed refund as a compensation
+	// failure. The payment saga handles them while it waits for a webhook
+	// and takes every unread one as it closes (a saga compensating a
+	// Temporal cancel fails CompensationFailed on its refund's failure);
+	// PaymentWebhookLateWorkflow handles them for a closed saga and fails
+	// CompensationFailed on a failed refund. Before the change both only
+	// logged them. The marker is taken only when such a webhook is handled,
+	// so runs recorded before it replay as they were.
+	ChangePaymentIncidents = "payment-incidents"
 )
 
 // MemoShipsTo is the memo key holding the ISO 3166-1 country a confirmed
