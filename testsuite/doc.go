@@ -20,8 +20,9 @@
 // reservation once).
 //
 // The tests are the failpoint matrix (one subtest per failpoint, each
-// crashing a process once; inventory.after_commit and webhook.after_commit
-// with stacks of their own), the chaos soak and the backlog test. In the
+// crashing a process once; inventory.after_commit, webhook.after_commit and
+// the inventory relay's relay.after_publish, a signal route's ACK gap, with
+// stacks of their own), the chaos soak and the backlog test. In the
 // soak an [Operator] replays, retries, skips and forgets customers with the
 // real outboxctl while the kills run, and [CheckOracle] judges the result.
 package testsuite

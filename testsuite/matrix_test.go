@@ -31,6 +31,9 @@ type crashCase struct {
 	// its stack, crashes the process, restarts it and checks the
 	// invariants itself.
 	run func(ctx context.Context, t *testing.T)
+	// name is the subtest's name when the failpoint has another row
+	// already ("" is the failpoint's name).
+	name string
 }
 
 // TestFailpointMatrix crashes one process at each failpoint of docs/reference.md
@@ -58,6 +61,10 @@ func TestFailpointMatrix(t *testing.T) {
 		// of the webhooks into the order API, each with its own stack.
 		{failpoint: failpoints.InventoryAfterCommit, process: "inventory", run: crashInventoryAfterCommit},
 		{failpoint: failpoints.WebhookAfterCommit, process: "orderapi", run: crashWebhookAfterCommit},
+		// A signal route's ACK gap: the inventory's relay dies after
+		// Temporal accepted the StockReserved signal, before the mark.
+		{failpoint: failpoints.RelayAfterPublish, process: "inventory", run: crashInventorySignalBeforeMark,
+			name: "inventory:" + failpoints.RelayAfterPublish},
 	}
 	covered := map[string]bool{failpoints.OrdersBeforeCommit: true, failpoints.OrdersAfterCommit: true}
 	for _, c := range cases {
@@ -71,7 +78,11 @@ func TestFailpointMatrix(t *testing.T) {
 	}
 
 	for _, c := range cases {
-		t.Run(c.failpoint, func(t *testing.T) {
+		name := c.failpoint
+		if c.name != "" {
+			name = c.name
+		}
+		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
@@ -142,6 +153,35 @@ func crashInventoryAfterCommit(ctx context.Context, t *testing.T) {
 	require.Equal(t, stockLevels{Available: 1, Reserved: 2}, inv.stock(ctx, t, "SKU-1"), "reserved once")
 	rep, err := WaitInventory(ctx, invDB, s.Pool, total, time.Minute)
 	require.NoError(t, err, "the invariants on the inventory's database")
+	t.Logf("inventory: %s", rep)
+	require.Equal(t, InventoryReport{Events: 1, Reservations: 1, Reserved: 1}, rep, "one reservation, one StockReserved")
+	assertRecovered(ctx, t, s)
+}
+
+// crashInventorySignalBeforeMark is the signal route's row: the inventory
+// service answers the saga's reserve, its relay signals StockReserved to the
+// order's saga and dies (relay.after_publish) before marking the event
+// published. The restarted service's relay takes the event over once the
+// lease ran out and signals it again; the saga's receiver drops the second
+// delivery by the event's id: the order is confirmed once, the stock held
+// once, the event published once, and the invariants hold on both
+// databases.
+func crashInventorySignalBeforeMark(ctx context.Context, t *testing.T) {
+	s := NewStack(t)
+	inv, invURL := startInventoryStack(t, s, failpoints.RelayAfterPublish+"=crash")
+	invDB := testdb.Open(t, invURL)
+	inv.setStock(ctx, t, "SKU-1", 3) // a test order is two of SKU-1
+	total := map[string]int64{"SKU-1": 3}
+
+	order, err := s.API().Create(ctx, "inv-signal-"+uuid.NewString(), "pm_card_visa")
+	require.NoError(t, err)
+	require.NoError(t, s.Proc("inventory").WaitKilled(ctx), "the relay must signal the saga and crash before its mark")
+	s.Start("inventory", "")
+	require.NoError(t, WaitStatus(ctx, s, order.OrderID, "confirmed", 2*time.Minute), "the saga had its answer")
+	require.Equal(t, "reserved", inv.reservation(ctx, t, order.OrderID))
+	require.Equal(t, stockLevels{Available: 1, Reserved: 2}, inv.stock(ctx, t, "SKU-1"), "reserved once")
+	rep, err := WaitInventory(ctx, invDB, s.Pool, total, 2*time.Minute)
+	require.NoError(t, err, "the invariants on the inventory's database: the event published once the restarted relay took it over")
 	t.Logf("inventory: %s", rep)
 	require.Equal(t, InventoryReport{Events: 1, Reservations: 1, Reserved: 1}, rep, "one reservation, one StockReserved")
 	assertRecovered(ctx, t, s)
