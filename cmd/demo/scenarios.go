@@ -20,7 +20,9 @@ const (
 type webhookMode int
 
 const (
-	noWebhook webhookMode = iota
+	// The zero value: the scenario settles its payment by the charge's
+	// own answer, without waiting for a webhook.
+	_ webhookMode = iota
 	// webhookSettle: the payment stays processing until the demo settles
 	// it at the simulator, whose signed payment_intent.succeeded webhook
 	// confirms the order.
