@@ -20,6 +20,7 @@ import (
 	"github.com/outflow/outflow/migrations"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/providersim"
+	"github.com/outflow/outflow/workflows"
 )
 
 func TestScenarioExpectations(t *testing.T) {
@@ -297,4 +298,10 @@ func TestInventoryDatabaseFollowsTheDemos(t *testing.T) {
 	var left bool
 	require.NoError(t, conn.QueryRow(ctx, "SELECT to_regclass('left_by_an_earlier_demo') IS NOT NULL").Scan(&left))
 	require.False(t, left, "recreated empty")
+}
+
+// TestInventoryLateEventWorkflowName: the name the demo gives the inventory
+// service is the worker's workflow.
+func TestInventoryLateEventWorkflowName(t *testing.T) {
+	require.Equal(t, workflows.InventoryLateEventWorkflowName, inventoryLateEventWorkflow)
 }
