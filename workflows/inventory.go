@@ -9,6 +9,7 @@ import (
 
 	"github.com/outflow/outflow/activities"
 	"github.com/outflow/outflow/handoff"
+	"github.com/outflow/outflow/outbox/temporalpub/eventsignal"
 )
 
 // Stages of the saga's stock step ([ChangeInventory]).
@@ -170,16 +171,7 @@ func (s *saga) awaitStock(ctx workflow.Context, deadline time.Time) (answer acti
 		if remaining <= 0 {
 			return answer, false, nil
 		}
-		tctx, cancelTimer := workflow.WithCancel(ctx)
-		timer := workflow.NewTimer(tctx, remaining)
-		var ev handoff.EventInput
-		got, cancelled := false, false
-		sel := workflow.NewSelector(ctx)
-		s.stock.AddToSelector(sel, func(e handoff.EventInput) { ev, got = e, true })
-		sel.AddReceive(s.cancelCh, func(workflow.ReceiveChannel, bool) { cancelled = true }) // pollCancel takes it
-		sel.AddFuture(timer, func(workflow.Future) {})
-		sel.Select(ctx)
-		cancelTimer()
+		ev, got, cancelled := s.awaitSignal(ctx, s.stock, remaining)
 		switch {
 		case ctx.Err() != nil:
 			return answer, false, ctx.Err()
@@ -263,4 +255,21 @@ func releaseReservation(ctx workflow.Context, createdEventID, orderID, sagaWorkf
 	return workflow.ExecuteActivity(releaseOptions(ctx), a.ReleaseStock, activities.ReleaseStockInput{
 		EventID: createdEventID, OrderID: orderID, WorkflowID: sagaWorkflowID,
 	}).Get(ctx, &out)
+}
+
+// awaitSignal waits up to remaining for the next event of recv (got, with
+// ev) or a cancel signal (cancelled; pollCancel takes it), whichever comes
+// first; neither when the timer fired, or when recv dropped a re-delivery.
+// The timer is cancelled before it returns. The saga's waits for the
+// inventory's answer and for a payment's webhook share it.
+func (s *saga) awaitSignal(ctx workflow.Context, recv *eventsignal.Receiver[handoff.EventInput], remaining time.Duration) (ev handoff.EventInput, got, cancelled bool) {
+	tctx, cancelTimer := workflow.WithCancel(ctx)
+	timer := workflow.NewTimer(tctx, remaining)
+	sel := workflow.NewSelector(ctx)
+	recv.AddToSelector(sel, func(e handoff.EventInput) { ev, got = e, true })
+	sel.AddReceive(s.cancelCh, func(workflow.ReceiveChannel, bool) { cancelled = true })
+	sel.AddFuture(timer, func(workflow.Future) {})
+	sel.Select(ctx)
+	cancelTimer()
+	return ev, got, cancelled
 }

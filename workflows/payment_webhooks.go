@@ -6,7 +6,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/outflow/outflow/activities"
-	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/orders"
 )
 
@@ -49,16 +48,7 @@ func (s *saga) awaitWebhook(ctx workflow.Context, piID string, wait time.Duratio
 				"payment_intent_id", piID, "wait", wait, "stage", stage)
 			return webhookNone, orders.PaymentWebhookReceived{}, nil
 		}
-		tctx, cancelTimer := workflow.WithCancel(ctx)
-		timer := workflow.NewTimer(tctx, remaining)
-		var ev handoff.EventInput
-		got, cancelled := false, false
-		sel := workflow.NewSelector(ctx)
-		s.webhooks.AddToSelector(sel, func(e handoff.EventInput) { ev, got = e, true })
-		sel.AddReceive(s.cancelCh, func(workflow.ReceiveChannel, bool) { cancelled = true }) // pollCancel takes it
-		sel.AddFuture(timer, func(workflow.Future) {})
-		sel.Select(ctx)
-		cancelTimer()
+		ev, got, cancelled := s.awaitSignal(ctx, s.webhooks, remaining)
 		switch {
 		case ctx.Err() != nil:
 			return webhookNone, orders.PaymentWebhookReceived{}, ctx.Err()
