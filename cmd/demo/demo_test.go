@@ -157,14 +157,7 @@ func TestDemoDatabaseLeftByAnotherDemo(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	server := testdb.AdminURL()
-	name := "outflow_demo_test_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
-	t.Cleanup(func() {
-		admin, err := pgx.Connect(context.Background(), server)
-		require.NoError(t, err)
-		defer admin.Close(context.Background())
-		_, err = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-		require.NoError(t, err)
-	})
+	name := demoTestDatabase(t, server, "outflow_demo_test_")
 	var said strings.Builder
 	say := func(format string, args ...any) { fmt.Fprintf(&said, format+"\n", args...) }
 	var fresh bool
@@ -264,14 +257,7 @@ func TestInventoryDatabaseFollowsTheDemos(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	server := testdb.AdminURL()
-	name := "outflow_demo_inventory_test_" + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
-	t.Cleanup(func() {
-		admin, err := pgx.Connect(context.Background(), server)
-		require.NoError(t, err)
-		defer admin.Close(context.Background())
-		_, err = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
-		require.NoError(t, err)
-	})
+	name := demoTestDatabase(t, server, "outflow_demo_inventory_test_")
 	var said strings.Builder
 	say := func(format string, args ...any) { fmt.Fprintf(&said, format+"\n", args...) }
 	url, err := prepareInventoryDatabase(ctx, server, name, false, say)
@@ -304,4 +290,20 @@ func TestInventoryDatabaseFollowsTheDemos(t *testing.T) {
 // service is the worker's workflow.
 func TestInventoryLateEventWorkflowName(t *testing.T) {
 	require.Equal(t, workflows.InventoryLateEventWorkflowName, inventoryLateEventWorkflow)
+}
+
+// demoTestDatabase names a database of the test's own on server, prefix
+// and a random suffix, for the demo's code to create, and drops it when
+// the test ends.
+func demoTestDatabase(t *testing.T, server, prefix string) string {
+	t.Helper()
+	name := prefix + strings.ReplaceAll(uuid.NewString(), "-", "")[:12]
+	t.Cleanup(func() {
+		admin, err := pgx.Connect(context.Background(), server)
+		require.NoError(t, err)
+		defer admin.Close(context.Background())
+		_, err = admin.Exec(context.Background(), "DROP DATABASE IF EXISTS "+name+" WITH (FORCE)")
+		require.NoError(t, err)
+	})
+	return name
 }
