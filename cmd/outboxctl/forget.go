@@ -209,7 +209,9 @@ func (g *keyGuard) running(ctx context.Context, workflowID string) (bool, error)
 			return false, err
 		}
 		o.Logger = tlog.NewStructuredLogger(g.env.logger)
-		c, err := client.DialContext(ctx, o)
+		dctx, cancel := context.WithTimeout(ctx, dialPatience)
+		c, err := dialTemporal(dctx, o)
+		cancel()
 		if err != nil && g.force {
 			g.dialErr = fmt.Errorf("no answer from Temporal (%s): %w", o.HostPort, err)
 			return false, g.dialErr

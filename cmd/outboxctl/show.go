@@ -142,7 +142,7 @@ func workflowRuns(ctx context.Context, env *cliEnv, o client.Options, id uuid.UU
 	}
 	tctx, cancel := context.WithTimeout(ctx, temporalTimeout)
 	defer cancel()
-	c, err := client.DialContext(tctx, o)
+	c, err := dialTemporal(tctx, o)
 	if err != nil {
 		a.Error = fmt.Sprintf("Temporal is unreachable: %v", err)
 		return a
