@@ -171,10 +171,13 @@ type answer struct {
 }
 
 // lostConnection matches what outboxctl says when its database connection
-// was cut under it, or the server was down: the command is run again.
+// was cut under it, or the server was down, or Temporal stayed unreachable
+// longer than the command's own patience (a cluster node killed or
+// restarting mid-command; "failed reaching server" is the SDK's dial): the
+// command is run again, as an operator would.
 var lostConnection = regexp.MustCompile(`(?i)failed to connect|connection refused|terminating connection|` +
 	`57P0[1-3]|shutting down|starting up|unexpected EOF|conn closed|broken pipe|connection reset|` +
-	`server closed the connection|closed pool|timeout: context deadline exceeded|recovery mode`)
+	`server closed the connection|closed pool|timeout: context deadline exceeded|recovery mode|failed reaching server`)
 
 // outboxctl runs the CLI until it answers something other than a lost
 // connection (for up to a minute). A command that has begun runs to its end
