@@ -239,12 +239,18 @@ func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, mid
 	}()
 	wg.Wait()
 	errMu.Lock()
+	if len(loadErrs) > 0 {
+		s.Verdict(func() string { return firstLines(fmt.Sprintf("requests that failed for good: %v", loadErrs), 24) })
+	}
 	require.Empty(t, loadErrs, "every request must eventually succeed")
 	errMu.Unlock()
 
 	// The operator's last duty: skip the poison events still quarantined
 	// (each aggregate's next one is claimed once its predecessor is skipped).
-	require.NoError(t, op.Finish(ctx, 3*time.Minute))
+	if err := op.Finish(ctx, 3*time.Minute); err != nil {
+		s.Verdict(func() string { return firstLines("the operator's finish: "+err.Error(), 24) })
+		require.NoError(t, err)
+	}
 	// The operator's oracle (CheckOracle): one completed run per event,
 	// replays delivered and never passed, skips of poison only, erasures
 	// only of finished orders or refused naming them, nothing pending. It
@@ -256,7 +262,9 @@ func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, mid
 		return CheckOracle(ctx, s, op.Journal())
 	}
 	if err := WaitDrained(ctx, s.Pool, 8*time.Minute); err != nil {
-		t.Logf("what the drain waits for:\n%s", DiagnoseStuck(ctx, s, op.Journal()))
+		diag := DiagnoseStuck(ctx, s, op.Journal())
+		t.Logf("what the drain waits for:\n%s", diag)
+		s.Verdict(func() string { return fmt.Sprintf("%v; what the drain waits for:\n%s", err, firstLines(diag, 24)) })
 		if _, oerr := hearOracle(); oerr != nil {
 			t.Logf("the oracle on the undrained soak:\n%v", oerr)
 		}
@@ -275,6 +283,7 @@ func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, mid
 		time.Sleep(time.Second)
 	}
 	if err != nil {
+		s.Verdict(func() string { return "invariants: " + firstLines(err.Error(), 24) })
 		if _, oerr := hearOracle(); oerr != nil {
 			t.Logf("the oracle beside the failed invariants:\n%v", oerr)
 		}
@@ -315,6 +324,15 @@ func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, mid
 		lag.p50, lag.p99, lag.max, rep, journal.Report(), oracle)
 	t.Log(report)
 	fmt.Println(report)
+}
+
+// firstLines is at most n lines of text, and how many more there were.
+func firstLines(text string, n int) string {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	if len(lines) <= n {
+		return strings.Join(lines, "\n")
+	}
+	return strings.Join(lines[:n], "\n") + fmt.Sprintf("\n... (%d more lines above, in the test's log)", len(lines)-n)
 }
 
 type lagStats struct{ p50, p99, max time.Duration }

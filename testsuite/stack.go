@@ -163,6 +163,18 @@ type Stack struct {
 
 	mu    sync.Mutex
 	procs map[string]*proc.Process
+	// verdict is what [Stack.Verdict] asked to print last on a failure.
+	verdict []func() string
+}
+
+// Verdict registers a short account of a failure (a few lines: what was
+// stuck, what was wrong) that the stack prints after the last lines of its
+// processes' logs, so that it is the end of a failed test's output — the
+// part a CI summary keeps — and not buried above the logs.
+func (s *Stack) Verdict(f func() string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.verdict = append(s.verdict, f)
 }
 
 // NewStack creates a fresh database and task queue on the shared
@@ -234,6 +246,9 @@ func NewStackWith(t testing.TB, env *Env, o StackOptions) *Stack {
 		if t.Failed() {
 			for name, p := range s.procs {
 				t.Logf("---- last lines of %s ----\n%s", name, p.LogTail(40))
+			}
+			for _, f := range s.verdict {
+				t.Logf("---- verdict ----\n%s", f())
 			}
 		}
 	})
