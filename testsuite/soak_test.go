@@ -293,6 +293,9 @@ func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, mid
 	// started in sequence.
 	requireStartsInOrder(ctx, t, s, 1_000_000)
 	oracle, err := hearOracle()
+	if err != nil {
+		s.Verdict(func() string { return "the operator's oracle: " + firstLines(err.Error(), 24) })
+	}
 	require.NoError(t, err)
 	journal := op.Journal()
 
