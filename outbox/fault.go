@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Whose fault a failed publish is decides what it costs the event.
@@ -79,7 +81,8 @@ func (f fault) String() string {
 // classify says whose fault err is. A publisher's own classification wins
 // (ErrPermanent, ErrThrottled, ErrSinkUnavailable); an error it left
 // unclassified is the sink's when it is a context's end (the relay's
-// publish deadline, or its shutdown) or a network error, else the event's.
+// publish deadline, or its shutdown), a network error or PostgreSQL failing
+// under the publish ([databaseOutage]), else the event's.
 func classify(err error) fault {
 	var netErr net.Error
 	switch {
@@ -90,10 +93,42 @@ func classify(err error) fault {
 	case errors.Is(err, ErrSinkUnavailable),
 		errors.Is(err, context.DeadlineExceeded),
 		errors.Is(err, context.Canceled),
-		errors.As(err, &netErr):
+		errors.As(err, &netErr),
+		databaseOutage(err):
 		return faultSink
 	}
 	return faultEvent
+}
+
+// databaseOutage reports whether err says PostgreSQL could not serve a
+// publish, which is never the event's fault: a publisher that reads the
+// database while it publishes (the payload codec fetches the customer's key
+// from customer_keys) fails when the server restarts, a backend is
+// terminated or connections run out, and an event must not be quarantined
+// for that. So the attempt is given back like a sink's outage: a connection
+// that could not be made or was lost before the statement was sent
+// (pgconn.SafeToRetry), a timeout, and the SQLSTATE classes 08 (connection
+// exception), 53 (insufficient resources: too many connections, disk full),
+// 57 (operator intervention: shutdown, "the database system is starting
+// up", a terminated backend, a cancelled statement) and 58 (system error:
+// I/O). Any other server error (a constraint, a missing table) stays the
+// event's.
+func databaseOutage(err error) bool {
+	var (
+		pgErr   *pgconn.PgError
+		connErr *pgconn.ConnectError
+	)
+	switch {
+	case errors.As(err, &pgErr):
+		switch pgErr.Code[:min(2, len(pgErr.Code))] {
+		case "08", "53", "57", "58":
+			return true
+		}
+		return false
+	case errors.As(err, &connErr):
+		return true
+	}
+	return pgconn.SafeToRetry(err) || pgconn.Timeout(err)
 }
 
 // Prober is implemented by a Publisher that can tell whether its downstream

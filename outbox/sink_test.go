@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
@@ -101,6 +102,14 @@ func TestClassifyWhoseFaultAPublishErrorIs(t *testing.T) {
 		{context.DeadlineExceeded, "sink"},
 		{fmt.Errorf("publish: %w", context.Canceled), "sink"},
 		{netErr, "sink"},
+		// PostgreSQL failing under a publish (the codec's key look-up) is
+		// not the event's fault; a statement the server refuses is.
+		{fmt.Errorf("codec: read a customer key: %w", &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}), "sink"},
+		{fmt.Errorf("codec: read a customer key: %w", &pgconn.PgError{Code: "57P03", Message: "the database system is starting up"}), "sink"},
+		{fmt.Errorf("codec: %w", &pgconn.PgError{Code: "53300", Message: "too many clients already"}), "sink"},
+		{fmt.Errorf("codec: %w", &pgconn.PgError{Code: "08006", Message: "connection failure"}), "sink"},
+		{fmt.Errorf("codec: %w", &pgconn.PgError{Code: "42P01", Message: `relation "customer_keys" does not exist`}), "event"},
+		{fmt.Errorf("codec: %w", &pgconn.PgError{Code: "23505", Message: "duplicate key"}), "event"},
 	} {
 		require.Equal(t, c.want, outbox.ClassifyForTest(c.err), "%v", c.err)
 	}
@@ -262,4 +271,43 @@ func TestRateCeiling(t *testing.T) {
 	// starts no sooner than about half a second after the first.
 	span := starts[len(starts)-1].Sub(starts[0])
 	require.GreaterOrEqual(t, span, 400*time.Millisecond, "60 starts at 40/s took only %s", span)
+}
+
+// TestDatabaseFailingUnderAPublishCostsNoAttempt: a publisher that reads
+// PostgreSQL while it publishes (temporalpub's payload codec fetches the
+// customer's key from customer_keys) has its backend terminated under it,
+// as a failover, a restart or an idle-killer does. With MaxAttempts 1 the
+// event would be quarantined at the first failure if that were its fault;
+// it is not: the attempt is given back and the event is published once the
+// database answers again.
+func TestDatabaseFailingUnderAPublishCostsNoAttempt(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	var terminations atomic.Int64
+	s := newSink(false, func(e outbox.Event) error {
+		if terminations.Load() >= 3 {
+			return nil
+		}
+		terminations.Add(1)
+		// The server ends the connection with 57P01, as for every backend
+		// pg_terminate_backend or a shutdown reaches.
+		var ok bool
+		err := b.pool.QueryRow(context.Background(), `SELECT pg_terminate_backend(pg_backend_pid())`).Scan(&ok)
+		require.Error(t, err)
+		return fmt.Errorf("codec: read a customer key: %w", err)
+	})
+	reg := prometheus.NewRegistry()
+	r, err := outbox.NewRelay(b.pool, s.publisher(), outbox.RelayConfig{
+		Registerer: reg, MaxAttempts: 1, RetryBase: 10 * time.Millisecond, RetryMax: 20 * time.Millisecond,
+		ProbeBase: 10 * time.Millisecond, ProbeMax: 20 * time.Millisecond, PollInterval: 50 * time.Millisecond, Logger: quietLogger(),
+	})
+	require.NoError(t, err)
+	run(t, r)
+	e := enqueue(t, b.pool, mustEvent(t, "o-1", "Created"))[0]
+	eventually(t, 30*time.Second, func() bool { return published(b.pool, e.ID) }, "the event is published once the database answers")
+	row := readRow(t, b.pool, e.ID)
+	require.Nil(t, row.Quarantined, "quarantined for the database's failure")
+	require.Equal(t, 1, row.Attempts, "the database's failures cost the event no attempt: only the publish that succeeded counts")
+	require.EqualValues(t, 3, labelled(t, reg, "outbox_publish_errors_total", "fault", "sink"))
+	require.Zero(t, labelled(t, reg, "outbox_publish_errors_total", "fault", "event"))
 }
