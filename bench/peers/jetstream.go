@@ -27,12 +27,40 @@ const natsURLEnv = "OUTFLOW_NATS_URL"
 // jetstreamSink publishes each event as outflow's relay does with
 // OUTFLOW_SINKS=jetstream, through outflow's own publisher (natspub): the
 // subject <prefix>.order.<order id>, Nats-Msg-Id = the event id, and the
-// PubAck as the acknowledgement. Every contender's handler sends that
-// publish, as with the Temporal sink, so they differ only by how the event
-// got there. For Watermill it is the subscriber's handler: its
-// PostgreSQL-to-NATS forwarder would need watermill-nats, a module this
-// bench does not take.
-type jetstreamSink struct{ pub *natspub.Publisher }
+// PubAck as the acknowledgement. The handlers of outflow's sources and of
+// River send that publish, as with the Temporal sink. Watermill has a way
+// of its own from its SQL topic to NATS, its forwarder component with
+// watermill-nats' JetStream publisher, and the phase runs that instead
+// (jetstreamNative, watermillForwarder): the same subjects, headers and
+// Nats-Msg-Id, published by Watermill's code.
+type jetstreamSink struct {
+	pub    *natspub.Publisher
+	target jetstreamTarget
+}
+
+// jetstreamTarget is where one phase publishes: the NATS server and the
+// phase's subject prefix (its subjects are the stream's).
+type jetstreamTarget struct {
+	url, prefix string
+}
+
+// jetstreamNative is a contender with a way of its own from its tables to
+// a JetStream stream (Watermill's forwarder). The JetStream phase runs the
+// contender JetStream returns, which publishes to t itself and hands the
+// sink each event once the stream acknowledged it, in place of the
+// contender whose handler calls the phase's natspub sink.
+type jetstreamNative interface {
+	JetStream(t jetstreamTarget) Contender
+}
+
+// jetstreamContender is what the phase runs for c with sink: c's own way to
+// the stream and no sink behind the recorder, or c and sink.
+func jetstreamContender(c Contender, sink jetstreamSink) (Contender, Sink) {
+	if n, ok := c.(jetstreamNative); ok {
+		return n.JetStream(sink.target), nil
+	}
+	return c, sink
+}
 
 func (s jetstreamSink) Deliver(ctx context.Context, e Event) error {
 	return s.pub.Publish(ctx, outbox.Event{
@@ -47,6 +75,7 @@ func (s jetstreamSink) Deliver(ctx context.Context, e Event) error {
 // starter creates it), deleted when the bench ends. Each phase publishes
 // under a subject prefix of its own, read back by a consumer of its own.
 type jetstreamBench struct {
+	url    string
 	nc     *nats.Conn
 	js     jetstream.JetStream
 	stream string
@@ -75,7 +104,7 @@ func startJetStream(ctx context.Context) (*jetstreamBench, error) {
 		nc.Close()
 		return nil, fmt.Errorf("create stream %s on %s: %w", stream, url, err)
 	}
-	return &jetstreamBench{nc: nc, js: js, stream: stream}, nil
+	return &jetstreamBench{url: url, nc: nc, js: js, stream: stream}, nil
 }
 
 func (j *jetstreamBench) stop(ctx context.Context) error {
@@ -96,7 +125,7 @@ func (j *jetstreamBench) phase(ctx context.Context, want int) (jetstreamSink, *s
 		return jetstreamSink{}, nil, err
 	}
 	r, err := j.read(ctx, prefix, want)
-	return jetstreamSink{pub: pub}, r, err
+	return jetstreamSink{pub: pub, target: jetstreamTarget{url: j.url, prefix: prefix}}, r, err
 }
 
 // streamReader is a consumer of one phase's subjects, from the stream's
@@ -151,7 +180,8 @@ func (r *streamReader) wait(ctx context.Context) (tally, error) {
 
 // jetstreamRound is the JetStream phase of a contender's round: a drain of
 // -jetstream-events into the stream and a handoff at -jetstream-rate, both
-// with the tuned settings, each read back by a consumer of the stream.
+// with the tuned settings, each read back by a consumer of the stream. A
+// jetstreamNative contender (Watermill) runs its own way to the stream.
 func (b *bench) jetstreamRound(ctx context.Context, c Contender, dbcfg *pgxpool.Config, r int, layout uint64) error {
 	jn, n, m := b.cfg.jetstreamEvents, b.cfg.events, b.cfg.orders
 	b.progress("round %d %s: drain %d events into JetStream (a publish and its PubAck each), tuned settings", r+1, c.Name(), jn)
@@ -159,7 +189,8 @@ func (b *bench) jetstreamRound(ctx context.Context, c Contender, dbcfg *pgxpool.
 	if err != nil {
 		return err
 	}
-	d, err := b.drain(ctx, c, dbcfg, Tuned, jn, max(1, jn/(n/m)), layout, sink)
+	jc, next := jetstreamContender(c, sink)
+	d, err := b.drain(ctx, jc, dbcfg, Tuned, jn, max(1, jn/(n/m)), layout, next)
 	if err != nil {
 		return fmt.Errorf("jetstream drain: %w", err)
 	}
@@ -179,7 +210,8 @@ func (b *bench) jetstreamRound(ctx context.Context, c Contender, dbcfg *pgxpool.
 	if err != nil {
 		return err
 	}
-	lat, err := b.handoff(ctx, c, dbcfg, Tuned, rateH, b.cfg.duration, sink)
+	jc, next = jetstreamContender(c, sink)
+	lat, err := b.handoff(ctx, jc, dbcfg, Tuned, rateH, b.cfg.duration, next)
 	if err != nil {
 		return fmt.Errorf("jetstream handoff: %w", err)
 	}

@@ -21,7 +21,8 @@
 //  4. with -jetstream, the drain and the handoff again with a sink that
 //     publishes each event to a NATS JetStream stream as the starter's
 //     jetstream sink does (outbox/natspub, the PubAck the acknowledgement),
-//     a consumer of the stream checking each order's sequence;
+//     Watermill with its own forwarder and watermill-nats' publisher
+//     instead, a consumer of the stream checking each order's sequence;
 //  5. with -temporal, the drain and the handoff again with a sink that starts
 //     a workflow per event on a Temporal dev server started from bin/temporal.
 //
@@ -267,9 +268,12 @@ func (b *bench) notes(cs []Contender) {
 	b.res.note("handoff: %d orders/s for %s after 1 s of warm-up, each an order and its event in one transaction; from the "+
 		"return of COMMIT to the sink's call, percentiles of all rounds' samples.", b.cfg.rate, b.cfg.duration)
 	if b.jetstream != nil {
-		b.res.note("jetstream: stream %s (file storage, 2-minute duplicate window) on the NATS server of %s; every contender's "+
-			"handler calls outflow's natspub.Publisher (subject <prefix>.order.<order id>, Nats-Msg-Id = event id, returns on the "+
-			"PubAck); drain of %d events, handoff (commit to PubAck) at %d/s for %s, tuned settings. jetstream_out_of_order and "+
+		b.res.note("jetstream: stream %s (file storage, 2-minute duplicate window) on the NATS server of %s; outflow's and River's "+
+			"handlers call outflow's natspub.Publisher (subject <prefix>.order.<order id>, Nats-Msg-Id = event id, returns on the "+
+			"PubAck); Watermill runs its forwarder (watermill/components/forwarder: the forwarder's envelopes written by watermill-sql's "+
+			"publisher in the order's transaction, read by its subscriber with the tuned settings, republished by watermill-nats/v2's "+
+			"JetStream publisher with TrackMsgId: the same subjects, natspub's headers, Nats-Msg-Id = event id, returns on the PubAck); "+
+			"drain of %d events, handoff (commit to PubAck) at %d/s for %s, tuned settings. jetstream_out_of_order and "+
 			"jetstream_stored_twice are what an ordered consumer of the stream read back: an order's events out of their "+
 			"sequence, and a message stored twice (a redelivery outside the duplicate window), summed over both phases and rounds.",
 			b.jetstream.stream, natsURLEnv, b.cfg.jetstreamEvents, b.cfg.jetstreamRate, b.cfg.duration)

@@ -40,6 +40,15 @@ WHERE o.consumer_group = ''
   AND (m.transaction_id > o.last_processed_transaction_id
        OR (m.transaction_id = o.last_processed_transaction_id AND m."offset" > o.offset_acked));
 
+-- name: WatermillForwarderPending :one
+-- Watermill's forwarder (the JetStream phase): envelopes on the forwarder's
+-- topic past the consumer group's acked offset, as WatermillPending.
+SELECT count(*)
+FROM watermill_order_events_forwarder AS m, watermill_offsets_order_events_forwarder AS o
+WHERE o.consumer_group = ''
+  AND (m.transaction_id > o.last_processed_transaction_id
+       OR (m.transaction_id = o.last_processed_transaction_id AND m."offset" > o.offset_acked));
+
 -- name: Analyze :exec
 -- After seeding a backlog: statistics as autovacuum would have gathered on
 -- a live table, so no contender is measured with a plan chosen blind.

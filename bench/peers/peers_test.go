@@ -8,10 +8,15 @@ import (
 	"testing"
 	"time"
 
+	wmnats "github.com/ThreeDotsLabs/watermill-nats/v2/pkg/nats"
 	"github.com/google/uuid"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox/natspub"
 )
 
 // TestOrderTrackerCountsOvertakenEvents feeds the tracker a known delivery
@@ -158,8 +163,9 @@ func TestStatements(t *testing.T) {
 
 // TestJetStreamPhaseReadsEachEventBack runs the JetStream phase (drain and
 // handoff into a stream on the machine's NATS server, OUTFLOW_NATS_URL)
-// for outflow and Watermill: the stream's consumer reads every event back,
-// once, each order in its sequence, and the figures are recorded.
+// for outflow and Watermill (its forwarder): the stream's consumer reads
+// every event back, once, each order in its sequence, and the figures are
+// recorded.
 func TestJetStreamPhaseReadsEachEventBack(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -208,4 +214,60 @@ func TestStreamReaderCountsAnOrderOutOfSequence(t *testing.T) {
 	seen, err := reader.wait(ctx)
 	require.NoError(t, err)
 	require.Equal(t, tally{distinct: 3, deliveries: 3, outOfOrder: 1}, seen)
+}
+
+// TestWatermillForwarderDrainsToJetStream drains a small backlog through
+// Watermill's contender of the JetStream phase, its forwarder: each event
+// reaches the recorder once, after its PubAck, and the stream's consumer
+// reads each back once, each order in its sequence, as a message that
+// watermill-nats published (its _watermill_message_uuid header) on the
+// order's subject with Nats-Msg-Id = the event id.
+func TestWatermillForwarderDrainsToJetStream(t *testing.T) {
+	t.Parallel()
+	const n, m = 300, 30
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	js, err := startJetStream(ctx)
+	require.NoError(t, err, "the test needs NATS with JetStream (OUTFLOW_NATS_URL)")
+	t.Cleanup(func() { require.NoError(t, js.stop(context.Background())) })
+	srv, err := newServer(ctx, testdb.AdminURL())
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, srv.Close(context.Background())) })
+	b := &bench{srv: srv, res: newResults(), stderr: io.Discard, start: time.Now()}
+	// Round 8 names a scratch database no other test's round does.
+	name, cfg, err := srv.scratch(ctx, watermillSQL{}, 8)
+	require.NoError(t, err)
+	defer srv.Drop(context.Background(), name) //nolint:errcheck // close drops leftovers
+
+	sink, reader, err := js.phase(ctx, n)
+	require.NoError(t, err)
+	c, next := jetstreamContender(watermillSQL{}, sink)
+	require.IsType(t, watermillForwarder{}, c)
+	require.Nil(t, next, "the forwarder publishes; natspub's sink must not publish too")
+	res, err := b.drain(ctx, c, cfg, Tuned, n, m, 3, next)
+	require.NoError(t, err)
+	require.Equal(t, tally{distinct: n, deliveries: n}, res.tally, "at the PubAck: once each, each order in sequence")
+	seen, err := reader.wait(ctx)
+	require.NoError(t, err)
+	require.Equal(t, tally{distinct: n, deliveries: n}, seen, "at the stream's consumer: once each, each order in sequence")
+
+	cons, err := js.js.OrderedConsumer(ctx, js.stream, jetstream.OrderedConsumerConfig{FilterSubjects: []string{sink.target.prefix + ".>"}})
+	require.NoError(t, err)
+	batch, err := cons.Fetch(n, jetstream.FetchMaxWait(30*time.Second))
+	require.NoError(t, err)
+	got := 0
+	for msg := range batch.Messages() {
+		got++
+		h := msg.Headers()
+		id := h.Get(nats.MsgIdHdr)
+		require.NotEmpty(t, id)
+		require.Equal(t, id, h.Get(wmnats.WatermillUUIDHdr), "Nats-Msg-Id is the message UUID, the event id")
+		subject, err := natspub.Subject(sink.target.prefix, orders.AggregateType, h.Get(natspub.HeaderAggregateID))
+		require.NoError(t, err)
+		require.Equal(t, subject, msg.Subject())
+		require.Equal(t, orders.EventOrderCreated, h.Get(natspub.HeaderEventType))
+		require.NotEmpty(t, msg.Data(), "the OrderCreated body")
+	}
+	require.NoError(t, batch.Error())
+	require.Equal(t, n, got)
 }

@@ -25,6 +25,9 @@ var (
 	qOutflowPending   = namedsql.Bind[namedsql.NoArgs, int64](queries, "OutflowPending")
 	qRiverPending     = namedsql.Bind[namedsql.NoArgs, int64](queries, "RiverPending")
 	qWatermillPending = namedsql.Bind[namedsql.NoArgs, int64](queries, "WatermillPending")
+	// qWatermillForwarderPending is the Watermill forwarder's, on the
+	// forwarder's topic (the JetStream phase).
+	qWatermillForwarderPending = namedsql.Bind[namedsql.NoArgs, int64](queries, "WatermillForwarderPending")
 )
 
 // statements describes every bound statement, for the test that has a
@@ -40,6 +43,7 @@ var statements = []namedsql.Info{
 	qOutflowPending.Info(),
 	qRiverPending.Info(),
 	qWatermillPending.Info(),
+	qWatermillForwarderPending.Info(),
 }
 
 // pendingStmt is a contender's Pending statement: one count, no arguments.

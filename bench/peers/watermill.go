@@ -34,8 +34,11 @@ const (
 // transactional outbox: watermill-sql's Publisher on the order's transaction
 // (sql.TxFromPgx), the Postgres schema and offsets adapters, and the SQL
 // Subscriber reading the table, its messages handed to the sink and acked.
-// (The forwarder component wraps the same subscriber to republish to another
-// Pub/Sub; with a sink in-process there is nothing to republish to.)
+// The forwarder component wraps the same subscriber to republish to another
+// Pub/Sub; with a sink in-process there is nothing to republish to, so the
+// no-op and Temporal phases hand messages to the sink, and the JetStream
+// phase, which has a Pub/Sub to republish to, runs the forwarder instead
+// (watermillForwarder, forwarder.go).
 type watermillSQL struct{}
 
 func (watermillSQL) Name() string { return "watermill" }
@@ -58,7 +61,8 @@ func watermillSubscriber(pool *pgxpool.Pool, p Profile) (*wsql.Subscriber, error
 	return wsql.NewSubscriber(wsql.BeginnerFromPgx(pool), cfg, watermill.NewSlogLogger(quietLogger))
 }
 
-// Install creates the topic's messages and offsets tables, as the
+// Install creates the messages and offsets tables of the topic and of the
+// forwarder's topic (the JetStream phase's, see watermillForwarder), as the
 // subscriber's InitializeSchema would on its first Subscribe; a publisher on
 // a transaction may not create them (AutoInitializeSchema is refused there).
 func (watermillSQL) Install(_ context.Context, pool *pgxpool.Pool) error {
@@ -67,7 +71,12 @@ func (watermillSQL) Install(_ context.Context, pool *pgxpool.Pool) error {
 		return err
 	}
 	defer sub.Close()
-	return sub.SubscribeInitialize(watermillTopic)
+	for _, topic := range []string{watermillTopic, watermillForwarderTopic} {
+		if err := sub.SubscribeInitialize(topic); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (watermillSQL) Enqueue(ctx context.Context, tx pgx.Tx, _ Profile, order *pgx.Batch, events []Event) error {
