@@ -14,7 +14,6 @@ import (
 
 	"github.com/outflow/outflow/inbox"
 	"github.com/outflow/outflow/internal/dev/testdb"
-	"github.com/outflow/outflow/internal/namedsql"
 )
 
 type testBundle struct {
@@ -211,14 +210,10 @@ func TestRecordRefusesAMeaninglessKey(t *testing.T) {
 	require.False(t, seen)
 }
 
-// TestStatementsMatchTheirGoTypes has the database describe the package's
-// statements: their result columns are what the Go code reads.
-func TestStatementsMatchTheirGoTypes(t *testing.T) {
+// TestStatements: every statement of inbox.sql is bound once, and the
+// database describes each with the columns its row type reads.
+func TestStatements(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	conn, err := b.pool.Acquire(b.ctx)
-	require.NoError(t, err)
-	defer conn.Release()
 	require.NotEmpty(t, inbox.StatementsForTest())
-	require.NoError(t, namedsql.CheckColumns(b.ctx, conn.Conn(), inbox.StatementsForTest()...))
+	testdb.CheckStatements(t, inbox.QueriesForTest(), inbox.StatementsForTest()...)
 }

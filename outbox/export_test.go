@@ -3,8 +3,6 @@ package outbox
 import (
 	"context"
 	"errors"
-	"maps"
-	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -77,10 +75,8 @@ func (r *Relay) VerifyStatementForTest(ids ...uuid.UUID) (string, []any) {
 // StatementsForTest describes every bound statement.
 func StatementsForTest() []namedsql.Info { return statements }
 
-// LoadedStatementsForTest lists every statement sql.go loads.
-func LoadedStatementsForTest() []string {
-	return slices.Sorted(maps.Keys(queries))
-}
+// QueriesForTest are every statement sql.go loads.
+func QueriesForTest() namedsql.Queries { return queries }
 
 // WithDefaultsForTest returns c with NewRelay's defaults applied.
 func (c RelayConfig) WithDefaultsForTest() (RelayConfig, error) {

@@ -289,15 +289,16 @@ func TestDeleteEvents(t *testing.T) {
 	outboxtest.RequireNotEnqueued(t, pool, outboxtest.Match{})
 }
 
-// TestStatementsMatchTheirGoTypes has the database describe the package's
-// statements: their result columns are what the Go code reads.
+// TestStatementsMatchTheirGoTypes: every statement of outboxtest.sql is
+// bound once, and the database describes each with the columns its row type
+// reads.
 func TestStatementsMatchTheirGoTypes(t *testing.T) {
 	t.Parallel()
 	pool := setup(t)
+	testdb.CheckStatementsOn(t, pool, outboxtest.QueriesForTest(), outboxtest.StatementsForTest()...)
 	conn, err := pool.Acquire(t.Context())
 	require.NoError(t, err)
 	defer conn.Release()
-	require.NoError(t, namedsql.CheckColumns(t.Context(), conn.Conn(), outboxtest.StatementsForTest()...))
 
 	// The check can fail: a row struct missing a column.
 	bad := outboxtest.StatementsForTest()[0]
