@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/internal/dev/proc"
 	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/dev/testlog"
 	"github.com/outflow/outflow/outbox"
@@ -224,16 +223,12 @@ func TestSinkDownCostsNoAttempts(t *testing.T) {
 	}
 }
 
-// childEnv makes the test binary the relay that crashes at
-// jetstream.after_ack (TestRelayCrashAfterPubAck).
-const childEnv = "NATSPUB_CRASH_CHILD"
-
 // TestRelayCrashAfterPubAck: a relay dies (SIGKILL) after the PubAck,
 // before the mark. The relay that takes the lease over publishes the event
 // again; the stream keeps one message (Nats-Msg-Id within the window) and
 // answers duplicate, and the event is marked once.
 func TestRelayCrashAfterPubAck(t *testing.T) {
-	if os.Getenv(childEnv) != "" {
+	if proc.IsChild(t) {
 		crashChild(t)
 		return
 	}
@@ -246,14 +241,7 @@ func TestRelayCrashAfterPubAck(t *testing.T) {
 	createStream(t, js, stream, prefix, natspub.RequiredWindow(relayCfg))
 	e := enqueue(t, pool, event(t, uuid.NewString(), "OrderCreated"))[0]
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRelayCrashAfterPubAck$")
-	cmd.Env = append(os.Environ(), childEnv+"=1", "CHILD_DATABASE_URL="+dbURL, "CHILD_STREAM="+stream, "CHILD_PREFIX="+prefix,
-		failpoints.EnvVar+"="+failpoints.JetStreamAfterAck+"=crash")
-	out, err := cmd.CombinedOutput()
-	require.Error(t, err, "%s", out)
-	status := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	require.True(t, status.Signaled() && status.Signal() == syscall.SIGKILL, "the child died at the failpoint: %s", out)
-	require.Contains(t, string(out), failpoints.JetStreamAfterAck)
+	proc.RerunKilled(t, failpoints.JetStreamAfterAck, "CHILD_DATABASE_URL="+dbURL, "CHILD_STREAM="+stream, "CHILD_PREFIX="+prefix)
 	require.Len(t, messages(t, js, stream), 1, "the stream stored the event before the crash")
 	require.Nil(t, outboxtest.RequireEnqueued(t, pool, outboxtest.Match{ID: e.ID}).PublishedAt, "not marked")
 

@@ -5,7 +5,8 @@
 // testsuite, the demo (cmd/demo) and the Temporal cluster
 // (internal/dev/cluster) run their children through it. A command's
 // process test builds it with [Build] and runs it with [StartServer], which
-// waits for its listen address and kills it when the test ends.
+// waits for its listen address and kills it when the test ends. A test that
+// plays the crashing part itself re-runs in a child with [RerunKilled].
 //
 //	p, err := proc.Start(proc.Options{Name: "starter", Bin: bin, LogPath: log, Env: env})
 //	if err != nil { ... }

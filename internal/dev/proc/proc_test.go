@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/failpoints"
 )
 
 func sh(t *testing.T, logPath, script string) *Process {
@@ -135,4 +137,18 @@ func TestStartServerFailsWhenItExitsFirst(t *testing.T) {
 	_, err = p.WaitLogMatch(ctx, listening)
 	require.ErrorContains(t, err, "exited before logging a line like")
 	require.ErrorContains(t, err, "refusing")
+}
+
+// TestRerunKilled: the child is this test, dying at the failpoint the
+// parent set.
+func TestRerunKilled(t *testing.T) {
+	if IsChild(t) {
+		fps, err := failpoints.FromEnv()
+		require.NoError(t, err)
+		require.Equal(t, "x", os.Getenv("PROC_TEST_CHILD_VALUE"))
+		_ = fps.Inject(context.Background(), failpoints.RelayAfterPublish)
+		t.Fatal("survived the failpoint")
+	}
+	t.Parallel()
+	RerunKilled(t, failpoints.RelayAfterPublish, "PROC_TEST_CHILD_VALUE=x")
 }
