@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"regexp"
 	"slices"
 	"strings"
@@ -10,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
+
+	"github.com/outflow/outflow/internal/promreg"
 )
 
 // promHandler is a client.MetricsHandler that exports the Temporal SDK's
@@ -133,20 +134,13 @@ func (s *promStore) labelValues(name string, tags map[string]string) []string {
 	return vals
 }
 
-// register registers c, or returns the collector already registered under
-// its name (two handlers sharing one registry).
+// register registers c with promreg.Register (two handlers sharing one
+// registry share its collectors); a name held by another metric type is a
+// programming error.
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if reg == nil {
-		return c
-	}
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic(err) // a name clash with another metric type: a programming error
+	c, err := promreg.Register(reg, c)
+	if err != nil {
+		panic(err)
 	}
 	return c
 }
