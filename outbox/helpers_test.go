@@ -108,6 +108,23 @@ func enqueue(t *testing.T, pool *pgxpool.Pool, events ...outbox.Event) []outbox.
 	return out
 }
 
+// claimIDs runs r's claim and returns the IDs of the events it claimed.
+func claimIDs(t *testing.T, r *outbox.Relay) []uuid.UUID {
+	t.Helper()
+	got, _, err := r.ClaimForTest(context.Background())
+	require.NoError(t, err)
+	return ids(got)
+}
+
+// markOne marks the event id published as r, and requires that r's lease
+// let it.
+func markOne(t *testing.T, r *outbox.Relay, id uuid.UUID, msgAndArgs ...any) {
+	t.Helper()
+	n, err := r.MarkForTest(context.Background(), id)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, msgAndArgs...)
+}
+
 // row is the relay's bookkeeping of one event.
 type row struct {
 	ClaimedBy   *string

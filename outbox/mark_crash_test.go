@@ -55,9 +55,7 @@ func TestMarkLostToAPostgresCrash(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, got, 1)
 		require.Equal(t, want, got[0].ID)
-		n, err := r.MarkForTest(ctx, want)
-		require.NoError(t, err)
-		require.Equal(t, 1, n)
+		markOne(t, r, want)
 		require.True(t, published(pool, want), "marked before the crash")
 	}
 
