@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/inbox"
+	"github.com/outflow/outflow/internal/dev/promtest"
 	"github.com/outflow/outflow/internal/dev/testdb"
 )
 
@@ -50,21 +51,7 @@ func (b *testBundle) record(t *testing.T, consumer string, id uuid.UUID) bool {
 // scrape would.
 func duplicates(t *testing.T, reg prometheus.Gatherer, consumer string) float64 {
 	t.Helper()
-	families, err := reg.Gather()
-	require.NoError(t, err)
-	for _, f := range families {
-		if f.GetName() != inbox.DuplicatesMetric {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == inbox.ConsumerLabel && l.GetValue() == consumer {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return promtest.Total(t, reg, inbox.DuplicatesMetric, inbox.ConsumerLabel, consumer)
 }
 
 // TestRecordOncePerConsumer: the first delivery is first, a redelivery after

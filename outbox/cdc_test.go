@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/internal/dev/promtest"
 	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
@@ -196,7 +197,7 @@ func TestCDCPublishesInterleavedOrdersInOrder(t *testing.T) {
 		require.Equal(t, outbox.CDCStreamOwner(r.Owner()), *row.ClaimedBy, "the stream, under its own name, published %s", e.ID)
 		require.Nil(t, row.ClaimUntil, "the mark ended the stream's lease on %s", e.ID)
 	}
-	require.InDelta(t, float64(len(all)), counter(t, reg, "outbox_published_total"), 0)
+	require.InDelta(t, float64(len(all)), promtest.Value(t, reg, "outbox_published_total"), 0)
 	eventually(t, 10*time.Second, func() bool {
 		return confirmedLSN(t, b.pool, r.Config().Slot) >= currentLSNNoWrite(b.pool)
 	}, "the slot confirms everything once settled")
@@ -256,15 +257,15 @@ func TestCDCWatermarkWaitsForTheSlowestPublish(t *testing.T) {
 	require.False(t, published(b.pool, slow.ID))
 	// The gauges see the stuck position: its age, the WAL behind it.
 	eventually(t, 10*time.Second, func() bool {
-		lag, err1 := gathered(reg, "outbox_cdc_slot_lag_seconds")
-		bytes, err2 := gathered(reg, "outbox_cdc_slot_lag_bytes")
-		retained, err3 := gathered(reg, "outbox_cdc_wal_retained_bytes")
+		lag, err1 := promtest.Sum(reg, "outbox_cdc_slot_lag_seconds")
+		bytes, err2 := promtest.Sum(reg, "outbox_cdc_slot_lag_bytes")
+		retained, err3 := promtest.Sum(reg, "outbox_cdc_wal_retained_bytes")
 		return err1 == nil && err2 == nil && err3 == nil && lag > 0.1 && bytes > 0 && retained >= bytes
 	}, "slot gauges report the lag")
-	limit, err := gathered(reg, "outbox_cdc_max_slot_wal_keep_size_bytes")
+	limit, err := promtest.Sum(reg, "outbox_cdc_max_slot_wal_keep_size_bytes")
 	require.NoError(t, err)
 	require.Equal(t, -1.0, limit, "the test server sets no max_slot_wal_keep_size")
-	active, err := gathered(reg, "outbox_cdc_slot_active")
+	active, err := promtest.Sum(reg, "outbox_cdc_slot_active")
 	require.NoError(t, err)
 	require.Equal(t, 1.0, active, "the relay streams its slot")
 
@@ -273,7 +274,7 @@ func TestCDCWatermarkWaitsForTheSlowestPublish(t *testing.T) {
 	eventually(t, 20*time.Second, func() bool { return published(b.pool, slow.ID) }, "slow event published")
 	eventually(t, 10*time.Second, func() bool { return confirmedLSN(t, b.pool, slot) >= end }, "the position passes everything once settled")
 	eventually(t, 10*time.Second, func() bool {
-		lag, err := gathered(reg, "outbox_cdc_slot_lag_seconds")
+		lag, err := promtest.Sum(reg, "outbox_cdc_slot_lag_seconds")
 		return err == nil && lag == 0
 	}, "caught up, the lag gauge drops to zero")
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/internal/dev/promtest"
 	"github.com/outflow/outflow/outbox"
 )
 
@@ -90,7 +91,7 @@ func TestLeaseFencing(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{ev.ID}, ids(got), "an expired lease is claimable")
 	require.Equal(t, []bool{true}, tookOver)
-	require.InDelta(t, 1, counter(t, regB, "outbox_expired_leases_total"), 0)
+	require.InDelta(t, 1, promtest.Value(t, regB, "outbox_expired_leases_total"), 0)
 
 	// A comes back from its stall: it cannot touch B's claim.
 	n, err := relayA.MarkForTest(ctx, ev.ID)
@@ -211,61 +212,6 @@ func ids(events []outbox.Event) []uuid.UUID {
 		out[i] = e.ID
 	}
 	return out
-}
-
-func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	v, err := gathered(reg, name)
-	require.NoError(t, err)
-	return v
-}
-
-// labelled reads the counter of name whose label key is value.
-func labelled(t *testing.T, reg *prometheus.Registry, name, key, value string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	require.NoError(t, err)
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == key && l.GetValue() == value {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatalf("no %s{%s=%q}", name, key, value)
-	return 0
-}
-
-// gathered reads a counter or gauge (summed over its labels), or a
-// histogram's count.
-func gathered(reg *prometheus.Registry, name string) (float64, error) {
-	families, err := reg.Gather()
-	if err != nil {
-		return 0, err
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		var sum float64
-		for _, m := range f.GetMetric() {
-			switch {
-			case m.Counter != nil:
-				sum += m.Counter.GetValue()
-			case m.Gauge != nil:
-				sum += m.Gauge.GetValue()
-			case m.Histogram != nil:
-				sum += float64(m.Histogram.GetSampleCount())
-			}
-		}
-		return sum, nil
-	}
-	return 0, nil
 }
 
 // TestEventThatKillsItsRelaysIsQuarantined: an event whose publish crashes

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/internal/dev/promtest"
 	"github.com/outflow/outflow/outbox"
 )
 
@@ -42,10 +43,10 @@ func TestRelayPublishesEveryEventOnceInOrder(t *testing.T) {
 		require.Equal(t, lastSeq[e.AggregateID]+1, e.Sequence, "aggregate %s published out of order", e.AggregateID)
 		lastSeq[e.AggregateID] = e.Sequence
 	}
-	require.InDelta(t, float64(len(all)), counter(t, reg, "outbox_published_total"), 0)
-	require.InDelta(t, float64(len(all)), counter(t, reg, "outbox_handoff_latency_seconds"), 0)
+	require.InDelta(t, float64(len(all)), promtest.Value(t, reg, "outbox_published_total"), 0)
+	require.InDelta(t, float64(len(all)), promtest.Value(t, reg, "outbox_handoff_latency_seconds"), 0)
 	eventually(t, 10*time.Second, func() bool {
-		v, err := gathered(reg, "outbox_pending_events")
+		v, err := promtest.Sum(reg, "outbox_pending_events")
 		return err == nil && v == 0
 	}, "pending gauge drops to zero")
 }
@@ -187,15 +188,15 @@ func TestRelayQuarantinesAfterMaxAttempts(t *testing.T) {
 	require.Equal(t, 3, b.rec.callsFor(doomed[0].ID))
 	require.Len(t, *row.LastError, 1000, "last_error is bounded")
 	require.Nil(t, row.ClaimedBy)
-	require.InDelta(t, 3, counter(t, reg, "outbox_publish_errors_total"), 0)
-	require.InDelta(t, 3, labelled(t, reg, "outbox_publish_errors_total", "fault", "event"), 0, "the event's own fault")
-	require.Zero(t, labelled(t, reg, "outbox_publish_errors_total", "fault", "sink"))
+	require.InDelta(t, 3, promtest.Value(t, reg, "outbox_publish_errors_total"), 0)
+	require.InDelta(t, 3, promtest.Value(t, reg, "outbox_publish_errors_total", "fault", "event"), 0, "the event's own fault")
+	require.Zero(t, promtest.Value(t, reg, "outbox_publish_errors_total", "fault", "sink"))
 
 	other := enqueue(t, b.pool, mustEvent(t, "healthy", "One"))[0]
 	eventually(t, 5*time.Second, func() bool { return published(b.pool, other.ID) }, "other aggregates flow")
 	eventually(t, 5*time.Second, func() bool {
-		q, err1 := gathered(reg, "outbox_quarantined_events")
-		p, err2 := gathered(reg, "outbox_pending_events")
+		q, err1 := promtest.Sum(reg, "outbox_quarantined_events")
+		p, err2 := promtest.Sum(reg, "outbox_pending_events")
 		return err1 == nil && err2 == nil && q == 1 && p == 1
 	}, "gauges: one quarantined, its successor pending")
 	require.Zero(t, b.rec.callsFor(doomed[1].ID), "the successor waits behind its quarantined predecessor")

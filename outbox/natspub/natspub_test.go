@@ -13,11 +13,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/internal/dev/proc"
+	"github.com/outflow/outflow/internal/dev/promtest"
 	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/dev/testlog"
 	"github.com/outflow/outflow/outbox"
@@ -94,28 +94,13 @@ func TestDuplicatePublishIsAbsorbedWithinTheWindow(t *testing.T) {
 	e.Replay = true
 	require.NoError(t, pub.Publish(context.Background(), e), "a replay within the window is absorbed too")
 	require.Len(t, messages(t, js, stream), 1)
-	require.Equal(t, 2.0, testutil.ToFloat64(counter(t, reg)))
+	require.Equal(t, 2.0, promtest.Value(t, reg, natspub.DuplicatesMetric))
 
 	// A second publisher on the registry shares the counter.
 	again, err := natspub.New(context.Background(), js, natspub.Config{Stream: stream, SubjectPrefix: prefix, MinWindow: time.Minute, Registerer: reg})
 	require.NoError(t, err)
 	require.NoError(t, again.Publish(context.Background(), e))
-	require.Equal(t, 3.0, testutil.ToFloat64(counter(t, reg)))
-}
-
-func counter(t *testing.T, reg *prometheus.Registry) prometheus.Collector {
-	t.Helper()
-	families, err := reg.Gather()
-	require.NoError(t, err)
-	for _, f := range families {
-		if f.GetName() == natspub.DuplicatesMetric {
-			c := prometheus.NewCounter(prometheus.CounterOpts{Name: "x", Help: "x"})
-			c.Add(f.GetMetric()[0].GetCounter().GetValue())
-			return c
-		}
-	}
-	t.Fatalf("%s is not registered", natspub.DuplicatesMetric)
-	return nil
+	require.Equal(t, 3.0, promtest.Value(t, reg, natspub.DuplicatesMetric))
 }
 
 // TestNewRefusesAShortWindowAndAMissingStream: a stream whose duplicate
@@ -254,7 +239,7 @@ func TestRelayCrashAfterPubAck(t *testing.T) {
 	outboxtest.Run(t, r)
 	outboxtest.WaitFor(t, pool, outboxtest.Match{ID: e.ID}, 30*time.Second, outboxtest.AllPublished)
 	require.Len(t, messages(t, js, stream), 1, "the republish was deduplicated by the stream")
-	require.Equal(t, 1.0, testutil.ToFloat64(counter(t, reg)), "answered as a duplicate")
+	require.Equal(t, 1.0, promtest.Value(t, reg, natspub.DuplicatesMetric), "answered as a duplicate")
 }
 
 // crashChild is the relay of TestRelayCrashAfterPubAck's child process.

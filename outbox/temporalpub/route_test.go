@@ -17,6 +17,7 @@ import (
 	sdktemporal "go.temporal.io/sdk/temporal"
 
 	"github.com/outflow/outflow/handoff"
+	"github.com/outflow/outflow/internal/dev/promtest"
 	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/routes"
 	"github.com/outflow/outflow/outbox"
@@ -158,7 +159,7 @@ func TestPublishersShareARegistry(t *testing.T) {
 	require.NoError(t, first.Publish(ctx, e))
 	require.NoError(t, first.Publish(ctx, e), "a duplicate, absorbed")
 	require.NoError(t, second.Publish(ctx, e), "a duplicate, absorbed")
-	require.Equal(t, 2.0, gatheredValue(t, reg, "outbox_duplicate_starts_total"), "one counter for both publishers")
+	require.Equal(t, 2.0, promtest.Value(t, reg, "outbox_duplicate_starts_total"), "one counter for both publishers")
 	countOn(t, tq, 1)
 
 	clash := prometheus.NewRegistry()

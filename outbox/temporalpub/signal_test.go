@@ -21,6 +21,7 @@ import (
 
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/dev/ports"
+	"github.com/outflow/outflow/internal/dev/promtest"
 	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/temporalpub"
@@ -302,7 +303,7 @@ func TestClosedWorkflowFallback(t *testing.T) {
 	require.Equal(t, late.ID.String(), in.EventID, "the late event's own envelope is the input")
 
 	require.NoError(t, pub.Publish(ctx, late), "a re-delivery")
-	require.Equal(t, 1.0, gatheredValue(t, reg, "outbox_duplicate_starts_total"))
+	require.Equal(t, 1.0, promtest.Value(t, reg, "outbox_duplicate_starts_total"))
 	sink := describeID(t, "sink-"+agg)
 	require.Equal(t, closedRun, sink.GetExecution().GetRunId(), "the closed target was not run again")
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, sink.GetStatus())
