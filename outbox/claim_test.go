@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/internal/dev/promtest"
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
 )
 
@@ -23,8 +24,8 @@ func TestClaimTakesOneLanePerAggregate(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx := context.Background()
-	a := enqueue(t, b.pool, mustEvent(t, "A", "One"), mustEvent(t, "A", "Two"), mustEvent(t, "A", "Three"))
-	bEv := enqueue(t, b.pool, mustEvent(t, "B", "One"))
+	a := testdb.Enqueue(t, b.pool, testdb.Event(t, "A", "One"), testdb.Event(t, "A", "Two"), testdb.Event(t, "A", "Three"))
+	bEv := testdb.Enqueue(t, b.pool, testdb.Event(t, "B", "One"))
 
 	r1 := b.newRelay(t, outbox.RelayConfig{Owner: "relay-1"})
 	r2 := b.newRelay(t, outbox.RelayConfig{Owner: "relay-2"})
@@ -52,9 +53,9 @@ func TestClaimSkipsUnavailableQuarantinedAndSkipped(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx := context.Background()
-	later := enqueue(t, b.pool, mustEvent(t, "later", "One"))
-	poisoned := enqueue(t, b.pool, mustEvent(t, "poisoned", "One"), mustEvent(t, "poisoned", "Two"))
-	skipped := enqueue(t, b.pool, mustEvent(t, "skipped", "One"), mustEvent(t, "skipped", "Two"))
+	later := testdb.Enqueue(t, b.pool, testdb.Event(t, "later", "One"))
+	poisoned := testdb.Enqueue(t, b.pool, testdb.Event(t, "poisoned", "One"), testdb.Event(t, "poisoned", "Two"))
+	skipped := testdb.Enqueue(t, b.pool, testdb.Event(t, "skipped", "One"), testdb.Event(t, "skipped", "Two"))
 	_, err := b.pool.Exec(ctx, `UPDATE outbox_events SET available_at = now() + interval '1 hour' WHERE event_id = $1`, later[0].ID)
 	require.NoError(t, err)
 	_, err = b.pool.Exec(ctx, `UPDATE outbox_events SET quarantined_at = now() WHERE event_id = $1`, poisoned[0].ID)
@@ -75,7 +76,7 @@ func TestLeaseFencing(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx := context.Background()
-	ev := enqueue(t, b.pool, mustEvent(t, "fenced", "One"))[0]
+	ev := testdb.Enqueue(t, b.pool, testdb.Event(t, "fenced", "One"))[0]
 	regB := prometheus.NewRegistry()
 	relayA := b.newRelay(t, outbox.RelayConfig{Owner: "relay-A"})
 	relayB := b.newRelay(t, outbox.RelayConfig{Owner: "relay-B", Registerer: regB})
@@ -118,7 +119,7 @@ func TestLeaseFencing(t *testing.T) {
 
 	// A lease that expired with nobody taking over is still its owner's:
 	// marking after the acknowledgement is right, not a conflict.
-	ev2 := enqueue(t, b.pool, mustEvent(t, "slow", "One"))[0]
+	ev2 := testdb.Enqueue(t, b.pool, testdb.Event(t, "slow", "One"))[0]
 	require.Equal(t, []uuid.UUID{ev2.ID}, claimIDs(t, relayA))
 	expireLeases(t, b)
 	markOne(t, relayA, ev2.ID)
@@ -222,8 +223,8 @@ func TestEventThatKillsItsRelaysIsQuarantined(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx := context.Background()
-	evs := enqueue(t, b.pool, mustEvent(t, "deadly", "One"), mustEvent(t, "deadly", "Two"))
-	other := enqueue(t, b.pool, mustEvent(t, "fine", "One"))[0]
+	evs := testdb.Enqueue(t, b.pool, testdb.Event(t, "deadly", "One"), testdb.Event(t, "deadly", "Two"))
+	other := testdb.Enqueue(t, b.pool, testdb.Event(t, "fine", "One"))[0]
 	r := b.newRelay(t, outbox.RelayConfig{Owner: "relay-crashy", MaxAttempts: 2, BatchSize: 1})
 
 	for attempt := 1; attempt <= 2; attempt++ {
@@ -248,7 +249,7 @@ func TestClaimLeavesOutWhatTheRelayStillHolds(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx := context.Background()
-	ev := enqueue(t, b.pool, mustEvent(t, "held", "Created"))[0]
+	ev := testdb.Enqueue(t, b.pool, testdb.Event(t, "held", "Created"))[0]
 	r := b.newRelay(t, outbox.RelayConfig{Owner: "relay-1", Lease: 100 * time.Millisecond, PublishTimeout: 50 * time.Millisecond})
 	got, err := r.ClaimExceptForTest(ctx)
 	require.NoError(t, err)

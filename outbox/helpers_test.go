@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -94,18 +93,6 @@ func (b *testBundle) newRelay(t *testing.T, cfg outbox.RelayConfig) *outbox.Rela
 func run(t *testing.T, r outboxtest.Runner) (stop func()) {
 	t.Helper()
 	return outboxtest.Run(t, r)
-}
-
-// enqueue commits events in one transaction and returns them as written.
-func enqueue(t *testing.T, pool *pgxpool.Pool, events ...outbox.Event) []outbox.Event {
-	t.Helper()
-	var out []outbox.Event
-	require.NoError(t, pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
-		var err error
-		out, err = outbox.Enqueue(context.Background(), tx, events...)
-		return err
-	}))
-	return out
 }
 
 // claimIDs runs r's claim and returns the IDs of the events it claimed.

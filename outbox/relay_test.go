@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/internal/dev/promtest"
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
 )
 
@@ -27,7 +28,7 @@ func TestRelayPublishesEveryEventOnceInOrder(t *testing.T) {
 	var all []outbox.Event
 	for i := range 20 {
 		agg := fmt.Sprintf("order-%d", i%5)
-		all = append(all, enqueue(t, b.pool, mustEvent(t, agg, "Step"), mustEvent(t, agg, "Step"))...)
+		all = append(all, testdb.Enqueue(t, b.pool, testdb.Event(t, agg, "Step"), testdb.Event(t, agg, "Step"))...)
 	}
 	run(t, r)
 	eventually(t, 20*time.Second, func() bool { return published(b.pool, ids(all)...) }, "every event published")
@@ -59,11 +60,11 @@ func TestRelayWakesOnNotify(t *testing.T) {
 	r := b.newRelay(t, outbox.RelayConfig{PollInterval: time.Hour})
 	run(t, r)
 	waitListener(t, b.pool, r.Owner())
-	first := enqueue(t, b.pool, mustEvent(t, "n1", "One"))[0]
+	first := testdb.Enqueue(t, b.pool, testdb.Event(t, "n1", "One"))[0]
 	eventually(t, 5*time.Second, func() bool { return published(b.pool, first.ID) }, "first event published")
 
 	for i := range 3 {
-		ev := enqueue(t, b.pool, mustEvent(t, fmt.Sprintf("n-%d", i), "One"))[0]
+		ev := testdb.Enqueue(t, b.pool, testdb.Event(t, fmt.Sprintf("n-%d", i), "One"))[0]
 		start := time.Now()
 		eventually(t, 3*time.Second, func() bool { return published(b.pool, ev.ID) }, "published after NOTIFY")
 		t.Logf("commit to published: %s", time.Since(start))
@@ -83,11 +84,11 @@ func TestRelayListenerReconnects(t *testing.T) {
 	require.True(t, terminated)
 	// Committed right away, likely while the listener is away: its NOTIFY is
 	// lost and the claim after reconnecting must find it.
-	lost := enqueue(t, b.pool, mustEvent(t, "during-gap", "One"))[0]
+	lost := testdb.Enqueue(t, b.pool, testdb.Event(t, "during-gap", "One"))[0]
 	eventually(t, 10*time.Second, func() bool { return published(b.pool, lost.ID) }, "event committed during the gap published")
 	newPid := waitListener(t, b.pool, r.Owner())
 	require.NotEqual(t, pid, newPid)
-	ev := enqueue(t, b.pool, mustEvent(t, "after-gap", "One"))[0]
+	ev := testdb.Enqueue(t, b.pool, testdb.Event(t, "after-gap", "One"))[0]
 	eventually(t, 3*time.Second, func() bool { return published(b.pool, ev.ID) }, "published after reconnect")
 }
 
@@ -109,7 +110,7 @@ func TestRelayGracefulShutdown(t *testing.T) {
 	})
 	var events []outbox.Event
 	for i := range 5 {
-		events = append(events, enqueue(t, b.pool, mustEvent(t, fmt.Sprintf("s-%d", i), "One"))...)
+		events = append(events, testdb.Enqueue(t, b.pool, testdb.Event(t, fmt.Sprintf("s-%d", i), "One"))...)
 	}
 	r := b.newRelay(t, outbox.RelayConfig{MaxInFlight: 2, PollInterval: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -155,7 +156,7 @@ func TestRelayRetriesWithBackoff(t *testing.T) {
 		}
 		return nil
 	})
-	ev := enqueue(t, b.pool, mustEvent(t, "flaky", "One"))[0]
+	ev := testdb.Enqueue(t, b.pool, testdb.Event(t, "flaky", "One"))[0]
 	r := b.newRelay(t, outbox.RelayConfig{RetryBase: 200 * time.Millisecond, RetryMax: 300 * time.Millisecond, PollInterval: time.Hour})
 	run(t, r)
 	eventually(t, 10*time.Second, func() bool { return published(b.pool, ev.ID) }, "published after two failures")
@@ -178,7 +179,7 @@ func TestRelayQuarantinesAfterMaxAttempts(t *testing.T) {
 		return nil
 	})
 	reg := prometheus.NewRegistry()
-	doomed := enqueue(t, b.pool, mustEvent(t, "doomed", "One"), mustEvent(t, "doomed", "Two"))
+	doomed := testdb.Enqueue(t, b.pool, testdb.Event(t, "doomed", "One"), testdb.Event(t, "doomed", "Two"))
 	r := b.newRelay(t, outbox.RelayConfig{MaxAttempts: 3, RetryBase: time.Millisecond, RetryMax: 10 * time.Millisecond,
 		PollInterval: 50 * time.Millisecond, Registerer: reg, GaugeInterval: 50 * time.Millisecond})
 	run(t, r)
@@ -192,7 +193,7 @@ func TestRelayQuarantinesAfterMaxAttempts(t *testing.T) {
 	require.InDelta(t, 3, promtest.Value(t, reg, "outbox_publish_errors_total", "fault", "event"), 0, "the event's own fault")
 	require.Zero(t, promtest.Value(t, reg, "outbox_publish_errors_total", "fault", "sink"))
 
-	other := enqueue(t, b.pool, mustEvent(t, "healthy", "One"))[0]
+	other := testdb.Enqueue(t, b.pool, testdb.Event(t, "healthy", "One"))[0]
 	eventually(t, 5*time.Second, func() bool { return published(b.pool, other.ID) }, "other aggregates flow")
 	eventually(t, 5*time.Second, func() bool {
 		q, err1 := promtest.Sum(reg, "outbox_quarantined_events")
@@ -213,13 +214,13 @@ func TestRelayQuarantinesPermanentErrorAtOnce(t *testing.T) {
 		}
 		return nil
 	})
-	poison := enqueue(t, b.pool, mustEvent(t, "p", "Poison"), mustEvent(t, "p", "Fine"))
-	healthy := enqueue(t, b.pool, mustEvent(t, "h", "Fine"), mustEvent(t, "h", "Fine"))
+	poison := testdb.Enqueue(t, b.pool, testdb.Event(t, "p", "Poison"), testdb.Event(t, "p", "Fine"))
+	healthy := testdb.Enqueue(t, b.pool, testdb.Event(t, "h", "Fine"), testdb.Event(t, "h", "Fine"))
 	r := b.newRelay(t, outbox.RelayConfig{PollInterval: 50 * time.Millisecond})
 	run(t, r)
 	eventually(t, 10*time.Second, func() bool { return quarantined(b.pool, poison[0].ID) }, "poison quarantined")
 	eventually(t, 10*time.Second, func() bool { return published(b.pool, ids(healthy)...) }, "other aggregates flow")
-	late := enqueue(t, b.pool, mustEvent(t, "late", "Fine"))[0]
+	late := testdb.Enqueue(t, b.pool, testdb.Event(t, "late", "Fine"))[0]
 	eventually(t, 10*time.Second, func() bool { return published(b.pool, late.ID) }, "later commits flow")
 
 	row := readRow(t, b.pool, poison[0].ID)

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
@@ -24,7 +25,7 @@ func TestReplayKeepsOneEventInFlightPerAggregate(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx := context.Background()
-	evs := enqueue(t, b.pool, mustEvent(t, "lane", "One"), mustEvent(t, "lane", "Two"))
+	evs := testdb.Enqueue(t, b.pool, testdb.Event(t, "lane", "One"), testdb.Event(t, "lane", "Two"))
 	r1 := b.newRelay(t, outbox.RelayConfig{Owner: "relay-1"})
 	r2 := b.newRelay(t, outbox.RelayConfig{Owner: "relay-2"})
 
@@ -55,7 +56,7 @@ func TestReplayWaitsForAClaimInFlight(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx := context.Background()
-	evs := enqueue(t, b.pool, mustEvent(t, "race", "One"), mustEvent(t, "race", "Two"))
+	evs := testdb.Enqueue(t, b.pool, testdb.Event(t, "race", "One"), testdb.Event(t, "race", "Two"))
 	rA := b.newRelay(t, outbox.RelayConfig{Owner: "relay-a"})
 	rB := b.newRelay(t, outbox.RelayConfig{Owner: "relay-b"})
 	require.Equal(t, []uuid.UUID{evs[0].ID}, claimIDs(t, rA))
@@ -138,7 +139,7 @@ func TestClaimVerificationGivesBackWhatAReplayOvertook(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx := context.Background()
-	evs := enqueue(t, b.pool, mustEvent(t, "stale", "One"), mustEvent(t, "stale", "Two"))
+	evs := testdb.Enqueue(t, b.pool, testdb.Event(t, "stale", "One"), testdb.Event(t, "stale", "Two"))
 	rA := b.newRelay(t, outbox.RelayConfig{Owner: "relay-a"})
 	rB := b.newRelay(t, outbox.RelayConfig{Owner: "relay-b"})
 	require.Equal(t, []uuid.UUID{evs[0].ID}, claimIDs(t, rA))

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/internal/dev/promtest"
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
 )
 
@@ -154,10 +155,10 @@ func TestSinkOutageCostsNoAttempts(t *testing.T) {
 				var healthy []uuid.UUID
 				for o := range 5 {
 					for _, typ := range []string{"Created", "Cancelled"} {
-						healthy = append(healthy, ids(enqueue(t, pool, mustEvent(t, fmt.Sprintf("o-%d", o), typ)))...)
+						healthy = append(healthy, ids(testdb.Enqueue(t, pool, testdb.Event(t, fmt.Sprintf("o-%d", o), typ)))...)
 					}
 				}
-				poison := enqueue(t, pool, mustEvent(t, "p", "Poison"))[0]
+				poison := testdb.Enqueue(t, pool, testdb.Event(t, "p", "Poison"))[0]
 				eventually(t, 20*time.Second, func() bool {
 					up, err := promtest.Sum(reg, "outbox_sink_up")
 					return err == nil && up == 0
@@ -225,7 +226,7 @@ func TestThrottledSinkSlowsTheRelay(t *testing.T) {
 	require.NoError(t, err)
 	var all []uuid.UUID
 	for o := range 200 {
-		all = append(all, ids(enqueue(t, b.pool, mustEvent(t, fmt.Sprintf("t-%d", o), "Created")))...)
+		all = append(all, ids(testdb.Enqueue(t, b.pool, testdb.Event(t, fmt.Sprintf("t-%d", o), "Created")))...)
 	}
 	run(t, r)
 	eventually(t, 60*time.Second, func() bool { return published(b.pool, all...) }, "every event published")
@@ -252,7 +253,7 @@ func TestRateCeiling(t *testing.T) {
 	})
 	var all []uuid.UUID
 	for o := range 60 {
-		all = append(all, ids(enqueue(t, b.pool, mustEvent(t, fmt.Sprintf("r-%d", o), "Created")))...)
+		all = append(all, ids(testdb.Enqueue(t, b.pool, testdb.Event(t, fmt.Sprintf("r-%d", o), "Created")))...)
 	}
 	r := b.newRelay(t, outbox.RelayConfig{Rate: 40, MaxInFlight: 16})
 	run(t, r)

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
@@ -324,11 +323,7 @@ func enqueueOrders(t *testing.T, pool *pgxpool.Pool, n int) []outbox.Event {
 			Items: []orders.Item{{SKU: "SKU-1", Quantity: 1, UnitAmount: 1250}},
 		})
 		require.NoError(t, err)
-		require.NoError(t, pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
-			out, err := outbox.Enqueue(context.Background(), tx, e)
-			events = append(events, out...)
-			return err
-		}))
+		events = append(events, testdb.Enqueue(t, pool, e)...)
 	}
 	return events
 }

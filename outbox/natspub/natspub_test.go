@@ -39,8 +39,8 @@ func TestRelayPublishesEachEventOnItsAggregatesSubject(t *testing.T) {
 	require.Equal(t, natspub.ServerWindowDefault, pub.Window(), "a created stream gets at least NATS's default window")
 
 	orderA, orderB := uuid.NewString(), uuid.NewString()
-	enqueue(t, pool, event(t, orderA, "OrderCreated"), event(t, orderB, "OrderCreated"))
-	enqueue(t, pool, event(t, orderA, "OrderCancelled"))
+	testdb.Enqueue(t, pool, testdb.Event(t, orderA, "OrderCreated"), testdb.Event(t, orderB, "OrderCreated"))
+	testdb.Enqueue(t, pool, testdb.Event(t, orderA, "OrderCancelled"))
 	r, err := outbox.NewRelay(pool, pub, outbox.RelayConfig{PollInterval: 50 * time.Millisecond, Logger: testlog.Logger()})
 	require.NoError(t, err)
 	outboxtest.Run(t, r)
@@ -87,7 +87,7 @@ func TestDuplicatePublishIsAbsorbedWithinTheWindow(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	pub, err := natspub.New(context.Background(), js, natspub.Config{Stream: stream, SubjectPrefix: prefix, MinWindow: time.Minute, Registerer: reg})
 	require.NoError(t, err)
-	e := event(t, uuid.NewString(), "OrderCreated")
+	e := testdb.Event(t, uuid.NewString(), "OrderCreated")
 	e.ID, e.Sequence, e.OccurredAt = uuid.New(), 1, time.Now()
 	require.NoError(t, pub.Publish(context.Background(), e))
 	require.NoError(t, pub.Publish(context.Background(), e), "a duplicate is acknowledged")
@@ -150,13 +150,13 @@ func TestPublishClassifiesWhoseFault(t *testing.T) {
 	require.NoError(t, err)
 	ctx := context.Background()
 
-	bad := event(t, "a.b", "OrderCreated")
+	bad := testdb.Event(t, "a.b", "OrderCreated")
 	bad.ID = uuid.New()
 	err = pub.Publish(ctx, bad)
 	require.ErrorIs(t, err, outbox.ErrPermanent)
 	require.ErrorContains(t, err, "subject token")
 
-	big := event(t, uuid.NewString(), "OrderCreated")
+	big := testdb.Event(t, uuid.NewString(), "OrderCreated")
 	big.ID, big.Payload = uuid.New(), []byte(`{"note":"`+strings.Repeat("x", 400)+`"}`)
 	err = pub.Publish(ctx, big)
 	require.ErrorIs(t, err, outbox.ErrPermanent, "%v", err)
@@ -164,7 +164,7 @@ func TestPublishClassifiesWhoseFault(t *testing.T) {
 
 	require.NoError(t, pub.Probe(ctx))
 	nc.Close()
-	ok := event(t, uuid.NewString(), "OrderCreated")
+	ok := testdb.Event(t, uuid.NewString(), "OrderCreated")
 	ok.ID = uuid.New()
 	err = pub.Publish(ctx, ok)
 	require.ErrorIs(t, err, outbox.ErrSinkUnavailable, "%v", err)
@@ -184,7 +184,7 @@ func TestSinkDownCostsNoAttempts(t *testing.T) {
 	pub, err := natspub.New(context.Background(), js, natspub.Config{Stream: stream, SubjectPrefix: prefix, CreateStream: true})
 	require.NoError(t, err)
 	nc.Close()
-	enqueue(t, pool, event(t, uuid.NewString(), "OrderCreated"), event(t, uuid.NewString(), "OrderCreated"))
+	testdb.Enqueue(t, pool, testdb.Event(t, uuid.NewString(), "OrderCreated"), testdb.Event(t, uuid.NewString(), "OrderCreated"))
 	r, err := outbox.NewRelay(pool, pub, outbox.RelayConfig{
 		PollInterval: 20 * time.Millisecond, MaxAttempts: 2, RetryBase: time.Millisecond, RetryMax: 10 * time.Millisecond,
 		BreakerThreshold: 100, Logger: testlog.Logger(),
@@ -224,7 +224,7 @@ func TestRelayCrashAfterPubAck(t *testing.T) {
 	relayCfg := outbox.RelayConfig{Lease: 2 * time.Second, PublishTimeout: time.Second, ProbeMax: 2 * time.Second,
 		PollInterval: 50 * time.Millisecond, Logger: testlog.Logger()}
 	createStream(t, js, stream, prefix, natspub.RequiredWindow(relayCfg))
-	e := enqueue(t, pool, event(t, uuid.NewString(), "OrderCreated"))[0]
+	e := testdb.Enqueue(t, pool, testdb.Event(t, uuid.NewString(), "OrderCreated"))[0]
 
 	proc.RerunKilled(t, failpoints.JetStreamAfterAck, "CHILD_DATABASE_URL="+dbURL, "CHILD_STREAM="+stream, "CHILD_PREFIX="+prefix)
 	require.Len(t, messages(t, js, stream), 1, "the stream stored the event before the crash")

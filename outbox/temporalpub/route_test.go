@@ -78,7 +78,7 @@ func TestRoutesWithoutSearchAttributesOnANamespaceWithoutOrderId(t *testing.T) {
 		require.NoError(t, err)
 		voided, err := outbox.NewEvent("invoice", id, "InvoiceVoided", 1, map[string]any{"invoice_id": id})
 		require.NoError(t, err)
-		events = append(events, enqueue(t, pool, issued, voided)...)
+		events = append(events, testdb.Enqueue(t, pool, issued, voided)...)
 	}
 	r, err := outbox.NewRelay(pool, pub, outbox.RelayConfig{Logger: quietLogger(), PollInterval: 100 * time.Millisecond, MaxAttempts: 1})
 	require.NoError(t, err)

@@ -205,7 +205,7 @@ func TestSignalsKeepPerAggregateOrder(t *testing.T) {
 	aggs := []string{uuid.NewString(), uuid.NewString()}
 	for i := range 5 {
 		for _, agg := range aggs {
-			e := enqueue(t, pool, stockEvent(t, agg, "step"))[0]
+			e := testdb.Enqueue(t, pool, stockEvent(t, agg, "step"))[0]
 			require.Equal(t, int64(i+1), e.Sequence)
 			byAgg[agg] = append(byAgg[agg], e)
 			all = append(all, e)
@@ -246,7 +246,7 @@ func TestSignalToAClosedWorkflowIsQuarantined(t *testing.T) {
 	// before it closed is refused alike, for an operator to skip.
 	require.ErrorIs(t, b.pub.Publish(ctx, closing), outbox.ErrPermanent)
 
-	queued := enqueue(t, pool, stockEvent(t, agg, "late"))[0]
+	queued := testdb.Enqueue(t, pool, stockEvent(t, agg, "late"))[0]
 	r, err := outbox.NewRelay(pool, b.pub, outbox.RelayConfig{Logger: quietLogger(), PollInterval: 100 * time.Millisecond})
 	require.NoError(t, err)
 	runRelay(t, r)

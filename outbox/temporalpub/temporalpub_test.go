@@ -41,9 +41,9 @@ func TestEveryEventGetsOneWorkflow(t *testing.T) {
 	var events []outbox.Event
 	for range 5 {
 		orderID := uuid.NewString()
-		created := enqueue(t, pool, orderCreated(t, orderID))[0]
+		created := testdb.Enqueue(t, pool, orderCreated(t, orderID))[0]
 		events = append(events, created)
-		events = append(events, enqueue(t, pool, orderCancelled(t, orderID, created.ID))...)
+		events = append(events, testdb.Enqueue(t, pool, orderCancelled(t, orderID, created.ID))...)
 	}
 	r, err := outbox.NewRelay(pool, pub, outbox.RelayConfig{Logger: quietLogger()})
 	require.NoError(t, err)
@@ -112,17 +112,17 @@ func TestPoisonEventsAreQuarantinedAndHoldBackOnlyTheirAggregate(t *testing.T) {
 	badPayload := orderCreated(t, "o-bad")
 	badPayload.Payload = []byte(`{"order_id":"o-bad"}`) // no email, currency, amount...
 	poison := []outbox.Event{
-		enqueue(t, pool, noRoute)[0],
-		enqueue(t, pool, badPayload)[0],
+		testdb.Enqueue(t, pool, noRoute)[0],
+		testdb.Enqueue(t, pool, badPayload)[0],
 	}
 	heldBack := []outbox.Event{
-		enqueue(t, pool, orderCancelled(t, "o-noroute", poison[0].ID))[0],
-		enqueue(t, pool, orderCancelled(t, "o-bad", poison[1].ID))[0],
+		testdb.Enqueue(t, pool, orderCancelled(t, "o-noroute", poison[0].ID))[0],
+		testdb.Enqueue(t, pool, orderCancelled(t, "o-bad", poison[1].ID))[0],
 	}
-	healthy := enqueue(t, pool, orderCreated(t, "o-good"))
+	healthy := testdb.Enqueue(t, pool, orderCreated(t, "o-good"))
 	runRelay(t, r)
 	require.Eventually(t, func() bool { return allPublished(pool, healthy) }, 30*time.Second, 20*time.Millisecond)
-	late := enqueue(t, pool, orderCreated(t, "o-late"))
+	late := testdb.Enqueue(t, pool, orderCreated(t, "o-late"))
 	require.Eventually(t, func() bool { return allPublished(pool, late) }, 30*time.Second, 20*time.Millisecond)
 
 	ctx := context.Background()
@@ -280,11 +280,11 @@ func TestTemporalUnavailable(t *testing.T) {
 	tq := taskQueue(t)
 	var events []outbox.Event
 	for range 10 {
-		events = append(events, enqueue(t, pool, orderCreated(t, uuid.NewString()))...)
+		events = append(events, testdb.Enqueue(t, pool, orderCreated(t, uuid.NewString()))...)
 	}
 	poisonEvent, err := outbox.NewEvent(orders.AggregateType, uuid.NewString(), "OrderTeleported", 1, map[string]string{})
 	require.NoError(t, err)
-	poison := enqueue(t, pool, poisonEvent)[0]
+	poison := testdb.Enqueue(t, pool, poisonEvent)[0]
 	reg := prometheus.NewRegistry()
 	r, err := outbox.NewRelay(pool, newPublisher(t, c, temporalpub.Config{TaskQueue: tq}), outbox.RelayConfig{
 		Logger: quietLogger(), Lease: 5 * time.Second, PublishTimeout: time.Second, Registerer: reg,
@@ -413,7 +413,7 @@ func TestThrottledNamespace(t *testing.T) {
 	tq := taskQueue(t)
 	var events []outbox.Event
 	for range 80 {
-		events = append(events, enqueue(t, pool, orderCreated(t, uuid.NewString()))...)
+		events = append(events, testdb.Enqueue(t, pool, orderCreated(t, uuid.NewString()))...)
 	}
 	// The starter's client: the SDK retries throttled requests itself, and
 	// the interceptor tells the relay of each.
