@@ -262,11 +262,9 @@ func TestCDCWatermarkWaitsForTheSlowestPublish(t *testing.T) {
 		retained, err3 := promtest.Sum(reg, "outbox_cdc_wal_retained_bytes")
 		return err1 == nil && err2 == nil && err3 == nil && lag > 0.1 && bytes > 0 && retained >= bytes
 	}, "slot gauges report the lag")
-	limit, err := promtest.Sum(reg, "outbox_cdc_max_slot_wal_keep_size_bytes")
-	require.NoError(t, err)
+	limit := promtest.Value(t, reg, "outbox_cdc_max_slot_wal_keep_size_bytes")
 	require.Equal(t, -1.0, limit, "the test server sets no max_slot_wal_keep_size")
-	active, err := promtest.Sum(reg, "outbox_cdc_slot_active")
-	require.NoError(t, err)
+	active := promtest.Value(t, reg, "outbox_cdc_slot_active")
 	require.Equal(t, 1.0, active, "the relay streams its slot")
 
 	close(release)
