@@ -53,16 +53,8 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "building the starter:", err)
 			return 1
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		temporal, err = devserver.New(ctx, devserver.Options{})
-		cancel()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer temporal.Stop()
 		defer testdb.StopLogical()
-		return m.Run()
+		return devserver.RunTests(m, devserver.Options{}, &temporal)
 	}())
 }
 
