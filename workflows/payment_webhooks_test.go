@@ -93,9 +93,7 @@ func TestSagaProcessingChargeWithoutWebhookReconciles(t *testing.T) {
 // (no marker) reconciles at once, as it did then.
 func TestSagaProcessingBeforeTheChangeReconciles(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, fakes{charge: chargeProcessing, reconcile: func(activities.ReconcileInput) (activities.ReconcileResult, error) {
-		return activities.ReconcileResult{Outcome: activities.Charged, PaymentIntentID: testPaymentIntent}, nil
-	}})
+	h := newHarness(t, fakes{charge: chargeProcessing, reconcile: reconcileCharged})
 	h.env.ExecuteWorkflow(orderCreatedWith(pinned(ChangePaymentWebhooks, workflow.DefaultVersion)), createdInput(t, "pm_sim_processing"))
 	require.NoError(t, h.env.GetWorkflowError())
 	var res handoff.SagaResult
