@@ -13,12 +13,8 @@ import (
 // service leave it, at each point a workflow may ask.
 func TestGetOrderState(t *testing.T) {
 	t.Parallel()
-	f := setupProjection(t)
+	f, created := setupOrderProjection(t)
 	ctx := ctxT(t)
-	created, err := orders.CreateOrder(ctx, f.pool, orders.CreateOrderParams{CustomerEmail: "ada@example.com", Currency: "usd",
-		PaymentMethod: "pm_card_visa", Items: []orders.Item{{SKU: "SKU-1", Quantity: 1, UnitAmount: 2500}}})
-	require.NoError(t, err)
-	f.orderID, f.created = created.OrderID.String(), created.EventID.String()
 	state := func() OrderStateResult {
 		t.Helper()
 		st, err := f.acts.GetOrderState(ctx, OrderStateInput{OrderID: f.orderID})
@@ -28,7 +24,7 @@ func TestGetOrderState(t *testing.T) {
 
 	require.Equal(t, OrderStateResult{Status: string(orders.StatusPending)}, state())
 
-	_, err = f.project(t, f.created, 1, StepPaid)
+	_, err := f.project(t, f.created, 1, StepPaid)
 	require.NoError(t, err)
 	require.Equal(t, OrderStateResult{Status: string(orders.StatusPaid), PaymentIntentID: "pi_1"}, state())
 

@@ -20,7 +20,6 @@ import (
 	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/dev/testlog"
 	"github.com/outflow/outflow/orders"
-	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/outboxtest"
 )
@@ -267,23 +266,23 @@ type skipFixture struct {
 	stray, cancel string
 }
 
-func setupSkip(t *testing.T) *skipFixture {
+// setupOrderProjection is a projection fixture of an order the order
+// service created (one item, 25.00 USD); created is what it answered.
+func setupOrderProjection(t *testing.T) (f *projectionFixture, created orders.CreateOrderResult) {
 	t.Helper()
-	f := setupProjection(t)
-	ctx := ctxT(t)
-	created, err := orders.CreateOrder(ctx, f.pool, orders.CreateOrderParams{CustomerEmail: "ada@example.com", Currency: "usd",
+	f = setupProjection(t)
+	created, err := orders.CreateOrder(ctxT(t), f.pool, orders.CreateOrderParams{CustomerEmail: "ada@example.com", Currency: "usd",
 		PaymentMethod: "pm_card_visa", Items: []orders.Item{{SKU: "SKU-1", Quantity: 1, UnitAmount: 2500}}})
 	require.NoError(t, err)
 	f.orderID, f.created = created.OrderID.String(), created.EventID.String()
-	stray, err := outbox.NewEvent(orders.AggregateType, f.orderID, "OrderAudited", 1, map[string]string{"order_id": f.orderID})
-	require.NoError(t, err)
-	require.NoError(t, pgx.BeginFunc(ctx, f.pool, func(tx pgx.Tx) error {
-		out, err := outbox.Enqueue(ctx, tx, stray)
-		if err == nil {
-			stray = out[0]
-		}
-		return err
-	}))
+	return f, created
+}
+
+func setupSkip(t *testing.T) *skipFixture {
+	t.Helper()
+	f, created := setupOrderProjection(t)
+	ctx := ctxT(t)
+	stray := testdb.Enqueue(t, f.pool, testdb.Event(t, f.orderID, "OrderAudited"))[0]
 	cancel, err := orders.CancelOrder(ctx, f.pool, created.OrderID)
 	require.NoError(t, err)
 	require.EqualValues(t, 3, cancel.AggregateSequence)

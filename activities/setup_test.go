@@ -14,6 +14,7 @@ import (
 
 	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/inbox"
+	"github.com/outflow/outflow/internal/dev/promtest"
 	"github.com/outflow/outflow/internal/dev/testclock"
 	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/providersim"
@@ -91,21 +92,7 @@ func withInbox(t *testing.T, acts *Activities) *prometheus.Registry {
 // scrape of the worker's /metrics would.
 func inboxDuplicates(t *testing.T, reg prometheus.Gatherer, consumer string) float64 {
 	t.Helper()
-	families, err := reg.Gather()
-	require.NoError(t, err)
-	for _, f := range families {
-		if f.GetName() != "inbox_duplicates_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "consumer" && l.GetValue() == consumer {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return promtest.Total(t, reg, "inbox_duplicates_total", "consumer", consumer)
 }
 
 // inboxHolds reports whether the inbox holds consumer's row for the event,

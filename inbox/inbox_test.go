@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/inbox"
+	"github.com/outflow/outflow/internal/dev/promtest"
 	"github.com/outflow/outflow/internal/dev/testdb"
-	"github.com/outflow/outflow/internal/namedsql"
 )
 
 type testBundle struct {
@@ -51,21 +51,7 @@ func (b *testBundle) record(t *testing.T, consumer string, id uuid.UUID) bool {
 // scrape would.
 func duplicates(t *testing.T, reg prometheus.Gatherer, consumer string) float64 {
 	t.Helper()
-	families, err := reg.Gather()
-	require.NoError(t, err)
-	for _, f := range families {
-		if f.GetName() != inbox.DuplicatesMetric {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == inbox.ConsumerLabel && l.GetValue() == consumer {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
+	return promtest.Total(t, reg, inbox.DuplicatesMetric, inbox.ConsumerLabel, consumer)
 }
 
 // TestRecordOncePerConsumer: the first delivery is first, a redelivery after
@@ -211,14 +197,10 @@ func TestRecordRefusesAMeaninglessKey(t *testing.T) {
 	require.False(t, seen)
 }
 
-// TestStatementsMatchTheirGoTypes has the database describe the package's
-// statements: their result columns are what the Go code reads.
-func TestStatementsMatchTheirGoTypes(t *testing.T) {
+// TestStatements: every statement of inbox.sql is bound once, and the
+// database describes each with the columns its row type reads.
+func TestStatements(t *testing.T) {
 	t.Parallel()
-	b := setup(t)
-	conn, err := b.pool.Acquire(b.ctx)
-	require.NoError(t, err)
-	defer conn.Release()
 	require.NotEmpty(t, inbox.StatementsForTest())
-	require.NoError(t, namedsql.CheckColumns(b.ctx, conn.Conn(), inbox.StatementsForTest()...))
+	testdb.CheckStatements(t, inbox.QueriesForTest(), inbox.StatementsForTest()...)
 }

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/outflow/outflow/internal/relaysql"
 )
 
 // markLoop marks acknowledged events published in batches (MarkBatchSize,
@@ -55,7 +57,7 @@ func (s *stream) mark(bk context.Context, events []*cdcEvent) {
 		ids[i] = e.ID
 	}
 	ctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
-	marked, err := qCDCMark.All(ctx, s.c.pool, relayEventsArgs{Owner: s.c.streamOwner, EventIDs: ids})
+	marked, err := qCDCMark.All(ctx, s.c.pool, relaysql.EventsArgs{Owner: s.c.streamOwner, EventIDs: ids})
 	cancel()
 	switch {
 	case err != nil:

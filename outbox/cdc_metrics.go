@@ -75,13 +75,7 @@ func newCDCMetrics(reg prometheus.Registerer) (*cdcMetrics, error) {
 			Help: "1 while a session streams the CDC slot (pg_replication_slots.active), 0 while none does and the slot only retains WAL (sampled periodically).",
 		}),
 	}
-	var err error
-	for _, g := range []*prometheus.Gauge{&m.lagBytes, &m.lagSeconds, &m.retained, &m.maxKeepSize, &m.active} {
-		if err == nil {
-			*g, err = promreg.Register(reg, *g)
-		}
-	}
-	if err != nil {
+	if err := promreg.RegisterAll(reg, &m.lagBytes, &m.lagSeconds, &m.retained, &m.maxKeepSize, &m.active); err != nil {
 		return nil, fmt.Errorf("outbox: register CDC metrics: %w", err)
 	}
 	return m, nil

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
@@ -113,23 +114,21 @@ func TestCDCReplayWaitsForTheStreamsEventInFlight(t *testing.T) {
 	run(t, r)
 	waitStreaming(t, b.pool, r)
 
-	first := enqueue(t, b.pool, mustEvent(t, "a", "Created"))[0]
+	first := testdb.Enqueue(t, b.pool, testdb.Event(t, "a", "Created"))[0]
 	eventually(t, 10*time.Second, func() bool { return published(b.pool, first.ID) }, "the stream publishes the first event")
-	second := mustEvent(t, "a", "Cancelled")
+	second := testdb.Event(t, "a", "Cancelled")
 	second.ID = uuid.Must(uuid.NewV7())
 	g.hold(second.ID)
-	enqueue(t, b.pool, second)
+	testdb.Enqueue(t, b.pool, second)
 	g.waitEntered(t)
 
 	replayOne(t, b, first)
 	other := b.newRelay(t, outbox.RelayConfig{Owner: "other"})
-	got, _, err := other.ClaimForTest(context.Background())
-	require.NoError(t, err)
-	require.Empty(t, ids(got), "a relay took the replayed first event while the stream publishes the second")
+	require.Empty(t, claimIDs(t, other), "a relay took the replayed first event while the stream publishes the second")
 
 	close(g.open)
 	eventually(t, 10*time.Second, func() bool { return published(b.pool, second.ID) }, "the stream publishes the second event")
-	got, _, err = other.ClaimForTest(context.Background())
+	got, _, err := other.ClaimForTest(context.Background())
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{first.ID}, ids(got), "then the replay goes")
 	require.True(t, got[0].Replay)
@@ -156,10 +155,10 @@ func TestCDCReplayedPredecessorHoldsBackTheStream(t *testing.T) {
 	run(t, r)
 	waitStreaming(t, b.pool, r)
 
-	first := enqueue(t, b.pool, mustEvent(t, "a", "Created"))[0]
+	first := testdb.Enqueue(t, b.pool, testdb.Event(t, "a", "Created"))[0]
 	eventually(t, 10*time.Second, func() bool { return published(b.pool, first.ID) }, "the stream publishes the first event")
 	replayOne(t, b, first)
-	second := enqueue(t, b.pool, mustEvent(t, "a", "Cancelled"))[0]
+	second := testdb.Enqueue(t, b.pool, testdb.Event(t, "a", "Cancelled"))[0]
 
 	eventually(t, 20*time.Second, func() bool { return published(b.pool, first.ID, second.ID) },
 		"both published: the replayed first, then the second")
@@ -185,10 +184,10 @@ func TestCDCLateMarkKeepsAReplay(t *testing.T) {
 	run(t, r)
 	waitStreaming(t, b.pool, r)
 
-	ev := mustEvent(t, "a", "Created")
+	ev := testdb.Event(t, "a", "Created")
 	ev.ID = uuid.Must(uuid.NewV7())
 	g.hold(ev.ID)
-	ev = enqueue(t, b.pool, ev)[0]
+	ev = testdb.Enqueue(t, b.pool, ev)[0]
 	g.waitEntered(t)
 
 	// What a relay that took over an expired lease leaves: its claim, its

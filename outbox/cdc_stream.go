@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/internal/relaysql"
 )
 
 // cdcTxn is one committed transaction the stream received: its outbox
@@ -496,7 +497,7 @@ func (s *stream) lease(bk context.Context, candidates []*cdcEvent) (map[uuid.UUI
 		// back because a predecessor is not the stream's has that predecessor
 		// in common with every later event of its order, which it gives back
 		// too.
-		rows, err := qCDCLeaseVerify.All(ctx, tx, relayEventsArgs{Owner: s.c.streamOwner, EventIDs: leased})
+		rows, err := qCDCLeaseVerify.All(ctx, tx, relaysql.EventsArgs{Owner: s.c.streamOwner, EventIDs: leased})
 		if err != nil {
 			return err
 		}
@@ -527,7 +528,7 @@ func (s *stream) release(bk context.Context, ids []uuid.UUID) {
 	}
 	ctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
 	defer cancel()
-	if _, err := qRelayRelease.Exec(ctx, s.c.pool, relayEventsArgs{Owner: s.c.streamOwner, EventIDs: ids}); err != nil {
+	if _, err := qRelayRelease.Exec(ctx, s.c.pool, relaysql.EventsArgs{Owner: s.c.streamOwner, EventIDs: ids}); err != nil {
 		s.c.cfg.Logger.Error("outbox cdc: releasing unattempted leases failed; the sweeper takes the events when the leases expire",
 			"owner", s.c.cfg.Owner, "events", len(ids), "error", err)
 	}

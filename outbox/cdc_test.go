@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/internal/dev/promtest"
 	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
@@ -173,7 +174,7 @@ func TestCDCPublishesInterleavedOrdersInOrder(t *testing.T) {
 		wg.Go(func() {
 			for s := range steps {
 				for o := w; o < orders; o += 4 {
-					ev := enqueue(t, b.pool, mustEvent(t, fmt.Sprintf("order-%d", o), fmt.Sprintf("Step%d", s)))
+					ev := testdb.Enqueue(t, b.pool, testdb.Event(t, fmt.Sprintf("order-%d", o), fmt.Sprintf("Step%d", s)))
 					mu.Lock()
 					all = append(all, ev...)
 					mu.Unlock()
@@ -196,7 +197,7 @@ func TestCDCPublishesInterleavedOrdersInOrder(t *testing.T) {
 		require.Equal(t, outbox.CDCStreamOwner(r.Owner()), *row.ClaimedBy, "the stream, under its own name, published %s", e.ID)
 		require.Nil(t, row.ClaimUntil, "the mark ended the stream's lease on %s", e.ID)
 	}
-	require.InDelta(t, float64(len(all)), counter(t, reg, "outbox_published_total"), 0)
+	require.InDelta(t, float64(len(all)), promtest.Value(t, reg, "outbox_published_total"), 0)
 	eventually(t, 10*time.Second, func() bool {
 		return confirmedLSN(t, b.pool, r.Config().Slot) >= currentLSNNoWrite(b.pool)
 	}, "the slot confirms everything once settled")
@@ -238,14 +239,14 @@ func TestCDCWatermarkWaitsForTheSlowestPublish(t *testing.T) {
 	slot := r.Config().Slot
 	waitStreaming(t, b.pool, r)
 
-	slow := mustEvent(t, "slow", "Step")
+	slow := testdb.Event(t, "slow", "Step")
 	slow.ID = uuid.Must(uuid.NewV7())
 	slowID.Store(slow.ID)
-	enqueue(t, b.pool, slow)
+	testdb.Enqueue(t, b.pool, slow)
 	afterSlow := currentLSN(t, b.pool)
 	var fast []outbox.Event
 	for i := range 10 {
-		fast = append(fast, enqueue(t, b.pool, mustEvent(t, fmt.Sprintf("fast-%d", i), "Step"))...)
+		fast = append(fast, testdb.Enqueue(t, b.pool, testdb.Event(t, fmt.Sprintf("fast-%d", i), "Step"))...)
 	}
 	eventually(t, 20*time.Second, func() bool { return published(b.pool, ids(fast)...) }, "later events published while one is slow")
 	// Several confirmations go by: none may pass the slow event.
@@ -256,16 +257,14 @@ func TestCDCWatermarkWaitsForTheSlowestPublish(t *testing.T) {
 	require.False(t, published(b.pool, slow.ID))
 	// The gauges see the stuck position: its age, the WAL behind it.
 	eventually(t, 10*time.Second, func() bool {
-		lag, err1 := gathered(reg, "outbox_cdc_slot_lag_seconds")
-		bytes, err2 := gathered(reg, "outbox_cdc_slot_lag_bytes")
-		retained, err3 := gathered(reg, "outbox_cdc_wal_retained_bytes")
+		lag, err1 := promtest.Sum(reg, "outbox_cdc_slot_lag_seconds")
+		bytes, err2 := promtest.Sum(reg, "outbox_cdc_slot_lag_bytes")
+		retained, err3 := promtest.Sum(reg, "outbox_cdc_wal_retained_bytes")
 		return err1 == nil && err2 == nil && err3 == nil && lag > 0.1 && bytes > 0 && retained >= bytes
 	}, "slot gauges report the lag")
-	limit, err := gathered(reg, "outbox_cdc_max_slot_wal_keep_size_bytes")
-	require.NoError(t, err)
+	limit := promtest.Value(t, reg, "outbox_cdc_max_slot_wal_keep_size_bytes")
 	require.Equal(t, -1.0, limit, "the test server sets no max_slot_wal_keep_size")
-	active, err := gathered(reg, "outbox_cdc_slot_active")
-	require.NoError(t, err)
+	active := promtest.Value(t, reg, "outbox_cdc_slot_active")
 	require.Equal(t, 1.0, active, "the relay streams its slot")
 
 	close(release)
@@ -273,7 +272,7 @@ func TestCDCWatermarkWaitsForTheSlowestPublish(t *testing.T) {
 	eventually(t, 20*time.Second, func() bool { return published(b.pool, slow.ID) }, "slow event published")
 	eventually(t, 10*time.Second, func() bool { return confirmedLSN(t, b.pool, slot) >= end }, "the position passes everything once settled")
 	eventually(t, 10*time.Second, func() bool {
-		lag, err := gathered(reg, "outbox_cdc_slot_lag_seconds")
+		lag, err := promtest.Sum(reg, "outbox_cdc_slot_lag_seconds")
 		return err == nil && lag == 0
 	}, "caught up, the lag gauge drops to zero")
 }
@@ -290,7 +289,7 @@ func TestCDCStandbyTakesOver(t *testing.T) {
 	waitStreaming(t, b.pool, active)
 	standby := b.newCDC(t, outbox.CDCConfig{Slot: slot})
 	run(t, standby)
-	first := enqueue(t, b.pool, mustEvent(t, "a", "Created"))
+	first := testdb.Enqueue(t, b.pool, testdb.Event(t, "a", "Created"))
 	eventually(t, 10*time.Second, func() bool { return published(b.pool, ids(first)...) }, "the active relay publishes")
 	var n int
 	require.NoError(t, b.pool.QueryRow(context.Background(),
@@ -298,7 +297,7 @@ func TestCDCStandbyTakesOver(t *testing.T) {
 	require.Zero(t, n, "the standby does not stream while the active relay does")
 
 	stopActive()
-	second := enqueue(t, b.pool, mustEvent(t, "a", "Cancelled"))
+	second := testdb.Enqueue(t, b.pool, testdb.Event(t, "a", "Cancelled"))
 	waitStreaming(t, b.pool, standby)
 	eventually(t, 20*time.Second, func() bool { return published(b.pool, ids(second)...) }, "the standby takes over")
 }
@@ -326,7 +325,7 @@ func TestCDCRestartResumesWithoutLoss(t *testing.T) {
 	stop := b.startStreaming(t, outbox.CDCConfig{Slot: slot})
 	var all []outbox.Event
 	for i := range 10 {
-		all = append(all, enqueue(t, b.pool, mustEvent(t, fmt.Sprintf("o-%d", i), "Created"))...)
+		all = append(all, testdb.Enqueue(t, b.pool, testdb.Event(t, fmt.Sprintf("o-%d", i), "Created"))...)
 	}
 	eventually(t, 20*time.Second, func() bool { return published(b.pool, ids(all)...) }, "first relay publishes")
 	stop()
@@ -334,7 +333,7 @@ func TestCDCRestartResumesWithoutLoss(t *testing.T) {
 
 	var whileDown []outbox.Event
 	for i := range 10 {
-		whileDown = append(whileDown, enqueue(t, b.pool, mustEvent(t, fmt.Sprintf("o-%d", i), "Cancelled"))...)
+		whileDown = append(whileDown, testdb.Enqueue(t, b.pool, testdb.Event(t, fmt.Sprintf("o-%d", i), "Cancelled"))...)
 	}
 	end := currentLSN(t, b.pool)
 	second := b.newCDC(t, outbox.CDCConfig{Slot: slot})
@@ -365,13 +364,13 @@ func TestCDCMissingSlotIsRecreatedAndBackfilled(t *testing.T) {
 	}, "slot dropped")
 	var lost []outbox.Event
 	for i := range 10 {
-		lost = append(lost, enqueue(t, b.pool, mustEvent(t, fmt.Sprintf("o-%d", i), "Created"))...)
+		lost = append(lost, testdb.Enqueue(t, b.pool, testdb.Event(t, fmt.Sprintf("o-%d", i), "Created"))...)
 	}
 	second := b.newCDC(t, outbox.CDCConfig{Slot: slot, Grace: time.Hour})
 	run(t, second)
 	eventually(t, 20*time.Second, func() bool { return published(b.pool, ids(lost)...) }, "the backfill publishes what no slot kept")
 	waitStreaming(t, b.pool, second)
-	later := enqueue(t, b.pool, mustEvent(t, "o-later", "Created"))
+	later := testdb.Enqueue(t, b.pool, testdb.Event(t, "o-later", "Created"))
 	eventually(t, 20*time.Second, func() bool { return published(b.pool, ids(later)...) }, "then the new slot streams")
 }
 
@@ -400,10 +399,10 @@ func TestCDCHandsOffOrdersWithAnUnpublishedPredecessor(t *testing.T) {
 	run(t, r)
 	waitStreaming(t, b.pool, r)
 
-	first := enqueue(t, b.pool, mustEvent(t, "stuck", "Created"))
+	first := testdb.Enqueue(t, b.pool, testdb.Event(t, "stuck", "Created"))
 	eventually(t, 10*time.Second, func() bool { return readRow(t, b.pool, first[0].ID).Attempts >= 1 }, "the first publish fails and is recorded")
-	second := enqueue(t, b.pool, mustEvent(t, "stuck", "Cancelled"))
-	other := enqueue(t, b.pool, mustEvent(t, "other", "Created"))
+	second := testdb.Enqueue(t, b.pool, testdb.Event(t, "stuck", "Cancelled"))
+	other := testdb.Enqueue(t, b.pool, testdb.Event(t, "other", "Created"))
 	eventually(t, 10*time.Second, func() bool { return published(b.pool, ids(other)...) }, "other orders flow")
 	eventually(t, 20*time.Second, func() bool { return published(b.pool, first[0].ID, second[0].ID) }, "the stuck order drains through the sweeper")
 	lc.mu.Lock()
@@ -427,13 +426,13 @@ func TestCDCQuarantinesPoisonEvents(t *testing.T) {
 	r := b.newCDC(t, outbox.CDCConfig{Grace: time.Hour})
 	run(t, r)
 	waitStreaming(t, b.pool, r)
-	poison := enqueue(t, b.pool, mustEvent(t, "p", "Poison"))
+	poison := testdb.Enqueue(t, b.pool, testdb.Event(t, "p", "Poison"))
 	eventually(t, 10*time.Second, func() bool { return quarantined(b.pool, poison[0].ID) }, "poison quarantined")
 	row := readRow(t, b.pool, poison[0].ID)
 	require.Equal(t, 1, row.Attempts)
 	require.Contains(t, *row.LastError, "no workflow for Poison")
-	next := enqueue(t, b.pool, mustEvent(t, "p", "Cancelled"))
-	fine := enqueue(t, b.pool, mustEvent(t, "q", "Created"))
+	next := testdb.Enqueue(t, b.pool, testdb.Event(t, "p", "Cancelled"))
+	fine := testdb.Enqueue(t, b.pool, testdb.Event(t, "q", "Created"))
 	eventually(t, 10*time.Second, func() bool { return published(b.pool, ids(fine)...) }, "other orders flow")
 	require.Zero(t, b.rec.callsFor(next[0].ID), "held back behind the quarantined event")
 

@@ -8,6 +8,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/outflow/outflow/internal/relaysql"
 )
 
 // claimed is an event this relay holds a lease on.
@@ -98,7 +100,7 @@ func (r *Relay) claimOn(ctx context.Context, c batchSender, own, all bool, n int
 		for i, e := range batch {
 			ids[i] = e.ID
 		}
-		qRelayClaimVerify.Queue(b, relayEventsArgs{Owner: r.cfg.Owner, EventIDs: ids}).Query(func(rows pgx.Rows) error {
+		qRelayClaimVerify.Queue(b, relaysql.EventsArgs{Owner: r.cfg.Owner, EventIDs: ids}).Query(func(rows pgx.Rows) error {
 			var err error
 			released, err = qRelayClaimVerify.Collect(rows)
 			return err
@@ -135,8 +137,8 @@ func (r *Relay) claimOn(ctx context.Context, c batchSender, own, all bool, n int
 
 // claimArgs are RelayClaim's arguments for a claim by owner under cfg: the
 // relay's own, and the benchmark's (internal/bench/outboxbench).
-func claimArgs(owner string, cfg *RelayConfig) relayClaimArgs {
-	return relayClaimArgs{
+func claimArgs(owner string, cfg *RelayConfig) relaysql.ClaimArgs {
+	return relaysql.ClaimArgs{
 		Owner:       owner,
 		BatchSize:   cfg.BatchSize,
 		LeaseMS:     cfg.Lease.Milliseconds(),

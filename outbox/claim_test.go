@@ -12,6 +12,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/internal/dev/promtest"
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
 )
 
@@ -22,8 +24,8 @@ func TestClaimTakesOneLanePerAggregate(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx := context.Background()
-	a := enqueue(t, b.pool, mustEvent(t, "A", "One"), mustEvent(t, "A", "Two"), mustEvent(t, "A", "Three"))
-	bEv := enqueue(t, b.pool, mustEvent(t, "B", "One"))
+	a := testdb.Enqueue(t, b.pool, testdb.Event(t, "A", "One"), testdb.Event(t, "A", "Two"), testdb.Event(t, "A", "Three"))
+	bEv := testdb.Enqueue(t, b.pool, testdb.Event(t, "B", "One"))
 
 	r1 := b.newRelay(t, outbox.RelayConfig{Owner: "relay-1"})
 	r2 := b.newRelay(t, outbox.RelayConfig{Owner: "relay-2"})
@@ -37,13 +39,9 @@ func TestClaimTakesOneLanePerAggregate(t *testing.T) {
 		require.NotNil(t, r.ClaimUntil)
 	}
 
-	got, _, err = r2.ClaimForTest(ctx)
-	require.NoError(t, err)
-	require.Empty(t, got, "leased events and their successors are not claimable")
+	require.Empty(t, claimIDs(t, r2), "leased events and their successors are not claimable")
 
-	n, err := r1.MarkForTest(ctx, a[0].ID)
-	require.NoError(t, err)
-	require.Equal(t, 1, n)
+	markOne(t, r1, a[0].ID)
 	got, _, err = r2.ClaimForTest(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{a[1].ID}, ids(got), "the successor follows its published predecessor")
@@ -55,9 +53,9 @@ func TestClaimSkipsUnavailableQuarantinedAndSkipped(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx := context.Background()
-	later := enqueue(t, b.pool, mustEvent(t, "later", "One"))
-	poisoned := enqueue(t, b.pool, mustEvent(t, "poisoned", "One"), mustEvent(t, "poisoned", "Two"))
-	skipped := enqueue(t, b.pool, mustEvent(t, "skipped", "One"), mustEvent(t, "skipped", "Two"))
+	later := testdb.Enqueue(t, b.pool, testdb.Event(t, "later", "One"))
+	poisoned := testdb.Enqueue(t, b.pool, testdb.Event(t, "poisoned", "One"), testdb.Event(t, "poisoned", "Two"))
+	skipped := testdb.Enqueue(t, b.pool, testdb.Event(t, "skipped", "One"), testdb.Event(t, "skipped", "Two"))
 	_, err := b.pool.Exec(ctx, `UPDATE outbox_events SET available_at = now() + interval '1 hour' WHERE event_id = $1`, later[0].ID)
 	require.NoError(t, err)
 	_, err = b.pool.Exec(ctx, `UPDATE outbox_events SET quarantined_at = now() WHERE event_id = $1`, poisoned[0].ID)
@@ -78,7 +76,7 @@ func TestLeaseFencing(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx := context.Background()
-	ev := enqueue(t, b.pool, mustEvent(t, "fenced", "One"))[0]
+	ev := testdb.Enqueue(t, b.pool, testdb.Event(t, "fenced", "One"))[0]
 	regB := prometheus.NewRegistry()
 	relayA := b.newRelay(t, outbox.RelayConfig{Owner: "relay-A"})
 	relayB := b.newRelay(t, outbox.RelayConfig{Owner: "relay-B", Registerer: regB})
@@ -94,7 +92,7 @@ func TestLeaseFencing(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{ev.ID}, ids(got), "an expired lease is claimable")
 	require.Equal(t, []bool{true}, tookOver)
-	require.InDelta(t, 1, counter(t, regB, "outbox_expired_leases_total"), 0)
+	require.InDelta(t, 1, promtest.Value(t, regB, "outbox_expired_leases_total"), 0)
 
 	// A comes back from its stall: it cannot touch B's claim.
 	n, err := relayA.MarkForTest(ctx, ev.ID)
@@ -113,9 +111,7 @@ func TestLeaseFencing(t *testing.T) {
 	require.Equal(t, 2, r.Attempts)
 	require.True(t, r.ClaimUntil.After(time.Now().Add(-time.Second)))
 
-	n, err = relayB.MarkForTest(ctx, ev.ID)
-	require.NoError(t, err)
-	require.Equal(t, 1, n, "B's mark wins")
+	markOne(t, relayB, ev.ID, "B's mark wins")
 	r = readRow(t, b.pool, ev.ID)
 	require.NotNil(t, r.PublishedAt)
 	require.Equal(t, "relay-B", *r.ClaimedBy)
@@ -123,14 +119,10 @@ func TestLeaseFencing(t *testing.T) {
 
 	// A lease that expired with nobody taking over is still its owner's:
 	// marking after the acknowledgement is right, not a conflict.
-	ev2 := enqueue(t, b.pool, mustEvent(t, "slow", "One"))[0]
-	got, _, err = relayA.ClaimForTest(ctx)
-	require.NoError(t, err)
-	require.Equal(t, []uuid.UUID{ev2.ID}, ids(got))
+	ev2 := testdb.Enqueue(t, b.pool, testdb.Event(t, "slow", "One"))[0]
+	require.Equal(t, []uuid.UUID{ev2.ID}, claimIDs(t, relayA))
 	expireLeases(t, b)
-	n, err = relayA.MarkForTest(ctx, ev2.ID)
-	require.NoError(t, err)
-	require.Equal(t, 1, n)
+	markOne(t, relayA, ev2.ID)
 }
 
 // TestClaimUsesPartialIndex shows the claim's plan on a table whose history
@@ -223,61 +215,6 @@ func ids(events []outbox.Event) []uuid.UUID {
 	return out
 }
 
-func counter(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	v, err := gathered(reg, name)
-	require.NoError(t, err)
-	return v
-}
-
-// labelled reads the counter of name whose label key is value.
-func labelled(t *testing.T, reg *prometheus.Registry, name, key, value string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	require.NoError(t, err)
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == key && l.GetValue() == value {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatalf("no %s{%s=%q}", name, key, value)
-	return 0
-}
-
-// gathered reads a counter or gauge (summed over its labels), or a
-// histogram's count.
-func gathered(reg *prometheus.Registry, name string) (float64, error) {
-	families, err := reg.Gather()
-	if err != nil {
-		return 0, err
-	}
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		var sum float64
-		for _, m := range f.GetMetric() {
-			switch {
-			case m.Counter != nil:
-				sum += m.Counter.GetValue()
-			case m.Gauge != nil:
-				sum += m.Gauge.GetValue()
-			case m.Histogram != nil:
-				sum += float64(m.Histogram.GetSampleCount())
-			}
-		}
-		return sum, nil
-	}
-	return 0, nil
-}
-
 // TestEventThatKillsItsRelaysIsQuarantined: an event whose publish crashes
 // or stalls every relay that claims it never gets a failure recorded; once
 // its attempts are used up by claims whose leases expired, the next claim
@@ -286,28 +223,22 @@ func TestEventThatKillsItsRelaysIsQuarantined(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx := context.Background()
-	evs := enqueue(t, b.pool, mustEvent(t, "deadly", "One"), mustEvent(t, "deadly", "Two"))
-	other := enqueue(t, b.pool, mustEvent(t, "fine", "One"))[0]
+	evs := testdb.Enqueue(t, b.pool, testdb.Event(t, "deadly", "One"), testdb.Event(t, "deadly", "Two"))
+	other := testdb.Enqueue(t, b.pool, testdb.Event(t, "fine", "One"))[0]
 	r := b.newRelay(t, outbox.RelayConfig{Owner: "relay-crashy", MaxAttempts: 2, BatchSize: 1})
 
 	for attempt := 1; attempt <= 2; attempt++ {
-		got, _, err := r.ClaimForTest(ctx)
-		require.NoError(t, err)
-		require.Equal(t, []uuid.UUID{evs[0].ID}, ids(got), "attempt %d", attempt)
+		require.Equal(t, []uuid.UUID{evs[0].ID}, claimIDs(t, r), "attempt %d", attempt)
 		expireLeases(t, b) // the relay died holding it
 	}
-	got, _, err := r.ClaimForTest(ctx)
-	require.NoError(t, err)
-	require.Empty(t, got, "the batch slot went to quarantining the exhausted event")
+	require.Empty(t, claimIDs(t, r), "the batch slot went to quarantining the exhausted event")
 	var quarantined bool
 	var lastErr string
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT quarantined_at IS NOT NULL, coalesce(last_error, '') FROM outbox_events WHERE event_id = $1`, evs[0].ID).
 		Scan(&quarantined, &lastErr))
 	require.True(t, quarantined)
 	require.Contains(t, lastErr, "lost its lease")
-	got, _, err = r.ClaimForTest(ctx)
-	require.NoError(t, err)
-	require.Equal(t, []uuid.UUID{other.ID}, ids(got), "other aggregates flow; the quarantined one holds its successor back")
+	require.Equal(t, []uuid.UUID{other.ID}, claimIDs(t, r), "other aggregates flow; the quarantined one holds its successor back")
 }
 
 // TestClaimLeavesOutWhatTheRelayStillHolds: a relay whose own lease expired
@@ -318,7 +249,7 @@ func TestClaimLeavesOutWhatTheRelayStillHolds(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx := context.Background()
-	ev := enqueue(t, b.pool, mustEvent(t, "held", "Created"))[0]
+	ev := testdb.Enqueue(t, b.pool, testdb.Event(t, "held", "Created"))[0]
 	r := b.newRelay(t, outbox.RelayConfig{Owner: "relay-1", Lease: 100 * time.Millisecond, PublishTimeout: 50 * time.Millisecond})
 	got, err := r.ClaimExceptForTest(ctx)
 	require.NoError(t, err)

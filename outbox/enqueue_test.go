@@ -15,13 +15,6 @@ import (
 	"github.com/outflow/outflow/outbox"
 )
 
-func mustEvent(t *testing.T, aggID, typ string) outbox.Event {
-	t.Helper()
-	e, err := outbox.NewEvent("order", aggID, typ, 1, map[string]string{"order_id": aggID})
-	require.NoError(t, err)
-	return e
-}
-
 func TestEnqueueAssignsConsecutiveSequences(t *testing.T) {
 	t.Parallel()
 	pool, _ := testdb.New(t)
@@ -30,12 +23,12 @@ func TestEnqueueAssignsConsecutiveSequences(t *testing.T) {
 	var first, second []outbox.Event
 	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		var err error
-		first, err = outbox.Enqueue(ctx, tx, mustEvent(t, "a", "One"), mustEvent(t, "b", "One"), mustEvent(t, "a", "Two"))
+		first, err = outbox.Enqueue(ctx, tx, testdb.Event(t, "a", "One"), testdb.Event(t, "b", "One"), testdb.Event(t, "a", "Two"))
 		return err
 	}))
 	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		var err error
-		second, err = outbox.Enqueue(ctx, tx, mustEvent(t, "a", "Three"))
+		second, err = outbox.Enqueue(ctx, tx, testdb.Event(t, "a", "Three"))
 		return err
 	}))
 	require.Equal(t, []int64{1, 1, 2}, []int64{first[0].Sequence, first[1].Sequence, first[2].Sequence})
@@ -56,7 +49,7 @@ func TestEnqueueRollbackLeavesNothing(t *testing.T) {
 	ctx := context.Background()
 	errRollback := errors.New("forced rollback")
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		if _, err := outbox.Enqueue(ctx, tx, mustEvent(t, "a", "One")); err != nil {
+		if _, err := outbox.Enqueue(ctx, tx, testdb.Event(t, "a", "One")); err != nil {
 			return err
 		}
 		return errRollback
@@ -73,7 +66,7 @@ func TestEnqueueRejectsInvalidEvents(t *testing.T) {
 	t.Parallel()
 	pool, _ := testdb.New(t)
 	ctx := context.Background()
-	valid := mustEvent(t, "a", "One")
+	valid := testdb.Event(t, "a", "One")
 	cases := map[string]func(e *outbox.Event){
 		"no aggregate type": func(e *outbox.Event) { e.AggregateType = "" },
 		"no aggregate id":   func(e *outbox.Event) { e.AggregateID = "" },
@@ -105,12 +98,12 @@ func TestEnqueueNotifiesOnlyOnCommit(t *testing.T) {
 
 	// A rolled back transaction sends nothing...
 	_ = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		_, _ = outbox.Enqueue(ctx, tx, mustEvent(t, "a", "One"))
+		_, _ = outbox.Enqueue(ctx, tx, testdb.Event(t, "a", "One"))
 		return errors.New("rollback")
 	})
 	// ...a committed one does; the first notification must be the committed one.
 	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-		_, err := outbox.Enqueue(ctx, tx, mustEvent(t, "b", "One"))
+		_, err := outbox.Enqueue(ctx, tx, testdb.Event(t, "b", "One"))
 		return err
 	}))
 	n, err := listener.WaitForNotification(ctx)
@@ -137,7 +130,7 @@ func TestEnqueueConcurrentIsGapFree(t *testing.T) {
 			defer wg.Done()
 			for i := range each {
 				errs <- pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
-					_, err := outbox.Enqueue(ctx, tx, mustEvent(t, "hot", fmt.Sprintf("E%d_%d", w, i)))
+					_, err := outbox.Enqueue(ctx, tx, testdb.Event(t, "hot", fmt.Sprintf("E%d_%d", w, i)))
 					return err
 				})
 			}
@@ -168,7 +161,7 @@ func TestEnqueueBatchJoinsTheCallersRoundTrip(t *testing.T) {
 		b := &pgx.Batch{}
 		var one int
 		b.Queue("SELECT 1").QueryRow(func(row pgx.Row) error { return row.Scan(&one) })
-		q, err := outbox.EnqueueBatch(b, mustEvent(t, "x", "One"), mustEvent(t, "y", "One"), mustEvent(t, "x", "Two"))
+		q, err := outbox.EnqueueBatch(b, testdb.Event(t, "x", "One"), testdb.Event(t, "y", "One"), testdb.Event(t, "x", "Two"))
 		require.NoError(t, err)
 		_, err = q.Events()
 		require.Error(t, err, "results are not known before the batch is sent")

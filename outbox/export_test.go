@@ -3,13 +3,12 @@ package outbox
 import (
 	"context"
 	"errors"
-	"maps"
-	"slices"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outflow/outflow/internal/namedsql"
+	"github.com/outflow/outflow/internal/relaysql"
 )
 
 // Statement-level hooks for the lease-fencing tests.
@@ -60,7 +59,7 @@ func (r *Relay) ClaimInTxForTest(ctx context.Context, tx pgx.Tx) ([]Event, error
 // (RelayClaimVerify) on ids inside the caller's transaction and returns the
 // IDs it gave back.
 func (r *Relay) VerifyClaimInTxForTest(ctx context.Context, tx pgx.Tx, ids ...uuid.UUID) ([]uuid.UUID, error) {
-	return qRelayClaimVerify.All(ctx, tx, relayEventsArgs{Owner: r.cfg.Owner, EventIDs: ids})
+	return qRelayClaimVerify.All(ctx, tx, relaysql.EventsArgs{Owner: r.cfg.Owner, EventIDs: ids})
 }
 
 // ClaimStatementForTest returns the claim statement (RelayClaim) as the
@@ -71,16 +70,14 @@ func (r *Relay) ClaimStatementForTest() (string, []any) {
 
 // VerifyStatementForTest is ClaimStatementForTest for RelayClaimVerify.
 func (r *Relay) VerifyStatementForTest(ids ...uuid.UUID) (string, []any) {
-	return qRelayClaimVerify.SQL(), qRelayClaimVerify.Args(relayEventsArgs{Owner: r.cfg.Owner, EventIDs: ids})
+	return qRelayClaimVerify.SQL(), qRelayClaimVerify.Args(relaysql.EventsArgs{Owner: r.cfg.Owner, EventIDs: ids})
 }
 
 // StatementsForTest describes every bound statement.
 func StatementsForTest() []namedsql.Info { return statements }
 
-// LoadedStatementsForTest lists every statement sql.go loads.
-func LoadedStatementsForTest() []string {
-	return slices.Sorted(maps.Keys(queries))
-}
+// QueriesForTest are every statement sql.go loads.
+func QueriesForTest() namedsql.Queries { return queries }
 
 // WithDefaultsForTest returns c with NewRelay's defaults applied.
 func (c RelayConfig) WithDefaultsForTest() (RelayConfig, error) {

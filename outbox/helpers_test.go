@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -96,16 +95,21 @@ func run(t *testing.T, r outboxtest.Runner) (stop func()) {
 	return outboxtest.Run(t, r)
 }
 
-// enqueue commits events in one transaction and returns them as written.
-func enqueue(t *testing.T, pool *pgxpool.Pool, events ...outbox.Event) []outbox.Event {
+// claimIDs runs r's claim and returns the IDs of the events it claimed.
+func claimIDs(t *testing.T, r *outbox.Relay) []uuid.UUID {
 	t.Helper()
-	var out []outbox.Event
-	require.NoError(t, pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
-		var err error
-		out, err = outbox.Enqueue(context.Background(), tx, events...)
-		return err
-	}))
-	return out
+	got, _, err := r.ClaimForTest(context.Background())
+	require.NoError(t, err)
+	return ids(got)
+}
+
+// markOne marks the event id published as r, and requires that r's lease
+// let it.
+func markOne(t *testing.T, r *outbox.Relay, id uuid.UUID, msgAndArgs ...any) {
+	t.Helper()
+	n, err := r.MarkForTest(context.Background(), id)
+	require.NoError(t, err)
+	require.Equal(t, 1, n, msgAndArgs...)
 }
 
 // row is the relay's bookkeeping of one event.

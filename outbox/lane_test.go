@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
@@ -31,16 +32,16 @@ func TestQuarantineHoldsBackItsAggregateUntilRetryOrSkip(t *testing.T) {
 		return nil
 	})
 	ctx := context.Background()
-	retried := enqueue(t, b.pool, mustEvent(t, "retried", "Poison"), mustEvent(t, "retried", "Next"), mustEvent(t, "retried", "Last"))
-	skipped := enqueue(t, b.pool, mustEvent(t, "skipped", "Doomed"), mustEvent(t, "skipped", "Next"))
-	other := enqueue(t, b.pool, mustEvent(t, "other", "Fine"))
+	retried := testdb.Enqueue(t, b.pool, testdb.Event(t, "retried", "Poison"), testdb.Event(t, "retried", "Next"), testdb.Event(t, "retried", "Last"))
+	skipped := testdb.Enqueue(t, b.pool, testdb.Event(t, "skipped", "Doomed"), testdb.Event(t, "skipped", "Next"))
+	other := testdb.Enqueue(t, b.pool, testdb.Event(t, "other", "Fine"))
 	run(t, b.newRelay(t, outbox.RelayConfig{PollInterval: 50 * time.Millisecond}))
 
 	eventually(t, 10*time.Second, func() bool {
 		return quarantined(b.pool, retried[0].ID) && quarantined(b.pool, skipped[0].ID)
 	}, "both poison events quarantined")
 	eventually(t, 10*time.Second, func() bool { return published(b.pool, other[0].ID) }, "other aggregates flow")
-	late := enqueue(t, b.pool, mustEvent(t, "other", "Fine"))
+	late := testdb.Enqueue(t, b.pool, testdb.Event(t, "other", "Fine"))
 	eventually(t, 10*time.Second, func() bool { return published(b.pool, late[0].ID) }, "later commits flow")
 	for _, e := range []outbox.Event{retried[1], retried[2], skipped[1]} {
 		require.Zero(t, b.rec.callsFor(e.ID), "%s waits behind its quarantined predecessor", e.Type)

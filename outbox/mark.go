@@ -9,6 +9,7 @@ import (
 
 	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/internal/namedsql"
+	"github.com/outflow/outflow/internal/relaysql"
 )
 
 // mark records acknowledged events as published in one statement and one
@@ -24,7 +25,7 @@ func (r *Relay) mark(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) 
 			return err
 		}
 		var err error
-		marked, err = qRelayMark.All(ctx, tx, relayEventsArgs{Owner: r.cfg.Owner, EventIDs: ids})
+		marked, err = qRelayMark.All(ctx, tx, relaysql.EventsArgs{Owner: r.cfg.Owner, EventIDs: ids})
 		if err != nil {
 			return err
 		}

@@ -55,9 +55,7 @@ func TestMarkLostToAPostgresCrash(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, got, 1)
 		require.Equal(t, want, got[0].ID)
-		n, err := r.MarkForTest(ctx, want)
-		require.NoError(t, err)
-		require.Equal(t, 1, n)
+		markOne(t, r, want)
 		require.True(t, published(pool, want), "marked before the crash")
 	}
 
@@ -65,7 +63,7 @@ func TestMarkLostToAPostgresCrash(t *testing.T) {
 	// come between mark and crash; a few tries make that vanishingly rare.
 	var lost uuid.UUID
 	for try := 0; try < 3 && lost == uuid.Nil; try++ {
-		e := enqueue(t, pool, mustEvent(t, uuid.NewString(), "OrderCreated"))[0]
+		e := testdb.Enqueue(t, pool, testdb.Event(t, uuid.NewString(), "OrderCreated"))[0]
 		claimAndMark(relay(), e.ID)
 		crash()
 		if !published(pool, e.ID) {
@@ -83,7 +81,7 @@ func TestMarkLostToAPostgresCrash(t *testing.T) {
 
 	// A mark followed by a commit that waits for the disk survives.
 	order := uuid.NewString()
-	evs := enqueue(t, pool, mustEvent(t, order, "OrderCreated"), mustEvent(t, order, "OrderCancelled"))
+	evs := testdb.Enqueue(t, pool, testdb.Event(t, order, "OrderCreated"), testdb.Event(t, order, "OrderCancelled"))
 	r := relay()
 	claimAndMark(r, evs[0].ID)
 	claimAndMark(r, evs[1].ID) // its claim waits for the disk, which holds the first mark then

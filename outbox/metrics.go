@@ -67,28 +67,15 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		Help: "Failed publishes by whose fault: fault=\"event\" (the event's own: an attempt counted, backoff, quarantine), \"sink\" (unreachable, Unavailable, DeadlineExceeded, Internal, a publish cut by the relay's deadline or shutdown: no attempt counted) or \"throttle\" (ResourceExhausted: no attempt counted, the relay slows down).",
 	}, []string{"fault"})
 	// Several relays may share a registry: they then share its collectors.
-	var err error
-	reg1 := func(c prometheus.Counter) prometheus.Counter {
-		if err == nil {
-			c, err = promreg.Register(reg, c)
-		}
-		return c
-	}
-	regG := func(g prometheus.Gauge) prometheus.Gauge {
-		if err == nil {
-			g, err = promreg.Register(reg, g)
-		}
-		return g
-	}
-	m.published, m.expiredLeases = reg1(m.published), reg1(m.expiredLeases)
+	err := promreg.RegisterAll(reg, &m.published, &m.expiredLeases, &m.throttled)
 	if err == nil {
-		errorsVec, err = promreg.Register(reg, errorsVec)
+		err = promreg.RegisterAll(reg, &errorsVec)
 	}
-	m.throttled = reg1(m.throttled)
-	m.pending, m.oldestAge, m.quarantined = regG(m.pending), regG(m.oldestAge), regG(m.quarantined)
-	m.sinkUp = regG(m.sinkUp)
 	if err == nil {
-		m.handoff, err = promreg.Register(reg, m.handoff)
+		err = promreg.RegisterAll(reg, &m.pending, &m.oldestAge, &m.quarantined, &m.sinkUp)
+	}
+	if err == nil {
+		err = promreg.RegisterAll(reg, &m.handoff)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("outbox: register metrics: %w", err)

@@ -13,6 +13,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/internal/dev/promtest"
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
 )
 
@@ -26,7 +28,7 @@ func TestRelayPublishesEveryEventOnceInOrder(t *testing.T) {
 	var all []outbox.Event
 	for i := range 20 {
 		agg := fmt.Sprintf("order-%d", i%5)
-		all = append(all, enqueue(t, b.pool, mustEvent(t, agg, "Step"), mustEvent(t, agg, "Step"))...)
+		all = append(all, testdb.Enqueue(t, b.pool, testdb.Event(t, agg, "Step"), testdb.Event(t, agg, "Step"))...)
 	}
 	run(t, r)
 	eventually(t, 20*time.Second, func() bool { return published(b.pool, ids(all)...) }, "every event published")
@@ -42,10 +44,10 @@ func TestRelayPublishesEveryEventOnceInOrder(t *testing.T) {
 		require.Equal(t, lastSeq[e.AggregateID]+1, e.Sequence, "aggregate %s published out of order", e.AggregateID)
 		lastSeq[e.AggregateID] = e.Sequence
 	}
-	require.InDelta(t, float64(len(all)), counter(t, reg, "outbox_published_total"), 0)
-	require.InDelta(t, float64(len(all)), counter(t, reg, "outbox_handoff_latency_seconds"), 0)
+	require.InDelta(t, float64(len(all)), promtest.Value(t, reg, "outbox_published_total"), 0)
+	require.InDelta(t, float64(len(all)), promtest.Value(t, reg, "outbox_handoff_latency_seconds"), 0)
 	eventually(t, 10*time.Second, func() bool {
-		v, err := gathered(reg, "outbox_pending_events")
+		v, err := promtest.Sum(reg, "outbox_pending_events")
 		return err == nil && v == 0
 	}, "pending gauge drops to zero")
 }
@@ -58,11 +60,11 @@ func TestRelayWakesOnNotify(t *testing.T) {
 	r := b.newRelay(t, outbox.RelayConfig{PollInterval: time.Hour})
 	run(t, r)
 	waitListener(t, b.pool, r.Owner())
-	first := enqueue(t, b.pool, mustEvent(t, "n1", "One"))[0]
+	first := testdb.Enqueue(t, b.pool, testdb.Event(t, "n1", "One"))[0]
 	eventually(t, 5*time.Second, func() bool { return published(b.pool, first.ID) }, "first event published")
 
 	for i := range 3 {
-		ev := enqueue(t, b.pool, mustEvent(t, fmt.Sprintf("n-%d", i), "One"))[0]
+		ev := testdb.Enqueue(t, b.pool, testdb.Event(t, fmt.Sprintf("n-%d", i), "One"))[0]
 		start := time.Now()
 		eventually(t, 3*time.Second, func() bool { return published(b.pool, ev.ID) }, "published after NOTIFY")
 		t.Logf("commit to published: %s", time.Since(start))
@@ -82,11 +84,11 @@ func TestRelayListenerReconnects(t *testing.T) {
 	require.True(t, terminated)
 	// Committed right away, likely while the listener is away: its NOTIFY is
 	// lost and the claim after reconnecting must find it.
-	lost := enqueue(t, b.pool, mustEvent(t, "during-gap", "One"))[0]
+	lost := testdb.Enqueue(t, b.pool, testdb.Event(t, "during-gap", "One"))[0]
 	eventually(t, 10*time.Second, func() bool { return published(b.pool, lost.ID) }, "event committed during the gap published")
 	newPid := waitListener(t, b.pool, r.Owner())
 	require.NotEqual(t, pid, newPid)
-	ev := enqueue(t, b.pool, mustEvent(t, "after-gap", "One"))[0]
+	ev := testdb.Enqueue(t, b.pool, testdb.Event(t, "after-gap", "One"))[0]
 	eventually(t, 3*time.Second, func() bool { return published(b.pool, ev.ID) }, "published after reconnect")
 }
 
@@ -108,7 +110,7 @@ func TestRelayGracefulShutdown(t *testing.T) {
 	})
 	var events []outbox.Event
 	for i := range 5 {
-		events = append(events, enqueue(t, b.pool, mustEvent(t, fmt.Sprintf("s-%d", i), "One"))...)
+		events = append(events, testdb.Enqueue(t, b.pool, testdb.Event(t, fmt.Sprintf("s-%d", i), "One"))...)
 	}
 	r := b.newRelay(t, outbox.RelayConfig{MaxInFlight: 2, PollInterval: time.Hour})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -154,7 +156,7 @@ func TestRelayRetriesWithBackoff(t *testing.T) {
 		}
 		return nil
 	})
-	ev := enqueue(t, b.pool, mustEvent(t, "flaky", "One"))[0]
+	ev := testdb.Enqueue(t, b.pool, testdb.Event(t, "flaky", "One"))[0]
 	r := b.newRelay(t, outbox.RelayConfig{RetryBase: 200 * time.Millisecond, RetryMax: 300 * time.Millisecond, PollInterval: time.Hour})
 	run(t, r)
 	eventually(t, 10*time.Second, func() bool { return published(b.pool, ev.ID) }, "published after two failures")
@@ -177,7 +179,7 @@ func TestRelayQuarantinesAfterMaxAttempts(t *testing.T) {
 		return nil
 	})
 	reg := prometheus.NewRegistry()
-	doomed := enqueue(t, b.pool, mustEvent(t, "doomed", "One"), mustEvent(t, "doomed", "Two"))
+	doomed := testdb.Enqueue(t, b.pool, testdb.Event(t, "doomed", "One"), testdb.Event(t, "doomed", "Two"))
 	r := b.newRelay(t, outbox.RelayConfig{MaxAttempts: 3, RetryBase: time.Millisecond, RetryMax: 10 * time.Millisecond,
 		PollInterval: 50 * time.Millisecond, Registerer: reg, GaugeInterval: 50 * time.Millisecond})
 	run(t, r)
@@ -187,15 +189,15 @@ func TestRelayQuarantinesAfterMaxAttempts(t *testing.T) {
 	require.Equal(t, 3, b.rec.callsFor(doomed[0].ID))
 	require.Len(t, *row.LastError, 1000, "last_error is bounded")
 	require.Nil(t, row.ClaimedBy)
-	require.InDelta(t, 3, counter(t, reg, "outbox_publish_errors_total"), 0)
-	require.InDelta(t, 3, labelled(t, reg, "outbox_publish_errors_total", "fault", "event"), 0, "the event's own fault")
-	require.Zero(t, labelled(t, reg, "outbox_publish_errors_total", "fault", "sink"))
+	require.InDelta(t, 3, promtest.Value(t, reg, "outbox_publish_errors_total"), 0)
+	require.InDelta(t, 3, promtest.Value(t, reg, "outbox_publish_errors_total", "fault", "event"), 0, "the event's own fault")
+	require.Zero(t, promtest.Value(t, reg, "outbox_publish_errors_total", "fault", "sink"))
 
-	other := enqueue(t, b.pool, mustEvent(t, "healthy", "One"))[0]
+	other := testdb.Enqueue(t, b.pool, testdb.Event(t, "healthy", "One"))[0]
 	eventually(t, 5*time.Second, func() bool { return published(b.pool, other.ID) }, "other aggregates flow")
 	eventually(t, 5*time.Second, func() bool {
-		q, err1 := gathered(reg, "outbox_quarantined_events")
-		p, err2 := gathered(reg, "outbox_pending_events")
+		q, err1 := promtest.Sum(reg, "outbox_quarantined_events")
+		p, err2 := promtest.Sum(reg, "outbox_pending_events")
 		return err1 == nil && err2 == nil && q == 1 && p == 1
 	}, "gauges: one quarantined, its successor pending")
 	require.Zero(t, b.rec.callsFor(doomed[1].ID), "the successor waits behind its quarantined predecessor")
@@ -212,13 +214,13 @@ func TestRelayQuarantinesPermanentErrorAtOnce(t *testing.T) {
 		}
 		return nil
 	})
-	poison := enqueue(t, b.pool, mustEvent(t, "p", "Poison"), mustEvent(t, "p", "Fine"))
-	healthy := enqueue(t, b.pool, mustEvent(t, "h", "Fine"), mustEvent(t, "h", "Fine"))
+	poison := testdb.Enqueue(t, b.pool, testdb.Event(t, "p", "Poison"), testdb.Event(t, "p", "Fine"))
+	healthy := testdb.Enqueue(t, b.pool, testdb.Event(t, "h", "Fine"), testdb.Event(t, "h", "Fine"))
 	r := b.newRelay(t, outbox.RelayConfig{PollInterval: 50 * time.Millisecond})
 	run(t, r)
 	eventually(t, 10*time.Second, func() bool { return quarantined(b.pool, poison[0].ID) }, "poison quarantined")
 	eventually(t, 10*time.Second, func() bool { return published(b.pool, ids(healthy)...) }, "other aggregates flow")
-	late := enqueue(t, b.pool, mustEvent(t, "late", "Fine"))[0]
+	late := testdb.Enqueue(t, b.pool, testdb.Event(t, "late", "Fine"))[0]
 	eventually(t, 10*time.Second, func() bool { return published(b.pool, late.ID) }, "later commits flow")
 
 	row := readRow(t, b.pool, poison[0].ID)

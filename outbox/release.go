@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
+	"github.com/outflow/outflow/internal/relaysql"
 )
 
 // release gives back claims that were never attempted, fenced by the owner:
@@ -15,7 +17,7 @@ func (r *Relay) release(ctx context.Context, ids []uuid.UUID) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	tag, err := qRelayRelease.Exec(ctx, r.pool, relayEventsArgs{Owner: r.cfg.Owner, EventIDs: ids})
+	tag, err := qRelayRelease.Exec(ctx, r.pool, relaysql.EventsArgs{Owner: r.cfg.Owner, EventIDs: ids})
 	if err != nil {
 		return 0, fmt.Errorf("outbox: release %d claims: %w", len(ids), err)
 	}

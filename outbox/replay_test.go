@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
@@ -24,32 +25,22 @@ func TestReplayKeepsOneEventInFlightPerAggregate(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx := context.Background()
-	evs := enqueue(t, b.pool, mustEvent(t, "lane", "One"), mustEvent(t, "lane", "Two"))
+	evs := testdb.Enqueue(t, b.pool, testdb.Event(t, "lane", "One"), testdb.Event(t, "lane", "Two"))
 	r1 := b.newRelay(t, outbox.RelayConfig{Owner: "relay-1"})
 	r2 := b.newRelay(t, outbox.RelayConfig{Owner: "relay-2"})
 
-	got, _, err := r1.ClaimForTest(ctx)
-	require.NoError(t, err)
-	require.Equal(t, []uuid.UUID{evs[0].ID}, ids(got))
-	n, err := r1.MarkForTest(ctx, evs[0].ID)
-	require.NoError(t, err)
-	require.Equal(t, 1, n)
-	got, _, err = r1.ClaimForTest(ctx)
-	require.NoError(t, err)
-	require.Equal(t, []uuid.UUID{evs[1].ID}, ids(got), "r1 is publishing the second event")
+	require.Equal(t, []uuid.UUID{evs[0].ID}, claimIDs(t, r1))
+	markOne(t, r1, evs[0].ID)
+	require.Equal(t, []uuid.UUID{evs[1].ID}, claimIDs(t, r1), "r1 is publishing the second event")
 
 	replayed, err := outboxops.Replay(ctx, b.pool, outboxops.ReplayOptions{
 		From: evs[0].OccurredAt.Add(-time.Minute), To: time.Now().Add(time.Minute), AggregateType: "order", AggregateID: "lane"})
 	require.NoError(t, err)
 	require.Equal(t, int64(1), replayed)
 
-	got, _, err = r2.ClaimForTest(ctx)
-	require.NoError(t, err)
-	require.Empty(t, got, "the lane is busy with the second event")
-	n, err = r1.MarkForTest(ctx, evs[1].ID)
-	require.NoError(t, err)
-	require.Equal(t, 1, n)
-	got, _, err = r2.ClaimForTest(ctx)
+	require.Empty(t, claimIDs(t, r2), "the lane is busy with the second event")
+	markOne(t, r1, evs[1].ID)
+	got, _, err := r2.ClaimForTest(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{evs[0].ID}, ids(got), "then the replayed event goes")
 	require.True(t, got[0].Replay)
@@ -65,20 +56,16 @@ func TestReplayWaitsForAClaimInFlight(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx := context.Background()
-	evs := enqueue(t, b.pool, mustEvent(t, "race", "One"), mustEvent(t, "race", "Two"))
+	evs := testdb.Enqueue(t, b.pool, testdb.Event(t, "race", "One"), testdb.Event(t, "race", "Two"))
 	rA := b.newRelay(t, outbox.RelayConfig{Owner: "relay-a"})
 	rB := b.newRelay(t, outbox.RelayConfig{Owner: "relay-b"})
-	got, _, err := rA.ClaimForTest(ctx)
-	require.NoError(t, err)
-	require.Equal(t, []uuid.UUID{evs[0].ID}, ids(got))
-	n, err := rA.MarkForTest(ctx, evs[0].ID)
-	require.NoError(t, err)
-	require.Equal(t, 1, n)
+	require.Equal(t, []uuid.UUID{evs[0].ID}, claimIDs(t, rA))
+	markOne(t, rA, evs[0].ID)
 
 	txA, err := b.pool.Begin(ctx)
 	require.NoError(t, err)
 	defer txA.Rollback(ctx) //nolint:errcheck // a no-op once committed
-	got, err = rA.ClaimInTxForTest(ctx, txA)
+	got, err := rA.ClaimInTxForTest(ctx, txA)
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{evs[1].ID}, ids(got), "A holds the second event, uncommitted")
 
@@ -105,9 +92,7 @@ func TestReplayWaitsForAClaimInFlight(t *testing.T) {
 		}
 		require.True(t, time.Now().Before(deadline), "the replay neither finished nor waited on a lock within 10s")
 	}
-	got, _, err = rB.ClaimForTest(ctx)
-	require.NoError(t, err)
-	require.Empty(t, ids(got), "B must not take the replayed first event while A holds the second")
+	require.Empty(t, claimIDs(t, rB), "B must not take the replayed first event while A holds the second")
 	require.Nil(t, res, "the replay waits for A's claim to commit")
 
 	require.NoError(t, txA.Commit(ctx))
@@ -121,13 +106,9 @@ func TestReplayWaitsForAClaimInFlight(t *testing.T) {
 	}
 	require.NoError(t, res.err)
 	require.Equal(t, int64(1), res.n)
-	got, _, err = rB.ClaimForTest(ctx)
-	require.NoError(t, err)
-	require.Empty(t, ids(got), "A's lease on the second event holds the replayed first one back")
+	require.Empty(t, claimIDs(t, rB), "A's lease on the second event holds the replayed first one back")
 
-	n, err = rA.MarkForTest(ctx, evs[1].ID)
-	require.NoError(t, err)
-	require.Equal(t, 1, n)
+	markOne(t, rA, evs[1].ID)
 	got, _, err = rB.ClaimForTest(ctx)
 	require.NoError(t, err)
 	require.Equal(t, []uuid.UUID{evs[0].ID}, ids(got), "once A is done, the replayed event goes")
@@ -158,15 +139,11 @@ func TestClaimVerificationGivesBackWhatAReplayOvertook(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx := context.Background()
-	evs := enqueue(t, b.pool, mustEvent(t, "stale", "One"), mustEvent(t, "stale", "Two"))
+	evs := testdb.Enqueue(t, b.pool, testdb.Event(t, "stale", "One"), testdb.Event(t, "stale", "Two"))
 	rA := b.newRelay(t, outbox.RelayConfig{Owner: "relay-a"})
 	rB := b.newRelay(t, outbox.RelayConfig{Owner: "relay-b"})
-	got, _, err := rA.ClaimForTest(ctx)
-	require.NoError(t, err)
-	require.Equal(t, []uuid.UUID{evs[0].ID}, ids(got))
-	n, err := rA.MarkForTest(ctx, evs[0].ID)
-	require.NoError(t, err)
-	require.Equal(t, 1, n)
+	require.Equal(t, []uuid.UUID{evs[0].ID}, claimIDs(t, rA))
+	markOne(t, rA, evs[0].ID)
 
 	staleClaim := func(r *outbox.Relay, between func()) []uuid.UUID {
 		t.Helper()

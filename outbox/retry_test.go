@@ -6,6 +6,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
@@ -20,7 +21,7 @@ func TestRetryFencesOutTheOldOwner(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx := context.Background()
-	ev := enqueue(t, b.pool, mustEvent(t, "late", "One"))[0]
+	ev := testdb.Enqueue(t, b.pool, testdb.Event(t, "late", "One"))[0]
 	r1 := b.newRelay(t, outbox.RelayConfig{Owner: "relay-1"})
 	got, _, err := r1.ClaimForTest(ctx)
 	require.NoError(t, err)

@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/internal/dev/promtest"
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
 )
 
@@ -162,12 +164,12 @@ func TestSinkOutageCostsNoAttempts(t *testing.T) {
 				var healthy []uuid.UUID
 				for o := range 5 {
 					for _, typ := range []string{"Created", "Cancelled"} {
-						healthy = append(healthy, ids(enqueue(t, pool, mustEvent(t, fmt.Sprintf("o-%d", o), typ)))...)
+						healthy = append(healthy, ids(testdb.Enqueue(t, pool, testdb.Event(t, fmt.Sprintf("o-%d", o), typ)))...)
 					}
 				}
-				poison := enqueue(t, pool, mustEvent(t, "p", "Poison"))[0]
+				poison := testdb.Enqueue(t, pool, testdb.Event(t, "p", "Poison"))[0]
 				eventually(t, 20*time.Second, func() bool {
-					up, err := gathered(reg, "outbox_sink_up")
+					up, err := promtest.Sum(reg, "outbox_sink_up")
 					return err == nil && up == 0
 				}, "the breaker opens")
 				// Longer than MaxAttempts' whole backoff schedule (tens of
@@ -177,7 +179,7 @@ func TestSinkOutageCostsNoAttempts(t *testing.T) {
 					if probing {
 						return s.probes.Load() >= 5
 					}
-					return counter(t, reg, "outbox_publish_errors_total") >= 12
+					return promtest.Value(t, reg, "outbox_publish_errors_total") >= 12
 				}, "the relay keeps probing the sink while it is down")
 				for _, id := range append(healthy, poison.ID) {
 					row := readRow(t, pool, id)
@@ -189,8 +191,8 @@ func TestSinkOutageCostsNoAttempts(t *testing.T) {
 					}
 				}
 
-				require.Equal(t, counter(t, reg, "outbox_publish_errors_total"),
-					labelled(t, reg, "outbox_publish_errors_total", "fault", "sink"), "an outage's errors are the sink's fault")
+				require.Equal(t, promtest.Value(t, reg, "outbox_publish_errors_total"),
+					promtest.Value(t, reg, "outbox_publish_errors_total", "fault", "sink"), "an outage's errors are the sink's fault")
 				s.down.Store(false)
 				eventually(t, 30*time.Second, func() bool { return published(pool, healthy...) }, "every healthy event published once the sink is back")
 				eventually(t, 10*time.Second, func() bool { return quarantined(pool, poison.ID) }, "the poison event is still quarantined: its own fault")
@@ -200,8 +202,7 @@ func TestSinkOutageCostsNoAttempts(t *testing.T) {
 					require.LessOrEqual(t, row.Attempts, 1, "event %s", id)
 				}
 				require.True(t, s.ackedOnce(healthy...))
-				up, err := gathered(reg, "outbox_sink_up")
-				require.NoError(t, err)
+				up := promtest.Value(t, reg, "outbox_sink_up")
 				require.Equal(t, 1.0, up)
 				s.lanes.mu.Lock()
 				defer s.lanes.mu.Unlock()
@@ -233,7 +234,7 @@ func TestThrottledSinkSlowsTheRelay(t *testing.T) {
 	require.NoError(t, err)
 	var all []uuid.UUID
 	for o := range 200 {
-		all = append(all, ids(enqueue(t, b.pool, mustEvent(t, fmt.Sprintf("t-%d", o), "Created")))...)
+		all = append(all, ids(testdb.Enqueue(t, b.pool, testdb.Event(t, fmt.Sprintf("t-%d", o), "Created")))...)
 	}
 	run(t, r)
 	eventually(t, 60*time.Second, func() bool { return published(b.pool, all...) }, "every event published")
@@ -241,9 +242,8 @@ func TestThrottledSinkSlowsTheRelay(t *testing.T) {
 		require.Nil(t, readRow(t, b.pool, id).Quarantined, "a throttle quarantined %s", id)
 	}
 	require.Positive(t, throttles.Load(), "the sink throttled")
-	require.Equal(t, float64(throttles.Load()), counter(t, reg, "outbox_sink_throttled_total"))
-	up, err := gathered(reg, "outbox_sink_up")
-	require.NoError(t, err)
+	require.Equal(t, float64(throttles.Load()), promtest.Value(t, reg, "outbox_sink_throttled_total"))
+	up := promtest.Value(t, reg, "outbox_sink_up")
 	require.Equal(t, 1.0, up, "a throttle does not open the breaker")
 }
 
@@ -260,7 +260,7 @@ func TestRateCeiling(t *testing.T) {
 	})
 	var all []uuid.UUID
 	for o := range 60 {
-		all = append(all, ids(enqueue(t, b.pool, mustEvent(t, fmt.Sprintf("r-%d", o), "Created")))...)
+		all = append(all, ids(testdb.Enqueue(t, b.pool, testdb.Event(t, fmt.Sprintf("r-%d", o), "Created")))...)
 	}
 	r := b.newRelay(t, outbox.RelayConfig{Rate: 40, MaxInFlight: 16})
 	run(t, r)

@@ -67,30 +67,16 @@ type aggregateArgs struct {
 
 // The relay's statements (internal/relaysql/relay.sql).
 var (
-	qRelayClaim       = namedsql.Bind[relayClaimArgs, claimRow](queries, "RelayClaim")
-	qRelayClaimVerify = namedsql.Bind[relayEventsArgs, uuid.UUID](queries, "RelayClaimVerify")
-	qRelayMark        = namedsql.Bind[relayEventsArgs, uuid.UUID](queries, "RelayMark")
+	qRelayClaim       = namedsql.Bind[relaysql.ClaimArgs, claimRow](queries, "RelayClaim")
+	qRelayClaimVerify = namedsql.Bind[relaysql.EventsArgs, uuid.UUID](queries, "RelayClaimVerify")
+	qRelayMark        = namedsql.Bind[relaysql.EventsArgs, uuid.UUID](queries, "RelayMark")
 	qRelayMarkAsync   = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "RelayMarkAsync")
 	qRelayFail        = namedsql.Bind[relayFailArgs, failRow](queries, "RelayFail")
-	qRelayRelease     = namedsql.Bind[relayEventsArgs, namedsql.NoRows](queries, "RelayRelease")
+	qRelayRelease     = namedsql.Bind[relaysql.EventsArgs, namedsql.NoRows](queries, "RelayRelease")
 	qRelaySinkRelease = namedsql.Bind[relaySinkReleaseArgs, uuid.UUID](queries, "RelaySinkRelease")
 	qRelayListen      = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "RelayListen")
 	qRelayGauges      = namedsql.Bind[namedsql.NoArgs, gaugesRow](queries, "RelayGauges")
 )
-
-type relayClaimArgs struct {
-	Owner       string `db:"owner"`
-	BatchSize   int    `db:"batch_size"`
-	LeaseMS     int64  `db:"lease_ms"`
-	MaxAttempts int    `db:"max_attempts"`
-	// MinAgeMS and HandedOff narrow a CDC sweeper's claim; zero for a
-	// polling relay.
-	MinAgeMS  int64       `db:"min_age_ms"`
-	HandedOff []uuid.UUID `db:"handed_off"`
-	// Held are the events this relay still holds (pipeline.go); none for a
-	// claim outside Run's pipeline.
-	Held []uuid.UUID `db:"held"`
-}
 
 // eventRow is an event's own columns, as a statement that hands events to
 // a publisher returns them; embedded in claimRow and cdcSortRow (pgx reads
@@ -125,12 +111,6 @@ type claimRow struct {
 	AttemptCount int  `db:"attempt_count"`
 	TookOver     bool `db:"took_over"`
 	Replay       bool `db:"replay"`
-}
-
-// relayEventsArgs are some events of the relay called Owner.
-type relayEventsArgs struct {
-	Owner    string      `db:"owner"`
-	EventIDs []uuid.UUID `db:"event_ids"`
 }
 
 // relayFailArgs are failed publishes, one element of each array per event.
@@ -195,8 +175,8 @@ type lockKeyArgs struct {
 var (
 	qCDCSort             = namedsql.Bind[eventIDsArgs, cdcSortRow](queries, "CDCSort")
 	qCDCLease            = namedsql.Bind[cdcLeaseArgs, uuid.UUID](queries, "CDCLease")
-	qCDCLeaseVerify      = namedsql.Bind[relayEventsArgs, cdcVerifyRow](queries, "CDCLeaseVerify")
-	qCDCMark             = namedsql.Bind[relayEventsArgs, uuid.UUID](queries, "CDCMark")
+	qCDCLeaseVerify      = namedsql.Bind[relaysql.EventsArgs, cdcVerifyRow](queries, "CDCLeaseVerify")
+	qCDCMark             = namedsql.Bind[relaysql.EventsArgs, uuid.UUID](queries, "CDCMark")
 	qCDCTakeFailed       = namedsql.Bind[cdcTakeFailedArgs, cdcTakenRow](queries, "CDCTakeFailed")
 	qCDCWALLevel         = namedsql.Bind[namedsql.NoArgs, string](queries, "CDCWALLevel")
 	qCDCPublicationExist = namedsql.Bind[publicationArgs, bool](queries, "CDCPublicationExists")

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/internal/dev/promtest"
 	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/outbox/outboxops"
@@ -103,19 +104,5 @@ func gone(ids []uuid.UUID) func([]outboxtest.Event) bool {
 
 func deletedTotal(t *testing.T, reg *prometheus.Registry, table string) float64 {
 	t.Helper()
-	families, err := reg.Gather()
-	require.NoError(t, err)
-	for _, f := range families {
-		if f.GetName() != "outbox_cleanup_deleted_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "table" && l.GetValue() == table {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return -1
+	return promtest.Total(t, reg, "outbox_cleanup_deleted_total", "table", table)
 }

@@ -79,7 +79,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -102,15 +101,7 @@ import (
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
 
-func main() {
-	if err := command.Parse(flag.NewFlagSet("starter", flag.ContinueOnError), os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		os.Exit(cli.ExitCode(err))
-	}
-	env := service.NewEnv(os.Getenv)
-	logger := service.NewLogger(os.Stderr, env)
-	err := run(logger, env)
-	os.Exit(cli.Exit(os.Stderr, "starter", err, func(err error) { logger.Error("relay failed", service.ErrorKey, err) }))
-}
+func main() { service.Main("starter", &command, "relay failed", run) }
 
 func run(logger *slog.Logger, env *service.Env) error {
 	// Every setting is read, and a malformed one refused (exit status 2,

@@ -19,7 +19,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
@@ -54,16 +53,8 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "building the starter:", err)
 			return 1
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		temporal, err = devserver.New(ctx, devserver.Options{})
-		cancel()
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
-		defer temporal.Stop()
 		defer testdb.StopLogical()
-		return m.Run()
+		return devserver.RunTests(m, devserver.Options{}, &temporal)
 	}())
 }
 
@@ -324,11 +315,7 @@ func enqueueOrders(t *testing.T, pool *pgxpool.Pool, n int) []outbox.Event {
 			Items: []orders.Item{{SKU: "SKU-1", Quantity: 1, UnitAmount: 1250}},
 		})
 		require.NoError(t, err)
-		require.NoError(t, pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
-			out, err := outbox.Enqueue(context.Background(), tx, e)
-			events = append(events, out...)
-			return err
-		}))
+		events = append(events, testdb.Enqueue(t, pool, e)...)
 	}
 	return events
 }

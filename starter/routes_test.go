@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/operatorservice/v1"
@@ -220,10 +218,10 @@ func TestRoutesFromTheEnvironmentOnATeamsNamespace(t *testing.T) {
 		require.NoError(t, err)
 		return e
 	}
-	routed := enqueue(t, pool,
+	routed := testdb.Enqueue(t, pool,
 		event("inv-1", "InvoiceIssued", map[string]string{"invoice_no": "INV-0001"}),
 		event("inv-1", "InvoiceVoided", map[string]string{"reason": "typo"}))
-	missing := enqueue(t, pool, event("inv-2", "InvoiceIssued", map[string]string{"number": "INV-0002"}))[0]
+	missing := testdb.Enqueue(t, pool, event("inv-2", "InvoiceIssued", map[string]string{"number": "INV-0002"}))[0]
 	order := enqueueOrders(t, pool, 1)[0]
 
 	p := startStarter(t, url, tq, "TEMPORAL_NAMESPACE="+ns, "OUTFLOW_RELAY_POLL=200ms",
@@ -279,17 +277,6 @@ func TestMalformedRoutesStopTheStarter(t *testing.T) {
 	require.Contains(t, out, "starter: "+RoutesEnv+` entry 2 "A=B@": "@" names no task queue`)
 	require.Contains(t, out, "OUTFLOW_RELAY_BATCH")
 	require.NotContains(t, out, "relay started")
-}
-
-func enqueue(t *testing.T, pool *pgxpool.Pool, events ...outbox.Event) []outbox.Event {
-	t.Helper()
-	var out []outbox.Event
-	require.NoError(t, pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
-		var err error
-		out, err = outbox.Enqueue(context.Background(), tx, events...)
-		return err
-	}))
-	return out
 }
 
 // untyped is a set of search attributes as name → value.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/failpoints"
@@ -130,32 +131,20 @@ func TestFailpointMatrix(t *testing.T) {
 // restarted service, gets the stored answer: the order is confirmed once,
 // the stock held once, and the invariants hold on both databases.
 func crashInventoryAfterCommit(ctx context.Context, t *testing.T) {
-	s := NewStack(t)
-	inv, invURL := startInventoryStack(t, s, failpoints.InventoryAfterCommit+"=crash")
-	invDB := testdb.Open(t, invURL)
-	inv.setStock(ctx, t, "SKU-1", 3) // a test order is two of SKU-1
-	total := map[string]int64{"SKU-1": 3}
-
-	order, err := s.API().Create(ctx, "inv-crash-"+uuid.NewString(), "pm_card_visa")
+	r := startInventoryRow(ctx, t, failpoints.InventoryAfterCommit)
+	order, err := r.s.API().Create(ctx, "inv-crash-"+uuid.NewString(), "pm_card_visa")
 	require.NoError(t, err)
-	require.NoError(t, s.Proc("inventory").WaitKilled(ctx), "the reserve must reach the failpoint and crash the inventory")
-	res, err := qInventoryReservations.All(ctx, invDB, namedsql.NoArgs{})
+	require.NoError(t, r.s.Proc("inventory").WaitKilled(ctx), "the reserve must reach the failpoint and crash the inventory")
+	res, err := qInventoryReservations.All(ctx, r.db, namedsql.NoArgs{})
 	require.NoError(t, err)
 	require.Equal(t, []inventoryReservation{{OrderID: order.OrderID, Status: "reserved", ReservedEvents: 1, Held: 2}}, res,
 		"invariant 1: the reservation committed with its one event before the crash")
-	stock, err := qInventoryStock.All(ctx, invDB, namedsql.NoArgs{})
+	stock, err := qInventoryStock.All(ctx, r.db, namedsql.NoArgs{})
 	require.NoError(t, err)
 	require.Equal(t, []inventoryStock{{SKU: "SKU-1", Available: 1, Reserved: 2, Held: 2}}, stock)
 
-	s.Start("inventory", "")
-	require.NoError(t, WaitStatus(ctx, s, order.OrderID, "confirmed", 2*time.Minute), "the worker's retry gets the stored answer")
-	require.Equal(t, "reserved", inv.reservation(ctx, t, order.OrderID))
-	require.Equal(t, stockLevels{Available: 1, Reserved: 2}, inv.stock(ctx, t, "SKU-1"), "reserved once")
-	rep, err := WaitInventory(ctx, invDB, s.Pool, total, time.Minute)
-	require.NoError(t, err, "the invariants on the inventory's database")
-	t.Logf("inventory: %s", rep)
-	require.Equal(t, InventoryReport{Events: 1, Reservations: 1, Reserved: 1}, rep, "one reservation, one StockReserved")
-	assertRecovered(ctx, t, s)
+	r.s.Start("inventory", "")
+	r.assertRecovered(ctx, t, order.OrderID, time.Minute, "the worker's retry gets the stored answer")
 }
 
 // crashInventorySignalBeforeMark is the signal route's row: the inventory
@@ -167,24 +156,47 @@ func crashInventoryAfterCommit(ctx context.Context, t *testing.T) {
 // once, the event published once, and the invariants hold on both
 // databases.
 func crashInventorySignalBeforeMark(ctx context.Context, t *testing.T) {
-	s := NewStack(t)
-	inv, invURL := startInventoryStack(t, s, failpoints.RelayAfterPublish+"=crash")
-	invDB := testdb.Open(t, invURL)
-	inv.setStock(ctx, t, "SKU-1", 3) // a test order is two of SKU-1
-	total := map[string]int64{"SKU-1": 3}
-
-	order, err := s.API().Create(ctx, "inv-signal-"+uuid.NewString(), "pm_card_visa")
+	r := startInventoryRow(ctx, t, failpoints.RelayAfterPublish)
+	order, err := r.s.API().Create(ctx, "inv-signal-"+uuid.NewString(), "pm_card_visa")
 	require.NoError(t, err)
-	require.NoError(t, s.Proc("inventory").WaitKilled(ctx), "the relay must signal the saga and crash before its mark")
-	s.Start("inventory", "")
-	require.NoError(t, WaitStatus(ctx, s, order.OrderID, "confirmed", 2*time.Minute), "the saga had its answer")
-	require.Equal(t, "reserved", inv.reservation(ctx, t, order.OrderID))
-	require.Equal(t, stockLevels{Available: 1, Reserved: 2}, inv.stock(ctx, t, "SKU-1"), "reserved once")
-	rep, err := WaitInventory(ctx, invDB, s.Pool, total, 2*time.Minute)
-	require.NoError(t, err, "the invariants on the inventory's database: the event published once the restarted relay took it over")
+	require.NoError(t, r.s.Proc("inventory").WaitKilled(ctx), "the relay must signal the saga and crash before its mark")
+	r.s.Start("inventory", "")
+	// The event is published once the restarted relay took it over.
+	r.assertRecovered(ctx, t, order.OrderID, 2*time.Minute, "the saga had its answer")
+}
+
+// inventoryRow is the stack of an inventory row: the order stack and the
+// inventory service (its own database, db), holding 3 of SKU-1.
+type inventoryRow struct {
+	s   *Stack
+	inv inventoryClient
+	db  *pgxpool.Pool
+}
+
+// startInventoryRow starts an inventory row's stack, the inventory service
+// crashing at fp.
+func startInventoryRow(ctx context.Context, t *testing.T, fp string) inventoryRow {
+	t.Helper()
+	s := NewStack(t)
+	inv, invURL := startInventoryStack(t, s, fp+"=crash")
+	r := inventoryRow{s: s, inv: inv, db: testdb.Open(t, invURL)}
+	inv.setStock(ctx, t, "SKU-1", 3) // a test order is two of SKU-1
+	return r
+}
+
+// assertRecovered: the order is confirmed (why), its stock reserved once, and
+// the invariants hold on the inventory's database within the given time (one
+// reservation, one StockReserved) and on the order stack's.
+func (r inventoryRow) assertRecovered(ctx context.Context, t *testing.T, orderID string, within time.Duration, why string) {
+	t.Helper()
+	require.NoError(t, WaitStatus(ctx, r.s, orderID, "confirmed", 2*time.Minute), why)
+	require.Equal(t, "reserved", r.inv.reservation(ctx, t, orderID))
+	require.Equal(t, stockLevels{Available: 1, Reserved: 2}, r.inv.stock(ctx, t, "SKU-1"), "reserved once")
+	rep, err := WaitInventory(ctx, r.db, r.s.Pool, map[string]int64{"SKU-1": 3}, within)
+	require.NoError(t, err, "the invariants on the inventory's database")
 	t.Logf("inventory: %s", rep)
 	require.Equal(t, InventoryReport{Events: 1, Reservations: 1, Reserved: 1}, rep, "one reservation, one StockReserved")
-	assertRecovered(ctx, t, s)
+	assertRecovered(ctx, t, r.s)
 }
 
 // crashWebhookAfterCommit is the webhook.after_commit row: the simulator's
@@ -244,17 +256,7 @@ func TestOrderAPICrashBeforeCommit(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	s := NewStack(t)
-	s.Start("starter", "")
-	s.Start("worker", "")
-	api := s.Start("orderapi", failpoints.OrdersBeforeCommit+"=crash")
-
-	key := "crash-before-" + uuid.NewString()
-	_, _, err := s.API().CreateOnce(ctx, key, "pm_card_visa")
-	require.Error(t, err, "the API died before answering")
-	require.NoError(t, api.WaitKilled(ctx))
-	c, err := qCounts.One(ctx, s.Pool, namedsql.NoArgs{})
-	require.NoError(t, err)
+	s, key, c := crashOrderAPI(ctx, t, failpoints.OrdersBeforeCommit, "crash-before-")
 	require.Zero(t, c.Orders, "invariant 2: an uncommitted order must not exist")
 	require.Zero(t, c.Events, "invariant 2: an uncommitted change has no event")
 
@@ -272,17 +274,7 @@ func TestOrderAPICrashAfterCommit(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	s := NewStack(t)
-	s.Start("starter", "")
-	s.Start("worker", "")
-	api := s.Start("orderapi", failpoints.OrdersAfterCommit+"=crash")
-
-	key := "crash-after-" + uuid.NewString()
-	_, _, err := s.API().CreateOnce(ctx, key, "pm_card_visa")
-	require.Error(t, err, "the API died before answering")
-	require.NoError(t, api.WaitKilled(ctx))
-	c, err := qCounts.One(ctx, s.Pool, namedsql.NoArgs{})
-	require.NoError(t, err)
+	s, key, c := crashOrderAPI(ctx, t, failpoints.OrdersAfterCommit, "crash-after-")
 	require.Equal(t, int64(1), c.Orders, "invariant 1: the committed order survives the crash")
 	require.Equal(t, int64(1), c.Events, "invariant 1: with exactly one event")
 
@@ -294,6 +286,25 @@ func TestOrderAPICrashAfterCommit(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, int64(1), c.Orders, "the retry must not create a second order")
 	assertRecovered(ctx, t, s)
+}
+
+// crashOrderAPI starts a stack whose order API crashes at fp, sends it one
+// order under a new key (keyPrefix and a UUID), which it dies answering, and
+// returns the stack, the key and the rows the crash left.
+func crashOrderAPI(ctx context.Context, t *testing.T, fp, keyPrefix string) (*Stack, string, countsRow) {
+	t.Helper()
+	s := NewStack(t)
+	s.Start("starter", "")
+	s.Start("worker", "")
+	api := s.Start("orderapi", fp+"=crash")
+
+	key := keyPrefix + uuid.NewString()
+	_, _, err := s.API().CreateOnce(ctx, key, "pm_card_visa")
+	require.Error(t, err, "the API died before answering")
+	require.NoError(t, api.WaitKilled(ctx))
+	c, err := qCounts.One(ctx, s.Pool, namedsql.NoArgs{})
+	require.NoError(t, err)
+	return s, key, c
 }
 
 // assertRecovered waits for the stack to drain and checks every invariant,

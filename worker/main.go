@@ -19,7 +19,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -76,16 +75,12 @@ var command = cli.Command{
 }
 
 func main() {
-	if err := command.Parse(flag.NewFlagSet("worker", flag.ContinueOnError), os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		os.Exit(cli.ExitCode(err))
-	}
-	env := service.NewEnv(os.Getenv)
-	logger := service.NewLogger(os.Stderr, env)
-	slog.SetDefault(logger)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, logger, env)
-	stop()
-	os.Exit(cli.Exit(os.Stderr, "worker", err, func(err error) { logger.Error("worker failed", service.ErrorKey, err) }))
+	service.Main("worker", &command, "worker failed", func(logger *slog.Logger, env *service.Env) error {
+		slog.SetDefault(logger)
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		defer stop()
+		return run(ctx, logger, env)
+	})
 }
 
 func run(ctx context.Context, logger *slog.Logger, env *service.Env) error {

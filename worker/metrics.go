@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"regexp"
 	"slices"
 	"strings"
@@ -10,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
+
+	"github.com/outflow/outflow/internal/promreg"
 )
 
 // promHandler is a client.MetricsHandler that exports the Temporal SDK's
@@ -66,12 +67,9 @@ func (h *promHandler) Counter(name string) client.MetricsCounter {
 	s := h.store
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	vec, ok := s.counters[name]
-	if !ok {
-		vec = prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: "Temporal SDK / workflow counter " + name + "."}, s.labelNames(name, h.tags))
-		vec = register(s.reg, vec)
-		s.counters[name] = vec
-	}
+	vec := vecOf(s, s.counters, name, h.tags, func(labels []string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: "Temporal SDK / workflow counter " + name + "."}, labels)
+	})
 	c := vec.WithLabelValues(s.labelValues(name, h.tags)...)
 	return counterFunc(func(d int64) { c.Add(float64(d)) })
 }
@@ -82,12 +80,9 @@ func (h *promHandler) Gauge(name string) client.MetricsGauge {
 	s := h.store
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	vec, ok := s.gauges[name]
-	if !ok {
-		vec = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: "Temporal SDK gauge " + name + "."}, s.labelNames(name, h.tags))
-		vec = register(s.reg, vec)
-		s.gauges[name] = vec
-	}
+	vec := vecOf(s, s.gauges, name, h.tags, func(labels []string) *prometheus.GaugeVec {
+		return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: "Temporal SDK gauge " + name + "."}, labels)
+	})
 	g := vec.WithLabelValues(s.labelValues(name, h.tags)...)
 	return gaugeFunc(g.Set)
 }
@@ -98,18 +93,26 @@ func (h *promHandler) Timer(name string) client.MetricsTimer {
 	s := h.store
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	vec, ok := s.histograms[name]
-	if !ok {
-		vec = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	vec := vecOf(s, s.histograms, name, h.tags, func(labels []string) *prometheus.HistogramVec {
+		return prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    name,
 			Help:    "Temporal SDK latency " + name + ".",
 			Buckets: []float64{.001, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60},
-		}, s.labelNames(name, h.tags))
-		vec = register(s.reg, vec)
-		s.histograms[name] = vec
-	}
+		}, labels)
+	})
 	o := vec.WithLabelValues(s.labelValues(name, h.tags)...)
 	return timerFunc(func(d time.Duration) { o.Observe(d.Seconds()) })
+}
+
+// vecOf returns the vector name of vecs, made by create with the label
+// names of tags and registered at its first use. Callers hold mu.
+func vecOf[V prometheus.Collector](s *promStore, vecs map[string]V, name string, tags map[string]string, create func(labels []string) V) V {
+	vec, ok := vecs[name]
+	if !ok {
+		vec = register(s.reg, create(s.labelNames(name, tags)))
+		vecs[name] = vec
+	}
+	return vec
 }
 
 // labelNames fixes the metric's label names at first use. Callers hold mu.
@@ -133,20 +136,13 @@ func (s *promStore) labelValues(name string, tags map[string]string) []string {
 	return vals
 }
 
-// register registers c, or returns the collector already registered under
-// its name (two handlers sharing one registry).
+// register registers c with promreg.Register (two handlers sharing one
+// registry share its collectors); a name held by another metric type is a
+// programming error.
 func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
-	if reg == nil {
-		return c
-	}
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-		panic(err) // a name clash with another metric type: a programming error
+	c, err := promreg.Register(reg, c)
+	if err != nil {
+		panic(err)
 	}
 	return c
 }

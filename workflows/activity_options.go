@@ -95,21 +95,20 @@ func cancelPaymentOptions(ctx workflow.Context) workflow.Context {
 // for the same reason as charges; after that the refund is a compensation
 // failure an operator handles (see the package doc).
 func refundOptions(ctx workflow.Context) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout:    providerCallTimeout,
-		ScheduleToCloseTimeout: activities.ReplayWindow,
-		RetryPolicy: &temporal.RetryPolicy{
-			InitialInterval:        time.Second,
-			BackoffCoefficient:     2,
-			MaximumInterval:        5 * time.Minute,
-			NonRetryableErrorTypes: []string{activities.ErrTypeRefundRejected},
-		},
-	})
+	return keyLifetimeOptions(ctx, activities.ErrTypeRefundRejected)
 }
 
 // emailOptions: email providers expire idempotency keys after 24 h too
 // (Resend), so retries stop within 23 h; a rejected address is final.
 func emailOptions(ctx workflow.Context) workflow.Context {
+	return keyLifetimeOptions(ctx, activities.ErrTypeEmailRejected)
+}
+
+// keyLifetimeOptions are a provider call's whose retries replay its
+// idempotency key: they stop within [activities.ReplayWindow], inside the
+// key's lifetime, backing off to five minutes; the error type final ends
+// them.
+func keyLifetimeOptions(ctx workflow.Context, final string) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 		StartToCloseTimeout:    providerCallTimeout,
 		ScheduleToCloseTimeout: activities.ReplayWindow,
@@ -117,7 +116,7 @@ func emailOptions(ctx workflow.Context) workflow.Context {
 			InitialInterval:        time.Second,
 			BackoffCoefficient:     2,
 			MaximumInterval:        5 * time.Minute,
-			NonRetryableErrorTypes: []string{activities.ErrTypeEmailRejected},
+			NonRetryableErrorTypes: []string{final},
 		},
 	})
 }

@@ -191,8 +191,8 @@ func (s *stack) awaitStage(t *testing.T, o order, piStatus string, stage Stage) 
 }
 
 // signalWebhook delivers a Stripe webhook about the PaymentIntent pi to the
-// order's saga, as the relay does.
-func (s *stack) signalWebhook(t *testing.T, o order, pi, typ, status string) {
+// order's saga, as the relay does, and returns the event it signalled.
+func (s *stack) signalWebhook(t *testing.T, o order, pi, typ, status string) handoff.EventInput {
 	t.Helper()
 	payload, err := json.Marshal(orders.PaymentWebhookReceived{StripeEventID: "evt_" + typ + "_" + o.id[:8], Type: typ,
 		Created: time.Now().Unix(), OrderID: o.id, SagaWorkflowID: o.created, ObjectID: pi, ObjectType: "payment_intent",
@@ -201,6 +201,7 @@ func (s *stack) signalWebhook(t *testing.T, o order, pi, typ, status string) {
 	ev := handoff.EventInput{EventID: uuid.NewString(), EventType: orders.EventPaymentWebhookReceived, AggregateType: orders.AggregatePayment,
 		AggregateID: o.id, Sequence: 1, SchemaVersion: orders.PaymentWebhookReceivedVersion, OccurredAt: time.Now().UTC(), Payload: payload}
 	require.NoError(t, s.c.SignalWorkflow(ctxFor(t), o.created, "", handoff.SignalPaymentWebhook, ev))
+	return ev
 }
 
 // record saves a workflow's history under testdata/ when recordEnv is set.
@@ -293,28 +294,9 @@ func TestSagaOnDevServer(t *testing.T) {
 		t.Parallel()
 		o := s.newOrder(t)
 		run := s.start(t, handoff.OrderCreatedWorkflowName, o.createdInput(t, "pm_sim_processing"))
-		var pi providersim.LedgerPaymentIntent
-		require.Eventually(t, func() bool {
-			pis, _, _ := s.effectsOf(o.id)
-			if len(pis) == 1 {
-				pi = pis[0]
-			}
-			return len(pis) == 1
-		}, 30*time.Second, 50*time.Millisecond, "the charge reaches the provider")
-		require.Equal(t, "processing", pi.Status)
-		require.Eventually(t, func() bool {
-			v, err := s.c.QueryWorkflow(ctxFor(t), o.created, "", handoff.QueryStatus)
-			var st SagaStatus
-			return err == nil && v.Get(&st) == nil && st.Stage == StageAwaitingWebhook
-		}, 30*time.Second, 50*time.Millisecond, "the saga waits for the webhook")
+		pi := s.awaitStage(t, o, "processing", StageAwaitingWebhook)
 		require.NoError(t, s.sim.Settle(pi.ID, providersim.OutcomeSucceeded))
-		payload, err := json.Marshal(orders.PaymentWebhookReceived{StripeEventID: "evt_settled_" + o.id[:8], Type: "payment_intent.succeeded",
-			Created: time.Now().Unix(), OrderID: o.id, SagaWorkflowID: o.created, ObjectID: pi.ID, ObjectType: "payment_intent",
-			PaymentIntentID: pi.ID, Status: "succeeded", Amount: 2500, Currency: "usd"})
-		require.NoError(t, err)
-		ev := handoff.EventInput{EventID: uuid.NewString(), EventType: orders.EventPaymentWebhookReceived, AggregateType: orders.AggregatePayment,
-			AggregateID: o.id, Sequence: 1, SchemaVersion: orders.PaymentWebhookReceivedVersion, OccurredAt: time.Now().UTC(), Payload: payload}
-		require.NoError(t, s.c.SignalWorkflow(ctxFor(t), o.created, "", handoff.SignalPaymentWebhook, ev))
+		ev := s.signalWebhook(t, o, pi.ID, "payment_intent.succeeded", "succeeded")
 		require.NoError(t, s.c.SignalWorkflow(ctxFor(t), o.created, "", handoff.SignalPaymentWebhook, ev), "a re-delivery is dropped")
 
 		var res handoff.SagaResult

@@ -232,15 +232,7 @@ func TestSagaWithoutInventorySkipsTheStep(t *testing.T) {
 func TestSagaBeforeChangeInventorySkipsTheStep(t *testing.T) {
 	t.Parallel()
 	h := newHarness(t, fakes{inventory: inventoryOn, charge: chargeOK})
-	old := func(ctx workflow.Context, id string, minV, maxV workflow.Version) workflow.Version {
-		if id == ChangeInventory {
-			return workflow.DefaultVersion
-		}
-		return workflow.GetVersion(ctx, id, minV, maxV)
-	}
-	h.env.ExecuteWorkflow(func(ctx workflow.Context, in handoff.EventInput) (handoff.SagaResult, error) {
-		return orderCreated(ctx, in, old)
-	}, createdInput(t, "pm_card_visa"))
+	h.env.ExecuteWorkflow(orderCreatedWith(pinned(ChangeInventory, workflow.DefaultVersion)), createdInput(t, "pm_card_visa"))
 	require.NoError(t, h.env.GetWorkflowError())
 
 	require.Equal(t, []string{"charge", "project:paid", "email:confirmation", "project:confirmed"}, h.fx.list())

@@ -17,6 +17,11 @@ func chargeOK(int, activities.ChargeInput) (activities.ChargeResult, error) {
 	return activities.ChargeResult{PaymentIntentID: testPaymentIntent}, nil
 }
 
+// reconcileCharged is reconciliation finding the charge (testPaymentIntent).
+func reconcileCharged(activities.ReconcileInput) (activities.ReconcileResult, error) {
+	return activities.ReconcileResult{Outcome: activities.Charged, PaymentIntentID: testPaymentIntent}, nil
+}
+
 func runSaga(t *testing.T, h *harness, method string) handoff.SagaResult {
 	t.Helper()
 	h.env.ExecuteWorkflow(OrderCreatedWorkflow, createdInput(t, method))
@@ -194,9 +199,7 @@ func TestSagaCancelDuringUnknownOutcome(t *testing.T) {
 		charge: func(int, activities.ChargeInput) (activities.ChargeResult, error) {
 			return activities.ChargeResult{}, unknownOutcome()
 		},
-		reconcile: func(activities.ReconcileInput) (activities.ReconcileResult, error) {
-			return activities.ReconcileResult{Outcome: activities.Charged, PaymentIntentID: testPaymentIntent}, nil
-		},
+		reconcile: reconcileCharged,
 	})
 	h.signalCancelAt(30 * time.Second)
 
@@ -251,9 +254,7 @@ func TestSagaTemporalCancelCompensates(t *testing.T) {
 	h := newHarness(t, fakes{
 		chargeDelay: time.Minute,
 		charge:      chargeOK, // the answer never reaches the cancelled workflow
-		reconcile: func(activities.ReconcileInput) (activities.ReconcileResult, error) {
-			return activities.ReconcileResult{Outcome: activities.Charged, PaymentIntentID: testPaymentIntent}, nil
-		},
+		reconcile:   reconcileCharged,
 		refund: func(activities.RefundInput) (activities.RefundResult, error) {
 			return activities.RefundResult{RefundID: "re_1"}, nil
 		},
@@ -279,9 +280,7 @@ func TestSagaCompensationFailureIsVisible(t *testing.T) {
 	h := newHarness(t, fakes{
 		chargeDelay: time.Minute,
 		charge:      chargeOK,
-		reconcile: func(activities.ReconcileInput) (activities.ReconcileResult, error) {
-			return activities.ReconcileResult{Outcome: activities.Charged, PaymentIntentID: testPaymentIntent}, nil
-		},
+		reconcile:   reconcileCharged,
 		refund: func(activities.RefundInput) (activities.RefundResult, error) {
 			return activities.RefundResult{}, temporalAppError("refund rejected", activities.ErrTypeRefundRejected, true)
 		},

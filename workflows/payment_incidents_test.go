@@ -125,9 +125,7 @@ func TestSagaCompensationRefundFailsLate(t *testing.T) {
 	h := newHarness(t, fakes{
 		chargeDelay: time.Minute,
 		charge:      chargeOK,
-		reconcile: func(activities.ReconcileInput) (activities.ReconcileResult, error) {
-			return activities.ReconcileResult{Outcome: activities.Charged, PaymentIntentID: testPaymentIntent}, nil
-		},
+		reconcile:   reconcileCharged,
 		refund: func(activities.RefundInput) (activities.RefundResult, error) {
 			return activities.RefundResult{RefundID: "re_1"}, nil
 		},

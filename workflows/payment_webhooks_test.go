@@ -93,18 +93,8 @@ func TestSagaProcessingChargeWithoutWebhookReconciles(t *testing.T) {
 // (no marker) reconciles at once, as it did then.
 func TestSagaProcessingBeforeTheChangeReconciles(t *testing.T) {
 	t.Parallel()
-	h := newHarness(t, fakes{charge: chargeProcessing, reconcile: func(activities.ReconcileInput) (activities.ReconcileResult, error) {
-		return activities.ReconcileResult{Outcome: activities.Charged, PaymentIntentID: testPaymentIntent}, nil
-	}})
-	old := func(ctx workflow.Context, id string, minV, maxV workflow.Version) workflow.Version {
-		if id == ChangePaymentWebhooks {
-			return workflow.DefaultVersion
-		}
-		return workflow.GetVersion(ctx, id, minV, maxV)
-	}
-	h.env.ExecuteWorkflow(func(ctx workflow.Context, in handoff.EventInput) (handoff.SagaResult, error) {
-		return orderCreated(ctx, in, old)
-	}, createdInput(t, "pm_sim_processing"))
+	h := newHarness(t, fakes{charge: chargeProcessing, reconcile: reconcileCharged})
+	h.env.ExecuteWorkflow(orderCreatedWith(pinned(ChangePaymentWebhooks, workflow.DefaultVersion)), createdInput(t, "pm_sim_processing"))
 	require.NoError(t, h.env.GetWorkflowError())
 	var res handoff.SagaResult
 	require.NoError(t, h.env.GetWorkflowResult(&res))

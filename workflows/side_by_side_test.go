@@ -5,10 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/routes"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
 
@@ -56,7 +56,7 @@ func TestOrderCreatedV1AndV2SideBySide(t *testing.T) {
 	future := uuid.NewString()
 	ev, err := outbox.NewEvent(orders.AggregateType, future, orders.EventOrderCreated, 3, map[string]any{"order_id": future})
 	require.NoError(t, err)
-	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { _, err := outbox.Enqueue(ctx, tx, ev); return err }))
+	testdb.Enqueue(t, pool, ev)
 
 	outboxtest.WaitFor(t, pool, outboxtest.Match{AggregateID: future}, time.Minute, outboxtest.AllQuarantined, "the v3 event quarantined")
 	require.Eventually(t, func() bool {

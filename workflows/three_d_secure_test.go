@@ -195,9 +195,7 @@ func TestSagaThreeDSecureRecordsItsMarker(t *testing.T) {
 		asked = append(asked, id)
 		return workflow.GetVersion(ctx, id, minV, maxV)
 	}
-	h.env.ExecuteWorkflow(func(ctx workflow.Context, in handoff.EventInput) (handoff.SagaResult, error) {
-		return orderCreated(ctx, in, record)
-	}, createdInput(t, "pm_card_authenticationRequired"))
+	h.env.ExecuteWorkflow(orderCreatedWith(record), createdInput(t, "pm_card_authenticationRequired"))
 	require.NoError(t, h.env.GetWorkflowError())
 	require.Contains(t, asked, ChangeThreeDSecure)
 	require.NotContains(t, asked, ChangePaymentWebhooks, "requires_action is not processing")

@@ -99,9 +99,7 @@ func TestSagaV2Declined(t *testing.T) {
 func replay(t *testing.T, history *historypb.History, getVersion versionFunc) error {
 	t.Helper()
 	r := worker.NewWorkflowReplayer()
-	r.RegisterWorkflowWithOptions(func(ctx workflow.Context, in handoff.EventInput) (handoff.SagaResult, error) {
-		return orderCreated(ctx, in, getVersion)
-	}, workflow.RegisterOptions{Name: handoff.OrderCreatedWorkflowName})
+	r.RegisterWorkflowWithOptions(orderCreatedWith(getVersion), workflow.RegisterOptions{Name: handoff.OrderCreatedWorkflowName})
 	r.RegisterWorkflowWithOptions(OrderCancelledWorkflow, workflow.RegisterOptions{Name: handoff.OrderCancelledWorkflowName})
 	logger := log.NewStructuredLogger(slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelError})))
 	return r.ReplayWorkflowHistory(logger, history)
@@ -144,6 +142,34 @@ func neverNew(workflow.Context, string, workflow.Version, workflow.Version) work
 	return workflow.DefaultVersion
 }
 
+// orderCreatedWith is OrderCreatedWorkflow with its version guards
+// answered by getVersion.
+func orderCreatedWith(getVersion versionFunc) func(workflow.Context, handoff.EventInput) (handoff.SagaResult, error) {
+	return func(ctx workflow.Context, in handoff.EventInput) (handoff.SagaResult, error) {
+		return orderCreated(ctx, in, getVersion)
+	}
+}
+
+// pinned answers v for the change id and what the recorded history says
+// for every other change.
+func pinned(id string, v workflow.Version) versionFunc {
+	return func(ctx workflow.Context, changeID string, minV, maxV workflow.Version) workflow.Version {
+		if changeID == id {
+			return v
+		}
+		return workflow.GetVersion(ctx, changeID, minV, maxV)
+	}
+}
+
+// requireNonDeterministic replays history with getVersion and requires
+// Temporal's non-determinism error.
+func requireNonDeterministic(t *testing.T, history *historypb.History, getVersion versionFunc) {
+	t.Helper()
+	err := replay(t, history, getVersion)
+	require.Error(t, err)
+	require.ErrorContains(t, err, "TMPRL1100", "Temporal's non-determinism error")
+}
+
 // The guard is what lets runs recorded before the change replay, and
 // removing it breaks them; it also shows why workers cannot be rolled back
 // once runs took the new path.
@@ -158,9 +184,7 @@ func TestShippingAddressVersionGuard(t *testing.T) {
 
 	t.Run("unguarded code fails on it", func(t *testing.T) {
 		t.Parallel()
-		err := replay(t, inFlightV2(), alwaysNewest)
-		require.Error(t, err)
-		require.ErrorContains(t, err, "TMPRL1100", "Temporal's non-determinism error")
+		requireNonDeterministic(t, inFlightV2(), alwaysNewest)
 	})
 
 	t.Run("guarded code replays a run recorded with the change", func(t *testing.T) {
@@ -170,9 +194,7 @@ func TestShippingAddressVersionGuard(t *testing.T) {
 
 	t.Run("code from before the change fails on a run recorded with it", func(t *testing.T) {
 		t.Parallel()
-		err := replay(t, loadHistory(t, "order_created_v2_confirmed.json"), neverNew)
-		require.Error(t, err)
-		require.ErrorContains(t, err, "TMPRL1100", "Temporal's non-determinism error")
+		requireNonDeterministic(t, loadHistory(t, "order_created_v2_confirmed.json"), neverNew)
 	})
 }
 
@@ -181,19 +203,6 @@ func TestShippingAddressVersionGuard(t *testing.T) {
 // before the change cannot replay that run.
 func TestInventoryVersionGuard(t *testing.T) {
 	t.Parallel()
-	inventoryNewest := func(ctx workflow.Context, id string, minV, maxV workflow.Version) workflow.Version {
-		if id == ChangeInventory {
-			return 1
-		}
-		return workflow.GetVersion(ctx, id, minV, maxV)
-	}
-	inventoryNever := func(ctx workflow.Context, id string, minV, maxV workflow.Version) workflow.Version {
-		if id == ChangeInventory {
-			return workflow.DefaultVersion
-		}
-		return workflow.GetVersion(ctx, id, minV, maxV)
-	}
-
 	t.Run("guarded code replays a run recorded before the change", func(t *testing.T) {
 		t.Parallel()
 		require.NoError(t, replay(t, loadHistory(t, "order_created_confirmed.json"), workflow.GetVersion))
@@ -201,9 +210,7 @@ func TestInventoryVersionGuard(t *testing.T) {
 
 	t.Run("unguarded code fails on it", func(t *testing.T) {
 		t.Parallel()
-		err := replay(t, loadHistory(t, "order_created_confirmed.json"), inventoryNewest)
-		require.Error(t, err)
-		require.ErrorContains(t, err, "TMPRL1100", "Temporal's non-determinism error")
+		requireNonDeterministic(t, loadHistory(t, "order_created_confirmed.json"), pinned(ChangeInventory, 1))
 	})
 
 	t.Run("guarded code replays a run recorded with the change", func(t *testing.T) {
@@ -213,9 +220,7 @@ func TestInventoryVersionGuard(t *testing.T) {
 
 	t.Run("code from before the change fails on a run recorded with it", func(t *testing.T) {
 		t.Parallel()
-		err := replay(t, loadHistory(t, "order_created_inventory_reserved.json"), inventoryNever)
-		require.Error(t, err)
-		require.ErrorContains(t, err, "TMPRL1100", "Temporal's non-determinism error")
+		requireNonDeterministic(t, loadHistory(t, "order_created_inventory_reserved.json"), pinned(ChangeInventory, workflow.DefaultVersion))
 	})
 }
 
@@ -225,19 +230,11 @@ func TestInventoryVersionGuard(t *testing.T) {
 // instead of waiting, cannot replay them.
 func TestThreeDSecureVersionGuard(t *testing.T) {
 	t.Parallel()
-	never := func(ctx workflow.Context, id string, minV, maxV workflow.Version) workflow.Version {
-		if id == ChangeThreeDSecure {
-			return workflow.DefaultVersion
-		}
-		return workflow.GetVersion(ctx, id, minV, maxV)
-	}
 	for _, file := range []string{"order_created_three_d_secure_completed.json", "order_created_three_d_secure_deadline.json"} {
 		t.Run(file, func(t *testing.T) {
 			t.Parallel()
 			require.NoError(t, replay(t, loadHistory(t, file), workflow.GetVersion))
-			err := replay(t, loadHistory(t, file), never)
-			require.Error(t, err)
-			require.ErrorContains(t, err, "TMPRL1100", "Temporal's non-determinism error")
+			requireNonDeterministic(t, loadHistory(t, file), pinned(ChangeThreeDSecure, workflow.DefaultVersion))
 		})
 	}
 }

@@ -21,26 +21,16 @@ import (
 // in a transaction that is rolled back, so every sample sees the same table.
 // Samples alternate between the two tables in random order.
 func (b *bench) measureClaimScale(ctx context.Context) error {
-	smallName, smallCfg, err := b.srv.scratch(ctx, "claim_small")
+	small, doneSmall, err := b.srv.scratchPool(ctx, "claim_small")
 	if err != nil {
 		return err
 	}
-	defer b.srv.Drop(context.WithoutCancel(ctx), smallName) //nolint:errcheck // close drops leftovers
-	largeName, largeCfg, err := b.srv.scratch(ctx, "claim_large")
+	defer doneSmall()
+	large, doneLarge, err := b.srv.scratchPool(ctx, "claim_large")
 	if err != nil {
 		return err
 	}
-	defer b.srv.Drop(context.WithoutCancel(ctx), largeName) //nolint:errcheck // close drops leftovers
-	small, err := openPool(ctx, smallCfg)
-	if err != nil {
-		return err
-	}
-	defer small.Close()
-	large, err := openPool(ctx, largeCfg)
-	if err != nil {
-		return err
-	}
-	defer large.Close()
+	defer doneLarge()
 	defaults, err := relayDefaults(small)
 	if err != nil {
 		return err

@@ -27,16 +27,11 @@ import (
 // alternate the order (bare, relay, relay, bare, ...) so drift hits both.
 func (b *bench) measureHandoff(ctx context.Context) error {
 	n := b.cfg.handoffEvents
-	name, dbcfg, err := b.srv.scratch(ctx, "handoff")
+	pool, done, err := b.srv.scratchPool(ctx, "handoff")
 	if err != nil {
 		return err
 	}
-	defer b.srv.Drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
-	pool, err := openPool(ctx, dbcfg)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
+	defer done()
 	pub, err := temporalpub.New(b.tc, client.Options{Namespace: b.namespace}, temporalpub.Config{TaskQueue: b.taskQueue, Routes: routes.Orders()})
 	if err != nil {
 		return err

@@ -25,16 +25,11 @@ import (
 func (b *bench) measureRelayNoop(ctx context.Context) error {
 	n := b.cfg.noopEvents
 	aggregates := n / b.cfg.noopPerAggregate
-	name, dbcfg, err := b.srv.scratch(ctx, "noop")
+	pool, done, err := b.srv.scratchPool(ctx, "noop")
 	if err != nil {
 		return err
 	}
-	defer b.srv.Drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
-	pool, err := openPool(ctx, dbcfg)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
+	defer done()
 	defaults, err := relayDefaults(pool)
 	if err != nil {
 		return err

@@ -38,6 +38,22 @@ func (s *server) scratch(ctx context.Context, phase string) (string, *pgxpool.Co
 	return name, cfg, err
 }
 
+// scratchPool is [server.scratch] with a pool open on the database; done
+// closes the pool and drops the database (on a context that outlives ctx's
+// cancellation).
+func (s *server) scratchPool(ctx context.Context, phase string) (pool *pgxpool.Pool, done func(), err error) {
+	name, cfg, err := s.scratch(ctx, phase)
+	if err != nil {
+		return nil, nil, err
+	}
+	drop := func() { _ = s.Drop(context.WithoutCancel(ctx), name) } // close drops leftovers
+	if pool, err = openPool(ctx, cfg); err != nil {
+		drop()
+		return nil, nil, err
+	}
+	return pool, func() { pool.Close(); drop() }, nil
+}
+
 // openPool connects to a scratch database with cfg.
 func openPool(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error) {
 	return benchdb.OpenPool(ctx, cfg)

@@ -204,16 +204,11 @@ func (b *bench) sourceHandoffs(ctx context.Context, srv *server, source string) 
 
 // insertWAL is the WAL one seeded event writes with no relay running.
 func (b *bench) insertWAL(ctx context.Context, srv *server) (float64, error) {
-	name, dbcfg, err := srv.scratch(ctx, "insert_wal")
+	pool, done, err := srv.scratchPool(ctx, "insert_wal")
 	if err != nil {
 		return 0, err
 	}
-	defer srv.Drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
-	pool, err := openPool(ctx, dbcfg)
-	if err != nil {
-		return 0, err
-	}
-	defer pool.Close()
+	defer done()
 	n := b.cfg.noopEvents / 5
 	before, err := walLSN(ctx, pool)
 	if err != nil {

@@ -22,16 +22,11 @@ import (
 // drift hits both alike, and the ratio is of their medians — the method of
 // orders.BenchmarkOrderWrite.
 func (b *bench) measureWriteOverhead(ctx context.Context) error {
-	name, dbcfg, err := b.srv.scratch(ctx, "write")
+	pool, done, err := b.srv.scratchPool(ctx, "write")
 	if err != nil {
 		return err
 	}
-	defer b.srv.Drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
-	pool, err := openPool(ctx, dbcfg)
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
+	defer done()
 
 	p := benchdb.Order()
 	orderOnly := func() error { return orderOnlyTx(ctx, pool, p) }

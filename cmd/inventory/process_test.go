@@ -1,22 +1,16 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"io"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/internal/dev/proc"
 	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
@@ -28,20 +22,14 @@ import (
 // the saga (which Signal-With-Start started), nothing written twice.
 func TestCrashAfterCommitThenRetry(t *testing.T) {
 	t.Parallel()
-	bin := buildInventory(t)
-	db, url := newDB(t)
-	tq := startSagaWorker(t)
-	_, err := db.Exec(t.Context(), `INSERT INTO inventory_stock (sku, available) VALUES ('SKU-A', 5)`)
-	require.NoError(t, err)
+	bin, db, env := processSetup(t)
 	orderID, saga := uuid.NewString(), "saga-"+uuid.NewString()
 	body := reserveBody(orderID, saga, item("SKU-A", 2))
-	env := []string{"INVENTORY_DATABASE_URL=" + url, "TEMPORAL_ADDRESS=" + temporal.Address(),
-		"INVENTORY_SAGA_WORKFLOW=" + sagaWorkflow, "INVENTORY_SAGA_TASK_QUEUE=" + tq}
 
 	p := startInventory(t, bin, append(env, "OUTFLOW_FAILPOINTS=inventory.after_commit=crash")...)
-	_, err = call(t, http.MethodPost, "http://"+p.addr+"/reservations", "crash-"+orderID, body)
+	_, err := call(t, http.MethodPost, "http://"+p.Addr+"/reservations", "crash-"+orderID, body)
 	require.Error(t, err, "the process dies after COMMIT, before the answer: the client sees a connection error")
-	p.waitKilled(t, "inventory.after_commit")
+	p.RequireKilled(t, "inventory.after_commit")
 	committed := rows{Reservations: 1, Items: 1, Requests: 1, Inbox: 1, Events: 1}
 	require.Equal(t, committed, countRows(t, db), "the reservation, its inbox row, answer and event committed together")
 	require.Equal(t, stockLevel{Available: 3, Reserved: 2}, stockOf(t, db, "SKU-A"))
@@ -49,7 +37,7 @@ func TestCrashAfterCommitThenRetry(t *testing.T) {
 	require.Equal(t, EventReserved, ev.Type)
 
 	p = startInventory(t, bin, append(env, "METRICS_ADDR=127.0.0.1:0")...)
-	r := mustCall(t, http.MethodPost, "http://"+p.addr+"/reservations", "crash-"+orderID, body)
+	r := mustCall(t, http.MethodPost, "http://"+p.Addr+"/reservations", "crash-"+orderID, body)
 	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
 	require.True(t, r.replayed, "the retry gets the committed answer")
 	out, eventID := r.outcome(t)
@@ -65,16 +53,16 @@ func TestCrashAfterCommitThenRetry(t *testing.T) {
 	st = waitSaga(t, saga, 1)
 	require.Zero(t, st.Duplicates)
 
-	health := mustCall(t, http.MethodGet, "http://"+p.addr+"/healthz", "", "")
+	health := mustCall(t, http.MethodGet, "http://"+p.Addr+"/healthz", "", "")
 	require.Equal(t, http.StatusOK, health.status)
-	m := metricsAt.FindStringSubmatch(p.logs())
+	m := metricsAt.FindStringSubmatch(p.Log())
 	require.NotNil(t, m, "the binary logs its metrics address")
 	metrics := mustCall(t, http.MethodGet, "http://"+m[1]+"/metrics", "", "")
 	require.Equal(t, http.StatusOK, metrics.status)
 	require.Contains(t, string(metrics.body), "\noutbox_pending_events ", "the relay's metrics")
 	require.Contains(t, string(metrics.body), "inbox_duplicates_total", "the inbox's counter")
-	p.stop(t)
-	require.Contains(t, p.logs(), "msg=stopped")
+	p.RequireStopped(t)
+	require.Contains(t, p.Log(), "msg=stopped")
 }
 
 // TestRelayCrashAfterSignalIsHandledOnce: the binary's relay dies by
@@ -85,20 +73,14 @@ func TestCrashAfterCommitThenRetry(t *testing.T) {
 // one duplicate counted, the event published once.
 func TestRelayCrashAfterSignalIsHandledOnce(t *testing.T) {
 	t.Parallel()
-	bin := buildInventory(t)
-	db, url := newDB(t)
-	tq := startSagaWorker(t)
-	_, err := db.Exec(t.Context(), `INSERT INTO inventory_stock (sku, available) VALUES ('SKU-A', 5)`)
-	require.NoError(t, err)
+	bin, db, env := processSetup(t)
 	orderID, saga := uuid.NewString(), "saga-"+uuid.NewString()
 	body := reserveBody(orderID, saga, item("SKU-A", 1))
-	env := []string{"INVENTORY_DATABASE_URL=" + url, "TEMPORAL_ADDRESS=" + temporal.Address(),
-		"INVENTORY_SAGA_WORKFLOW=" + sagaWorkflow, "INVENTORY_SAGA_TASK_QUEUE=" + tq}
 
 	p := startInventory(t, bin, append(env, "OUTFLOW_FAILPOINTS=relay.after_publish=crash")...)
 	// The answer races the relay's crash; a lost one is retried below.
-	first, firstErr := call(t, http.MethodPost, "http://"+p.addr+"/reservations", "ack-"+orderID, body)
-	p.waitKilled(t, "relay.after_publish")
+	first, firstErr := call(t, http.MethodPost, "http://"+p.Addr+"/reservations", "ack-"+orderID, body)
+	p.RequireKilled(t, "relay.after_publish")
 	st := waitSaga(t, saga, 1)
 	ev := outboxtest.RequireEnqueued(t, db, outboxtest.Match{AggregateType: AggregateType, AggregateID: orderID})
 	require.Nil(t, ev.PublishedAt, "the relay died before the mark")
@@ -106,7 +88,7 @@ func TestRelayCrashAfterSignalIsHandledOnce(t *testing.T) {
 
 	p = startInventory(t, bin, env...)
 	if firstErr != nil {
-		first = mustCall(t, http.MethodPost, "http://"+p.addr+"/reservations", "ack-"+orderID, body)
+		first = mustCall(t, http.MethodPost, "http://"+p.Addr+"/reservations", "ack-"+orderID, body)
 	}
 	require.Equal(t, http.StatusCreated, first.status, "%s", first.body)
 	outboxtest.WaitFor(t, db, outboxtest.Match{}, 2*time.Minute, outboxtest.AllPublished, "the restarted relay takes the event over once its lease ran out")
@@ -116,104 +98,26 @@ func TestRelayCrashAfterSignalIsHandledOnce(t *testing.T) {
 	require.Equal(t, stockLevel{Available: 4, Reserved: 1}, stockOf(t, db, "SKU-A"))
 }
 
-// buildInventory compiles cmd/inventory into the test's temporary directory.
-func buildInventory(t *testing.T) string {
+// processSetup is what the process tests start from: the binary built, a
+// database holding 5 of SKU-A, a saga worker, and the binary's environment
+// for them.
+func processSetup(t *testing.T) (bin string, db *pgxpool.Pool, env []string) {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "inventory")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/outflow/outflow/cmd/inventory").CombinedOutput()
-	require.NoError(t, err, "go build ./cmd/inventory: %s", out)
-	return bin
+	bin = proc.Build(t, "inventory", "github.com/outflow/outflow/cmd/inventory")
+	db, url := newDB(t)
+	tq := startSagaWorker(t)
+	_, err := db.Exec(t.Context(), `INSERT INTO inventory_stock (sku, available) VALUES ('SKU-A', 5)`)
+	require.NoError(t, err)
+	return bin, db, []string{"INVENTORY_DATABASE_URL=" + url, "TEMPORAL_ADDRESS=" + temporal.Address(),
+		"INVENTORY_SAGA_WORKFLOW=" + sagaWorkflow, "INVENTORY_SAGA_TASK_QUEUE=" + tq}
 }
 
-// process is a running inventory binary.
-type process struct {
-	cmd    *exec.Cmd
-	addr   string
-	done   chan struct{}
-	err    error // cmd.Wait's result, set before done closes
-	mu     sync.Mutex
-	output bytes.Buffer
-}
-
-func (p *process) logs() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.output.String()
-}
-
-var (
-	listening = regexp.MustCompile(`msg=listening addr=(\S+)`)
-	metricsAt = regexp.MustCompile(`msg="serving metrics" addr=(\S+)`)
-)
+var metricsAt = regexp.MustCompile(`msg="serving metrics" addr=(\S+)`)
 
 // startInventory starts bin with INVENTORY_ADDR=127.0.0.1:0 and env, and
 // waits for its "listening" line.
-func startInventory(t *testing.T, bin string, env ...string) *process {
+func startInventory(t *testing.T, bin string, env ...string) *proc.Server {
 	t.Helper()
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), append([]string{"INVENTORY_ADDR=127.0.0.1:0", "OUTFLOW_FAILPOINTS=", "METRICS_ADDR="}, env...)...)
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	p := &process{cmd: cmd, done: make(chan struct{})}
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			p.mu.Lock()
-			p.output.WriteString(line + "\n")
-			p.mu.Unlock()
-			if m := listening.FindStringSubmatch(line); m != nil {
-				addr <- m[1]
-			}
-		}
-		_, _ = io.Copy(io.Discard, stderr)
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.done
-		if t.Failed() {
-			t.Logf("inventory output:\n%s", p.logs())
-		}
-	})
-	select {
-	case p.addr = <-addr:
-		return p
-	case <-p.done:
-		t.Fatalf("inventory exited before listening: %v\n%s", p.err, p.logs())
-	case <-time.After(60 * time.Second):
-		t.Fatalf("inventory did not log its listen address within 60s:\n%s", p.logs())
-	}
-	return nil
-}
-
-// waitKilled waits for the process to die of its own crash failpoint fp.
-func (p *process) waitKilled(t *testing.T, fp string) {
-	t.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("inventory did not crash:\n%s", p.logs())
-	}
-	var exitErr *exec.ExitError
-	require.ErrorAs(t, p.err, &exitErr)
-	status, ok := exitErr.Sys().(syscall.WaitStatus)
-	require.True(t, ok)
-	require.True(t, status.Signaled() && status.Signal() == syscall.SIGKILL, "want death by SIGKILL, got %v", p.err)
-	require.Contains(t, p.logs(), "failpoint "+fp+": crashing (SIGKILL)")
-}
-
-// stop sends SIGTERM and expects a clean exit.
-func (p *process) stop(t *testing.T) {
-	t.Helper()
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-	select {
-	case <-p.done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("inventory did not stop on SIGTERM:\n%s", p.logs())
-	}
-	require.NoError(t, p.err, p.logs())
+	return proc.StartServer(t, "inventory", bin, 60*time.Second,
+		append([]string{"INVENTORY_ADDR=127.0.0.1:0", "OUTFLOW_FAILPOINTS=", "METRICS_ADDR="}, env...)...)
 }

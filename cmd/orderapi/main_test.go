@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -9,11 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -22,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/stripe/stripe-go/v76/webhook"
 
+	"github.com/outflow/outflow/internal/dev/proc"
 	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox/outboxtest"
@@ -37,7 +33,7 @@ const orderBody = `{"customer_email":"ann@example.com","currency":"usd","payment
 // its own database.
 func TestOrderAPIProcess(t *testing.T) {
 	t.Parallel()
-	bin := buildOrderAPI(t)
+	bin := proc.Build(t, "orderapi", ".")
 
 	t.Run("before_commit crash leaves nothing; the retry creates the order once", func(t *testing.T) {
 		t.Parallel()
@@ -45,13 +41,13 @@ func TestOrderAPIProcess(t *testing.T) {
 		pool := openPool(t, url)
 
 		p := startOrderAPI(t, bin, url, "OUTFLOW_FAILPOINTS=orders.before_commit=crash")
-		_, err := postOrder(t, p.addr, "retry-key-1")
+		_, err := postOrder(t, p.Addr, "retry-key-1")
 		require.Error(t, err, "the process dies before answering: the client sees a connection error")
-		p.waitKilled(t)
+		p.RequireKilled(t, "orders.before_commit")
 		require.Equal(t, rowCounts{}, countRows(t, pool), "invariant 2: an uncommitted order leaves no row and no event")
 
 		p = startOrderAPI(t, bin, url)
-		resp, err := postOrder(t, p.addr, "retry-key-1")
+		resp, err := postOrder(t, p.Addr, "retry-key-1")
 		require.NoError(t, err)
 		require.Equal(t, http.StatusCreated, resp.status, "%s", resp.body)
 		require.Empty(t, resp.header.Get("Idempotent-Replayed"), "nothing was stored, so nothing is replayed")
@@ -64,9 +60,9 @@ func TestOrderAPIProcess(t *testing.T) {
 		pool := openPool(t, url)
 
 		p := startOrderAPI(t, bin, url, "OUTFLOW_FAILPOINTS=orders.after_commit=crash")
-		_, err := postOrder(t, p.addr, "retry-key-2")
+		_, err := postOrder(t, p.Addr, "retry-key-2")
 		require.Error(t, err, "the process dies after COMMIT, before the response")
-		p.waitKilled(t)
+		p.RequireKilled(t, "orders.after_commit")
 		require.Equal(t, rowCounts{Orders: 1, Events: 1, Keys: 1}, countRows(t, pool), "invariant 1: the committed order has its event")
 		var createdEventID uuid.UUID
 		require.NoError(t, pool.QueryRow(t.Context(), `SELECT created_event_id FROM orders`).Scan(&createdEventID))
@@ -75,7 +71,7 @@ func TestOrderAPIProcess(t *testing.T) {
 		require.Equal(t, int64(1), created.Sequence)
 
 		p = startOrderAPI(t, bin, url)
-		resp, err := postOrder(t, p.addr, "retry-key-2")
+		resp, err := postOrder(t, p.Addr, "retry-key-2")
 		require.NoError(t, err)
 		require.Equal(t, http.StatusCreated, resp.status, "the replay has the stored status")
 		require.Equal(t, "true", resp.header.Get("Idempotent-Replayed"))
@@ -95,12 +91,12 @@ func TestOrderAPIProcess(t *testing.T) {
 		pool := openPool(t, url)
 		const secret = "whsec_process_test"
 		p := startOrderAPI(t, bin, url, "STRIPE_WEBHOOK_SECRET="+secret)
-		resp, err := postOrder(t, p.addr, "")
+		resp, err := postOrder(t, p.Addr, "")
 		require.NoError(t, err)
 		require.Equal(t, http.StatusCreated, resp.status, "%s", resp.body)
 		var created orders.CreateOrderResult
 		require.NoError(t, json.Unmarshal(resp.body, &created))
-		p.stop(t)
+		p.RequireStopped(t)
 
 		body, err := json.Marshal(map[string]any{"id": "evt_crash_1", "object": "event", "type": "payment_intent.succeeded",
 			"created": time.Now().Unix(), "data": map[string]any{"object": map[string]any{
@@ -125,18 +121,18 @@ func TestOrderAPIProcess(t *testing.T) {
 		}
 
 		p = startOrderAPI(t, bin, url, "STRIPE_WEBHOOK_SECRET="+secret, "OUTFLOW_FAILPOINTS=webhook.after_commit=crash")
-		_, err = deliver(p.addr)
+		_, err = deliver(p.Addr)
 		require.Error(t, err, "the process dies after COMMIT, before its 200: Stripe sees a failed delivery and retries")
-		p.waitKilled(t)
+		p.RequireKilled(t, "webhook.after_commit")
 		require.Equal(t, 1, webhookEvents(), "invariant 1: the committed webhook has its event")
 
 		p = startOrderAPI(t, bin, url, "STRIPE_WEBHOOK_SECRET="+secret)
-		resp, err = deliver(p.addr)
+		resp, err = deliver(p.Addr)
 		require.NoError(t, err)
 		require.Equal(t, http.StatusOK, resp.status, "%s", resp.body)
 		require.Contains(t, string(resp.body), `"duplicate":true`, "the redelivery is recognised by the inbox")
 		require.Equal(t, 1, webhookEvents(), "no second event")
-		p.stop(t)
+		p.RequireStopped(t)
 	})
 
 	t.Run("before_commit error rolls back and answers 500", func(t *testing.T) {
@@ -144,12 +140,12 @@ func TestOrderAPIProcess(t *testing.T) {
 		url := testdb.NewURL(t)
 		pool := openPool(t, url)
 		p := startOrderAPI(t, bin, url, "OUTFLOW_FAILPOINTS=orders.before_commit=error")
-		resp, err := postOrder(t, p.addr, "")
+		resp, err := postOrder(t, p.Addr, "")
 		require.NoError(t, err)
 		require.Equal(t, http.StatusInternalServerError, resp.status)
 		require.Contains(t, string(resp.body), `"internal_error"`)
 		require.Equal(t, rowCounts{}, countRows(t, pool))
-		p.stop(t)
+		p.RequireStopped(t)
 	})
 
 	t.Run("malformed OUTFLOW_FAILPOINTS stops the binary", func(t *testing.T) {
@@ -169,121 +165,24 @@ func TestOrderAPIProcess(t *testing.T) {
 		t.Parallel()
 		url := testdb.NewURL(t)
 		p := startOrderAPI(t, bin, url, "ORDERAPI_TOKEN=tok")
-		req, err := http.NewRequest(http.MethodGet, "http://"+p.addr+"/healthz", nil)
+		req, err := http.NewRequest(http.MethodGet, "http://"+p.Addr+"/healthz", nil)
 		require.NoError(t, err)
 		resp, err := newClient().Do(req)
 		require.NoError(t, err)
 		resp.Body.Close()
 		require.Equal(t, http.StatusOK, resp.StatusCode)
-		p.stop(t)
-		require.Contains(t, p.logs(), "msg=stopped")
+		p.RequireStopped(t)
+		require.Contains(t, p.Log(), "msg=stopped")
 	})
 }
-
-// buildOrderAPI compiles this package into the test's temporary directory.
-func buildOrderAPI(t *testing.T) string {
-	t.Helper()
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		goBin = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
-	}
-	bin := filepath.Join(t.TempDir(), "orderapi")
-	cmd := exec.Command(goBin, "build", "-o", bin, ".")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "go build ./cmd/orderapi: %s", out)
-	return bin
-}
-
-// process is a running orderapi.
-type process struct {
-	cmd    *exec.Cmd
-	addr   string
-	done   chan struct{}
-	err    error // cmd.Wait's result, set before done closes
-	mu     sync.Mutex
-	output bytes.Buffer
-}
-
-func (p *process) logs() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.output.String()
-}
-
-var listening = regexp.MustCompile(`msg=listening addr=(\S+)`)
 
 // startOrderAPI starts bin on url with ORDERAPI_ADDR=127.0.0.1:0 and extra
 // environment, and waits for its "listening" line.
-func startOrderAPI(t *testing.T, bin, url string, env ...string) *process {
+func startOrderAPI(t *testing.T, bin, url string, env ...string) *proc.Server {
 	t.Helper()
-	cmd := exec.Command(bin)
-	cmd.Env = append(os.Environ(), append([]string{
+	return proc.StartServer(t, "orderapi", bin, 30*time.Second, append([]string{
 		"DATABASE_URL=" + url, "ORDERAPI_ADDR=127.0.0.1:0", "ORDERAPI_LOG_FORMAT=text", "OUTFLOW_FAILPOINTS=",
 	}, env...)...)
-	stderr, err := cmd.StderrPipe()
-	require.NoError(t, err)
-	require.NoError(t, cmd.Start())
-	p := &process{cmd: cmd, done: make(chan struct{})}
-	addr := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			line := sc.Text()
-			p.mu.Lock()
-			p.output.WriteString(line + "\n")
-			p.mu.Unlock()
-			if m := listening.FindStringSubmatch(line); m != nil {
-				addr <- m[1]
-			}
-		}
-		_, _ = io.Copy(io.Discard, stderr)
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		<-p.done
-		if t.Failed() {
-			t.Logf("orderapi output:\n%s", p.logs())
-		}
-	})
-	select {
-	case p.addr = <-addr:
-		return p
-	case <-p.done:
-		t.Fatalf("orderapi exited before listening: %v\n%s", p.err, p.logs())
-	case <-time.After(30 * time.Second):
-		t.Fatalf("orderapi did not log its listen address within 30s:\n%s", p.logs())
-	}
-	return nil
-}
-
-// waitKilled waits for the process to die of its own crash failpoint.
-func (p *process) waitKilled(t *testing.T) {
-	t.Helper()
-	select {
-	case <-p.done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("orderapi did not crash:\n%s", p.logs())
-	}
-	var exitErr *exec.ExitError
-	require.ErrorAs(t, p.err, &exitErr)
-	status, ok := exitErr.Sys().(syscall.WaitStatus)
-	require.True(t, ok)
-	require.True(t, status.Signaled() && status.Signal() == syscall.SIGKILL, "want death by SIGKILL, got %v", p.err)
-	require.Contains(t, p.logs(), "crashing (SIGKILL)")
-}
-
-// stop sends SIGTERM and expects a clean exit.
-func (p *process) stop(t *testing.T) {
-	t.Helper()
-	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
-	select {
-	case <-p.done:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("orderapi did not stop on SIGTERM:\n%s", p.logs())
-	}
-	require.NoError(t, p.err, p.logs())
 }
 
 type httpResponse struct {

@@ -16,7 +16,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"log/slog"
 	"os"
@@ -65,15 +64,7 @@ var command = cli.Command{
 	Notes: "A malformed setting stops it at start (exit status 2). See docs/jetstream.md.",
 }
 
-func main() {
-	if err := command.Parse(flag.NewFlagSet("orderfeed", flag.ContinueOnError), os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		os.Exit(cli.ExitCode(err))
-	}
-	env := service.NewEnv(os.Getenv)
-	logger := service.NewLogger(os.Stderr, env)
-	err := run(logger, env)
-	os.Exit(cli.Exit(os.Stderr, "orderfeed", err, func(err error) { logger.Error("orderfeed failed", service.ErrorKey, err) }))
-}
+func main() { service.Main("orderfeed", &command, "orderfeed failed", run) }
 
 func run(logger *slog.Logger, env *service.Env) error {
 	fps, err := failpoints.FromEnv()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -16,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/internal/dev/proc"
 	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
@@ -117,10 +117,7 @@ func TestCleanup(t *testing.T) {
 func TestCleanupCrashMidBatch(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	exe := filepath.Join(t.TempDir(), "outboxctl")
-	build := exec.Command("go", "build", "-o", exe, ".")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
+	exe := proc.Build(t, "outboxctl", ".")
 	s := b.seedCleanup(t, 25)
 
 	cleanup := func(failpoints string) (*exec.Cmd, []byte, error) {

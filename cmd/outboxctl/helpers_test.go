@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -59,17 +58,9 @@ func (b *testBundle) enqueue(t *testing.T, aggregate string, types ...string) []
 	t.Helper()
 	var evs []outbox.Event
 	for _, typ := range types {
-		e, err := outbox.NewEvent("order", aggregate, typ, 1, map[string]string{"order_id": aggregate})
-		require.NoError(t, err)
-		evs = append(evs, e)
+		evs = append(evs, testdb.Event(t, aggregate, typ))
 	}
-	var out []outbox.Event
-	require.NoError(t, pgx.BeginFunc(b.ctx, b.pool, func(tx pgx.Tx) error {
-		var err error
-		out, err = outbox.Enqueue(b.ctx, tx, evs...)
-		return err
-	}))
-	return out
+	return testdb.Enqueue(t, b.pool, evs...)
 }
 
 func (b *testBundle) exec(t *testing.T, sql string, args ...any) {

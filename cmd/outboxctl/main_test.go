@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -100,11 +99,7 @@ func TestMigrateOutboxOnly(t *testing.T) {
 
 	ev, err := outbox.NewEvent("invoice", "inv-1", "InvoiceIssued", 1, map[string]int{"amount": 100})
 	require.NoError(t, err)
-	var enqueued []outbox.Event
-	require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
-		enqueued, err = outbox.Enqueue(ctx, tx, ev)
-		return err
-	}))
+	enqueued := testdb.Enqueue(t, b.pool, ev)
 	r = b.ok(t, "list", "--pending")
 	require.Contains(t, r.stdout, enqueued[0].ID.String()+"  InvoiceIssued  invoice/inv-1")
 	b.ok(t, "status")

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxtest"
 )
@@ -127,11 +127,5 @@ func (b *testBundle) enqueueTyped(t *testing.T, aggregateType, aggregateID, even
 	t.Helper()
 	e, err := outbox.NewEvent(aggregateType, aggregateID, eventType, 1, map[string]string{"id": aggregateID})
 	require.NoError(t, err)
-	var out []outbox.Event
-	require.NoError(t, pgx.BeginFunc(b.ctx, b.pool, func(tx pgx.Tx) error {
-		var err error
-		out, err = outbox.Enqueue(b.ctx, tx, e)
-		return err
-	}))
-	return out[0]
+	return testdb.Enqueue(t, b.pool, e)[0]
 }

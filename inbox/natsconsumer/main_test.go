@@ -5,11 +5,13 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/outflow/outflow/internal/dev/proc"
 )
 
 // TestMain fails the package if a test leaves a goroutine behind.
 func TestMain(m *testing.M) {
-	if os.Getenv(childEnv) != "" {
+	if proc.InChild() {
 		os.Exit(m.Run())
 	}
 	goleak.VerifyTestMain(m)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/inbox"
 	"github.com/outflow/outflow/inbox/natsconsumer"
+	"github.com/outflow/outflow/internal/dev/proc"
 	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/dev/testlog"
 	"github.com/outflow/outflow/outbox"
@@ -165,16 +164,12 @@ func TestNewRefusesAnIncompleteConfig(t *testing.T) {
 	require.ErrorContains(t, err, "Config.Positions")
 }
 
-// childEnv makes the test binary the consumer that crashes at
-// jetstream.consumer.after_commit (TestCrashAfterCommitAppliesOnce).
-const childEnv = "NATSCONSUMER_CRASH_CHILD"
-
 // TestCrashAfterCommitAppliesOnce: the consumer dies (SIGKILL) after its
 // transaction committed, before the ack. The message comes again after
 // AckWait to the restarted consumer, whose inbox says it was applied: it
 // is acknowledged without a second effect, and the next event is applied.
 func TestCrashAfterCommitAppliesOnce(t *testing.T) {
-	if os.Getenv(childEnv) != "" {
+	if proc.IsChild(t) {
 		crashChild(t)
 		return
 	}
@@ -190,14 +185,7 @@ func TestCrashAfterCommitAppliesOnce(t *testing.T) {
 	require.NoError(t, pub.Publish(ctx, a2))
 	p := newProjection(t, pool)
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashAfterCommitAppliesOnce$")
-	cmd.Env = append(os.Environ(), childEnv+"=1", "CHILD_DATABASE_URL="+dbURL, "CHILD_STREAM="+stream,
-		failpoints.EnvVar+"="+failpoints.JetStreamConsumerAfterCommit+"=crash")
-	out, err := cmd.CombinedOutput()
-	require.Error(t, err, "%s", out)
-	status := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	require.True(t, status.Signaled() && status.Signal() == syscall.SIGKILL, "the child died at the failpoint: %s", out)
-	require.Contains(t, string(out), failpoints.JetStreamConsumerAfterCommit)
+	proc.RerunKilled(t, failpoints.JetStreamConsumerAfterCommit, "CHILD_DATABASE_URL="+dbURL, "CHILD_STREAM="+stream)
 	require.Equal(t, []applied{{a1.ID, a, 1}}, p.applied(t), "the first event's effect committed before the crash")
 
 	ib, dups := newInbox(t)

@@ -1,14 +1,9 @@
 package codec
 
-import (
-	"maps"
-	"slices"
+import "github.com/outflow/outflow/internal/namedsql"
 
-	"github.com/outflow/outflow/internal/namedsql"
-)
+// QueriesForTest are the statements of the package's .sql files.
+func QueriesForTest() namedsql.Queries { return queries }
 
 // StatementsForTest describes the package's bound statements.
 func StatementsForTest() []namedsql.Info { return statements }
-
-// LoadedStatementsForTest lists every statement of the package's .sql files.
-func LoadedStatementsForTest() []string { return slices.Sorted(maps.Keys(queries)) }

@@ -35,6 +35,18 @@ func Register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error)
 	return c, fmt.Errorf("register %s: %w", describe(c), err)
 }
 
+// RegisterAll is [Register] for several collectors of one type, each
+// replaced by the collector to use; it stops at the first error.
+func RegisterAll[T prometheus.Collector](reg prometheus.Registerer, cs ...*T) error {
+	for _, c := range cs {
+		var err error
+		if *c, err = Register(reg, *c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // describe names c's metrics for an error.
 func describe(c prometheus.Collector) string {
 	ch := make(chan *prometheus.Desc, 16)

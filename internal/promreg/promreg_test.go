@@ -34,3 +34,23 @@ func TestTwoComponentsShareOneCollector(t *testing.T) {
 	c.Inc()
 	require.InDelta(t, 1, testutil.ToFloat64(c), 0, "a nil registry: the collector counts for itself")
 }
+
+// TestRegisterAll: each collector is replaced by the one to use; the first
+// refusal stops it.
+func TestRegisterAll(t *testing.T) {
+	t.Parallel()
+	reg := prometheus.NewRegistry()
+	first := prometheus.NewCounter(prometheus.CounterOpts{Name: "outflow_a_total", Help: "a"})
+	require.NoError(t, promreg.RegisterAll(reg, &first))
+	a := prometheus.NewCounter(prometheus.CounterOpts{Name: "outflow_a_total", Help: "a"})
+	b := prometheus.NewCounter(prometheus.CounterOpts{Name: "outflow_b_total", Help: "b"})
+	require.NoError(t, promreg.RegisterAll(reg, &a, &b))
+	require.Same(t, first, a, "the collector already registered")
+
+	clash := prometheus.NewCounter(prometheus.CounterOpts{Name: "outflow_b_total", Help: "other help"})
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "outflow_c_total", Help: "c"})
+	require.ErrorContains(t, promreg.RegisterAll(reg, &clash, &c), "outflow_b_total")
+	n, err := testutil.GatherAndCount(reg, "outflow_c_total")
+	require.NoError(t, err)
+	require.Zero(t, n, "nothing registered after the refusal")
+}

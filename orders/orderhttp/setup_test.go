@@ -3,6 +3,7 @@ package orderhttp
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -84,4 +85,24 @@ type errorBody struct {
 		Message string `json:"message"`
 		Field   string `json:"field"`
 	} `json:"error"`
+}
+
+// requireRejected requires resp to be a refusal with status and an error
+// body naming code and field, with a message.
+func requireRejected(t *testing.T, resp response, status int, code, field string) {
+	t.Helper()
+	require.Equal(t, status, resp.Status, "body: %s", resp.Body)
+	var e errorBody
+	require.NoError(t, json.Unmarshal(resp.Body, &e), "%s", resp.Body)
+	require.Equal(t, code, e.Error.Code, "%s", resp.Body)
+	require.Equal(t, field, e.Error.Field, "%s", resp.Body)
+	require.NotEmpty(t, e.Error.Message)
+}
+
+// requireNothingWrittenAtEnd checks, once t's subtests are done, that b's
+// database holds no order, event or key: every request t made was refused.
+func (b testBundle) requireNothingWrittenAtEnd(t *testing.T) {
+	t.Cleanup(func() {
+		require.Equal(t, rowCounts{}, countRows(b.ctx, t, b.pool), "a rejected request writes nothing")
+	})
 }

@@ -125,21 +125,14 @@ func TestCreateOrderRejectsShippingAddress(t *testing.T) {
 		{"postal code as number", withAddress("postal_code", ptr(`10117`)), 400, "invalid_type", "shipping_address.postal_code"},
 		{"address as string", with("shipping_address", `"Unter den Linden 1, Berlin"`), 400, "invalid_type", "shipping_address"},
 	}
+	b.requireNothingWrittenAtEnd(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			resp := b.post(t, tc.body)
-			require.Equal(t, tc.status, resp.Status, "body: %s", resp.Body)
-			var e errorBody
-			require.NoError(t, json.Unmarshal(resp.Body, &e), "%s", resp.Body)
-			require.Equal(t, tc.code, e.Error.Code, "%s", resp.Body)
-			require.Equal(t, tc.field, e.Error.Field, "%s", resp.Body)
-			require.NotEmpty(t, e.Error.Message)
+			requireRejected(t, resp, tc.status, tc.code, tc.field)
 		})
 	}
-	t.Cleanup(func() {
-		require.Equal(t, rowCounts{}, countRows(b.ctx, t, b.pool), "a rejected request writes nothing")
-	})
 }
 
 // The request fingerprint covers the address: the same key with another

@@ -6,14 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/internal/dev/natstest"
-	"github.com/outflow/outflow/outbox"
 )
 
 // connect dials the server; the connection closes when the test ends.
@@ -54,24 +51,6 @@ func messages(t *testing.T, js jetstream.JetStream, stream string) []jetstream.R
 		out = append(out, *m)
 	}
 	return out
-}
-
-func enqueue(t *testing.T, pool *pgxpool.Pool, events ...outbox.Event) []outbox.Event {
-	t.Helper()
-	var out []outbox.Event
-	require.NoError(t, pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
-		var err error
-		out, err = outbox.Enqueue(context.Background(), tx, events...)
-		return err
-	}))
-	return out
-}
-
-func event(t *testing.T, aggregateID, eventType string) outbox.Event {
-	t.Helper()
-	e, err := outbox.NewEvent("order", aggregateID, eventType, 1, map[string]string{"order_id": aggregateID})
-	require.NoError(t, err)
-	return e
 }
 
 func payload(t *testing.T, m jetstream.RawStreamMsg) map[string]string {

@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -15,10 +13,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/internal/dev/proc"
+	"github.com/outflow/outflow/internal/dev/promtest"
 	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/dev/testlog"
 	"github.com/outflow/outflow/outbox"
@@ -40,8 +39,8 @@ func TestRelayPublishesEachEventOnItsAggregatesSubject(t *testing.T) {
 	require.Equal(t, natspub.ServerWindowDefault, pub.Window(), "a created stream gets at least NATS's default window")
 
 	orderA, orderB := uuid.NewString(), uuid.NewString()
-	enqueue(t, pool, event(t, orderA, "OrderCreated"), event(t, orderB, "OrderCreated"))
-	enqueue(t, pool, event(t, orderA, "OrderCancelled"))
+	testdb.Enqueue(t, pool, testdb.Event(t, orderA, "OrderCreated"), testdb.Event(t, orderB, "OrderCreated"))
+	testdb.Enqueue(t, pool, testdb.Event(t, orderA, "OrderCancelled"))
 	r, err := outbox.NewRelay(pool, pub, outbox.RelayConfig{PollInterval: 50 * time.Millisecond, Logger: testlog.Logger()})
 	require.NoError(t, err)
 	outboxtest.Run(t, r)
@@ -88,35 +87,20 @@ func TestDuplicatePublishIsAbsorbedWithinTheWindow(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	pub, err := natspub.New(context.Background(), js, natspub.Config{Stream: stream, SubjectPrefix: prefix, MinWindow: time.Minute, Registerer: reg})
 	require.NoError(t, err)
-	e := event(t, uuid.NewString(), "OrderCreated")
+	e := testdb.Event(t, uuid.NewString(), "OrderCreated")
 	e.ID, e.Sequence, e.OccurredAt = uuid.New(), 1, time.Now()
 	require.NoError(t, pub.Publish(context.Background(), e))
 	require.NoError(t, pub.Publish(context.Background(), e), "a duplicate is acknowledged")
 	e.Replay = true
 	require.NoError(t, pub.Publish(context.Background(), e), "a replay within the window is absorbed too")
 	require.Len(t, messages(t, js, stream), 1)
-	require.Equal(t, 2.0, testutil.ToFloat64(counter(t, reg)))
+	require.Equal(t, 2.0, promtest.Value(t, reg, natspub.DuplicatesMetric))
 
 	// A second publisher on the registry shares the counter.
 	again, err := natspub.New(context.Background(), js, natspub.Config{Stream: stream, SubjectPrefix: prefix, MinWindow: time.Minute, Registerer: reg})
 	require.NoError(t, err)
 	require.NoError(t, again.Publish(context.Background(), e))
-	require.Equal(t, 3.0, testutil.ToFloat64(counter(t, reg)))
-}
-
-func counter(t *testing.T, reg *prometheus.Registry) prometheus.Collector {
-	t.Helper()
-	families, err := reg.Gather()
-	require.NoError(t, err)
-	for _, f := range families {
-		if f.GetName() == natspub.DuplicatesMetric {
-			c := prometheus.NewCounter(prometheus.CounterOpts{Name: "x", Help: "x"})
-			c.Add(f.GetMetric()[0].GetCounter().GetValue())
-			return c
-		}
-	}
-	t.Fatalf("%s is not registered", natspub.DuplicatesMetric)
-	return nil
+	require.Equal(t, 3.0, promtest.Value(t, reg, natspub.DuplicatesMetric))
 }
 
 // TestNewRefusesAShortWindowAndAMissingStream: a stream whose duplicate
@@ -166,13 +150,13 @@ func TestPublishClassifiesWhoseFault(t *testing.T) {
 	require.NoError(t, err)
 	ctx := context.Background()
 
-	bad := event(t, "a.b", "OrderCreated")
+	bad := testdb.Event(t, "a.b", "OrderCreated")
 	bad.ID = uuid.New()
 	err = pub.Publish(ctx, bad)
 	require.ErrorIs(t, err, outbox.ErrPermanent)
 	require.ErrorContains(t, err, "subject token")
 
-	big := event(t, uuid.NewString(), "OrderCreated")
+	big := testdb.Event(t, uuid.NewString(), "OrderCreated")
 	big.ID, big.Payload = uuid.New(), []byte(`{"note":"`+strings.Repeat("x", 400)+`"}`)
 	err = pub.Publish(ctx, big)
 	require.ErrorIs(t, err, outbox.ErrPermanent, "%v", err)
@@ -180,7 +164,7 @@ func TestPublishClassifiesWhoseFault(t *testing.T) {
 
 	require.NoError(t, pub.Probe(ctx))
 	nc.Close()
-	ok := event(t, uuid.NewString(), "OrderCreated")
+	ok := testdb.Event(t, uuid.NewString(), "OrderCreated")
 	ok.ID = uuid.New()
 	err = pub.Publish(ctx, ok)
 	require.ErrorIs(t, err, outbox.ErrSinkUnavailable, "%v", err)
@@ -200,7 +184,7 @@ func TestSinkDownCostsNoAttempts(t *testing.T) {
 	pub, err := natspub.New(context.Background(), js, natspub.Config{Stream: stream, SubjectPrefix: prefix, CreateStream: true})
 	require.NoError(t, err)
 	nc.Close()
-	enqueue(t, pool, event(t, uuid.NewString(), "OrderCreated"), event(t, uuid.NewString(), "OrderCreated"))
+	testdb.Enqueue(t, pool, testdb.Event(t, uuid.NewString(), "OrderCreated"), testdb.Event(t, uuid.NewString(), "OrderCreated"))
 	r, err := outbox.NewRelay(pool, pub, outbox.RelayConfig{
 		PollInterval: 20 * time.Millisecond, MaxAttempts: 2, RetryBase: time.Millisecond, RetryMax: 10 * time.Millisecond,
 		BreakerThreshold: 100, Logger: testlog.Logger(),
@@ -224,16 +208,12 @@ func TestSinkDownCostsNoAttempts(t *testing.T) {
 	}
 }
 
-// childEnv makes the test binary the relay that crashes at
-// jetstream.after_ack (TestRelayCrashAfterPubAck).
-const childEnv = "NATSPUB_CRASH_CHILD"
-
 // TestRelayCrashAfterPubAck: a relay dies (SIGKILL) after the PubAck,
 // before the mark. The relay that takes the lease over publishes the event
 // again; the stream keeps one message (Nats-Msg-Id within the window) and
 // answers duplicate, and the event is marked once.
 func TestRelayCrashAfterPubAck(t *testing.T) {
-	if os.Getenv(childEnv) != "" {
+	if proc.IsChild(t) {
 		crashChild(t)
 		return
 	}
@@ -244,16 +224,9 @@ func TestRelayCrashAfterPubAck(t *testing.T) {
 	relayCfg := outbox.RelayConfig{Lease: 2 * time.Second, PublishTimeout: time.Second, ProbeMax: 2 * time.Second,
 		PollInterval: 50 * time.Millisecond, Logger: testlog.Logger()}
 	createStream(t, js, stream, prefix, natspub.RequiredWindow(relayCfg))
-	e := enqueue(t, pool, event(t, uuid.NewString(), "OrderCreated"))[0]
+	e := testdb.Enqueue(t, pool, testdb.Event(t, uuid.NewString(), "OrderCreated"))[0]
 
-	cmd := exec.Command(os.Args[0], "-test.run=^TestRelayCrashAfterPubAck$")
-	cmd.Env = append(os.Environ(), childEnv+"=1", "CHILD_DATABASE_URL="+dbURL, "CHILD_STREAM="+stream, "CHILD_PREFIX="+prefix,
-		failpoints.EnvVar+"="+failpoints.JetStreamAfterAck+"=crash")
-	out, err := cmd.CombinedOutput()
-	require.Error(t, err, "%s", out)
-	status := cmd.ProcessState.Sys().(syscall.WaitStatus)
-	require.True(t, status.Signaled() && status.Signal() == syscall.SIGKILL, "the child died at the failpoint: %s", out)
-	require.Contains(t, string(out), failpoints.JetStreamAfterAck)
+	proc.RerunKilled(t, failpoints.JetStreamAfterAck, "CHILD_DATABASE_URL="+dbURL, "CHILD_STREAM="+stream, "CHILD_PREFIX="+prefix)
 	require.Len(t, messages(t, js, stream), 1, "the stream stored the event before the crash")
 	require.Nil(t, outboxtest.RequireEnqueued(t, pool, outboxtest.Match{ID: e.ID}).PublishedAt, "not marked")
 
@@ -266,7 +239,7 @@ func TestRelayCrashAfterPubAck(t *testing.T) {
 	outboxtest.Run(t, r)
 	outboxtest.WaitFor(t, pool, outboxtest.Match{ID: e.ID}, 30*time.Second, outboxtest.AllPublished)
 	require.Len(t, messages(t, js, stream), 1, "the republish was deduplicated by the stream")
-	require.Equal(t, 1.0, testutil.ToFloat64(counter(t, reg)), "answered as a duplicate")
+	require.Equal(t, 1.0, promtest.Value(t, reg, natspub.DuplicatesMetric), "answered as a duplicate")
 }
 
 // crashChild is the relay of TestRelayCrashAfterPubAck's child process.

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
 
@@ -35,19 +36,19 @@ func seedForCleanup(t *testing.T, pool *pgxpool.Pool, oldPublished int) seeded {
 		require.NoError(t, err)
 	}
 	for i := range oldPublished {
-		e := enqueue(t, pool, mustEvent(t, fmt.Sprintf("old-%d", i), "One"))[0]
+		e := testdb.Enqueue(t, pool, testdb.Event(t, fmt.Sprintf("old-%d", i), "One"))[0]
 		s.oldPublished = append(s.oldPublished, e.ID)
 	}
 	exec(`UPDATE outbox_events SET occurred_at = now() - interval '11 days', published_at = now() - interval '10 days' WHERE event_id = ANY($1)`, s.oldPublished)
 	for i := range 2 {
-		e := enqueue(t, pool, mustEvent(t, fmt.Sprintf("skipped-%d", i), "One"))[0]
+		e := testdb.Enqueue(t, pool, testdb.Event(t, fmt.Sprintf("skipped-%d", i), "One"))[0]
 		s.oldSkipped = append(s.oldSkipped, e.ID)
 	}
 	exec(`UPDATE outbox_events SET occurred_at = now() - interval '11 days', quarantined_at = now() - interval '10 days',
 	      skipped_at = now() - interval '10 days', skipped_by = 'ops', skip_reason = 'test' WHERE event_id = ANY($1)`, s.oldSkipped)
 
 	keep := func(sql string) {
-		e := enqueue(t, pool, mustEvent(t, "keep-"+uuid.NewString(), "One"))[0]
+		e := testdb.Enqueue(t, pool, testdb.Event(t, "keep-"+uuid.NewString(), "One"))[0]
 		s.keep = append(s.keep, e.ID)
 		exec(sql, e.ID)
 	}

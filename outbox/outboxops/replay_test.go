@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/outboxtest"
@@ -23,9 +24,9 @@ func TestReplayRepublishesTheWindowFlaggedAsReplays(t *testing.T) {
 	t.Parallel()
 	pool := setup(t)
 	ctx := context.Background()
-	inWindow := enqueue(t, pool, mustEvent(t, "r", "One"), mustEvent(t, "r", "Two"))
-	otherAgg := enqueue(t, pool, mustEvent(t, "x", "One"))[0]
-	old := enqueue(t, pool, mustEvent(t, "old", "One"))[0]
+	inWindow := testdb.Enqueue(t, pool, testdb.Event(t, "r", "One"), testdb.Event(t, "r", "Two"))
+	otherAgg := testdb.Enqueue(t, pool, testdb.Event(t, "x", "One"))[0]
+	old := testdb.Enqueue(t, pool, testdb.Event(t, "old", "One"))[0]
 	outboxtest.Force(t, pool, outboxtest.Match{ID: old.ID}, outboxtest.SetOccurred(48*time.Hour))
 
 	first := &outboxtest.Recorder{}
@@ -34,7 +35,7 @@ func TestReplayRepublishesTheWindowFlaggedAsReplays(t *testing.T) {
 	stop()
 	all := append(append([]outbox.Event{}, inWindow...), otherAgg, old)
 	require.True(t, published(t, pool, ids(all)...), "first delivery")
-	pending := enqueue(t, pool, mustEvent(t, "r", "Three"))[0] // unpublished: not a replay
+	pending := testdb.Enqueue(t, pool, testdb.Event(t, "r", "Three"))[0] // unpublished: not a replay
 
 	win := outboxops.ReplayOptions{From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Hour), AggregateType: "order", AggregateID: "r"}
 	plan, err := outboxops.PlanReplay(ctx, pool, win)
@@ -109,9 +110,9 @@ func TestReplayFiltersOnAggregateType(t *testing.T) {
 	ctx := context.Background()
 	customer, err := outbox.NewEvent("customer", "same", "CustomerCreated", 1, map[string]string{"id": "same"})
 	require.NoError(t, err)
-	order := enqueue(t, pool, mustEvent(t, "same", "OrderCreated"))[0]
-	other := enqueue(t, pool, mustEvent(t, "other", "OrderCreated"))[0]
-	cust := enqueue(t, pool, customer)[0]
+	order := testdb.Enqueue(t, pool, testdb.Event(t, "same", "OrderCreated"))[0]
+	other := testdb.Enqueue(t, pool, testdb.Event(t, "other", "OrderCreated"))[0]
+	cust := testdb.Enqueue(t, pool, customer)[0]
 	_, err = pool.Exec(ctx, `UPDATE outbox_events SET published_at = now()`)
 	require.NoError(t, err)
 	win := outboxops.ReplayOptions{From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Hour)}
@@ -144,7 +145,7 @@ func TestReplayRefusesWindowsBeforeTheReplayHorizon(t *testing.T) {
 	t.Parallel()
 	pool := setup(t)
 	ctx := context.Background()
-	ev := enqueue(t, pool, mustEvent(t, "h", "One"))[0]
+	ev := testdb.Enqueue(t, pool, testdb.Event(t, "h", "One"))[0]
 	_, err := pool.Exec(ctx, `UPDATE outbox_events SET published_at = now(), occurred_at = now() - interval '30 hours' WHERE event_id = $1`, ev.ID)
 	require.NoError(t, err)
 	old := outboxops.ReplayOptions{From: time.Now().Add(-31 * time.Hour), To: time.Now()}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/outboxtest"
@@ -23,10 +24,10 @@ func TestRetryAndSkipRules(t *testing.T) {
 	t.Parallel()
 	pool := setup(t)
 	ctx := context.Background()
-	evs := enqueue(t, pool, mustEvent(t, "q", "One"))
-	backing := enqueue(t, pool, mustEvent(t, "b", "One"))[0]
-	pub := enqueue(t, pool, mustEvent(t, "p", "One"))[0]
-	leased := enqueue(t, pool, mustEvent(t, "l", "One"))[0]
+	evs := testdb.Enqueue(t, pool, testdb.Event(t, "q", "One"))
+	backing := testdb.Enqueue(t, pool, testdb.Event(t, "b", "One"))[0]
+	pub := testdb.Enqueue(t, pool, testdb.Event(t, "p", "One"))[0]
+	leased := testdb.Enqueue(t, pool, testdb.Event(t, "l", "One"))[0]
 	q := evs[0]
 	_, err := pool.Exec(ctx, `UPDATE outbox_events SET quarantined_at = now(), attempt_count = 20, last_error = 'boom' WHERE event_id = $1`, q.ID)
 	require.NoError(t, err)
@@ -77,7 +78,7 @@ func TestSkipTxJoinsTheCallersTransaction(t *testing.T) {
 	t.Parallel()
 	pool := setup(t)
 	ctx := context.Background()
-	e := enqueue(t, pool, mustEvent(t, "s", "One"))[0]
+	e := testdb.Enqueue(t, pool, testdb.Event(t, "s", "One"))[0]
 	_, err := pool.Exec(ctx, `UPDATE outbox_events SET quarantined_at = now() WHERE event_id = $1`, e.ID)
 	require.NoError(t, err)
 	tx, err := pool.Begin(ctx)
@@ -108,12 +109,12 @@ type bulkRetryBundle struct {
 func setupBulkRetry(t *testing.T) *bulkRetryBundle {
 	t.Helper()
 	b := &bulkRetryBundle{pool: setup(t)}
-	one := func(agg string) outbox.Event { return enqueue(t, b.pool, mustEvent(t, agg, "One"))[0] }
+	one := func(agg string) outbox.Event { return testdb.Enqueue(t, b.pool, testdb.Event(t, agg, "One"))[0] }
 	b.old, b.route, b.skipped, b.published, b.publishedQ, b.leased, b.backing =
 		one("old"), one("route"), one("skipped"), one("published"), one("published-q"), one("leased"), one("backing")
 	inv, err := outbox.NewEvent("invoice", "inv-1", "InvoiceIssued", 1, map[string]string{"invoice_id": "inv-1"})
 	require.NoError(t, err)
-	b.invoice = enqueue(t, b.pool, inv)[0]
+	b.invoice = testdb.Enqueue(t, b.pool, inv)[0]
 	for _, s := range []struct {
 		e   outbox.Event
 		sql string
@@ -215,7 +216,7 @@ func TestRetryQuarantinedRetriesInAuditedBatches(t *testing.T) {
 	t.Parallel()
 	b := setupBulkRetry(t)
 	ctx := context.Background()
-	late := enqueue(t, b.pool, mustEvent(t, "late", "One"))[0]
+	late := testdb.Enqueue(t, b.pool, testdb.Event(t, "late", "One"))[0]
 	before := b.rows(t)
 
 	_, err := outboxops.RetryQuarantined(ctx, b.pool, outboxops.RetryQuarantinedOptions{Actor: "  "})

@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
@@ -19,7 +20,7 @@ func TestEventRow(t *testing.T) {
 	t.Parallel()
 	pool := setup(t)
 	ctx := context.Background()
-	e := enqueue(t, pool, mustEvent(t, "r", "One"))[0]
+	e := testdb.Enqueue(t, pool, testdb.Event(t, "r", "One"))[0]
 	raw, err := outboxops.EventRow(ctx, pool, e.ID)
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(string(raw), `{"event_id":"`+e.ID.String()+`"`), "the table's first column first: %s", raw)

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -26,18 +25,6 @@ func setup(t *testing.T) *pgxpool.Pool {
 	t.Helper()
 	pool, _ := testdb.New(t)
 	return pool
-}
-
-// enqueue commits events in one transaction and returns them as written.
-func enqueue(t *testing.T, pool *pgxpool.Pool, events ...outbox.Event) []outbox.Event {
-	t.Helper()
-	var out []outbox.Event
-	require.NoError(t, pgx.BeginFunc(t.Context(), pool, func(tx pgx.Tx) error {
-		var err error
-		out, err = outbox.Enqueue(t.Context(), tx, events...)
-		return err
-	}))
-	return out
 }
 
 func event(t *testing.T, aggType, aggID, typ string) outbox.Event {
@@ -101,7 +88,7 @@ func failure(t *testing.T, fn func(tb testing.TB)) string {
 func TestRequireEnqueued(t *testing.T) {
 	t.Parallel()
 	pool := setup(t)
-	evs := enqueue(t, pool, event(t, "order", "o-1", "OrderCreated"), event(t, "order", "o-1", "OrderCancelled"),
+	evs := testdb.Enqueue(t, pool, event(t, "order", "o-1", "OrderCreated"), event(t, "order", "o-1", "OrderCancelled"),
 		event(t, "customer", "o-1", "CustomerCreated"))
 
 	got := outboxtest.RequireEnqueued(t, pool, outboxtest.Match{AggregateType: "order", AggregateID: "o-1", Type: "OrderCancelled"})
@@ -144,9 +131,9 @@ func TestRequireEnqueued(t *testing.T) {
 func TestEvents(t *testing.T) {
 	t.Parallel()
 	pool := setup(t)
-	b := enqueue(t, pool, event(t, "order", "b", "B1"), event(t, "order", "b", "B2"))
-	a := enqueue(t, pool, event(t, "order", "a", "A1"))
-	b = append(b, enqueue(t, pool, event(t, "order", "b", "B3"))...)
+	b := testdb.Enqueue(t, pool, event(t, "order", "b", "B1"), event(t, "order", "b", "B2"))
+	a := testdb.Enqueue(t, pool, event(t, "order", "a", "A1"))
+	b = append(b, testdb.Enqueue(t, pool, event(t, "order", "b", "B3"))...)
 
 	ids := func(events []outboxtest.Event) []uuid.UUID {
 		out := []uuid.UUID{}
@@ -179,11 +166,11 @@ func TestRunRelay(t *testing.T) {
 		return nil
 	}}
 	stop := outboxtest.RunRelay(t, pool, rec, outbox.RelayConfig{})
-	evs := enqueue(t, pool, event(t, "order", "o-1", "OrderCreated"), event(t, "order", "o-1", "OrderCancelled"),
+	evs := testdb.Enqueue(t, pool, event(t, "order", "o-1", "OrderCreated"), event(t, "order", "o-1", "OrderCancelled"),
 		event(t, "order", "o-2", "OrderCreated"))
 	p := event(t, "order", "poison", "OrderCreated")
 	p.ID = poison
-	enqueue(t, pool, p)
+	testdb.Enqueue(t, pool, p)
 
 	got := rec.Wait(t, 3, 15*time.Second)
 	require.Len(t, got, 3)
@@ -207,7 +194,7 @@ func TestRunRelay(t *testing.T) {
 func TestWaitsFail(t *testing.T) {
 	t.Parallel()
 	pool := setup(t)
-	ev := enqueue(t, pool, event(t, "order", "o-1", "OrderCreated"))[0]
+	ev := testdb.Enqueue(t, pool, event(t, "order", "o-1", "OrderCreated"))[0]
 	msg := failure(t, func(tb testing.TB) {
 		outboxtest.WaitFor(tb, pool, outboxtest.Match{ID: ev.ID}, 100*time.Millisecond, outboxtest.AllPublished, "event %s", "o-1")
 	})
@@ -230,7 +217,7 @@ func TestWaitsFail(t *testing.T) {
 func TestForce(t *testing.T) {
 	t.Parallel()
 	pool := setup(t)
-	evs := enqueue(t, pool, event(t, "order", "o-1", "OrderCreated"), event(t, "order", "o-1", "OrderCancelled"))
+	evs := testdb.Enqueue(t, pool, event(t, "order", "o-1", "OrderCreated"), event(t, "order", "o-1", "OrderCancelled"))
 	near := func(want time.Duration, at *time.Time) {
 		t.Helper()
 		require.NotNil(t, at)
@@ -281,7 +268,7 @@ func TestForce(t *testing.T) {
 func TestDeleteEvents(t *testing.T) {
 	t.Parallel()
 	pool := setup(t)
-	enqueue(t, pool, event(t, "order", "o-1", "OrderCreated"), event(t, "order", "o-1", "OrderCancelled"), event(t, "order", "o-2", "OrderCreated"))
+	testdb.Enqueue(t, pool, event(t, "order", "o-1", "OrderCreated"), event(t, "order", "o-1", "OrderCancelled"), event(t, "order", "o-2", "OrderCreated"))
 	require.EqualValues(t, 2, outboxtest.DeleteEvents(t, pool, outboxtest.Match{AggregateID: "o-1"}))
 	outboxtest.RequireNotEnqueued(t, pool, outboxtest.Match{AggregateID: "o-1"})
 	outboxtest.RequireEnqueued(t, pool, outboxtest.Match{AggregateID: "o-2"})
@@ -289,15 +276,16 @@ func TestDeleteEvents(t *testing.T) {
 	outboxtest.RequireNotEnqueued(t, pool, outboxtest.Match{})
 }
 
-// TestStatementsMatchTheirGoTypes has the database describe the package's
-// statements: their result columns are what the Go code reads.
+// TestStatementsMatchTheirGoTypes: every statement of outboxtest.sql is
+// bound once, and the database describes each with the columns its row type
+// reads.
 func TestStatementsMatchTheirGoTypes(t *testing.T) {
 	t.Parallel()
 	pool := setup(t)
+	testdb.CheckStatementsOn(t, pool, outboxtest.QueriesForTest(), outboxtest.StatementsForTest()...)
 	conn, err := pool.Acquire(t.Context())
 	require.NoError(t, err)
 	defer conn.Release()
-	require.NoError(t, namedsql.CheckColumns(t.Context(), conn.Conn(), outboxtest.StatementsForTest()...))
 
 	// The check can fail: a row struct missing a column.
 	bad := outboxtest.StatementsForTest()[0]

@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/outflow/outflow/handoff"
+	"github.com/outflow/outflow/internal/dev/promtest"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
@@ -68,7 +69,7 @@ func TestDeliveryKindsAndTheRetentionHorizon(t *testing.T) {
 	_, err = temporal.Client().DescribeWorkflow(ctx, refused.ID.String(), "")
 	var notFound *serviceerror.NotFound
 	require.ErrorAs(t, err, &notFound, "no workflow was started for the refused replay")
-	require.Equal(t, 1.0, gatheredValue(t, reg, "outbox_replays_refused_total"))
+	require.Equal(t, 1.0, promtest.Value(t, reg, "outbox_replays_refused_total"))
 
 	// OUTFLOW_REPLAY_HORIZON shorter than the retention refuses earlier.
 	short := newPublisher(t, temporal.Client(), temporalpub.Config{TaskQueue: tq, ReplayHorizon: time.Minute,

@@ -41,13 +41,6 @@ func runRelay(t *testing.T, r *outbox.Relay) {
 	outboxtest.Run(t, r)
 }
 
-func enqueue(t *testing.T, pool *pgxpool.Pool, events ...outbox.Event) []outbox.Event {
-	t.Helper()
-	out, err := enqueueErr(pool, events...)
-	require.NoError(t, err)
-	return out
-}
-
 func enqueueErr(pool *pgxpool.Pool, events ...outbox.Event) ([]outbox.Event, error) {
 	var out []outbox.Event
 	err := pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {

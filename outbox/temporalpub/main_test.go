@@ -1,11 +1,8 @@
 package temporalpub_test
 
 import (
-	"context"
-	"fmt"
 	"os"
 	"testing"
-	"time"
 
 	"github.com/outflow/outflow/internal/dev/devserver"
 )
@@ -14,16 +11,4 @@ import (
 // own task queue, its own database and fresh event IDs.
 var temporal *devserver.Server
 
-func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	srv, err := devserver.New(ctx, devserver.Options{})
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	temporal = srv
-	code := m.Run()
-	_ = srv.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(devserver.RunTests(m, devserver.Options{}, &temporal)) }

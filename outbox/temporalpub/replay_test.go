@@ -63,9 +63,9 @@ func TestReplaySemanticsAgainstTemporal(t *testing.T) {
 		runRelay(t, r)
 	}
 	suffix := uuid.NewString()
-	completed := enqueue(t, pool, orderCreated(t, "complete-"+suffix))[0]
-	failed := enqueue(t, pool, orderCreated(t, "fail-"+suffix))[0]
-	terminated := enqueue(t, pool, orderCreated(t, "block-"+suffix))[0]
+	completed := testdb.Enqueue(t, pool, orderCreated(t, "complete-"+suffix))[0]
+	failed := testdb.Enqueue(t, pool, orderCreated(t, "fail-"+suffix))[0]
+	terminated := testdb.Enqueue(t, pool, orderCreated(t, "block-"+suffix))[0]
 	all := []outbox.Event{completed, failed, terminated}
 	newRelay()
 	require.Eventually(t, func() bool { return allPublished(pool, all) }, 30*time.Second, 20*time.Millisecond)

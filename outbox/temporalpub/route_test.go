@@ -17,6 +17,7 @@ import (
 	sdktemporal "go.temporal.io/sdk/temporal"
 
 	"github.com/outflow/outflow/handoff"
+	"github.com/outflow/outflow/internal/dev/promtest"
 	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/routes"
 	"github.com/outflow/outflow/outbox"
@@ -77,7 +78,7 @@ func TestRoutesWithoutSearchAttributesOnANamespaceWithoutOrderId(t *testing.T) {
 		require.NoError(t, err)
 		voided, err := outbox.NewEvent("invoice", id, "InvoiceVoided", 1, map[string]any{"invoice_id": id})
 		require.NoError(t, err)
-		events = append(events, enqueue(t, pool, issued, voided)...)
+		events = append(events, testdb.Enqueue(t, pool, issued, voided)...)
 	}
 	r, err := outbox.NewRelay(pool, pub, outbox.RelayConfig{Logger: quietLogger(), PollInterval: 100 * time.Millisecond, MaxAttempts: 1})
 	require.NoError(t, err)
@@ -158,7 +159,7 @@ func TestPublishersShareARegistry(t *testing.T) {
 	require.NoError(t, first.Publish(ctx, e))
 	require.NoError(t, first.Publish(ctx, e), "a duplicate, absorbed")
 	require.NoError(t, second.Publish(ctx, e), "a duplicate, absorbed")
-	require.Equal(t, 2.0, gatheredValue(t, reg, "outbox_duplicate_starts_total"), "one counter for both publishers")
+	require.Equal(t, 2.0, promtest.Value(t, reg, "outbox_duplicate_starts_total"), "one counter for both publishers")
 	countOn(t, tq, 1)
 
 	clash := prometheus.NewRegistry()

@@ -21,6 +21,7 @@ import (
 
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/dev/ports"
+	"github.com/outflow/outflow/internal/dev/promtest"
 	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/temporalpub"
@@ -204,7 +205,7 @@ func TestSignalsKeepPerAggregateOrder(t *testing.T) {
 	aggs := []string{uuid.NewString(), uuid.NewString()}
 	for i := range 5 {
 		for _, agg := range aggs {
-			e := enqueue(t, pool, stockEvent(t, agg, "step"))[0]
+			e := testdb.Enqueue(t, pool, stockEvent(t, agg, "step"))[0]
 			require.Equal(t, int64(i+1), e.Sequence)
 			byAgg[agg] = append(byAgg[agg], e)
 			all = append(all, e)
@@ -245,7 +246,7 @@ func TestSignalToAClosedWorkflowIsQuarantined(t *testing.T) {
 	// before it closed is refused alike, for an operator to skip.
 	require.ErrorIs(t, b.pub.Publish(ctx, closing), outbox.ErrPermanent)
 
-	queued := enqueue(t, pool, stockEvent(t, agg, "late"))[0]
+	queued := testdb.Enqueue(t, pool, stockEvent(t, agg, "late"))[0]
 	r, err := outbox.NewRelay(pool, b.pub, outbox.RelayConfig{Logger: quietLogger(), PollInterval: 100 * time.Millisecond})
 	require.NoError(t, err)
 	runRelay(t, r)
@@ -302,7 +303,7 @@ func TestClosedWorkflowFallback(t *testing.T) {
 	require.Equal(t, late.ID.String(), in.EventID, "the late event's own envelope is the input")
 
 	require.NoError(t, pub.Publish(ctx, late), "a re-delivery")
-	require.Equal(t, 1.0, gatheredValue(t, reg, "outbox_duplicate_starts_total"))
+	require.Equal(t, 1.0, promtest.Value(t, reg, "outbox_duplicate_starts_total"))
 	sink := describeID(t, "sink-"+agg)
 	require.Equal(t, closedRun, sink.GetExecution().GetRunId(), "the closed target was not run again")
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, sink.GetStatus())

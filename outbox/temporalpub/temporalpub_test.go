@@ -21,6 +21,7 @@ import (
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/dev/devserver"
 	"github.com/outflow/outflow/internal/dev/ports"
+	"github.com/outflow/outflow/internal/dev/promtest"
 	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
@@ -40,9 +41,9 @@ func TestEveryEventGetsOneWorkflow(t *testing.T) {
 	var events []outbox.Event
 	for range 5 {
 		orderID := uuid.NewString()
-		created := enqueue(t, pool, orderCreated(t, orderID))[0]
+		created := testdb.Enqueue(t, pool, orderCreated(t, orderID))[0]
 		events = append(events, created)
-		events = append(events, enqueue(t, pool, orderCancelled(t, orderID, created.ID))...)
+		events = append(events, testdb.Enqueue(t, pool, orderCancelled(t, orderID, created.ID))...)
 	}
 	r, err := outbox.NewRelay(pool, pub, outbox.RelayConfig{Logger: quietLogger()})
 	require.NoError(t, err)
@@ -80,7 +81,7 @@ func TestEveryEventGetsOneWorkflow(t *testing.T) {
 	// The relay's at-least-once duplicate: acknowledged, counted, still one
 	// workflow.
 	require.NoError(t, pub.Publish(context.Background(), events[0]))
-	require.Equal(t, 1.0, gatheredValue(t, reg, "outbox_duplicate_starts_total"))
+	require.Equal(t, 1.0, promtest.Value(t, reg, "outbox_duplicate_starts_total"))
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	_, err = temporal.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{
@@ -111,17 +112,17 @@ func TestPoisonEventsAreQuarantinedAndHoldBackOnlyTheirAggregate(t *testing.T) {
 	badPayload := orderCreated(t, "o-bad")
 	badPayload.Payload = []byte(`{"order_id":"o-bad"}`) // no email, currency, amount...
 	poison := []outbox.Event{
-		enqueue(t, pool, noRoute)[0],
-		enqueue(t, pool, badPayload)[0],
+		testdb.Enqueue(t, pool, noRoute)[0],
+		testdb.Enqueue(t, pool, badPayload)[0],
 	}
 	heldBack := []outbox.Event{
-		enqueue(t, pool, orderCancelled(t, "o-noroute", poison[0].ID))[0],
-		enqueue(t, pool, orderCancelled(t, "o-bad", poison[1].ID))[0],
+		testdb.Enqueue(t, pool, orderCancelled(t, "o-noroute", poison[0].ID))[0],
+		testdb.Enqueue(t, pool, orderCancelled(t, "o-bad", poison[1].ID))[0],
 	}
-	healthy := enqueue(t, pool, orderCreated(t, "o-good"))
+	healthy := testdb.Enqueue(t, pool, orderCreated(t, "o-good"))
 	runRelay(t, r)
 	require.Eventually(t, func() bool { return allPublished(pool, healthy) }, 30*time.Second, 20*time.Millisecond)
-	late := enqueue(t, pool, orderCreated(t, "o-late"))
+	late := testdb.Enqueue(t, pool, orderCreated(t, "o-late"))
 	require.Eventually(t, func() bool { return allPublished(pool, late) }, 30*time.Second, 20*time.Millisecond)
 
 	ctx := context.Background()
@@ -279,11 +280,11 @@ func TestTemporalUnavailable(t *testing.T) {
 	tq := taskQueue(t)
 	var events []outbox.Event
 	for range 10 {
-		events = append(events, enqueue(t, pool, orderCreated(t, uuid.NewString()))...)
+		events = append(events, testdb.Enqueue(t, pool, orderCreated(t, uuid.NewString()))...)
 	}
 	poisonEvent, err := outbox.NewEvent(orders.AggregateType, uuid.NewString(), "OrderTeleported", 1, map[string]string{})
 	require.NoError(t, err)
-	poison := enqueue(t, pool, poisonEvent)[0]
+	poison := testdb.Enqueue(t, pool, poisonEvent)[0]
 	reg := prometheus.NewRegistry()
 	r, err := outbox.NewRelay(pool, newPublisher(t, c, temporalpub.Config{TaskQueue: tq}), outbox.RelayConfig{
 		Logger: quietLogger(), Lease: 5 * time.Second, PublishTimeout: time.Second, Registerer: reg,
@@ -299,7 +300,7 @@ func TestTemporalUnavailable(t *testing.T) {
 		ids[i] = e.ID
 	}
 	require.Eventually(t, func() bool {
-		up, err := gauge(reg, "outbox_sink_up")
+		up, err := promtest.Sum(reg, "outbox_sink_up")
 		return err == nil && up == 0
 	}, time.Minute, 50*time.Millisecond, "the breaker opens while Temporal is down")
 	// The whole backoff schedule of two attempts is well under a second.
@@ -333,23 +334,8 @@ func TestTemporalUnavailable(t *testing.T) {
 		err := pool.QueryRow(ctx, `SELECT quarantined_at IS NOT NULL FROM outbox_events WHERE event_id = $1`, poison.ID).Scan(&q)
 		return err == nil && q
 	}, time.Minute, 100*time.Millisecond, "the unroutable event is quarantined after recovery: its own fault")
-	up, err := gauge(reg, "outbox_sink_up")
-	require.NoError(t, err)
+	up := promtest.Value(t, reg, "outbox_sink_up")
 	require.Equal(t, 1.0, up)
-}
-
-// gauge reads one unlabelled gauge of reg.
-func gauge(reg *prometheus.Registry, name string) (float64, error) {
-	families, err := reg.Gather()
-	if err != nil {
-		return 0, err
-	}
-	for _, f := range families {
-		if f.GetName() == name {
-			return f.GetMetric()[0].GetGauge().GetValue(), nil
-		}
-	}
-	return 0, fmt.Errorf("no metric %s", name)
 }
 
 // TestWhoseFaultByStatusCode: how a failed start is classified for the
@@ -410,20 +396,6 @@ func TestPublishRejectsUnroutableEventsPermanently(t *testing.T) {
 	require.False(t, temporalpub.IsAlreadyStarted(errors.New("other")))
 }
 
-// gatheredValue reads one unlabelled counter from reg.
-func gatheredValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	require.NoError(t, err)
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			return mf.GetMetric()[0].GetCounter().GetValue()
-		}
-	}
-	t.Fatalf("no metric %s", name)
-	return 0
-}
-
 // TestThrottledNamespace: a dev server whose namespace accepts 5 requests a
 // second (frontend.namespaceRPS: low enough that a relay on a loaded machine
 // still goes beyond it; at 20 one did not, under a model check) and a
@@ -440,7 +412,7 @@ func TestThrottledNamespace(t *testing.T) {
 	tq := taskQueue(t)
 	var events []outbox.Event
 	for range 80 {
-		events = append(events, enqueue(t, pool, orderCreated(t, uuid.NewString()))...)
+		events = append(events, testdb.Enqueue(t, pool, orderCreated(t, uuid.NewString()))...)
 	}
 	// The starter's client: the SDK retries throttled requests itself, and
 	// the interceptor tells the relay of each.
@@ -463,14 +435,7 @@ func TestThrottledNamespace(t *testing.T) {
 	require.NoError(t, pool.QueryRow(context.Background(),
 		`SELECT count(*) FROM outbox_events WHERE quarantined_at IS NOT NULL`).Scan(&quarantined))
 	require.Zero(t, quarantined, "a throttle quarantined events")
-	families, err := reg.Gather()
-	require.NoError(t, err)
-	var throttled float64
-	for _, f := range families {
-		if f.GetName() == "outbox_sink_throttled_total" {
-			throttled = f.GetMetric()[0].GetCounter().GetValue()
-		}
-	}
+	throttled := promtest.Value(t, reg, "outbox_sink_throttled_total")
 	require.Positive(t, throttled, "Temporal throttled the relay")
 	t.Logf("%d starts in %s: %.1f/s against a namespace limit of %d requests/s; %v throttled publishes",
 		len(events), took.Round(time.Millisecond), float64(len(events))/took.Seconds(), limit, throttled)

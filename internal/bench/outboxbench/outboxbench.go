@@ -34,36 +34,20 @@ type ClaimArgs struct {
 	MaxAttempts int
 }
 
-// claimArgs are RelayClaim's placeholders as a polling relay outside its
-// pipeline binds them (outbox's claimArgs): no CDC narrowing (min_age_ms 0,
-// handed_off NULL) and no events held.
-type claimArgs struct {
-	Owner       string      `db:"owner"`
-	BatchSize   int         `db:"batch_size"`
-	LeaseMS     int64       `db:"lease_ms"`
-	MaxAttempts int         `db:"max_attempts"`
-	MinAgeMS    int64       `db:"min_age_ms"`
-	HandedOff   []uuid.UUID `db:"handed_off"`
-	Held        []uuid.UUID `db:"held"`
-}
-
-type eventsArgs struct {
-	Owner    string      `db:"owner"`
-	EventIDs []uuid.UUID `db:"event_ids"`
-}
-
 // The rows are left to the caller (Rows), so R only documents them.
 var (
-	qClaim = namedsql.Bind[claimArgs, namedsql.NoRows](relaysql.Queries, "RelayClaim")
-	qMark  = namedsql.Bind[eventsArgs, uuid.UUID](relaysql.Queries, "RelayMark")
+	qClaim = namedsql.Bind[relaysql.ClaimArgs, namedsql.NoRows](relaysql.Queries, "RelayClaim")
+	qMark  = namedsql.Bind[relaysql.EventsArgs, uuid.UUID](relaysql.Queries, "RelayMark")
 )
 
-// Claim runs the relay's claim statement on q and returns its rows, one per
-// claimed event, with the columns the relay reads (the event ID first). It
+// Claim runs the relay's claim statement on q, as a polling relay outside
+// its pipeline does (no CDC narrowing, no events held), and returns its rows,
+// one per claimed event, with the columns the relay reads (the event ID
+// first). It
 // claims for real: run it in a transaction that is rolled back to leave the
 // table as it was.
 func Claim(ctx context.Context, q Querier, a ClaimArgs) (pgx.Rows, error) {
-	return qClaim.Rows(ctx, q, claimArgs{
+	return qClaim.Rows(ctx, q, relaysql.ClaimArgs{
 		Owner:       a.Owner,
 		BatchSize:   a.BatchSize,
 		LeaseMS:     a.Lease.Milliseconds(),
@@ -74,5 +58,5 @@ func Claim(ctx context.Context, q Querier, a ClaimArgs) (pgx.Rows, error) {
 // Mark runs the relay's mark statement for ids claimed by owner on q; its
 // rows are the IDs it marked published.
 func Mark(ctx context.Context, q Querier, owner string, ids []uuid.UUID) (pgx.Rows, error) {
-	return qMark.Rows(ctx, q, eventsArgs{Owner: owner, EventIDs: ids})
+	return qMark.Rows(ctx, q, relaysql.EventsArgs{Owner: owner, EventIDs: ids})
 }

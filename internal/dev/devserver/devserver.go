@@ -100,6 +100,25 @@ func Start(t testing.TB, opts Options) *Server {
 	return s
 }
 
+// RunTests is a TestMain's body for a package whose tests share one dev
+// server: it starts the server (within two minutes), sets *shared to it,
+// runs the tests and stops it, and returns the exit code (1 when the
+// server cannot start).
+//
+//	func TestMain(m *testing.M) { os.Exit(devserver.RunTests(m, devserver.Options{}, &temporal)) }
+func RunTests(m *testing.M, opts Options, shared **Server) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	srv, err := New(ctx, opts)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	*shared = srv
+	defer srv.Stop() //nolint:errcheck // the tests are over
+	return m.Run()
+}
+
 // New starts a dev server and waits until it accepts clients. The caller
 // calls Stop.
 func New(ctx context.Context, opts Options) (*Server, error) {

@@ -3,7 +3,10 @@
 // file, waits for a line in that log, stops it (SIGTERM, then SIGKILL after
 // a grace period), kills it, and reports how it ended. The crash tests of
 // testsuite, the demo (cmd/demo) and the Temporal cluster
-// (internal/dev/cluster) run their children through it.
+// (internal/dev/cluster) run their children through it. A command's
+// process test builds it with [Build] and runs it with [StartServer], which
+// waits for its listen address and kills it when the test ends. A test that
+// plays the crashing part itself re-runs in a child with [RerunKilled].
 //
 //	p, err := proc.Start(proc.Options{Name: "starter", Bin: bin, LogPath: log, Env: env})
 //	if err != nil { ... }
@@ -17,6 +20,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"sync"
 	"syscall"
@@ -185,25 +189,46 @@ func (p *Process) WaitKilled(ctx context.Context) error {
 // WaitLog waits until the process's output (of this run) contains marker;
 // it fails early when the process ends first.
 func (p *Process) WaitLog(ctx context.Context, marker string) error {
+	_, err := p.waitLog(ctx, fmt.Sprintf("%q", marker), func(out string) []string {
+		if strings.Contains(out, marker) {
+			return []string{marker}
+		}
+		return nil
+	})
+	return err
+}
+
+// WaitLogMatch is [Process.WaitLog] for the first text of this run's output
+// that re matches; it returns the match and its groups.
+func (p *Process) WaitLogMatch(ctx context.Context, re *regexp.Regexp) ([]string, error) {
+	return p.waitLog(ctx, fmt.Sprintf("a line like %q", re), re.FindStringSubmatch)
+}
+
+// waitLog polls this run's output until find finds what (as errors name it)
+// in it, the process ends without it, or ctx ends.
+func (p *Process) waitLog(ctx context.Context, what string, find func(out string) []string) ([]string, error) {
 	for {
-		if bytes.Contains(p.output(), []byte(marker)) {
-			return nil
+		if m := find(p.Log()); m != nil {
+			return m, nil
 		}
 		if p.Exited() {
 			// The last lines may have been written just before the end.
-			if bytes.Contains(p.output(), []byte(marker)) {
-				return nil
+			if m := find(p.Log()); m != nil {
+				return m, nil
 			}
-			return fmt.Errorf("%s exited before logging %q (see %s)\n%s", p.name, marker, p.logPath, p.LogTail(30))
+			return nil, fmt.Errorf("%s exited before logging %s (see %s)\n%s", p.name, what, p.logPath, p.LogTail(30))
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s did not log %q: %w (see %s)\n%s", p.name, marker, ctx.Err(), p.logPath, p.LogTail(30))
+			return nil, fmt.Errorf("%s did not log %s: %w (see %s)\n%s", p.name, what, ctx.Err(), p.logPath, p.LogTail(30))
 		case <-p.done:
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
 }
+
+// Log returns what the process logged in this run.
+func (p *Process) Log() string { return string(p.output()) }
 
 // LogTail returns the last n lines the process logged in this run.
 func (p *Process) LogTail(n int) string {

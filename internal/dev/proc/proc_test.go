@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/failpoints"
 )
 
 func sh(t *testing.T, logPath, script string) *Process {
@@ -92,4 +94,61 @@ func TestTruncateAndEnviron(t *testing.T) {
 	require.NotContains(t, string(b), "=====")
 	require.Contains(t, string(b), "PROC_TEST_KEEP=y")
 	require.NotContains(t, string(b), "PROC_TEST_DROP")
+}
+
+// script writes body as an executable shell script, a stand-in for a
+// server binary.
+func script(t *testing.T, body string) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "server.sh")
+	require.NoError(t, os.WriteFile(bin, []byte("#!/bin/sh\n"+body+"\n"), 0o755))
+	return bin
+}
+
+func TestStartServerStopAndKilled(t *testing.T) {
+	t.Parallel()
+	// A server that logs its address from its environment and exits 0 on
+	// SIGTERM.
+	bin := script(t, `trap 'echo msg=stopped; exit 0' TERM
+echo "level=INFO msg=listening addr=$SERVER_ADDR"
+while :; do sleep 0.1; done`)
+	s := StartServer(t, "server", bin, 10*time.Second, "SERVER_ADDR=127.0.0.1:1", "SERVER_ADDR=127.0.0.1:7")
+	require.Equal(t, "127.0.0.1:7", s.Addr, "the later value of a key wins")
+	s.RequireStopped(t)
+	require.Contains(t, s.Log(), "msg=stopped")
+
+	// One that crashes at a failpoint, as failpoints does.
+	bin = script(t, `echo "msg=listening addr=127.0.0.1:8"
+sleep 0.2
+echo "failpoint test.crash: crashing (SIGKILL)" >&2
+kill -KILL $$`)
+	s = StartServer(t, "crasher", bin, 10*time.Second)
+	require.Equal(t, "127.0.0.1:8", s.Addr)
+	s.RequireKilled(t, "test.crash")
+}
+
+func TestStartServerFailsWhenItExitsFirst(t *testing.T) {
+	t.Parallel()
+	bin := script(t, "echo refusing; exit 2")
+	p, err := Start(Options{Name: "server", Bin: bin, LogPath: filepath.Join(t.TempDir(), "server.log")})
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = p.WaitLogMatch(ctx, listening)
+	require.ErrorContains(t, err, "exited before logging a line like")
+	require.ErrorContains(t, err, "refusing")
+}
+
+// TestRerunKilled: the child is this test, dying at the failpoint the
+// parent set.
+func TestRerunKilled(t *testing.T) {
+	if IsChild(t) {
+		fps, err := failpoints.FromEnv()
+		require.NoError(t, err)
+		require.Equal(t, "x", os.Getenv("PROC_TEST_CHILD_VALUE"))
+		_ = fps.Inject(context.Background(), failpoints.RelayAfterPublish)
+		t.Fatal("survived the failpoint")
+	}
+	t.Parallel()
+	RerunKilled(t, failpoints.RelayAfterPublish, "PROC_TEST_CHILD_VALUE=x")
 }

@@ -1,0 +1,40 @@
+package testdb
+
+import (
+	"context"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outflow/outflow/outbox"
+)
+
+// Enqueue commits events to the outbox of pool's database in a transaction
+// of their own and returns them as written (IDs, sequences, times): the
+// events a relay's or an operator tool's test starts from, with no business
+// change around them.
+func Enqueue(t testing.TB, pool *pgxpool.Pool, events ...outbox.Event) []outbox.Event {
+	t.Helper()
+	var out []outbox.Event
+	err := pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = outbox.Enqueue(context.Background(), tx, events...)
+		return err
+	})
+	if err != nil {
+		t.Fatalf("testdb: enqueue: %v", err)
+	}
+	return out
+}
+
+// Event is an event of the order aggregateID of type eventType, schema
+// version 1, whose payload is {"order_id": aggregateID}.
+func Event(t testing.TB, aggregateID, eventType string) outbox.Event {
+	t.Helper()
+	e, err := outbox.NewEvent("order", aggregateID, eventType, 1, map[string]string{"order_id": aggregateID})
+	if err != nil {
+		t.Fatalf("testdb: %v", err)
+	}
+	return e
+}
