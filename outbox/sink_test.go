@@ -303,11 +303,11 @@ func TestDatabaseFailingUnderAPublishCostsNoAttempt(t *testing.T) {
 	})
 	require.NoError(t, err)
 	run(t, r)
-	e := enqueue(t, b.pool, mustEvent(t, "o-1", "Created"))[0]
+	e := testdb.Enqueue(t, b.pool, testdb.Event(t, "o-1", "Created"))[0]
 	eventually(t, 30*time.Second, func() bool { return published(b.pool, e.ID) }, "the event is published once the database answers")
 	row := readRow(t, b.pool, e.ID)
 	require.Nil(t, row.Quarantined, "quarantined for the database's failure")
 	require.Equal(t, 1, row.Attempts, "the database's failures cost the event no attempt: only the publish that succeeded counts")
-	require.EqualValues(t, 3, labelled(t, reg, "outbox_publish_errors_total", "fault", "sink"))
-	require.Zero(t, labelled(t, reg, "outbox_publish_errors_total", "fault", "event"))
+	require.EqualValues(t, 3, promtest.Value(t, reg, "outbox_publish_errors_total", "fault", "sink"))
+	require.Zero(t, promtest.Value(t, reg, "outbox_publish_errors_total", "fault", "event"))
 }
