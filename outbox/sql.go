@@ -48,7 +48,7 @@ var statements = []namedsql.Info{
 	qLookupEventSequence.Info(), qLookupAggregateEvents.Info(),
 	qRelayClaim.Info(), qRelayClaimVerify.Info(), qRelayMark.Info(), qRelayMarkAsync.Info(), qRelayFail.Info(),
 	qRelayRelease.Info(), qRelaySinkRelease.Info(), qRelayListen.Info(), qRelayGauges.Info(),
-	qEnqueueAggregate.Info(),
+	qEnqueueAggregate.Info(), qEnqueueLogAggregate.Info(),
 	qCDCSort.Info(), qCDCLease.Info(), qCDCLeaseVerify.Info(), qCDCMark.Info(), qCDCTakeFailed.Info(),
 	qCDCWALLevel.Info(), qCDCPublicationExist.Info(), qCDCPublicationLock.Info(), qCDCPublicationMake.Info(),
 	qCDCCreateSlot.Info(), qCDCSlot.Info(),
@@ -163,8 +163,11 @@ type gaugesRow struct {
 	Quarantined             int64   `db:"quarantined"`
 }
 
-// The write side's statement (queries.sql).
-var qEnqueueAggregate = namedsql.Bind[enqueueAggregateArgs, enqueuedRow](queries, "EnqueueAggregate")
+// The write side's statements (queries.sql).
+var (
+	qEnqueueAggregate    = namedsql.Bind[enqueueAggregateArgs, enqueuedRow](queries, "EnqueueAggregate")
+	qEnqueueLogAggregate = namedsql.Bind[enqueueAggregateArgs, enqueuedRow](queries, "EnqueueLogAggregate")
+)
 
 // enqueueAggregateArgs are one aggregate's events, one element of each array
 // per event, in sequence order.
