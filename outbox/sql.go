@@ -44,7 +44,7 @@ type reader interface {
 
 // statements describes every bound statement, for the test that has the
 // database check them.
-var statements = []namedsql.Info{
+var statements = append([]namedsql.Info{
 	qLookupEventSequence.Info(), qLookupAggregateEvents.Info(),
 	qRelayClaim.Info(), qRelayClaimVerify.Info(), qRelayMark.Info(), qRelayMarkAsync.Info(), qRelayFail.Info(),
 	qRelayRelease.Info(), qRelaySinkRelease.Info(), qRelayListen.Info(), qRelayGauges.Info(),
@@ -52,7 +52,7 @@ var statements = []namedsql.Info{
 	qCDCSort.Info(), qCDCLease.Info(), qCDCLeaseVerify.Info(), qCDCMark.Info(), qCDCTakeFailed.Info(),
 	qCDCWALLevel.Info(), qCDCPublicationExist.Info(), qCDCPublicationLock.Info(), qCDCPublicationMake.Info(),
 	qCDCCreateSlot.Info(), qCDCSlot.Info(),
-}
+}, logStatements...)
 
 // The lookups other packages use (lookup.sql).
 var (

@@ -1,0 +1,567 @@
+package outbox_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/outbox"
+)
+
+// The log source (OUTFLOW_RELAY_SOURCE=log): model/log.pml's protocol
+// against real PostgreSQL.
+
+var logEnqueuer = outbox.NewEnqueuer(outbox.EnqueueConfig{Log: true})
+
+// enqueueLog commits events to the log in one transaction.
+func enqueueLog(t *testing.T, pool *pgxpool.Pool, events ...outbox.Event) []outbox.Event {
+	t.Helper()
+	var out []outbox.Event
+	require.NoError(t, pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = logEnqueuer.Enqueue(context.Background(), tx, events...)
+		return err
+	}))
+	return out
+}
+
+// newLogRelay builds a log relay over b's pool with test defaults: a short
+// poll, a quiet logger, a short retry backoff.
+func (b *testBundle) newLogRelay(t *testing.T, cfg outbox.LogConfig) *outbox.LogRelay {
+	t.Helper()
+	cfg.PollInterval = max(cfg.PollInterval, 100*time.Millisecond)
+	if cfg.Logger == nil {
+		cfg.Logger = quietLogger()
+	}
+	if cfg.RetryBase == 0 {
+		cfg.RetryBase, cfg.RetryMax = 10*time.Millisecond, 50*time.Millisecond
+	}
+	r, err := outbox.NewLogRelay(b.pool, b.rec, cfg)
+	require.NoError(t, err)
+	return r
+}
+
+// sameLogPartition returns n order IDs whose events share one partition,
+// and the partition.
+func sameLogPartition(t *testing.T, pool *pgxpool.Pool, prefix string, n int) ([]string, int) {
+	t.Helper()
+	byPart := map[int][]string{}
+	for i := 0; ; i++ {
+		id := fmt.Sprintf("%s-%d", prefix, i)
+		var p int
+		require.NoError(t, pool.QueryRow(context.Background(), `SELECT outbox_log_partition('order', $1)`, id).Scan(&p))
+		byPart[p] = append(byPart[p], id)
+		if len(byPart[p]) == n {
+			return byPart[p], p
+		}
+	}
+}
+
+// sequencesOf returns, per order, the sequences of the acknowledged events
+// in the order they were acknowledged.
+func (r *recorder) sequencesOf() map[string][]int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := map[string][]int64{}
+	for _, e := range r.acked {
+		out[e.AggregateID] = append(out[e.AggregateID], e.Sequence)
+	}
+	return out
+}
+
+// firstPublishes is sequencesOf without the repeats: each event's first
+// acknowledgement only (delivery is at least once).
+func (r *recorder) firstPublishes() map[string][]int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := map[uuid.UUID]bool{}
+	out := map[string][]int64{}
+	for _, e := range r.acked {
+		if !seen[e.ID] {
+			seen[e.ID] = true
+			out[e.AggregateID] = append(out[e.AggregateID], e.Sequence)
+		}
+	}
+	return out
+}
+
+func seq(n int) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = int64(i + 1)
+	}
+	return out
+}
+
+// logUntouched fails unless no row of the log was ever updated or locked
+// and nothing went to outbox_events: the source writes nothing per event.
+func logUntouched(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	var touched, events int
+	require.NoError(t, pool.QueryRow(context.Background(),
+		`SELECT (SELECT count(*) FROM outbox_log WHERE xmax <> '0'), (SELECT count(*) FROM outbox_events)`).Scan(&touched, &events))
+	require.Zero(t, touched, "log rows are inserted and never updated")
+	require.Zero(t, events, "the log enqueuer writes nothing to outbox_events")
+}
+
+func expireLogLeases(t *testing.T, pool *pgxpool.Pool) {
+	t.Helper()
+	_, err := pool.Exec(context.Background(), `UPDATE outbox_log_cursors SET lease_until = now() - interval '1 second' WHERE lease_until IS NOT NULL`)
+	require.NoError(t, err)
+}
+
+func logCursor(t *testing.T, pool *pgxpool.Pool, partition int) (gate, pos, epoch int64, tries int) {
+	t.Helper()
+	require.NoError(t, pool.QueryRow(context.Background(),
+		`SELECT gate, pos, epoch, tries FROM outbox_log_cursors WHERE partition = $1`, partition).Scan(&gate, &pos, &epoch, &tries))
+	return
+}
+
+// readLog is ReadForTest until the batch has n events: the horizon is the
+// server's, so another test's open transaction may hold it back a moment.
+func readLog(t *testing.T, r *outbox.LogRelay, partition, n int) *outbox.LogBatchForTest {
+	t.Helper()
+	var batch *outbox.LogBatchForTest
+	eventually(t, 10*time.Second, func() bool {
+		var err error
+		batch, err = r.ReadForTest(context.Background(), partition)
+		require.NoError(t, err)
+		return len(batch.Events()) > 0
+	}, "the batch is readable")
+	require.Len(t, batch.Events(), n)
+	return batch
+}
+
+func logHolds(t *testing.T, pool *pgxpool.Pool) []outbox.LogHold {
+	t.Helper()
+	hs, err := outbox.LogHolds(context.Background(), pool)
+	require.NoError(t, err)
+	return hs
+}
+
+// TestLogDeliversEveryOrderInSequence: orders spread over the partitions,
+// several events per transaction and several transactions per order, are
+// all delivered, each order in sequence, by two relays sharing the
+// partitions; the log is never written after the insert.
+func TestLogDeliversEveryOrderInSequence(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	const orders, perOrder = 40, 6
+	for round := range 3 {
+		var evs []outbox.Event
+		for o := range orders {
+			for range perOrder / 3 {
+				evs = append(evs, mustEvent(t, fmt.Sprintf("o-%d", o), fmt.Sprintf("E%d", round)))
+			}
+		}
+		enqueueLog(t, b.pool, evs...)
+	}
+	run(t, b.newLogRelay(t, outbox.LogConfig{MaxPartitions: 8, RelayConfig: outbox.RelayConfig{BatchSize: 7}}))
+	run(t, b.newLogRelay(t, outbox.LogConfig{MaxPartitions: 8, RelayConfig: outbox.RelayConfig{BatchSize: 7}}))
+	eventually(t, 20*time.Second, func() bool { return len(b.rec.ackedIDs()) == orders*perOrder }, "every event delivered")
+	for id, got := range b.rec.firstPublishes() {
+		require.Equal(t, seq(perOrder), got, "order %s in sequence", id)
+	}
+	logUntouched(t, b.pool)
+}
+
+// TestLogOverlappingTransactionsKeepTheOrder is the case Watermill gets
+// wrong: two transactions on one order overlap, the earlier xid takes the
+// later sequence. The gate (greatest(last_gate, xid)) keeps the sequence
+// order, and the horizon holds the first event back while the other
+// transaction is open: delivered [1 2], never [2 1].
+func TestLogOverlappingTransactionsKeepTheOrder(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	run(t, b.newLogRelay(t, outbox.LogConfig{}))
+
+	early, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = early.Rollback(ctx) }()
+	var earlyXID, lateXID int64
+	require.NoError(t, early.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&earlyXID))
+
+	late, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	require.NoError(t, late.QueryRow(ctx, `SELECT pg_current_xact_id()::text::bigint`).Scan(&lateXID))
+	require.Less(t, earlyXID, lateXID)
+	first, err := logEnqueuer.Enqueue(ctx, late, mustEvent(t, "w-1", "OrderCreated"))
+	require.NoError(t, err)
+	require.NoError(t, late.Commit(ctx))
+	require.EqualValues(t, 1, first[0].Sequence, "the later xid locked the order first")
+
+	// The earlier transaction is open: the horizon holds sequence 1 back
+	// (its gate, the later xid, is above the snapshot's xmin).
+	time.Sleep(300 * time.Millisecond)
+	require.Empty(t, b.rec.ackedIDs(), "nothing delivered while an older transaction is open")
+
+	second, err := logEnqueuer.Enqueue(ctx, early, mustEvent(t, "w-1", "OrderPaid"))
+	require.NoError(t, err)
+	require.EqualValues(t, 2, second[0].Sequence)
+	require.NoError(t, early.Commit(ctx))
+
+	var gates []int64
+	rows, err := b.pool.Query(ctx, `SELECT gate FROM outbox_log ORDER BY aggregate_sequence`)
+	require.NoError(t, err)
+	gates, err = pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
+	require.Equal(t, []int64{lateXID, lateXID}, gates, "sequence 2 carries the lane's gate, not its own earlier xid")
+
+	eventually(t, 10*time.Second, func() bool { return len(b.rec.ackedIDs()) == 2 }, "both delivered")
+	require.Equal(t, []int64{1, 2}, b.rec.sequencesOf()["w-1"])
+}
+
+// TestLogHorizonDelaysNeverLoses: an open transaction that took an xid
+// before an event's transaction (model/log.pml's mutant log_no_horizon: it
+// commits later with a lower gate) holds the event back until it ends;
+// then both are delivered, the later commit included, though its key sorts
+// before the cursor the first event would have given.
+func TestLogHorizonDelaysNeverLoses(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	ids, _ := sameLogPartition(t, b.pool, "h", 2)
+	run(t, b.newLogRelay(t, outbox.LogConfig{}))
+
+	older, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = older.Rollback(ctx) }()
+	_, err = older.Exec(ctx, `SELECT pg_current_xact_id()`)
+	require.NoError(t, err)
+
+	enqueueLog(t, b.pool, mustEvent(t, ids[0], "OrderCreated"))
+	time.Sleep(300 * time.Millisecond)
+	require.Empty(t, b.rec.ackedIDs(), "held back by the horizon, not lost")
+
+	_, err = logEnqueuer.Enqueue(ctx, older, mustEvent(t, ids[1], "OrderCreated"))
+	require.NoError(t, err)
+	require.NoError(t, older.Commit(ctx))
+	eventually(t, 10*time.Second, func() bool { return len(b.rec.ackedIDs()) == 2 }, "both delivered once the older transaction ended")
+
+	// An unrelated open transaction (no outbox write at all) delays too.
+	unrelated, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = unrelated.Rollback(ctx) }()
+	_, err = unrelated.Exec(ctx, `SELECT pg_current_xact_id()`)
+	require.NoError(t, err)
+	enqueueLog(t, b.pool, mustEvent(t, ids[0], "OrderPaid"))
+	time.Sleep(300 * time.Millisecond)
+	require.Len(t, b.rec.ackedIDs(), 2, "delayed by the unrelated transaction")
+	require.NoError(t, unrelated.Rollback(ctx))
+	eventually(t, 10*time.Second, func() bool { return len(b.rec.ackedIDs()) == 3 }, "delivered once it ended")
+}
+
+// TestLogPoisonHoldsOnlyItsOrder: an event whose publish fails for good
+// puts its order under a quarantined hold; the partition's other orders
+// flow on, and so do its later events once an operator skips it; a retry
+// publishes it once the publisher takes it.
+func TestLogPoisonHoldsOnlyItsOrder(t *testing.T) {
+	t.Parallel()
+	var poison sync.Map // event ID -> true while it fails
+	b := setup(t, func(_ context.Context, e outbox.Event) error {
+		if _, bad := poison.Load(e.ID); bad {
+			return outbox.Permanent(errors.New("no route for this event"))
+		}
+		return nil
+	})
+	ctx := context.Background()
+	ids, part := sameLogPartition(t, b.pool, "p", 3)
+	bad, good, other := ids[0], ids[1], ids[2]
+
+	var evs []outbox.Event
+	for _, id := range []string{bad, good} {
+		for i := range 3 {
+			evs = append(evs, mustEvent(t, id, fmt.Sprintf("E%d", i+1)))
+		}
+	}
+	written := enqueueLog(t, b.pool, evs...)
+	poison.Store(written[1].ID, true) // bad's sequence 2
+	run(t, b.newLogRelay(t, outbox.LogConfig{}))
+
+	eventually(t, 10*time.Second, func() bool {
+		hs := logHolds(t, b.pool)
+		return len(b.rec.sequencesOf()[good]) == 3 && len(hs) == 1 && hs[0].Quarantined
+	}, "the good order delivered, the bad one held")
+	hs := logHolds(t, b.pool)
+	require.Equal(t, bad, hs[0].AggregateID)
+	require.Equal(t, part, hs[0].Partition)
+	require.Contains(t, hs[0].LastError, "no route")
+	require.Equal(t, []int64{1}, b.rec.sequencesOf()[bad], "sequence 3 waits behind the poisoned 2")
+
+	// The partition keeps flowing for the other orders.
+	enqueueLog(t, b.pool, mustEvent(t, other, "OrderCreated"), mustEvent(t, good, "E4"))
+	eventually(t, 10*time.Second, func() bool {
+		return len(b.rec.sequencesOf()[other]) == 1 && len(b.rec.sequencesOf()[good]) == 4
+	}, "the partition's other orders flow on")
+	require.Equal(t, []int64{1}, b.rec.sequencesOf()[bad])
+
+	// Retry while it still fails: quarantined again, nothing skipped.
+	require.NoError(t, outbox.RetryLogHold(ctx, b.pool, "order", bad))
+	eventually(t, 10*time.Second, func() bool {
+		hs := logHolds(t, b.pool)
+		return len(hs) == 1 && hs[0].Quarantined && b.rec.callsFor(written[1].ID) >= 2
+	}, "retried and quarantined again")
+
+	// Skip it: the order's later events follow, in sequence, and the hold
+	// is released.
+	skipped, err := outbox.SkipLogHold(ctx, b.pool, "order", bad, "ops@test", "no route, ever")
+	require.NoError(t, err)
+	require.Equal(t, written[1].ID, skipped)
+	enqueueLog(t, b.pool, mustEvent(t, bad, "E4"))
+	eventually(t, 10*time.Second, func() bool {
+		return len(b.rec.sequencesOf()[bad]) == 3 && len(logHolds(t, b.pool)) == 0
+	}, "the order's later events delivered after the skip, the hold released")
+	require.Equal(t, []int64{1, 3, 4}, b.rec.sequencesOf()[bad])
+	require.ErrorIs(t, outbox.RetryLogHold(ctx, b.pool, "order", bad), outbox.ErrNoQuarantinedHold)
+	logUntouched(t, b.pool)
+}
+
+// TestLogTransientFailureRetriesThroughTheHold: an event that fails twice
+// for its own (transient) fault is retried by the hold worker with
+// backoff, and its order's later events follow it in sequence; a retry
+// after quarantine (MaxAttempts) publishes it once the publisher recovers.
+func TestLogTransientFailureRetriesThroughTheHold(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	failures := map[string]int{"flaky": 2, "stuck": 1000}
+	b := setup(t, func(_ context.Context, e outbox.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if e.Sequence == 1 && failures[e.AggregateID] > 0 {
+			failures[e.AggregateID]--
+			return errors.New("the consumer rejected it")
+		}
+		return nil
+	})
+	ctx := context.Background()
+	var evs []outbox.Event
+	for _, id := range []string{"flaky", "stuck"} {
+		for i := range 3 {
+			evs = append(evs, mustEvent(t, id, fmt.Sprintf("E%d", i+1)))
+		}
+	}
+	enqueueLog(t, b.pool, evs...)
+	run(t, b.newLogRelay(t, outbox.LogConfig{RelayConfig: outbox.RelayConfig{MaxAttempts: 3}}))
+
+	eventually(t, 10*time.Second, func() bool { return len(b.rec.sequencesOf()["flaky"]) == 3 }, "the flaky order delivered")
+	require.Equal(t, seq(3), b.rec.sequencesOf()["flaky"])
+	eventually(t, 10*time.Second, func() bool {
+		hs := logHolds(t, b.pool)
+		return len(hs) == 1 && hs[0].AggregateID == "stuck" && hs[0].Quarantined
+	}, "the stuck order quarantined after MaxAttempts")
+	require.Empty(t, b.rec.sequencesOf()["stuck"])
+
+	mu.Lock()
+	failures["stuck"] = 0
+	mu.Unlock()
+	require.NoError(t, outbox.RetryLogHold(ctx, b.pool, "order", "stuck"))
+	eventually(t, 10*time.Second, func() bool {
+		return len(b.rec.sequencesOf()["stuck"]) == 3 && len(logHolds(t, b.pool)) == 0
+	}, "retried: delivered in sequence, the hold released")
+	require.Equal(t, seq(3), b.rec.sequencesOf()["stuck"])
+}
+
+// TestLogSinkOutageIsNotTheEventsFault: publishes that fail for the sink's
+// fault stop the batch without a hold and cost no attempt; the events are
+// delivered in sequence once the sink answers.
+func TestLogSinkOutageIsNotTheEventsFault(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	down := true
+	b := setup(t, func(_ context.Context, e outbox.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if down {
+			return outbox.SinkUnavailable(errors.New("connection refused"))
+		}
+		return nil
+	})
+	var evs []outbox.Event
+	for i := range 4 {
+		evs = append(evs, mustEvent(t, "s-1", fmt.Sprintf("E%d", i+1)))
+	}
+	evs = enqueueLog(t, b.pool, evs...)
+	run(t, b.newLogRelay(t, outbox.LogConfig{RelayConfig: outbox.RelayConfig{
+		BreakerThreshold: 2, ProbeBase: 20 * time.Millisecond, ProbeMax: 50 * time.Millisecond, MaxAttempts: 1,
+	}}))
+	eventually(t, 5*time.Second, func() bool { return b.rec.callsFor(evs[0].ID) >= 2 }, "the sink was tried")
+	require.Empty(t, logHolds(t, b.pool), "an outage makes no hold")
+	mu.Lock()
+	down = false
+	mu.Unlock()
+	eventually(t, 10*time.Second, func() bool { return len(b.rec.ackedIDs()) == 4 }, "delivered once the sink answers")
+	require.Equal(t, seq(4), b.rec.sequencesOf()["s-1"])
+}
+
+// TestLogStaleEpochAdvanceRefused: a reader whose view of the holds is
+// stale (the epoch moved after its read: a hold released or replayed)
+// cannot advance; it reads the batch again, tries back to 0, and the
+// events are delivered (again: at least once).
+func TestLogStaleEpochAdvanceRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	ids, part := sameLogPartition(t, b.pool, "e", 1)
+	enqueueLog(t, b.pool, mustEvent(t, ids[0], "E1"), mustEvent(t, ids[0], "E2"))
+
+	r := b.newLogRelay(t, outbox.LogConfig{})
+	_, err := r.TakeForTest(ctx)
+	require.NoError(t, err)
+	batch := readLog(t, r, part, 2)
+	r.PublishForTest(ctx, batch)
+	require.Len(t, b.rec.ackedIDs(), 2)
+
+	// What a hold's release (H4) or a replay (O3) does in its transaction.
+	_, err = b.pool.Exec(ctx, `UPDATE outbox_log_cursors SET epoch = epoch + 1 WHERE partition = $1`, part)
+	require.NoError(t, err)
+	refused, err := r.AdvanceForTest(ctx, batch)
+	require.NoError(t, err)
+	require.True(t, refused, "the stale view cannot advance")
+	gate, pos, epoch, tries := logCursor(t, b.pool, part)
+	require.Zero(t, gate+pos, "the cursor did not move")
+	require.EqualValues(t, 1, epoch)
+	require.Zero(t, tries, "a refused advance is no crash")
+
+	again := readLog(t, r, part, 2)
+	require.Equal(t, batch.Events()[0].ID, again.Events()[0].ID, "the batch is read again")
+	r.PublishForTest(ctx, again)
+	refused, err = r.AdvanceForTest(ctx, again)
+	require.NoError(t, err)
+	require.False(t, refused)
+	_, pos, _, _ = logCursor(t, b.pool, part)
+	require.NotZero(t, pos)
+
+	// A relay that lost the partition is fenced by the owner instead.
+	enqueueLog(t, b.pool, mustEvent(t, ids[0], "E3"))
+	stale := readLog(t, r, part, 1)
+	expireLogLeases(t, b.pool)
+	other := b.newLogRelay(t, outbox.LogConfig{})
+	_, err = other.TakeForTest(ctx)
+	require.NoError(t, err)
+	r.PublishForTest(ctx, stale)
+	_, err = r.AdvanceForTest(ctx, stale)
+	require.ErrorIs(t, err, outbox.ErrLogLeaseLostForTest)
+	_, err = r.ReadForTest(ctx, part)
+	require.ErrorIs(t, err, outbox.ErrLogLeaseLostForTest)
+}
+
+// TestLogCrashAtEachStep: a reader that dies after taking the partition,
+// after reading, or after publishing (before its advance) loses nothing:
+// once its lease expires another relay takes the partition over and
+// delivers everything in sequence (what was published is published again).
+func TestLogCrashAtEachStep(t *testing.T) {
+	t.Parallel()
+	for _, step := range []string{"take", "read", "publish"} {
+		t.Run(step, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, nil)
+			ctx := context.Background()
+			ids, part := sameLogPartition(t, b.pool, "c", 2)
+			var evs []outbox.Event
+			for i := range 3 {
+				for _, id := range ids {
+					evs = append(evs, mustEvent(t, id, fmt.Sprintf("E%d", i+1)))
+				}
+			}
+			enqueueLog(t, b.pool, evs...)
+
+			dead := b.newLogRelay(t, outbox.LogConfig{})
+			_, err := dead.TakeForTest(ctx)
+			require.NoError(t, err)
+			if step != "take" {
+				batch := readLog(t, dead, part, 6)
+				if step == "publish" {
+					dead.PublishForTest(ctx, batch)
+					require.Len(t, b.rec.ackedIDs(), 6)
+				}
+				_, _, _, tries := logCursor(t, b.pool, part)
+				require.Equal(t, 1, tries, "a batch begun and not finished")
+			}
+
+			// The successor cannot take the partition while the lease lives.
+			succ := b.newLogRelay(t, outbox.LogConfig{})
+			taken, err := succ.TakeForTest(ctx)
+			require.NoError(t, err)
+			require.NotContains(t, taken, part)
+
+			expireLogLeases(t, b.pool)
+			var last int64
+			require.NoError(t, b.pool.QueryRow(ctx, `SELECT max(pos) FROM outbox_log`).Scan(&last))
+			run(t, b.newLogRelay(t, outbox.LogConfig{}))
+			eventually(t, 10*time.Second, func() bool {
+				_, pos, _, tries := logCursor(t, b.pool, part)
+				return len(b.rec.ackedIDs()) == 6 && tries == 0 && pos == last
+			}, "everything delivered by the successor, the cursor past it")
+			for _, id := range ids {
+				require.Equal(t, seq(3), b.rec.firstPublishes()[id])
+			}
+			require.Empty(t, logHolds(t, b.pool), "no crash here is the events' fault")
+		})
+	}
+}
+
+// TestLogCrashLoopIsolatesTheEvent: relays that keep dying at one position
+// shrink the window to one event, and the next one isolates that event as
+// a quarantined hold of its own order; the partition's other orders flow
+// on, and a retry delivers it once it no longer kills anyone.
+func TestLogCrashLoopIsolatesTheEvent(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	ids, part := sameLogPartition(t, b.pool, "k", 2)
+	killer, bystander := ids[0], ids[1]
+	enqueueLog(t, b.pool,
+		mustEvent(t, killer, "E1"), mustEvent(t, bystander, "E1"),
+		mustEvent(t, killer, "E2"), mustEvent(t, bystander, "E2"))
+
+	// The first relay dies with a full window, the second with a window of
+	// one: the killer's E1 (each died publishing it).
+	for i, window := range []int{4, 1} {
+		dead := b.newLogRelay(t, outbox.LogConfig{})
+		_, err := dead.TakeForTest(ctx)
+		require.NoError(t, err)
+		batch := readLog(t, dead, part, window)
+		require.Equal(t, i, batch.Tries())
+		require.Equal(t, killer, batch.Events()[0].AggregateID)
+		expireLogLeases(t, b.pool)
+	}
+	_, _, _, tries := logCursor(t, b.pool, part)
+	require.Equal(t, 2, tries)
+
+	run(t, b.newLogRelay(t, outbox.LogConfig{}))
+	eventually(t, 10*time.Second, func() bool {
+		hs := logHolds(t, b.pool)
+		return len(b.rec.sequencesOf()[bystander]) == 2 && len(hs) == 1 && hs[0].Quarantined
+	}, "the event isolated, the other order delivered")
+	hs := logHolds(t, b.pool)
+	require.Equal(t, killer, hs[0].AggregateID)
+	require.Contains(t, hs[0].LastError, "isolated")
+	require.Empty(t, b.rec.sequencesOf()[killer], "an isolated event is not published")
+
+	require.NoError(t, outbox.RetryLogHold(ctx, b.pool, "order", killer))
+	eventually(t, 10*time.Second, func() bool {
+		return len(b.rec.sequencesOf()[killer]) == 2 && len(logHolds(t, b.pool)) == 0
+	}, "retried: delivered in sequence")
+	require.Equal(t, seq(2), b.rec.sequencesOf()[killer])
+}
+
+// TestLogConfigValidates: MaxPartitions is bounded, and the shared fields
+// are validated as the polling relay's.
+func TestLogConfigValidates(t *testing.T) {
+	t.Parallel()
+	b := &testBundle{rec: newRecorder(nil)}
+	pool := &pgxpool.Pool{}
+	_, err := outbox.NewLogRelay(pool, b.rec, outbox.LogConfig{MaxPartitions: outbox.LogPartitions + 1})
+	require.ErrorContains(t, err, "MaxPartitions")
+	_, err = outbox.NewLogRelay(pool, b.rec, outbox.LogConfig{RelayConfig: outbox.RelayConfig{BatchSize: -1}})
+	require.ErrorContains(t, err, "BatchSize")
+}
