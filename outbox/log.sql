@@ -292,3 +292,35 @@ ORDER BY partition, aggregate_type, aggregate_id;
 
 -- name: LogListen :exec
 LISTEN outbox_log;
+
+-- name: LogWaiting :one
+-- In the read's transaction, after a batch shorter than its window: whether
+-- committed events of @partition after the cursor (@gate, @pos) wait above
+-- the horizon (an older transaction is still open somewhere on the
+-- server). The reader then reads again soon instead of at the safety poll:
+-- their NOTIFY came and went while they were unreadable.
+SELECT EXISTS (
+    SELECT 1
+    FROM outbox_log
+    WHERE partition = @partition
+      AND (gate, pos) > (@gate::bigint, @pos::bigint)
+      AND gate >= pg_snapshot_xmin(pg_current_snapshot())::text::bigint
+) AS waiting;
+
+-- name: LogGauges :one
+-- The log source's gauges, read every GaugeInterval (never per scrape).
+-- horizon_age_seconds: how long the oldest transaction on the server that
+-- holds an xid (a session's, or a prepared transaction) has been open: the
+-- horizon cannot pass it, so every log event committed after it waits.
+-- Sessions of other roles show their xid only to a role with
+-- pg_read_all_stats (pg_monitor). pending: committed events after the
+-- cursors, readable or waiting for the horizon. holds, quarantined: the
+-- orders under a hold, and those waiting for an operator.
+SELECT coalesce(extract(epoch FROM now() - least(
+           (SELECT min(xact_start) FROM pg_stat_activity WHERE backend_xid IS NOT NULL),
+           (SELECT min(prepared) FROM pg_prepared_xacts))), 0)::float8 AS horizon_age_seconds,
+       (SELECT count(*)
+        FROM outbox_log_cursors c
+        JOIN outbox_log l ON l.partition = c.partition AND (l.gate, l.pos) > (c.gate, c.pos)) AS pending,
+       (SELECT count(*) FROM outbox_log_holds) AS holds,
+       (SELECT count(*) FROM outbox_log_holds WHERE quarantined_at IS NOT NULL) AS quarantined;

@@ -68,7 +68,7 @@ func (r *LogRelay) holdStep(ctx context.Context, p *logPartition) (bool, error) 
 		if len(cur) == 0 {
 			return errLogLeaseLost
 		}
-		hs, err := qLogHoldNext.All(tctx, tx, logHoldNextArgs{Partition: p.id, Gate: cur[0].Gate, Pos: cur[0].Pos})
+		hs, err := qLogHoldNext.All(tctx, tx, logAfterArgs{Partition: p.id, Gate: cur[0].Gate, Pos: cur[0].Pos})
 		if err != nil || len(hs) == 0 {
 			return err
 		}

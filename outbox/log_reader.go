@@ -22,6 +22,8 @@ type logView struct {
 	rows   []logRow
 	lease  lease
 	window int
+	// waiting: committed events after the cursor wait above the horizon.
+	waiting bool
 }
 
 // isolating reports whether the read isolates its one event: a batch of
@@ -39,18 +41,34 @@ type logFailure struct {
 	delay       time.Duration
 }
 
+// logNext is what a partition's reader does after a cycle.
+type logNext int
+
+const (
+	logIdle    logNext = iota // wait for a NOTIFY or the safety poll
+	logAgain                  // read again at once: the window was full, or the advance refused
+	logHorizon                // read again soon: events wait above the horizon
+)
+
 // cycle reads one batch of p (R2), publishes it (R3) and advances (R4). It
-// reports whether the batch filled the window (read again at once), and
-// errLogLeaseLost when p is no longer this relay's.
-func (r *LogRelay) cycle(ctx context.Context, p *logPartition) (full bool, err error) {
+// reports what the reader does next, and errLogLeaseLost when p is no
+// longer this relay's.
+func (r *LogRelay) cycle(ctx context.Context, p *logPartition) (logNext, error) {
 	// The bookkeeping outlives a shutdown signal: what was published is
 	// advanced over.
 	bk := context.WithoutCancel(ctx)
 	rctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
 	v, err := r.read(rctx, p)
 	cancel()
-	if err != nil || len(v.rows) == 0 {
-		return false, err
+	if err != nil {
+		return logIdle, err
+	}
+	next := logIdle
+	if v.waiting {
+		next = logHorizon
+	}
+	if len(v.rows) == 0 {
+		return next, nil
 	}
 	var done []bool
 	var failed []logFailure
@@ -63,9 +81,12 @@ func (r *LogRelay) cycle(ctx context.Context, p *logPartition) (full bool, err e
 	defer cancel()
 	refused, err := r.advance(actx, p, v, done, failed)
 	if err != nil {
-		return false, err
+		return logIdle, err
 	}
-	return refused || len(v.rows) == v.window, nil
+	if refused || len(v.rows) == v.window {
+		next = logAgain
+	}
+	return next, nil
 }
 
 // read is R2, one transaction: the cursor row (the lease renewed, the epoch
@@ -109,10 +130,20 @@ func (r *LogRelay) read(ctx context.Context, p *logPartition) (logView, error) {
 	if v.cursor.Tries > 0 {
 		v.window = 1
 	}
-	v.rows, err = qLogBatch.All(ctx, conn, logBatchArgs{Partition: p.id, Gate: v.cursor.Gate, Pos: v.cursor.Pos, Window: v.window})
-	if err != nil {
+	b = &pgx.Batch{}
+	qLogBatch.Queue(b, logBatchArgs{Partition: p.id, Gate: v.cursor.Gate, Pos: v.cursor.Pos, Window: v.window}).Query(func(rows pgx.Rows) error {
+		v.rows, err = qLogBatch.Collect(rows)
+		return err
+	})
+	var waiting []bool
+	qLogWaiting.Queue(b, logAfterArgs{Partition: p.id, Gate: v.cursor.Gate, Pos: v.cursor.Pos}).Query(func(rows pgx.Rows) error {
+		waiting, err = qLogWaiting.Collect(rows)
+		return err
+	})
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
 		return v, fmt.Errorf("outbox: read partition %d: %w", p.id, err)
 	}
+	v.waiting = len(waiting) > 0 && waiting[0]
 	b = &pgx.Batch{}
 	if len(v.rows) > 0 && !v.isolating() {
 		qLogTry.Queue(b, logOwnedArgs{Partition: p.id, Owner: r.cfg.Owner})

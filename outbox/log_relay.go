@@ -95,10 +95,15 @@ func (c *LogConfig) validate() error {
 // successor reads a window of one, and one that dies again isolates the
 // event at the position as a quarantined hold.
 //
-// Not built yet (see docs): an operator's replay of a log event, retention
-// (range partitions created ahead, detached and dropped), the horizon's
-// gauge and alert, failpoints, metrics of its own, and the starter's
-// OUTFLOW_RELAY_SOURCE=log.
+// The horizon is the server's: a transaction open anywhere on it with an
+// xid (another database's too) holds back every event committed after it
+// began. The reader then looks again soon rather than at the safety poll,
+// and outbox_log_horizon_age_seconds says how long it has been held.
+//
+// Not built yet (see docs/operations.md, "The log source"): an operator's
+// replay of a log event, retention (range partitions created ahead,
+// detached and dropped), the horizon's alert, failpoints, and the
+// starter's OUTFLOW_RELAY_SOURCE=log.
 type LogRelay struct {
 	pool *pgxpool.Pool
 	pub  Publisher
@@ -107,6 +112,7 @@ type LogRelay struct {
 	// backoff, probe and metrics are the log source's, so the three
 	// sources behave the same toward a sink.
 	base    *Relay
+	metrics *logMetrics
 	running atomic.Bool
 
 	mu    sync.Mutex
@@ -123,6 +129,10 @@ type logPartition struct {
 	// every read: the hold worker's publishes start only within it.
 	leaseEnd atomic.Int64
 }
+
+// horizonBackoff paces the reads of a partition whose events wait above the
+// horizon: 5ms, doubling, at most the safety poll.
+var horizonBackoff = Backoff{Base: 5 * time.Millisecond, Max: time.Second}
 
 // errLogLeaseLost is a partition's lease found lost: its reader stops.
 var errLogLeaseLost = errors.New("outbox: the partition's lease is lost")
@@ -144,7 +154,11 @@ func NewLogRelay(pool *pgxpool.Pool, pub Publisher, cfg LogConfig) (*LogRelay, e
 	if err != nil {
 		return nil, err
 	}
-	return &LogRelay{pool: pool, pub: pub, cfg: cfg, base: base, parts: map[int]*logPartition{}}, nil
+	m, err := newLogMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &LogRelay{pool: pool, pub: pub, cfg: cfg, base: base, metrics: m, parts: map[int]*logPartition{}}, nil
 }
 
 // Owner returns the relay's identity, as written to a partition's cursor.
@@ -166,6 +180,9 @@ func (r *LogRelay) Run(ctx context.Context) error {
 	defer stop()
 	l := listener{config: r.base.listenConfig, stmt: qLogListen, channel: "outbox_log", logger: r.cfg.Logger, owner: r.cfg.Owner}
 	wg.Go(func() { l.run(bg, r.notified) })
+	if r.cfg.Registerer != nil {
+		wg.Go(func() { r.gaugeLoop(bg) })
+	}
 
 	failures := 0
 	for ctx.Err() == nil {
@@ -274,14 +291,14 @@ func (r *LogRelay) readPartition(ctx context.Context, p *logPartition) {
 		delete(r.parts, p.id)
 		r.mu.Unlock()
 	}()
-	failures := 0
+	failures, horizon := 0, 0
 	for ctx.Err() == nil {
 		if !r.base.sink.closed() {
 			// Run probes the sink; the reader waits for the breaker.
 			sleep(ctx, r.cfg.PollInterval)
 			continue
 		}
-		full, err := r.cycle(ctx, p)
+		next, err := r.cycle(ctx, p)
 		if errors.Is(err, errLogLeaseLost) {
 			lost = true
 			r.cfg.Logger.Warn("outbox log relay: lost a partition's lease; its reader stops", "owner", r.cfg.Owner, "partition", p.id)
@@ -298,10 +315,19 @@ func (r *LogRelay) readPartition(ctx context.Context, p *logPartition) {
 			continue
 		}
 		failures = 0
-		if full {
+		wait := r.cfg.PollInterval
+		switch next {
+		case logAgain:
 			continue
+		case logHorizon:
+			// Committed events wait for an older transaction to end: look
+			// again soon, backing off toward the safety poll.
+			horizon++
+			wait = min(wait, horizonBackoff.Ceiling(horizon))
+		default:
+			horizon = 0
 		}
-		t := time.NewTimer(r.cfg.PollInterval)
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 		case <-p.wake:

@@ -19,7 +19,7 @@ var (
 	qLogRefused     = namedsql.Bind[logOwnedArgs, int64](queries, "LogRefused")
 	qLogRelease     = namedsql.Bind[logOwnedArgs, namedsql.NoRows](queries, "LogRelease")
 	qLogFence       = namedsql.Bind[logFenceArgs, logKey](queries, "LogFence")
-	qLogHoldNext    = namedsql.Bind[logHoldNextArgs, logHoldRow](queries, "LogHoldNext")
+	qLogHoldNext    = namedsql.Bind[logAfterArgs, logHoldRow](queries, "LogHoldNext")
 	qLogHoldAttempt = namedsql.Bind[logHoldAttemptArgs, namedsql.NoRows](queries, "LogHoldAttempt")
 	qLogHoldRelease = namedsql.Bind[logHoldKeyArgs, int64](queries, "LogHoldRelease")
 	qLogHoldOutcome = namedsql.Bind[logHoldOutcomeArgs, bool](queries, "LogHoldOutcome")
@@ -28,7 +28,16 @@ var (
 	qLogOpSkip      = namedsql.Bind[logOpSkipArgs, *uuid.UUID](queries, "LogOpSkip")
 	qLogHolds       = namedsql.Bind[namedsql.NoArgs, LogHold](queries, "LogHolds")
 	qLogListen      = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "LogListen")
+	qLogWaiting     = namedsql.Bind[logAfterArgs, bool](queries, "LogWaiting")
+	qLogGauges      = namedsql.Bind[namedsql.NoArgs, logGaugesRow](queries, "LogGauges")
 )
+
+type logGaugesRow struct {
+	HorizonAgeSeconds float64 `db:"horizon_age_seconds"`
+	Pending           int64   `db:"pending"`
+	Holds             int64   `db:"holds"`
+	Quarantined       int64   `db:"quarantined"`
+}
 
 // logStatements are the log source's statements, for the test that has
 // the database check them.
@@ -36,7 +45,7 @@ var logStatements = []namedsql.Info{
 	qLogTake.Info(), qLogCursor.Info(), qLogHoldsView.Info(), qLogBatch.Info(), qLogTry.Info(),
 	qLogAdvance.Info(), qLogRefused.Info(), qLogRelease.Info(), qLogFence.Info(), qLogHoldNext.Info(),
 	qLogHoldAttempt.Info(), qLogHoldRelease.Info(), qLogHoldOutcome.Info(), qLogOpLock.Info(),
-	qLogOpRetry.Info(), qLogOpSkip.Info(), qLogHolds.Info(), qLogListen.Info(),
+	qLogOpRetry.Info(), qLogOpSkip.Info(), qLogHolds.Info(), qLogListen.Info(), qLogWaiting.Info(), qLogGauges.Info(),
 }
 
 type logTakeArgs struct {
@@ -129,7 +138,8 @@ type logFenceArgs struct {
 	Live      bool   `db:"live"`
 }
 
-type logHoldNextArgs struct {
+// logAfterArgs are a partition and a key: what comes after it.
+type logAfterArgs struct {
 	Partition int   `db:"partition"`
 	Gate      int64 `db:"gate"`
 	Pos       int64 `db:"pos"`

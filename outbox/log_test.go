@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/outbox"
@@ -230,7 +231,9 @@ func TestLogHorizonDelaysNeverLoses(t *testing.T) {
 	b := setup(t, nil)
 	ctx := context.Background()
 	ids, _ := sameLogPartition(t, b.pool, "h", 2)
-	run(t, b.newLogRelay(t, outbox.LogConfig{}))
+	// A safety poll far beyond the test: what ends a wait is a NOTIFY, or
+	// the reader's own look again at events it found above the horizon.
+	run(t, b.newLogRelay(t, outbox.LogConfig{RelayConfig: outbox.RelayConfig{PollInterval: time.Minute}}))
 
 	older, err := b.pool.Begin(ctx)
 	require.NoError(t, err)
@@ -257,7 +260,8 @@ func TestLogHorizonDelaysNeverLoses(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	require.Len(t, b.rec.ackedIDs(), 2, "delayed by the unrelated transaction")
 	require.NoError(t, unrelated.Rollback(ctx))
-	eventually(t, 10*time.Second, func() bool { return len(b.rec.ackedIDs()) == 3 }, "delivered once it ended")
+	eventually(t, 5*time.Second, func() bool { return len(b.rec.ackedIDs()) == 3 },
+		"delivered soon after it ended, though its end sent no NOTIFY")
 }
 
 // TestLogPoisonHoldsOnlyItsOrder: an event whose publish fails for good
@@ -564,4 +568,45 @@ func TestLogConfigValidates(t *testing.T) {
 	require.ErrorContains(t, err, "MaxPartitions")
 	_, err = outbox.NewLogRelay(pool, b.rec, outbox.LogConfig{RelayConfig: outbox.RelayConfig{BatchSize: -1}})
 	require.ErrorContains(t, err, "BatchSize")
+}
+
+// TestLogGauges: the horizon's age follows the oldest open transaction
+// holding an xid, the pending events those waiting behind it, and the holds
+// gauges a quarantined hold; publishes count in the relay's metrics.
+func TestLogGauges(t *testing.T) {
+	t.Parallel()
+	b := setup(t, func(_ context.Context, e outbox.Event) error {
+		if e.AggregateID == "g-bad" {
+			return outbox.Permanent(errors.New("rejected"))
+		}
+		return nil
+	})
+	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	run(t, b.newLogRelay(t, outbox.LogConfig{RelayConfig: outbox.RelayConfig{Registerer: reg, GaugeInterval: 20 * time.Millisecond}}))
+
+	enqueueLog(t, b.pool, mustEvent(t, "g-bad", "E1"), mustEvent(t, "g-good", "E1"))
+	eventually(t, 10*time.Second, func() bool {
+		v, _ := gathered(reg, "outbox_log_quarantined_holds")
+		h, _ := gathered(reg, "outbox_log_holds")
+		p, _ := gathered(reg, "outbox_published_total")
+		return v == 1 && h == 1 && p == 1
+	}, "the quarantined hold and the publish counted")
+
+	open, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer func() { _ = open.Rollback(ctx) }()
+	_, err = open.Exec(ctx, `SELECT pg_current_xact_id()`)
+	require.NoError(t, err)
+	enqueueLog(t, b.pool, mustEvent(t, "g-good", "E2"))
+	eventually(t, 10*time.Second, func() bool {
+		age, _ := gathered(reg, "outbox_log_horizon_age_seconds")
+		pending, _ := gathered(reg, "outbox_log_pending_events")
+		return age >= 0.2 && pending == 1
+	}, "the open transaction's age, the event waiting behind it")
+	require.NoError(t, open.Rollback(ctx))
+	eventually(t, 10*time.Second, func() bool {
+		pending, _ := gathered(reg, "outbox_log_pending_events")
+		return pending == 0 && len(b.rec.sequencesOf()["g-good"]) == 2
+	}, "delivered once it ended")
 }
