@@ -164,3 +164,16 @@ func (r *LogRelay) AdvanceForTest(ctx context.Context, b *LogBatchForTest) (refu
 // ErrLogLeaseLostForTest is the error of a read or advance of a partition
 // this relay lost.
 var ErrLogLeaseLostForTest = errLogLeaseLost
+
+// HoldStepForTest is one step of a partition's hold worker (H1, then H2
+// and H3 when it publishes); worked is false when there was nothing to do
+// or the step waits for the reader's batch in flight.
+func (r *LogRelay) HoldStepForTest(ctx context.Context, partition int) (worked bool, err error) {
+	r.mu.Lock()
+	p := r.parts[partition]
+	r.mu.Unlock()
+	if p == nil {
+		return false, errors.New("HoldStepForTest: partition not taken")
+	}
+	return r.holdStep(ctx, p)
+}

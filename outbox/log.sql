@@ -148,6 +148,7 @@ FOR UPDATE;
 -- released (LogHoldRelease). Runs after LogFence, whose lock keeps the
 -- cursor and the holds still.
 SELECT h.aggregate_type, h.aggregate_id, h.from_gate, h.from_pos, h.attempts,
+       coalesce((head.gate, head.pos) <= (h.replay_gate, h.replay_pos), false) AS replay,
        head.pos AS head_pos, head.gate AS head_gate, head.event_id, head.aggregate_sequence,
        head.event_type, head.schema_version, head.payload, head.occurred_at
 FROM outbox_log_holds h
@@ -282,11 +283,49 @@ WHERE o.aggregate_type = h.aggregate_type
   AND o.aggregate_id = h.aggregate_id
 RETURNING head.event_id;
 
+-- name: LogOpReplayLock :many
+-- The first statement of an operator's replay (O3): locks the cursor row of
+-- the partition of @aggregate_type/@aggregate_id and arms its epoch in the
+-- replay's transaction (mutant log_replay_unarmed: a reader whose view
+-- lacks the new hold must not advance over the order's events), returning
+-- the cursor.
+UPDATE outbox_log_cursors
+SET epoch = epoch + 1
+WHERE partition = outbox_log_partition(@aggregate_type, @aggregate_id)
+RETURNING gate, pos;
+
+-- name: LogOpHeld :one
+-- Whether the order has a hold: a replay is refused while it has (its
+-- events are not all published yet).
+SELECT EXISTS (
+    SELECT 1 FROM outbox_log_holds WHERE aggregate_type = @aggregate_type AND aggregate_id = @aggregate_id
+) AS held;
+
+-- name: LogOpReplay :many
+-- O3, after LogOpReplayLock: a hold for the order from its event of
+-- @sequence, which starts no later than just after the cursor (@gate,
+-- @pos) (model/README.md, what the model found, 2: a replay of an event the
+-- cursor has not passed yet would otherwise leave an earlier event of the
+-- order behind a hold that does not own it), attempts 0; its events up to
+-- the cursor are delivered again as replays. No row: no such event.
+INSERT INTO outbox_log_holds (aggregate_type, aggregate_id, partition, from_gate, from_pos, attempts,
+                              replay_gate, replay_pos)
+SELECT l.aggregate_type, l.aggregate_id, l.partition,
+       CASE WHEN (l.gate, l.pos) <= (@gate::bigint, @pos::bigint) THEN l.gate ELSE @gate::bigint END,
+       CASE WHEN (l.gate, l.pos) <= (@gate::bigint, @pos::bigint) THEN l.pos ELSE @pos::bigint + 1 END,
+       0, @gate::bigint, @pos::bigint
+FROM outbox_log l
+WHERE l.aggregate_type = @aggregate_type
+  AND l.aggregate_id = @aggregate_id
+  AND l.aggregate_sequence = @sequence
+RETURNING from_gate AS gate, from_pos AS pos;
+
 -- name: LogHolds :many
 -- The holds of every partition, for the operator and the tests: the order,
 -- its partition, where it starts, its attempts and quarantine.
 SELECT aggregate_type, aggregate_id, partition, from_gate, from_pos, attempts,
-       quarantined_at IS NOT NULL AS quarantined, coalesce(last_error, '') AS last_error
+       quarantined_at IS NOT NULL AS quarantined, coalesce(last_error, '') AS last_error,
+       replay_gate IS NOT NULL AS replay
 FROM outbox_log_holds
 ORDER BY partition, aggregate_type, aggregate_id;
 

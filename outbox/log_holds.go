@@ -57,8 +57,7 @@ func (r *LogRelay) holdWorker(ctx context.Context, p *logPartition) {
 func (r *LogRelay) holdStep(ctx context.Context, p *logPartition) (bool, error) {
 	bk := context.WithoutCancel(ctx)
 	var h logHoldRow
-	publish := false
-	found := false
+	publish, found, waiting := false, false, false
 	tctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
 	err := pgx.BeginFunc(tctx, r.pool, func(tx pgx.Tx) error {
 		cur, err := qLogFence.All(tctx, tx, logFenceArgs{Partition: p.id, Owner: r.cfg.Owner, Live: true})
@@ -80,6 +79,12 @@ func (r *LogRelay) holdStep(ctx context.Context, p *logPartition) (bool, error) 
 			// cursor, checked under the cursor's lock.
 			_, err = qLogHoldRelease.One(tctx, tx, key)
 			return err
+		case !p.mayPublish(aggregateKey{h.AggregateType, h.AggregateID}):
+			// The reader's batch in flight may publish this order: wait
+			// for its advance (it wakes this worker).
+			waiting = true
+			p.holdWaiting.Store(true)
+			return nil
 		case h.Attempts >= r.cfg.MaxAttempts:
 			_, err = qLogHoldAttempt.Exec(tctx, tx, logHoldAttemptArgs{
 				AggregateType: h.AggregateType, AggregateID: h.AggregateID, FromGate: h.FromGate, FromPos: h.FromPos,
@@ -101,7 +106,7 @@ func (r *LogRelay) holdStep(ctx context.Context, p *logPartition) (bool, error) 
 		}
 		return false, fmt.Errorf("outbox: hold of partition %d: %w", p.id, err)
 	}
-	if !found {
+	if !found || waiting {
 		return false, nil
 	}
 	attrs := []any{"owner", r.cfg.Owner, "partition", p.id, "aggregate_type", h.AggregateType, "aggregate_id", h.AggregateID}
@@ -126,7 +131,9 @@ func (r *LogRelay) holdPublish(ctx, bk context.Context, p *logPartition, h logHo
 		Payload: h.Payload, OccurredAt: *h.OccurredAt,
 	}}
 	l := lease{deadline: time.Unix(0, p.leaseEnd.Load())}
-	o := r.attemptLog(ctx, bk, l, row)
+	e := row.event()
+	e.Replay = h.Replay // delivered before: an operator's replay
+	o := r.attemptLog(ctx, bk, l, e)
 	attempt := h.Attempts + 1
 	a := logHoldOutcomeArgs{
 		AggregateType: h.AggregateType, AggregateID: h.AggregateID, FromGate: h.FromGate, FromPos: h.FromPos,

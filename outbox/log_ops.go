@@ -32,7 +32,17 @@ type LogHold struct {
 	// Quarantined holds wait for an operator: RetryLogHold or SkipLogHold.
 	Quarantined bool   `db:"quarantined"`
 	LastError   string `db:"last_error"`
+	// Replay: an operator's replay made it (ReplayLogOrder).
+	Replay bool `db:"replay"`
 }
+
+// ErrLogOrderHeld is returned by ReplayLogOrder for an order under a hold:
+// its events are not all delivered yet; retry or skip the hold first.
+var ErrLogOrderHeld = errors.New("outbox: the order is under a hold")
+
+// ErrNoLogEvent is returned by ReplayLogOrder when the order has no event
+// of that sequence in the log.
+var ErrNoLogEvent = errors.New("outbox: no such event in the log")
 
 // ErrNoQuarantinedHold is returned by RetryLogHold and SkipLogHold when
 // the order has no quarantined hold.
@@ -107,4 +117,46 @@ func SkipLogHold(ctx context.Context, pool *pgxpool.Pool, aggregateType, aggrega
 		return uuid.Nil, fmt.Errorf("outbox: skip the head of the log hold of %s/%s: %w", aggregateType, aggregateID, err)
 	}
 	return skipped, nil
+}
+
+// ReplayLogOrder delivers the events of aggregateType/aggregateID again
+// from its event of sequence fromSequence on (O3): a hold from that event
+// (no later than just after its partition's cursor), whose hold worker
+// publishes the order's events in order, those already delivered marked
+// Event.Replay, and the partition's epoch armed in the same transaction, so
+// no reader advances on a view without the hold. Its first publish waits
+// until the partition's reader no longer works on a batch it read before
+// the replay (model/README.md, what the model found, 5), so the order never
+// has two publishes at once. ErrLogOrderHeld while the order is under a
+// hold, ErrNoLogEvent when there is no such event. The replay horizon and
+// retention (outboxops.Replay's checks) do not apply to the log yet.
+func ReplayLogOrder(ctx context.Context, pool *pgxpool.Pool, aggregateType, aggregateID string, fromSequence int64) error {
+	agg := aggregateArgs{AggregateType: aggregateType, AggregateID: aggregateID}
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		cur, err := qLogOpReplayLock.All(ctx, tx, agg)
+		if err != nil {
+			return err
+		}
+		if len(cur) == 0 {
+			return errors.New("the partition's cursor row is missing (is the outbox schema migrated?)")
+		}
+		held, err := qLogOpHeld.Value(ctx, tx, agg)
+		if err != nil {
+			return err
+		}
+		if held {
+			return ErrLogOrderHeld
+		}
+		made, err := qLogOpReplay.All(ctx, tx, logOpReplayArgs{
+			AggregateType: aggregateType, AggregateID: aggregateID, Sequence: fromSequence, Gate: cur[0].Gate, Pos: cur[0].Pos,
+		})
+		if err == nil && len(made) == 0 {
+			err = ErrNoLogEvent
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("outbox: replay %s/%s from sequence %d: %w", aggregateType, aggregateID, fromSequence, err)
+	}
+	return nil
 }

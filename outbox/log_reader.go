@@ -144,12 +144,18 @@ func (r *LogRelay) read(ctx context.Context, p *logPartition) (logView, error) {
 		return v, fmt.Errorf("outbox: read partition %d: %w", p.id, err)
 	}
 	v.waiting = len(waiting) > 0 && waiting[0]
+	if len(v.rows) > 0 {
+		// Before COMMIT: until then the cursor row's lock keeps a replay
+		// from committing a hold this view lacks. Until the advance.
+		p.startBatch(v.held)
+	}
 	b = &pgx.Batch{}
 	if len(v.rows) > 0 && !v.isolating() {
 		qLogTry.Queue(b, logOwnedArgs{Partition: p.id, Owner: r.cfg.Owner})
 	}
 	b.Queue("COMMIT")
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		p.endBatch()
 		return v, fmt.Errorf("outbox: read partition %d: %w", p.id, err)
 	}
 	return v, nil
@@ -219,7 +225,7 @@ func (r *LogRelay) publishBatch(ctx, bk context.Context, v logView) ([]bool, []l
 					if stop.Load() {
 						break
 					}
-					o := r.attemptLog(ctx, bk, v.lease, v.rows[i])
+					o := r.attemptLog(ctx, bk, v.lease, v.rows[i].event())
 					if o.skipped {
 						stop.Store(true)
 						break
@@ -260,8 +266,8 @@ func (r *LogRelay) publishBatch(ctx, bk context.Context, v logView) ([]bool, []l
 // attemptLog publishes one event, or returns it unattempted (skipped): the
 // relay is shutting down, the breaker is open, or too little of the lease
 // is left for a whole publish, as the polling relay's attempt.
-func (r *LogRelay) attemptLog(ctx, bk context.Context, l lease, row logRow) outcome {
-	c := claimed{Event: row.event()}
+func (r *LogRelay) attemptLog(ctx, bk context.Context, l lease, e Event) outcome {
+	c := claimed{Event: e}
 	if ctx.Err() != nil || !r.base.sink.closed() || r.base.pace.acquire(ctx) != nil {
 		return outcome{c: c, skipped: true}
 	}
@@ -285,6 +291,7 @@ func (r *LogRelay) attemptLog(ctx, bk context.Context, l lease, row logRow) outc
 // read again: what was published is published again, at least once), and
 // errLogLeaseLost when the partition is someone else's.
 func (r *LogRelay) advance(ctx context.Context, p *logPartition, v logView, done []bool, failed []logFailure) (refused bool, err error) {
+	defer p.endBatch()
 	prefix := 0
 	for prefix < len(done) && done[prefix] {
 		prefix++

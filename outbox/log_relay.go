@@ -89,7 +89,8 @@ func (c *LogConfig) validate() error {
 // of the polling relay, and releases the hold once it has caught up with
 // the cursor (H1-H4), arming the epoch so a reader whose view still had the
 // hold cannot advance over what it skipped. An operator retries or skips a
-// quarantined hold ([RetryLogHold], [SkipLogHold]). A sink fault is never
+// quarantined hold ([RetryLogHold], [SkipLogHold]) and replays an order
+// ([ReplayLogOrder]), which puts it under a hold too. A sink fault is never
 // the event's (fault.go): the batch stops there and the relay's breaker
 // counts it. A reader that dies mid-batch leaves tries counted: its
 // successor reads a window of one, and one that dies again isolates the
@@ -100,10 +101,10 @@ func (c *LogConfig) validate() error {
 // began. The reader then looks again soon rather than at the safety poll,
 // and outbox_log_horizon_age_seconds says how long it has been held.
 //
-// Not built yet (see docs/operations.md, "The log source"): an operator's
-// replay of a log event, retention (range partitions created ahead,
-// detached and dropped), the horizon's alert, failpoints, and the
-// starter's OUTFLOW_RELAY_SOURCE=log.
+// Not built yet (see docs/operations.md, "The log source"): retention
+// (range partitions created ahead, detached and dropped), the horizon's
+// alert, failpoints, outboxctl's commands, and the starter's
+// OUTFLOW_RELAY_SOURCE=log.
 type LogRelay struct {
 	pool *pgxpool.Pool
 	pub  Publisher
@@ -128,6 +129,47 @@ type logPartition struct {
 	// leaseEnd is the local deadline of its lease (UnixNano), renewed by
 	// every read: the hold worker's publishes start only within it.
 	leaseEnd atomic.Int64
+
+	// The reader's batch in flight, for the hold worker (see mayPublish):
+	// reading is set from its read to its advance, viewHeld are the orders
+	// its view held.
+	mu       sync.Mutex
+	reading  bool
+	viewHeld map[aggregateKey]bool
+	// holdWaiting: the hold worker waits for the batch in flight to end.
+	holdWaiting atomic.Bool
+}
+
+// startBatch records a batch read with the view held.
+func (p *logPartition) startBatch(held map[aggregateKey]bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reading, p.viewHeld = true, held
+}
+
+// endBatch records the batch's advance (or its end without one), and wakes
+// a hold worker that waited for it.
+func (p *logPartition) endBatch() {
+	p.mu.Lock()
+	p.reading, p.viewHeld = false, nil
+	p.mu.Unlock()
+	if p.holdWaiting.Swap(false) {
+		wakeChan(p.holdsWake)
+	}
+}
+
+// mayPublish reports whether the hold worker may publish an event of the
+// held order k now: the reader has no batch in flight, or its batch's view
+// holds k (it skips the order). A hold an operator's replay made while a
+// batch read before it is in flight is not in that view: the reader may be
+// publishing the order's later events, so the hold's first publish waits
+// for that batch's advance, which the replay's epoch refuses (the batch is
+// read again, with the hold). Holds the advance makes are in every later
+// view. model/README.md, what the model found, 5.
+func (p *logPartition) mayPublish(k aggregateKey) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.reading || p.viewHeld[k]
 }
 
 // horizonBackoff paces the reads of a partition whose events wait above the

@@ -10,26 +10,29 @@ import (
 
 // The log relay source's statements (log.sql), bound to their Go types.
 var (
-	qLogTake        = namedsql.Bind[logTakeArgs, int](queries, "LogTake")
-	qLogCursor      = namedsql.Bind[logCursorArgs, logCursorRow](queries, "LogCursor")
-	qLogHoldsView   = namedsql.Bind[logPartitionArgs, aggregateKey](queries, "LogHoldsView")
-	qLogBatch       = namedsql.Bind[logBatchArgs, logRow](queries, "LogBatch")
-	qLogTry         = namedsql.Bind[logOwnedArgs, namedsql.NoRows](queries, "LogTry")
-	qLogAdvance     = namedsql.Bind[logAdvanceArgs, logAdvanceRow](queries, "LogAdvance")
-	qLogRefused     = namedsql.Bind[logOwnedArgs, int64](queries, "LogRefused")
-	qLogRelease     = namedsql.Bind[logOwnedArgs, namedsql.NoRows](queries, "LogRelease")
-	qLogFence       = namedsql.Bind[logFenceArgs, logKey](queries, "LogFence")
-	qLogHoldNext    = namedsql.Bind[logAfterArgs, logHoldRow](queries, "LogHoldNext")
-	qLogHoldAttempt = namedsql.Bind[logHoldAttemptArgs, namedsql.NoRows](queries, "LogHoldAttempt")
-	qLogHoldRelease = namedsql.Bind[logHoldKeyArgs, int64](queries, "LogHoldRelease")
-	qLogHoldOutcome = namedsql.Bind[logHoldOutcomeArgs, bool](queries, "LogHoldOutcome")
-	qLogOpLock      = namedsql.Bind[aggregateArgs, logKey](queries, "LogOpLock")
-	qLogOpRetry     = namedsql.Bind[aggregateArgs, int](queries, "LogOpRetry")
-	qLogOpSkip      = namedsql.Bind[logOpSkipArgs, *uuid.UUID](queries, "LogOpSkip")
-	qLogHolds       = namedsql.Bind[namedsql.NoArgs, LogHold](queries, "LogHolds")
-	qLogListen      = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "LogListen")
-	qLogWaiting     = namedsql.Bind[logAfterArgs, bool](queries, "LogWaiting")
-	qLogGauges      = namedsql.Bind[namedsql.NoArgs, logGaugesRow](queries, "LogGauges")
+	qLogTake         = namedsql.Bind[logTakeArgs, int](queries, "LogTake")
+	qLogCursor       = namedsql.Bind[logCursorArgs, logCursorRow](queries, "LogCursor")
+	qLogHoldsView    = namedsql.Bind[logPartitionArgs, aggregateKey](queries, "LogHoldsView")
+	qLogBatch        = namedsql.Bind[logBatchArgs, logRow](queries, "LogBatch")
+	qLogTry          = namedsql.Bind[logOwnedArgs, namedsql.NoRows](queries, "LogTry")
+	qLogAdvance      = namedsql.Bind[logAdvanceArgs, logAdvanceRow](queries, "LogAdvance")
+	qLogRefused      = namedsql.Bind[logOwnedArgs, int64](queries, "LogRefused")
+	qLogRelease      = namedsql.Bind[logOwnedArgs, namedsql.NoRows](queries, "LogRelease")
+	qLogFence        = namedsql.Bind[logFenceArgs, logKey](queries, "LogFence")
+	qLogHoldNext     = namedsql.Bind[logAfterArgs, logHoldRow](queries, "LogHoldNext")
+	qLogHoldAttempt  = namedsql.Bind[logHoldAttemptArgs, namedsql.NoRows](queries, "LogHoldAttempt")
+	qLogHoldRelease  = namedsql.Bind[logHoldKeyArgs, int64](queries, "LogHoldRelease")
+	qLogHoldOutcome  = namedsql.Bind[logHoldOutcomeArgs, bool](queries, "LogHoldOutcome")
+	qLogOpLock       = namedsql.Bind[aggregateArgs, logKey](queries, "LogOpLock")
+	qLogOpRetry      = namedsql.Bind[aggregateArgs, int](queries, "LogOpRetry")
+	qLogOpSkip       = namedsql.Bind[logOpSkipArgs, *uuid.UUID](queries, "LogOpSkip")
+	qLogHolds        = namedsql.Bind[namedsql.NoArgs, LogHold](queries, "LogHolds")
+	qLogListen       = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "LogListen")
+	qLogWaiting      = namedsql.Bind[logAfterArgs, bool](queries, "LogWaiting")
+	qLogOpReplayLock = namedsql.Bind[aggregateArgs, logKey](queries, "LogOpReplayLock")
+	qLogOpHeld       = namedsql.Bind[aggregateArgs, bool](queries, "LogOpHeld")
+	qLogOpReplay     = namedsql.Bind[logOpReplayArgs, logKey](queries, "LogOpReplay")
+	qLogGauges       = namedsql.Bind[namedsql.NoArgs, logGaugesRow](queries, "LogGauges")
 )
 
 type logGaugesRow struct {
@@ -46,6 +49,7 @@ var logStatements = []namedsql.Info{
 	qLogAdvance.Info(), qLogRefused.Info(), qLogRelease.Info(), qLogFence.Info(), qLogHoldNext.Info(),
 	qLogHoldAttempt.Info(), qLogHoldRelease.Info(), qLogHoldOutcome.Info(), qLogOpLock.Info(),
 	qLogOpRetry.Info(), qLogOpSkip.Info(), qLogHolds.Info(), qLogListen.Info(), qLogWaiting.Info(), qLogGauges.Info(),
+	qLogOpReplayLock.Info(), qLogOpHeld.Info(), qLogOpReplay.Info(),
 }
 
 type logTakeArgs struct {
@@ -152,6 +156,7 @@ type logHoldRow struct {
 	FromGate          int64      `db:"from_gate"`
 	FromPos           int64      `db:"from_pos"`
 	Attempts          int        `db:"attempts"`
+	Replay            bool       `db:"replay"`
 	HeadPos           *int64     `db:"head_pos"`
 	HeadGate          *int64     `db:"head_gate"`
 	EventID           *uuid.UUID `db:"event_id"`
@@ -192,6 +197,14 @@ type logHoldOutcomeArgs struct {
 	MaxAttempts   int    `db:"max_attempts"`
 	DelayMS       int64  `db:"delay_ms"`
 	Error         string `db:"error"`
+}
+
+type logOpReplayArgs struct {
+	AggregateType string `db:"aggregate_type"`
+	AggregateID   string `db:"aggregate_id"`
+	Sequence      int64  `db:"sequence"`
+	Gate          int64  `db:"gate"`
+	Pos           int64  `db:"pos"`
 }
 
 type logOpSkipArgs struct {

@@ -92,7 +92,10 @@ INSERT INTO outbox_log_cursors (partition) SELECT generate_series(0, 15);
 -- just after its partition's cursor; the reader skips the order, the owner's
 -- hold worker publishes its events in order and releases the hold once it
 -- has caught up with the cursor. attempts counts the head's attempts
--- (OUTFLOW_MAX_ATTEMPTS); a quarantined hold waits for an operator.
+-- (OUTFLOW_MAX_ATTEMPTS); a quarantined hold waits for an operator. An
+-- operator's replay makes a hold whose events up to (replay_gate,
+-- replay_pos), the cursor when it was made, are delivered again (NULL: a
+-- hold of a failed event).
 CREATE TABLE outbox_log_holds (
     aggregate_type text        NOT NULL,
     aggregate_id   text        NOT NULL,
@@ -103,6 +106,8 @@ CREATE TABLE outbox_log_holds (
     available_at   timestamptz NOT NULL DEFAULT now(),
     quarantined_at timestamptz,
     last_error     text,
+    replay_gate    bigint,
+    replay_pos     bigint,
     created_at     timestamptz NOT NULL DEFAULT now(),
     PRIMARY KEY (aggregate_type, aggregate_id)
 );
