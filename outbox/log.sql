@@ -22,7 +22,7 @@ FROM (
     SELECT partition
     FROM outbox_log_cursors
     WHERE (lease_until IS NULL OR lease_until < now())
-      AND NOT (partition = ANY(@running::int[]))
+      AND NOT (partition = ANY(coalesce(@running::int[], '{}')))
     ORDER BY partition
     LIMIT @max_partitions
     FOR UPDATE SKIP LOCKED
