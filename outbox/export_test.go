@@ -143,7 +143,10 @@ func (r *LogRelay) ReadForTest(ctx context.Context, partition int) (*LogBatchFor
 	if p == nil {
 		return nil, errors.New("ReadForTest: partition not taken")
 	}
-	v, err := r.read(ctx, p)
+	v, retry, err := r.read(ctx, p)
+	if retry {
+		err = errors.New("ReadForTest: the epoch moved under the read")
+	}
 	return &LogBatchForTest{p: p, v: v}, err
 }
 

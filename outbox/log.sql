@@ -1,11 +1,12 @@
 -- Statements of the log relay source (LogRelay, log_*.go), bound in
 -- log_sql.go. The protocol is model/log.pml's (model/README.md, "The log
 -- source"): R1 take, R2 read, R4 advance for a partition's reader; H1-H4
--- for its owner's hold worker; O1, O2 for the operator. Every change of a
+-- for its owner's hold worker; O1-O3 for the operator. Every change of a
 -- partition's holds locks its cursor row first (the advance by its UPDATE,
--- everything else by LogFence or LogOpLock), so the cursor's epoch, read by
--- the reader before the holds, says whether its view of them is still
--- current.
+-- everything else by LogFence, LogOpLock or LogOpReplayLock) and, but for
+-- the advance's own, arms its epoch, so the epoch the reader read before
+-- the holds says whether its view of them is still current (LogTry and
+-- LogAdvance check it).
 
 -- name: LogTake :many
 -- R1: takes for @owner, with a lease of @lease_ms, at most @max_partitions
@@ -30,19 +31,19 @@ FROM (
 WHERE c.partition = free.partition
 RETURNING c.partition;
 
--- name: LogCursor :one
--- R2.1, the first statement of the read's transaction: renews @owner's
--- lease on @partition, fenced by the owner and a live lease, and returns
--- the cursor, the epoch (read before the holds: a change of the holds after
--- it makes the advance fail) and tries (batches begun here that never
--- finished). No row: the lease is lost. The row stays locked until the read
--- commits, so the holds cannot change under the view.
-UPDATE outbox_log_cursors
-SET lease_until = now() + @lease_ms::bigint * interval '1 millisecond'
+-- name: LogCursor :many
+-- R2.1, the read's first statement: @partition's cursor while @owner holds
+-- a live lease on it, with the epoch (read before the holds: a change of
+-- the holds after it makes LogTry and the advance fail) and tries (batches
+-- begun here that never finished); renew says less than @renew_ms of the
+-- lease is left. No row: the lease is lost. It writes nothing, so a read
+-- that finds no event writes nothing (LogTry renews a lease running short).
+SELECT gate, pos, epoch, tries,
+       lease_until < now() + @renew_ms::bigint * interval '1 millisecond' AS renew
+FROM outbox_log_cursors
 WHERE partition = @partition
   AND owner = @owner
-  AND lease_until >= now()
-RETURNING gate, pos, epoch, tries;
+  AND lease_until >= now();
 
 -- name: LogHoldsView :many
 -- R2.2: the orders of @partition under a hold (the view). The reader skips
@@ -67,14 +68,24 @@ WHERE partition = @partition
 ORDER BY gate, pos
 LIMIT @window;
 
--- name: LogTry :exec
--- R2.1's tries + 1, sent only when the batch is not empty (an empty read
--- begins nothing that could die) and tries is below 2 (at 2 the read
--- isolates instead), in the read's transaction.
+-- name: LogTry :many
+-- R2.1's write, the read's last statement, after the batch: tries + 1 when
+-- @begin (the batch is not empty, and tries is below 2: at 2 the read
+-- isolates instead; an empty read begins nothing that could die), and the
+-- lease renewed for @lease_ms, fenced by @owner, a live lease and the
+-- epoch the read saw first. Its row is what makes the read one step of the
+-- model: the epoch unchanged since LogCursor means the holds read between
+-- are still the partition's (every change of them arms the epoch, and only
+-- this reader's own advance moves the cursor). No row: the epoch moved or
+-- the lease is lost; the reader reads again.
 UPDATE outbox_log_cursors
-SET tries = least(tries + 1, 2)
+SET tries       = CASE WHEN @begin::bool THEN least(tries + 1, 2) ELSE tries END,
+    lease_until = now() + @lease_ms::bigint * interval '1 millisecond'
 WHERE partition = @partition
-  AND owner = @owner;
+  AND owner = @owner
+  AND lease_until >= now()
+  AND epoch = @epoch
+RETURNING tries;
 
 -- name: LogAdvance :one
 -- R4, one statement and its own transaction, after the batch's publishes

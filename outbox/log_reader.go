@@ -20,7 +20,7 @@ type logView struct {
 	cursor logCursorRow
 	held   map[aggregateKey]bool
 	rows   []logRow
-	lease  lease
+	lease  lease // from the read's renewal; only a batch that is not empty has one
 	window int
 	// waiting: committed events after the cursor wait above the horizon.
 	waiting bool
@@ -58,10 +58,13 @@ func (r *LogRelay) cycle(ctx context.Context, p *logPartition) (logNext, error) 
 	// advanced over.
 	bk := context.WithoutCancel(ctx)
 	rctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
-	v, err := r.read(rctx, p)
+	v, retry, err := r.read(rctx, p)
 	cancel()
 	if err != nil {
 		return logIdle, err
+	}
+	if retry {
+		return logAgain, nil
 	}
 	next := logIdle
 	if v.waiting {
@@ -89,24 +92,33 @@ func (r *LogRelay) cycle(ctx context.Context, p *logPartition) (logNext, error) 
 	return next, nil
 }
 
-// read is R2, one transaction: the cursor row (the lease renewed, the epoch
-// and tries read first, the row locked until COMMIT so the holds cannot
-// change under the view), the holds, the batch under the horizon, and
-// tries + 1 when the batch is not empty. The window is BatchSize at a fresh
-// position and 1 once a batch died there.
-func (r *LogRelay) read(ctx context.Context, p *logPartition) (logView, error) {
-	v := logView{lease: newLease(time.Now(), r.cfg.Lease), held: map[aggregateKey]bool{}}
+// read is R2: the cursor (its epoch and tries read first), the holds, the
+// batch under the horizon, then, when the batch is not empty or the lease
+// runs short, LogTry: tries + 1 for a batch begun and the lease renewed,
+// fenced by the epoch read first, which makes the statements one step (see
+// log.sql). A read that finds nothing writes nothing. The window is
+// BatchSize at a fresh position and 1 once a batch died there. retry: the
+// epoch moved under the read, read again.
+func (r *LogRelay) read(ctx context.Context, p *logPartition) (v logView, retry bool, err error) {
+	v = logView{held: map[aggregateKey]bool{}}
+	// From before the cursor is read until the advance: the hold worker
+	// publishes only for the orders this view holds (mayPublish).
+	p.startBatch()
+	started := false
+	defer func() {
+		if !started {
+			p.endBatch()
+		}
+	}()
 	conn, err := r.pool.Acquire(ctx)
 	if err != nil {
-		return v, fmt.Errorf("outbox: read partition %d: %w", p.id, err)
+		return v, false, fmt.Errorf("outbox: read partition %d: %w", p.id, err)
 	}
-	// A connection an error left inside the transaction is closed rather
-	// than reused, which rolls the read back.
 	defer conn.Release()
 	var cursors []logCursorRow
 	var held []aggregateKey
 	b := &pgx.Batch{}
-	qLogCursor.Queue(b, logCursorArgs{Partition: p.id, Owner: r.cfg.Owner, LeaseMS: r.cfg.Lease.Milliseconds()}).Query(func(rows pgx.Rows) error {
+	qLogCursor.Queue(b, logCursorArgs{Partition: p.id, Owner: r.cfg.Owner, RenewMS: (r.cfg.Lease / 2).Milliseconds()}).Query(func(rows pgx.Rows) error {
 		cursors, err = qLogCursor.Collect(rows)
 		return err
 	})
@@ -114,18 +126,17 @@ func (r *LogRelay) read(ctx context.Context, p *logPartition) (logView, error) {
 		held, err = qLogHoldsView.Collect(rows)
 		return err
 	})
-	if err := logBegin(ctx, conn, b); err != nil {
-		return v, fmt.Errorf("outbox: read partition %d: %w", p.id, err)
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return v, false, fmt.Errorf("outbox: read partition %d: %w", p.id, err)
 	}
 	if len(cursors) == 0 {
-		_, _ = conn.Exec(ctx, "ROLLBACK")
-		return v, errLogLeaseLost
+		return v, false, errLogLeaseLost
 	}
-	p.leaseEnd.Store(v.lease.deadline.UnixNano())
 	v.cursor = cursors[0]
 	for _, h := range held {
 		v.held[h] = true
 	}
+	p.setView(v.held)
 	v.window = r.cfg.BatchSize
 	if v.cursor.Tries > 0 {
 		v.window = 1
@@ -141,24 +152,30 @@ func (r *LogRelay) read(ctx context.Context, p *logPartition) (logView, error) {
 		return err
 	})
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return v, fmt.Errorf("outbox: read partition %d: %w", p.id, err)
+		return v, false, fmt.Errorf("outbox: read partition %d: %w", p.id, err)
 	}
 	v.waiting = len(waiting) > 0 && waiting[0]
-	if len(v.rows) > 0 {
-		// Before COMMIT: until then the cursor row's lock keeps a replay
-		// from committing a hold this view lacks. Until the advance.
-		p.startBatch(v.held)
+	if len(v.rows) == 0 && !v.cursor.Renew {
+		return v, false, nil
 	}
-	b = &pgx.Batch{}
-	if len(v.rows) > 0 && !v.isolating() {
-		qLogTry.Queue(b, logOwnedArgs{Partition: p.id, Owner: r.cfg.Owner})
+	// The local deadline is measured from before the renewal is sent, so it
+	// ends no later than the lease_until the database computes.
+	now := time.Now()
+	tried, err := qLogTry.All(ctx, conn, logTryArgs{
+		Partition: p.id, Owner: r.cfg.Owner, LeaseMS: r.cfg.Lease.Milliseconds(), Epoch: v.cursor.Epoch,
+		Begin: len(v.rows) > 0 && !v.isolating(),
+	})
+	if err != nil {
+		return v, false, fmt.Errorf("outbox: read partition %d: %w", p.id, err)
 	}
-	b.Queue("COMMIT")
-	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		p.endBatch()
-		return v, fmt.Errorf("outbox: read partition %d: %w", p.id, err)
+	if len(tried) == 0 {
+		v.rows = nil
+		return v, true, nil
 	}
-	return v, nil
+	v.lease = newLease(now, r.cfg.Lease)
+	p.leaseEnd.Store(v.lease.deadline.UnixNano())
+	started = len(v.rows) > 0 // until the advance
+	return v, false, nil
 }
 
 // isolate is the read that isolates its event (R2 with tries at 2): it is

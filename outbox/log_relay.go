@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -140,11 +139,19 @@ type logPartition struct {
 	holdWaiting atomic.Bool
 }
 
-// startBatch records a batch read with the view held.
-func (p *logPartition) startBatch(held map[aggregateKey]bool) {
+// startBatch records a read begun: until its view is known (setView) the
+// hold worker publishes nothing.
+func (p *logPartition) startBatch() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.reading, p.viewHeld = true, held
+	p.reading, p.viewHeld = true, nil
+}
+
+// setView records the holds the read's view has.
+func (p *logPartition) setView(held map[aggregateKey]bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.viewHeld = held
 }
 
 // endBatch records the batch's advance (or its end without one), and wakes
@@ -164,8 +171,10 @@ func (p *logPartition) endBatch() {
 // batch read before it is in flight is not in that view: the reader may be
 // publishing the order's later events, so the hold's first publish waits
 // for that batch's advance, which the replay's epoch refuses (the batch is
-// read again, with the hold). Holds the advance makes are in every later
-// view. model/README.md, what the model found, 5.
+// read again, with the hold). The read is marked before its first
+// statement, so a replay that commits while it reads is in its view or
+// waits for it. Holds the advance makes are in every later view.
+// model/README.md, what the model found, 5.
 func (p *logPartition) mayPublish(k aggregateKey) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -357,7 +366,9 @@ func (r *LogRelay) readPartition(ctx context.Context, p *logPartition) {
 			continue
 		}
 		failures = 0
-		wait := r.cfg.PollInterval
+		// An idle reader renews its lease only by reading: often enough
+		// that it never runs out between reads.
+		wait := min(r.cfg.PollInterval, r.cfg.Lease/3)
 		switch next {
 		case logAgain:
 			continue
@@ -377,13 +388,4 @@ func (r *LogRelay) readPartition(ctx context.Context, p *logPartition) {
 		}
 		t.Stop()
 	}
-}
-
-// logBegin opens a transaction on conn with the statements of b (queued
-// after BEGIN) in one round trip. The caller ends it.
-func logBegin(ctx context.Context, conn *pgxpool.Conn, b *pgx.Batch) error {
-	full := &pgx.Batch{}
-	full.Queue("BEGIN")
-	full.QueuedQueries = append(full.QueuedQueries, b.QueuedQueries...)
-	return conn.SendBatch(ctx, full).Close()
 }

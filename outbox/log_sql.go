@@ -14,7 +14,7 @@ var (
 	qLogCursor       = namedsql.Bind[logCursorArgs, logCursorRow](queries, "LogCursor")
 	qLogHoldsView    = namedsql.Bind[logPartitionArgs, aggregateKey](queries, "LogHoldsView")
 	qLogBatch        = namedsql.Bind[logBatchArgs, logRow](queries, "LogBatch")
-	qLogTry          = namedsql.Bind[logOwnedArgs, namedsql.NoRows](queries, "LogTry")
+	qLogTry          = namedsql.Bind[logTryArgs, int](queries, "LogTry")
 	qLogAdvance      = namedsql.Bind[logAdvanceArgs, logAdvanceRow](queries, "LogAdvance")
 	qLogRefused      = namedsql.Bind[logOwnedArgs, int64](queries, "LogRefused")
 	qLogRelease      = namedsql.Bind[logOwnedArgs, namedsql.NoRows](queries, "LogRelease")
@@ -71,7 +71,15 @@ type logOwnedArgs struct {
 type logCursorArgs struct {
 	Partition int    `db:"partition"`
 	Owner     string `db:"owner"`
+	RenewMS   int64  `db:"renew_ms"`
+}
+
+type logTryArgs struct {
+	Partition int    `db:"partition"`
+	Owner     string `db:"owner"`
 	LeaseMS   int64  `db:"lease_ms"`
+	Epoch     int64  `db:"epoch"`
+	Begin     bool   `db:"begin"`
 }
 
 // logKey is a key of the log, (gate, pos): an event's, or a cursor's.
@@ -90,6 +98,7 @@ type logCursorRow struct {
 	Pos   int64 `db:"pos"`
 	Epoch int64 `db:"epoch"`
 	Tries int   `db:"tries"`
+	Renew bool  `db:"renew"`
 }
 
 type aggregateKey struct {

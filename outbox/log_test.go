@@ -701,3 +701,45 @@ func TestLogReplayWaitsForTheBatchInFlight(t *testing.T) {
 	require.True(t, worked, "the release")
 	require.Empty(t, logHolds(t, b.pool))
 }
+
+// TestLogIdleReadsWriteNothing: a partition's reader that finds no event
+// writes nothing (its lease is renewed only when half of it is gone), and
+// a batch writes no other partition's cursor row.
+func TestLogIdleReadsWriteNothing(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	versions := func() map[int]string {
+		rows, err := b.pool.Query(ctx, `SELECT partition, xmin::text FROM outbox_log_cursors`)
+		require.NoError(t, err)
+		out := map[int]string{}
+		for rows.Next() {
+			var p int
+			var x string
+			require.NoError(t, rows.Scan(&p, &x))
+			out[p] = x
+		}
+		require.NoError(t, rows.Err())
+		return out
+	}
+	run(t, b.newLogRelay(t, outbox.LogConfig{}))
+	eventually(t, 30*time.Second, func() bool {
+		var owned int
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM outbox_log_cursors WHERE owner IS NOT NULL`).Scan(&owned))
+		return owned == outbox.LogPartitions
+	}, "every partition taken")
+	before := versions()
+	time.Sleep(time.Second) // ten safety polls of every partition
+	require.Equal(t, before, versions(), "idle reads wrote nothing")
+
+	ids, part := sameLogPartition(t, b.pool, "i", 1)
+	enqueueLog(t, b.pool, mustEvent(t, ids[0], "E1"))
+	eventually(t, 30*time.Second, func() bool { return len(b.rec.ackedIDs()) == 1 }, "delivered")
+	eventually(t, 30*time.Second, func() bool { _, pos, _, _ := logCursor(t, b.pool, part); return pos > 0 }, "advanced")
+	after := versions()
+	for p, x := range before {
+		if p != part {
+			require.Equal(t, x, after[p], "partition %d untouched", p)
+		}
+	}
+}
