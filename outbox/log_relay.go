@@ -29,10 +29,11 @@ type LogConfig struct {
 	// MaxInFlight (publishes at once per partition, one order at a time),
 	// PollInterval (the safety poll of an idle partition, and how often
 	// free partitions are looked for), MaxAttempts, RetryBase and RetryMax
-	// (a hold's), the breaker, Rate, Registerer and Logger. MarkDelay,
-	// MarkBatchSize and GaugeInterval are unused, and so is Failpoints for
-	// now (the log source has no failpoints yet). Defaults as documented on
-	// RelayConfig.
+	// (a hold's), the breaker, Rate, Registerer (the relay's publish
+	// metrics and the log's gauges, not outbox_events' backlog gauges),
+	// GaugeInterval and Logger. MarkDelay and MarkBatchSize are unused, and
+	// so is Failpoints for now (the log source has no failpoints yet).
+	// Defaults as documented on RelayConfig.
 	RelayConfig
 	// MaxPartitions is the most partitions this relay reads at once, 1 to
 	// [LogPartitions]. Defaults to [LogMaxPartitionsDefault] (all of them:
@@ -182,7 +183,7 @@ func (p *logPartition) mayPublish(k aggregateKey) bool {
 }
 
 // horizonBackoff paces the reads of a partition whose events wait above the
-// horizon: 5ms, doubling, at most the safety poll.
+// horizon: 5ms, doubling, at most a second (and the safety poll).
 var horizonBackoff = Backoff{Base: 5 * time.Millisecond, Max: time.Second}
 
 // errLogLeaseLost is a partition's lease found lost: its reader stops.
@@ -201,7 +202,7 @@ func NewLogRelay(pool *pgxpool.Pool, pub Publisher, cfg LogConfig) (*LogRelay, e
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	base, err := NewRelay(pool, pub, cfg.RelayConfig)
+	base, err := newRelay(pool, pub, cfg.RelayConfig, false)
 	if err != nil {
 		return nil, err
 	}
@@ -272,6 +273,9 @@ func (r *LogRelay) take(ctx context.Context) ([]*logPartition, error) {
 	}
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 	defer cancel()
+	// Measured before the statement: the local deadline never outlives the
+	// lease_until the database computes.
+	l := newLease(time.Now(), r.cfg.Lease)
 	ids, err := qLogTake.All(cctx, r.pool, logTakeArgs{
 		Owner: r.cfg.Owner, LeaseMS: r.cfg.Lease.Milliseconds(), MaxPartitions: room, Running: running,
 	})
@@ -284,7 +288,7 @@ func (r *LogRelay) take(ctx context.Context) ([]*logPartition, error) {
 	out := make([]*logPartition, 0, len(ids))
 	for _, id := range ids {
 		p := &logPartition{id: id, wake: make(chan struct{}, 1), holdsWake: make(chan struct{}, 1)}
-		p.leaseEnd.Store(time.Now().Add(r.cfg.Lease).UnixNano())
+		p.leaseEnd.Store(l.deadline.UnixNano())
 		r.parts[id] = p
 		out = append(out, p)
 	}

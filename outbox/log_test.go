@@ -611,6 +611,11 @@ func TestLogGauges(t *testing.T) {
 		pending, _ := gathered(reg, "outbox_log_pending_events")
 		return pending == 0 && len(b.rec.sequencesOf()["g-good"]) == 2
 	}, "delivered once it ended")
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	for _, f := range families {
+		require.NotEqual(t, "outbox_pending_events", f.GetName(), "outbox_events' backlog gauges are the poll relay's: never exported at 0 by a log relay")
+	}
 }
 
 // TestLogReplay: an operator's replay of an order from a sequence delivers

@@ -26,7 +26,11 @@ type metrics struct {
 	throttled     prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// newMetrics makes the relay's collectors and registers them on reg; the
+// backlog gauges of outbox_events (pending, oldestAge, quarantined) only
+// when backlog is set: a log relay has its own (log_metrics.go), and
+// registering these it never refreshes would export a backlog of 0.
+func newMetrics(reg prometheus.Registerer, backlog bool) (*metrics, error) {
 	m := &metrics{
 		published: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "outbox_published_total",
@@ -85,7 +89,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		errorsVec, err = promreg.Register(reg, errorsVec)
 	}
 	m.throttled = reg1(m.throttled)
-	m.pending, m.oldestAge, m.quarantined = regG(m.pending), regG(m.oldestAge), regG(m.quarantined)
+	if backlog {
+		m.pending, m.oldestAge, m.quarantined = regG(m.pending), regG(m.oldestAge), regG(m.quarantined)
+	}
 	m.sinkUp = regG(m.sinkUp)
 	if err == nil {
 		m.handoff, err = promreg.Register(reg, m.handoff)
