@@ -99,10 +99,16 @@ func run(t *testing.T, r outboxtest.Runner) (stop func()) {
 // enqueue commits events in one transaction and returns them as written.
 func enqueue(t *testing.T, pool *pgxpool.Pool, events ...outbox.Event) []outbox.Event {
 	t.Helper()
+	return enqueueWith(t, pool, &outbox.Enqueuer{}, events...)
+}
+
+// enqueueWith is enqueue through q (the log's, say).
+func enqueueWith(t *testing.T, pool *pgxpool.Pool, q *outbox.Enqueuer, events ...outbox.Event) []outbox.Event {
+	t.Helper()
 	var out []outbox.Event
 	require.NoError(t, pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
 		var err error
-		out, err = outbox.Enqueue(context.Background(), tx, events...)
+		out, err = q.Enqueue(context.Background(), tx, events...)
 		return err
 	}))
 	return out

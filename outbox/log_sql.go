@@ -88,11 +88,6 @@ type logKey struct {
 	Pos  int64 `db:"pos"`
 }
 
-// less reports whether k comes before o.
-func (k logKey) less(o logKey) bool {
-	return k.Gate < o.Gate || k.Gate == o.Gate && k.Pos < o.Pos
-}
-
 type logCursorRow struct {
 	Gate  int64 `db:"gate"`
 	Pos   int64 `db:"pos"`

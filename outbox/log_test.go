@@ -25,13 +25,7 @@ var logEnqueuer = outbox.NewEnqueuer(outbox.EnqueueConfig{Log: true})
 // enqueueLog commits events to the log in one transaction.
 func enqueueLog(t *testing.T, pool *pgxpool.Pool, events ...outbox.Event) []outbox.Event {
 	t.Helper()
-	var out []outbox.Event
-	require.NoError(t, pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
-		var err error
-		out, err = logEnqueuer.Enqueue(context.Background(), tx, events...)
-		return err
-	}))
-	return out
+	return enqueueWith(t, pool, logEnqueuer, events...)
 }
 
 // newLogRelay builds a log relay over b's pool with test defaults: a short
@@ -139,6 +133,16 @@ func readLog(t *testing.T, r *outbox.LogRelay, partition, n int) *outbox.LogBatc
 	}, "the batch is readable")
 	require.Len(t, batch.Events(), n)
 	return batch
+}
+
+// takeAndRead has r take every free partition and read part's batch of n
+// events: a reader's first steps, for a test to go on with (or to stop at,
+// as a relay that died there).
+func takeAndRead(t *testing.T, r *outbox.LogRelay, part, n int) *outbox.LogBatchForTest {
+	t.Helper()
+	_, err := r.TakeForTest(context.Background())
+	require.NoError(t, err)
+	return readLog(t, r, part, n)
 }
 
 func logHolds(t *testing.T, pool *pgxpool.Pool) []outbox.LogHold {
@@ -420,14 +424,12 @@ func TestLogStaleEpochAdvanceRefused(t *testing.T) {
 	enqueueLog(t, b.pool, mustEvent(t, ids[0], "E1"), mustEvent(t, ids[0], "E2"))
 
 	r := b.newLogRelay(t, outbox.LogConfig{})
-	_, err := r.TakeForTest(ctx)
-	require.NoError(t, err)
-	batch := readLog(t, r, part, 2)
+	batch := takeAndRead(t, r, part, 2)
 	r.PublishForTest(ctx, batch)
 	require.Len(t, b.rec.ackedIDs(), 2)
 
 	// What a hold's release (H4) or a replay (O3) does in its transaction.
-	_, err = b.pool.Exec(ctx, `UPDATE outbox_log_cursors SET epoch = epoch + 1 WHERE partition = $1`, part)
+	_, err := b.pool.Exec(ctx, `UPDATE outbox_log_cursors SET epoch = epoch + 1 WHERE partition = $1`, part)
 	require.NoError(t, err)
 	refused, err := r.AdvanceForTest(ctx, batch)
 	require.NoError(t, err)
@@ -532,10 +534,7 @@ func TestLogCrashLoopIsolatesTheEvent(t *testing.T) {
 	// The first relay dies with a full window, the second with a window of
 	// one: the killer's E1 (each died publishing it).
 	for i, window := range []int{4, 1} {
-		dead := b.newLogRelay(t, outbox.LogConfig{})
-		_, err := dead.TakeForTest(ctx)
-		require.NoError(t, err)
-		batch := readLog(t, dead, part, window)
+		batch := takeAndRead(t, b.newLogRelay(t, outbox.LogConfig{}), part, window)
 		require.Equal(t, i, batch.Tries())
 		require.Equal(t, killer, batch.Events()[0].AggregateID)
 		expireLogLeases(t, b.pool)
@@ -668,9 +667,7 @@ func TestLogReplayWaitsForTheBatchInFlight(t *testing.T) {
 	ids, part := sameLogPartition(t, b.pool, "n", 1)
 	enqueueLog(t, b.pool, mustEvent(t, ids[0], "E1"), mustEvent(t, ids[0], "E2"))
 	r := b.newLogRelay(t, outbox.LogConfig{})
-	_, err := r.TakeForTest(ctx)
-	require.NoError(t, err)
-	first := readLog(t, r, part, 2)
+	first := takeAndRead(t, r, part, 2)
 	r.PublishForTest(ctx, first)
 	refused, err := r.AdvanceForTest(ctx, first)
 	require.NoError(t, err)
