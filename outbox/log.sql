@@ -364,13 +364,27 @@ SELECT EXISTS (
 -- horizon cannot pass it, so every log event committed after it waits.
 -- Sessions of other roles show their xid only to a role with
 -- pg_read_all_stats (pg_monitor). pending: committed events after the
--- cursors, readable or waiting for the horizon. holds, quarantined: the
--- orders under a hold, and those waiting for an operator.
+-- cursors, readable or waiting for the horizon; oldest_pending_age_seconds
+-- the age of the oldest of the partitions' next events (each partition's
+-- first after its cursor: 16 index probes), which grows when a partition
+-- stalls for any reason (no relay owns it, the horizon, a sink outage).
+-- holds, quarantined: the orders under a hold, and those waiting for an
+-- operator.
 SELECT coalesce(extract(epoch FROM now() - least(
            (SELECT min(xact_start) FROM pg_stat_activity WHERE backend_xid IS NOT NULL),
            (SELECT min(prepared) FROM pg_prepared_xacts))), 0)::float8 AS horizon_age_seconds,
        (SELECT count(*)
         FROM outbox_log_cursors c
         JOIN outbox_log l ON l.partition = c.partition AND (l.gate, l.pos) > (c.gate, c.pos)) AS pending,
+       coalesce(extract(epoch FROM now() - (
+           SELECT min(n.occurred_at)
+           FROM outbox_log_cursors c
+           CROSS JOIN LATERAL (
+               SELECT l.occurred_at
+               FROM outbox_log l
+               WHERE l.partition = c.partition AND (l.gate, l.pos) > (c.gate, c.pos)
+               ORDER BY l.gate, l.pos
+               LIMIT 1
+           ) n)), 0)::float8 AS oldest_pending_age_seconds,
        (SELECT count(*) FROM outbox_log_holds) AS holds,
        (SELECT count(*) FROM outbox_log_holds WHERE quarantined_at IS NOT NULL) AS quarantined;

@@ -17,6 +17,7 @@ import (
 type logMetrics struct {
 	horizonAge  prometheus.Gauge
 	pending     prometheus.Gauge
+	oldestAge   prometheus.Gauge
 	holds       prometheus.Gauge
 	quarantined prometheus.Gauge
 }
@@ -31,6 +32,10 @@ func newLogMetrics(reg prometheus.Registerer) (*logMetrics, error) {
 			Name: "outbox_log_pending_events",
 			Help: "Committed log events after their partition's cursor, readable or waiting for the horizon (sampled periodically).",
 		}),
+		oldestAge: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "outbox_log_oldest_pending_age_seconds",
+			Help: "Age of the oldest of the partitions' next events after their cursors: it grows while any partition stalls (sampled periodically).",
+		}),
 		holds: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "outbox_log_holds",
 			Help: "Orders under a hold of the log source: a failed, isolated or replayed event's order (sampled periodically).",
@@ -41,7 +46,7 @@ func newLogMetrics(reg prometheus.Registerer) (*logMetrics, error) {
 		}),
 	}
 	var err error
-	for _, g := range []*prometheus.Gauge{&m.horizonAge, &m.pending, &m.holds, &m.quarantined} {
+	for _, g := range []*prometheus.Gauge{&m.horizonAge, &m.pending, &m.oldestAge, &m.holds, &m.quarantined} {
 		if err == nil {
 			*g, err = promreg.Register(reg, *g)
 		}
@@ -77,6 +82,7 @@ func (r *LogRelay) refreshGauges(ctx context.Context) error {
 	}
 	r.metrics.horizonAge.Set(g.HorizonAgeSeconds)
 	r.metrics.pending.Set(float64(g.Pending))
+	r.metrics.oldestAge.Set(g.OldestPendingAge)
 	r.metrics.holds.Set(float64(g.Holds))
 	r.metrics.quarantined.Set(float64(g.Quarantined))
 	return nil

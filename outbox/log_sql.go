@@ -38,6 +38,7 @@ var (
 type logGaugesRow struct {
 	HorizonAgeSeconds float64 `db:"horizon_age_seconds"`
 	Pending           int64   `db:"pending"`
+	OldestPendingAge  float64 `db:"oldest_pending_age_seconds"`
 	Holds             int64   `db:"holds"`
 	Quarantined       int64   `db:"quarantined"`
 }

@@ -572,8 +572,9 @@ func TestLogConfigValidates(t *testing.T) {
 }
 
 // TestLogGauges: the horizon's age follows the oldest open transaction
-// holding an xid, the pending events those waiting behind it, and the holds
-// gauges a quarantined hold; publishes count in the relay's metrics.
+// holding an xid, the pending events and the oldest one's age those waiting
+// behind it, and the holds gauges a quarantined hold; publishes count in
+// the relay's metrics.
 func TestLogGauges(t *testing.T) {
 	t.Parallel()
 	b := setup(t, func(_ context.Context, e outbox.Event) error {
@@ -603,12 +604,14 @@ func TestLogGauges(t *testing.T) {
 	eventually(t, 30*time.Second, func() bool {
 		age, _ := gathered(reg, "outbox_log_horizon_age_seconds")
 		pending, _ := gathered(reg, "outbox_log_pending_events")
-		return age >= 0.2 && pending == 1
+		oldest, _ := gathered(reg, "outbox_log_oldest_pending_age_seconds")
+		return age >= 0.2 && pending == 1 && oldest >= 0.2
 	}, "the open transaction's age, the event waiting behind it")
 	require.NoError(t, open.Rollback(ctx))
 	eventually(t, 30*time.Second, func() bool {
 		pending, _ := gathered(reg, "outbox_log_pending_events")
-		return pending == 0 && len(b.rec.sequencesOf()["g-good"]) == 2
+		oldest, _ := gathered(reg, "outbox_log_oldest_pending_age_seconds")
+		return pending == 0 && oldest == 0 && len(b.rec.sequencesOf()["g-good"]) == 2
 	}, "delivered once it ended")
 	families, err := reg.Gather()
 	require.NoError(t, err)
@@ -744,4 +747,27 @@ func TestLogIdleReadsWriteNothing(t *testing.T) {
 			require.Equal(t, x, after[p], "partition %d untouched", p)
 		}
 	}
+}
+
+// TestLogShutdownGivesThePartitionsBack: a relay that stops gracefully
+// gives its leases back, so another relay takes the partitions at once
+// instead of after the lease, and delivers what comes next.
+func TestLogShutdownGivesThePartitionsBack(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	owned := func() int {
+		var n int
+		require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM outbox_log_cursors WHERE owner IS NOT NULL`).Scan(&n))
+		return n
+	}
+	long := outbox.RelayConfig{Lease: time.Hour, PublishTimeout: time.Second}
+	stop := run(t, b.newLogRelay(t, outbox.LogConfig{RelayConfig: long}))
+	eventually(t, 30*time.Second, func() bool { return owned() == outbox.LogPartitions }, "every partition taken")
+	stop()
+	require.Zero(t, owned(), "the leases given back")
+
+	run(t, b.newLogRelay(t, outbox.LogConfig{RelayConfig: long}))
+	enqueueLog(t, b.pool, mustEvent(t, "s-1", "E1"))
+	eventually(t, 30*time.Second, func() bool { return len(b.rec.ackedIDs()) == 1 }, "the next relay delivers, an hour's lease notwithstanding")
 }
