@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/outbox"
@@ -771,3 +774,102 @@ func TestLogShutdownGivesThePartitionsBack(t *testing.T) {
 	enqueueLog(t, b.pool, mustEvent(t, "s-1", "E1"))
 	eventually(t, 30*time.Second, func() bool { return len(b.rec.ackedIDs()) == 1 }, "the next relay delivers, an hour's lease notwithstanding")
 }
+
+// TestLogChurn: producers whose transactions overlap on shared orders (some
+// take their xid long before their order's lock, some roll back), a
+// publisher that fails now and then for the event's fault or the sink's,
+// and relays stopped and started under them: every committed event is
+// delivered, each order's first deliveries in sequence, and no hold is
+// left once the failures stop.
+func TestLogChurn(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	rnd := rand.New(rand.NewPCG(27, 1))
+	failing := true
+	b := setup(t, func(_ context.Context, e outbox.Event) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if !failing {
+			return nil
+		}
+		switch x := rnd.IntN(100); {
+		case x < 5:
+			return errors.New("the consumer rejected it this time")
+		case x < 7:
+			return outbox.SinkUnavailable(errors.New("connection reset"))
+		}
+		return nil
+	})
+	ctx := context.Background()
+	const orders, producers, txs = 12, 3, 40
+	var committed atomic.Int64
+	var wg sync.WaitGroup
+	for w := range producers {
+		wg.Go(func() {
+			r := rand.New(rand.NewPCG(uint64(w), 2))
+			for range txs {
+				var evs []outbox.Event
+				for range 1 + r.IntN(3) {
+					evs = append(evs, mustEvent(t, fmt.Sprintf("c-%d", r.IntN(orders)), "E"))
+				}
+				early, pause, abort := r.IntN(3) == 0, time.Duration(r.IntN(20))*time.Millisecond, r.IntN(8) == 0
+				err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+					if early { // the xid first, the order's lock later: the gate's case
+						if _, err := tx.Exec(ctx, `SELECT pg_current_xact_id()`); err != nil {
+							return err
+						}
+						time.Sleep(pause)
+					}
+					if _, err := logEnqueuer.Enqueue(ctx, tx, evs...); err != nil {
+						return err
+					}
+					time.Sleep(pause)
+					if abort {
+						return errAbort
+					}
+					return nil
+				})
+				if errors.Is(err, errAbort) {
+					continue
+				}
+				if !assert.NoError(t, err) {
+					return
+				}
+				committed.Add(int64(len(evs)))
+			}
+		})
+	}
+
+	cfg := outbox.LogConfig{MaxPartitions: 8, RelayConfig: outbox.RelayConfig{
+		Lease: time.Second, PublishTimeout: 200 * time.Millisecond, MaxAttempts: 1000, BatchSize: 5,
+		BreakerThreshold: 3, ProbeBase: 10 * time.Millisecond, ProbeMax: 50 * time.Millisecond,
+	}}
+	relays := []func(){run(t, b.newLogRelay(t, cfg)), run(t, b.newLogRelay(t, cfg))}
+	producing := make(chan struct{})
+	go func() { wg.Wait(); close(producing) }()
+	for i := 0; ; i++ {
+		select {
+		case <-producing:
+		case <-time.After(150 * time.Millisecond):
+			relays[i%2]() // a graceful stop, and a new relay in its place
+			relays[i%2] = run(t, b.newLogRelay(t, cfg))
+			continue
+		}
+		break
+	}
+	mu.Lock()
+	failing = false
+	mu.Unlock()
+	eventually(t, 60*time.Second, func() bool {
+		return int64(len(b.rec.ackedIDs())) == committed.Load() && len(logHolds(t, b.pool)) == 0
+	}, "every committed event delivered, no hold left")
+	for id, got := range b.rec.firstPublishes() {
+		require.Equal(t, seq(len(got)), got, "order %s: first deliveries in sequence", id)
+	}
+	var total int64
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM outbox_log`).Scan(&total))
+	require.Equal(t, committed.Load(), total)
+	logUntouched(t, b.pool)
+}
+
+var errAbort = errors.New("the business change is rolled back")
