@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/outflow/outflow/failpoints"
 )
 
 // A partition's reader: model/log.pml's Reader, R2 to R4 (R1, the take, is
@@ -73,12 +75,18 @@ func (r *LogRelay) cycle(ctx context.Context, p *logPartition) (logNext, error) 
 	if len(v.rows) == 0 {
 		return next, nil
 	}
+	if err := r.dieAt(ctx, p, failpoints.LogAfterRead); err != nil {
+		return logIdle, err
+	}
 	var done []bool
 	var failed []logFailure
 	if v.isolating() {
 		done, failed = r.isolate(v)
 	} else {
 		done, failed = r.publishBatch(ctx, bk, v)
+	}
+	if err := r.dieAt(ctx, p, failpoints.LogBeforeAdvance); err != nil {
+		return logIdle, err
 	}
 	actx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
 	defer cancel()
@@ -90,6 +98,19 @@ func (r *LogRelay) cycle(ctx context.Context, p *logPartition) (logNext, error) 
 		next = logAgain
 	}
 	return next, nil
+}
+
+// errLogDied is a failpoint's error in the reader: the partition's reader
+// dies there as its process would, writing nothing more.
+var errLogDied = errors.New("outbox: the partition's reader died at a failpoint")
+
+// dieAt runs the failpoint name; its error makes the reader die (its batch
+// left in flight for the hold worker, its lease to expire).
+func (r *LogRelay) dieAt(ctx context.Context, p *logPartition, name string) error {
+	if err := r.cfg.Failpoints.Inject(ctx, name); err != nil {
+		return fmt.Errorf("%w: %w", errLogDied, err)
+	}
+	return nil
 }
 
 // read is R2: the cursor (its epoch and tries read first), the holds, the

@@ -31,9 +31,10 @@ type LogConfig struct {
 	// free partitions are looked for), MaxAttempts, RetryBase and RetryMax
 	// (a hold's), the breaker, Rate, Registerer (the relay's publish
 	// metrics and the log's gauges, not outbox_events' backlog gauges),
-	// GaugeInterval and Logger. MarkDelay and MarkBatchSize are unused, and
-	// so is Failpoints for now (the log source has no failpoints yet).
-	// Defaults as documented on RelayConfig.
+	// GaugeInterval, Logger and Failpoints (log.after_read and
+	// log.before_advance: with error, the partition's reader dies there as
+	// its process would). MarkDelay and MarkBatchSize are unused. Defaults
+	// as documented on RelayConfig.
 	RelayConfig
 	// MaxPartitions is the most partitions this relay reads at once, 1 to
 	// [LogPartitions]. Defaults to [LogMaxPartitionsDefault] (all of them:
@@ -103,8 +104,7 @@ func (c *LogConfig) validate() error {
 //
 // Not built yet (see docs/operations.md, "The log source"): retention
 // (range partitions created ahead, detached and dropped), the horizon's
-// alert, failpoints, outboxctl's commands, and the starter's
-// OUTFLOW_RELAY_SOURCE=log.
+// alert, outboxctl's commands, and the starter's OUTFLOW_RELAY_SOURCE=log.
 type LogRelay struct {
 	pool *pgxpool.Pool
 	pub  Publisher
@@ -354,6 +354,13 @@ func (r *LogRelay) readPartition(ctx context.Context, p *logPartition) {
 			continue
 		}
 		next, err := r.cycle(ctx, p)
+		if errors.Is(err, errLogDied) {
+			// As a dead process: no advance, no release; the hold worker
+			// stops, the lease expires and a relay takes the partition over.
+			lost = true
+			r.cfg.Logger.Error("outbox log relay: a partition's reader died at a failpoint", "owner", r.cfg.Owner, "partition", p.id, "error", err)
+			return
+		}
 		if errors.Is(err, errLogLeaseLost) {
 			lost = true
 			r.cfg.Logger.Warn("outbox log relay: lost a partition's lease; its reader stops", "owner", r.cfg.Owner, "partition", p.id)

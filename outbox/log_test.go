@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/outbox"
 )
 
@@ -873,3 +874,46 @@ func TestLogChurn(t *testing.T) {
 }
 
 var errAbort = errors.New("the business change is rolled back")
+
+// TestLogFailpointsKillTheReader: with log.after_read or log.before_advance
+// set to error, a partition's reader dies there as its process would: no
+// advance, no release, its tries left counted. Another relay takes the
+// partition over once the lease expires and delivers everything in
+// sequence (after before_advance, again).
+func TestLogFailpointsKillTheReader(t *testing.T) {
+	t.Parallel()
+	for _, point := range []string{failpoints.LogAfterRead, failpoints.LogBeforeAdvance} {
+		t.Run(point, func(t *testing.T) {
+			t.Parallel()
+			b := setup(t, nil)
+			ids, part := sameLogPartition(t, b.pool, "f", 1)
+			fps, err := failpoints.Parse(point + "=error")
+			require.NoError(t, err)
+			lease := outbox.RelayConfig{Lease: time.Second, PublishTimeout: 200 * time.Millisecond}
+			dying := lease
+			// A take a minute apart: the dying relay does not take the
+			// partition again (and die at its window of one) before the
+			// test stops it.
+			dying.Failpoints, dying.PollInterval = fps, time.Minute
+			stop := run(t, b.newLogRelay(t, outbox.LogConfig{RelayConfig: dying}))
+			enqueueLog(t, b.pool, mustEvent(t, ids[0], "E1"), mustEvent(t, ids[0], "E2"), mustEvent(t, ids[0], "E3"))
+			eventually(t, 30*time.Second, func() bool {
+				_, _, _, tries := logCursor(t, b.pool, part)
+				return tries == 1
+			}, "the reader died in a batch")
+			stop()
+			_, pos, _, _ := logCursor(t, b.pool, part)
+			require.Zero(t, pos, "no advance")
+			if point == failpoints.LogAfterRead {
+				require.Empty(t, b.rec.ackedIDs(), "nothing published")
+			}
+
+			run(t, b.newLogRelay(t, outbox.LogConfig{RelayConfig: lease}))
+			eventually(t, 30*time.Second, func() bool {
+				_, pos, _, tries := logCursor(t, b.pool, part)
+				return len(b.rec.firstPublishes()[ids[0]]) == 3 && pos > 0 && tries == 0
+			}, "taken over after the lease, delivered")
+			require.Equal(t, seq(3), b.rec.firstPublishes()[ids[0]])
+		})
+	}
+}
