@@ -152,6 +152,15 @@ WHERE partition = @partition
   AND (NOT @live::bool OR lease_until >= now())
 FOR UPDATE;
 
+-- name: LogHoldsDue :one
+-- Whether @partition has an unquarantined hold due now: the hold worker's
+-- look before its fenced transaction, which locks the cursor row (a write),
+-- so that a partition without holds costs its worker no write.
+SELECT EXISTS (
+    SELECT 1 FROM outbox_log_holds
+    WHERE partition = @partition AND quarantined_at IS NULL AND available_at <= now()
+) AS due;
+
 -- name: LogHoldNext :many
 -- H1: the next unquarantined hold of @partition due now, oldest due first,
 -- with its head: the first event of its order with from <= key <= the

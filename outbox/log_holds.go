@@ -56,10 +56,14 @@ func (r *LogRelay) holdWorker(ctx context.Context, p *logPartition) {
 // H3 for an attempt. It reports whether there was a hold to work on.
 func (r *LogRelay) holdStep(ctx context.Context, p *logPartition) (bool, error) {
 	bk := context.WithoutCancel(ctx)
+	due, err := qLogHoldsDue.Value(ctx, r.pool, logPartitionArgs{Partition: p.id})
+	if err != nil || !due {
+		return false, err
+	}
 	var h logHoldRow
 	publish, found, waiting := false, false, false
 	tctx, cancel := context.WithTimeout(bk, bookkeepingTimeout)
-	err := pgx.BeginFunc(tctx, r.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(tctx, r.pool, func(tx pgx.Tx) error {
 		cur, err := qLogFence.All(tctx, tx, logFenceArgs{Partition: p.id, Owner: r.cfg.Owner, Live: true})
 		if err != nil {
 			return err

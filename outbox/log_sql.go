@@ -20,6 +20,7 @@ var (
 	qLogRelease      = namedsql.Bind[logOwnedArgs, namedsql.NoRows](queries, "LogRelease")
 	qLogFence        = namedsql.Bind[logFenceArgs, logKey](queries, "LogFence")
 	qLogHoldNext     = namedsql.Bind[logAfterArgs, logHoldRow](queries, "LogHoldNext")
+	qLogHoldsDue     = namedsql.Bind[logPartitionArgs, bool](queries, "LogHoldsDue")
 	qLogHoldAttempt  = namedsql.Bind[logHoldAttemptArgs, namedsql.NoRows](queries, "LogHoldAttempt")
 	qLogHoldRelease  = namedsql.Bind[logHoldKeyArgs, int64](queries, "LogHoldRelease")
 	qLogHoldOutcome  = namedsql.Bind[logHoldOutcomeArgs, bool](queries, "LogHoldOutcome")
@@ -50,7 +51,7 @@ var logStatements = []namedsql.Info{
 	qLogAdvance.Info(), qLogRefused.Info(), qLogRelease.Info(), qLogFence.Info(), qLogHoldNext.Info(),
 	qLogHoldAttempt.Info(), qLogHoldRelease.Info(), qLogHoldOutcome.Info(), qLogOpLock.Info(),
 	qLogOpRetry.Info(), qLogOpSkip.Info(), qLogHolds.Info(), qLogListen.Info(), qLogWaiting.Info(), qLogGauges.Info(),
-	qLogOpReplayLock.Info(), qLogOpHeld.Info(), qLogOpReplay.Info(),
+	qLogOpReplayLock.Info(), qLogOpHeld.Info(), qLogOpReplay.Info(), qLogHoldsDue.Info(),
 }
 
 type logTakeArgs struct {

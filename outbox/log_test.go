@@ -712,14 +712,15 @@ func TestLogReplayWaitsForTheBatchInFlight(t *testing.T) {
 }
 
 // TestLogIdleReadsWriteNothing: a partition's reader that finds no event
-// writes nothing (its lease is renewed only when half of it is gone), and
-// a batch writes no other partition's cursor row.
+// writes nothing (its lease is renewed only when half of it is gone), its
+// hold worker locks nothing while no hold is due, and a batch writes or
+// locks no other partition's cursor row.
 func TestLogIdleReadsWriteNothing(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx := context.Background()
 	versions := func() map[int]string {
-		rows, err := b.pool.Query(ctx, `SELECT partition, xmin::text FROM outbox_log_cursors`)
+		rows, err := b.pool.Query(ctx, `SELECT partition, xmin::text || '/' || xmax::text FROM outbox_log_cursors`)
 		require.NoError(t, err)
 		out := map[int]string{}
 		for rows.Next() {
