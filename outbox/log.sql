@@ -152,14 +152,16 @@ WHERE partition = @partition
   AND (NOT @live::bool OR lease_until >= now())
 FOR UPDATE;
 
--- name: LogHoldsDue :one
--- Whether @partition has an unquarantined hold due now: the hold worker's
--- look before its fenced transaction, which locks the cursor row (a write),
--- so that a partition without holds costs its worker no write.
-SELECT EXISTS (
-    SELECT 1 FROM outbox_log_holds
-    WHERE partition = @partition AND quarantined_at IS NULL AND available_at <= now()
-) AS due;
+-- name: LogHoldsDue :many
+-- When @partition's next unquarantined hold is due, in seconds from now (0
+-- or less: due now; no row: none): the hold worker's look before its
+-- fenced transaction, which locks the cursor row (a write), so that a
+-- partition without holds costs its worker no write, and a hold in backoff
+-- is worked when its backoff ends rather than at the safety poll.
+SELECT extract(epoch FROM min(available_at) - now())::float8 AS due_in_seconds
+FROM outbox_log_holds
+WHERE partition = @partition AND quarantined_at IS NULL
+HAVING count(*) > 0;
 
 -- name: LogHoldNext :many
 -- H1: the next unquarantined hold of @partition due now, oldest due first,

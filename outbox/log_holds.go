@@ -40,7 +40,11 @@ func (r *LogRelay) holdWorker(ctx context.Context, p *logPartition) {
 		if worked {
 			continue
 		}
-		t := time.NewTimer(r.cfg.PollInterval)
+		wait := r.cfg.PollInterval
+		if due := p.holdsDue.Swap(0); due != 0 {
+			wait = min(wait, max(time.Until(time.Unix(0, due)), time.Millisecond))
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 		case <-p.holdsWake:
@@ -56,9 +60,22 @@ func (r *LogRelay) holdWorker(ctx context.Context, p *logPartition) {
 // H3 for an attempt. It reports whether there was a hold to work on.
 func (r *LogRelay) holdStep(ctx context.Context, p *logPartition) (bool, error) {
 	bk := context.WithoutCancel(ctx)
-	due, err := qLogHoldsDue.Value(ctx, r.pool, logPartitionArgs{Partition: p.id})
-	if err != nil || !due {
+	dueIn, err := qLogHoldsDue.All(ctx, r.pool, logPartitionArgs{Partition: p.id})
+	if err != nil || len(dueIn) == 0 {
 		return false, err
+	}
+	if wait := time.Duration(dueIn[0] * float64(time.Second)); wait > 0 {
+		p.holdsDue.Store(time.Now().Add(wait).UnixNano())
+		return false, nil
+	}
+	// A publish starts only with PublishTimeout to spare in the lease: if
+	// the lease is too short now, the reader renews it first (and wakes
+	// this worker), rather than an attempt counted and given back in a loop.
+	l := lease{deadline: time.Unix(0, p.leaseEnd.Load())}
+	if _, ok := l.publishDeadline(time.Now(), r.cfg.PublishTimeout, r.cfg.Lease/10); !ok {
+		p.renewWanted.Store(true)
+		wakeChan(p.wake)
+		return false, nil
 	}
 	var h logHoldRow
 	publish, found, waiting := false, false, false

@@ -176,7 +176,7 @@ func (r *LogRelay) read(ctx context.Context, p *logPartition) (v logView, retry 
 		return v, false, fmt.Errorf("outbox: read partition %d: %w", p.id, err)
 	}
 	v.waiting = len(waiting) > 0 && waiting[0]
-	if len(v.rows) == 0 && !v.cursor.Renew {
+	if len(v.rows) == 0 && !v.cursor.Renew && !p.renewWanted.Load() {
 		return v, false, nil
 	}
 	// The local deadline is measured from before the renewal is sent, so it
@@ -195,6 +195,9 @@ func (r *LogRelay) read(ctx context.Context, p *logPartition) (v logView, retry 
 	}
 	v.lease = newLease(now, r.cfg.Lease)
 	p.leaseEnd.Store(v.lease.deadline.UnixNano())
+	if p.renewWanted.Swap(false) {
+		wakeChan(p.holdsWake)
+	}
 	started = len(v.rows) > 0 // until the advance
 	return v, false, nil
 }

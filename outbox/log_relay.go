@@ -138,6 +138,13 @@ type logPartition struct {
 	viewHeld map[aggregateKey]bool
 	// holdWaiting: the hold worker waits for the batch in flight to end.
 	holdWaiting atomic.Bool
+	// renewWanted: the hold worker waits for the reader to renew the lease
+	// (an idle reader renews only once half of it is gone, which may leave
+	// too little for a publish).
+	renewWanted atomic.Bool
+	// holdsDue is when the next hold in backoff is due (UnixNano; 0: none
+	// known), for the hold worker's wait.
+	holdsDue atomic.Int64
 }
 
 // startBatch records a read begun: until its view is known (setView) the

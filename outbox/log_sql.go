@@ -20,7 +20,7 @@ var (
 	qLogRelease      = namedsql.Bind[logOwnedArgs, namedsql.NoRows](queries, "LogRelease")
 	qLogFence        = namedsql.Bind[logFenceArgs, logKey](queries, "LogFence")
 	qLogHoldNext     = namedsql.Bind[logAfterArgs, logHoldRow](queries, "LogHoldNext")
-	qLogHoldsDue     = namedsql.Bind[logPartitionArgs, bool](queries, "LogHoldsDue")
+	qLogHoldsDue     = namedsql.Bind[logPartitionArgs, float64](queries, "LogHoldsDue")
 	qLogHoldAttempt  = namedsql.Bind[logHoldAttemptArgs, namedsql.NoRows](queries, "LogHoldAttempt")
 	qLogHoldRelease  = namedsql.Bind[logHoldKeyArgs, int64](queries, "LogHoldRelease")
 	qLogHoldOutcome  = namedsql.Bind[logHoldOutcomeArgs, bool](queries, "LogHoldOutcome")

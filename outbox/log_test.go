@@ -918,3 +918,28 @@ func TestLogFailpointsKillTheReader(t *testing.T) {
 		})
 	}
 }
+
+// TestLogHoldWorkerAsksForALease: with a lease whose idle renewals leave
+// less than a publish needs part of the time, a held order's retries still
+// go out: the hold worker asks the reader to renew instead of starting a
+// publish its lease cannot cover.
+func TestLogHoldWorkerAsksForALease(t *testing.T) {
+	t.Parallel()
+	// Failing for two seconds, retried every few milliseconds: the retries
+	// fall in every phase of the one-second lease.
+	until := time.Now().Add(2 * time.Second)
+	b := setup(t, func(_ context.Context, e outbox.Event) error {
+		if e.Sequence == 1 && time.Now().Before(until) {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	run(t, b.newLogRelay(t, outbox.LogConfig{RelayConfig: outbox.RelayConfig{
+		Lease: time.Second, PublishTimeout: 400 * time.Millisecond, PollInterval: time.Minute, MaxAttempts: 100,
+	}}))
+	enqueueLog(t, b.pool, mustEvent(t, "l-1", "E1"), mustEvent(t, "l-1", "E2"))
+	eventually(t, 30*time.Second, func() bool {
+		return len(b.rec.sequencesOf()["l-1"]) == 2 && len(logHolds(t, b.pool)) == 0
+	}, "retried through the hold, the hold released")
+	require.Equal(t, seq(2), b.rec.sequencesOf()["l-1"])
+}
