@@ -48,6 +48,12 @@ const (
 	CDCAfterPublish              = "cdc.after_publish"
 	CDCBeforeConfirm             = "cdc.before_confirm"
 	InventoryAfterCommit         = "inventory.after_commit"
+	// LogAfterRead: the log source's read committed (tries counted, the
+	// lease renewed), nothing of its batch published.
+	LogAfterRead = "log.after_read"
+	// LogBeforeAdvance: the log source's batch published, the cursor not
+	// yet advanced over it.
+	LogBeforeAdvance             = "log.before_advance"
 	JetStreamAfterAck            = "jetstream.after_ack"
 	JetStreamConsumerAfterCommit = "jetstream.consumer.after_commit"
 	// WebhookAfterCommit: a Stripe webhook's inbox row and outbox event
@@ -62,6 +68,7 @@ var Names = []string{
 	ActivityPaymentAfterProvider, ActivityRefundAfterProvider, ActivityEmailAfterProvider,
 	ConsumerAfterCommit, CleanupMidBatch,
 	CDCAfterReceive, CDCAfterPublish, CDCBeforeConfirm,
+	LogAfterRead, LogBeforeAdvance,
 	InventoryAfterCommit, WebhookAfterCommit,
 	JetStreamAfterAck, JetStreamConsumerAfterCommit,
 }

@@ -35,7 +35,7 @@ var legacyFiles embed.FS
 
 // The versions each set records, goose's 0 first.
 var (
-	outboxVersions = []int64{0, 1, 2, 4, 6, 10}
+	outboxVersions = []int64{0, 1, 2, 4, 6, 10, 12}
 	ordersVersions = []int64{0, 1, 2, 3, 5, 7, 8, 11}
 )
 
@@ -177,19 +177,31 @@ func rowsAsText(t *testing.T, ctx context.Context, pool *pgxpool.Pool) map[strin
 	return out
 }
 
-// withNewOrderColumns is rows (rowsAsText of a legacy database, whose
-// versions end at 10) as they read once migration 00011 added its three
-// nullable columns to orders: NULL, printed empty, on every old row.
-func withNewOrderColumns(rows map[string][]string) map[string][]string {
+// withNewColumns is rows (rowsAsText of a legacy database, whose versions
+// end at 10) as they read once the migrations after it ran: the order
+// app's 00011 added three nullable columns to orders (NULL, printed empty,
+// on every old row); the outbox's 00012 added outbox_sequences.last_gate
+// (0 on every old row) and the log source's tables, empty but for the
+// sixteen partitions' cursor rows (listed by the server, which sorts them
+// as rowsAsText does).
+func withNewColumns(t *testing.T, ctx context.Context, pool *pgxpool.Pool, rows map[string][]string) map[string][]string {
+	t.Helper()
 	out := map[string][]string{}
 	for table, rs := range rows {
 		for _, r := range rs {
-			if table == "orders" {
+			switch table {
+			case "orders":
 				r = strings.TrimSuffix(r, ")") + ",,,)"
+			case "outbox_sequences":
+				r = strings.TrimSuffix(r, ")") + ",0)"
 			}
 			out[table] = append(out[table], r)
 		}
 	}
+	for _, table := range []string{"outbox_log", "outbox_log_default", "outbox_log_holds", "outbox_log_skips"} {
+		out[table] = []string{}
+	}
+	out["outbox_log_cursors"] = queryStrings(t, ctx, pool, `SELECT format('(%s,0,0,,,0,0,)', p) FROM generate_series(0, 15) p ORDER BY 1`)
 	return out
 }
 
@@ -359,14 +371,14 @@ func TestUpgradeFromTheLegacySchemaWithData(t *testing.T) {
 	report, err := migrations.Up(ctx, pool, nil)
 	require.NoError(t, err)
 	require.EqualValues(t, 10, report.Outbox.Adopted)
-	require.Empty(t, report.Outbox.Applied, "the outbox's tables were all there")
-	require.EqualValues(t, 10, report.Outbox.Version)
+	require.Equal(t, above(outboxVersions, 10), report.Outbox.Applied, "the outbox's tables were all there but 00012's")
+	require.EqualValues(t, 12, report.Outbox.Version)
 	require.EqualValues(t, 10, report.Orders.Adopted)
 	require.Equal(t, above(ordersVersions, 10), report.Orders.Applied, "the order app's tables were all there but 00011's columns")
 	require.EqualValues(t, 11, report.Orders.Version)
 	require.Contains(t, strings.Join(report.Lines(), "\n"), "adopted from goose_db_version at version 10")
 
-	require.Equal(t, withNewOrderColumns(rowsBefore), rowsAsText(t, ctx, pool), "every row and value survives")
+	require.Equal(t, withNewColumns(t, ctx, pool, rowsBefore), rowsAsText(t, ctx, pool), "every row and value survives")
 	require.Subset(t, strings.Split(schemaOf(t, ctx, pool), "\n"), strings.Split(schemaBefore, "\n"),
 		"every column, constraint, index, function and the publication survive")
 	require.Equal(t, freshSchema(t), schemaOf(t, ctx, pool), "an upgraded database is a fresh one")
@@ -578,6 +590,6 @@ func TestUpgradeOneSetAtATime(t *testing.T) {
 	require.EqualValues(t, 10, report.Orders.Adopted)
 	require.Equal(t, above(ordersVersions, 10), report.Orders.Applied)
 	require.Equal(t, ordersVersions, versionsIn(t, ctx, pool, migrations.OrdersVersionTable))
-	require.Equal(t, withNewOrderColumns(before), rowsAsText(t, ctx, pool))
+	require.Equal(t, withNewColumns(t, ctx, pool, before), rowsAsText(t, ctx, pool))
 	require.Equal(t, freshSchema(t), schemaOf(t, ctx, pool))
 }

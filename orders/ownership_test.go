@@ -28,6 +28,12 @@ import (
 //     other packages use its
 //     functions (outbox.Enqueue, outbox.EventSequence,
 //     outbox.AggregateEvents, ...), and their tests outboxtest's;
+//   - the log source's tables (outbox_log and its partitions,
+//     outbox_log_cursors, outbox_log_holds, outbox_log_skips) are read or
+//     written only by package outbox, whose LogRelay and hold commands keep
+//     the protocol of model/log.pml (every change of a partition's holds
+//     locks its cursor row first); other packages use its functions
+//     (outbox.Enqueuer, outbox.LogHolds, outbox.RetryLogHold, ...);
 //   - processed_events, the inbox, is written only by package inbox
 //     (Inbox.Record); it is read only there and by package outbox/outboxops,
 //     whose retention cleanup deletes old rows of events no longer retained
@@ -63,6 +69,13 @@ var ownershipRules = []ownershipRule{
 		owners: []string{"outbox/", "internal/relaysql/", "migrations/"},
 		exempt: []string{"testsuite/", "cmd/bench/", "bench/peers/"},
 		owner:  "package outbox (use its functions, e.g. outbox.EventSequence, outbox.AggregateEvents; in tests, outbox/outboxtest)",
+	},
+	{
+		what:   "uses the log source's tables",
+		match:  regexp.MustCompile(`(?i)\b(?:FROM|JOIN|UPDATE(?:\s+ONLY)?|INTO|USING|TRUNCATE(?:\s+TABLE)?(?:\s+ONLY)?)\s+` + table(`outbox_log(?:_\w+)?`)),
+		owners: []string{"outbox/", "migrations/"},
+		exempt: []string{"testsuite/", "cmd/bench/", "bench/peers/"},
+		owner:  "package outbox (outbox.Enqueuer with EnqueueConfig.Log, outbox.LogRelay, outbox.LogHolds, outbox.RetryLogHold, outbox.SkipLogHold)",
 	},
 	{
 		what:   "records into processed_events",
@@ -294,6 +307,8 @@ func TestOwnershipRulesMatchSQLNotProse(t *testing.T) {
 		"orders/x.sql":       "SELECT aggregate_sequence FROM outbox_events WHERE event_id = $1;",
 		"internal/x.go":      "package x\nvar q = \"update outbox_events set published_at = now()\"\n",
 		"activities/z.sql":   "INSERT INTO processed_events (consumer_name, event_id) VALUES (@consumer, @event_id);",
+		"starter/y.go":       "package main\nvar q = \"UPDATE outbox_log_cursors SET epoch = epoch + 1\"\n",
+		"orders/z.sql":       "SELECT count(*) FROM public.outbox_log WHERE partition = @p;",
 		"orders/y.sql":       "SELECT EXISTS (SELECT 1 FROM processed_events WHERE event_id = @event_id);",
 		"outbox/y.sql":       "INSERT INTO processed_events (consumer_name, event_id) VALUES ($1, $2);",
 		// The relays' package reads no inbox row, nor keeps the operator's tables.
@@ -314,6 +329,7 @@ func TestOwnershipRulesMatchSQLNotProse(t *testing.T) {
 		// The owners, and the exempt trees.
 		"orders/x.sql":            "UPDATE orders SET status = @status WHERE id = @id;",
 		"outbox/x.sql":            "DELETE FROM outbox_events WHERE published_at < $1;",
+		"outbox/log.sql":          "UPDATE outbox_log_cursors SET tries = 0; SELECT 1 FROM outbox_log;",
 		"outbox/temporalpub/x.go": "package t\nvar q = \"SELECT 1 FROM outbox_events\"\n",
 		"migrations/9_x.sql":      "UPDATE orders o SET created_sequence = e.aggregate_sequence FROM outbox_events e;",
 		"testsuite/x.sql":         "UPDATE orders SET created_at = now(); SELECT count(*) FROM outbox_events;",

@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/outflow/outflow/internal/namedsql"
 )
 
 // Enqueue writes events as immutable outbox rows inside tx, the caller's own
@@ -25,11 +27,17 @@ import (
 // event written outside the business change it describes is exactly the dual
 // write the outbox exists to prevent.
 func Enqueue(ctx context.Context, tx pgx.Tx, events ...Event) ([]Event, error) {
+	return enqueueTo(ctx, tx, qEnqueueAggregate, events)
+}
+
+// enqueueTo is Enqueue through stmt, EnqueueAggregate (outbox_events) or
+// EnqueueLogAggregate (outbox_log).
+func enqueueTo(ctx context.Context, tx pgx.Tx, stmt enqueueStmt, events []Event) ([]Event, error) {
 	if len(events) == 0 {
 		return nil, nil
 	}
 	b := &pgx.Batch{}
-	q, err := EnqueueBatch(b, events...)
+	q, err := enqueueBatchTo(b, stmt, events)
 	if err != nil {
 		return nil, err
 	}
@@ -66,6 +74,14 @@ func (q *Queued) Events() ([]Event, error) {
 // extra round trip. The batch must be sent with tx.SendBatch of the business
 // transaction; the events are known once its results are closed.
 func EnqueueBatch(b *pgx.Batch, events ...Event) (*Queued, error) {
+	return enqueueBatchTo(b, qEnqueueAggregate, events)
+}
+
+// enqueueStmt is the statement that writes one aggregate's events.
+type enqueueStmt = namedsql.Stmt[enqueueAggregateArgs, enqueuedRow]
+
+// enqueueBatchTo is EnqueueBatch through stmt.
+func enqueueBatchTo(b *pgx.Batch, stmt enqueueStmt, events []Event) (*Queued, error) {
 	out := slices.Clone(events)
 	lanes, err := prepare(out)
 	if err != nil {
@@ -84,8 +100,8 @@ func EnqueueBatch(b *pgx.Batch, events ...Event) (*Queued, error) {
 		for j, i := range l.idx {
 			a.EventIDs[j], a.EventTypes[j], a.SchemaVersions[j], a.Payloads[j] = out[i].ID, out[i].Type, int32(out[i].SchemaVersion), string(out[i].Payload)
 		}
-		qEnqueueAggregate.Queue(b, a).Query(func(rows pgx.Rows) error {
-			if err := q.scanLane(rows, l); err != nil {
+		stmt.Queue(b, a).Query(func(rows pgx.Rows) error {
+			if err := q.scanLane(stmt, rows, l); err != nil {
 				q.err = fmt.Errorf("outbox: enqueue %s/%s: %w", l.aggType, l.aggID, err)
 				return q.err
 			}
@@ -96,8 +112,8 @@ func EnqueueBatch(b *pgx.Batch, events ...Event) (*Queued, error) {
 	return q, nil
 }
 
-func (q *Queued) scanLane(rows pgx.Rows, l *enqueueLane) error {
-	written, err := qEnqueueAggregate.Collect(rows)
+func (q *Queued) scanLane(stmt enqueueStmt, rows pgx.Rows, l *enqueueLane) error {
+	written, err := stmt.Collect(rows)
 	switch {
 	case err != nil:
 		return err

@@ -97,3 +97,83 @@ func (r *Relay) ClaimExceptForTest(ctx context.Context, held ...uuid.UUID) ([]Ev
 	}
 	return events, err
 }
+
+// The log source's steps, one at a time, for the crash and epoch tests: a
+// test that stops calling them is a relay that died there.
+
+// LogBatchForTest is one read of a partition and what became of it.
+type LogBatchForTest struct {
+	p      *logPartition
+	v      logView
+	done   []bool
+	failed []logFailure
+}
+
+// Events are the batch's events, in key order.
+func (b *LogBatchForTest) Events() []Event {
+	var out []Event
+	for _, r := range b.v.rows {
+		out = append(out, r.event())
+	}
+	return out
+}
+
+// Epoch and Tries are the cursor's as the read saw them.
+func (b *LogBatchForTest) Epoch() int64 { return b.v.cursor.Epoch }
+func (b *LogBatchForTest) Tries() int   { return b.v.cursor.Tries }
+
+// TakeForTest is R1: the partitions this relay took.
+func (r *LogRelay) TakeForTest(ctx context.Context) ([]int, error) {
+	ps, err := r.take(ctx)
+	var ids []int
+	for _, p := range ps {
+		ids = append(ids, p.id)
+	}
+	return ids, err
+}
+
+// ReadForTest is R2 on a partition this relay took.
+func (r *LogRelay) ReadForTest(ctx context.Context, partition int) (*LogBatchForTest, error) {
+	r.mu.Lock()
+	p := r.parts[partition]
+	r.mu.Unlock()
+	if p == nil {
+		return nil, errors.New("ReadForTest: partition not taken")
+	}
+	v, retry, err := r.read(ctx, p)
+	if retry {
+		err = errors.New("ReadForTest: the epoch moved under the read")
+	}
+	return &LogBatchForTest{p: p, v: v}, err
+}
+
+// PublishForTest is R3 (or the isolation) on a batch read.
+func (r *LogRelay) PublishForTest(ctx context.Context, b *LogBatchForTest) {
+	if b.v.isolating() {
+		b.done, b.failed = r.isolate(b.v)
+		return
+	}
+	b.done, b.failed = r.publishBatch(ctx, ctx, b.v)
+}
+
+// AdvanceForTest is R4 on a batch published; refused reports a moved epoch.
+func (r *LogRelay) AdvanceForTest(ctx context.Context, b *LogBatchForTest) (refused bool, err error) {
+	return r.advance(ctx, b.p, b.v, b.done, b.failed)
+}
+
+// ErrLogLeaseLostForTest is the error of a read or advance of a partition
+// this relay lost.
+var ErrLogLeaseLostForTest = errLogLeaseLost
+
+// HoldStepForTest is one step of a partition's hold worker (H1, then H2
+// and H3 when it publishes); worked is false when there was nothing to do
+// or the step waits for the reader's batch in flight.
+func (r *LogRelay) HoldStepForTest(ctx context.Context, partition int) (worked bool, err error) {
+	r.mu.Lock()
+	p := r.parts[partition]
+	r.mu.Unlock()
+	if p == nil {
+		return false, errors.New("HoldStepForTest: partition not taken")
+	}
+	return r.holdStep(ctx, p)
+}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -110,6 +111,19 @@ func markOne(t *testing.T, r *outbox.Relay, id uuid.UUID, msgAndArgs ...any) {
 	n, err := r.MarkForTest(context.Background(), id)
 	require.NoError(t, err)
 	require.Equal(t, 1, n, msgAndArgs...)
+}
+
+// enqueueWith commits events in one transaction through q (the log's, say)
+// and returns them as written.
+func enqueueWith(t *testing.T, pool *pgxpool.Pool, q *outbox.Enqueuer, events ...outbox.Event) []outbox.Event {
+	t.Helper()
+	var out []outbox.Event
+	require.NoError(t, pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = q.Enqueue(context.Background(), tx, events...)
+		return err
+	}))
+	return out
 }
 
 // row is the relay's bookkeeping of one event.

@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,9 +20,27 @@ var listenBackoff = Backoff{Base: 100 * time.Millisecond, Max: 5 * time.Second}
 // notifications sent while it was away are lost, and that claim finds their
 // events. It returns when ctx ends.
 func (r *Relay) listen(ctx context.Context) {
+	l := listener{config: r.listenConfig, stmt: qRelayListen, channel: NotifyChannel, logger: r.cfg.Logger, owner: r.cfg.Owner}
+	l.run(ctx, func(string) { r.wakeUp() })
+}
+
+// listener is a dedicated connection that LISTENs with stmt on channel.
+type listener struct {
+	config  *pgx.ConnConfig
+	stmt    namedsql.Stmt[namedsql.NoArgs, namedsql.NoRows]
+	channel string
+	logger  *slog.Logger
+	owner   string
+}
+
+// run listens until ctx ends, calling notify with each notification's
+// payload, and with "" right after each LISTEN succeeds (what was sent
+// while it was away is lost: the caller looks once). It reconnects with
+// backoff after a connection loss.
+func (l listener) run(ctx context.Context, notify func(payload string)) {
 	failures := 0
 	for ctx.Err() == nil {
-		connected, err := r.listenSession(ctx)
+		connected, err := l.session(ctx, notify)
 		if ctx.Err() != nil {
 			return
 		}
@@ -30,8 +49,8 @@ func (r *Relay) listen(ctx context.Context) {
 		}
 		failures++
 		delay := listenBackoff.Delay(failures)
-		r.cfg.Logger.Warn("outbox relay: listener lost its connection; reconnecting (the safety poll covers the gap)",
-			"owner", r.cfg.Owner, "retry_in", delay, "error", err)
+		l.logger.Warn("outbox relay: listener lost its connection; reconnecting (the safety poll covers the gap)",
+			"owner", l.owner, "channel", l.channel, "retry_in", delay, "error", err)
 		t := time.NewTimer(delay)
 		select {
 		case <-ctx.Done():
@@ -42,10 +61,10 @@ func (r *Relay) listen(ctx context.Context) {
 	}
 }
 
-// listenSession runs one listener connection until it fails. connected
-// reports whether LISTEN succeeded.
-func (r *Relay) listenSession(ctx context.Context) (connected bool, err error) {
-	cfg := r.listenConfig.Copy()
+// session runs one listener connection until it fails. connected reports
+// whether LISTEN succeeded.
+func (l listener) session(ctx context.Context, notify func(string)) (connected bool, err error) {
+	cfg := l.config.Copy()
 	connectCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	conn, err := pgx.ConnectConfig(connectCtx, cfg)
 	cancel()
@@ -57,15 +76,16 @@ func (r *Relay) listenSession(ctx context.Context) (connected bool, err error) {
 		defer cancel()
 		_ = conn.Close(closeCtx)
 	}()
-	if _, err := qRelayListen.Exec(ctx, conn, namedsql.NoArgs{}); err != nil {
-		return false, fmt.Errorf("LISTEN %s: %w", NotifyChannel, err)
+	if _, err := l.stmt.Exec(ctx, conn, namedsql.NoArgs{}); err != nil {
+		return false, fmt.Errorf("LISTEN %s: %w", l.channel, err)
 	}
-	r.wakeUp() // claim once: anything committed before LISTEN sent no notification we saw
+	notify("") // look once: anything committed before LISTEN sent no notification we saw
 	for {
-		if _, err := conn.WaitForNotification(ctx); err != nil {
+		n, err := conn.WaitForNotification(ctx)
+		if err != nil {
 			return true, err
 		}
-		r.wakeUp()
+		notify(n.Payload)
 	}
 }
 

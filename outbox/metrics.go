@@ -26,7 +26,11 @@ type metrics struct {
 	throttled     prometheus.Counter
 }
 
-func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+// newMetrics makes the relay's collectors and registers them on reg; the
+// backlog gauges of outbox_events (pending, oldestAge, quarantined) only
+// when backlog is set: a log relay has its own (log_metrics.go), and
+// registering these it never refreshes would export a backlog of 0.
+func newMetrics(reg prometheus.Registerer, backlog bool) (*metrics, error) {
 	m := &metrics{
 		published: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "outbox_published_total",
@@ -71,8 +75,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	if err == nil {
 		err = promreg.RegisterAll(reg, &errorsVec)
 	}
+	if err == nil && backlog {
+		err = promreg.RegisterAll(reg, &m.pending, &m.oldestAge, &m.quarantined)
+	}
 	if err == nil {
-		err = promreg.RegisterAll(reg, &m.pending, &m.oldestAge, &m.quarantined, &m.sinkUp)
+		err = promreg.RegisterAll(reg, &m.sinkUp)
 	}
 	if err == nil {
 		err = promreg.RegisterAll(reg, &m.handoff)

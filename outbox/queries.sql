@@ -30,3 +30,40 @@ WITH seq AS (
 SELECT ins.event_id, ins.aggregate_sequence, ins.occurred_at
 FROM ins, wake
 ORDER BY ins.aggregate_sequence;
+
+-- name: EnqueueLogAggregate :many
+-- EnqueueAggregate for the log source (EnqueueConfig.Log; model/log.pml's
+-- enqueue, statements 1 and 2): the same upsert of the aggregate's
+-- outbox_sequences row, which row-locks the aggregate until the transaction
+-- ends, also stamps the lane gate, greatest(last_gate, the transaction's own
+-- xid): never the own xid alone, or a later sequence taken by a transaction
+-- with an earlier xid would sort before its predecessor (the model's mutant
+-- log_gate_own_xid, Watermill's [2 1]). pg_current_xact_id() gives the
+-- transaction its xid if it has none yet, before the lock. The events are
+-- inserted into outbox_log with that gate, their partition and a position
+-- from outbox_log_pos taken in sequence order (unnest keeps the arrays'
+-- order), and never updated afterwards. The NOTIFY on outbox_log names the
+-- partition, so a relay wakes only that partition's reader. One round trip.
+WITH seq AS (
+    INSERT INTO outbox_sequences AS s (aggregate_type, aggregate_id, last_sequence, last_gate)
+    VALUES (@aggregate_type, @aggregate_id, cardinality(@event_ids::uuid[]), pg_current_xact_id()::text::bigint)
+    ON CONFLICT (aggregate_type, aggregate_id)
+    DO UPDATE SET last_sequence = s.last_sequence + EXCLUDED.last_sequence,
+                  last_gate     = greatest(s.last_gate, EXCLUDED.last_gate)
+    RETURNING last_sequence, last_gate
+), ins AS (
+    INSERT INTO outbox_log (pos, gate, partition, event_id, aggregate_type, aggregate_id, aggregate_sequence,
+                            event_type, schema_version, payload)
+    SELECT nextval('outbox_log_pos'), seq.last_gate, outbox_log_partition(@aggregate_type, @aggregate_id),
+           e.event_id, @aggregate_type, @aggregate_id, seq.last_sequence - cardinality(@event_ids::uuid[]) + e.ord,
+           e.event_type, e.schema_version, e.payload
+    FROM seq,
+         unnest(@event_ids::uuid[], @event_types::text[], @schema_versions::int[], @payloads::jsonb[])
+             WITH ORDINALITY AS e(event_id, event_type, schema_version, payload, ord)
+    RETURNING event_id, aggregate_sequence, occurred_at
+), wake AS (
+    SELECT pg_notify('outbox_log', outbox_log_partition(@aggregate_type, @aggregate_id)::text) AS sent
+)
+SELECT ins.event_id, ins.aggregate_sequence, ins.occurred_at
+FROM ins, wake
+ORDER BY ins.aggregate_sequence;

@@ -54,6 +54,12 @@ const bookkeepingTimeout = 15 * time.Second
 // zero fields defaulted. The relay also opens one dedicated connection from
 // pool's configuration for LISTEN.
 func NewRelay(pool *pgxpool.Pool, pub Publisher, cfg RelayConfig) (*Relay, error) {
+	return newRelay(pool, pub, cfg, true)
+}
+
+// newRelay is NewRelay; backlog registers the gauges of outbox_events'
+// backlog (a log relay's base relay does not: see newMetrics).
+func newRelay(pool *pgxpool.Pool, pub Publisher, cfg RelayConfig, backlog bool) (*Relay, error) {
 	if pool == nil || pub == nil {
 		return nil, errors.New("outbox: NewRelay needs a pool and a Publisher")
 	}
@@ -63,7 +69,7 @@ func NewRelay(pool *pgxpool.Pool, pub Publisher, cfg RelayConfig) (*Relay, error
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	m, err := newMetrics(cfg.Registerer)
+	m, err := newMetrics(cfg.Registerer, backlog)
 	if err != nil {
 		return nil, err
 	}

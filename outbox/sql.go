@@ -44,15 +44,15 @@ type reader interface {
 
 // statements describes every bound statement, for the test that has the
 // database check them.
-var statements = []namedsql.Info{
+var statements = append([]namedsql.Info{
 	qLookupEventSequence.Info(), qLookupAggregateEvents.Info(),
 	qRelayClaim.Info(), qRelayClaimVerify.Info(), qRelayMark.Info(), qRelayMarkAsync.Info(), qRelayFail.Info(),
 	qRelayRelease.Info(), qRelaySinkRelease.Info(), qRelayListen.Info(), qRelayGauges.Info(),
-	qEnqueueAggregate.Info(),
+	qEnqueueAggregate.Info(), qEnqueueLogAggregate.Info(),
 	qCDCSort.Info(), qCDCLease.Info(), qCDCLeaseVerify.Info(), qCDCMark.Info(), qCDCTakeFailed.Info(),
 	qCDCWALLevel.Info(), qCDCPublicationExist.Info(), qCDCPublicationLock.Info(), qCDCPublicationMake.Info(),
 	qCDCCreateSlot.Info(), qCDCSlot.Info(),
-}
+}, logStatements...)
 
 // The lookups other packages use (lookup.sql).
 var (
@@ -143,8 +143,11 @@ type gaugesRow struct {
 	Quarantined             int64   `db:"quarantined"`
 }
 
-// The write side's statement (queries.sql).
-var qEnqueueAggregate = namedsql.Bind[enqueueAggregateArgs, enqueuedRow](queries, "EnqueueAggregate")
+// The write side's statements (queries.sql).
+var (
+	qEnqueueAggregate    = namedsql.Bind[enqueueAggregateArgs, enqueuedRow](queries, "EnqueueAggregate")
+	qEnqueueLogAggregate = namedsql.Bind[enqueueAggregateArgs, enqueuedRow](queries, "EnqueueLogAggregate")
+)
 
 // enqueueAggregateArgs are one aggregate's events, one element of each array
 // per event, in sequence order.

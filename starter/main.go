@@ -35,7 +35,8 @@
 //	                         starts a comment (for routes kept in configuration). Not with OUTFLOW_ROUTES.
 //	OUTFLOW_RELAY_SOURCE     poll (default): claim committed events from outbox_events; cdc: stream
 //	                         them from PostgreSQL's logical replication log (needs wal_level=logical;
-//	                         see docs/operations.md). Any other value stops the process at start.
+//	                         see docs/operations.md). log (the append-only log, issue 27) is refused
+//	                         for now, naming what is missing. Any other value stops the process at start.
 //	OUTFLOW_CDC_SLOT         The cdc source's replication slot; default outflow_outbox.
 //	OUTFLOW_CDC_GRACE        How long the cdc source's polling sweeper leaves a new event to the
 //	                         stream; default 10s.

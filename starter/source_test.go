@@ -24,6 +24,21 @@ func TestRelaySourceRejectsUnknownValue(t *testing.T) {
 	require.Contains(t, p.output(), `starter: OUTFLOW_RELAY_SOURCE="kafka": want poll`)
 }
 
+// TestRelaySourceLogIsRefusedForNow: the log source's name is fixed, but
+// the starter refuses it at once, saying what is missing, rather than run a
+// relay the order app's writes never reach.
+func TestRelaySourceLogIsRefusedForNow(t *testing.T) {
+	t.Parallel()
+	_, url := testdb.New(t)
+	p := startStarter(t, url, "src-"+uuid.NewString()[:8], "OUTFLOW_RELAY_SOURCE=log")
+	err := p.wait(t, 30*time.Second)
+	var exit *exec.ExitError
+	require.ErrorAs(t, err, &exit)
+	require.Equal(t, 2, exit.ExitCode(), "a configuration error")
+	require.Contains(t, p.output(), "OUTFLOW_RELAY_SOURCE=log: the log source is not available in the starter yet")
+	require.Contains(t, p.output(), "still enqueue to outbox_events")
+}
+
 // TestRelaySourceCDCNeedsLogicalWAL: on a server with wal_level=replica (the
 // shared test server) the cdc source refuses to start and says what to set.
 func TestRelaySourceCDCNeedsLogicalWAL(t *testing.T) {

@@ -1,0 +1,58 @@
+package outbox
+
+import (
+	"context"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// EnqueueConfig chooses where an [Enqueuer] writes. The zero value writes
+// what [Enqueue] writes.
+type EnqueueConfig struct {
+	// Log writes events to the append-only log (outbox_log) that the log
+	// relay source ([LogRelay], OUTFLOW_RELAY_SOURCE=log) reads, instead of
+	// outbox_events, which the poll and cdc sources read. Defaults to false.
+	//
+	// Instead of, not in addition to: the log source exists to write
+	// nothing per event beyond the event itself (issue 27), and an event
+	// written to both would be published by both sources. So every
+	// producer of a database and its relays must agree on one source; the
+	// producers' switch is theirs (this field), and switching a database
+	// that has unpublished events in outbox_events needs those drained by
+	// a poll relay first, or an order's earlier event there could be
+	// published after its later one in the log. Nothing enforces that
+	// procedure yet.
+	Log bool
+}
+
+// Enqueuer writes events inside the caller's transaction, like [Enqueue],
+// to the table its [EnqueueConfig] chooses. Its zero value is Enqueue.
+type Enqueuer struct {
+	cfg EnqueueConfig
+}
+
+// NewEnqueuer returns an Enqueuer that writes as cfg says.
+func NewEnqueuer(cfg EnqueueConfig) *Enqueuer { return &Enqueuer{cfg: cfg} }
+
+// Config returns the enqueuer's configuration.
+func (q *Enqueuer) Config() EnqueueConfig { return q.cfg }
+
+// Enqueue is [Enqueue] to the enqueuer's table. For the log, each
+// aggregate's events also get the lane gate (see [LogRelay]) and a
+// position, and the order's outbox_sequences row is the lane lock as
+// before.
+func (q *Enqueuer) Enqueue(ctx context.Context, tx pgx.Tx, events ...Event) ([]Event, error) {
+	return enqueueTo(ctx, tx, q.stmt(), events)
+}
+
+// EnqueueBatch is [EnqueueBatch] to the enqueuer's table.
+func (q *Enqueuer) EnqueueBatch(b *pgx.Batch, events ...Event) (*Queued, error) {
+	return enqueueBatchTo(b, q.stmt(), events)
+}
+
+func (q *Enqueuer) stmt() enqueueStmt {
+	if q != nil && q.cfg.Log {
+		return qEnqueueLogAggregate
+	}
+	return qEnqueueAggregate
+}

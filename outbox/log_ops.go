@@ -1,0 +1,162 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outflow/outflow/internal/namedsql"
+)
+
+// The operator's commands on the log source's holds (model/log.pml's
+// Operator, O1 and O2). Each is one transaction that first locks the cursor
+// row of the hold's partition, as every change of a partition's holds does.
+// They live beside the relay because they are steps of its protocol;
+// outboxops and outboxctl do not expose them yet.
+
+// LogHold is a hold of the log source: an order in trouble, whose events
+// from (FromGate, FromPos) on the partition's hold worker publishes in order
+// while the reader skips them.
+type LogHold struct {
+	AggregateType string `db:"aggregate_type"`
+	AggregateID   string `db:"aggregate_id"`
+	Partition     int    `db:"partition"`
+	FromGate      int64  `db:"from_gate"`
+	FromPos       int64  `db:"from_pos"`
+	// Attempts are its head's attempts so far (OUTFLOW_MAX_ATTEMPTS).
+	Attempts int `db:"attempts"`
+	// Quarantined holds wait for an operator: RetryLogHold or SkipLogHold.
+	Quarantined bool   `db:"quarantined"`
+	LastError   string `db:"last_error"`
+	// Replay: an operator's replay made it (ReplayLogOrder).
+	Replay bool `db:"replay"`
+}
+
+// ErrLogOrderHeld is returned by ReplayLogOrder for an order under a hold:
+// its events are not all delivered yet; retry or skip the hold first.
+var ErrLogOrderHeld = errors.New("outbox: the order is under a hold")
+
+// ErrNoLogEvent is returned by ReplayLogOrder when the order has no event
+// of that sequence in the log.
+var ErrNoLogEvent = errors.New("outbox: no such event in the log")
+
+// ErrNoQuarantinedHold is returned by RetryLogHold and SkipLogHold when
+// the order has no quarantined hold.
+var ErrNoQuarantinedHold = errors.New("outbox: the order has no quarantined hold")
+
+// LogHolds lists every hold of the log source, by partition and order.
+func LogHolds(ctx context.Context, pool *pgxpool.Pool) ([]LogHold, error) {
+	hs, err := qLogHolds.All(ctx, pool, namedsql.NoArgs{})
+	if err != nil {
+		return nil, fmt.Errorf("outbox: list log holds: %w", err)
+	}
+	return hs, nil
+}
+
+// RetryLogHold takes the quarantined hold of aggregateType/aggregateID out
+// of quarantine with its attempts back to 0 (O1): the hold worker publishes
+// its head again at once. ErrNoQuarantinedHold when there is none.
+func RetryLogHold(ctx context.Context, pool *pgxpool.Pool, aggregateType, aggregateID string) error {
+	agg := aggregateArgs{AggregateType: aggregateType, AggregateID: aggregateID}
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := qLogOpLock.All(ctx, tx, agg); err != nil {
+			return err
+		}
+		rows, err := qLogOpRetry.All(ctx, tx, agg)
+		if err == nil && len(rows) == 0 {
+			err = ErrNoQuarantinedHold
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("outbox: retry the log hold of %s/%s: %w", aggregateType, aggregateID, err)
+	}
+	return nil
+}
+
+// SkipLogHold records the head of the quarantined hold of
+// aggregateType/aggregateID skipped by skippedBy for reason, so it is never
+// published, and takes the hold out of quarantine past it (O2): the hold
+// worker goes on with the order's next event, or releases the hold. It
+// returns the skipped event's ID (uuid.Nil: the hold had no head left).
+// ErrNoQuarantinedHold when there is none.
+func SkipLogHold(ctx context.Context, pool *pgxpool.Pool, aggregateType, aggregateID, skippedBy, reason string) (uuid.UUID, error) {
+	if skippedBy == "" {
+		return uuid.Nil, errors.New("outbox: SkipLogHold needs who skips (skippedBy)")
+	}
+	agg := aggregateArgs{AggregateType: aggregateType, AggregateID: aggregateID}
+	var skipped uuid.UUID
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		cur, err := qLogOpLock.All(ctx, tx, agg)
+		if err != nil {
+			return err
+		}
+		if len(cur) == 0 {
+			return errors.New("the partition's cursor row is missing (is the outbox schema migrated?)")
+		}
+		rows, err := qLogOpSkip.All(ctx, tx, logOpSkipArgs{
+			AggregateType: aggregateType, AggregateID: aggregateID, Gate: cur[0].Gate, Pos: cur[0].Pos,
+			SkippedBy: skippedBy, Reason: reason,
+		})
+		if err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			return ErrNoQuarantinedHold
+		}
+		if rows[0] != nil {
+			skipped = *rows[0]
+		}
+		return nil
+	})
+	if err != nil {
+		return uuid.Nil, fmt.Errorf("outbox: skip the head of the log hold of %s/%s: %w", aggregateType, aggregateID, err)
+	}
+	return skipped, nil
+}
+
+// ReplayLogOrder delivers the events of aggregateType/aggregateID again
+// from its event of sequence fromSequence on (O3): a hold from that event
+// (no later than just after its partition's cursor), whose hold worker
+// publishes the order's events in order, those already delivered marked
+// Event.Replay, and the partition's epoch armed in the same transaction, so
+// no reader advances on a view without the hold. Its first publish waits
+// until the partition's reader no longer works on a batch it read before
+// the replay (model/README.md, what the model found, 5), so the order never
+// has two publishes at once. ErrLogOrderHeld while the order is under a
+// hold, ErrNoLogEvent when there is no such event. The replay horizon and
+// retention (outboxops.Replay's checks) do not apply to the log yet.
+func ReplayLogOrder(ctx context.Context, pool *pgxpool.Pool, aggregateType, aggregateID string, fromSequence int64) error {
+	agg := aggregateArgs{AggregateType: aggregateType, AggregateID: aggregateID}
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		cur, err := qLogOpReplayLock.All(ctx, tx, agg)
+		if err != nil {
+			return err
+		}
+		if len(cur) == 0 {
+			return errors.New("the partition's cursor row is missing (is the outbox schema migrated?)")
+		}
+		held, err := qLogOpHeld.Value(ctx, tx, agg)
+		if err != nil {
+			return err
+		}
+		if held {
+			return ErrLogOrderHeld
+		}
+		made, err := qLogOpReplay.All(ctx, tx, logOpReplayArgs{
+			AggregateType: aggregateType, AggregateID: aggregateID, Sequence: fromSequence, Gate: cur[0].Gate, Pos: cur[0].Pos,
+		})
+		if err == nil && len(made) == 0 {
+			err = ErrNoLogEvent
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("outbox: replay %s/%s from sequence %d: %w", aggregateType, aggregateID, fromSequence, err)
+	}
+	return nil
+}

@@ -1,0 +1,409 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// LogPartitions is the number of the log source's partitions: the rows of
+// outbox_log_cursors, and the modulus of outbox_log_partition (a stable
+// hash of the aggregate), both fixed by the migration that made them.
+const LogPartitions = 16
+
+// LogMaxPartitionsDefault is the default of LogConfig.MaxPartitions: all.
+const LogMaxPartitionsDefault = LogPartitions
+
+// LogConfig tunes a [LogRelay]. The zero value is ready to use.
+type LogConfig struct {
+	// RelayConfig holds what the log source shares with the polling relay:
+	// Owner (written to a partition's cursor row as its lease holder),
+	// BatchSize (the read window), Lease (a partition's), PublishTimeout,
+	// MaxInFlight (publishes at once per partition, one order at a time),
+	// PollInterval (the safety poll of an idle partition, and how often
+	// free partitions are looked for), MaxAttempts, RetryBase and RetryMax
+	// (a hold's), the breaker, Rate, Registerer (the relay's publish
+	// metrics and the log's gauges, not outbox_events' backlog gauges),
+	// GaugeInterval, Logger and Failpoints (log.after_read and
+	// log.before_advance: with error, the partition's reader dies there as
+	// its process would). MarkDelay and MarkBatchSize are unused. Defaults
+	// as documented on RelayConfig.
+	RelayConfig
+	// MaxPartitions is the most partitions this relay reads at once, 1 to
+	// [LogPartitions]. Defaults to [LogMaxPartitionsDefault] (all of them:
+	// the first relay takes every free partition, the others stand by and
+	// take over what expires).
+	MaxPartitions int
+}
+
+func (c *LogConfig) setDefaults() error {
+	if err := c.RelayConfig.setDefaults(); err != nil {
+		return err
+	}
+	if c.MaxPartitions == 0 {
+		c.MaxPartitions = LogMaxPartitionsDefault
+	}
+	return nil
+}
+
+func (c *LogConfig) validate() error {
+	if err := c.RelayConfig.validate(); err != nil {
+		return err
+	}
+	if c.MaxPartitions < 1 || c.MaxPartitions > LogPartitions {
+		return fmt.Errorf("outbox: LogConfig.MaxPartitions %d is out of range; use 1 to %d (default %d)", c.MaxPartitions, LogPartitions, LogMaxPartitionsDefault)
+	}
+	return nil
+}
+
+// LogRelay hands committed events of the append-only log (outbox_log,
+// written by an [Enqueuer] with EnqueueConfig.Log) to a [Publisher]: the
+// third relay source, OUTFLOW_RELAY_SOURCE=log, which writes nothing per
+// event. Its protocol is model/log.pml's, checked with SPIN; the comments
+// name its steps (R1-R4, H1-H4, O1-O2).
+//
+// The log is split into [LogPartitions] partitions by a stable hash of the
+// aggregate, each with a cursor row: the last key (gate, pos) its reader
+// passed, a lease (owner, lease_until), an epoch and a count of batches
+// that died at the position (tries). A relay takes free partitions (R1)
+// and runs a reader on each, which reads the events after the cursor in key
+// order whose gate is below its snapshot's xmin (R2: the horizon, so a row
+// that commits later never lands behind the cursor), publishes them, one
+// order at a time and up to MaxInFlight orders at once (R3), and moves the
+// cursor over the longest prefix of the batch that is done, in one
+// statement fenced by its owner and the epoch it read (R4). The gate is
+// the lane's: the enqueue stamps greatest(last_gate, its xid) under the
+// order's lock, so an order's events are read in sequence even when a later
+// sequence is taken by a transaction with an earlier xid.
+//
+// An event whose publish fails for its own fault puts its order under a
+// hold (inserted by the advance), and only that order: the partition's
+// other orders flow on. The partition owner's hold worker publishes a
+// held order's events in order, with the attempts, backoff and quarantine
+// of the polling relay, and releases the hold once it has caught up with
+// the cursor (H1-H4), arming the epoch so a reader whose view still had the
+// hold cannot advance over what it skipped. An operator retries or skips a
+// quarantined hold ([RetryLogHold], [SkipLogHold]) and replays an order
+// ([ReplayLogOrder]), which puts it under a hold too. A sink fault is never
+// the event's (fault.go): the batch stops there and the relay's breaker
+// counts it. A reader that dies mid-batch leaves tries counted: its
+// successor reads a window of one, and one that dies again isolates the
+// event at the position as a quarantined hold.
+//
+// The horizon is the server's: a transaction open anywhere on it with an
+// xid (another database's too) holds back every event committed after it
+// began. The reader then looks again soon rather than at the safety poll,
+// and outbox_log_horizon_age_seconds says how long it has been held.
+//
+// Not built yet (see docs/operations.md, "The log source"): retention
+// (range partitions created ahead, detached and dropped), the horizon's
+// alert, outboxctl's commands, and the starter's OUTFLOW_RELAY_SOURCE=log.
+type LogRelay struct {
+	pool *pgxpool.Pool
+	pub  Publisher
+	cfg  LogConfig
+	// base is a polling relay that never runs: its breaker, throttle,
+	// backoff, probe and metrics are the log source's, so the three
+	// sources behave the same toward a sink.
+	base    *Relay
+	metrics *logMetrics
+	running atomic.Bool
+
+	mu    sync.Mutex
+	parts map[int]*logPartition // the partitions with a reader running
+}
+
+// logPartition is a partition this relay reads.
+type logPartition struct {
+	id int
+	// wake wakes its reader (a NOTIFY), holdsWake its hold worker (an
+	// advance inserted holds); both coalesce.
+	wake, holdsWake chan struct{}
+	// leaseEnd is the local deadline of its lease (UnixNano), renewed by
+	// every read: the hold worker's publishes start only within it.
+	leaseEnd atomic.Int64
+
+	// The reader's batch in flight, for the hold worker (see mayPublish):
+	// reading is set from its read to its advance, viewHeld are the orders
+	// its view held.
+	mu       sync.Mutex
+	reading  bool
+	viewHeld map[aggregateKey]bool
+	// holdWaiting: the hold worker waits for the batch in flight to end.
+	holdWaiting atomic.Bool
+	// renewWanted: the hold worker waits for the reader to renew the lease
+	// (an idle reader renews only once half of it is gone, which may leave
+	// too little for a publish).
+	renewWanted atomic.Bool
+	// holdsDue is when the next hold in backoff is due (UnixNano; 0: none
+	// known), for the hold worker's wait.
+	holdsDue atomic.Int64
+}
+
+// startBatch records a read begun: until its view is known (setView) the
+// hold worker publishes nothing.
+func (p *logPartition) startBatch() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.reading, p.viewHeld = true, nil
+}
+
+// setView records the holds the read's view has.
+func (p *logPartition) setView(held map[aggregateKey]bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.viewHeld = held
+}
+
+// endBatch records the batch's advance (or its end without one), and wakes
+// a hold worker that waited for it.
+func (p *logPartition) endBatch() {
+	p.mu.Lock()
+	p.reading, p.viewHeld = false, nil
+	p.mu.Unlock()
+	if p.holdWaiting.Swap(false) {
+		wakeChan(p.holdsWake)
+	}
+}
+
+// mayPublish reports whether the hold worker may publish an event of the
+// held order k now: the reader has no batch in flight, or its batch's view
+// holds k (it skips the order). A hold an operator's replay made while a
+// batch read before it is in flight is not in that view: the reader may be
+// publishing the order's later events, so the hold's first publish waits
+// for that batch's advance, which the replay's epoch refuses (the batch is
+// read again, with the hold). The read is marked before its first
+// statement, so a replay that commits while it reads is in its view or
+// waits for it. Holds the advance makes are in every later view.
+// model/README.md, what the model found, 5.
+func (p *logPartition) mayPublish(k aggregateKey) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return !p.reading || p.viewHeld[k]
+}
+
+// horizonBackoff paces the reads of a partition whose events wait above the
+// horizon: 5ms, doubling, at most a second (and the safety poll).
+var horizonBackoff = Backoff{Base: 5 * time.Millisecond, Max: time.Second}
+
+// errLogLeaseLost is a partition's lease found lost: its reader stops.
+var errLogLeaseLost = errors.New("outbox: the partition's lease is lost")
+
+// NewLogRelay returns a log relay over pool that publishes through pub, with
+// cfg's zero fields defaulted. It opens one dedicated connection from
+// pool's configuration for LISTEN.
+func NewLogRelay(pool *pgxpool.Pool, pub Publisher, cfg LogConfig) (*LogRelay, error) {
+	if pool == nil || pub == nil {
+		return nil, errors.New("outbox: NewLogRelay needs a pool and a Publisher")
+	}
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	base, err := newRelay(pool, pub, cfg.RelayConfig, false)
+	if err != nil {
+		return nil, err
+	}
+	m, err := newLogMetrics(cfg.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &LogRelay{pool: pool, pub: pub, cfg: cfg, base: base, metrics: m, parts: map[int]*logPartition{}}, nil
+}
+
+// Owner returns the relay's identity, as written to a partition's cursor.
+func (r *LogRelay) Owner() string { return r.cfg.Owner }
+
+// Config returns the relay's configuration with defaults applied.
+func (r *LogRelay) Config() LogConfig { return r.cfg }
+
+// Run relays until ctx ends, then shuts down gracefully: each partition's
+// reader finishes its batch's publishes, advances over what is done and
+// gives its lease back. It returns an error only when called twice.
+func (r *LogRelay) Run(ctx context.Context) error {
+	if !r.running.CompareAndSwap(false, true) {
+		return errors.New("outbox: LogRelay.Run called twice; create one LogRelay per loop")
+	}
+	bg, stop := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer stop()
+	l := listener{config: r.base.listenConfig, stmt: qLogListen, channel: "outbox_log", logger: r.cfg.Logger, owner: r.cfg.Owner}
+	wg.Go(func() { l.run(bg, r.notified) })
+	if r.cfg.Registerer != nil {
+		wg.Go(func() { r.gaugeLoop(bg) })
+	}
+
+	failures := 0
+	for ctx.Err() == nil {
+		if !r.base.sink.closed() && !r.base.sink.probeUntilClosed(ctx, r.base.probe, r.cfg.PublishTimeout) {
+			break
+		}
+		taken, err := r.take(ctx)
+		if err != nil && ctx.Err() == nil {
+			failures++
+			delay := errorBackoff.Delay(failures)
+			r.cfg.Logger.Error("outbox log relay: taking partitions failed; retrying", "owner", r.cfg.Owner, "retry_in", delay, "error", err)
+			sleep(ctx, delay)
+			continue
+		}
+		failures = 0
+		for _, p := range taken {
+			wg.Go(func() { r.readPartition(ctx, p) })
+		}
+		sleep(ctx, r.cfg.PollInterval)
+	}
+	return nil
+}
+
+// take takes free partitions (R1), up to MaxPartitions read at once, and
+// registers them as running.
+func (r *LogRelay) take(ctx context.Context) ([]*logPartition, error) {
+	r.mu.Lock()
+	running := make([]int, 0, len(r.parts))
+	for id := range r.parts {
+		running = append(running, id)
+	}
+	r.mu.Unlock()
+	room := r.cfg.MaxPartitions - len(running)
+	if room <= 0 {
+		return nil, nil
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+	defer cancel()
+	// Measured before the statement: the local deadline never outlives the
+	// lease_until the database computes.
+	l := newLease(time.Now(), r.cfg.Lease)
+	ids, err := qLogTake.All(cctx, r.pool, logTakeArgs{
+		Owner: r.cfg.Owner, LeaseMS: r.cfg.Lease.Milliseconds(), MaxPartitions: room, Running: running,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("outbox: take log partitions: %w", err)
+	}
+	slices.Sort(ids)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]*logPartition, 0, len(ids))
+	for _, id := range ids {
+		p := &logPartition{id: id, wake: make(chan struct{}, 1), holdsWake: make(chan struct{}, 1)}
+		p.leaseEnd.Store(l.deadline.UnixNano())
+		r.parts[id] = p
+		out = append(out, p)
+	}
+	if len(ids) > 0 {
+		r.cfg.Logger.Info("outbox log relay: took partitions", "owner", r.cfg.Owner, "partitions", ids)
+	}
+	return out, nil
+}
+
+// notified wakes the reader of the partition a NOTIFY names, or every
+// reader ("": the listener has just connected).
+func (r *LogRelay) notified(payload string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if payload == "" {
+		for _, p := range r.parts {
+			wakeChan(p.wake)
+		}
+		return
+	}
+	if id, err := strconv.Atoi(payload); err == nil {
+		if p := r.parts[id]; p != nil {
+			wakeChan(p.wake)
+		}
+	}
+}
+
+// wakeChan sends a wake-up on ch unless one is waiting already.
+func wakeChan(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// readPartition runs p's reader and its hold worker until ctx ends (then it
+// gives the lease back) or the lease is found lost.
+func (r *LogRelay) readPartition(ctx context.Context, p *logPartition) {
+	hctx, hstop := context.WithCancel(ctx)
+	var hw sync.WaitGroup
+	hw.Go(func() { r.holdWorker(hctx, p) })
+	lost := false
+	defer func() {
+		hstop()
+		hw.Wait()
+		if !lost {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
+			if _, err := qLogRelease.Exec(rctx, r.pool, logOwnedArgs{Partition: p.id, Owner: r.cfg.Owner}); err != nil {
+				r.cfg.Logger.Warn("outbox log relay: giving a partition's lease back failed; another relay takes it once it expires",
+					"owner", r.cfg.Owner, "partition", p.id, "error", err)
+			}
+			cancel()
+		}
+		r.mu.Lock()
+		delete(r.parts, p.id)
+		r.mu.Unlock()
+	}()
+	failures, horizon := 0, 0
+	for ctx.Err() == nil {
+		if !r.base.sink.closed() {
+			// Run probes the sink; the reader waits for the breaker.
+			sleep(ctx, r.cfg.PollInterval)
+			continue
+		}
+		next, err := r.cycle(ctx, p)
+		if errors.Is(err, errLogDied) {
+			// As a dead process: no advance, no release; the hold worker
+			// stops, the lease expires and a relay takes the partition over.
+			lost = true
+			r.cfg.Logger.Error("outbox log relay: a partition's reader died at a failpoint", "owner", r.cfg.Owner, "partition", p.id, "error", err)
+			return
+		}
+		if errors.Is(err, errLogLeaseLost) {
+			lost = true
+			r.cfg.Logger.Warn("outbox log relay: lost a partition's lease; its reader stops", "owner", r.cfg.Owner, "partition", p.id)
+			return
+		}
+		if err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			failures++
+			delay := errorBackoff.Delay(failures)
+			r.cfg.Logger.Error("outbox log relay: a partition's batch failed; retrying", "owner", r.cfg.Owner, "partition", p.id, "retry_in", delay, "error", err)
+			sleep(ctx, delay)
+			continue
+		}
+		failures = 0
+		// An idle reader renews its lease only by reading: often enough
+		// that it never runs out between reads.
+		wait := min(r.cfg.PollInterval, r.cfg.Lease/3)
+		switch next {
+		case logAgain:
+			continue
+		case logHorizon:
+			// Committed events wait for an older transaction to end: look
+			// again soon, backing off toward the safety poll.
+			horizon++
+			wait = min(wait, horizonBackoff.Ceiling(horizon))
+		default:
+			horizon = 0
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+		case <-p.wake:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
