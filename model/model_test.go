@@ -1,6 +1,7 @@
 // Package model is the Promela model of the outbox relay's protocol
-// (relay.pml; cdc.pml and log.pml for the other relay sources) and its
-// mutants (mutants/*.pml); this test checks them with SPIN. See README.md for what is modelled, the properties and the figures.
+// (relay.pml; cdc.pml and log.pml for the other relay sources; signal.pml
+// for a signal route) and its mutants (mutants/*.pml); this test checks
+// them with SPIN. See README.md for what is modelled, the properties and the figures.
 package model
 
 import (
@@ -39,9 +40,9 @@ type check struct {
 	heavy bool
 }
 
-// The real models' checks (relay.pml, and cdc.pml: the CDC stream beside
-// its sweeper), the heaviest first. The sizes, and why these, are in
-// README.md.
+// The real models' checks (relay.pml; cdc.pml: the CDC stream beside its
+// sweeper; log.pml; signal.pml: a signal route), the heaviest first. The
+// sizes, and why these, are in README.md.
 var modelChecks = []check{
 	{name: "cdc/safety/2sweepers-1order-2events-2ops", file: "cdc.pml", hash: 25, heavy: true,
 		defs: []string{"-DRELAYS=2", "-DMAX_OPS=2"}},
@@ -60,8 +61,14 @@ var modelChecks = []check{
 		defs: []string{"-DREADERS=1", "-DORDERS=2", "-DEVENTS=3", "-DMAX_OPS=0", "-DUNRELATED=1"}},
 	{name: "liveness/2relays-1order-2events-2faults-2ops", file: "relay.pml", hash: 24, live: true,
 		defs: []string{"-DLIVENESS", "-DORDERS=1", "-DEPO=2", "-DMAX_FAULTS=2", "-DMAX_OPS=2"}},
+	// A signal route (signal.pml: relay.pml's relay, receiver.pml's target
+	// workflow and its eventsignal Receiver); one order, one continue-as-new.
+	{name: "signal/liveness/2relays-1order-2events-1fault-1op", file: "signal.pml", hash: 23, live: true, heavy: true,
+		defs: []string{"-DLIVENESS", "-DMAX_FAULTS=1", "-DMAX_OPS=1"}},
 	{name: "safety/3relays-1order-2events-2ops", file: "relay.pml", hash: 24,
 		defs: []string{"-DRELAYS=3", "-DORDERS=1", "-DEPO=2", "-DMAX_OPS=2"}},
+	{name: "signal/safety/2relays-1order-3events-1op-closedworkflow", file: "signal.pml", hash: 24, heavy: true,
+		defs: []string{"-DCLOSED_WORKFLOW", "-DEPO=3", "-DMAX_OPS=1"}},
 	{name: "liveness/2relays-2orders-2events-1fault", file: "relay.pml", hash: 24, live: true, heavy: true,
 		defs: []string{"-DLIVENESS", "-DORDERS=2", "-DEPO=2", "-DMAX_FAULTS=1", "-DMAX_OPS=0"}},
 	{name: "safety/2relays-2orders-3events-0ops", file: "relay.pml", hash: 24, heavy: true,
@@ -73,6 +80,13 @@ var modelChecks = []check{
 	{name: "cdc/safety/1sweeper-1order-2events-2ops", file: "cdc.pml", hash: 24,
 		defs: []string{"-DMAX_OPS=2"}},
 	{name: "cdc/safety/1sweeper-1order-2events-1op", file: "cdc.pml", hash: 24},
+	{name: "signal/safety/2relays-1order-2events-2ops", file: "signal.pml", hash: 23,
+		defs: []string{"-DMAX_OPS=2"}},
+	{name: "signal/liveness/2relays-1order-2events-1fault-0ops-closedworkflow", file: "signal.pml", hash: 22, live: true,
+		defs: []string{"-DLIVENESS", "-DCLOSED_WORKFLOW", "-DMAX_FAULTS=1", "-DMAX_OPS=0"}},
+	{name: "signal/safety/2relays-1order-2events-1op-closedworkflow", file: "signal.pml", hash: 22,
+		defs: []string{"-DCLOSED_WORKFLOW"}},
+	{name: "signal/safety/2relays-1order-2events-1op", file: "signal.pml", hash: 22},
 	// The pipelined relay (pipeline.pml) beside a classic one.
 	{name: "pipeline/safety/1order-2events-1op", file: "relay.pml", hash: 24,
 		defs: []string{"-DPIPELINE", "-DORDERS=1", "-DEPO=2", "-DMAX_OPS=1"}},
@@ -110,6 +124,10 @@ var properties = []string{
 	"FIRST PUBLISHES IN ORDER",
 	"NO ADVANCE PAST AN UNPUBLISHED EVENT",
 	"NO EVENT BEHIND THE CURSOR",
+	// signal.pml (receiver.pml)
+	"EFFECTS ONCE",
+	"APPLIED IN ORDER",
+	"NO SIGNAL LEFT BEHIND",
 }
 
 func TestModel(t *testing.T) {
@@ -330,7 +348,7 @@ func explain(ctx context.Context, t *testing.T, dir, spin string, c check, model
 			violated = propertyAt(t, m[1], line)
 		case strings.HasPrefix(l, " ") && (strings.HasPrefix(trimmed, "relay ") || strings.HasPrefix(trimmed, "stream:") || strings.HasPrefix(trimmed, "operator:") ||
 			strings.HasPrefix(trimmed, "clock:") || strings.HasPrefix(trimmed, "producer:") || strings.HasPrefix(trimmed, "temporal:") ||
-			strings.HasPrefix(trimmed, "reader ") || strings.HasPrefix(trimmed, "holds:")):
+			strings.HasPrefix(trimmed, "reader ") || strings.HasPrefix(trimmed, "holds:") || strings.HasPrefix(trimmed, "workflow:")):
 			steps = append(steps, "    "+trimmed)
 		}
 	}

@@ -10,7 +10,10 @@
  * (outbox/outboxops/retry.go, skip.go, replay.go and operations.sql), Producer
  * (Enqueue), Clock (lease expiry) and Temporal (the namespace retention).
  * The start of a workflow is the inline temporal_start, run inside the
- * relay's publish step (outbox/temporalpub).
+ * relay's publish step (outbox/temporalpub). With -DSIGNAL (signal.pml)
+ * the events go by a signal route instead: receiver.pml models Temporal's
+ * Signal-With-Start and the target workflow with its eventsignal Receiver,
+ * and the publish step's outcomes are a signal's.
  *
  * Each atomic block is one step: one SQL statement, one COMMIT, or one
  * outcome of a Publish call. Any other process may run between two steps,
@@ -119,7 +122,14 @@ bool retention;      /* the namespace retention has passed (Temporal process) */
 /* Temporal has a workflow with this ID: one was started and the retention
  * has not made Temporal forget it. Over-approximation: once the retention
  * has passed, every run counts as forgotten, even a running or a later one. */
+#ifdef SIGNAL
+/* On a signal route the only workflow whose ID is the event's is the
+ * route's ClosedWorkflow started for it (receiver.pml); the retention does
+ * not pass in the signal model. */
+#define WF(e) (late[e])
+#else
 #define WF(e) (started[e] && !retention)
+#endif
 
 /* ---------------------------------------------- ghosts, for properties */
 
@@ -129,6 +139,10 @@ byte inflight[RELAYS+1]; /* the event relay r's Publish call runs for, or NOEV *
 byte ops;            /* operator commands so far */
 #ifdef LIVENESS
 byte faults;         /* crashes, stalls and live-lease expiries so far */
+#endif
+
+#if defined(SIGNAL) && (defined(CDC) || defined(PIPELINE))
+#error "the signal route (-DSIGNAL) is modelled with the classic relay only"
 #endif
 
 #ifdef PIPELINE
@@ -289,6 +303,9 @@ inline temporal_start(t, isReplay) {
 #ifdef CDC
 #include "stream.pml"
 #endif
+#ifdef SIGNAL
+#include "receiver.pml"
+#endif
 /* A CDC relay's sweeper may take any event (Grace is abstracted); a
  * polling relay takes any. */
 #ifndef SWEEPER_TAKES
@@ -309,10 +326,14 @@ inline crash(r) {
 	fi;
 	if
 	:: inflight[r] != NOEV ->
+#ifdef SIGNAL
+		signal_in_flight(e);
+#else
 		if
 		:: !(rep && retention && !WF(e)) -> temporal_start(e, rep)
 		:: true
 		fi;
+#endif
 		inflight[r] = NOEV
 	:: else
 	fi;
@@ -482,6 +503,51 @@ publishing:
 		:: rep && retention ->
 			printf("relay %d: replay of %d.%d older than the horizon: acknowledged without a start\n", r, EV(e));
 			delivered[e] = 1; goto acked
+#ifdef SIGNAL
+		/* a signal route: temporalpub Publisher.signal, Signal-With-Start
+		 * (receiver.pml). Accepted: the signal is in the target's run (a
+		 * new run if there was none). */
+		:: SIG_ACCEPTS(e) ->
+			temporal_signal(e); goto acked
+		:: SIG_ACCEPTS(e) && FAULT_OK -> FAULT;
+			/* accepted, but the answer lost: the sink's fault */
+			temporal_signal(e);
+			printf("relay %d: ... but the answer to %d.%d was lost (the sink's fault)\n", r, EV(e));
+			goto stalled
+		/* refused: the target closed (IsAlreadyStarted under
+		 * REJECT_DUPLICATE). RULE the refusal is the event's, and final:
+		 * the ClosedWorkflow's start, or outbox.Permanent */
+		:: SIG_REFUSED(e) ->
+			printf("temporal: signal of %d.%d refused: the order's workflow already closed\n", EV(e));
+#if defined(CLOSED_AS_DELIVERED)
+			/* mutant: the refusal taken for an acknowledgement, as start
+			 * takes "already started" */
+			printf("relay %d: %d.%d acknowledged (the refusal taken for a duplicate)\n", r, EV(e));
+			goto acked
+#elif defined(CLOSED_AS_SINK_FAULT)
+			/* mutant: the refusal taken for the sink's fault (no attempt
+			 * counted: RelaySinkRelease, R7's step) */
+			printf("relay %d: %d.%d given back (the refusal taken for the sink's fault)\n", r, EV(e));
+			goto stalled
+#elif defined(CLOSED_WORKFLOW)
+			/* Publisher.signal -> Publisher.start(ClosedWorkflow) */
+			closed_workflow_start(e); goto acked
+		:: SIG_REFUSED(e) && FAULT_OK -> FAULT;
+			/* refused; the ClosedWorkflow's start then reached Temporal
+			 * with its answer lost, or never did: the sink's fault */
+			printf("temporal: signal of %d.%d refused: the order's workflow already closed\n", EV(e));
+			if
+			:: closed_workflow_start(e)
+			:: true
+			fi;
+			printf("relay %d: ... the start of %d.%d's ClosedWorkflow unanswered (the sink's fault)\n", r, EV(e));
+			goto stalled
+#else
+			/* outbox.Permanent: RelayFail quarantines it at once */
+			printf("relay %d: Publish %d.%d failed (permanent: its workflow already closed)\n", r, EV(e));
+			perm = 1; goto failed
+#endif
+#else
 		:: !(rep && retention && !WF(e)) ->
 			temporal_start(e, rep); goto acked
 		:: !(rep && retention && !WF(e)) && FAULT_OK -> FAULT;
@@ -490,6 +556,7 @@ publishing:
 			temporal_start(e, rep);
 			printf("relay %d: ... but the answer to %d.%d was lost (the sink's fault)\n", r, EV(e));
 			goto stalled
+#endif
 		fi
 	   }
 	OR_CRASH
@@ -781,7 +848,13 @@ end_operator:
 #else
 #define QBLOCKED(e) ((SEQ(e) >= 1 && QBLOCKS((e)-1)) || (SEQ(e) >= 2 && QBLOCKS((e)-2)))
 #endif
+#ifdef SIGNAL
+/* On a signal route a published event is settled once its target's
+ * workflow applied it, or its ClosedWorkflow took it (receiver.pml). */
+#define SETTLED(e) (exists[e] && ((pub[e] && (applied[e] || late[e])) || skipped[e] || quar[e] || QBLOCKED(e)))
+#else
 #define SETTLED(e) (exists[e] && (pub[e] || skipped[e] || quar[e] || QBLOCKED(e)))
+#endif
 
 ltl settle { <> [] ALL(SETTLED) }
 
@@ -826,7 +899,15 @@ init {
 		i = 0;
 		run Clock();
 		run Producer();
+#ifdef SIGNAL
+		/* the retention does not pass (receiver.pml); a target per order */
+		for (i : 0 .. ORDERS-1) {
+			run Target(i)
+		}
+		i = 0;
+#else
 		run Temporal();
+#endif
 		run Operator();
 #ifdef CDC
 		sinflight = NOEV;
