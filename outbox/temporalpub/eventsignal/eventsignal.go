@@ -26,6 +26,10 @@
 //				events.Drain(handle) // buffered signals would be lost with the run
 //				return workflow.NewContinueAsNewError(ctx, Saga, SagaInput{Events: events.State()})
 //			}
+//			if done {
+//				events.Drain(handle) // and with a run that completes
+//				return nil
+//			}
 //		}
 //	}
 //
@@ -142,8 +146,12 @@ func (r *Receiver[T]) ReceiveAsync() (ev T, ok bool) {
 }
 
 // Drain hands every buffered new event to handle, in arrival order, and
-// returns how many it handed. Call it right before continue-as-new:
-// signals still buffered when a run ends are not carried to the next one.
+// returns how many it handed. Call it right before continue-as-new and
+// right before the workflow returns: signals still buffered when a run
+// ends are neither carried to a next run nor refused. Temporal accepted
+// them, so the relay marked their events published, and no closed-workflow
+// route or quarantine will ever see them (model/signal.pml's "no signal
+// left behind").
 func (r *Receiver[T]) Drain(handle func(T)) int {
 	n := 0
 	for {
