@@ -45,13 +45,7 @@ func newLogMetrics(reg prometheus.Registerer) (*logMetrics, error) {
 			Help: "Holds of the log source waiting for an operator (retry or skip; sampled periodically).",
 		}),
 	}
-	var err error
-	for _, g := range []*prometheus.Gauge{&m.horizonAge, &m.pending, &m.oldestAge, &m.holds, &m.quarantined} {
-		if err == nil {
-			*g, err = promreg.Register(reg, *g)
-		}
-	}
-	if err != nil {
+	if err := promreg.RegisterAll(reg, &m.horizonAge, &m.pending, &m.oldestAge, &m.holds, &m.quarantined); err != nil {
 		return nil, fmt.Errorf("outbox: register the log source's metrics: %w", err)
 	}
 	return m, nil
