@@ -33,6 +33,8 @@ const (
 	RetryMaxDefault = 5 * time.Minute
 	// MarkDelayDefault is the default of RelayConfig.MarkDelay.
 	MarkDelayDefault = 5 * time.Millisecond
+	// BacklogMarkDelayDefault is the default of RelayConfig.BacklogMarkDelay.
+	BacklogMarkDelayDefault = 50 * time.Millisecond
 	// MarkBatchSizeDefault is the default of RelayConfig.MarkBatchSize.
 	MarkBatchSizeDefault = 64
 	// GaugeIntervalDefault is the default of RelayConfig.GaugeInterval.
@@ -100,6 +102,15 @@ type RelayConfig struct {
 	// event the relay holds has its outcome. Defaults to [MarkDelayDefault]
 	// (5 milliseconds).
 	MarkDelay time.Duration
+	// BacklogMarkDelay replaces MarkDelay while the relay works through a
+	// backlog (its last claim took all it asked for): there, an early mark
+	// frees nothing anyone waits for (the claimer has more events than room)
+	// and every mark is a commit on the database the sink may share, so
+	// acknowledgements are collected longer and marked in fewer statements.
+	// An aggregate's next event still waits for its predecessor's mark, at
+	// most this long behind a backlog that delays it more. Defaults to
+	// [BacklogMarkDelayDefault] (50 milliseconds).
+	BacklogMarkDelay time.Duration
 	// MarkBatchSize marks at once when this many acknowledgements are
 	// waiting. Defaults to [MarkBatchSizeDefault] (64).
 	MarkBatchSize int
@@ -156,6 +167,7 @@ func (c *RelayConfig) setDefaults() error {
 	c.RetryBase = cmp.Or(c.RetryBase, RetryBaseDefault)
 	c.RetryMax = cmp.Or(c.RetryMax, RetryMaxDefault)
 	c.MarkDelay = cmp.Or(c.MarkDelay, MarkDelayDefault)
+	c.BacklogMarkDelay = cmp.Or(c.BacklogMarkDelay, max(BacklogMarkDelayDefault, c.MarkDelay))
 	c.MarkBatchSize = cmp.Or(c.MarkBatchSize, MarkBatchSizeDefault)
 	c.GaugeInterval = cmp.Or(c.GaugeInterval, GaugeIntervalDefault)
 	c.BreakerThreshold = cmp.Or(c.BreakerThreshold, BreakerThresholdDefault)
@@ -187,6 +199,8 @@ func (c *RelayConfig) validate() error {
 			c.RetryBase, c.RetryMax, RetryBaseDefault, RetryMaxDefault)
 	case c.MarkDelay < 0:
 		return fmt.Errorf("outbox: RelayConfig.MarkDelay %s must not be negative (default %s)", c.MarkDelay, MarkDelayDefault)
+	case c.BacklogMarkDelay < c.MarkDelay:
+		return fmt.Errorf("outbox: RelayConfig.BacklogMarkDelay %s must be at least MarkDelay %s (default %s)", c.BacklogMarkDelay, c.MarkDelay, BacklogMarkDelayDefault)
 	case c.MarkBatchSize < 1:
 		return fmt.Errorf("outbox: RelayConfig.MarkBatchSize %d must be at least 1 (default %d)", c.MarkBatchSize, MarkBatchSizeDefault)
 	case c.Rate < 0:

@@ -48,6 +48,7 @@ func TestConfigDefaultsAreTheConstants(t *testing.T) {
 	require.Equal(t, outbox.RetryBaseDefault, cfg.RetryBase)
 	require.Equal(t, outbox.RetryMaxDefault, cfg.RetryMax)
 	require.Equal(t, outbox.MarkDelayDefault, cfg.MarkDelay)
+	require.Equal(t, outbox.BacklogMarkDelayDefault, cfg.BacklogMarkDelay)
 	require.Equal(t, outbox.MarkBatchSizeDefault, cfg.MarkBatchSize)
 	require.Equal(t, outbox.GaugeIntervalDefault, cfg.GaugeInterval)
 	require.Same(t, slog.Default(), cfg.Logger)
@@ -63,4 +64,7 @@ func TestConfigDefaultsAreTheConstants(t *testing.T) {
 	require.Equal(t, "me", cfg.Owner)
 	require.Equal(t, 7, cfg.BatchSize)
 	require.Equal(t, time.Second, cfg.MarkDelay)
+	// The backlog's delay is never below MarkDelay unless asked for, and then refused.
+	require.Equal(t, time.Second, cfg.BacklogMarkDelay)
+	require.ErrorContains(t, outbox.RelayConfig{MarkDelay: time.Second, BacklogMarkDelay: time.Millisecond}.ValidateForTest(), "BacklogMarkDelay")
 }

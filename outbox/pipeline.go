@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,7 +22,8 @@ import (
 // workers publish, and one bookkeeper marks the acknowledgements, records
 // the failures and releases what was never attempted in batches across
 // claims: at MarkBatchSize acknowledgements, MarkDelay after the first
-// unwritten outcome, or at once when every claimed event has its outcome
+// unwritten outcome (BacklogMarkDelay while the claimer has a backlog), or
+// at once when every claimed event has its outcome
 // (nothing else is coming to share the statement). Per event nothing changes: claimed with a lease, published within
 // it, marked fenced by the owner; an aggregate's next event is claimable
 // only once its predecessor is marked, which wakes the claimer. What is new
@@ -141,6 +143,17 @@ type pipeline struct {
 	mu      sync.Mutex
 	open    map[uuid.UUID]bool
 	settled chan struct{} // a wake-up (capacity one) when events settle
+	// backlog is whether the last claim took all it asked for: more is
+	// claimable than the pipeline has room for.
+	backlog atomic.Bool
+}
+
+// markDelay is how long the bookkeeper collects outcomes before a flush.
+func (p *pipeline) markDelay() time.Duration {
+	if p.backlog.Load() {
+		return p.r.cfg.BacklogMarkDelay
+	}
+	return p.r.cfg.MarkDelay
 }
 
 func (r *Relay) startPipeline(ctx, bk context.Context) *pipeline {
@@ -235,7 +248,7 @@ func (r *Relay) afterClaim(ctx, bk context.Context, batch []claimed) error {
 }
 
 // keepBooks books every outcome, flushing at MarkBatchSize acknowledgements,
-// MarkDelay after the first unflushed outcome, or once every open event is
+// MarkDelay (or BacklogMarkDelay) after the first unflushed outcome, or once every open event is
 // booked, and tells the claimer: room freed up, and a mark may have made
 // successors claimable.
 func (p *pipeline) keepBooks(bk context.Context) {
@@ -274,7 +287,7 @@ func (p *pipeline) keepBooks(bk context.Context) {
 			if b.add(o) || p.allBooked(len(b.booked)) {
 				flush()
 			} else if timerC == nil {
-				timerC = time.After(p.r.cfg.MarkDelay)
+				timerC = time.After(p.markDelay())
 			}
 		case <-timerC:
 			flush()

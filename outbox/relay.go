@@ -175,6 +175,7 @@ func (r *Relay) Run(ctx context.Context) error {
 		}
 		errors = 0
 		retries.prune(claimedAt) // that claim saw every retry due before it began
+		p.backlog.Store(n == want)
 		if n == want {
 			continue // there may be more: claim again while these publish
 		}
