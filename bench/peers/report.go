@@ -41,6 +41,7 @@ var figures = []figure{
 	{suffix: "out_of_order", combine: sumOfRounds},
 	{suffix: "default_out_of_order", combine: sumOfRounds},
 	{suffix: "duplicates", combine: sumOfRounds},
+	{suffix: "overlap_out_of_order", combine: sumOfRounds},
 	{suffix: "handoff_p50_ms", decimals: 1, combine: pooledP50, samples: "handoff"},
 	{suffix: "handoff_p99_ms", decimals: 1, combine: pooledP99, samples: "handoff"},
 	{suffix: "default_handoff_p50_ms", decimals: 1, combine: pooledP50, samples: "default_handoff"},
