@@ -218,7 +218,7 @@ func (b *bench) round(ctx context.Context, c Contender, r int) error {
 	}
 
 	b.progress("round %d %s: overlapping transactions on %d orders, tuned settings", r+1, c.Name(), b.cfg.overlapOrders)
-	ov, err := b.overlap(ctx, c, dbcfg, b.cfg.overlapOrders)
+	ov, err := b.overlap(ctx, c, dbcfg, b.cfg.overlapOrders, nil)
 	if err != nil {
 		return fmt.Errorf("overlap: %w", err)
 	}
@@ -289,10 +289,12 @@ func (b *bench) notes(cs []Contender) {
 			"PubAck); Watermill runs its forwarder (watermill/components/forwarder: the forwarder's envelopes written by watermill-sql's "+
 			"publisher in the order's transaction, read by its subscriber with the tuned settings, republished by watermill-nats/v2's "+
 			"JetStream publisher with TrackMsgId: the same subjects, natspub's headers, Nats-Msg-Id = event id, returns on the PubAck); "+
-			"drain of %d events, handoff (commit to PubAck) at %d/s for %s, tuned settings. jetstream_out_of_order and "+
-			"jetstream_stored_twice are what an ordered consumer of the stream read back: an order's events out of their "+
-			"sequence, and a message stored twice (a redelivery outside the duplicate window), summed over both phases and rounds.",
-			b.jetstream.stream, natsURLEnv, b.cfg.jetstreamEvents, b.cfg.jetstreamRate, b.cfg.duration)
+			"drain of %d events, handoff (commit to PubAck) at %d/s for %s, the overlapping-transactions round on %d orders, "+
+			"tuned settings. jetstream_out_of_order and jetstream_stored_twice are what an ordered consumer of the stream read "+
+			"back: an order's events out of their sequence (drain and handoff), and a message stored twice (a redelivery "+
+			"outside the duplicate window; all three), summed over rounds; jetstream_overlap_out_of_order is the first over "+
+			"the overlapping-transactions round.",
+			b.jetstream.stream, natsURLEnv, b.cfg.jetstreamEvents, b.cfg.jetstreamRate, b.cfg.duration, b.cfg.overlapOrders)
 	}
 	if b.temporal != nil {
 		b.res.note("temporal: a dev server in memory from bin/temporal, a task queue without a worker; every contender's "+

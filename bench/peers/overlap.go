@@ -18,12 +18,13 @@ import (
 // order's sequence 1 and commits; then A enqueues sequence 2 and commits.
 // The contender runs with the tuned settings while the pairs are written,
 // one order after another, and the recorder counts the deliveries that
-// reach it out of their order's sequence. A reader that orders by
+// reach it out of their order's sequence (next is the sink behind it, nil:
+// a no-op sink). A reader that orders by
 // transaction id delivers each order's events [2 1].
 //
 // Each pair checks that B's xid is above A's, so the round measures what it
 // says it measures.
-func (b *bench) overlap(ctx context.Context, c Contender, cfg *pgxpool.Config, orders int) (tally, error) {
+func (b *bench) overlap(ctx context.Context, c Contender, cfg *pgxpool.Config, orders int, next Sink) (tally, error) {
 	consumer, err := openPool(ctx, cfg, nil)
 	if err != nil {
 		return tally{}, err
@@ -35,7 +36,7 @@ func (b *bench) overlap(ctx context.Context, c Contender, cfg *pgxpool.Config, o
 	}
 	defer producer.Close()
 
-	rec := newRecorder(nil, 2*orders)
+	rec := newRecorder(next, 2*orders)
 	stop, err := c.Start(ctx, consumer, rec, Tuned)
 	if err != nil {
 		return tally{}, err

@@ -55,6 +55,7 @@ var figures = []figure{
 	{suffix: "jetstream_handoff_p50_ms", decimals: 1, combine: pooledP50, samples: "jetstream_handoff"},
 	{suffix: "jetstream_handoff_p99_ms", decimals: 1, combine: pooledP99, samples: "jetstream_handoff"},
 	{suffix: "jetstream_out_of_order", combine: sumOfRounds},
+	{suffix: "jetstream_overlap_out_of_order", combine: sumOfRounds},
 	{suffix: "jetstream_stored_twice", combine: sumOfRounds},
 	{suffix: "temporal_events_per_s"},
 	{suffix: "temporal_handoff_p50_ms", decimals: 1, combine: pooledP50, samples: "temporal_handoff"},
