@@ -1,6 +1,6 @@
-// Command peers runs outflow's relay (its poll, cdc and log sources) and its peers, River and Watermill,
-// through the same job on the same PostgreSQL in one run, and prints their
-// figures side by side:
+// Command peers runs outflow's relay (its poll, cdc and log sources) and
+// its peers, River and Watermill, through the same job on the same
+// PostgreSQL in one run, and prints their figures side by side:
 //
 //	make bench-peers                     # at the repository root
 //	go run . -events 2000 -rounds 1      # in bench/peers: a smoke run
@@ -18,15 +18,16 @@
 //     sequence; the throughput drain also counts the statements the consumer
 //     sent, the server's WAL and the dead row versions it made;
 //  3. handoff: orders placed at -rate per second, commit to sink;
-//     then the overlapping-transactions round: -overlap-orders orders, each
-//     written by two transactions of which the one holding the earlier xid
-//     writes the later sequence, counting deliveries out of sequence;
-//  4. with -jetstream, the drain and the handoff again with a sink that
-//     publishes each event to a NATS JetStream stream as the starter's
-//     jetstream sink does (outbox/natspub, the PubAck the acknowledgement),
-//     Watermill with its own forwarder and watermill-nats' publisher
-//     instead, a consumer of the stream checking each order's sequence;
-//  5. with -temporal, the drain and the handoff again with a sink that starts
+//  4. overlap: -overlap-orders orders, each written by two transactions of
+//     which the one holding the earlier xid writes the later sequence,
+//     counting deliveries out of their order's sequence;
+//  5. with -jetstream, the drain, the handoff and the overlap again with a
+//     sink that publishes each event to a NATS JetStream stream as the
+//     starter's jetstream sink does (outbox/natspub, the PubAck the
+//     acknowledgement), Watermill with its own forwarder and watermill-nats'
+//     publisher instead, a consumer of the stream checking each order's
+//     sequence;
+//  6. with -temporal, the drain and the handoff again with a sink that starts
 //     a workflow per event on a Temporal dev server started from bin/temporal.
 //
 // It is a module of its own so that River and Watermill never enter
