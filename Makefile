@@ -108,7 +108,7 @@ soak: $(TEMPORAL)
 bench:
 	$(GO) run ./cmd/bench $(BENCH_FLAGS)
 
-## bench-peers: outflow's relay (poll and cdc) beside River and Watermill doing the same job (about 7 minutes).
+## bench-peers: outflow's relay (poll, cdc and log) beside River and Watermill doing the same job (about 7 minutes).
 # docs/performance.md, "Beside the peers". bench/peers is a module of its own, so River
 # and Watermill never enter go.mod. Uses DATABASE_URL (scratch databases peers_*, dropped
 # afterwards) and starts a Temporal dev server from bin/temporal. About 7 minutes on two
@@ -119,7 +119,8 @@ bench-peers: $(TEMPORAL)
 
 ## test-peers: the peers bench's lint and tests (bench/peers, a module that make lint and make test do not reach).
 # Every contender drains a small backlog exactly once, the out-of-order count on a known
-# sequence. About 25 seconds once River and Watermill are built.
+# sequence, the overlapping-transactions round on every contender. About 25 seconds once
+# River and Watermill are built.
 .PHONY: test-peers
 test-peers: $(BIN)/staticcheck
 	cd bench/peers && $(GO) vet ./... && $(BIN)/staticcheck ./...

@@ -43,6 +43,9 @@ type config struct {
 	jetstream       bool
 	jetstreamEvents int
 	jetstreamRate   int
+	// overlapOrders is how many orders the overlapping-transactions round
+	// writes, two transactions each.
+	overlapOrders int
 	// roundRobin lays the backlog out round robin instead of at random.
 	roundRobin bool
 	// only names the contenders to run (default all).
@@ -52,7 +55,7 @@ type config struct {
 // command is what `go run . -h` shows.
 var command = cli.Command{
 	Name:    "peers",
-	Summary: "outflow's relay, River and Watermill doing the same job on the PostgreSQL of DATABASE_URL, each in scratch databases peers_<contender>_<pid>_r<round> created and dropped on that server.",
+	Summary: "outflow's relay (its poll, cdc and log sources), River and Watermill doing the same job on the PostgreSQL of DATABASE_URL, each in scratch databases peers_<contender>_<pid>_r<round> created and dropped on that server.",
 	Usage:   "[flags]   (make bench-peers PEERS_FLAGS='...' at the repository root)",
 	Env: []cli.Var{
 		{Name: "DATABASE_URL", Default: database.DefaultURL, Meaning: "the PostgreSQL server of the scratch databases (the role needs CREATEDB)"},
@@ -73,6 +76,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "length of the handoff phase after 1s of warm-up")
 	fs.IntVar(&c.rounds, "rounds", 2, "rounds; the contenders' order alternates between rounds")
 	fs.IntVar(&c.writePairs, "write-pairs", 500, "order-only and order+enqueue transactions timed per contender and round")
+	fs.IntVar(&c.overlapOrders, "overlap-orders", 200, "orders of the overlapping-transactions round (two transactions each)")
 	fs.BoolVar(&c.temporal, "temporal", true, "also measure with Temporal as the sink (starts a dev server from bin/temporal)")
 	fs.IntVar(&c.temporalEvents, "temporal-events", 1000, "events in the Temporal drain's backlog")
 	fs.IntVar(&c.temporalRate, "temporal-rate", 20, "arrival rate of the Temporal handoff, orders/s")
@@ -91,6 +95,8 @@ func parseFlags(args []string, stdout, stderr io.Writer) (config, error) {
 		return config{}, fmt.Errorf("-rate, -temporal-rate and -jetstream-rate must be at least 1")
 	case c.duration < time.Second || c.temporalDuration < time.Second:
 		return config{}, fmt.Errorf("-duration and -temporal-duration must be at least 1s")
+	case c.overlapOrders < 1:
+		return config{}, fmt.Errorf("-overlap-orders must be at least 1")
 	case c.rounds < 1 || c.writePairs < 1 || c.temporalEvents < 10 || c.jetstreamEvents < 10:
 		return config{}, fmt.Errorf("-rounds and -write-pairs must be at least 1, -temporal-events and -jetstream-events at least 10")
 	}

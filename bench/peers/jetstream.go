@@ -179,8 +179,9 @@ func (r *streamReader) wait(ctx context.Context) (tally, error) {
 }
 
 // jetstreamRound is the JetStream phase of a contender's round: a drain of
-// -jetstream-events into the stream and a handoff at -jetstream-rate, both
-// with the tuned settings, each read back by a consumer of the stream. A
+// -jetstream-events into the stream, a handoff at -jetstream-rate and the
+// overlapping-transactions round, all with the tuned settings, each read
+// back by a consumer of the stream. A
 // jetstreamNative contender (Watermill) runs its own way to the stream.
 func (b *bench) jetstreamRound(ctx context.Context, c Contender, dbcfg *pgxpool.Config, r int, layout uint64) error {
 	jn, n, m := b.cfg.jetstreamEvents, b.cfg.events, b.cfg.orders
@@ -223,5 +224,23 @@ func (b *bench) jetstreamRound(ctx context.Context, c Contender, dbcfg *pgxpool.
 	b.res.add(c.Name(), "jetstream_stored_twice", float64(seen.deliveries-seen.distinct))
 	b.progress("  p50 %.1f ms, p99 %.1f ms", benchstat.Ms(benchstat.Percentile(lat, 50)), benchstat.Ms(benchstat.Percentile(lat, 99)))
 	b.res.addSamples(c.Name(), "jetstream_handoff", lat)
+
+	ov := b.cfg.overlapOrders
+	b.progress("round %d %s: overlapping transactions into JetStream on %d orders, tuned settings", r+1, c.Name(), ov)
+	sink, reader, err = b.jetstream.phase(ctx, 2*ov)
+	if err != nil {
+		return err
+	}
+	jc, next = jetstreamContender(c, sink)
+	if _, err := b.overlap(ctx, jc, dbcfg, ov, next); err != nil {
+		return fmt.Errorf("jetstream overlap: %w", err)
+	}
+	seen, err = reader.wait(ctx)
+	if err != nil {
+		return fmt.Errorf("jetstream overlap: %w", err)
+	}
+	b.progress("  at the stream's consumer %d out of order, %d stored twice", seen.outOfOrder, seen.deliveries-seen.distinct)
+	b.res.add(c.Name(), "jetstream_overlap_out_of_order", float64(seen.outOfOrder))
+	b.res.add(c.Name(), "jetstream_stored_twice", float64(seen.deliveries-seen.distinct))
 	return nil
 }

@@ -1,6 +1,6 @@
-// Command peers runs outflow's relay and its peers, River and Watermill,
-// through the same job on the same PostgreSQL in one run, and prints their
-// figures side by side:
+// Command peers runs outflow's relay (its poll, cdc and log sources) and
+// its peers, River and Watermill, through the same job on the same
+// PostgreSQL in one run, and prints their figures side by side:
 //
 //	make bench-peers                     # at the repository root
 //	go run . -events 2000 -rounds 1      # in bench/peers: a smoke run
@@ -18,12 +18,16 @@
 //     sequence; the throughput drain also counts the statements the consumer
 //     sent, the server's WAL and the dead row versions it made;
 //  3. handoff: orders placed at -rate per second, commit to sink;
-//  4. with -jetstream, the drain and the handoff again with a sink that
-//     publishes each event to a NATS JetStream stream as the starter's
-//     jetstream sink does (outbox/natspub, the PubAck the acknowledgement),
-//     Watermill with its own forwarder and watermill-nats' publisher
-//     instead, a consumer of the stream checking each order's sequence;
-//  5. with -temporal, the drain and the handoff again with a sink that starts
+//  4. overlap: -overlap-orders orders, each written by two transactions of
+//     which the one holding the earlier xid writes the later sequence,
+//     counting deliveries out of their order's sequence;
+//  5. with -jetstream, the drain, the handoff and the overlap again with a
+//     sink that publishes each event to a NATS JetStream stream as the
+//     starter's jetstream sink does (outbox/natspub, the PubAck the
+//     acknowledgement), Watermill with its own forwarder and watermill-nats'
+//     publisher instead, a consumer of the stream checking each order's
+//     sequence;
+//  6. with -temporal, the drain and the handoff again with a sink that starts
 //     a workflow per event on a Temporal dev server started from bin/temporal.
 //
 // It is a module of its own so that River and Watermill never enter
@@ -214,6 +218,14 @@ func (b *bench) round(ctx context.Context, c Contender, r int) error {
 		b.res.addSamples(c.Name(), samples, lat)
 	}
 
+	b.progress("round %d %s: overlapping transactions on %d orders, tuned settings", r+1, c.Name(), b.cfg.overlapOrders)
+	ov, err := b.overlap(ctx, c, dbcfg, b.cfg.overlapOrders, nil)
+	if err != nil {
+		return fmt.Errorf("overlap: %w", err)
+	}
+	b.progress("  %d out of order, %d duplicates", ov.outOfOrder, ov.deliveries-ov.distinct)
+	b.res.add(c.Name(), "overlap_out_of_order", float64(ov.outOfOrder))
+
 	if b.jetstream != nil {
 		if err := b.jetstreamRound(ctx, c, dbcfg, r, layout); err != nil {
 			return err
@@ -265,6 +277,11 @@ func (b *bench) notes(cs []Contender) {
 		"sessions on a shared server add to it; dead tuples = n_tup_upd + n_tup_del of the contender's database over "+
 		"the same window, read after its backends exited. enqueue_* are the same two figures over the seeding of "+
 		"the backlog (%d events to a transaction, so per-transaction costs are spread thin).", seedChunk)
+	b.res.note("overlap: %d orders per round, each two transactions on the order where the later sequence is written by the "+
+		"transaction holding the earlier xid (A takes its xid with pg_current_xact_id(); B begins after it, enqueues sequence 1 "+
+		"and commits; then A enqueues sequence 2 and commits; B's xid checked above A's), written one order after another "+
+		"through the contender's API while it runs with the tuned settings; overlap_out_of_order counts the deliveries "+
+		"whose sequence is below one already delivered for the same order, summed over rounds.", b.cfg.overlapOrders)
 	b.res.note("handoff: %d orders/s for %s after 1 s of warm-up, each an order and its event in one transaction; from the "+
 		"return of COMMIT to the sink's call, percentiles of all rounds' samples.", b.cfg.rate, b.cfg.duration)
 	if b.jetstream != nil {
@@ -273,10 +290,12 @@ func (b *bench) notes(cs []Contender) {
 			"PubAck); Watermill runs its forwarder (watermill/components/forwarder: the forwarder's envelopes written by watermill-sql's "+
 			"publisher in the order's transaction, read by its subscriber with the tuned settings, republished by watermill-nats/v2's "+
 			"JetStream publisher with TrackMsgId: the same subjects, natspub's headers, Nats-Msg-Id = event id, returns on the PubAck); "+
-			"drain of %d events, handoff (commit to PubAck) at %d/s for %s, tuned settings. jetstream_out_of_order and "+
-			"jetstream_stored_twice are what an ordered consumer of the stream read back: an order's events out of their "+
-			"sequence, and a message stored twice (a redelivery outside the duplicate window), summed over both phases and rounds.",
-			b.jetstream.stream, natsURLEnv, b.cfg.jetstreamEvents, b.cfg.jetstreamRate, b.cfg.duration)
+			"drain of %d events, handoff (commit to PubAck) at %d/s for %s, the overlapping-transactions round on %d orders, "+
+			"tuned settings. jetstream_out_of_order and jetstream_stored_twice are what an ordered consumer of the stream read "+
+			"back: an order's events out of their sequence (drain and handoff), and a message stored twice (a redelivery "+
+			"outside the duplicate window; all three), summed over rounds; jetstream_overlap_out_of_order is the first over "+
+			"the overlapping-transactions round.",
+			b.jetstream.stream, natsURLEnv, b.cfg.jetstreamEvents, b.cfg.jetstreamRate, b.cfg.duration, b.cfg.overlapOrders)
 	}
 	if b.temporal != nil {
 		b.res.note("temporal: a dev server in memory from bin/temporal, a task queue without a worker; every contender's "+

@@ -21,6 +21,16 @@ func (outflowPoll) Name() string { return "outflow" }
 func (outflowPoll) Install(context.Context, *pgxpool.Pool) error { return nil }
 
 func (outflowPoll) Enqueue(ctx context.Context, tx pgx.Tx, _ Profile, order *pgx.Batch, events []Event) error {
+	return enqueueOutflow(ctx, tx, eventsEnqueuer, order, events)
+}
+
+// eventsEnqueuer writes to outbox_events, as outbox.EnqueueBatch does (the
+// poll and cdc sources'); outflowLog's writes to the log.
+var eventsEnqueuer = outbox.NewEnqueuer(outbox.EnqueueConfig{})
+
+// enqueueOutflow enqueues events with q in order's round trip, and checks
+// that outflow gave each the bench's sequence.
+func enqueueOutflow(ctx context.Context, tx pgx.Tx, q *outbox.Enqueuer, order *pgx.Batch, events []Event) error {
 	evs := make([]outbox.Event, len(events))
 	for i, e := range events {
 		evs[i] = outbox.Event{
@@ -28,7 +38,7 @@ func (outflowPoll) Enqueue(ctx context.Context, tx pgx.Tx, _ Profile, order *pgx
 			Type: orders.EventOrderCreated, SchemaVersion: orders.OrderCreatedV1, Payload: e.Payload,
 		}
 	}
-	queued, err := outbox.EnqueueBatch(order, evs...)
+	queued, err := q.EnqueueBatch(order, evs...)
 	if err != nil {
 		return err
 	}

@@ -27,6 +27,15 @@ SELECT coalesce(sum(n_tup_upd + n_tup_del), 0)::bigint FROM pg_stat_user_tables;
 -- outflow: events not yet marked published by the relay.
 SELECT count(*) FROM outbox_events WHERE published_at IS NULL;
 
+-- name: OutflowLogPending :one
+-- outflow_log: log events after their partition's cursor (not yet passed by
+-- the partition's reader), plus orders under a hold (none unless a publish
+-- failed).
+SELECT (SELECT count(*)
+        FROM outbox_log_cursors AS c
+        JOIN outbox_log AS l ON l.partition = c.partition AND (l.gate, l.pos) > (c.gate, c.pos))
+     + (SELECT count(*) FROM outbox_log_holds);
+
 -- name: RiverPending :one
 -- River: jobs not yet recorded as completed.
 SELECT count(*) FROM river_job WHERE state <> 'completed';
@@ -53,6 +62,11 @@ WHERE o.consumer_group = ''
 -- After seeding a backlog: statistics as autovacuum would have gathered on
 -- a live table, so no contender is measured with a plan chosen blind.
 ANALYZE;
+
+-- name: TransactionID :one
+-- The overlapping-transactions round: the calling transaction's xid,
+-- assigned now if it has none yet (an xid8 as bigint).
+SELECT pg_current_xact_id()::text::bigint;
 
 -- name: DropSlot :exec
 -- outflow_cdc's slot, once its relay stopped.

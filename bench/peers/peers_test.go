@@ -149,6 +149,50 @@ func TestEveryContenderDeliversEachEventOnce(t *testing.T) {
 	}
 }
 
+// TestOverlapRoundCountsEachContendersReorders runs the
+// overlapping-transactions round on each contender: every event arrives
+// once; outflow's three sources keep each order in sequence; Watermill,
+// whose subscriber reads by transaction id, delivers each order's events
+// [2 1], so its count is not zero (the round and the counter can see a
+// reordering); River's count is only logged.
+func TestOverlapRoundCountsEachContendersReorders(t *testing.T) {
+	t.Parallel()
+	const orders = 20
+	for _, c := range contenders() {
+		t.Run(c.Name(), func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			url := testdb.AdminURL()
+			if c.Name() == (outflowCDC{}).Name() {
+				url = testdb.Logical(t)
+			}
+			srv, err := newServer(ctx, url)
+			require.NoError(t, err)
+			t.Cleanup(func() { require.NoError(t, srv.Close(context.Background())) })
+			b := &bench{srv: srv, res: newResults(), stderr: io.Discard, start: time.Now()}
+			// Round 7 names scratch databases no other test's round does.
+			name, cfg, err := srv.scratch(ctx, c, 7)
+			require.NoError(t, err)
+			defer srv.Drop(context.Background(), name) //nolint:errcheck // close drops leftovers
+
+			got, err := b.overlap(ctx, c, cfg, orders, nil)
+			require.NoError(t, err)
+			require.Equal(t, 2*orders, got.distinct)
+			require.Equal(t, 2*orders, got.deliveries, "a duplicate delivery")
+			switch c.Name() {
+			case "river":
+				t.Logf("%d of %d orders delivered out of sequence", got.outOfOrder, orders)
+			case "watermill":
+				require.Positive(t, got.outOfOrder, "Watermill reads by transaction id: sequence 2 (the earlier xid) before 1")
+				t.Logf("%d of %d orders delivered out of sequence", got.outOfOrder, orders)
+			default:
+				require.Zero(t, got.outOfOrder, "%s delivered an order's events out of sequence", c.Name())
+			}
+		})
+	}
+}
+
 // TestStatements: every statement of peers.sql is bound in sql.go and reads
 // the columns the database describes, on a database with River's and
 // Watermill's tables beside outflow's.
@@ -163,9 +207,10 @@ func TestStatements(t *testing.T) {
 
 // TestJetStreamPhaseReadsEachEventBack runs the JetStream phase (drain and
 // handoff into a stream on the machine's NATS server, OUTFLOW_NATS_URL)
-// for outflow and Watermill (its forwarder): the stream's consumer reads
-// every event back, once, each order in its sequence, and the figures are
-// recorded.
+// for outflow's poll and log sources and Watermill (its forwarder): the
+// stream's consumer reads every event back, once, each order in its
+// sequence (but the forwarder's overlapping orders, which it reorders),
+// and the figures are recorded.
 func TestJetStreamPhaseReadsEachEventBack(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -173,13 +218,13 @@ func TestJetStreamPhaseReadsEachEventBack(t *testing.T) {
 	js, err := startJetStream(ctx)
 	require.NoError(t, err, "the test needs NATS with JetStream (OUTFLOW_NATS_URL, default nats://127.0.0.1:4222)")
 	t.Cleanup(func() { require.NoError(t, js.stop(context.Background())) })
-	for _, c := range []Contender{outflowPoll{}, watermillSQL{}} {
+	for _, c := range []Contender{outflowPoll{}, outflowLog{}, watermillSQL{}} {
 		t.Run(c.Name(), func(t *testing.T) {
 			srv, err := newServer(ctx, testdb.AdminURL())
 			require.NoError(t, err)
 			t.Cleanup(func() { require.NoError(t, srv.Close(context.Background())) })
 			b := &bench{srv: srv, res: newResults(), stderr: io.Discard, start: time.Now(), jetstream: js,
-				cfg: config{events: 300, orders: 30, jetstreamEvents: 300, jetstreamRate: 20, duration: time.Second}}
+				cfg: config{events: 300, orders: 30, jetstreamEvents: 300, jetstreamRate: 20, duration: time.Second, overlapOrders: 10}}
 			// Round 9 names scratch databases the parallel tests' round 0 does not.
 			name, cfg, err := srv.scratch(ctx, c, 9)
 			require.NoError(t, err)
@@ -190,7 +235,14 @@ func TestJetStreamPhaseReadsEachEventBack(t *testing.T) {
 			require.Len(t, v["jetstream_events_per_s"], 1)
 			require.Positive(t, v["jetstream_events_per_s"][0])
 			require.Equal(t, []float64{0, 0}, v["jetstream_out_of_order"], "drain and handoff: each order in sequence at the consumer")
-			require.Equal(t, []float64{0, 0}, v["jetstream_stored_twice"])
+			require.Equal(t, []float64{0, 0, 0}, v["jetstream_stored_twice"], "drain, handoff and overlap")
+			require.Len(t, v["jetstream_overlap_out_of_order"], 1)
+			if c.Name() == "watermill" {
+				// The forwarder reads its topic by transaction id and publishes sequence 2 first.
+				require.Positive(t, v["jetstream_overlap_out_of_order"][0], "the forwarder kept every overlapping order in sequence")
+			} else {
+				require.Zero(t, v["jetstream_overlap_out_of_order"][0], "%s: an overlapping order out of sequence at the consumer", c.Name())
+			}
 			require.Len(t, b.res.samples[c.Name()]["jetstream_handoff"], 20, "one second at 20/s after the warm-up")
 		})
 	}

@@ -20,11 +20,13 @@ var (
 	qTupleChurn         = namedsql.Bind[namedsql.NoArgs, int64](queries, "TupleChurn")
 	qAnalyze            = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "Analyze")
 	qDropSlot           = namedsql.Bind[slotArgs, namedsql.NoRows](queries, "DropSlot")
+	qTransactionID      = namedsql.Bind[namedsql.NoArgs, int64](queries, "TransactionID")
 
 	// The contenders' Pending statements, each on its own contender's tables.
-	qOutflowPending   = namedsql.Bind[namedsql.NoArgs, int64](queries, "OutflowPending")
-	qRiverPending     = namedsql.Bind[namedsql.NoArgs, int64](queries, "RiverPending")
-	qWatermillPending = namedsql.Bind[namedsql.NoArgs, int64](queries, "WatermillPending")
+	qOutflowPending    = namedsql.Bind[namedsql.NoArgs, int64](queries, "OutflowPending")
+	qOutflowLogPending = namedsql.Bind[namedsql.NoArgs, int64](queries, "OutflowLogPending")
+	qRiverPending      = namedsql.Bind[namedsql.NoArgs, int64](queries, "RiverPending")
+	qWatermillPending  = namedsql.Bind[namedsql.NoArgs, int64](queries, "WatermillPending")
 	// qWatermillForwarderPending is the Watermill forwarder's, on the
 	// forwarder's topic (the JetStream phase).
 	qWatermillForwarderPending = namedsql.Bind[namedsql.NoArgs, int64](queries, "WatermillForwarderPending")
@@ -40,7 +42,9 @@ var statements = []namedsql.Info{
 	qTupleChurn.Info(),
 	qAnalyze.Info(),
 	qDropSlot.Info(),
+	qTransactionID.Info(),
 	qOutflowPending.Info(),
+	qOutflowLogPending.Info(),
 	qRiverPending.Info(),
 	qWatermillPending.Info(),
 	qWatermillForwarderPending.Info(),
