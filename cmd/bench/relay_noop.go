@@ -84,11 +84,11 @@ func (b *bench) measureRelayNoop(ctx context.Context) error {
 	b.rep.add(metric{name: "raw_claim_mark_per_s", value: raw})
 	b.rep.add(metric{name: "relay_overhead_ratio", value: benchstat.Ratio(relay, raw), decimals: 2})
 	b.rep.note("noop: %d events over %d aggregates (%d each, in sequence order), seeded fresh before each run; relay = "+
-		"default Config (batch %d, in-flight %d, mark batches of %d or after %s) with a publisher that returns nil, from Run "+
+		"default Config (batch %d, in-flight %d, mark batches of %d or after %s, %s behind a backlog) with a publisher that returns nil, from Run "+
 		"until nothing is unpublished; raw = RelayClaim (batch %d) then RelayMark of the whole batch, one statement each, "+
 		"in one goroutine; relay_overhead_ratio = relay / raw (per round: %s).",
 		n, aggregates, b.cfg.noopPerAggregate, defaults.BatchSize, defaults.MaxInFlight, defaults.MarkBatchSize,
-		defaults.MarkDelay, defaults.BatchSize, strings.Join(perRound, ", "))
+		defaults.MarkDelay, defaults.BacklogMarkDelay, defaults.BatchSize, strings.Join(perRound, ", "))
 	return nil
 }
 
