@@ -9,6 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
 
@@ -71,6 +75,9 @@ func retryOne(ctx context.Context, env *cliEnv, fs *flag.FlagSet, pos []string) 
 	}
 	defer pool.Close()
 	c, err := outboxops.Retry(ctx, pool, id)
+	if errors.Is(err, outbox.ErrEventNotFound) {
+		return retryLogEvent(ctx, env, pool, id, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -80,6 +87,40 @@ func retryOne(ctx context.Context, env *cliEnv, fs *flag.FlagSet, pos []string) 
 	fmt.Fprintf(env.stdout, "retried %s (%s %s/%s seq=%d): %s -> %s, attempts %d -> %d; relays were woken\n",
 		id, c.After.Type, c.After.AggregateType, c.After.AggregateID, c.After.Sequence,
 		c.Before.State, c.After.State, c.Before.Attempts, c.After.Attempts)
+	return nil
+}
+
+// retryLogEvent retries the log source's quarantined hold that the log
+// event id is stuck on (outbox.RetryLogHold): the hold's attempts go back to
+// 0 and its worker publishes the event again at once. notFound is
+// outbox_events' answer, returned when the log has no such event either.
+func retryLogEvent(ctx context.Context, env *cliEnv, pool *pgxpool.Pool, id uuid.UUID, notFound error) error {
+	e, err := outbox.LogEventByID(ctx, pool, id)
+	if errors.Is(err, outbox.ErrEventNotFound) {
+		return fmt.Errorf("%w (nor is it in the log)", notFound)
+	}
+	if err != nil {
+		return err
+	}
+	switch st := e.State(); st {
+	case "quarantined":
+	case "published":
+		return fmt.Errorf("outbox: retry %s: %w: the log's relay delivered it; to deliver it again use replay (outboxctl replay --from ... --to ... --aggregate-type %s --aggregate %s)",
+			id, outboxops.ErrEventState, e.AggregateType, e.AggregateID)
+	case "held":
+		return fmt.Errorf("outbox: retry %s: %w: its order's log hold is not quarantined (attempts %d): the hold worker publishes it with backoff on its own",
+			id, outboxops.ErrEventState, e.Attempts)
+	default:
+		return fmt.Errorf("outbox: retry %s: %w: it is %s in the log", id, outboxops.ErrEventState, st)
+	}
+	if err := outbox.RetryLogHold(ctx, pool, e.AggregateType, e.AggregateID); err != nil {
+		return err
+	}
+	env.logger.Info("outboxctl: log hold retried", "event_id", id, "actor", env.actor,
+		"aggregate_type", e.AggregateType, "aggregate_id", e.AggregateID, "aggregate_sequence", e.Sequence,
+		"partition", e.Partition, "previous_attempts", e.Attempts, "last_error", e.LastError)
+	fmt.Fprintf(env.stdout, "retried the log hold of %s/%s (stuck on %s, %s seq=%d): quarantined -> held, attempts %d -> 0; its hold worker publishes it again\n",
+		e.AggregateType, e.AggregateID, id, e.Type, e.Sequence, e.Attempts)
 	return nil
 }
 
@@ -97,22 +138,42 @@ func runRetryQuarantined(ctx context.Context, env *cliEnv, opts outboxops.RetryQ
 	if err != nil {
 		return err
 	}
+	// The log source's quarantined holds the same filter selects.
+	logFilter := outbox.LogHoldFilter{Since: opts.Since, ErrorContains: opts.ErrorContains, AggregateType: opts.AggregateType}
+	holds, err := outbox.QuarantinedLogHolds(ctx, pool, logFilter)
+	if err != nil {
+		return err
+	}
 	scope := describeRetryFilter(opts.RetryFilter)
-	if plan.Events == 0 {
+	if plan.Events == 0 && len(holds) == 0 {
 		fmt.Fprintf(env.stdout, "no quarantined events match (%s); nothing to retry\n", scope)
 		return nil
 	}
-	fmt.Fprintf(env.stdout, "%d quarantined events (%s; quarantined %s .. %s) will be retried: available now, attempts reset, last_error kept.\n",
-		plan.Events, scope, plan.First.UTC().Format(time.RFC3339), plan.Last.UTC().Format(time.RFC3339))
-	if err := writeEvents(env.stdout, "  ", plan.Sample); err != nil {
-		return err
+	if plan.Events > 0 {
+		fmt.Fprintf(env.stdout, "%d quarantined events (%s; quarantined %s .. %s) will be retried: available now, attempts reset, last_error kept.\n",
+			plan.Events, scope, plan.First.UTC().Format(time.RFC3339), plan.Last.UTC().Format(time.RFC3339))
+		if err := writeEvents(env.stdout, "  ", plan.Sample); err != nil {
+			return err
+		}
+		if more := plan.Events - int64(len(plan.Sample)); more > 0 {
+			fmt.Fprintf(env.stdout, "  … and %d more (outboxctl list --quarantined shows them)\n", more)
+		}
 	}
-	if more := plan.Events - int64(len(plan.Sample)); more > 0 {
-		fmt.Fprintf(env.stdout, "  … and %d more (outboxctl list --quarantined shows them)\n", more)
+	if len(holds) > 0 {
+		fmt.Fprintf(env.stdout, "%d quarantined log holds (%s; quarantined %s .. %s) will be retried: their attempts reset, their hold workers publish again.\n",
+			len(holds), scope, holds[0].QuarantinedAt.UTC().Format(time.RFC3339), holds[len(holds)-1].QuarantinedAt.UTC().Format(time.RFC3339))
+		sample := holds[:min(len(holds), outboxops.RetryPlanSample)]
+		if err := writeLogHolds(env.stdout, "  ", sample); err != nil {
+			return err
+		}
+		if more := len(holds) - len(sample); more > 0 {
+			fmt.Fprintf(env.stdout, "  … and %d more (outboxctl list --quarantined shows them)\n", more)
+		}
 	}
-	ok, err := confirmed(env, yes, fmt.Sprintf("Retry %d events? [y/N] ", plan.Events))
+	total := plan.Events + int64(len(holds))
+	ok, err := confirmed(env, yes, fmt.Sprintf("Retry %d events? [y/N] ", total))
 	if errors.Is(err, errNobodyToConfirm) {
-		fmt.Fprintf(env.stdout, "dry run (%v): nothing was retried; pass --yes to retry these %d events\n", err, plan.Events)
+		fmt.Fprintf(env.stdout, "dry run (%v): nothing was retried; pass --yes to retry these %d events\n", err, total)
 		return nil
 	}
 	if err != nil {
@@ -121,6 +182,38 @@ func runRetryQuarantined(ctx context.Context, env *cliEnv, opts outboxops.RetryQ
 	if !ok {
 		return errors.New("not confirmed; nothing was retried")
 	}
+	start := time.Now()
+	if plan.Events > 0 {
+		if err := retryQuarantinedEvents(ctx, env, pool, opts, plan); err != nil {
+			return err
+		}
+	}
+	if len(holds) == 0 {
+		return nil
+	}
+	// Each hold in a transaction of its own that locks its partition's
+	// cursor row (the protocol's rule for every change of the holds);
+	// audited in the log, hold by hold, like a retry of one event.
+	retried, err := outbox.RetryQuarantinedLogHolds(ctx, pool, logFilter)
+	for _, h := range retried {
+		env.logger.Info("outboxctl: log hold retried", "event_id", h.EventID, "actor", opts.Actor, "reason", opts.Reason,
+			"aggregate_type", h.AggregateType, "aggregate_id", h.AggregateID, "partition", h.Partition,
+			"previous_attempts", h.Attempts, "last_error", h.LastError)
+	}
+	env.logger.Info("outboxctl: quarantined log holds retried", "holds", len(retried), "actor", opts.Actor, "reason", opts.Reason,
+		"since", opts.Since, "error_contains", opts.ErrorContains, "aggregate_type", opts.AggregateType,
+		"elapsed", time.Since(start).Round(time.Millisecond), "error", err)
+	if err != nil {
+		return fmt.Errorf("%w (the %d log holds before the error are retried; run the command again to retry the rest)", err, len(retried))
+	}
+	fmt.Fprintf(env.stdout, "retried %d quarantined log holds in %s (by %s)\n",
+		len(retried), time.Since(start).Round(time.Millisecond), strings.TrimSpace(opts.Actor))
+	return nil
+}
+
+// retryQuarantinedEvents retries the quarantined outbox_events the plan
+// counted, in audited batches (outboxops.RetryQuarantined).
+func retryQuarantinedEvents(ctx context.Context, env *cliEnv, pool *pgxpool.Pool, opts outboxops.RetryQuarantinedOptions, plan outboxops.RetryPlan) error {
 	start := time.Now()
 	opts.OnBatch = func(b outboxops.RetryBatch) {
 		fmt.Fprintf(env.stdout, "batch %d: retried %d events (%d of ~%d)\n", b.Number, b.Retried, b.Total, plan.Events)
