@@ -84,8 +84,8 @@ func eventually(t *testing.T, within time.Duration, cond func() bool, what strin
 // cursors, pending events and holds; list --quarantined lists a quarantined
 // hold by the event it is stuck on (--json too); show finds a log event;
 // retry and skip act on the hold that event heads (a skip only of the head,
-// settling the order's projection), the bulk retry counts the log's holds
-// with its filters; replay delivers an order's log events again through a
+// settling the order's projection), the bulk retry counts and retries the
+// log's holds with its filters; replay delivers an order's log events again through a
 // hold and respects the replay horizon.
 func TestLogOperatorCommands(t *testing.T) {
 	t.Parallel()
@@ -155,6 +155,15 @@ func TestLogOperatorCommands(t *testing.T) {
 		require.NoError(t, err)
 		return len(hs) == 1 && hs[0].Quarantined && hs[0].Attempts > 0
 	}, "retried and quarantined again")
+	r = b.ok(t, "retry", "--quarantined", "--error-contains", "NO ROUTE", "--reason", "route fixed (OPS-6)", "--yes")
+	require.Contains(t, r.stdout, "retried 1 quarantined log holds")
+	require.Contains(t, r.stderr, "log hold retried")
+	require.Contains(t, r.stderr, "OPS-6")
+	eventually(t, 30*time.Second, func() bool {
+		hs, err := outbox.LogHolds(b.ctx, b.pool)
+		require.NoError(t, err)
+		return len(hs) == 1 && hs[0].Quarantined && hs[0].Attempts > 0
+	}, "bulk-retried and quarantined again")
 	r = b.ctl(t, "retry", evs[2].ID.String())
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "use replay")
