@@ -62,8 +62,18 @@ func LogHolds(ctx context.Context, pool *pgxpool.Pool) ([]LogHold, error) {
 // of quarantine with its attempts back to 0 (O1): the hold worker publishes
 // its head again at once. ErrNoQuarantinedHold when there is none.
 func RetryLogHold(ctx context.Context, pool *pgxpool.Pool, aggregateType, aggregateID string) error {
+	return retryLogHold(ctx, pool, aggregateType, aggregateID)
+}
+
+// beginner opens a transaction: a pool's, or a savepoint of a pgx.Tx.
+type beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// retryLogHold is RetryLogHold on db.
+func retryLogHold(ctx context.Context, db beginner, aggregateType, aggregateID string) error {
 	agg := aggregateArgs{AggregateType: aggregateType, AggregateID: aggregateID}
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		if _, err := qLogOpLock.All(ctx, tx, agg); err != nil {
 			return err
 		}
@@ -126,9 +136,7 @@ func SkipLogEventTx(ctx context.Context, tx pgx.Tx, eventID uuid.UUID, skippedBy
 // skipLogHold is SkipLogHold on db (a pool, or a transaction whose
 // savepoint it uses); when head is not uuid.Nil, only if the hold's head
 // is that event.
-func skipLogHold(ctx context.Context, db interface {
-	Begin(context.Context) (pgx.Tx, error)
-}, aggregateType, aggregateID string, head uuid.UUID, skippedBy, reason string) (uuid.UUID, error) {
+func skipLogHold(ctx context.Context, db beginner, aggregateType, aggregateID string, head uuid.UUID, skippedBy, reason string) (uuid.UUID, error) {
 	if skippedBy == "" {
 		return uuid.Nil, errors.New("outbox: SkipLogHold needs who skips (skippedBy)")
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outflow/outflow/internal/namedsql"
@@ -161,10 +162,18 @@ type QuarantinedLogHold struct {
 	OccurredAt *time.Time `db:"occurred_at" json:"occurred_at,omitempty"`
 }
 
+// LogDB is what the operator's log functions that may join a caller's
+// transaction need: *pgxpool.Pool, *pgx.Conn and pgx.Tx (Begin then opens a
+// savepoint) satisfy it.
+type LogDB interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
 // QuarantinedLogHolds lists the quarantined holds f selects, oldest
 // quarantine first, each with its head.
-func QuarantinedLogHolds(ctx context.Context, pool *pgxpool.Pool, f LogHoldFilter) ([]QuarantinedLogHold, error) {
-	hs, err := qLogOpQuarantined.All(ctx, pool, f.args())
+func QuarantinedLogHolds(ctx context.Context, db LogDB, f LogHoldFilter) ([]QuarantinedLogHold, error) {
+	hs, err := qLogOpQuarantined.All(ctx, db, f.args())
 	if err != nil {
 		return nil, fmt.Errorf("outbox: list quarantined log holds: %w", err)
 	}
@@ -172,17 +181,19 @@ func QuarantinedLogHolds(ctx context.Context, pool *pgxpool.Pool, f LogHoldFilte
 }
 
 // RetryQuarantinedLogHolds does what [RetryLogHold] does to every
-// quarantined hold f selects, each in a transaction of its own, and returns
-// those it retried. A hold an operator or the hold worker changed since the
-// list is left alone.
-func RetryQuarantinedLogHolds(ctx context.Context, pool *pgxpool.Pool, f LogHoldFilter) ([]QuarantinedLogHold, error) {
-	hs, err := QuarantinedLogHolds(ctx, pool, f)
+// quarantined hold f selects, each in a transaction of its own (a
+// savepoint when db is a pgx.Tx) that locks its partition's cursor row
+// first, and returns those it retried. A hold an operator or the hold worker
+// changed since the list is left alone. outboxops.RetryQuarantined calls it
+// after the quarantined events and audits the count.
+func RetryQuarantinedLogHolds(ctx context.Context, db LogDB, f LogHoldFilter) ([]QuarantinedLogHold, error) {
+	hs, err := QuarantinedLogHolds(ctx, db, f)
 	if err != nil {
 		return nil, err
 	}
 	var done []QuarantinedLogHold
 	for _, h := range hs {
-		err := RetryLogHold(ctx, pool, h.AggregateType, h.AggregateID)
+		err := retryLogHold(ctx, db, h.AggregateType, h.AggregateID)
 		if errors.Is(err, ErrNoQuarantinedHold) {
 			continue
 		}

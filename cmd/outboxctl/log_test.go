@@ -156,9 +156,15 @@ func TestLogOperatorCommands(t *testing.T) {
 		return len(hs) == 1 && hs[0].Quarantined && hs[0].Attempts > 0
 	}, "retried and quarantined again")
 	r = b.ok(t, "retry", "--quarantined", "--error-contains", "NO ROUTE", "--reason", "route fixed (OPS-6)", "--yes")
+	require.Contains(t, r.stdout, "retried 0 quarantined events")
 	require.Contains(t, r.stdout, "retried 1 quarantined log holds")
 	require.Contains(t, r.stderr, "log hold retried")
 	require.Contains(t, r.stderr, "OPS-6")
+	var events, logHolds int64
+	var finished bool
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT events, log_holds, finished_at IS NOT NULL FROM outbox_bulk_retries
+		WHERE reason = 'route fixed (OPS-6)'`).Scan(&events, &logHolds, &finished))
+	require.Equal(t, []any{int64(0), int64(1), true}, []any{events, logHolds, finished}, "the audit row counts the log's hold")
 	eventually(t, 30*time.Second, func() bool {
 		hs, err := outbox.LogHolds(b.ctx, b.pool)
 		require.NoError(t, err)

@@ -138,13 +138,8 @@ func runRetryQuarantined(ctx context.Context, env *cliEnv, opts outboxops.RetryQ
 	if err != nil {
 		return err
 	}
-	// The log source's quarantined holds the same filter selects.
-	logFilter := outbox.LogHoldFilter{Since: opts.Since, ErrorContains: opts.ErrorContains, AggregateType: opts.AggregateType}
-	holds, err := outbox.QuarantinedLogHolds(ctx, pool, logFilter)
-	if err != nil {
-		return err
-	}
 	scope := describeRetryFilter(opts.RetryFilter)
+	holds := plan.LogHolds
 	if plan.Events == 0 && len(holds) == 0 {
 		fmt.Fprintf(env.stdout, "no quarantined events match (%s); nothing to retry\n", scope)
 		return nil
@@ -160,7 +155,8 @@ func runRetryQuarantined(ctx context.Context, env *cliEnv, opts outboxops.RetryQ
 		}
 	}
 	if len(holds) > 0 {
-		fmt.Fprintf(env.stdout, "%d quarantined log holds (%s; quarantined %s .. %s) will be retried: their attempts reset, their hold workers publish again.\n",
+		// The log source's quarantined holds, by the event each is stuck on.
+		fmt.Fprintf(env.stdout, "%d quarantined log holds (%s; quarantined %s .. %s) will be retried: attempts reset, their hold workers publish again.\n",
 			len(holds), scope, holds[0].QuarantinedAt.UTC().Format(time.RFC3339), holds[len(holds)-1].QuarantinedAt.UTC().Format(time.RFC3339))
 		sample := holds[:min(len(holds), outboxops.RetryPlanSample)]
 		if err := writeLogHolds(env.stdout, "  ", sample); err != nil {
@@ -183,43 +179,16 @@ func runRetryQuarantined(ctx context.Context, env *cliEnv, opts outboxops.RetryQ
 		return errors.New("not confirmed; nothing was retried")
 	}
 	start := time.Now()
-	if plan.Events > 0 {
-		if err := retryQuarantinedEvents(ctx, env, pool, opts, plan); err != nil {
-			return err
-		}
-	}
-	if len(holds) == 0 {
-		return nil
-	}
-	// Each hold in a transaction of its own that locks its partition's
-	// cursor row (the protocol's rule for every change of the holds);
-	// audited in the log, hold by hold, like a retry of one event.
-	retried, err := outbox.RetryQuarantinedLogHolds(ctx, pool, logFilter)
-	for _, h := range retried {
-		env.logger.Info("outboxctl: log hold retried", "event_id", h.EventID, "actor", opts.Actor, "reason", opts.Reason,
-			"aggregate_type", h.AggregateType, "aggregate_id", h.AggregateID, "partition", h.Partition,
-			"previous_attempts", h.Attempts, "last_error", h.LastError)
-	}
-	env.logger.Info("outboxctl: quarantined log holds retried", "holds", len(retried), "actor", opts.Actor, "reason", opts.Reason,
-		"since", opts.Since, "error_contains", opts.ErrorContains, "aggregate_type", opts.AggregateType,
-		"elapsed", time.Since(start).Round(time.Millisecond), "error", err)
-	if err != nil {
-		return fmt.Errorf("%w (the %d log holds before the error are retried; run the command again to retry the rest)", err, len(retried))
-	}
-	fmt.Fprintf(env.stdout, "retried %d quarantined log holds in %s (by %s)\n",
-		len(retried), time.Since(start).Round(time.Millisecond), strings.TrimSpace(opts.Actor))
-	return nil
-}
-
-// retryQuarantinedEvents retries the quarantined outbox_events the plan
-// counted, in audited batches (outboxops.RetryQuarantined).
-func retryQuarantinedEvents(ctx context.Context, env *cliEnv, pool *pgxpool.Pool, opts outboxops.RetryQuarantinedOptions, plan outboxops.RetryPlan) error {
-	start := time.Now()
 	opts.OnBatch = func(b outboxops.RetryBatch) {
 		fmt.Fprintf(env.stdout, "batch %d: retried %d events (%d of ~%d)\n", b.Number, b.Retried, b.Total, plan.Events)
 	}
 	res, err := outboxops.RetryQuarantined(ctx, pool, opts)
-	env.logger.Info("outboxctl: quarantined events retried", "events", res.Retried, "batches", res.Batches, "audit_id", res.AuditID,
+	for _, h := range res.LogHolds {
+		env.logger.Info("outboxctl: log hold retried", "event_id", h.EventID, "audit_id", res.AuditID, "actor", opts.Actor, "reason", opts.Reason,
+			"aggregate_type", h.AggregateType, "aggregate_id", h.AggregateID, "partition", h.Partition,
+			"previous_attempts", h.Attempts, "last_error", h.LastError)
+	}
+	env.logger.Info("outboxctl: quarantined events retried", "events", res.Retried, "batches", res.Batches, "log_holds", len(res.LogHolds), "audit_id", res.AuditID,
 		"actor", opts.Actor, "reason", opts.Reason, "since", opts.Since, "error_contains", opts.ErrorContains, "aggregate_type", opts.AggregateType,
 		"elapsed", time.Since(start).Round(time.Millisecond), "error", err)
 	if err != nil {
@@ -227,6 +196,9 @@ func retryQuarantinedEvents(ctx context.Context, env *cliEnv, pool *pgxpool.Pool
 	}
 	fmt.Fprintf(env.stdout, "retried %d quarantined events in %d batches in %s (audit id %d, by %s); relays were woken\n",
 		res.Retried, res.Batches, time.Since(start).Round(time.Millisecond), res.AuditID, strings.TrimSpace(opts.Actor))
+	if len(res.LogHolds) > 0 {
+		fmt.Fprintf(env.stdout, "retried %d quarantined log holds (audit id %d)\n", len(res.LogHolds), res.AuditID)
+	}
 	return nil
 }
 
