@@ -20,7 +20,7 @@ import (
 // --quarantined, every quarantined event a filter selects (runRetryQuarantined).
 func runRetry(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet(env, "retry", "retry EVENT_ID\n       outboxctl retry --quarantined [--since TIME] [--error-contains TEXT] [--aggregate-type TYPE] [--reason TEXT] [--batch-size N] [--yes]")
-	quarantined := fs.Bool("quarantined", false, "retry every quarantined event the filters select, in batches, after a count and a confirmation (audited)")
+	quarantined := fs.Bool("quarantined", false, "retry every quarantined event the filters select, in batches, and the log source's quarantined holds they select, after a count and a confirmation (audited)")
 	var filter outboxops.RetryFilter
 	since := fs.String("since", "", "with --quarantined: only events quarantined at or after this RFC 3339 time (e.g. when an outage began)")
 	fs.StringVar(&filter.ErrorContains, "error-contains", "", "with --quarantined: only events whose last_error contains this text, ignoring case (e.g. Unavailable)")
