@@ -82,6 +82,9 @@ func registeredMetrics(t *testing.T) map[string]bool {
 	require.NoError(t, err)
 	_, err = outbox.NewCDCRelay(pool, pub, outbox.CDCConfig{RelayConfig: outbox.RelayConfig{Registerer: starter}})
 	require.NoError(t, err)
+	// The log source (OUTFLOW_RELAY_SOURCE=log) registers its own gauges.
+	_, err = outbox.NewLogRelay(pool, pub, outbox.LogConfig{RelayConfig: outbox.RelayConfig{Registerer: starter}})
+	require.NoError(t, err)
 	starter.addTo(t, names)
 
 	// The worker.

@@ -35,7 +35,7 @@ var legacyFiles embed.FS
 
 // The versions each set records, goose's 0 first.
 var (
-	outboxVersions = []int64{0, 1, 2, 4, 6, 10, 12}
+	outboxVersions = []int64{0, 1, 2, 4, 6, 10, 12, 13}
 	ordersVersions = []int64{0, 1, 2, 3, 5, 7, 8, 11}
 )
 
@@ -183,7 +183,8 @@ func rowsAsText(t *testing.T, ctx context.Context, pool *pgxpool.Pool) map[strin
 // on every old row); the outbox's 00012 added outbox_sequences.last_gate
 // (0 on every old row) and the log source's tables, empty but for the
 // sixteen partitions' cursor rows (listed by the server, which sorts them
-// as rowsAsText does).
+// as rowsAsText does); its 00013 added outbox_bulk_retries.log_holds (0 on
+// every old row).
 func withNewColumns(t *testing.T, ctx context.Context, pool *pgxpool.Pool, rows map[string][]string) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
@@ -192,7 +193,7 @@ func withNewColumns(t *testing.T, ctx context.Context, pool *pgxpool.Pool, rows 
 			switch table {
 			case "orders":
 				r = strings.TrimSuffix(r, ")") + ",,,)"
-			case "outbox_sequences":
+			case "outbox_sequences", "outbox_bulk_retries":
 				r = strings.TrimSuffix(r, ")") + ",0)"
 			}
 			out[table] = append(out[table], r)
@@ -371,8 +372,8 @@ func TestUpgradeFromTheLegacySchemaWithData(t *testing.T) {
 	report, err := migrations.Up(ctx, pool, nil)
 	require.NoError(t, err)
 	require.EqualValues(t, 10, report.Outbox.Adopted)
-	require.Equal(t, above(outboxVersions, 10), report.Outbox.Applied, "the outbox's tables were all there but 00012's")
-	require.EqualValues(t, 12, report.Outbox.Version)
+	require.Equal(t, above(outboxVersions, 10), report.Outbox.Applied, "the outbox's tables were all there but 00012's and 00013's")
+	require.EqualValues(t, 13, report.Outbox.Version)
 	require.EqualValues(t, 10, report.Orders.Adopted)
 	require.Equal(t, above(ordersVersions, 10), report.Orders.Applied, "the order app's tables were all there but 00011's columns")
 	require.EqualValues(t, 11, report.Orders.Version)

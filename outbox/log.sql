@@ -399,3 +399,84 @@ SELECT coalesce(extract(epoch FROM now() - least(
            ) n)), 0)::float8 AS oldest_pending_age_seconds,
        (SELECT count(*) FROM outbox_log_holds) AS holds,
        (SELECT count(*) FROM outbox_log_holds WHERE quarantined_at IS NOT NULL) AS quarantined;
+
+-- The operator's views of the log (log_status.go): what outboxctl status,
+-- list, show, retry and replay read. They read only, and lock nothing.
+
+-- name: LogOpPartitions :many
+-- Every partition's cursor and lease, with its events after the cursor
+-- (pending: readable or waiting for the horizon) and its holds; used says
+-- whether the log was ever written (an event in it, or a cursor moved).
+SELECT c.partition, c.gate, c.pos, c.owner, c.lease_until, c.epoch, c.tries, c.advanced_at,
+       (SELECT count(*) FROM outbox_log l
+        WHERE l.partition = c.partition AND (l.gate, l.pos) > (c.gate, c.pos)) AS pending,
+       (SELECT count(*) FROM outbox_log_holds h WHERE h.partition = c.partition) AS holds,
+       (SELECT count(*) FROM outbox_log_holds h
+        WHERE h.partition = c.partition AND h.quarantined_at IS NOT NULL) AS quarantined,
+       EXISTS (SELECT 1 FROM outbox_log) OR EXISTS (SELECT 1 FROM outbox_log_cursors WHERE pos > 0) AS used,
+       now() AS db_now
+FROM outbox_log_cursors c
+ORDER BY c.partition;
+
+-- name: LogOpQuarantined :many
+-- The quarantined holds quarantined at or after @quarantined_since (any time
+-- when NULL) and at or before @until (any when NULL), whose last_error
+-- contains @error_contains ignoring case (any when ''), of aggregate type
+-- @aggregate_type (any when ''), oldest quarantine first, each with its
+-- head (the event the hold worker publishes next, the one a skip gives up:
+-- its first event with from <= key <= the cursor; NULL: none left).
+SELECT h.aggregate_type, h.aggregate_id, h.partition, h.attempts, coalesce(h.last_error, '') AS last_error,
+       h.quarantined_at, h.replay_gate IS NOT NULL AS replay,
+       head.event_id, head.aggregate_sequence, head.event_type, head.occurred_at
+FROM outbox_log_holds h
+JOIN outbox_log_cursors c ON c.partition = h.partition
+LEFT JOIN LATERAL (
+    SELECT l.event_id, l.aggregate_sequence, l.event_type, l.occurred_at
+    FROM outbox_log l
+    WHERE l.aggregate_type = h.aggregate_type
+      AND l.aggregate_id = h.aggregate_id
+      AND (l.gate, l.pos) >= (h.from_gate, h.from_pos)
+      AND (l.gate, l.pos) <= (c.gate, c.pos)
+    ORDER BY l.gate, l.pos
+    LIMIT 1
+) head ON true
+WHERE h.quarantined_at IS NOT NULL
+  AND (@quarantined_since::timestamptz IS NULL OR h.quarantined_at >= @quarantined_since)
+  AND (@until::timestamptz IS NULL OR h.quarantined_at <= @until)
+  AND (@error_contains = '' OR strpos(lower(coalesce(h.last_error, '')), lower(@error_contains)) > 0)
+  AND (@aggregate_type = '' OR h.aggregate_type = @aggregate_type)
+ORDER BY h.quarantined_at, h.aggregate_type, h.aggregate_id;
+
+-- name: LogOpEvents :many
+-- Log events with their state for the operator: the event @event_id (when
+-- not NULL; event_id has no index, so this scans the log: an operator's
+-- lookup, after outbox_events' own) or the events of the order
+-- @aggregate_type/@aggregate_id (through outbox_log_lane_idx), in key
+-- order. passed: the partition's cursor is at or after it; held: its
+-- order's hold owns it (key >= the hold's from); head: it is the event the
+-- hold publishes next.
+SELECT l.event_id, l.pos, l.gate, l.partition, l.aggregate_type, l.aggregate_id, l.aggregate_sequence,
+       l.event_type, l.schema_version, l.occurred_at,
+       (l.gate, l.pos) <= (c.gate, c.pos) AS passed,
+       coalesce((l.gate, l.pos) >= (h.from_gate, h.from_pos), false) AS held,
+       h.quarantined_at, coalesce(h.attempts, 0) AS attempts, coalesce(h.last_error, '') AS last_error,
+       coalesce(h.replay_gate IS NOT NULL, false) AS replay,
+       coalesce(head.pos = l.pos, false) AS head,
+       s.skipped_at, s.skipped_by, s.reason AS skip_reason
+FROM outbox_log l
+JOIN outbox_log_cursors c ON c.partition = l.partition
+LEFT JOIN outbox_log_holds h ON h.aggregate_type = l.aggregate_type AND h.aggregate_id = l.aggregate_id
+LEFT JOIN LATERAL (
+    SELECT f.pos
+    FROM outbox_log f
+    WHERE f.aggregate_type = h.aggregate_type
+      AND f.aggregate_id = h.aggregate_id
+      AND (f.gate, f.pos) >= (h.from_gate, h.from_pos)
+      AND (f.gate, f.pos) <= (c.gate, c.pos)
+    ORDER BY f.gate, f.pos
+    LIMIT 1
+) head ON true
+LEFT JOIN outbox_log_skips s ON s.pos = l.pos
+WHERE (@event_id::uuid IS NOT NULL AND l.event_id = @event_id)
+   OR (@event_id::uuid IS NULL AND l.aggregate_type = @aggregate_type AND l.aggregate_id = @aggregate_id)
+ORDER BY l.gate, l.pos;

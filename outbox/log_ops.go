@@ -16,7 +16,8 @@ import (
 // Operator, O1 and O2). Each is one transaction that first locks the cursor
 // row of the hold's partition, as every change of a partition's holds does.
 // They live beside the relay because they are steps of its protocol;
-// outboxops and outboxctl do not expose them yet.
+// outboxctl's retry, skip and replay call them (log_status.go has the
+// operator's views).
 
 // LogHold is a hold of the log source: an order in trouble, whose events
 // from (FromGate, FromPos) on the partition's hold worker publishes in order
@@ -61,8 +62,18 @@ func LogHolds(ctx context.Context, pool *pgxpool.Pool) ([]LogHold, error) {
 // of quarantine with its attempts back to 0 (O1): the hold worker publishes
 // its head again at once. ErrNoQuarantinedHold when there is none.
 func RetryLogHold(ctx context.Context, pool *pgxpool.Pool, aggregateType, aggregateID string) error {
+	return retryLogHold(ctx, pool, aggregateType, aggregateID)
+}
+
+// beginner opens a transaction: a pool's, or a savepoint of a pgx.Tx.
+type beginner interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+}
+
+// retryLogHold is RetryLogHold on db.
+func retryLogHold(ctx context.Context, db beginner, aggregateType, aggregateID string) error {
 	agg := aggregateArgs{AggregateType: aggregateType, AggregateID: aggregateID}
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		if _, err := qLogOpLock.All(ctx, tx, agg); err != nil {
 			return err
 		}
@@ -85,18 +96,72 @@ func RetryLogHold(ctx context.Context, pool *pgxpool.Pool, aggregateType, aggreg
 // returns the skipped event's ID (uuid.Nil: the hold had no head left).
 // ErrNoQuarantinedHold when there is none.
 func SkipLogHold(ctx context.Context, pool *pgxpool.Pool, aggregateType, aggregateID, skippedBy, reason string) (uuid.UUID, error) {
+	return skipLogHold(ctx, pool, aggregateType, aggregateID, uuid.Nil, skippedBy, reason)
+}
+
+// ErrNotLogHoldHead is returned by SkipLogEvent for an event that is not
+// the head of a quarantined hold: only the event a quarantined hold is
+// stuck on may be skipped.
+var ErrNotLogHoldHead = errors.New("outbox: the event is not the head of a quarantined hold")
+
+// SkipLogEvent is [SkipLogHold] of the hold whose head is the log event
+// eventID, checked under the hold's lock, so the skip gives up exactly the
+// event the operator named. Errors wrap [ErrEventNotFound] (not in the
+// log), [ErrNotLogHoldHead] or [ErrNoQuarantinedHold].
+func SkipLogEvent(ctx context.Context, pool *pgxpool.Pool, eventID uuid.UUID, skippedBy, reason string) (LogEventInfo, error) {
+	var e LogEventInfo
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		var err error
+		e, err = SkipLogEventTx(ctx, tx, eventID, skippedBy, reason)
+		return err
+	})
+	return e, err
+}
+
+// SkipLogEventTx is [SkipLogEvent] in the caller's transaction tx (a
+// savepoint of it), so that what the skip means to the event's consumers
+// (an order's projection settling the skipped sequence) commits with it.
+// It returns the event as it was before the skip.
+func SkipLogEventTx(ctx context.Context, tx pgx.Tx, eventID uuid.UUID, skippedBy, reason string) (LogEventInfo, error) {
+	e, err := logEventByID(ctx, tx, eventID)
+	if err != nil {
+		return LogEventInfo{}, err
+	}
+	if _, err := skipLogHold(ctx, tx, e.AggregateType, e.AggregateID, eventID, skippedBy, reason); err != nil {
+		return e, err
+	}
+	return e, nil
+}
+
+// skipLogHold is SkipLogHold on db (a pool, or a transaction whose
+// savepoint it uses); when head is not uuid.Nil, only if the hold's head
+// is that event.
+func skipLogHold(ctx context.Context, db beginner, aggregateType, aggregateID string, head uuid.UUID, skippedBy, reason string) (uuid.UUID, error) {
 	if skippedBy == "" {
 		return uuid.Nil, errors.New("outbox: SkipLogHold needs who skips (skippedBy)")
 	}
 	agg := aggregateArgs{AggregateType: aggregateType, AggregateID: aggregateID}
 	var skipped uuid.UUID
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		cur, err := qLogOpLock.All(ctx, tx, agg)
 		if err != nil {
 			return err
 		}
 		if len(cur) == 0 {
 			return errors.New("the partition's cursor row is missing (is the outbox schema migrated?)")
+		}
+		if head != uuid.Nil {
+			// Under the cursor row's lock the holds and the cursor stand
+			// still, so the head read here is the one the skip gives up.
+			es, err := qLogOpEvents.All(ctx, tx, logOpEventsArgs{AggregateType: aggregateType, AggregateID: aggregateID})
+			if err != nil {
+				return err
+			}
+			for _, e := range es {
+				if e.ID == head && !(e.Head && e.QuarantinedAt != nil) {
+					return fmt.Errorf("%w: %s is %s", ErrNotLogHoldHead, head, e.State())
+				}
+			}
 		}
 		rows, err := qLogOpSkip.All(ctx, tx, logOpSkipArgs{
 			AggregateType: aggregateType, AggregateID: aggregateID, Gate: cur[0].Gate, Pos: cur[0].Pos,

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
 
@@ -25,7 +26,7 @@ func runList(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet(env, "list", "list [--pending | --quarantined] [--aggregate ID] [--aggregate-type TYPE] [--limit N] [--json]")
 	var opts outboxops.ListOptions
 	fs.BoolVar(&opts.Pending, "pending", false, "only unpublished events that are not quarantined or skipped")
-	fs.BoolVar(&opts.Quarantined, "quarantined", false, "only quarantined events (waiting for retry or skip)")
+	fs.BoolVar(&opts.Quarantined, "quarantined", false, "only quarantined events (waiting for retry or skip), the log source's quarantined holds after them, by the event each is stuck on")
 	fs.StringVar(&opts.AggregateID, "aggregate", "", "only the events of aggregates with this id (e.g. an order id), in sequence order")
 	fs.StringVar(&opts.AggregateType, "aggregate-type", "", "only aggregates of this type (e.g. order); default every type")
 	fs.IntVar(&opts.Limit, "limit", 100, "at most this many events (1 to 10000); without filters, the newest")
@@ -51,22 +52,69 @@ func runList(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The log source's quarantined holds are listed with the quarantined
+	// events, by their heads (the event each is stuck on), after them.
+	var holds []outbox.QuarantinedLogHold
+	if opts.Quarantined && len(events) < opts.Limit {
+		all, err := outbox.QuarantinedLogHolds(ctx, pool, outbox.LogHoldFilter{AggregateType: opts.AggregateType})
+		if err != nil {
+			return err
+		}
+		for _, h := range all {
+			if (opts.AggregateID == "" || h.AggregateID == opts.AggregateID) && len(events)+len(holds) < opts.Limit {
+				holds = append(holds, h)
+			}
+		}
+	}
 	if *asJSON {
 		// An array even when nothing matches, so `jq length` says 0.
-		if events == nil {
-			events = []outboxops.EventInfo{}
+		out := []any{}
+		for _, e := range events {
+			out = append(out, e)
+		}
+		for _, h := range holds {
+			out = append(out, logHoldJSON{QuarantinedLogHold: h, State: outboxops.StateQuarantined, Source: "log"})
 		}
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
-		return enc.Encode(events)
+		return enc.Encode(out)
 	}
 	if err := writeEvents(env.stdout, "", events); err != nil {
 		return err
 	}
-	if len(events) == 0 {
+	if err := writeLogHolds(env.stdout, "", holds); err != nil {
+		return err
+	}
+	if len(events)+len(holds) == 0 {
 		fmt.Fprintln(env.stderr, "no events match")
 	}
 	return nil
+}
+
+// logHoldJSON is a quarantined log hold in `list --json`: the keys of
+// outboxops.EventInfo where they mean the same (event_id, aggregate_type,
+// aggregate_id, aggregate_sequence, event_type, attempt_count, last_error,
+// quarantined_at, state), with its partition and source "log".
+type logHoldJSON struct {
+	outbox.QuarantinedLogHold
+	State  outboxops.EventState `json:"state"`
+	Source string               `json:"source"`
+}
+
+// writeLogHolds prints quarantined log holds one a line, like writeEvents:
+// the head's id, type, aggregate, sequence, the hold's attempts, "quarantined
+// (log hold)" with its partition and the last error, truncated.
+func writeLogHolds(w io.Writer, indent string, holds []outbox.QuarantinedLogHold) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, h := range holds {
+		id, typ, seq := "-", "-", "-"
+		if h.EventID != nil {
+			id, typ, seq = h.EventID.String(), *h.EventType, strconv.FormatInt(*h.Sequence, 10)
+		}
+		fmt.Fprintf(tw, "%s%s\t%s\t%s/%s\tseq=%s\tattempts=%d\tquarantined (log hold, partition %d)\t%s\n",
+			indent, id, typ, h.AggregateType, h.AggregateID, seq, h.Attempts, h.Partition, lastError(h.LastError))
+	}
+	return tw.Flush()
 }
 
 // writeEvents prints events one a line, each after indent, in columns: id,

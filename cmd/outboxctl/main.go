@@ -14,6 +14,10 @@
 //	outboxctl help [COMMAND]
 //	outboxctl -h | --version
 //
+// status, list --quarantined, show, retry, skip and replay --aggregate cover
+// the log relay source's outbox_log too (its state, its quarantined holds,
+// an event id found in either table).
+//
 // status, list, retry, skip, replay and cleanup concern the outbox alone:
 // they work on any service's outbox, also in a database without the order
 // app's tables, and assume no aggregate type where one filters. The order

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
 
@@ -71,7 +72,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		switch len(types) {
 		case 0:
-			fmt.Fprintf(env.stdout, "no events of any aggregate with id %q; nothing to replay\n", opts.AggregateID)
+			fmt.Fprintf(env.stdout, "no events of any aggregate with id %q; nothing to replay (an order of the log needs its --aggregate-type too)\n", opts.AggregateID)
 			return nil
 		case 1:
 			opts.AggregateType = types[0]
@@ -84,6 +85,14 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
+	// An order's events in the log (OUTFLOW_RELAY_SOURCE=log) are replayed
+	// through a hold, one order at a time, under the same replay horizon.
+	var logPlan outboxops.LogReplayPlan
+	if opts.AggregateID != "" {
+		if logPlan, err = outboxops.PlanReplayLog(ctx, pool, opts); err != nil {
+			return err
+		}
+	}
 	scope := "all aggregates"
 	switch {
 	case opts.AggregateID != "":
@@ -91,17 +100,33 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	case opts.AggregateType != "":
 		scope = "all " + opts.AggregateType + " aggregates"
 	}
-	if plan.Events == 0 {
+	if opts.AggregateID == "" {
+		lg, err := outbox.LogStatus(ctx, pool)
+		if err != nil {
+			return err
+		}
+		if lg.Used {
+			fmt.Fprintln(env.stdout, "the log's events (OUTFLOW_RELAY_SOURCE=log) are replayed one order at a time: name it with --aggregate and --aggregate-type")
+		}
+	}
+	if plan.Events == 0 && logPlan.Events == 0 {
 		fmt.Fprintf(env.stdout, "no published events of %s occurred in [%s, %s); nothing to replay\n",
 			scope, opts.From.Format(time.RFC3339), opts.To.Format(time.RFC3339))
 		return nil
 	}
-	fmt.Fprintf(env.stdout, "%d published events of %s (occurred %s .. %s) will be delivered again.\n"+
-		"Workflows that completed stay one run; failed, terminated or timed-out ones run again (effects stay single).\n",
-		plan.Events, scope, plan.First.UTC().Format(time.RFC3339), plan.Last.UTC().Format(time.RFC3339))
-	ok, err := confirmed(env, *yes, fmt.Sprintf("Replay %d events? [y/N] ", plan.Events))
+	if plan.Events > 0 {
+		fmt.Fprintf(env.stdout, "%d published events of %s (occurred %s .. %s) will be delivered again.\n",
+			plan.Events, scope, plan.First.UTC().Format(time.RFC3339), plan.Last.UTC().Format(time.RFC3339))
+	}
+	if logPlan.Events > 0 {
+		fmt.Fprintf(env.stdout, "%d published log events of %s (sequence %d on, occurred %s .. %s) will be delivered again, in order, through a hold: the log replays the order's events from its first in the window to the newest delivered.\n",
+			logPlan.Events, scope, logPlan.FromSequence, logPlan.First.UTC().Format(time.RFC3339), logPlan.Last.UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintln(env.stdout, "Workflows that completed stay one run; failed, terminated or timed-out ones run again (effects stay single).")
+	total := plan.Events + logPlan.Events
+	ok, err := confirmed(env, *yes, fmt.Sprintf("Replay %d events? [y/N] ", total))
 	if errors.Is(err, errNobodyToConfirm) {
-		return usagef(fs, "%v: pass --yes to replay these %d events", err, plan.Events)
+		return usagef(fs, "%v: pass --yes to replay these %d events", err, total)
 	}
 	if err != nil {
 		return err
@@ -109,12 +134,23 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	if !ok {
 		return errors.New("not confirmed; nothing was replayed")
 	}
-	n, err := outboxops.Replay(ctx, pool, opts)
-	if err != nil {
-		return err
+	var n int64
+	if plan.Events > 0 {
+		if n, err = outboxops.Replay(ctx, pool, opts); err != nil {
+			return err
+		}
+		env.logger.Info("outboxctl: events replayed", "events", n, "actor", env.actor,
+			"from", opts.From, "to", opts.To, "aggregate_type", opts.AggregateType, "aggregate_id", opts.AggregateID)
 	}
-	env.logger.Info("outboxctl: events replayed", "events", n, "actor", env.actor,
-		"from", opts.From, "to", opts.To, "aggregate_type", opts.AggregateType, "aggregate_id", opts.AggregateID)
+	if logPlan.Events > 0 {
+		done, err := outboxops.ReplayLog(ctx, pool, opts)
+		if err != nil {
+			return err
+		}
+		env.logger.Info("outboxctl: log events replayed", "events", done.Events, "from_sequence", done.FromSequence, "actor", env.actor,
+			"from", opts.From, "to", opts.To, "aggregate_type", opts.AggregateType, "aggregate_id", opts.AggregateID)
+		n += done.Events
+	}
 	fmt.Fprintf(env.stdout, "replayed %d events; the relays publish them again (outboxctl status shows the replays pending)\n", n)
 	return nil
 }

@@ -9,6 +9,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
 
@@ -16,7 +20,7 @@ import (
 // --quarantined, every quarantined event a filter selects (runRetryQuarantined).
 func runRetry(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet(env, "retry", "retry EVENT_ID\n       outboxctl retry --quarantined [--since TIME] [--error-contains TEXT] [--aggregate-type TYPE] [--reason TEXT] [--batch-size N] [--yes]")
-	quarantined := fs.Bool("quarantined", false, "retry every quarantined event the filters select, in batches, after a count and a confirmation (audited)")
+	quarantined := fs.Bool("quarantined", false, "retry every quarantined event the filters select, in batches, and the log source's quarantined holds they select, after a count and a confirmation (audited)")
 	var filter outboxops.RetryFilter
 	since := fs.String("since", "", "with --quarantined: only events quarantined at or after this RFC 3339 time (e.g. when an outage began)")
 	fs.StringVar(&filter.ErrorContains, "error-contains", "", "with --quarantined: only events whose last_error contains this text, ignoring case (e.g. Unavailable)")
@@ -71,6 +75,9 @@ func retryOne(ctx context.Context, env *cliEnv, fs *flag.FlagSet, pos []string) 
 	}
 	defer pool.Close()
 	c, err := outboxops.Retry(ctx, pool, id)
+	if errors.Is(err, outbox.ErrEventNotFound) {
+		return retryLogEvent(ctx, env, pool, id, err)
+	}
 	if err != nil {
 		return err
 	}
@@ -80,6 +87,40 @@ func retryOne(ctx context.Context, env *cliEnv, fs *flag.FlagSet, pos []string) 
 	fmt.Fprintf(env.stdout, "retried %s (%s %s/%s seq=%d): %s -> %s, attempts %d -> %d; relays were woken\n",
 		id, c.After.Type, c.After.AggregateType, c.After.AggregateID, c.After.Sequence,
 		c.Before.State, c.After.State, c.Before.Attempts, c.After.Attempts)
+	return nil
+}
+
+// retryLogEvent retries the log source's quarantined hold that the log
+// event id is stuck on (outbox.RetryLogHold): the hold's attempts go back to
+// 0 and its worker publishes the event again at once. notFound is
+// outbox_events' answer, returned when the log has no such event either.
+func retryLogEvent(ctx context.Context, env *cliEnv, pool *pgxpool.Pool, id uuid.UUID, notFound error) error {
+	e, err := outbox.LogEventByID(ctx, pool, id)
+	if errors.Is(err, outbox.ErrEventNotFound) {
+		return fmt.Errorf("%w (nor is it in the log)", notFound)
+	}
+	if err != nil {
+		return err
+	}
+	switch st := e.State(); st {
+	case "quarantined":
+	case "published":
+		return fmt.Errorf("outbox: retry %s: %w: the log's relay delivered it; to deliver it again use replay (outboxctl replay --from ... --to ... --aggregate-type %s --aggregate %s)",
+			id, outboxops.ErrEventState, e.AggregateType, e.AggregateID)
+	case "held":
+		return fmt.Errorf("outbox: retry %s: %w: its order's log hold is not quarantined (attempts %d): the hold worker publishes it with backoff on its own",
+			id, outboxops.ErrEventState, e.Attempts)
+	default:
+		return fmt.Errorf("outbox: retry %s: %w: it is %s in the log", id, outboxops.ErrEventState, st)
+	}
+	if err := outbox.RetryLogHold(ctx, pool, e.AggregateType, e.AggregateID); err != nil {
+		return err
+	}
+	env.logger.Info("outboxctl: log hold retried", "event_id", id, "actor", env.actor,
+		"aggregate_type", e.AggregateType, "aggregate_id", e.AggregateID, "aggregate_sequence", e.Sequence,
+		"partition", e.Partition, "previous_attempts", e.Attempts, "last_error", e.LastError)
+	fmt.Fprintf(env.stdout, "retried the log hold of %s/%s (stuck on %s, %s seq=%d): quarantined -> held, attempts %d -> 0; its hold worker publishes it again\n",
+		e.AggregateType, e.AggregateID, id, e.Type, e.Sequence, e.Attempts)
 	return nil
 }
 
@@ -98,21 +139,37 @@ func runRetryQuarantined(ctx context.Context, env *cliEnv, opts outboxops.RetryQ
 		return err
 	}
 	scope := describeRetryFilter(opts.RetryFilter)
-	if plan.Events == 0 {
+	holds := plan.LogHolds
+	if plan.Events == 0 && len(holds) == 0 {
 		fmt.Fprintf(env.stdout, "no quarantined events match (%s); nothing to retry\n", scope)
 		return nil
 	}
-	fmt.Fprintf(env.stdout, "%d quarantined events (%s; quarantined %s .. %s) will be retried: available now, attempts reset, last_error kept.\n",
-		plan.Events, scope, plan.First.UTC().Format(time.RFC3339), plan.Last.UTC().Format(time.RFC3339))
-	if err := writeEvents(env.stdout, "  ", plan.Sample); err != nil {
-		return err
+	if plan.Events > 0 {
+		fmt.Fprintf(env.stdout, "%d quarantined events (%s; quarantined %s .. %s) will be retried: available now, attempts reset, last_error kept.\n",
+			plan.Events, scope, plan.First.UTC().Format(time.RFC3339), plan.Last.UTC().Format(time.RFC3339))
+		if err := writeEvents(env.stdout, "  ", plan.Sample); err != nil {
+			return err
+		}
+		if more := plan.Events - int64(len(plan.Sample)); more > 0 {
+			fmt.Fprintf(env.stdout, "  … and %d more (outboxctl list --quarantined shows them)\n", more)
+		}
 	}
-	if more := plan.Events - int64(len(plan.Sample)); more > 0 {
-		fmt.Fprintf(env.stdout, "  … and %d more (outboxctl list --quarantined shows them)\n", more)
+	if len(holds) > 0 {
+		// The log source's quarantined holds, by the event each is stuck on.
+		fmt.Fprintf(env.stdout, "%d quarantined log holds (%s; quarantined %s .. %s) will be retried: attempts reset, their hold workers publish again.\n",
+			len(holds), scope, holds[0].QuarantinedAt.UTC().Format(time.RFC3339), holds[len(holds)-1].QuarantinedAt.UTC().Format(time.RFC3339))
+		sample := holds[:min(len(holds), outboxops.RetryPlanSample)]
+		if err := writeLogHolds(env.stdout, "  ", sample); err != nil {
+			return err
+		}
+		if more := len(holds) - len(sample); more > 0 {
+			fmt.Fprintf(env.stdout, "  … and %d more (outboxctl list --quarantined shows them)\n", more)
+		}
 	}
-	ok, err := confirmed(env, yes, fmt.Sprintf("Retry %d events? [y/N] ", plan.Events))
+	total := plan.Events + int64(len(holds))
+	ok, err := confirmed(env, yes, fmt.Sprintf("Retry %d events? [y/N] ", total))
 	if errors.Is(err, errNobodyToConfirm) {
-		fmt.Fprintf(env.stdout, "dry run (%v): nothing was retried; pass --yes to retry these %d events\n", err, plan.Events)
+		fmt.Fprintf(env.stdout, "dry run (%v): nothing was retried; pass --yes to retry these %d events\n", err, total)
 		return nil
 	}
 	if err != nil {
@@ -126,7 +183,12 @@ func runRetryQuarantined(ctx context.Context, env *cliEnv, opts outboxops.RetryQ
 		fmt.Fprintf(env.stdout, "batch %d: retried %d events (%d of ~%d)\n", b.Number, b.Retried, b.Total, plan.Events)
 	}
 	res, err := outboxops.RetryQuarantined(ctx, pool, opts)
-	env.logger.Info("outboxctl: quarantined events retried", "events", res.Retried, "batches", res.Batches, "audit_id", res.AuditID,
+	for _, h := range res.LogHolds {
+		env.logger.Info("outboxctl: log hold retried", "event_id", h.EventID, "audit_id", res.AuditID, "actor", opts.Actor, "reason", opts.Reason,
+			"aggregate_type", h.AggregateType, "aggregate_id", h.AggregateID, "partition", h.Partition,
+			"previous_attempts", h.Attempts, "last_error", h.LastError)
+	}
+	env.logger.Info("outboxctl: quarantined events retried", "events", res.Retried, "batches", res.Batches, "log_holds", len(res.LogHolds), "audit_id", res.AuditID,
 		"actor", opts.Actor, "reason", opts.Reason, "since", opts.Since, "error_contains", opts.ErrorContains, "aggregate_type", opts.AggregateType,
 		"elapsed", time.Since(start).Round(time.Millisecond), "error", err)
 	if err != nil {
@@ -134,6 +196,9 @@ func runRetryQuarantined(ctx context.Context, env *cliEnv, opts outboxops.RetryQ
 	}
 	fmt.Fprintf(env.stdout, "retried %d quarantined events in %d batches in %s (audit id %d, by %s); relays were woken\n",
 		res.Retried, res.Batches, time.Since(start).Round(time.Millisecond), res.AuditID, strings.TrimSpace(opts.Actor))
+	if len(res.LogHolds) > 0 {
+		fmt.Fprintf(env.stdout, "retried %d quarantined log holds (audit id %d)\n", len(res.LogHolds), res.AuditID)
+	}
 	return nil
 }
 

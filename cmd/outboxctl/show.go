@@ -88,20 +88,34 @@ func runShow(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	defer pool.Close()
 
+	var out shown
 	raw, err := outboxops.EventRow(ctx, pool, id)
 	if errors.Is(err, outbox.ErrEventNotFound) {
-		return fmt.Errorf("no event %s in the outbox (find event ids with `outboxctl list`)", id)
+		// Not in outbox_events: an event of the log source, shown with its
+		// place in the log and its order's hold.
+		e, lerr := outbox.LogEventByID(ctx, pool, id)
+		if errors.Is(lerr, outbox.ErrEventNotFound) {
+			return fmt.Errorf("no event %s in the outbox, nor in the log (find event ids with `outboxctl list`)", id)
+		}
+		if lerr != nil {
+			return lerr
+		}
+		if raw, err = json.Marshal(e); err != nil {
+			return err
+		}
+		out.State = outboxops.EventState(e.State())
 	}
 	if err != nil {
 		return err
 	}
-	var out shown
 	if out.Event, err = parseRow(string(raw)); err != nil {
 		return fmt.Errorf("reading event %s: %w", id, err)
 	}
-	out.State, err = eventState(ctx, pool, id, out.Event)
-	if err != nil {
-		out.StateError = err.Error()
+	if out.State == "" {
+		out.State, err = eventState(ctx, pool, id, out.Event)
+		if err != nil {
+			out.StateError = err.Error()
+		}
 	}
 	if *askTemporal {
 		out.Temporal = workflowRuns(ctx, env, topts, id)

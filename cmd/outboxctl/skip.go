@@ -2,11 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
 
@@ -45,13 +47,30 @@ func runSkip(ctx context.Context, env *cliEnv, args []string) error {
 	// A database without the order app (the outbox's own tables only) has
 	// no projection to settle: an event of aggregate type order there is
 	// some other service's order, and only skipped.
+	// An event not in outbox_events is looked for in the log, where only
+	// the head of a quarantined hold may be skipped (outbox.SkipLogEventTx).
 	var (
 		c       outboxops.Change
+		logged  *outbox.LogEventInfo
 		settled string
 	)
 	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		var err error
-		if c, err = outboxops.SkipTx(ctx, tx, id, *reason, *actor); err != nil {
+		c, err = outboxops.SkipTx(ctx, tx, id, *reason, *actor)
+		if errors.Is(err, outbox.ErrEventNotFound) {
+			e, lerr := outbox.SkipLogEventTx(ctx, tx, id, *actor, *reason)
+			if errors.Is(lerr, outbox.ErrEventNotFound) {
+				return fmt.Errorf("%w (nor is it in the log)", err)
+			}
+			if lerr != nil {
+				return lerr
+			}
+			logged = &e
+			c.Before = outboxops.EventInfo{ID: e.ID, AggregateType: e.AggregateType, AggregateID: e.AggregateID,
+				Sequence: e.Sequence, Type: e.Type, Attempts: e.Attempts, LastError: e.LastError}
+			err = nil
+		}
+		if err != nil {
 			return err
 		}
 		if c.Before.AggregateType != orders.AggregateType {
@@ -73,6 +92,18 @@ func runSkip(ctx context.Context, env *cliEnv, args []string) error {
 	})
 	if err != nil {
 		return err
+	}
+	if logged != nil {
+		env.logger.Info("outboxctl: log event skipped", "event_id", id, "actor", *actor, "reason", *reason,
+			"aggregate_type", logged.AggregateType, "aggregate_id", logged.AggregateID, "aggregate_sequence", logged.Sequence,
+			"event_type", logged.Type, "partition", logged.Partition, "attempts", logged.Attempts, "last_error", logged.LastError,
+			"order_projection", settled)
+		fmt.Fprintf(env.stdout, "skipped %s (%s %s/%s seq=%d) in the log by %s: %q; it will never be published, and its order's later events flow again\n",
+			id, logged.Type, logged.AggregateType, logged.AggregateID, logged.Sequence, *actor, *reason)
+		if settled != "" {
+			fmt.Fprintln(env.stdout, settled)
+		}
+		return nil
 	}
 	env.logger.Info("outboxctl: event skipped", "event_id", id, "actor", *actor, "reason", *reason,
 		"aggregate_type", c.Before.AggregateType, "aggregate_id", c.Before.AggregateID, "aggregate_sequence", c.Before.Sequence,

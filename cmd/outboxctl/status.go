@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"text/tabwriter"
 	"time"
@@ -38,15 +39,24 @@ func runStatus(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
+	// The log source's state, when the log was ever written.
+	lg, err := outbox.LogStatus(ctx, pool)
+	if err != nil {
+		return err
+	}
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
 		out := struct {
 			outboxops.StatusReport
-			CDCSlot *outbox.SlotStatus `json:"cdc_slot,omitempty"`
+			CDCSlot *outbox.SlotStatus      `json:"cdc_slot,omitempty"`
+			Log     *outbox.LogStatusReport `json:"log,omitempty"`
 		}{StatusReport: s}
 		if hasSlot {
 			out.CDCSlot = &slot
+		}
+		if lg.Used {
+			out.Log = &lg
 		}
 		return enc.Encode(out)
 	}
@@ -92,7 +102,46 @@ func runStatus(ctx context.Context, env *cliEnv, args []string) error {
 			fmt.Fprintf(tw, "  LOST\t\tthe slot can no longer stream: see docs/operations.md, \"A lost slot\"\n")
 		}
 	}
+	if lg.Used {
+		writeLogStatus(tw, lg)
+	}
 	return tw.Flush()
+}
+
+// writeLogStatus prints the log source's part of the status: its pending
+// events, the horizon, its holds and each partition's cursor and lease.
+func writeLogStatus(tw io.Writer, lg outbox.LogStatusReport) {
+	seconds := func(s float64) string {
+		return (time.Duration(s * float64(time.Second))).Round(time.Millisecond).String()
+	}
+	oldest := "-"
+	if lg.Pending > 0 {
+		oldest = seconds(lg.OldestPendingAgeSeconds)
+	}
+	fmt.Fprintf(tw, "log pending\t%d\t(oldest %s)\n", lg.Pending, oldest)
+	fmt.Fprintf(tw, "  horizon age\t%s\t(the oldest open transaction holding an xid; no log event committed after it began is read)\n", seconds(lg.HorizonAgeSeconds))
+	fmt.Fprintf(tw, "log holds\t%d\t\n", lg.Holds)
+	hint := ""
+	if lg.Quarantined > 0 {
+		hint = "(outboxctl list --quarantined; then retry or skip)"
+	}
+	fmt.Fprintf(tw, "  quarantined\t%d\t%s\n", lg.Quarantined, hint)
+	for _, p := range lg.Partitions {
+		lease := "no lease"
+		if p.Owner != nil && p.LeaseUntil != nil {
+			if left := p.LeaseUntil.Sub(lg.CheckedAt); left > 0 {
+				lease = fmt.Sprintf("%s, lease %s left", *p.Owner, left.Round(time.Millisecond))
+			} else {
+				lease = fmt.Sprintf("%s, lease expired %s ago", *p.Owner, (-left).Round(time.Millisecond))
+			}
+		}
+		tries := ""
+		if p.Tries > 0 {
+			tries = fmt.Sprintf(" tries=%d", p.Tries)
+		}
+		fmt.Fprintf(tw, "  partition %d\tcursor (%d, %d)\tpending=%d holds=%d quarantined=%d%s, %s\n",
+			p.Partition, p.Gate, p.Pos, p.Pending, p.Holds, p.Quarantined, tries, lease)
+	}
 }
 
 // bytesText renders a byte count in binary units.

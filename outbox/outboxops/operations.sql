@@ -188,6 +188,11 @@ WITH batch AS (
 )
 SELECT count(*) AS retried FROM retried;
 
+-- name: OpsRetryQuarantinedLogHolds :exec
+-- The bulk retry @retry_id retried @log_holds quarantined holds of the log
+-- source (outbox.RetryQuarantinedLogHolds), after its events.
+UPDATE outbox_bulk_retries SET log_holds = log_holds + @log_holds WHERE id = @retry_id;
+
 -- name: OpsRetryQuarantinedFinish :exec
 -- The bulk retry @retry_id has run its last batch.
 UPDATE outbox_bulk_retries SET finished_at = now() WHERE id = @retry_id;

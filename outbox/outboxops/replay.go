@@ -188,6 +188,12 @@ func checkReplayWindow(ctx context.Context, db DB, opts ReplayOptions) error {
 	case opts.AggregateID != "" && opts.AggregateType == "":
 		return fmt.Errorf("%w: aggregate %q needs its AggregateType (e.g. \"order\"): an aggregate ID is only unique within its type", ErrReplayWindow, opts.AggregateID)
 	}
+	return checkCleanupAndReplayHorizons(ctx, db, opts)
+}
+
+// checkCleanupAndReplayHorizons refuses a window that reaches before the
+// cleanup horizon or the replay horizon.
+func checkCleanupAndReplayHorizons(ctx context.Context, db DB, opts ReplayOptions) error {
 	horizon, err := cleanupHorizon(ctx, db)
 	if err != nil {
 		return err
@@ -196,13 +202,19 @@ func checkReplayWindow(ctx context.Context, db DB, opts ReplayOptions) error {
 		return fmt.Errorf("%w: it starts at %s, before the cleanup horizon %s: events published before the horizon may already be deleted, and their inbox rows with them, so the replay would be incomplete; start the window at or after %s",
 			ErrReplayWindow, opts.From.Format(time.RFC3339), horizon.Format(time.RFC3339Nano), horizon.Format(time.RFC3339Nano))
 	}
+	return checkReplayHorizon(ctx, db, opts.From)
+}
+
+// checkReplayHorizon refuses a replay that reaches events that occurred
+// before from when from is before the replay horizon.
+func checkReplayHorizon(ctx context.Context, db DB, from time.Time) error {
 	rh, err := readReplayHorizon(ctx, db)
 	if err != nil {
 		return err
 	}
-	if rh.horizon > 0 && opts.From.Before(rh.earliest) {
+	if rh.horizon > 0 && from.Before(rh.earliest) {
 		return fmt.Errorf("%w: it starts at %s, before the replay horizon of %s (%s; recorded %s): Temporal may have forgotten the workflow of an older event, and its replay would start a brand-new run instead of being recognised; start the window at or after %s",
-			ErrReplayWindow, opts.From.Format(time.RFC3339), rh.horizon, rh.reason, rh.recordedAt.Format(time.RFC3339),
+			ErrReplayWindow, from.Format(time.RFC3339), rh.horizon, rh.reason, rh.recordedAt.Format(time.RFC3339),
 			rh.earliest.Format(time.RFC3339Nano))
 	}
 	return nil

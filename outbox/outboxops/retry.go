@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outflow/outflow/internal/namedsql"
+	"github.com/outflow/outflow/outbox"
 )
 
 // Change is what an operator's command did to one event: the event before
@@ -101,6 +102,12 @@ func (f RetryFilter) since() *time.Time {
 	return &f.Since
 }
 
+// logFilter is f as it selects the log source's quarantined holds,
+// quarantined at or before until (any time when zero).
+func (f RetryFilter) logFilter(until time.Time) outbox.LogHoldFilter {
+	return outbox.LogHoldFilter{Since: f.Since, Until: until, ErrorContains: f.ErrorContains, AggregateType: f.AggregateType}
+}
+
 // RetryPlanSample is the most events [RetryPlan.Sample] holds.
 const RetryPlanSample = 10
 
@@ -115,6 +122,10 @@ type RetryPlan struct {
 	// Sample is the first of them, oldest quarantine first: at most
 	// [RetryPlanSample].
 	Sample []EventInfo
+	// LogHolds are the log source's quarantined holds the filter selects
+	// (outbox_log_holds), oldest quarantine first, each with the event it
+	// is stuck on; [RetryQuarantined] retries them after the events.
+	LogHolds []outbox.QuarantinedLogHold
 }
 
 // PlanRetryQuarantined counts the events [RetryQuarantined] would retry with
@@ -131,6 +142,9 @@ func PlanRetryQuarantined(ctx context.Context, db DB, f RetryFilter) (RetryPlan,
 	for _, r := range rows {
 		p.Events, p.First, p.Last = r.Matching, r.FirstQuarantinedAt, r.LastQuarantinedAt
 		p.Sample = append(p.Sample, r.eventInfo())
+	}
+	if p.LogHolds, err = outbox.QuarantinedLogHolds(ctx, db, f.logFilter(time.Time{})); err != nil {
+		return RetryPlan{}, fmt.Errorf("outbox: planning a bulk retry: %w", err)
 	}
 	return p, nil
 }
@@ -181,6 +195,9 @@ type RetryResult struct {
 	Retried int64
 	// Batches counts the batches that retried events.
 	Batches int
+	// LogHolds are the log source's quarantined holds it retried after the
+	// events (counted in the audit row's log_holds).
+	LogHolds []outbox.QuarantinedLogHold
 }
 
 // RetryQuarantined does what [Retry] does to every quarantined event the
@@ -196,9 +213,14 @@ type RetryResult struct {
 // retry runs stays quarantined (it is the event's own fault) and the retry
 // ends.
 //
+// The log source's quarantined holds the filter selects (quarantined by
+// the retry's start) are retried after the events, like
+// outbox.RetryLogHold, each in a transaction of its own.
+//
 // The retry is audited: before the first batch it writes a row of
 // outbox_bulk_retries with Actor, Reason and the filter, and each batch adds
-// its count to that row in the batch's transaction. Each batch is one short
+// its count to that row in the batch's transaction (the log's holds theirs
+// to log_holds, once they are retried). Each batch is one short
 // transaction of at most BatchSize events (FOR UPDATE SKIP LOCKED, so it
 // never waits for an operator's command on one of them); a retry cut short
 // has retried whole batches, its audit row says how many events, its
@@ -259,6 +281,21 @@ func RetryQuarantined(ctx context.Context, db DB, opts RetryQuarantinedOptions) 
 		if retried < int64(opts.BatchSize) {
 			break
 		}
+	}
+	// The log source's quarantined holds, after the events: each in a
+	// transaction of its own that locks its partition's cursor row (the
+	// log protocol's rule), the count then added to the audit row.
+	holds, err := outbox.RetryQuarantinedLogHolds(ctx, db, f.logFilter(res.StartedAt))
+	res.LogHolds = holds
+	if len(holds) > 0 {
+		aerr := inTx(ctx, db, func(tx pgx.Tx) error {
+			_, err := qOpsRetryLogHolds.Exec(ctx, tx, retryLogHoldsArgs{RetryID: res.AuditID, LogHolds: int64(len(holds))})
+			return err
+		})
+		err = errors.Join(err, aerr)
+	}
+	if err != nil {
+		return res, fmt.Errorf("outbox: bulk retry %d, the log's holds (after %d events and %d holds): %w", res.AuditID, res.Retried, len(holds), err)
 	}
 	err = inTx(ctx, db, func(tx pgx.Tx) error {
 		_, err := qOpsRetryQuarantinedFinish.Exec(ctx, tx, retryIDArgs{RetryID: res.AuditID})

@@ -26,6 +26,7 @@ var (
 	qOpsRetryQuarantinedBegin  = namedsql.Bind[retryBeginArgs, retryBeginRow](queries, "OpsRetryQuarantinedBegin")
 	qOpsRetryQuarantinedBatch  = namedsql.Bind[retryBatchArgs, int64](queries, "OpsRetryQuarantinedBatch")
 	qOpsRetryQuarantinedFinish = namedsql.Bind[retryIDArgs, namedsql.NoRows](queries, "OpsRetryQuarantinedFinish")
+	qOpsRetryLogHolds          = namedsql.Bind[retryLogHoldsArgs, namedsql.NoRows](queries, "OpsRetryQuarantinedLogHolds")
 	qOpsSkip                   = namedsql.Bind[skipArgs, namedsql.NoRows](queries, "OpsSkip")
 	qOpsNotify                 = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "OpsNotify")
 	qOpsCleanupHorizon         = namedsql.Bind[namedsql.NoArgs, *time.Time](queries, "OpsCleanupHorizon")
@@ -55,7 +56,7 @@ var statements = []namedsql.Info{
 	qOpsRetryQuarantinedPlan.Info(),
 	qOpsRetryQuarantinedBegin.Info(),
 	qOpsRetryQuarantinedBatch.Info(),
-	qOpsRetryQuarantinedFinish.Info(),
+	qOpsRetryQuarantinedFinish.Info(), qOpsRetryLogHolds.Info(),
 	qOpsSkip.Info(),
 	qOpsNotify.Info(),
 	qOpsCleanupHorizon.Info(),
@@ -175,6 +176,11 @@ type retryBatchArgs struct {
 	Until            time.Time  `db:"until"`
 	BatchSize        int        `db:"batch_size"`
 	RetryID          int64      `db:"retry_id"`
+}
+
+type retryLogHoldsArgs struct {
+	RetryID  int64 `db:"retry_id"`
+	LogHolds int64 `db:"log_holds"`
 }
 
 type retryIDArgs struct {

@@ -1,0 +1,216 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
+	"github.com/outflow/outflow/outbox/outboxtest"
+)
+
+// logRecorder is the log relay's publisher: it fails the events in poison
+// for their own fault and records every other publish.
+type logRecorder struct {
+	mu     sync.Mutex
+	poison map[uuid.UUID]bool
+	got    []outbox.Event
+}
+
+func (r *logRecorder) Publish(_ context.Context, e outbox.Event) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.poison[e.ID] {
+		return outbox.Permanent(errors.New("no route for this event"))
+	}
+	r.got = append(r.got, e)
+	return nil
+}
+
+// published counts the publishes of id, and those of them marked replays.
+func (r *logRecorder) published(id uuid.UUID) (n, replays int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, e := range r.got {
+		if e.ID == id {
+			n++
+			if e.Replay {
+				replays++
+			}
+		}
+	}
+	return n, replays
+}
+
+// enqueueLog commits events to the log (outbox_log) in one transaction.
+func (b *testBundle) enqueueLog(t *testing.T, events ...outbox.Event) []outbox.Event {
+	t.Helper()
+	var out []outbox.Event
+	err := pgx.BeginFunc(b.ctx, b.pool, func(tx pgx.Tx) error {
+		var err error
+		out, err = outbox.NewEnqueuer(outbox.EnqueueConfig{Log: true}).Enqueue(b.ctx, tx, events...)
+		return err
+	})
+	require.NoError(t, err)
+	return out
+}
+
+// runLogRelay runs a log relay over b's database until the test ends.
+func (b *testBundle) runLogRelay(t *testing.T, rec *logRecorder) {
+	t.Helper()
+	r, err := outbox.NewLogRelay(b.pool, rec, outbox.LogConfig{RelayConfig: outbox.RelayConfig{
+		PollInterval: 100 * time.Millisecond, RetryBase: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond,
+		MaxAttempts: 2, Logger: quiet(),
+	}})
+	require.NoError(t, err)
+	outboxtest.Run(t, r)
+}
+
+func eventually(t *testing.T, within time.Duration, cond func() bool, what string) {
+	t.Helper()
+	require.Eventually(t, cond, within, 20*time.Millisecond, what)
+}
+
+// TestLogOperatorCommands: over the log source, status shows the log's
+// cursors, pending events and holds; list --quarantined lists a quarantined
+// hold by the event it is stuck on (--json too); show finds a log event;
+// retry and skip act on the hold that event heads (a skip only of the head,
+// settling the order's projection), the bulk retry counts and retries the
+// log's holds with its filters; replay delivers an order's log events again through a
+// hold and respects the replay horizon.
+func TestLogOperatorCommands(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	bad, good := b.order(t), b.order(t)
+	evs := b.enqueueLog(t,
+		testdb.Event(t, bad, "OrderCreated"), testdb.Event(t, bad, "OrderCancelled"),
+		testdb.Event(t, good, "OrderCreated"))
+	rec := &logRecorder{poison: map[uuid.UUID]bool{evs[0].ID: true}}
+	b.runLogRelay(t, rec)
+	eventually(t, 30*time.Second, func() bool {
+		hs, err := outbox.LogHolds(b.ctx, b.pool)
+		require.NoError(t, err)
+		n, _ := rec.published(evs[2].ID)
+		return n == 1 && len(hs) == 1 && hs[0].Quarantined
+	}, "the good order delivered, the bad one's hold quarantined")
+
+	// status
+	r := b.ok(t, "status")
+	require.Regexp(t, `log holds\s+1`, r.stdout)
+	require.Regexp(t, `quarantined\s+1\s+\(outboxctl list --quarantined`, r.stdout)
+	require.Contains(t, r.stdout, "horizon age")
+	require.Contains(t, r.stdout, "partition 15")
+	var st struct {
+		Log *outbox.LogStatusReport `json:"log"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(b.ok(t, "status", "--json").stdout), &st))
+	require.NotNil(t, st.Log)
+	require.True(t, st.Log.Used)
+	require.EqualValues(t, 1, st.Log.Quarantined)
+	require.Len(t, st.Log.Partitions, outbox.LogPartitions)
+
+	// list --quarantined, text and JSON
+	r = b.ok(t, "list", "--quarantined")
+	require.Contains(t, r.stdout, evs[0].ID.String())
+	require.Contains(t, r.stdout, "quarantined (log hold, partition")
+	require.Contains(t, r.stdout, `no route for this event"`)
+	var listed []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(b.ok(t, "list", "--quarantined", "--json").stdout), &listed))
+	require.Len(t, listed, 1)
+	require.Equal(t, evs[0].ID.String(), listed[0]["event_id"])
+	require.Equal(t, "log", listed[0]["source"])
+	require.Equal(t, "quarantined", listed[0]["state"])
+	require.EqualValues(t, 1, listed[0]["aggregate_sequence"])
+	r = b.ok(t, "list", "--quarantined", "--aggregate-type", "invoice")
+	require.Contains(t, r.stderr, "no events match")
+
+	// show finds it in the log
+	r = b.ok(t, "show", evs[0].ID.String(), "--temporal=false")
+	require.Regexp(t, `state\s+quarantined`, r.stdout)
+	require.Contains(t, r.stdout, bad)
+
+	// the bulk retry counts the log's hold (a dry run without a terminal),
+	// and its filters apply to it
+	r = b.ok(t, "retry", "--quarantined")
+	require.Contains(t, r.stdout, "1 quarantined log holds")
+	require.Contains(t, r.stdout, "dry run")
+	r = b.ok(t, "retry", "--quarantined", "--error-contains", "timeout")
+	require.Contains(t, r.stdout, "no quarantined events match")
+
+	// retry one: the hold is retried, fails again and is quarantined again
+	r = b.ok(t, "retry", evs[0].ID.String())
+	require.Contains(t, r.stdout, "retried the log hold of order/"+bad)
+	require.Contains(t, r.stderr, "log hold retried")
+	eventually(t, 30*time.Second, func() bool {
+		hs, err := outbox.LogHolds(b.ctx, b.pool)
+		require.NoError(t, err)
+		return len(hs) == 1 && hs[0].Quarantined && hs[0].Attempts > 0
+	}, "retried and quarantined again")
+	r = b.ok(t, "retry", "--quarantined", "--error-contains", "NO ROUTE", "--reason", "route fixed (OPS-6)", "--yes")
+	require.Contains(t, r.stdout, "retried 0 quarantined events")
+	require.Contains(t, r.stdout, "retried 1 quarantined log holds")
+	require.Contains(t, r.stderr, "log hold retried")
+	require.Contains(t, r.stderr, "OPS-6")
+	var events, logHolds int64
+	var finished bool
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT events, log_holds, finished_at IS NOT NULL FROM outbox_bulk_retries
+		WHERE reason = 'route fixed (OPS-6)'`).Scan(&events, &logHolds, &finished))
+	require.Equal(t, []any{int64(0), int64(1), true}, []any{events, logHolds, finished}, "the audit row counts the log's hold")
+	eventually(t, 30*time.Second, func() bool {
+		hs, err := outbox.LogHolds(b.ctx, b.pool)
+		require.NoError(t, err)
+		return len(hs) == 1 && hs[0].Quarantined && hs[0].Attempts > 0
+	}, "bulk-retried and quarantined again")
+	r = b.ctl(t, "retry", evs[2].ID.String())
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "use replay")
+	r = b.ctl(t, "retry", uuid.NewString())
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "nor is it in the log")
+
+	// skip: only the head, then the order's later event flows
+	r = b.ctl(t, "skip", evs[1].ID.String(), "--reason", "not the head")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "not the head of a quarantined hold")
+	r = b.ok(t, "skip", evs[0].ID.String(), "--reason", "no route, ever (OPS-7)", "--actor", "ada")
+	require.Contains(t, r.stdout, "skipped "+evs[0].ID.String())
+	require.Contains(t, r.stdout, "projection settled: sequence 1 counts as applied")
+	require.Contains(t, r.stderr, "log event skipped")
+	eventually(t, 30*time.Second, func() bool {
+		n, _ := rec.published(evs[1].ID)
+		hs, err := outbox.LogHolds(b.ctx, b.pool)
+		require.NoError(t, err)
+		return n == 1 && len(hs) == 0
+	}, "the order's next event delivered, the hold released")
+	n, _ := rec.published(evs[0].ID)
+	require.Zero(t, n, "a skipped event is never published")
+	r = b.ok(t, "show", evs[0].ID.String(), "--temporal=false")
+	require.Regexp(t, `state\s+skipped`, r.stdout)
+
+	// replay: refused before the replay horizon, then delivered again
+	require.NoError(t, outboxops.RecordReplayHorizon(b.ctx, b.pool, time.Hour, "test namespace keeps 1h"))
+	to := time.Now().Add(time.Minute).UTC().Format(time.RFC3339)
+	r = b.ctl(t, "replay", "--from", time.Now().Add(-2*time.Hour).UTC().Format(time.RFC3339), "--to", to,
+		"--aggregate", good, "--aggregate-type", "order", "--yes")
+	require.Equal(t, 1, r.code)
+	require.Contains(t, r.stderr, "before the replay horizon")
+	from := time.Now().Add(-10 * time.Minute).UTC().Format(time.RFC3339)
+	r = b.ctl(t, "replay", "--from", from, "--to", to, "--aggregate", good, "--aggregate-type", "order")
+	require.Equal(t, 2, r.code, "no terminal and no --yes: refused")
+	r = b.ok(t, "replay", "--from", from, "--to", to, "--aggregate", good, "--aggregate-type", "order", "--yes")
+	require.Contains(t, r.stdout, "1 published log events of aggregate order/"+good)
+	require.Contains(t, r.stdout, "replayed 1 events")
+	eventually(t, 30*time.Second, func() bool {
+		n, replays := rec.published(evs[2].ID)
+		return n == 2 && replays == 1
+	}, "the good order's event delivered again, as a replay")
+}

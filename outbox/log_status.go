@@ -1,0 +1,284 @@
+package outbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outflow/outflow/internal/namedsql"
+)
+
+// The operator's views of the log source (outboxctl status, list, show,
+// retry --quarantined, replay): reads only, beside the commands of
+// log_ops.go that change the holds.
+
+var (
+	qLogOpPartitions  = namedsql.Bind[namedsql.NoArgs, logPartitionRow](queries, "LogOpPartitions")
+	qLogOpQuarantined = namedsql.Bind[logHoldFilterArgs, QuarantinedLogHold](queries, "LogOpQuarantined")
+	qLogOpEvents      = namedsql.Bind[logOpEventsArgs, LogEventInfo](queries, "LogOpEvents")
+)
+
+// logStatusStatements are log_status.go's statements, for the test that has
+// the database check them.
+var logStatusStatements = []namedsql.Info{qLogOpPartitions.Info(), qLogOpQuarantined.Info(), qLogOpEvents.Info()}
+
+type logPartitionRow struct {
+	LogPartitionStatus
+	Used  bool      `db:"used"`
+	DBNow time.Time `db:"db_now"`
+}
+
+type logHoldFilterArgs struct {
+	QuarantinedSince *time.Time `db:"quarantined_since"`
+	Until            *time.Time `db:"until"`
+	ErrorContains    string     `db:"error_contains"`
+	AggregateType    string     `db:"aggregate_type"`
+}
+
+type logOpEventsArgs struct {
+	EventID       *uuid.UUID `db:"event_id"`
+	AggregateType string     `db:"aggregate_type"`
+	AggregateID   string     `db:"aggregate_id"`
+}
+
+// LogPartitionStatus is one partition of the log source as an operator
+// sees it: its cursor, its lease, what waits after the cursor and its
+// holds.
+type LogPartitionStatus struct {
+	Partition int `db:"partition" json:"partition"`
+	// Gate and Pos are the cursor: the last key its reader passed.
+	Gate int64 `db:"gate" json:"gate"`
+	Pos  int64 `db:"pos" json:"pos"`
+	// Owner is the relay holding its lease ("" when none ever did or it
+	// was given back); LeaseUntil when the lease ends.
+	Owner      *string    `db:"owner" json:"owner,omitempty"`
+	LeaseUntil *time.Time `db:"lease_until" json:"lease_until,omitempty"`
+	Epoch      int64      `db:"epoch" json:"epoch"`
+	// Tries counts the batches begun at the cursor that never finished (a
+	// relay died in them; at 2 the next read isolates the event).
+	Tries      int        `db:"tries" json:"tries"`
+	AdvancedAt *time.Time `db:"advanced_at" json:"advanced_at,omitempty"`
+	// Pending counts the committed events after the cursor, readable or
+	// waiting for the horizon.
+	Pending     int64 `db:"pending" json:"pending"`
+	Holds       int64 `db:"holds" json:"holds"`
+	Quarantined int64 `db:"quarantined" json:"quarantined"`
+}
+
+// LogStatusReport is the log source's state at one moment, for operators
+// (`outboxctl status`).
+type LogStatusReport struct {
+	// Used says whether the log was ever written: an event in it, or a
+	// cursor moved. A database whose producers write outbox_events only
+	// has an unused log.
+	Used bool `json:"used"`
+	// CheckedAt is the database's clock when the report was taken.
+	CheckedAt time.Time `json:"checked_at"`
+	// HorizonAgeSeconds is how long the oldest transaction holding an xid
+	// on the server has been open (outbox_log_horizon_age_seconds): no log
+	// event committed after it began is read until it ends.
+	HorizonAgeSeconds float64 `json:"horizon_age_seconds"`
+	// Pending counts the events after the cursors; OldestPendingAgeSeconds
+	// is the age of the oldest partition's next one (0 when none).
+	Pending                 int64   `json:"pending"`
+	OldestPendingAgeSeconds float64 `json:"oldest_pending_age_seconds"`
+	// Holds counts the orders under a hold, Quarantined those of them
+	// waiting for an operator (RetryLogHold, SkipLogHold).
+	Holds       int64                `json:"holds"`
+	Quarantined int64                `json:"quarantined"`
+	Partitions  []LogPartitionStatus `json:"partitions"`
+}
+
+// LogStatus reports the log source's cursors, leases, pending events and
+// holds, and the horizon's age. Its counts visit the events after the
+// cursors only.
+func LogStatus(ctx context.Context, pool *pgxpool.Pool) (LogStatusReport, error) {
+	g, err := qLogGauges.One(ctx, pool, namedsql.NoArgs{})
+	if err != nil {
+		return LogStatusReport{}, fmt.Errorf("outbox: log status: %w", err)
+	}
+	rows, err := qLogOpPartitions.All(ctx, pool, namedsql.NoArgs{})
+	if err != nil {
+		return LogStatusReport{}, fmt.Errorf("outbox: log status: partitions: %w", err)
+	}
+	r := LogStatusReport{
+		HorizonAgeSeconds: g.HorizonAgeSeconds, Pending: g.Pending, OldestPendingAgeSeconds: g.OldestPendingAge,
+		Holds: g.Holds, Quarantined: g.Quarantined, Partitions: []LogPartitionStatus{},
+	}
+	for _, p := range rows {
+		r.Used, r.CheckedAt = p.Used, p.DBNow
+		r.Partitions = append(r.Partitions, p.LogPartitionStatus)
+	}
+	return r, nil
+}
+
+// LogHoldFilter selects quarantined holds for [QuarantinedLogHolds]. Every
+// field is optional; the zero filter selects every quarantined hold.
+type LogHoldFilter struct {
+	// Since selects holds quarantined at or after it. Optional: any time.
+	Since time.Time
+	// Until selects holds quarantined at or before it (a bulk retry's
+	// start). Optional: any time.
+	Until time.Time
+	// ErrorContains selects holds whose last_error contains it, ignoring
+	// case. Optional: any error.
+	ErrorContains string
+	// AggregateType selects orders of this aggregate type. Optional: any.
+	AggregateType string
+}
+
+func (f LogHoldFilter) args() logHoldFilterArgs {
+	a := logHoldFilterArgs{ErrorContains: f.ErrorContains, AggregateType: f.AggregateType}
+	if !f.Since.IsZero() {
+		a.QuarantinedSince = &f.Since
+	}
+	if !f.Until.IsZero() {
+		a.Until = &f.Until
+	}
+	return a
+}
+
+// QuarantinedLogHold is a quarantined hold of the log source with its head:
+// the event its hold worker publishes next, which [SkipLogHold] gives up.
+type QuarantinedLogHold struct {
+	AggregateType string    `db:"aggregate_type" json:"aggregate_type"`
+	AggregateID   string    `db:"aggregate_id" json:"aggregate_id"`
+	Partition     int       `db:"partition" json:"partition"`
+	Attempts      int       `db:"attempts" json:"attempt_count"`
+	LastError     string    `db:"last_error" json:"last_error,omitempty"`
+	QuarantinedAt time.Time `db:"quarantined_at" json:"quarantined_at"`
+	// Replay: an operator's replay made the hold (ReplayLogOrder).
+	Replay bool `db:"replay" json:"replay"`
+	// The head; nil when the hold has none left (retry or skip releases
+	// it).
+	EventID    *uuid.UUID `db:"event_id" json:"event_id,omitempty"`
+	Sequence   *int64     `db:"aggregate_sequence" json:"aggregate_sequence,omitempty"`
+	EventType  *string    `db:"event_type" json:"event_type,omitempty"`
+	OccurredAt *time.Time `db:"occurred_at" json:"occurred_at,omitempty"`
+}
+
+// LogDB is what the operator's log functions that may join a caller's
+// transaction need: *pgxpool.Pool, *pgx.Conn and pgx.Tx (Begin then opens a
+// savepoint) satisfy it.
+type LogDB interface {
+	Begin(ctx context.Context) (pgx.Tx, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// QuarantinedLogHolds lists the quarantined holds f selects, oldest
+// quarantine first, each with its head.
+func QuarantinedLogHolds(ctx context.Context, db LogDB, f LogHoldFilter) ([]QuarantinedLogHold, error) {
+	hs, err := qLogOpQuarantined.All(ctx, db, f.args())
+	if err != nil {
+		return nil, fmt.Errorf("outbox: list quarantined log holds: %w", err)
+	}
+	return hs, nil
+}
+
+// RetryQuarantinedLogHolds does what [RetryLogHold] does to every
+// quarantined hold f selects, each in a transaction of its own (a
+// savepoint when db is a pgx.Tx) that locks its partition's cursor row
+// first, and returns those it retried. A hold an operator or the hold worker
+// changed since the list is left alone. outboxops.RetryQuarantined calls it
+// after the quarantined events and audits the count.
+func RetryQuarantinedLogHolds(ctx context.Context, db LogDB, f LogHoldFilter) ([]QuarantinedLogHold, error) {
+	hs, err := QuarantinedLogHolds(ctx, db, f)
+	if err != nil {
+		return nil, err
+	}
+	var done []QuarantinedLogHold
+	for _, h := range hs {
+		err := retryLogHold(ctx, db, h.AggregateType, h.AggregateID)
+		if errors.Is(err, ErrNoQuarantinedHold) {
+			continue
+		}
+		if err != nil {
+			return done, err
+		}
+		done = append(done, h)
+	}
+	return done, nil
+}
+
+// LogEventInfo is one event of the log with its state, as [LogEvents] and
+// [LogEventByID] report it.
+type LogEventInfo struct {
+	ID            uuid.UUID `db:"event_id" json:"event_id"`
+	Pos           int64     `db:"pos" json:"pos"`
+	Gate          int64     `db:"gate" json:"gate"`
+	Partition     int       `db:"partition" json:"partition"`
+	AggregateType string    `db:"aggregate_type" json:"aggregate_type"`
+	AggregateID   string    `db:"aggregate_id" json:"aggregate_id"`
+	Sequence      int64     `db:"aggregate_sequence" json:"aggregate_sequence"`
+	Type          string    `db:"event_type" json:"event_type"`
+	SchemaVersion int       `db:"schema_version" json:"schema_version"`
+	OccurredAt    time.Time `db:"occurred_at" json:"occurred_at"`
+	// Passed: its partition's cursor is at or after it.
+	Passed bool `db:"passed" json:"passed"`
+	// Held: its order's hold owns it; Head: the hold publishes it next.
+	Held bool `db:"held" json:"held"`
+	Head bool `db:"head" json:"head"`
+	// The hold's quarantine, attempts, last error and whether a replay
+	// made it (zero without a hold).
+	QuarantinedAt *time.Time `db:"quarantined_at" json:"quarantined_at,omitempty"`
+	Attempts      int        `db:"attempts" json:"attempt_count"`
+	LastError     string     `db:"last_error" json:"last_error,omitempty"`
+	Replay        bool       `db:"replay" json:"replay,omitempty"`
+	// The skip (SkipLogHold), if it was skipped.
+	SkippedAt  *time.Time `db:"skipped_at" json:"skipped_at,omitempty"`
+	SkippedBy  *string    `db:"skipped_by" json:"skipped_by,omitempty"`
+	SkipReason *string    `db:"skip_reason" json:"skip_reason,omitempty"`
+}
+
+// State is the event's place in its life, in the words of outbox_events'
+// states: "skipped", "quarantined" (its order's hold is quarantined and
+// owns it), "held" (its hold will publish it), "published" (the cursor
+// passed it, no hold owns it), "pending" (after the cursor).
+func (e LogEventInfo) State() string {
+	switch {
+	case e.SkippedAt != nil:
+		return "skipped"
+	case e.Held && e.QuarantinedAt != nil:
+		return "quarantined"
+	case e.Held:
+		return "held"
+	case e.Passed:
+		return "published"
+	default:
+		return "pending"
+	}
+}
+
+// LogEvents lists the log events of aggregateType/aggregateID with their
+// states, in key order (which is sequence order).
+func LogEvents(ctx context.Context, pool *pgxpool.Pool, aggregateType, aggregateID string) ([]LogEventInfo, error) {
+	es, err := qLogOpEvents.All(ctx, pool, logOpEventsArgs{AggregateType: aggregateType, AggregateID: aggregateID})
+	if err != nil {
+		return nil, fmt.Errorf("outbox: list the log events of %s/%s: %w", aggregateType, aggregateID, err)
+	}
+	return es, nil
+}
+
+// LogEventByID returns the log event eventID with its state, or an error
+// wrapping [ErrEventNotFound]. event_id has no index in the log (the
+// enqueue writes nothing more than it must), so this scans it: an
+// operator's lookup, not the relay's.
+func LogEventByID(ctx context.Context, pool *pgxpool.Pool, eventID uuid.UUID) (LogEventInfo, error) {
+	return logEventByID(ctx, pool, eventID)
+}
+
+func logEventByID(ctx context.Context, db namedsql.Querier, eventID uuid.UUID) (LogEventInfo, error) {
+	es, err := qLogOpEvents.All(ctx, db, logOpEventsArgs{EventID: &eventID})
+	if err != nil {
+		return LogEventInfo{}, fmt.Errorf("outbox: look up log event %s: %w", eventID, err)
+	}
+	if len(es) == 0 {
+		return LogEventInfo{}, fmt.Errorf("%w: %s is not in the log", ErrEventNotFound, eventID)
+	}
+	return es[0], nil
+}
