@@ -52,7 +52,7 @@ var statements = append([]namedsql.Info{
 	qCDCSort.Info(), qCDCLease.Info(), qCDCLeaseVerify.Info(), qCDCMark.Info(), qCDCTakeFailed.Info(),
 	qCDCWALLevel.Info(), qCDCPublicationExist.Info(), qCDCPublicationLock.Info(), qCDCPublicationMake.Info(),
 	qCDCCreateSlot.Info(), qCDCSlot.Info(),
-}, logStatements...)
+}, append(logStatements, logSwitchStatements...)...)
 
 // The lookups other packages use (lookup.sql).
 var (
