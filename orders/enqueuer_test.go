@@ -49,6 +49,15 @@ func TestWithEnqueuerWritesTheLog(t *testing.T) {
 	require.Equal(t, 3, inLog, "both orders' events")
 	require.Zero(t, inEvents, "nothing in outbox_events")
 
+	// GET /orders/{id} lists the order's events from the log, unpublished
+	// while no relay ran.
+	o, err := GetOrder(b.ctx, b.pool, created.OrderID)
+	require.NoError(t, err)
+	require.Len(t, o.Events, 2)
+	require.Equal(t, created.EventID, o.Events[0].EventID)
+	require.Equal(t, cancelled.EventID, o.Events[1].EventID)
+	require.Nil(t, o.Events[1].PublishedAt)
+
 	_, err = CreateOrder(b.ctx, b.pool, validParams())
 	require.NoError(t, err)
 	require.Equal(t, 1, b.counts(t).Events, "without an enqueuer: outbox_events")
