@@ -1,15 +1,18 @@
 package orders
 
 import (
+	"encoding/json"
 	"testing"
 
+	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
 // TestWithEnqueuerWritesTheLog: with a log enqueuer, an order's creation
-// (idempotent or not) and its cancel write their events to outbox_log, in
+// (idempotent or not) and its cancel write their events to the log, in
 // the order's sequence, and nothing to outbox_events; without one they go
 // to outbox_events as before.
 func TestWithEnqueuerWritesTheLog(t *testing.T) {
@@ -25,29 +28,20 @@ func TestWithEnqueuerWritesTheLog(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, 201, stored.Status)
 
-	type logged struct {
-		ID       string
-		Type     string
-		Sequence int64
-	}
-	rows, err := b.pool.Query(b.ctx, `SELECT event_id::text, event_type, aggregate_sequence FROM outbox_log
-		WHERE aggregate_id = $1 ORDER BY aggregate_sequence`, created.OrderID.String())
+	// outbox_events holds none of them; the order's lookup finds them, so
+	// they are in the log, in the order's sequence.
+	require.Empty(t, outboxtest.Events(t, b.pool, outboxtest.Match{}), "nothing in outbox_events")
+	events, err := outbox.AggregateEvents(b.ctx, b.pool, AggregateType, created.OrderID.String())
 	require.NoError(t, err)
-	var got []logged
-	for rows.Next() {
-		var l logged
-		require.NoError(t, rows.Scan(&l.ID, &l.Type, &l.Sequence))
-		got = append(got, l)
-	}
-	require.NoError(t, rows.Err())
-	require.Equal(t, []logged{
-		{created.EventID.String(), EventOrderCreated, 1},
-		{cancelled.EventID.String(), EventOrderCancelled, 2},
-	}, got)
-	var inLog, inEvents int
-	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT (SELECT count(*) FROM outbox_log), (SELECT count(*) FROM outbox_events)`).Scan(&inLog, &inEvents))
-	require.Equal(t, 3, inLog, "both orders' events")
-	require.Zero(t, inEvents, "nothing in outbox_events")
+	require.Len(t, events, 2)
+	require.Equal(t, [2]uuid.UUID{created.EventID, cancelled.EventID}, [2]uuid.UUID{events[0].ID, events[1].ID})
+	require.Equal(t, [2]int64{1, 2}, [2]int64{events[0].Sequence, events[1].Sequence})
+	var idem CreateOrderResult
+	require.NoError(t, json.Unmarshal(stored.Body, &idem))
+	events, err = outbox.AggregateEvents(b.ctx, b.pool, AggregateType, idem.OrderID.String())
+	require.NoError(t, err)
+	require.Len(t, events, 1, "the idempotent create's event")
+	require.Equal(t, idem.EventID, events[0].ID)
 
 	// GET /orders/{id} lists the order's events from the log, unpublished
 	// while no relay ran.
