@@ -76,8 +76,8 @@ func (s *LogSwitch) Run(ctx context.Context) error {
 	return s.log.Run(ctx)
 }
 
-// LogSwitchLeft is what outbox_events holds that no relay published.
-type LogSwitchLeft struct {
+// logSwitchLeft is what outbox_events holds that no relay published.
+type logSwitchLeft struct {
 	// Unpublished: neither published, skipped nor quarantined.
 	Unpublished int64 `db:"unpublished"`
 	// Quarantined: waiting for an operator.
@@ -147,16 +147,16 @@ func (s *LogSwitch) drain(ctx context.Context) error {
 	return nil
 }
 
-func (s *LogSwitch) left(ctx context.Context) (LogSwitchLeft, error) {
+func (s *LogSwitch) left(ctx context.Context) (logSwitchLeft, error) {
 	l, err := qLogSwitchLeft.One(ctx, s.pool, namedsql.NoArgs{})
 	if err != nil {
-		return LogSwitchLeft{}, fmt.Errorf("outbox: counting what outbox_events holds: %w", err)
+		return logSwitchLeft{}, fmt.Errorf("outbox: counting what outbox_events holds: %w", err)
 	}
 	return l, nil
 }
 
 var (
-	qLogSwitchLeft        = namedsql.Bind[namedsql.NoArgs, LogSwitchLeft](queries, "LogSwitchLeft")
+	qLogSwitchLeft        = namedsql.Bind[namedsql.NoArgs, logSwitchLeft](queries, "LogSwitchLeft")
 	qLogSwitchQuarantined = namedsql.Bind[logSwitchQuarantinedArgs, logSwitchQuarantinedRow](queries, "LogSwitchQuarantined")
 )
 
