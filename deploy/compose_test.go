@@ -101,6 +101,7 @@ func TestComposeLoadsWithTheWrittenSecrets(t *testing.T) {
 	}
 	require.Equal(t, env["ORDERAPI_TOKEN"], *p.Services["orderapi"].Environment["ORDERAPI_TOKEN"])
 	require.Equal(t, "poll", *p.Services["starter"].Environment["OUTFLOW_RELAY_SOURCE"], "the documented default")
+	require.Equal(t, "poll", *p.Services["orderapi"].Environment["OUTFLOW_RELAY_SOURCE"], "the producer writes where the starter reads")
 }
 
 // TestComposeVariablesAreDocumented: every variable docker-compose.yml

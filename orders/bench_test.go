@@ -50,7 +50,7 @@ func BenchmarkOrderWrite(b *testing.B) {
 			if err != nil {
 				return err
 			}
-			_, err = createOrderTx(ctx, tx, p, ids)
+			_, err = createOrderTx(ctx, tx, p, ids, nil)
 			return err
 		})
 	}

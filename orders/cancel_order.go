@@ -32,7 +32,7 @@ func CancelOrder(ctx context.Context, db DB, id uuid.UUID, opts ...Option) (Canc
 	var res CancelOrderResult
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		var err error
-		if res, err = CancelOrderTx(ctx, tx, id); err != nil || res.Replayed {
+		if res, err = CancelOrderTx(ctx, tx, id, opts...); err != nil || res.Replayed {
 			return err
 		}
 		return o.beforeCommit(ctx)
@@ -44,8 +44,8 @@ func CancelOrder(ctx context.Context, db DB, id uuid.UUID, opts ...Option) (Canc
 }
 
 // CancelOrderTx is [CancelOrder] inside the caller's transaction. The order
-// row stays locked until tx ends.
-func CancelOrderTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (CancelOrderResult, error) {
+// row stays locked until tx ends. Of opts, only [WithEnqueuer] applies.
+func CancelOrderTx(ctx context.Context, tx pgx.Tx, id uuid.UUID, opts ...Option) (CancelOrderResult, error) {
 	o, err := qLockOrderForCancel.One(ctx, tx, orderIDArgs{ID: id})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return CancelOrderResult{}, ErrOrderNotFound
@@ -67,7 +67,7 @@ func CancelOrderTx(ctx context.Context, tx pgx.Tx, id uuid.UUID) (CancelOrderRes
 	if err != nil {
 		return CancelOrderResult{}, err
 	}
-	out, err := outbox.Enqueue(ctx, tx, ev)
+	out, err := collect(opts).enqueuer.Enqueue(ctx, tx, ev)
 	if err != nil {
 		return CancelOrderResult{}, fmt.Errorf("orders: enqueue OrderCancelled of order %s: %w", id, err)
 	}

@@ -30,7 +30,7 @@ func CreateOrder(ctx context.Context, db DB, p CreateOrderParams, opts ...Option
 	var res CreateOrderResult
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		var err error
-		if res, err = CreateOrderTx(ctx, tx, p); err != nil {
+		if res, err = CreateOrderTx(ctx, tx, p, opts...); err != nil {
 			return err
 		}
 		return o.beforeCommit(ctx)
@@ -42,13 +42,14 @@ func CreateOrder(ctx context.Context, db DB, p CreateOrderParams, opts ...Option
 }
 
 // CreateOrderTx is [CreateOrder] inside the caller's transaction: the order
-// and its event commit or roll back with tx.
-func CreateOrderTx(ctx context.Context, tx pgx.Tx, p CreateOrderParams) (CreateOrderResult, error) {
+// and its event commit or roll back with tx. Of opts, only [WithEnqueuer]
+// applies.
+func CreateOrderTx(ctx context.Context, tx pgx.Tx, p CreateOrderParams, opts ...Option) (CreateOrderResult, error) {
 	ids, err := newOrderIDs()
 	if err != nil {
 		return CreateOrderResult{}, err
 	}
-	return createOrderTx(ctx, tx, p, ids)
+	return createOrderTx(ctx, tx, p, ids, collect(opts).enqueuer)
 }
 
 // orderIDs are the IDs a new order needs before its first insert: the
@@ -70,7 +71,7 @@ func newOrderIDs() (orderIDs, error) {
 	return orderIDs{order: order, createdEvent: event}, nil
 }
 
-func createOrderTx(ctx context.Context, tx pgx.Tx, p CreateOrderParams, ids orderIDs) (CreateOrderResult, error) {
+func createOrderTx(ctx context.Context, tx pgx.Tx, p CreateOrderParams, ids orderIDs, q *outbox.Enqueuer) (CreateOrderResult, error) {
 	p, amount, err := p.Validate()
 	if err != nil {
 		return CreateOrderResult{}, err
@@ -96,7 +97,7 @@ func createOrderTx(ctx context.Context, tx pgx.Tx, p CreateOrderParams, ids orde
 	if err := queueInsertOrder(b, ids, p, amount, &status); err != nil {
 		return CreateOrderResult{}, err
 	}
-	queued, err := outbox.EnqueueBatch(b, ev)
+	queued, err := q.EnqueueBatch(b, ev)
 	if err != nil {
 		return CreateOrderResult{}, fmt.Errorf("orders: enqueue OrderCreated of order %s: %w", ids.order, err)
 	}

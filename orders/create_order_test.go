@@ -87,7 +87,7 @@ func TestCreateOrderFailureLeavesNothing(t *testing.T) {
 		}))
 		before := b.counts(t)
 		err := pgx.BeginFunc(b.ctx, b.pool, func(tx pgx.Tx) error {
-			_, err := createOrderTx(b.ctx, tx, validParams(), orderIDs{order: uuid.Must(uuid.NewV7()), createdEvent: taken})
+			_, err := createOrderTx(b.ctx, tx, validParams(), orderIDs{order: uuid.Must(uuid.NewV7()), createdEvent: taken}, nil)
 			return err
 		})
 		var pgErr *pgconn.PgError
@@ -168,7 +168,7 @@ func TestCreateOrderRecordsCreatedSequence(t *testing.T) {
 		AggregateType, ids.order.String())
 	require.NoError(t, err)
 	require.NoError(t, pgx.BeginFunc(b.ctx, b.pool, func(tx pgx.Tx) error {
-		res, err = createOrderTx(b.ctx, tx, validParams(), ids)
+		res, err = createOrderTx(b.ctx, tx, validParams(), ids, nil)
 		return err
 	}))
 	require.EqualValues(t, 5, res.AggregateSequence)

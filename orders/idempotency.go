@@ -75,7 +75,7 @@ func CreateOrderIdempotent(ctx context.Context, db DB, key string, p CreateOrder
 	}
 	var stored StoredResponse
 	err = pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		res, err := createOrderTx(ctx, tx, p, ids)
+		res, err := createOrderTx(ctx, tx, p, ids, o.enqueuer)
 		if err != nil {
 			return err
 		}

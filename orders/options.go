@@ -4,15 +4,19 @@ import (
 	"context"
 
 	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/outbox"
 )
 
-// Option configures one of the order service's writes that run their own
-// transaction ([CreateOrder], [CreateOrderIdempotent], [CancelOrder]); the
-// ...Tx forms run in the caller's transaction and take none.
+// Option configures one of the order service's writes: those that run
+// their own transaction ([CreateOrder], [CreateOrderIdempotent],
+// [CancelOrder]) take every option; the ...Tx forms, which run in the
+// caller's transaction, take options too but only [WithEnqueuer] applies
+// to them (the caller commits, so it owns its failpoints).
 type Option func(*options)
 
 type options struct {
 	failpoints *failpoints.Set
+	enqueuer   *outbox.Enqueuer
 }
 
 // WithFailpoints injects faults at orders.before_commit (the order and its
@@ -21,6 +25,15 @@ type options struct {
 // OUTFLOW_FAILPOINTS.
 func WithFailpoints(s *failpoints.Set) Option {
 	return func(o *options) { o.failpoints = s }
+}
+
+// WithEnqueuer writes the order's events through q: with
+// outbox.EnqueueConfig.Log, to the append-only log the log relay source
+// reads (OUTFLOW_RELAY_SOURCE=log). Without it, or with nil, events go to
+// outbox_events as outbox.Enqueue writes them (the poll and cdc sources):
+// the order API's main passes the enqueuer its environment chooses.
+func WithEnqueuer(q *outbox.Enqueuer) Option {
+	return func(o *options) { o.enqueuer = q }
 }
 
 func collect(opts []Option) options {

@@ -114,8 +114,8 @@ func WebhookInboxID(stripeEventID string) uuid.UUID {
 // inbox row and, for an event about an order of this service, its
 // PaymentWebhookReceived event. The caller answers Stripe with a 2xx only
 // after tx committed: a crash before leaves nothing, and Stripe delivers
-// again.
-func RecordWebhookTx(ctx context.Context, tx pgx.Tx, ib *inbox.Inbox, w Webhook) (WebhookResult, error) {
+// again. Of opts, only [WithEnqueuer] applies.
+func RecordWebhookTx(ctx context.Context, tx pgx.Tx, ib *inbox.Inbox, w Webhook, opts ...Option) (WebhookResult, error) {
 	first, err := ib.Record(ctx, tx, WebhookConsumer, WebhookInboxID(w.StripeEventID))
 	if err != nil {
 		return WebhookResult{}, fmt.Errorf("orders: inbox of webhook %s: %w", w.StripeEventID, err)
@@ -142,7 +142,7 @@ func RecordWebhookTx(ctx context.Context, tx pgx.Tx, ib *inbox.Inbox, w Webhook)
 	if err != nil {
 		return WebhookResult{}, err
 	}
-	out, err := outbox.Enqueue(ctx, tx, ev)
+	out, err := collect(opts).enqueuer.Enqueue(ctx, tx, ev)
 	if err != nil {
 		return WebhookResult{}, fmt.Errorf("orders: enqueue webhook %s of order %s: %w", w.StripeEventID, p.OrderID, err)
 	}

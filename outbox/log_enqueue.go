@@ -20,8 +20,8 @@ type EnqueueConfig struct {
 	// producers' switch is theirs (this field), and switching a database
 	// that has unpublished events in outbox_events needs those drained by
 	// a poll relay first, or an order's earlier event there could be
-	// published after its later one in the log. Nothing enforces that
-	// procedure yet.
+	// published after its later one in the log: [LogSwitch] does that
+	// before its log reader starts.
 	Log bool
 }
 

@@ -102,9 +102,10 @@ func (c *LogConfig) validate() error {
 // began. The reader then looks again soon rather than at the safety poll,
 // and outbox_log_horizon_age_seconds says how long it has been held.
 //
-// Not built yet (see docs/operations.md, "The log source"): retention
-// (range partitions created ahead, detached and dropped), the horizon's
-// alert, outboxctl's commands, and the starter's OUTFLOW_RELAY_SOURCE=log.
+// A database switching to the log runs it behind a [LogSwitch], which
+// drains outbox_events first. Not built yet (see docs/operations.md, "The
+// log source"): retention (range partitions created ahead, detached and
+// dropped), the horizon's alert and outboxctl's commands.
 type LogRelay struct {
 	pool *pgxpool.Pool
 	pub  Publisher

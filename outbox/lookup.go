@@ -53,7 +53,11 @@ func EventSequence(ctx context.Context, db LookupDB, eventID uuid.UUID) (int64, 
 }
 
 // AggregateEvents returns the outbox events of one aggregate still on file,
-// in sequence order; none (an empty, non-nil slice) when it has none.
+// in outbox_events and in the log source's outbox_log, in sequence order;
+// none (an empty, non-nil slice) when it has none. A log event's
+// PublishedAt is set once its partition's cursor passed it outside a hold,
+// to the time the cursor last moved (the log keeps no publish time per
+// event, so that time is approximate).
 // Retention cleanup deletes published events, so the list may start after
 // sequence 1 or be empty for an aggregate that had events.
 func AggregateEvents(ctx context.Context, db LookupDB, aggregateType, aggregateID string) ([]AggregateEvent, error) {

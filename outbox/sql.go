@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"embed"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -52,7 +53,7 @@ var statements = append([]namedsql.Info{
 	qCDCSort.Info(), qCDCLease.Info(), qCDCLeaseVerify.Info(), qCDCMark.Info(), qCDCTakeFailed.Info(),
 	qCDCWALLevel.Info(), qCDCPublicationExist.Info(), qCDCPublicationLock.Info(), qCDCPublicationMake.Info(),
 	qCDCCreateSlot.Info(), qCDCSlot.Info(),
-}, append(logStatements, logStatusStatements...)...)
+}, slices.Concat(logStatements, logStatusStatements, logSwitchStatements)...)
 
 // The lookups other packages use (lookup.sql).
 var (

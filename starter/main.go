@@ -35,8 +35,10 @@
 //	                         starts a comment (for routes kept in configuration). Not with OUTFLOW_ROUTES.
 //	OUTFLOW_RELAY_SOURCE     poll (default): claim committed events from outbox_events; cdc: stream
 //	                         them from PostgreSQL's logical replication log (needs wal_level=logical;
-//	                         see docs/operations.md). log (the append-only log, issue 27) is refused
-//	                         for now, naming what is missing. Any other value stops the process at start.
+//	                         see docs/operations.md); log: read the append-only log (outbox_log) the
+//	                         producers write with OUTFLOW_RELAY_SOURCE=log, after draining what
+//	                         outbox_events still holds with the poll relay (docs/operations.md, "The
+//	                         log source"). Any other value stops the process at start.
 //	OUTFLOW_CDC_SLOT         The cdc source's replication slot; default outflow_outbox.
 //	OUTFLOW_CDC_GRACE        How long the cdc source's polling sweeper leaves a new event to the
 //	                         stream; default 10s.
@@ -233,6 +235,8 @@ func run(logger *slog.Logger, env *service.Env) error {
 	case *outbox.Relay:
 		eff = r.Config()
 	case *outbox.CDCRelay:
+		eff = r.Config().RelayConfig
+	case *outbox.LogSwitch:
 		eff = r.Config().RelayConfig
 	}
 	logger.Info("relay started", append([]any{

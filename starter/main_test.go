@@ -309,15 +309,21 @@ func enqueueOrders(t *testing.T, pool *pgxpool.Pool, n int) []outbox.Event {
 	t.Helper()
 	var events []outbox.Event
 	for range n {
-		orderID := uuid.NewString()
-		e, err := outbox.NewEvent(orders.AggregateType, orderID, orders.EventOrderCreated, orders.OrderCreatedVersion, orders.OrderCreated{
-			OrderID: orderID, CustomerEmail: "ada@example.com", Currency: "usd", PaymentMethod: "pm_card_visa", Amount: 1250,
-			Items: []orders.Item{{SKU: "SKU-1", Quantity: 1, UnitAmount: 1250}},
-		})
-		require.NoError(t, err)
-		events = append(events, testdb.Enqueue(t, pool, e)...)
+		events = append(events, testdb.Enqueue(t, pool, orderCreated(t, uuid.NewString()))...)
 	}
 	return events
+}
+
+// orderCreated is a new order's OrderCreated event, as the order app's
+// routes start it.
+func orderCreated(t *testing.T, orderID string) outbox.Event {
+	t.Helper()
+	e, err := outbox.NewEvent(orders.AggregateType, orderID, orders.EventOrderCreated, orders.OrderCreatedVersion, orders.OrderCreated{
+		OrderID: orderID, CustomerEmail: "ada@example.com", Currency: "usd", PaymentMethod: "pm_card_visa", Amount: 1250,
+		Items: []orders.Item{{SKU: "SKU-1", Quantity: 1, UnitAmount: 1250}},
+	})
+	require.NoError(t, err)
+	return e
 }
 
 // countPublished is how many of events are marked published.

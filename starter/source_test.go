@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"os/exec"
+	"strings"
 	"testing"
 	"time"
 
@@ -9,6 +11,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
 // TestRelaySourceRejectsUnknownValue: a typo in OUTFLOW_RELAY_SOURCE stops
@@ -24,19 +29,64 @@ func TestRelaySourceRejectsUnknownValue(t *testing.T) {
 	require.Contains(t, p.output(), `starter: OUTFLOW_RELAY_SOURCE="kafka": want poll`)
 }
 
-// TestRelaySourceLogIsRefusedForNow: the log source's name is fixed, but
-// the starter refuses it at once, saying what is missing, rather than run a
-// relay the order app's writes never reach.
-func TestRelaySourceLogIsRefusedForNow(t *testing.T) {
+// TestRelaySourceLogDrainsOutboxEventsFirst: a database switching to the
+// log holds a backlog in outbox_events, and an order whose first event is
+// there and whose second is in the log. The starter with
+// OUTFLOW_RELAY_SOURCE=log publishes the backlog with the poll relay, says
+// so, and reads the log only once it is drained: the order's two workflows
+// start in sequence and every event is started exactly once.
+func TestRelaySourceLogDrainsOutboxEventsFirst(t *testing.T) {
 	t.Parallel()
-	_, url := testdb.New(t)
-	p := startStarter(t, url, "src-"+uuid.NewString()[:8], "OUTFLOW_RELAY_SOURCE=log")
-	err := p.wait(t, 30*time.Second)
-	var exit *exec.ExitError
-	require.ErrorAs(t, err, &exit)
-	require.Equal(t, 2, exit.ExitCode(), "a configuration error")
-	require.Contains(t, p.output(), "OUTFLOW_RELAY_SOURCE=log: the log source is not available in the starter yet")
-	require.Contains(t, p.output(), "still enqueue to outbox_events")
+	pool, url := testdb.New(t)
+	tq := "src-log-" + uuid.NewString()[:8]
+	backlog := enqueueOrders(t, pool, 40)
+	orderID := uuid.NewString()
+	first := testdb.Enqueue(t, pool, orderCreated(t, orderID))[0]
+	cancelled, err := outbox.NewEvent(orders.AggregateType, orderID, orders.EventOrderCancelled, orders.OrderCancelledVersion,
+		orders.OrderCancelled{OrderID: orderID, CreatedEventID: first.ID.String()})
+	require.NoError(t, err)
+	second := testdb.EnqueueWith(t, pool, outbox.NewEnqueuer(outbox.EnqueueConfig{Log: true}), cancelled)[0]
+	require.Equal(t, first.Sequence+1, second.Sequence, "one order's sequence across both tables")
+
+	p := startStarter(t, url, tq, "OUTFLOW_RELAY_SOURCE=log", "OUTFLOW_RELAY_IN_FLIGHT=4")
+	p.waitLog(t, "log source: draining outbox_events with the poll relay")
+	waitPublished(t, pool, append(backlog, first), 60*time.Second)
+	p.waitLog(t, "log source: reading the log")
+	requireWorkflowCount(t, tq, len(backlog)+2)
+	p.terminate(t)
+	out := p.output()
+	require.Less(t, strings.Index(out, "log source: outbox_events drained"), strings.Index(out, "log source: reading the log"))
+	require.Contains(t, out, "source=log")
+
+	ctx := context.Background()
+	a, err := temporal.Client().DescribeWorkflow(ctx, first.ID.String(), "")
+	require.NoError(t, err)
+	b, err := temporal.Client().DescribeWorkflow(ctx, second.ID.String(), "")
+	require.NoError(t, err)
+	require.True(t, a.RawResponse.WorkflowExecutionInfo.StartTime.AsTime().Before(b.RawResponse.WorkflowExecutionInfo.StartTime.AsTime()),
+		"the order's event in outbox_events starts before its later one in the log")
+}
+
+// TestRelaySourceLogNamesQuarantinedEvents: a quarantined event left in
+// outbox_events does not hold the log back: the starter names it in an
+// error line and reads the log.
+func TestRelaySourceLogNamesQuarantinedEvents(t *testing.T) {
+	t.Parallel()
+	pool, url := testdb.New(t)
+	tq := "src-logq-" + uuid.NewString()[:8]
+	stuck := testdb.Enqueue(t, pool, orderCreated(t, uuid.NewString()))[0]
+	outboxtest.Force(t, pool, outboxtest.Match{ID: stuck.ID}, outboxtest.SetQuarantined(time.Minute, "test poison"))
+	logged := testdb.EnqueueWith(t, pool, outbox.NewEnqueuer(outbox.EnqueueConfig{Log: true}), orderCreated(t, uuid.NewString()))[0]
+
+	p := startStarter(t, url, tq, "OUTFLOW_RELAY_SOURCE=log")
+	p.waitLog(t, "log source: reading the log")
+	requireWorkflowCount(t, tq, 1)
+	p.terminate(t)
+	require.Contains(t, p.output(), "quarantined events are left in outbox_events")
+	require.Contains(t, p.output(), stuck.ID.String())
+	require.NotContains(t, p.output(), "log source: draining outbox_events")
+	_, err := temporal.Client().DescribeWorkflow(context.Background(), logged.ID.String(), "")
+	require.NoError(t, err)
 }
 
 // TestRelaySourceCDCNeedsLogicalWAL: on a server with wal_level=replica (the

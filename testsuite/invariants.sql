@@ -2,6 +2,25 @@
 -- their Go types in sql.go.
 
 -- name: OrderFacts :many
+WITH events AS (
+    -- outbox_events' events and the log's (OUTFLOW_RELAY_SOURCE=log), with
+    -- the bookkeeping the checks need: a log event is published once its
+    -- partition's cursor passed it and no hold of its order covers it.
+    SELECT event_id, aggregate_type, aggregate_id, aggregate_sequence, event_type,
+           published_at IS NOT NULL AS published, skipped_at IS NOT NULL AS skipped,
+           quarantined_at IS NOT NULL AS quarantined
+    FROM outbox_events
+    UNION ALL
+    SELECT l.event_id, l.aggregate_type, l.aggregate_id, l.aggregate_sequence, l.event_type,
+           (l.gate, l.pos) <= (c.gate, c.pos) AND h.aggregate_id IS NULL AND s.event_id IS NULL AS published,
+           s.event_id IS NOT NULL AS skipped,
+           h.quarantined_at IS NOT NULL AS quarantined
+    FROM outbox_log l
+    JOIN outbox_log_cursors c ON c.partition = l.partition
+    LEFT JOIN outbox_log_holds h ON h.aggregate_type = l.aggregate_type AND h.aggregate_id = l.aggregate_id
+                                AND (l.gate, l.pos) >= (h.from_gate, h.from_pos)
+    LEFT JOIN outbox_log_skips s ON s.event_id = l.event_id
+)
 SELECT o.id::text                 AS order_id,
        o.status,
        o.payment_method,
@@ -12,17 +31,36 @@ SELECT o.id::text                 AS order_id,
        count(e.event_id) FILTER (WHERE e.event_type = 'OrderCancelled') AS cancelled_events,
        count(e.event_id)                                                AS events,
        coalesce(max(e.aggregate_sequence), 0)                           AS max_sequence,
-       count(e.event_id) FILTER (WHERE e.published_at IS NULL)          AS unpublished
+       count(e.event_id) FILTER (WHERE NOT e.published)                 AS unpublished
 FROM orders o
-LEFT JOIN outbox_events e ON e.aggregate_type = 'order' AND e.aggregate_id = o.id::text
+LEFT JOIN events e ON e.aggregate_type = 'order' AND e.aggregate_id = o.id::text
 GROUP BY o.id
 ORDER BY o.id;
 
 -- name: OrphanEvents :one
 -- An order event whose order does not exist: a rolled-back change that left
 -- its event behind (invariant 2).
+WITH events AS (
+    -- outbox_events' events and the log's (OUTFLOW_RELAY_SOURCE=log), with
+    -- the bookkeeping the checks need: a log event is published once its
+    -- partition's cursor passed it and no hold of its order covers it.
+    SELECT event_id, aggregate_type, aggregate_id, aggregate_sequence, event_type,
+           published_at IS NOT NULL AS published, skipped_at IS NOT NULL AS skipped,
+           quarantined_at IS NOT NULL AS quarantined
+    FROM outbox_events
+    UNION ALL
+    SELECT l.event_id, l.aggregate_type, l.aggregate_id, l.aggregate_sequence, l.event_type,
+           (l.gate, l.pos) <= (c.gate, c.pos) AND h.aggregate_id IS NULL AND s.event_id IS NULL AS published,
+           s.event_id IS NOT NULL AS skipped,
+           h.quarantined_at IS NOT NULL AS quarantined
+    FROM outbox_log l
+    JOIN outbox_log_cursors c ON c.partition = l.partition
+    LEFT JOIN outbox_log_holds h ON h.aggregate_type = l.aggregate_type AND h.aggregate_id = l.aggregate_id
+                                AND (l.gate, l.pos) >= (h.from_gate, h.from_pos)
+    LEFT JOIN outbox_log_skips s ON s.event_id = l.event_id
+)
 SELECT count(*)
-FROM outbox_events e
+FROM events e
 WHERE e.aggregate_type = 'order'
   AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.id::text = e.aggregate_id);
 
@@ -31,8 +69,27 @@ WHERE e.aggregate_type = 'order'
 -- (a skip is final: the event is never published; SkippedEvents lists them)
 -- and the webhooks' (aggregate payment), which are signals to the order's
 -- saga, not workflows of their own (WebhookFacts checks them).
-SELECT event_id::text AS event_id FROM outbox_events
-WHERE skipped_at IS NULL AND aggregate_type <> 'payment'
+WITH events AS (
+    -- outbox_events' events and the log's (OUTFLOW_RELAY_SOURCE=log), with
+    -- the bookkeeping the checks need: a log event is published once its
+    -- partition's cursor passed it and no hold of its order covers it.
+    SELECT event_id, aggregate_type, aggregate_id, aggregate_sequence, event_type,
+           published_at IS NOT NULL AS published, skipped_at IS NOT NULL AS skipped,
+           quarantined_at IS NOT NULL AS quarantined
+    FROM outbox_events
+    UNION ALL
+    SELECT l.event_id, l.aggregate_type, l.aggregate_id, l.aggregate_sequence, l.event_type,
+           (l.gate, l.pos) <= (c.gate, c.pos) AND h.aggregate_id IS NULL AND s.event_id IS NULL AS published,
+           s.event_id IS NOT NULL AS skipped,
+           h.quarantined_at IS NOT NULL AS quarantined
+    FROM outbox_log l
+    JOIN outbox_log_cursors c ON c.partition = l.partition
+    LEFT JOIN outbox_log_holds h ON h.aggregate_type = l.aggregate_type AND h.aggregate_id = l.aggregate_id
+                                AND (l.gate, l.pos) >= (h.from_gate, h.from_pos)
+    LEFT JOIN outbox_log_skips s ON s.event_id = l.event_id
+)
+SELECT event_id::text AS event_id FROM events
+WHERE NOT skipped AND aggregate_type <> 'payment'
 ORDER BY event_id;
 
 -- name: SkippedEvents :many
@@ -46,7 +103,26 @@ ORDER BY event_id;
 
 -- name: Progress :one
 -- A skipped event is settled: it is never published.
-SELECT (SELECT count(*) FROM outbox_events WHERE published_at IS NULL AND skipped_at IS NULL) AS unpublished,
+WITH events AS (
+    -- outbox_events' events and the log's (OUTFLOW_RELAY_SOURCE=log), with
+    -- the bookkeeping the checks need: a log event is published once its
+    -- partition's cursor passed it and no hold of its order covers it.
+    SELECT event_id, aggregate_type, aggregate_id, aggregate_sequence, event_type,
+           published_at IS NOT NULL AS published, skipped_at IS NOT NULL AS skipped,
+           quarantined_at IS NOT NULL AS quarantined
+    FROM outbox_events
+    UNION ALL
+    SELECT l.event_id, l.aggregate_type, l.aggregate_id, l.aggregate_sequence, l.event_type,
+           (l.gate, l.pos) <= (c.gate, c.pos) AND h.aggregate_id IS NULL AND s.event_id IS NULL AS published,
+           s.event_id IS NOT NULL AS skipped,
+           h.quarantined_at IS NOT NULL AS quarantined
+    FROM outbox_log l
+    JOIN outbox_log_cursors c ON c.partition = l.partition
+    LEFT JOIN outbox_log_holds h ON h.aggregate_type = l.aggregate_type AND h.aggregate_id = l.aggregate_id
+                                AND (l.gate, l.pos) >= (h.from_gate, h.from_pos)
+    LEFT JOIN outbox_log_skips s ON s.event_id = l.event_id
+)
+SELECT (SELECT count(*) FROM events WHERE NOT published AND NOT skipped) AS unpublished,
        (SELECT count(*) FROM orders WHERE status NOT IN ('confirmed', 'payment_failed', 'cancelled')
                                        OR (cancel_event_id IS NOT NULL AND status <> 'cancelled')) AS unfinished;
 
@@ -54,7 +130,8 @@ SELECT (SELECT count(*) FROM outbox_events WHERE published_at IS NULL AND skippe
 SELECT status FROM orders WHERE id = @id;
 
 -- name: Counts :one
-SELECT (SELECT count(*) FROM orders) AS orders, (SELECT count(*) FROM outbox_events) AS events;
+SELECT (SELECT count(*) FROM orders) AS orders,
+       (SELECT count(*) FROM outbox_events) + (SELECT count(*) FROM outbox_log) AS events;
 
 -- name: EventTimes :many
 SELECT event_id::text AS event_id, occurred_at FROM outbox_events WHERE skipped_at IS NULL ORDER BY occurred_at;
@@ -108,11 +185,35 @@ ORDER BY o.id;
 -- stripe.webhook) beside their events (aggregate payment): one inbox row per
 -- Stripe event, at most one event per row (none for an event about no order
 -- of this service), each event published and about an existing order.
+WITH events AS (
+    -- outbox_events' events and the log's (OUTFLOW_RELAY_SOURCE=log), with
+    -- the bookkeeping the checks need: a log event is published once its
+    -- partition's cursor passed it and no hold of its order covers it.
+    SELECT event_id, aggregate_type, aggregate_id, aggregate_sequence, event_type,
+           published_at IS NOT NULL AS published, skipped_at IS NOT NULL AS skipped,
+           quarantined_at IS NOT NULL AS quarantined
+    FROM outbox_events
+    UNION ALL
+    SELECT l.event_id, l.aggregate_type, l.aggregate_id, l.aggregate_sequence, l.event_type,
+           (l.gate, l.pos) <= (c.gate, c.pos) AND h.aggregate_id IS NULL AND s.event_id IS NULL AS published,
+           s.event_id IS NOT NULL AS skipped,
+           h.quarantined_at IS NOT NULL AS quarantined
+    FROM outbox_log l
+    JOIN outbox_log_cursors c ON c.partition = l.partition
+    LEFT JOIN outbox_log_holds h ON h.aggregate_type = l.aggregate_type AND h.aggregate_id = l.aggregate_id
+                                AND (l.gate, l.pos) >= (h.from_gate, h.from_pos)
+    LEFT JOIN outbox_log_skips s ON s.event_id = l.event_id
+)
 SELECT (SELECT count(*) FROM processed_events WHERE consumer_name = 'stripe.webhook') AS inbox_rows,
-       (SELECT count(*) FROM outbox_events WHERE aggregate_type = 'payment') AS events,
-       (SELECT count(*) FROM outbox_events
-        WHERE aggregate_type = 'payment' AND published_at IS NULL AND skipped_at IS NULL) AS unpublished,
-       (SELECT count(*) FROM outbox_events WHERE aggregate_type = 'payment' AND quarantined_at IS NOT NULL) AS quarantined,
-       (SELECT count(*) FROM outbox_events e
+       (SELECT count(*) FROM events WHERE aggregate_type = 'payment') AS events,
+       (SELECT count(*) FROM events
+        WHERE aggregate_type = 'payment' AND NOT published AND NOT skipped) AS unpublished,
+       (SELECT count(*) FROM events WHERE aggregate_type = 'payment' AND quarantined) AS quarantined,
+       (SELECT count(*) FROM events e
         WHERE e.aggregate_type = 'payment'
           AND NOT EXISTS (SELECT 1 FROM orders o WHERE o.id::text = e.aggregate_id)) AS orphans;
+
+-- name: SourceCounts :one
+-- Where the events were written: outbox_events (the poll and cdc sources)
+-- or the append-only log (the log source).
+SELECT (SELECT count(*) FROM outbox_events) AS outbox_events, (SELECT count(*) FROM outbox_log) AS outbox_log;

@@ -21,7 +21,7 @@ import (
 type crashCase struct {
 	failpoint string
 	process   string // "orderapi", "starter", "worker", "orderfeed" or "inventory"
-	// source is the starters' OUTFLOW_RELAY_SOURCE; "" is poll.
+	// source is the stack's OUTFLOW_RELAY_SOURCE; "" is poll.
 	source string
 	// jetstream: the starters publish to both sinks (temporal,jetstream)
 	// and cmd/orderfeed consumes the stream; the invariants are checked at
@@ -54,6 +54,11 @@ func TestFailpointMatrix(t *testing.T) {
 		{failpoint: failpoints.CDCAfterReceive, process: "starter", source: "cdc"},
 		{failpoint: failpoints.CDCAfterPublish, process: "starter", source: "cdc"},
 		{failpoint: failpoints.CDCBeforeConfirm, process: "starter", source: "cdc"},
+		// The log source's points: the order API writes to the log, the
+		// starter's partition reader dies after reading a batch, or with
+		// the batch published before its cursor moved.
+		{failpoint: failpoints.LogAfterRead, process: "starter", source: "log"},
+		{failpoint: failpoints.LogBeforeAdvance, process: "starter", source: "log"},
 		// The JetStream sink's points, with both sinks and the stream's
 		// consumer running.
 		{failpoint: failpoints.JetStreamAfterAck, process: "starter", jetstream: true},
@@ -74,11 +79,6 @@ func TestFailpointMatrix(t *testing.T) {
 	// cleanup.mid_batch is exercised by the cleanup tests of outboxctl, which
 	// owns the cleanup loop; every other failpoint must have a row here.
 	covered[failpoints.CleanupMidBatch] = true
-	// The log source's points are exercised in process by package outbox's
-	// tests (TestLogFailpointsKillTheReader) until the starter runs the log
-	// source; then they get rows here.
-	covered[failpoints.LogAfterRead] = true
-	covered[failpoints.LogBeforeAdvance] = true
 	for _, name := range failpoints.Names {
 		require.True(t, covered[name], "failpoint %s has no crash test", name)
 	}
@@ -97,8 +97,11 @@ func TestFailpointMatrix(t *testing.T) {
 				return
 			}
 			s := NewStack(t)
-			if c.source == "cdc" {
+			switch c.source {
+			case "cdc":
 				s = NewCDCStack(t)
+			case "log":
+				s = NewLogStack(t)
 			}
 			names := []string{"orderapi", "starter", "worker"}
 			if c.jetstream {

@@ -27,6 +27,7 @@ var (
 	qProgress            = namedsql.Bind[namedsql.NoArgs, progressRow](queries, "Progress")
 	qOrderStatus         = namedsql.Bind[orderIDArgs, string](queries, "OrderStatus")
 	qCounts              = namedsql.Bind[namedsql.NoArgs, countsRow](queries, "Counts")
+	qSourceCounts        = namedsql.Bind[namedsql.NoArgs, sourceCounts](queries, "SourceCounts")
 	qEventTimes          = namedsql.Bind[namedsql.NoArgs, eventTime](queries, "EventTimes")
 	qTerminateBackends   = namedsql.Bind[namedsql.NoArgs, int64](queries, "TerminateBackends")
 	qPublishedOutOfOrder = namedsql.Bind[namedsql.NoArgs, int64](queries, "PublishedOutOfOrder")
@@ -58,7 +59,7 @@ var (
 // database check them.
 var statements = []namedsql.Info{
 	qOrderFacts.Info(), qOrphanEvents.Info(), qEventIDs.Info(), qSkippedEvents.Info(), qProgress.Info(),
-	qOrderStatus.Info(), qCounts.Info(), qEventTimes.Info(), qTerminateBackends.Info(),
+	qOrderStatus.Info(), qCounts.Info(), qSourceCounts.Info(), qEventTimes.Info(), qTerminateBackends.Info(),
 	qPublishedOutOfOrder.Info(), qSampleLanes.Info(),
 	qReplayFlagged.Info(), qReplayProgress.Info(), qLateCancelCandidate.Info(), qUnsettledPoison.Info(),
 	qStillFlagged.Info(), qOracleEvents.Info(), qErasures.Info(), qUnfinished.Info(),
@@ -114,6 +115,11 @@ type progressRow struct {
 type countsRow struct {
 	Orders int64 `db:"orders"`
 	Events int64 `db:"events"`
+}
+
+type sourceCounts struct {
+	OutboxEvents int64 `db:"outbox_events"`
+	OutboxLog    int64 `db:"outbox_log"`
 }
 
 type eventTime struct {

@@ -143,7 +143,8 @@ type Stack struct {
 	// payload codec is on in every test ([TestCodecKeys]) unless a test
 	// sets it to "" before starting them.
 	CodecKeys string
-	// Source is the starters' OUTFLOW_RELAY_SOURCE: "poll" or "cdc".
+	// Source is the processes' OUTFLOW_RELAY_SOURCE: "poll", "cdc" or "log"
+	// (the order API writes to the log, the starters read it).
 	Source string
 	// Slot is the cdc starters' replication slot (slots are server-wide, so
 	// each stack has its own).
@@ -207,6 +208,14 @@ type StackOptions struct {
 func NewCDCStack(t testing.TB) *Stack {
 	t.Helper()
 	return NewStackWith(t, SharedEnv(t), StackOptions{Source: "cdc"})
+}
+
+// NewLogStack is [NewStack] with OUTFLOW_RELAY_SOURCE=log for every process:
+// the order API writes its events to the append-only log and the starters
+// read it.
+func NewLogStack(t testing.TB) *Stack {
+	t.Helper()
+	return NewStackWith(t, SharedEnv(t), StackOptions{Source: "log"})
 }
 
 // NewStackWith is [NewStack] on a given environment with options.

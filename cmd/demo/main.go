@@ -65,9 +65,9 @@ func run(ctx context.Context) error {
 	switch source {
 	case "":
 		source = "poll"
-	case "poll", "cdc":
+	case "poll", "cdc", "log":
 	default:
-		return cli.Config(fmt.Errorf("OUTFLOW_RELAY_SOURCE=%q: want poll (the default) or cdc", source))
+		return cli.Config(fmt.Errorf("OUTFLOW_RELAY_SOURCE=%q: want poll (the default), cdc or log", source))
 	}
 	pg, err := ensurePostgres(ctx, dataDir, source == "cdc", say)
 	if err != nil {
@@ -175,6 +175,8 @@ func run(ctx context.Context) error {
 		"TEMPORAL_NAMESPACE=" + tmp.namespace,
 		"METRICS_ADDR=" + invMetrics,
 		"OUTFLOW_FAILPOINTS=",
+		// The inventory's own relay polls or reads the log (it has no cdc).
+		"OUTFLOW_RELAY_SOURCE=" + inventorySource(source),
 	})
 	if err != nil {
 		return err
@@ -321,3 +323,12 @@ func newKey(name string) string {
 // test holds it to): named here so the demo, which starts the binaries,
 // links none of the workflows' code and the payment provider's client.
 const inventoryLateEventWorkflow = "InventoryLateEventWorkflow"
+
+// inventorySource is the inventory's OUTFLOW_RELAY_SOURCE for the demo's
+// source: its relay polls outbox_events unless the demo runs the log.
+func inventorySource(source string) string {
+	if source == "log" {
+		return "log"
+	}
+	return "poll"
+}

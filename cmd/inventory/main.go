@@ -16,7 +16,9 @@
 // only after the commit. The relay (outbox.NewRelay with the temporalpub
 // publisher of [Routes]) delivers each event as a signal to the workflow
 // the reserve request named, the saga, which receives them through package
-// eventsignal, each event once.
+// eventsignal, each event once. With OUTFLOW_RELAY_SOURCE=log the events go
+// to the append-only log and the relay is outbox.NewLogSwitch's, which
+// publishes what outbox_events still holds before it reads the log.
 //
 // Configuration is the environment (`inventory -h` lists it, touching
 // nothing); at start it migrates its database (its own tables and the
@@ -75,6 +77,7 @@ var envVars = []envVar{
 	{"INVENTORY_SAGA_TASK_QUEUE", "orders", "that workflow's task queue"},
 	{"INVENTORY_CLOSED_WORKFLOW", "none: quarantine", "workflow type started for an event whose saga already closed; unset, the event is quarantined"},
 	{"METRICS_ADDR", "none", "when set, serves Prometheus metrics on http://ADDR/metrics"},
+	{"OUTFLOW_RELAY_SOURCE", "poll", "poll: events go to outbox_events and the relay polls them; log: to the append-only log (outbox_log), which the relay reads once outbox_events is drained"},
 	{failpoints.EnvVar, "none", "fault injection for tests, e.g. inventory.after_commit=crash"},
 	{"OUTFLOW_LOG_LEVEL", "info", "debug, info, warn or error"},
 }
@@ -176,6 +179,9 @@ type config struct {
 	routes      RouteConfig
 	failpoints  *failpoints.Set
 	logLevel    slog.Level
+	// log: events go to the append-only log and the relay reads it
+	// (OUTFLOW_RELAY_SOURCE=log).
+	log bool
 }
 
 // configFromEnv reads every variable and reports every bad one at once.
@@ -209,6 +215,13 @@ func configFromEnv(getenv func(string) string) (config, error) {
 		if _, _, err := net.SplitHostPort(a.value); err != nil {
 			errs = append(errs, fmt.Errorf("%s=%q: want host:port: %v", a.name, a.value, err))
 		}
+	}
+	switch src := strings.ToLower(strings.TrimSpace(get("OUTFLOW_RELAY_SOURCE", "poll"))); src {
+	case "poll":
+	case "log":
+		c.log = true
+	default:
+		errs = append(errs, fmt.Errorf("OUTFLOW_RELAY_SOURCE=%q: want poll (the default) or log; the inventory's own relay polls outbox_events or reads the log", src))
 	}
 	fp, err := failpoints.FromEnv()
 	if err != nil {
@@ -248,7 +261,8 @@ func serve(cfg config, logger *slog.Logger) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	svc, err := NewService(ServiceConfig{DB: db, Registerer: reg, Logger: logger, Failpoints: cfg.failpoints})
+	enq := outbox.NewEnqueuer(outbox.EnqueueConfig{Log: cfg.log})
+	svc, err := NewService(ServiceConfig{DB: db, Registerer: reg, Logger: logger, Failpoints: cfg.failpoints, Enqueuer: enq})
 	if err != nil {
 		return err
 	}
@@ -268,7 +282,14 @@ func serve(cfg config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	relay, err := outbox.NewRelay(db, pub, outbox.RelayConfig{Registerer: reg, Logger: logger, Failpoints: cfg.failpoints})
+	rcfg := outbox.RelayConfig{Registerer: reg, Logger: logger, Failpoints: cfg.failpoints}
+	var relay interface{ Run(context.Context) error }
+	if cfg.log {
+		// What outbox_events still holds is published first, then the log.
+		relay, err = outbox.NewLogSwitch(db, pub, outbox.LogConfig{RelayConfig: rcfg})
+	} else {
+		relay, err = outbox.NewRelay(db, pub, rcfg)
+	}
 	if err != nil {
 		return err
 	}

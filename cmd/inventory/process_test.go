@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/internal/dev/proc"
+	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
@@ -120,4 +121,32 @@ func startInventory(t *testing.T, bin string, env ...string) *proc.Server {
 	t.Helper()
 	return proc.StartServer(t, "inventory", bin, 60*time.Second,
 		append([]string{"INVENTORY_ADDR=127.0.0.1:0", "OUTFLOW_FAILPOINTS=", "METRICS_ADDR="}, env...)...)
+}
+
+// TestLogSourceSignalsTheSaga: with OUTFLOW_RELAY_SOURCE=log the binary
+// writes its events to the append-only log, none to outbox_events, and its
+// relay (the log switch) delivers them to the saga in order, each once.
+func TestLogSourceSignalsTheSaga(t *testing.T) {
+	t.Parallel()
+	bin, db, env := processSetup(t)
+	orderID, saga := uuid.NewString(), "saga-"+uuid.NewString()
+	p := startInventory(t, bin, append(env, "OUTFLOW_RELAY_SOURCE=log")...)
+
+	r := mustCall(t, http.MethodPost, "http://"+p.Addr+"/reservations", "log-"+orderID, reserveBody(orderID, saga, item("SKU-A", 2)))
+	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
+	_, reserved := r.outcome(t)
+	rel := mustCall(t, http.MethodPost, "http://"+p.Addr+"/reservations/"+orderID+"/release", "logrel-"+orderID, `{"workflow_id":"`+saga+`"}`)
+	require.Equal(t, http.StatusOK, rel.status, "%s", rel.body)
+	_, released := rel.outcome(t)
+
+	st := waitSaga(t, saga, 2)
+	require.Equal(t, []string{reserved, released}, []string{st.Handled[0].EventID, st.Handled[1].EventID}, "in the order's sequence")
+	require.Equal(t, rows{Reservations: 1, Items: 1, Requests: 2, Inbox: 2, Events: 0}, countRows(t, db), "nothing in outbox_events")
+	logged, err := outbox.AggregateEvents(t.Context(), db, AggregateType, orderID)
+	require.NoError(t, err)
+	require.Len(t, logged, 2, "both events, in the log")
+	time.Sleep(time.Second)
+	require.Zero(t, waitSaga(t, saga, 2).Duplicates)
+	p.RequireStopped(t)
+	require.Contains(t, p.Log(), "log source: reading the log")
 }

@@ -45,6 +45,10 @@ type ServiceConfig struct {
 	// Failpoints is where failpoints.InventoryAfterCommit is looked up
 	// (the binary passes failpoints.FromEnv()). Optional: none.
 	Failpoints *failpoints.Set
+	// Enqueuer writes the service's events: with outbox.EnqueueConfig.Log,
+	// to the append-only log its relay then reads (OUTFLOW_RELAY_SOURCE=log).
+	// Optional: nil writes them to outbox_events.
+	Enqueuer *outbox.Enqueuer
 }
 
 // Service reserves and releases stock; [Service.Handler] is its HTTP API.
@@ -53,6 +57,7 @@ type Service struct {
 	inbox  *inbox.Inbox
 	logger *slog.Logger
 	fp     *failpoints.Set
+	q      *outbox.Enqueuer
 }
 
 // NewService returns the service over cfg.DB.
@@ -67,7 +72,7 @@ func NewService(cfg ServiceConfig) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Service{db: cfg.DB, inbox: ib, logger: cfg.Logger, fp: cfg.Failpoints}, nil
+	return &Service{db: cfg.DB, inbox: ib, logger: cfg.Logger, fp: cfg.Failpoints, q: cfg.Enqueuer}, nil
 }
 
 // apiError is a refused request: its status and the JSON error body.
@@ -184,7 +189,7 @@ func (s *Service) apply(ctx context.Context, c change) (answer, error) {
 		if err != nil {
 			return answer{}, err
 		}
-		enqueued, err := outbox.Enqueue(ctx, tx, ev)
+		enqueued, err := s.q.Enqueue(ctx, tx, ev)
 		if err != nil {
 			return answer{}, err
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/inbox"
 	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox"
 )
 
 // DefaultMaxBodyBytes is the default request body limit: a 100-line order is
@@ -60,6 +61,11 @@ type Config struct {
 	// Inbox records the webhooks' Stripe event ids. Optional: defaulted to
 	// an inbox counting its duplicates on Registry.
 	Inbox *inbox.Inbox
+	// Enqueuer writes the events of orders and webhooks (orders.WithEnqueuer):
+	// with outbox.EnqueueConfig.Log, to the log the log relay source reads.
+	// Optional: nil writes them to outbox_events (the poll and cdc
+	// sources); cmd/orderapi passes OUTFLOW_RELAY_SOURCE's.
+	Enqueuer *outbox.Enqueuer
 }
 
 func (c *Config) setDefaults() {
@@ -176,7 +182,7 @@ func (s *server) createOrder(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !hasKey {
-		res, err := orders.CreateOrder(ctx, s.cfg.DB, p, orders.WithFailpoints(s.cfg.Failpoints))
+		res, err := orders.CreateOrder(ctx, s.cfg.DB, p, orders.WithFailpoints(s.cfg.Failpoints), orders.WithEnqueuer(s.cfg.Enqueuer))
 		if err != nil {
 			s.writeCommandError(w, r, err)
 			return
@@ -187,7 +193,7 @@ func (s *server) createOrder(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusCreated, res)
 		return
 	}
-	stored, err := orders.CreateOrderIdempotent(ctx, s.cfg.DB, key, p, orders.WithFailpoints(s.cfg.Failpoints))
+	stored, err := orders.CreateOrderIdempotent(ctx, s.cfg.DB, key, p, orders.WithFailpoints(s.cfg.Failpoints), orders.WithEnqueuer(s.cfg.Enqueuer))
 	if err != nil {
 		s.writeCommandError(w, r, err)
 		return
@@ -219,7 +225,7 @@ func (s *server) cancelOrder(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	res, err := orders.CancelOrder(r.Context(), s.cfg.DB, id, orders.WithFailpoints(s.cfg.Failpoints))
+	res, err := orders.CancelOrder(r.Context(), s.cfg.DB, id, orders.WithFailpoints(s.cfg.Failpoints), orders.WithEnqueuer(s.cfg.Enqueuer))
 	if err != nil {
 		s.writeCommandError(w, r, err)
 		return

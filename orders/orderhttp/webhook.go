@@ -67,7 +67,7 @@ func (s *server) stripeWebhook(w http.ResponseWriter, r *http.Request) {
 		var err error
 		res, err = orders.RecordWebhookTx(r.Context(), tx, s.cfg.Inbox, orders.Webhook{
 			StripeEventID: ev.ID, Type: string(ev.Type), Created: ev.Created, Object: ev.Data.Raw,
-		})
+		}, orders.WithEnqueuer(s.cfg.Enqueuer))
 		return err
 	})
 	if err != nil {

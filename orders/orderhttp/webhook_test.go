@@ -15,6 +15,7 @@ import (
 
 	"github.com/outflow/outflow/inbox"
 	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
@@ -168,4 +169,39 @@ func TestStripeWebhookWithoutSecret(t *testing.T) {
 	require.Contains(t, string(resp.Body), "STRIPE_WEBHOOK_SECRET")
 	events, inbox := b.webhookRows(t)
 	require.Zero(t, events+inbox)
+}
+
+// TestLogEnqueuerTakesOrdersAndWebhooks: with Config.Enqueuer writing the
+// log (orderapi's OUTFLOW_RELAY_SOURCE=log), an order created through the
+// API and its Stripe webhook write their events to the log (the order's
+// lookup finds them), and nothing to outbox_events.
+func TestLogEnqueuerTakesOrdersAndWebhooks(t *testing.T) {
+	t.Parallel()
+	b := setup(t, "")
+	h, err := New(Config{DB: b.pool, StripeWebhookSecret: testWebhookSecret, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Enqueuer: outbox.NewEnqueuer(outbox.EnqueueConfig{Log: true})})
+	require.NoError(t, err)
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	b.server = srv
+
+	resp := b.post(t, validBody)
+	require.Equal(t, http.StatusCreated, resp.Status, "%s", resp.Body)
+	var created orders.CreateOrderResult
+	require.NoError(t, json.Unmarshal(resp.Body, &created))
+	pi := map[string]any{"id": "pi_log_1", "object": "payment_intent", "status": "succeeded", "amount": 2500, "currency": "usd",
+		"metadata": map[string]string{"order_id": created.OrderID.String(), "event_id": created.EventID.String()}}
+	resp = b.deliver(t, stripeEvent("evt_log_1", "payment_intent.succeeded", pi), testWebhookSecret, time.Now())
+	require.Equal(t, http.StatusOK, resp.Status, "%s", resp.Body)
+
+	var got []string
+	for _, typ := range []string{orders.AggregateType, orders.AggregatePayment} {
+		events, err := outbox.AggregateEvents(b.ctx, b.pool, typ, created.OrderID.String())
+		require.NoError(t, err)
+		for _, e := range events {
+			got = append(got, typ+":"+e.Type)
+		}
+	}
+	require.Equal(t, []string{orders.AggregateType + ":" + orders.EventOrderCreated, orders.AggregatePayment + ":" + orders.EventPaymentWebhookReceived}, got)
+	require.Empty(t, outboxtest.Events(t, b.pool, outboxtest.Match{}), "nothing in outbox_events")
 }

@@ -16,10 +16,17 @@ import (
 // change around them.
 func Enqueue(t testing.TB, pool *pgxpool.Pool, events ...outbox.Event) []outbox.Event {
 	t.Helper()
+	return EnqueueWith(t, pool, nil, events...)
+}
+
+// EnqueueWith is [Enqueue] through q: with EnqueueConfig.Log, to the
+// append-only log the log source reads. A nil q is outbox.Enqueue.
+func EnqueueWith(t testing.TB, pool *pgxpool.Pool, q *outbox.Enqueuer, events ...outbox.Event) []outbox.Event {
+	t.Helper()
 	var out []outbox.Event
 	err := pgx.BeginFunc(context.Background(), pool, func(tx pgx.Tx) error {
 		var err error
-		out, err = outbox.Enqueue(context.Background(), tx, events...)
+		out, err = q.Enqueue(context.Background(), tx, events...)
 		return err
 	})
 	if err != nil {

@@ -1,0 +1,26 @@
+-- Statements of the switch to the log source (LogSwitch, log_switch.go),
+-- bound there: what outbox_events still holds that a poll relay must
+-- publish before the log's reader starts.
+
+-- name: LogSwitchLeft :one
+-- unpublished: events of outbox_events neither published, skipped nor
+-- quarantined (what the draining poll relay still has to publish);
+-- quarantined: those waiting for an operator. Only unpublished rows are
+-- visited, through the dispatch index's partial predicate.
+SELECT count(*) FILTER (WHERE quarantined_at IS NULL)     AS unpublished,
+       count(*) FILTER (WHERE quarantined_at IS NOT NULL) AS quarantined
+FROM outbox_events
+WHERE published_at IS NULL
+  AND skipped_at IS NULL;
+
+-- name: LogSwitchQuarantined :many
+-- The quarantined events left in outbox_events, oldest order first, at
+-- most @max_rows of them, named in the switch's error line.
+SELECT event_id, aggregate_type, aggregate_id, aggregate_sequence, event_type,
+       coalesce(last_error, '') AS last_error
+FROM outbox_events
+WHERE published_at IS NULL
+  AND skipped_at IS NULL
+  AND quarantined_at IS NOT NULL
+ORDER BY aggregate_type, aggregate_id, aggregate_sequence
+LIMIT @max_rows;
