@@ -161,9 +161,52 @@ func TestBacklogRecoveryCDC(t *testing.T) {
 	requireLanesInOrder(ctx, t, s)
 }
 
+// TestBacklogRecoveryLog: the log source after an outage. A backlog builds
+// in the log (the producers' enqueue with OUTFLOW_RELAY_SOURCE=log) while no
+// relay runs; two log starters then drain it (the first takes every
+// partition, the second stands by): every event is published, in sequence
+// per order in Temporal's own record, no order is left under a hold, and
+// the relays wrote nothing per event (the log's rows are never updated: its
+// dead row versions stay at none).
+func TestBacklogRecoveryLog(t *testing.T) {
+	const perOrder = 5
+	events := backlogEvents(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	s := NewLogStack(t)
+	start := time.Now()
+	buildBacklogWith(ctx, t, s, events/perOrder, perOrder, logEnqueuer.Enqueue)
+	t.Logf("backlog of %d log events built in %s", events, time.Since(start).Round(time.Millisecond))
+
+	start = time.Now()
+	s.Start("starter", "")
+	s.Start("starter-2", "")
+	require.NoError(t, WaitPublished(ctx, s, 12*time.Minute))
+	drain := time.Since(start)
+	t.Logf("log backlog drained by two relays in %s (%.0f events/s)", drain.Round(time.Millisecond), float64(events)/drain.Seconds())
+
+	c, err := qLogBacklogFacts.One(ctx, s.Pool, namedsql.NoArgs{})
+	require.NoError(t, err)
+	require.Equal(t, int64(events), c.LogEvents, "every event of the backlog is in the log")
+	require.Zero(t, c.OutboxEvents, "nothing went to outbox_events")
+	require.Zero(t, c.Holds, "no order is left under a hold")
+	require.Zero(t, c.LogUpdates, "the log's rows are inserted, never updated or deleted")
+	require.Equal(t, 20, requireStartsInOrder(ctx, t, s, 20))
+}
+
+// logEnqueuer is the producers' enqueue with OUTFLOW_RELAY_SOURCE=log.
+var logEnqueuer = outbox.NewEnqueuer(outbox.EnqueueConfig{Log: true})
+
 // buildBacklog enqueues n orders' events, perOrder each (an OrderCreated
 // then OrderCancelled events), 100 orders a transaction.
 func buildBacklog(ctx context.Context, t *testing.T, s *Stack, n, perOrder int) {
+	t.Helper()
+	buildBacklogWith(ctx, t, s, n, perOrder, outbox.Enqueue)
+}
+
+// buildBacklogWith is [buildBacklog] through enqueue.
+func buildBacklogWith(ctx context.Context, t *testing.T, s *Stack, n, perOrder int,
+	enqueue func(context.Context, pgx.Tx, ...outbox.Event) ([]outbox.Event, error)) {
 	t.Helper()
 	for done := 0; done < n; done += 100 {
 		err := pgx.BeginFunc(ctx, s.Pool, func(tx pgx.Tx) error {
@@ -181,7 +224,7 @@ func buildBacklog(ctx context.Context, t *testing.T, s *Stack, n, perOrder int) 
 						Type: orders.EventOrderCancelled, SchemaVersion: orders.OrderCancelledVersion, Payload: payload})
 				}
 			}
-			_, err := outbox.Enqueue(ctx, tx, events...)
+			_, err := enqueue(ctx, tx, events...)
 			return err
 		})
 		require.NoError(t, err)

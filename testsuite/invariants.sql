@@ -153,12 +153,22 @@ FROM (
 WHERE prev > published_at;
 
 -- name: SampleLanes :many
--- The event ids of @lanes aggregates, in sequence order.
--- An event an operator skipped has no workflow and is left out.
+-- The event ids of @lanes aggregates, in sequence order, from outbox_events
+-- and the log (an aggregate switched to the log has its earlier events in
+-- the one, its later ones in the other). An event an operator skipped has
+-- no workflow and is left out.
+WITH events AS (
+    SELECT aggregate_type, aggregate_id, aggregate_sequence, event_id
+    FROM outbox_events
+    WHERE skipped_at IS NULL
+    UNION ALL
+    SELECT l.aggregate_type, l.aggregate_id, l.aggregate_sequence, l.event_id
+    FROM outbox_log l
+    WHERE NOT EXISTS (SELECT FROM outbox_log_skips s WHERE s.event_id = l.event_id)
+)
 SELECT array_agg(event_id::text ORDER BY aggregate_sequence) AS event_ids
-FROM outbox_events
-WHERE aggregate_id IN (SELECT DISTINCT aggregate_id FROM outbox_events ORDER BY 1 LIMIT @lanes)
-  AND skipped_at IS NULL
+FROM events
+WHERE aggregate_id IN (SELECT DISTINCT aggregate_id FROM events ORDER BY 1 LIMIT @lanes)
 GROUP BY aggregate_type, aggregate_id;
 
 -- name: FeedFacts :many
@@ -217,3 +227,15 @@ SELECT (SELECT count(*) FROM processed_events WHERE consumer_name = 'stripe.webh
 -- Where the events were written: outbox_events (the poll and cdc sources)
 -- or the append-only log (the log source).
 SELECT (SELECT count(*) FROM outbox_events) AS outbox_events, (SELECT count(*) FROM outbox_log) AS outbox_log;
+
+-- name: LogBacklogFacts :one
+-- The log source's backlog test: the log's events, outbox_events' (none
+-- expected), the orders under a hold, and the row versions updated or
+-- deleted in the log's partitions since the database was made (the
+-- statistics the server keeps per table).
+SELECT (SELECT count(*) FROM outbox_log)       AS log_events,
+       (SELECT count(*) FROM outbox_events)    AS outbox_events,
+       (SELECT count(*) FROM outbox_log_holds) AS holds,
+       (SELECT coalesce(sum(n_tup_upd + n_tup_del), 0)::bigint
+        FROM pg_stat_user_tables
+        WHERE relid IN (SELECT inhrelid FROM pg_inherits WHERE inhparent = 'outbox_log'::regclass)) AS log_updates;

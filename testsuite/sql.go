@@ -28,6 +28,7 @@ var (
 	qOrderStatus         = namedsql.Bind[orderIDArgs, string](queries, "OrderStatus")
 	qCounts              = namedsql.Bind[namedsql.NoArgs, countsRow](queries, "Counts")
 	qSourceCounts        = namedsql.Bind[namedsql.NoArgs, sourceCounts](queries, "SourceCounts")
+	qLogBacklogFacts     = namedsql.Bind[namedsql.NoArgs, logBacklogFacts](queries, "LogBacklogFacts")
 	qEventTimes          = namedsql.Bind[namedsql.NoArgs, eventTime](queries, "EventTimes")
 	qTerminateBackends   = namedsql.Bind[namedsql.NoArgs, int64](queries, "TerminateBackends")
 	qPublishedOutOfOrder = namedsql.Bind[namedsql.NoArgs, int64](queries, "PublishedOutOfOrder")
@@ -59,7 +60,7 @@ var (
 // database check them.
 var statements = []namedsql.Info{
 	qOrderFacts.Info(), qOrphanEvents.Info(), qEventIDs.Info(), qSkippedEvents.Info(), qProgress.Info(),
-	qOrderStatus.Info(), qCounts.Info(), qSourceCounts.Info(), qEventTimes.Info(), qTerminateBackends.Info(),
+	qOrderStatus.Info(), qCounts.Info(), qSourceCounts.Info(), qLogBacklogFacts.Info(), qEventTimes.Info(), qTerminateBackends.Info(),
 	qPublishedOutOfOrder.Info(), qSampleLanes.Info(),
 	qReplayFlagged.Info(), qReplayProgress.Info(), qLateCancelCandidate.Info(), qUnsettledPoison.Info(),
 	qStillFlagged.Info(), qOracleEvents.Info(), qErasures.Info(), qUnfinished.Info(),
@@ -120,6 +121,13 @@ type countsRow struct {
 type sourceCounts struct {
 	OutboxEvents int64 `db:"outbox_events"`
 	OutboxLog    int64 `db:"outbox_log"`
+}
+
+type logBacklogFacts struct {
+	LogEvents    int64 `db:"log_events"`
+	OutboxEvents int64 `db:"outbox_events"`
+	Holds        int64 `db:"holds"`
+	LogUpdates   int64 `db:"log_updates"`
 }
 
 type eventTime struct {
