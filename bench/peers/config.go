@@ -14,8 +14,8 @@ import (
 	"github.com/outflow/outflow/internal/dev/devserver"
 )
 
-// config sizes the run. The defaults take about nine minutes on two cores;
-// -events 2000 -rounds 1 -duration 3s -temporal=false is a run of about a
+// config sizes the run. The defaults take about eleven minutes on two cores;
+// -events 2000 -orders 200 -rounds 1 -duration 3s -temporal=false is a run of about a
 // minute.
 type config struct {
 	// events and orders size each drain's backlog: events over orders,
