@@ -59,23 +59,34 @@ func enqueueOutflow(ctx context.Context, tx pgx.Tx, q *outbox.Enqueuer, order *p
 }
 
 func (outflowPoll) Start(ctx context.Context, pool *pgxpool.Pool, sink Sink, _ Profile) (func(context.Context) error, error) {
-	pub := outbox.PublisherFunc(func(ctx context.Context, e outbox.Event) error {
-		return sink.Deliver(ctx, Event{ID: e.ID, OrderID: e.AggregateID, Seq: e.Sequence, Payload: e.Payload})
-	})
-	relay, err := outbox.NewRelay(pool, pub, outbox.RelayConfig{Logger: quietLogger})
+	relay, err := outbox.NewRelay(pool, sinkPublisher(sink), outbox.RelayConfig{Logger: quietLogger})
 	if err != nil {
 		return nil, err
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- relay.Run(rctx) }()
+	stop := runInBackground(ctx, relay.Run)
 	return func(context.Context) error {
-		cancel()
-		if err := <-done; err != nil && rctx.Err() == nil {
-			return err
-		}
+		stop() // Run's error once stopped is not the run's: it was cancelled
 		return nil
 	}, nil
+}
+
+// sinkPublisher is an outflow publisher that delivers each event to sink.
+func sinkPublisher(sink Sink) outbox.Publisher {
+	return outbox.PublisherFunc(func(ctx context.Context, e outbox.Event) error {
+		return sink.Deliver(ctx, Event{ID: e.ID, OrderID: e.AggregateID, Seq: e.Sequence, Payload: e.Payload})
+	})
+}
+
+// runInBackground runs run until the returned stop cancels it; stop waits
+// for run to return and returns its error.
+func runInBackground(ctx context.Context, run func(context.Context) error) (stop func() error) {
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- run(rctx) }()
+	return func() error {
+		cancel()
+		return <-done
+	}
 }
 
 // Settings: outflow's defaults are its throughput settings, so both profiles

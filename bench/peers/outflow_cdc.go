@@ -34,22 +34,14 @@ func slotName(pool *pgxpool.Pool) string {
 }
 
 func (outflowCDC) Start(ctx context.Context, pool *pgxpool.Pool, sink Sink, _ Profile) (func(context.Context) error, error) {
-	pub := outbox.PublisherFunc(func(ctx context.Context, e outbox.Event) error {
-		return sink.Deliver(ctx, Event{ID: e.ID, OrderID: e.AggregateID, Seq: e.Sequence, Payload: e.Payload})
-	})
 	slot := slotName(pool)
-	relay, err := outbox.NewCDCRelay(pool, pub, outbox.CDCConfig{RelayConfig: outbox.RelayConfig{Logger: quietLogger}, Slot: slot})
+	relay, err := outbox.NewCDCRelay(pool, sinkPublisher(sink), outbox.CDCConfig{RelayConfig: outbox.RelayConfig{Logger: quietLogger}, Slot: slot})
 	if err != nil {
 		return nil, err
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- relay.Run(rctx) }()
+	stop := runInBackground(ctx, relay.Run)
 	return func(ctx context.Context) error {
-		cancel()
-		if err := <-done; err != nil && rctx.Err() == nil {
-			return err
-		}
+		stop() // Run's error once stopped is not the run's: it was cancelled
 		return dropSlot(ctx, pool, slot)
 	}, nil
 }

@@ -32,22 +32,14 @@ func (outflowLog) Enqueue(ctx context.Context, tx pgx.Tx, _ Profile, order *pgx.
 }
 
 func (outflowLog) Start(ctx context.Context, pool *pgxpool.Pool, sink Sink, _ Profile) (func(context.Context) error, error) {
-	pub := outbox.PublisherFunc(func(ctx context.Context, e outbox.Event) error {
-		return sink.Deliver(ctx, Event{ID: e.ID, OrderID: e.AggregateID, Seq: e.Sequence, Payload: e.Payload})
-	})
-	relay, err := outbox.NewLogRelay(pool, pub, outbox.LogConfig{RelayConfig: outbox.RelayConfig{Logger: quietLogger}})
+	relay, err := outbox.NewLogRelay(pool, sinkPublisher(sink), outbox.LogConfig{RelayConfig: outbox.RelayConfig{Logger: quietLogger}})
 	if err != nil {
 		return nil, err
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
 	// Run gives the partitions' leases back when it returns, so the next
 	// phase's relay takes them at once.
-	go func() { done <- relay.Run(rctx) }()
-	return func(context.Context) error {
-		cancel()
-		return <-done
-	}, nil
+	stop := runInBackground(ctx, relay.Run)
+	return func(context.Context) error { return stop() }, nil
 }
 
 func (outflowLog) Pending(ctx context.Context, pool *pgxpool.Pool) (int64, error) {
