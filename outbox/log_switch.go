@@ -2,7 +2,9 @@ package outbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/uuid"
@@ -36,14 +38,24 @@ const logSwitchNamed = 20
 // before the switch (outboxctl retry, skip, under the poll source) to keep
 // that order's sequence too.
 //
-// Producers must write to the log (EnqueueConfig.Log) before the switch
-// runs: an event written to outbox_events after the drain ended is read
-// by no relay of this source.
+// Producers should write to the log (EnqueueConfig.Log) before the switch
+// runs. The polling relay keeps running beside the log's reader, as a
+// sweeper: an event written to outbox_events after the drain ended (a
+// producer left on the poll source) is still published, never stranded,
+// and so is a quarantined event there that an operator retries. Such a
+// late event is logged as an error naming its order: its order's events
+// in the two tables are not kept in sequence with each other. Idle, the
+// sweeper costs a claim per PollInterval and its gauges, and keeps
+// outbox_events' alerts (oldest pending event, quarantined) working.
 type LogSwitch struct {
 	pool *pgxpool.Pool
 	poll *Relay
 	log  *LogRelay
 	cfg  LogConfig
+	// switchedAt is when the drain ended (unix nanoseconds; 0 before):
+	// an event that occurred after it was written by a producer left on
+	// the poll source.
+	switchedAt atomic.Int64
 }
 
 // NewLogSwitch returns the log source of a database switching to it: the
@@ -55,11 +67,30 @@ func NewLogSwitch(pool *pgxpool.Pool, pub Publisher, cfg LogConfig) (*LogSwitch,
 	if err != nil {
 		return nil, err
 	}
-	poll, err := NewRelay(pool, pub, log.Config().RelayConfig)
+	s := &LogSwitch{pool: pool, log: log, cfg: log.Config()}
+	poll, err := NewRelay(pool, PublisherFunc(func(ctx context.Context, e Event) error {
+		s.noteLate(e)
+		return pub.Publish(ctx, e)
+	}), log.Config().RelayConfig)
 	if err != nil {
 		return nil, err
 	}
-	return &LogSwitch{pool: pool, poll: poll, log: log, cfg: log.Config()}, nil
+	s.poll = poll
+	return s, nil
+}
+
+// noteLate logs e as an error when it was written to outbox_events after
+// the switch: its producer still writes there.
+func (s *LogSwitch) noteLate(e Event) {
+	at := s.switchedAt.Load()
+	if at == 0 || e.Replay || !e.OccurredAt.After(time.Unix(0, at)) {
+		return
+	}
+	s.cfg.Logger.Error("log source: an event was written to outbox_events after this database switched to the log; "+
+		"publishing it with the poll relay, but its order's events in outbox_events and in the log are not kept in sequence with each other "+
+		"(set OUTFLOW_RELAY_SOURCE=log for the producer that wrote it: EnqueueConfig.Log)",
+		"owner", s.cfg.Owner, "event_id", e.ID, "event_type", e.Type, "aggregate_type", e.AggregateType, "aggregate_id", e.AggregateID,
+		"sequence", e.Sequence, "occurred_at", e.OccurredAt)
 }
 
 // Owner returns the relay's identity (the polling relay's and the log's).
@@ -68,12 +99,43 @@ func (s *LogSwitch) Owner() string { return s.cfg.Owner }
 // Config returns the log relay's configuration with defaults applied.
 func (s *LogSwitch) Config() LogConfig { return s.cfg }
 
-// Run drains outbox_events, then runs the log relay until ctx ends.
+// Run starts the polling relay, waits until it drained outbox_events, then
+// runs the log relay beside it until ctx ends or either fails.
 func (s *LogSwitch) Run(ctx context.Context) error {
-	if err := s.drain(ctx); err != nil || ctx.Err() != nil {
-		return err
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var pollErr error
+	pollStopped := make(chan struct{})
+	go func() {
+		defer close(pollStopped)
+		pollErr = s.poll.Run(ctx)
+	}()
+	pollFailed := func() error {
+		<-pollStopped
+		if pollErr != nil {
+			return fmt.Errorf("outbox: the poll relay of the log source: %w", pollErr)
+		}
+		if ctx.Err() == nil {
+			return errors.New("outbox: the poll relay of the log source stopped")
+		}
+		return nil
 	}
-	return s.log.Run(ctx)
+	if err := s.drain(ctx, pollStopped); err != nil || ctx.Err() != nil {
+		stop()
+		return errors.Join(err, pollFailed())
+	}
+	s.switchedAt.Store(time.Now().UnixNano())
+	logDone := make(chan error, 1)
+	go func() { logDone <- s.log.Run(ctx) }()
+	select {
+	case err := <-logDone:
+		stop()
+		return errors.Join(err, pollFailed())
+	case <-pollStopped:
+		err := pollFailed() // before stop: a poll relay that stopped on its own is an error
+		stop()
+		return errors.Join(err, <-logDone)
+	}
 }
 
 // logSwitchLeft is what outbox_events holds that no relay published.
@@ -84,10 +146,10 @@ type logSwitchLeft struct {
 	Quarantined int64 `db:"quarantined"`
 }
 
-// drain runs the polling relay until outbox_events has no unpublished,
-// unquarantined event, counting every LogSwitchCheckInterval; the polling
-// relay finishes its bookkeeping before drain returns.
-func (s *LogSwitch) drain(ctx context.Context) error {
+// drain waits until the polling relay (running; pollStopped closes when it ends)
+// left outbox_events no unpublished, unquarantined event, counting every
+// LogSwitchCheckInterval.
+func (s *LogSwitch) drain(ctx context.Context, pollStopped <-chan struct{}) error {
 	logger := s.cfg.Logger
 	left, err := s.left(ctx)
 	if err != nil {
@@ -96,12 +158,18 @@ func (s *LogSwitch) drain(ctx context.Context) error {
 	if left.Unpublished > 0 {
 		logger.Info("log source: draining outbox_events with the poll relay before reading the log",
 			"owner", s.cfg.Owner, "unpublished", left.Unpublished, "quarantined", left.Quarantined)
-		pctx, stop := context.WithCancel(ctx)
-		done := make(chan error, 1)
-		go func() { done <- s.poll.Run(pctx) }()
 		start, lastLog := time.Now(), time.Now()
 		for left.Unpublished > 0 && ctx.Err() == nil {
-			if !sleep(ctx, LogSwitchCheckInterval) {
+			t := time.NewTimer(LogSwitchCheckInterval)
+			select {
+			case <-ctx.Done():
+			case <-pollStopped:
+				t.Stop()
+				return errors.New("outbox: draining outbox_events before the log: the poll relay stopped")
+			case <-t.C:
+			}
+			t.Stop()
+			if ctx.Err() != nil {
 				break
 			}
 			l, err := s.left(ctx)
@@ -120,10 +188,6 @@ func (s *LogSwitch) drain(ctx context.Context) error {
 			lastLog = time.Now()
 			logger.Info("log source: draining outbox_events", "owner", s.cfg.Owner,
 				"unpublished", left.Unpublished, "quarantined", left.Quarantined, "elapsed", time.Since(start).Round(time.Millisecond))
-		}
-		stop()
-		if err := <-done; err != nil {
-			return fmt.Errorf("outbox: draining outbox_events before the log: %w", err)
 		}
 		if ctx.Err() != nil {
 			return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
@@ -81,12 +82,47 @@ func TestRelaySourceLogNamesQuarantinedEvents(t *testing.T) {
 	p := startStarter(t, url, tq, "OUTFLOW_RELAY_SOURCE=log")
 	p.waitLog(t, "log source: reading the log")
 	requireWorkflowCount(t, tq, 1)
-	p.terminate(t)
 	require.Contains(t, p.output(), "quarantined events are left in outbox_events")
 	require.Contains(t, p.output(), stuck.ID.String())
 	require.NotContains(t, p.output(), "log source: draining outbox_events")
 	_, err := temporal.Client().DescribeWorkflow(context.Background(), logged.ID.String(), "")
 	require.NoError(t, err)
+
+	// The operator retries it under the log source: the poll relay beside
+	// the log's reader publishes it, without a restart.
+	_, err = outboxops.Retry(context.Background(), pool, stuck.ID)
+	require.NoError(t, err)
+	waitPublished(t, pool, []outbox.Event{stuck}, 30*time.Second)
+	requireWorkflowCount(t, tq, 2)
+	p.terminate(t)
+	require.NotContains(t, p.output(), "written to outbox_events after this database switched", "a retried event is no producer's mistake")
+}
+
+// TestRelaySourceLogSweepsLateOutboxEvents: an event written to
+// outbox_events after the switch (a producer left on the poll source) is
+// not stranded: the poll relay beside the log's reader publishes it and the
+// starter names it in an error line.
+func TestRelaySourceLogSweepsLateOutboxEvents(t *testing.T) {
+	t.Parallel()
+	pool, url := testdb.New(t)
+	tq := "src-loglate-" + uuid.NewString()[:8]
+	p := startStarter(t, url, tq, "OUTFLOW_RELAY_SOURCE=log")
+	p.waitLog(t, "log source: reading the log")
+	logged := testdb.EnqueueWith(t, pool, outbox.NewEnqueuer(outbox.EnqueueConfig{Log: true}), orderCreated(t, uuid.NewString()))[0]
+	late := testdb.Enqueue(t, pool, orderCreated(t, uuid.NewString()))[0]
+	waitPublished(t, pool, []outbox.Event{late}, 30*time.Second)
+	requireWorkflowCount(t, tq, 2)
+	p.terminate(t)
+	var lines []string
+	for _, l := range strings.Split(p.output(), "\n") {
+		if strings.Contains(l, "written to outbox_events after this database switched to the log") {
+			lines = append(lines, l)
+		}
+	}
+	require.Len(t, lines, 1, "one late event, named once")
+	require.Contains(t, lines[0], late.ID.String())
+	_, err := temporal.Client().DescribeWorkflow(context.Background(), logged.ID.String(), "")
+	require.NoError(t, err, "the log's own event is started by the log's reader")
 }
 
 // TestRelaySourceCDCNeedsLogicalWAL: on a server with wal_level=replica (the
