@@ -26,6 +26,14 @@ func TestParseFlags(t *testing.T) {
 	require.False(t, cfg.runs("handoff"))
 	require.False(t, cfg.needsTemporal(), "no Temporal needed for database-only phases")
 
+	require.Equal(t, 4, fullConfig().handoffRounds)
+	cfg, err = parseFlags([]string{"-handoff-rounds", "12"}, io.Discard, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, 12, cfg.handoffRounds)
+	require.Equal(t, 2000, cfg.handoffEvents, "only the rounds change")
+	_, err = parseFlags([]string{"-handoff-rounds", "-1"}, io.Discard, io.Discard)
+	require.ErrorContains(t, err, "want at least 1")
+
 	_, err = parseFlags([]string{"-only", "nope"}, io.Discard, io.Discard)
 	require.ErrorContains(t, err, `unknown phase "nope"`)
 	_, err = parseFlags([]string{"extra"}, io.Discard, io.Discard)

@@ -57,6 +57,7 @@ func (b *bench) measureHandoff(ctx context.Context) error {
 	var bareN, relayN int
 	var bareCPU, relayCPU cpuSample
 	var perRound []string
+	var ratios []float64
 	for round := range b.cfg.handoffRounds {
 		var roundBare, roundRelay float64
 		relayFirst := round%2 == 1
@@ -99,7 +100,8 @@ func (b *bench) measureHandoff(ctx context.Context) error {
 			roundRelay = perSecond(n, res.elapsed)
 			b.progress("  %.0f events/s", roundRelay)
 		}
-		perRound = append(perRound, fmt.Sprintf("%.2f", benchstat.Ratio(roundRelay, roundBare)))
+		ratios = append(ratios, benchstat.Ratio(roundRelay, roundBare))
+		perRound = append(perRound, fmt.Sprintf("%.2f", ratios[len(ratios)-1]))
 	}
 	bare, relay := perSecond(bareN, bareTime), perSecond(relayN, relayTime)
 	b.rep.add(metric{name: "bare_start_per_s", value: bare})
@@ -109,13 +111,24 @@ func (b *bench) measureHandoff(ctx context.Context) error {
 		"client.ExecuteWorkflow (the request temporalpub sends) from %d goroutines, the relay's MaxInFlight; relay = "+
 		"outbox relay with default Config and the temporalpub publisher, from Run until every event is marked "+
 		"published; before either side's clock starts, the scratch database is vacuumed and checkpointed (%s), so the "+
-		"seed's writes are not flushed in the relay's time; task queue without a worker; rates are total events / total time per side. Ratio per round: %s.",
-		n, b.cfg.handoffRounds, inFlight, b.settledBy(), strings.Join(perRound, ", "))
+		"seed's writes are not flushed in the relay's time; task queue without a worker; rates are total events / total time per side. Ratio per round: %s (%s).",
+		n, b.cfg.handoffRounds, inFlight, b.settledBy(), strings.Join(perRound, ", "), spread(ratios))
 	b.rep.add(metric{name: "bare_cpu_ms_per_start", value: bareCPU.msPerEvent(bareN), decimals: 2})
 	b.rep.add(metric{name: "relay_cpu_ms_per_event", value: relayCPU.msPerEvent(relayN), decimals: 2})
 	b.rep.note("handoff CPU (the whole machine's busy time per event over each side's timed phases, by process): bare %s; relay %s.",
 		bareCPU.perEvent(bareN), relayCPU.perEvent(relayN))
 	return nil
+}
+
+// spread says how far the rounds' ratios scatter: their mean and its
+// standard error, the sample's standard deviation over the square root of
+// the rounds (-handoff-rounds narrows it).
+func spread(ratios []float64) string {
+	if len(ratios) < 2 {
+		return "one round: no spread; -handoff-rounds 8 or more gives one"
+	}
+	mean, sem := benchstat.MeanSEM(ratios)
+	return fmt.Sprintf("mean %.3f, standard error %.3f over %d rounds", mean, sem, len(ratios))
 }
 
 // settle runs the seed's aftermath before a timed phase: VACUUM (ANALYZE)

@@ -37,3 +37,24 @@ func Ratio(a, b float64) float64 {
 
 // Ms expresses d in milliseconds.
 func Ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// MeanSEM returns the mean of xs and its standard error (the sample
+// standard deviation over the square root of len(xs)); the error is 0 for
+// fewer than two values.
+func MeanSEM(xs []float64) (mean, sem float64) {
+	if len(xs) == 0 {
+		return 0, 0
+	}
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	if len(xs) < 2 {
+		return mean, 0
+	}
+	var ss float64
+	for _, x := range xs {
+		ss += (x - mean) * (x - mean)
+	}
+	return mean, math.Sqrt(ss/float64(len(xs)-1)) / math.Sqrt(float64(len(xs)))
+}

@@ -52,3 +52,17 @@ func TestRatioAndMs(t *testing.T) {
 	require.True(t, math.IsNaN(benchstat.Ratio(1, 0)), "no baseline is no ratio")
 	require.InDelta(t, 1.5, benchstat.Ms(1500*time.Microsecond), 1e-12)
 }
+
+func TestMeanSEM(t *testing.T) {
+	t.Parallel()
+	mean, sem := benchstat.MeanSEM([]float64{0.9, 1.0, 1.1, 1.0})
+	require.InDelta(t, 1.0, mean, 1e-12)
+	// sample sd = sqrt(0.02/3); over sqrt(4)
+	require.InDelta(t, math.Sqrt(0.02/3)/2, sem, 1e-12)
+	mean, sem = benchstat.MeanSEM([]float64{0.97})
+	require.InDelta(t, 0.97, mean, 1e-12)
+	require.Zero(t, sem, "one value has no spread")
+	mean, sem = benchstat.MeanSEM(nil)
+	require.Zero(t, mean)
+	require.Zero(t, sem)
+}
