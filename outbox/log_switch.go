@@ -102,39 +102,66 @@ func (s *LogSwitch) Config() LogConfig { return s.cfg }
 // Run starts the polling relay, waits until it drained outbox_events, then
 // runs the log relay beside it until ctx ends or either fails.
 func (s *LogSwitch) Run(ctx context.Context) error {
+	return runSwitched(ctx, switchRun{
+		sweeper: "the poll relay of the log source", runSweeper: s.poll.Run,
+		drain:   s.drain,
+		main:    "the log relay", runMain: s.log.Run,
+		switched: func() { s.switchedAt.Store(time.Now().UnixNano()) },
+	})
+}
+
+// switchRun is a source switch ([LogSwitch], [LogLeave]): the old source's
+// relay (the sweeper) runs throughout, drain waits until it has published
+// what the old source holds (it watches sweeperStopped), then the new
+// source's relay (main) runs beside it.
+type switchRun struct {
+	sweeper    string
+	runSweeper func(context.Context) error
+	drain      func(ctx context.Context, sweeperStopped <-chan struct{}) error
+	main       string
+	runMain    func(context.Context) error
+	switched   func()
+}
+
+// runSwitched runs sw until ctx ends or either relay stops: a relay that
+// stops on its own, before ctx ends, is an error too.
+func runSwitched(ctx context.Context, sw switchRun) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	var pollErr error
-	pollStopped := make(chan struct{})
+	var sweepErr error
+	sweepStopped := make(chan struct{})
 	go func() {
-		defer close(pollStopped)
-		pollErr = s.poll.Run(ctx)
+		defer close(sweepStopped)
+		sweepErr = sw.runSweeper(ctx)
 	}()
-	pollFailed := func() error {
-		<-pollStopped
-		if pollErr != nil {
-			return fmt.Errorf("outbox: the poll relay of the log source: %w", pollErr)
+	sweeperFailed := func() error {
+		<-sweepStopped
+		if sweepErr != nil {
+			return fmt.Errorf("outbox: %s: %w", sw.sweeper, sweepErr)
 		}
 		if ctx.Err() == nil {
-			return errors.New("outbox: the poll relay of the log source stopped")
+			return fmt.Errorf("outbox: %s stopped", sw.sweeper)
 		}
 		return nil
 	}
-	if err := s.drain(ctx, pollStopped); err != nil || ctx.Err() != nil {
+	if err := sw.drain(ctx, sweepStopped); err != nil || ctx.Err() != nil {
 		stop()
-		return errors.Join(err, pollFailed())
+		return errors.Join(err, sweeperFailed())
 	}
-	s.switchedAt.Store(time.Now().UnixNano())
-	logDone := make(chan error, 1)
-	go func() { logDone <- s.log.Run(ctx) }()
+	sw.switched()
+	mainDone := make(chan error, 1)
+	go func() { mainDone <- sw.runMain(ctx) }()
 	select {
-	case err := <-logDone:
+	case err := <-mainDone:
+		if err == nil && ctx.Err() == nil {
+			err = fmt.Errorf("outbox: %s stopped", sw.main)
+		}
 		stop()
-		return errors.Join(err, pollFailed())
-	case <-pollStopped:
-		err := pollFailed() // before stop: a poll relay that stopped on its own is an error
+		return errors.Join(err, sweeperFailed())
+	case <-sweepStopped:
+		err := sweeperFailed() // before stop: a sweeper that stopped on its own is an error
 		stop()
-		return errors.Join(err, <-logDone)
+		return errors.Join(err, <-mainDone)
 	}
 }
 
@@ -226,7 +253,7 @@ var (
 
 // logSwitchStatements are the switch's statements, for the test that has
 // the database check them.
-var logSwitchStatements = []namedsql.Info{qLogSwitchLeft.Info(), qLogSwitchQuarantined.Info()}
+var logSwitchStatements = []namedsql.Info{qLogSwitchLeft.Info(), qLogSwitchQuarantined.Info(), qLogLeaveLeft.Info()}
 
 type logSwitchQuarantinedArgs struct {
 	MaxRows int `db:"max_rows"`

@@ -238,6 +238,8 @@ func run(logger *slog.Logger, env *service.Env) error {
 		eff = r.Config().RelayConfig
 	case *outbox.LogSwitch:
 		eff = r.Config().RelayConfig
+	case *outbox.LogLeave:
+		eff = r.Config().RelayConfig
 	}
 	logger.Info("relay started", append([]any{
 		"owner", relay.Owner(),

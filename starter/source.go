@@ -28,12 +28,9 @@ const CDCSlotEnv = "OUTFLOW_CDC_SLOT"
 // CDCGraceEnv is the CDC source's grace period (outbox.CDCConfig.Grace).
 const CDCGraceEnv = "OUTFLOW_CDC_GRACE"
 
-// relay is what the starter runs: an outbox.Relay, an outbox.CDCRelay or
-// an outbox.LogSwitch.
-type relay interface {
-	Run(ctx context.Context) error
-	Owner() string
-}
+// relay is what the starter runs: an outbox.LogSwitch, or an outbox.Relay
+// or outbox.CDCRelay behind an outbox.LogLeave.
+type relay = outbox.Runner
 
 // sourceFromEnv reads OUTFLOW_RELAY_SOURCE.
 func sourceFromEnv(env *service.Env) string {
@@ -52,14 +49,34 @@ func sourceFromEnv(env *service.Env) string {
 // outbox_events holds no unpublished, unquarantined event, then the log's
 // reader, with the same publisher, breaker, metrics and failpoints
 // (log.after_read, log.before_advance).
+//
+// For poll and cdc the relay is behind an outbox.LogLeave: on a database
+// whose producers wrote to the log before (switched back from the log),
+// what the log still holds is published first, and a log relay keeps
+// sweeping it; on any other database it costs one query at start.
 func newRelay(ctx context.Context, env *service.Env, source string, pool *pgxpool.Pool, pub outbox.Publisher, cfg outbox.RelayConfig) (relay, error) {
+	var main relay
 	switch source {
 	case "log":
 		return outbox.NewLogSwitch(pool, pub, outbox.LogConfig{RelayConfig: cfg})
 	case "cdc":
+		r, err := newCDCRelay(ctx, env, pool, pub, cfg)
+		if err != nil {
+			return nil, err
+		}
+		main = r
 	default:
-		return outbox.NewRelay(pool, pub, cfg)
+		r, err := outbox.NewRelay(pool, pub, cfg)
+		if err != nil {
+			return nil, err
+		}
+		main = r
 	}
+	return outbox.NewLogLeave(pool, pub, outbox.LogConfig{RelayConfig: cfg}, main)
+}
+
+// newCDCRelay builds the cdc source's relay, checking the server first.
+func newCDCRelay(ctx context.Context, env *service.Env, pool *pgxpool.Pool, pub outbox.Publisher, cfg outbox.RelayConfig) (*outbox.CDCRelay, error) {
 	ccfg := outbox.CDCConfig{
 		RelayConfig: cfg,
 		Slot:        env.String(CDCSlotEnv, ""),

@@ -125,6 +125,65 @@ func TestRelaySourceLogSweepsLateOutboxEvents(t *testing.T) {
 	require.NoError(t, err, "the log's own event is started by the log's reader")
 }
 
+// TestRelaySourcePollDrainsTheLogFirst: a database switching back from the
+// log holds an order whose first event is in the log, unpublished, and
+// whose second is in outbox_events. The poll starter publishes the log
+// with a log relay first and reads outbox_events only once the log is
+// drained, so the order's workflows start in sequence; the log relay stays
+// beside it and publishes an event written to the log later, naming it in
+// an error line. A database whose log was never written runs no log relay.
+func TestRelaySourcePollDrainsTheLogFirst(t *testing.T) {
+	t.Parallel()
+	pool, url := testdb.New(t)
+	tq := "src-leave-" + uuid.NewString()[:8]
+	logged := outbox.NewEnqueuer(outbox.EnqueueConfig{Log: true})
+	orderID := uuid.NewString()
+	first := testdb.EnqueueWith(t, pool, logged, orderCreated(t, orderID))[0]
+	cancelled, err := outbox.NewEvent(orders.AggregateType, orderID, orders.EventOrderCancelled, orders.OrderCancelledVersion,
+		orders.OrderCancelled{OrderID: orderID, CreatedEventID: first.ID.String()})
+	require.NoError(t, err)
+	second := testdb.Enqueue(t, pool, cancelled)[0]
+	require.Equal(t, first.Sequence+1, second.Sequence, "one order's sequence across both tables")
+
+	p := startStarter(t, url, tq, "OUTFLOW_RELAY_IN_FLIGHT=4")
+	p.waitLog(t, "log source left: draining the log with the log relay before reading outbox_events")
+	p.waitLog(t, "log source left: reading outbox_events, the log relay beside it")
+	waitPublished(t, pool, []outbox.Event{second}, 30*time.Second)
+	requireWorkflowCount(t, tq, 2)
+	ctx := context.Background()
+	a, err := temporal.Client().DescribeWorkflow(ctx, first.ID.String(), "")
+	require.NoError(t, err)
+	b, err := temporal.Client().DescribeWorkflow(ctx, second.ID.String(), "")
+	require.NoError(t, err)
+	require.True(t, a.RawResponse.WorkflowExecutionInfo.StartTime.AsTime().Before(b.RawResponse.WorkflowExecutionInfo.StartTime.AsTime()),
+		"the order's event in the log starts before its later one in outbox_events")
+
+	late := testdb.EnqueueWith(t, pool, logged, orderCreated(t, uuid.NewString()))[0]
+	requireWorkflowCount(t, tq, 3)
+	p.terminate(t)
+	out := p.output()
+	require.Less(t, strings.Index(out, "log source left: the log drained"), strings.Index(out, "log source left: reading outbox_events"))
+	require.Contains(t, out, "outbox log relay: took partitions")
+	var lines []string
+	for _, l := range strings.Split(out, "\n") {
+		if strings.Contains(l, "written to the log after this database switched back") {
+			lines = append(lines, l)
+		}
+	}
+	require.Len(t, lines, 1, "one late event, named once")
+	require.Contains(t, lines[0], late.ID.String())
+
+	// A database that never used the log: no log relay, no drain.
+	pool2, url2 := testdb.New(t)
+	tq2 := "src-nolog-" + uuid.NewString()[:8]
+	plain := testdb.Enqueue(t, pool2, orderCreated(t, uuid.NewString()))[0]
+	p2 := startStarter(t, url2, tq2)
+	waitPublished(t, pool2, []outbox.Event{plain}, 30*time.Second)
+	p2.terminate(t)
+	require.NotContains(t, p2.output(), "log source left")
+	require.NotContains(t, p2.output(), "outbox log relay")
+}
+
 // TestRelaySourceCDCNeedsLogicalWAL: on a server with wal_level=replica (the
 // shared test server) the cdc source refuses to start and says what to set.
 func TestRelaySourceCDCNeedsLogicalWAL(t *testing.T) {

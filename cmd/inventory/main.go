@@ -283,12 +283,17 @@ func serve(cfg config, logger *slog.Logger) error {
 		return err
 	}
 	rcfg := outbox.RelayConfig{Registerer: reg, Logger: logger, Failpoints: cfg.failpoints}
-	var relay interface{ Run(context.Context) error }
+	var relay outbox.Runner
 	if cfg.log {
 		// What outbox_events still holds is published first, then the log.
 		relay, err = outbox.NewLogSwitch(db, pub, outbox.LogConfig{RelayConfig: rcfg})
 	} else {
-		relay, err = outbox.NewRelay(db, pub, rcfg)
+		// What the log still holds (a database switched back from it) is
+		// published first, then outbox_events.
+		var poll *outbox.Relay
+		if poll, err = outbox.NewRelay(db, pub, rcfg); err == nil {
+			relay, err = outbox.NewLogLeave(db, pub, outbox.LogConfig{RelayConfig: rcfg}, poll)
+		}
 	}
 	if err != nil {
 		return err

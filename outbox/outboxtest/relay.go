@@ -41,11 +41,8 @@ func RunRelay(t testing.TB, pool *pgxpool.Pool, rec *Recorder, cfg outbox.RelayC
 	return Run(t, r)
 }
 
-// Runner is what [Run] runs: an [outbox.Relay] or an [outbox.CDCRelay].
-type Runner interface {
-	Run(ctx context.Context) error
-	Owner() string
-}
+// Runner is what [Run] runs: a relay of any source.
+type Runner = outbox.Runner
 
 // Run runs r until the returned stop is called or the test ends, whichever
 // comes first; stop waits for r to finish its shutdown and fails t if Run
