@@ -104,8 +104,8 @@ func (s *LogSwitch) Config() LogConfig { return s.cfg }
 func (s *LogSwitch) Run(ctx context.Context) error {
 	return runSwitched(ctx, switchRun{
 		sweeper: "the poll relay of the log source", runSweeper: s.poll.Run,
-		drain:   s.drain,
-		main:    "the log relay", runMain: s.log.Run,
+		drain: s.drain,
+		main:  "the log relay", runMain: s.log.Run,
 		switched: func() { s.switchedAt.Store(time.Now().UnixNano()) },
 	})
 }
