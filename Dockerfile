@@ -7,7 +7,7 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
-RUN CGO_ENABLED=0 go build -trimpath -o /out/ ./worker ./starter ./cmd/orderapi ./cmd/providersim ./cmd/outboxctl ./cmd/codecserver ./cmd/healthcheck
+RUN CGO_ENABLED=0 go build -trimpath -o /out/ ./worker ./starter ./cmd/orderapi ./cmd/providersim ./cmd/outboxctl ./cmd/codecserver ./cmd/inventory ./cmd/healthcheck
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/ /usr/local/bin/

@@ -11,6 +11,7 @@ package deploy
 import (
 	"context"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,15 +35,15 @@ import (
 const composeFile = "../docker-compose.yml"
 
 // demoPorts are the host ports `make demo` takes when they are free
-// (cmd/demo: the order API 8080, the codec server 8081, the Temporal dev
-// server 7233 and its UI 8233, the throwaway PostgreSQL 55432) and the local
-// PostgreSQL it uses (5432): compose publishes none of them, so both run at
-// once.
-var demoPorts = []uint32{8080, 8081, 7233, 8233, 55432, 5432}
+// (cmd/demo: the order API 8080, the codec server 8081, the inventory 8090,
+// the Temporal dev server 7233 and its UI 8233, the throwaway PostgreSQL
+// 55432) and the local PostgreSQL it uses (5432): compose publishes none of
+// them, so both run at once.
+var demoPorts = []uint32{8080, 8081, 8090, 7233, 8233, 55432, 5432}
 
 // oneShots are the jobs that run to completion; everything else runs until
 // stopped.
-var oneShots = []string{"temporal-schema", "temporal-setup", "migrate"}
+var oneShots = []string{"temporal-schema", "temporal-setup", "migrate", "inventory-db"}
 
 // loadCompose loads docker-compose.yml as `docker compose` does, with env
 // as the whole environment (no variable of the machine's leaks in).
@@ -102,6 +103,7 @@ func TestComposeLoadsWithTheWrittenSecrets(t *testing.T) {
 	require.Equal(t, env["ORDERAPI_TOKEN"], *p.Services["orderapi"].Environment["ORDERAPI_TOKEN"])
 	require.Equal(t, "poll", *p.Services["starter"].Environment["OUTFLOW_RELAY_SOURCE"], "the documented default")
 	require.Equal(t, "poll", *p.Services["orderapi"].Environment["OUTFLOW_RELAY_SOURCE"], "the producer writes where the starter reads")
+	require.Equal(t, "poll", *p.Services["inventory"].Environment["OUTFLOW_RELAY_SOURCE"], "the inventory relay's documented default")
 }
 
 // TestComposeVariablesAreDocumented: every variable docker-compose.yml
@@ -210,7 +212,7 @@ func TestComposeShape(t *testing.T) {
 	// outflow's services (the Dockerfile's distroless image) probe their own
 	// /healthz with cmd/healthcheck, on the port they listen on.
 	listenEnv := map[string]string{"worker": "METRICS_ADDR", "starter": "METRICS_ADDR", "orderapi": "ORDERAPI_ADDR",
-		"codecserver": "CODECSERVER_ADDR", "providersim": "PROVIDERSIM_ADDR"}
+		"codecserver": "CODECSERVER_ADDR", "providersim": "PROVIDERSIM_ADDR", "inventory": "INVENTORY_ADDR"}
 	for name, s := range p.Services {
 		if s.Build == nil || slices.Contains(oneShots, name) {
 			continue
@@ -231,6 +233,49 @@ func TestComposeShape(t *testing.T) {
 	dockerfile, err := os.ReadFile("../Dockerfile")
 	require.NoError(t, err)
 	require.Contains(t, string(dockerfile), "./cmd/healthcheck", "the image carries the healthcheck binary")
+	// Every command a service of the image runs is a binary the Dockerfile
+	// builds (go build -o /out/ names each after its directory).
+	built := map[string]bool{}
+	for _, m := range regexp.MustCompile(`\./((?:cmd/)?[a-z]+)\b`).FindAllStringSubmatch(string(dockerfile), -1) {
+		built[filepath.Base(m[1])] = true
+	}
+	for name, s := range p.Services {
+		if s.Build != nil {
+			require.NotEmpty(t, s.Command, name)
+			require.True(t, built[s.Command[0]], "%s runs %s, which the Dockerfile does not build", name, s.Command[0])
+		}
+	}
+
+	// The inventory (docs/inventory.md): the saga's second service, on a
+	// database of its own that its one-shot job creates, reached by the
+	// worker, which then reserves stock in every order's saga.
+	inv := p.Services["inventory"]
+	require.NotNil(t, inv.Build, "the inventory runs from outflow's image")
+	require.Equal(t, types.ShellCommand{"inventory"}, inv.Command)
+	_, port, err := net.SplitHostPort(*inv.Environment["INVENTORY_ADDR"])
+	require.NoError(t, err)
+	worker := p.Services["worker"]
+	require.NotNil(t, worker.Environment["INVENTORY_URL"], "the worker reserves stock only with INVENTORY_URL set")
+	require.Equal(t, "http://inventory:"+port, *worker.Environment["INVENTORY_URL"])
+	require.Contains(t, worker.DependsOn, "inventory")
+	invDB, err := url.Parse(*inv.Environment["INVENTORY_DATABASE_URL"])
+	require.NoError(t, err)
+	orderDB, err := url.Parse(*worker.Environment["DATABASE_URL"])
+	require.NoError(t, err)
+	require.Equal(t, orderDB.Host, invDB.Host, "the inventory's database is on the stack's server")
+	require.NotEqual(t, orderDB.Path, invDB.Path, "the inventory has a database of its own")
+	require.NotContains(t, inv.Environment, "DATABASE_URL", "the inventory reads INVENTORY_DATABASE_URL only")
+	job := p.Services["inventory-db"]
+	require.Equal(t, strings.TrimPrefix(invDB.Path, "/"), *job.Environment["INVENTORY_DB"], "the job creates the database the inventory uses")
+	require.Equal(t, invDB.Hostname(), *job.Environment["PGHOST"])
+	require.Equal(t, invDB.User.Username(), *job.Environment["PGUSER"])
+	require.Contains(t, inv.DependsOn, "inventory-db")
+	require.Contains(t, inv.DependsOn, "temporal-setup")
+	require.Equal(t, *p.Services["temporal-setup"].Environment["NAMESPACE"], *inv.Environment["TEMPORAL_NAMESPACE"], "the sagas' namespace")
+	require.Equal(t, *worker.Environment["OUTFLOW_TASK_QUEUE"], *inv.Environment["INVENTORY_SAGA_TASK_QUEUE"], "the sagas' task queue")
+	require.Equal(t, "InventoryLateEventWorkflow", *inv.Environment["INVENTORY_CLOSED_WORKFLOW"], "a closed saga's event goes to the worker's workflow, not to quarantine")
+	require.Equal(t, "healthcheck", inv.HealthCheck.Test[1])
+	require.Equal(t, "http://127.0.0.1:"+port+"/healthz", inv.HealthCheck.Test[2], "the inventory serves GET /healthz on INVENTORY_ADDR")
 
 	// Published ports: none of `make demo`'s; all on loopback but the order
 	// API's (which requires its token).
@@ -259,14 +304,19 @@ func TestComposeShape(t *testing.T) {
 			require.NoError(t, err, "%s mounts %s", name, v.Source)
 		}
 	}
-	// The scripts the Temporal jobs run are in the mounted directory.
-	for _, job := range []string{"temporal-schema", "temporal-setup"} {
+	// The scripts the jobs run are in the directory mounted at /outflow.
+	for job, dir := range map[string]string{"temporal-schema": "temporal", "temporal-setup": "temporal", "inventory-db": "postgres"} {
 		cmd := p.Services[job].Command
 		require.Len(t, cmd, 1, job)
 		script := strings.TrimPrefix(cmd[0], "/outflow/")
-		_, err := os.Stat(filepath.Join("temporal", script))
+		mounted := false
+		for _, v := range p.Services[job].Volumes {
+			mounted = mounted || (v.Target == "/outflow" && filepath.Base(v.Source) == dir)
+		}
+		require.True(t, mounted, "%s mounts deploy/%s at /outflow", job, dir)
+		_, err := os.Stat(filepath.Join(dir, script))
 		require.NoError(t, err, "%s runs %s", job, cmd[0])
-		out, err := exec.Command("sh", "-n", filepath.Join("temporal", script)).CombinedOutput()
+		out, err := exec.Command("sh", "-n", filepath.Join(dir, script)).CombinedOutput()
 		require.NoError(t, err, "%s: %s", script, out)
 	}
 
@@ -303,9 +353,10 @@ func TestPrometheusScrapesEveryService(t *testing.T) {
 		}
 	}
 	want := map[string]struct{ env, job string }{
-		"starter":  {"METRICS_ADDR", "outflow-starter"},
-		"worker":   {"METRICS_ADDR", "outflow-worker"},
-		"orderapi": {"ORDERAPI_ADDR", "outflow-orderapi"},
+		"starter":   {"METRICS_ADDR", "outflow-starter"},
+		"worker":    {"METRICS_ADDR", "outflow-worker"},
+		"orderapi":  {"ORDERAPI_ADDR", "outflow-orderapi"},
+		"inventory": {"METRICS_ADDR", "outflow-inventory"},
 	}
 	for svc, w := range want {
 		addr := p.Services[svc].Environment[w.env]
