@@ -177,3 +177,9 @@ func (r *LogRelay) HoldStepForTest(ctx context.Context, partition int) (worked b
 	}
 	return r.holdStep(ctx, p)
 }
+
+// LogEventByIDStatementForTest is the operator's lookup of a log event by
+// id (LogOpEvents) and its arguments, for EXPLAIN.
+func LogEventByIDStatementForTest(id uuid.UUID) (string, []any) {
+	return qLogOpEvents.SQL(), qLogOpEvents.Args(logOpEventsArgs{EventID: &id})
+}

@@ -449,8 +449,7 @@ ORDER BY h.quarantined_at, h.aggregate_type, h.aggregate_id;
 
 -- name: LogOpEvents :many
 -- Log events with their state for the operator: the event @event_id (when
--- not NULL; event_id has no index, so this scans the log: an operator's
--- lookup, after outbox_events' own) or the events of the order
+-- not NULL, through outbox_log_event_idx) or the events of the order
 -- @aggregate_type/@aggregate_id (through outbox_log_lane_idx), in key
 -- order. passed: the partition's cursor is at or after it; held: its
 -- order's hold owns it (key >= the hold's from); head: it is the event the

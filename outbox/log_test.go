@@ -945,3 +945,29 @@ func TestLogHoldWorkerAsksForALease(t *testing.T) {
 	}, "retried through the hold, the hold released")
 	require.Equal(t, seq(2), b.rec.sequencesOf()["l-1"])
 }
+
+// TestLogEventByIDUsesItsIndex: the operator's lookup of a log event by id
+// (outboxctl show) finds it through outbox_log_event_idx, not by scanning
+// the log.
+func TestLogEventByIDUsesItsIndex(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	_, err := b.pool.Exec(ctx, `
+		INSERT INTO outbox_log (pos, gate, partition, event_id, aggregate_type, aggregate_id, aggregate_sequence,
+		                        event_type, schema_version, payload)
+		SELECT nextval('outbox_log_pos'), 1, outbox_log_partition('order', 'x-' || i), gen_random_uuid(), 'order', 'x-' || i, 1, 'E', 1, '{}'
+		FROM generate_series(1, 5000) i`)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `ANALYZE outbox_log`)
+	require.NoError(t, err)
+	ev := enqueueLog(t, b.pool, testdb.Event(t, "x-show", "E1"))[0]
+
+	sql, args := outbox.LogEventByIDStatementForTest(ev.ID)
+	indexes, seqScans := explain(t, b, "log event by id", sql, args)
+	require.Contains(t, indexes, "outbox_log_default_event_id_idx", "the event is found by its index")
+	require.NotContains(t, seqScans, "outbox_log_default")
+	got, err := outbox.LogEventByID(ctx, b.pool, ev.ID)
+	require.NoError(t, err)
+	require.Equal(t, ev.ID, got.ID)
+}
