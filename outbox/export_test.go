@@ -124,7 +124,7 @@ func (b *LogBatchForTest) Tries() int   { return b.v.cursor.Tries }
 
 // TakeForTest is R1: the partitions this relay took.
 func (r *LogRelay) TakeForTest(ctx context.Context) ([]int, error) {
-	ps, err := r.take(ctx)
+	ps, err := r.take(ctx, r.cfg.MaxPartitions)
 	var ids []int
 	for _, p := range ps {
 		ids = append(ids, p.id)

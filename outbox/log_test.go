@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -970,4 +971,79 @@ func TestLogEventByIDUsesItsIndex(t *testing.T) {
 	got, err := outbox.LogEventByID(ctx, b.pool, ev.ID)
 	require.NoError(t, err)
 	require.Equal(t, ev.ID, got.ID)
+}
+
+// TestLogRelaysShareThePartitions: relays share the partitions evenly,
+// while events flow: a second relay started beside one that holds all
+// sixteen gets eight of them; once it stops the first takes all back; with
+// three, 6, 5 and 5. Every event is delivered exactly once (a partition is
+// given back only after its batch advanced), each order in sequence.
+func TestLogRelaysShareThePartitions(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	held := func() []int {
+		rows, err := b.pool.Query(ctx, `
+			SELECT count(*)::int FROM outbox_log_cursors
+			WHERE lease_until >= now() GROUP BY owner ORDER BY 1`)
+		require.NoError(t, err)
+		n, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		require.NoError(t, err)
+		return n
+	}
+	converged := func(want ...int) {
+		t.Helper()
+		eventually(t, 30*time.Second, func() bool { return slices.Equal(held(), want) }, fmt.Sprintf("the partitions held %v", want))
+	}
+
+	// Producers throughout: orders over every partition, one event a
+	// transaction.
+	const orders = 48
+	var committed atomic.Int64
+	producing, stopProducing := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Go(func() {
+			for i := 0; producing.Err() == nil; i++ {
+				e := testdb.Event(t, fmt.Sprintf("s-%d", (i*2+w)%orders), "E")
+				err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+					_, err := logEnqueuer.Enqueue(ctx, tx, e)
+					return err
+				})
+				if !assert.NoError(t, err) {
+					return
+				}
+				committed.Add(1)
+				time.Sleep(2 * time.Millisecond)
+			}
+		})
+	}
+	defer func() { stopProducing(); wg.Wait() }()
+
+	cfg := outbox.LogConfig{ShareDelay: 300 * time.Millisecond, RelayConfig: outbox.RelayConfig{Lease: 2 * time.Second, PublishTimeout: 200 * time.Millisecond}}
+	reg := prometheus.NewRegistry()
+	acfg := cfg
+	acfg.Registerer = reg
+	run(t, b.newLogRelay(t, acfg))
+	converged(16)
+
+	stopB := run(t, b.newLogRelay(t, cfg))
+	converged(8, 8)
+	require.Equal(t, 8.0, promtest.Value(t, reg, "outbox_log_partitions_held"))
+	require.Equal(t, 8.0, promtest.Value(t, reg, "outbox_log_partition_share"))
+
+	stopB()
+	converged(16)
+
+	run(t, b.newLogRelay(t, cfg))
+	run(t, b.newLogRelay(t, cfg))
+	converged(5, 5, 6)
+
+	stopProducing()
+	wg.Wait()
+	eventually(t, 30*time.Second, func() bool { return int64(len(b.rec.ackedIDs())) == committed.Load() }, "every event delivered")
+	for id, got := range b.rec.sequencesOf() {
+		require.Equal(t, seq(len(got)), got, "order %s: delivered once each, in sequence", id)
+	}
+	logUntouched(t, b.pool)
 }
