@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -182,4 +183,19 @@ func (r *LogRelay) HoldStepForTest(ctx context.Context, partition int) (worked b
 // id (LogOpEvents) and its arguments, for EXPLAIN.
 func LogEventByIDStatementForTest(id uuid.UUID) (string, []any) {
 	return qLogOpEvents.SQL(), qLogOpEvents.Args(logOpEventsArgs{EventID: &id})
+}
+
+// LogSharesForTest is logShares for relays with the MaxPartitions caps, in
+// owner order.
+func LogSharesForTest(caps []int) []int {
+	relays := make([]logRelayRow, len(caps))
+	for i, c := range caps {
+		relays[i] = logRelayRow{Owner: fmt.Sprintf("relay-%02d", i), MaxPartitions: c}
+	}
+	shares := logShares(relays)
+	out := make([]int, len(caps))
+	for i, rl := range relays {
+		out[i] = shares[rl.Owner]
+	}
+	return out
 }

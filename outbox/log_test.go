@@ -576,6 +576,29 @@ func TestLogConfigValidates(t *testing.T) {
 	require.ErrorContains(t, err, "MaxPartitions")
 	_, err = outbox.NewLogRelay(pool, b.rec, outbox.LogConfig{RelayConfig: outbox.RelayConfig{BatchSize: -1}})
 	require.ErrorContains(t, err, "BatchSize")
+	_, err = outbox.NewLogRelay(pool, b.rec, outbox.LogConfig{ShareDelay: -time.Second})
+	require.ErrorContains(t, err, "ShareDelay")
+}
+
+// TestLogShares: n relays get 16/n partitions each, the first 16 mod n by
+// owner one more; a relay's MaxPartitions leaves the rest to the others;
+// past 16 relays the last stand by.
+func TestLogShares(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		caps []int
+		want []int
+	}{
+		{caps: []int{16}, want: []int{16}},
+		{caps: []int{16, 16}, want: []int{8, 8}},
+		{caps: []int{16, 16, 16}, want: []int{6, 5, 5}},
+		{caps: []int{2, 16, 16}, want: []int{2, 7, 7}},
+		{caps: []int{16, 3}, want: []int{13, 3}},
+		{caps: []int{4, 4}, want: []int{4, 4}},
+		{caps: slices.Repeat([]int{16}, 17), want: append(slices.Repeat([]int{1}, 16), 0)},
+	} {
+		require.Equal(t, tc.want, outbox.LogSharesForTest(tc.caps), "MaxPartitions %v", tc.caps)
+	}
 }
 
 // TestLogGauges: the horizon's age follows the oldest open transaction
