@@ -256,11 +256,12 @@ func (r *LogRelay) Run(ctx context.Context) error {
 	}
 	bg, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	// Last: the partitions are given back first (the readers end before
+	// wg.Wait returns), so the relays that stay take them at their next
+	// look.
+	defer r.leave(ctx)
 	defer wg.Wait()
 	defer stop()
-	// Last: the partitions are given back first (the readers end before
-	// wg.Wait returns), so the relays that stay take them at once.
-	defer r.leave(ctx)
 	l := listener{config: r.base.listenConfig, stmt: qLogListen, channel: "outbox_log", logger: r.cfg.Logger, owner: r.cfg.Owner}
 	wg.Go(func() { l.run(bg, r.notified) })
 	if r.cfg.Registerer != nil {

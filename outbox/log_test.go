@@ -781,8 +781,9 @@ func TestLogIdleReadsWriteNothing(t *testing.T) {
 }
 
 // TestLogShutdownGivesThePartitionsBack: a relay that stops gracefully
-// gives its leases back, so another relay takes the partitions at once
-// instead of after the lease, and delivers what comes next.
+// gives its leases back and leaves the registry, so another relay takes
+// the partitions at once instead of after the lease, and delivers what
+// comes next.
 func TestLogShutdownGivesThePartitionsBack(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
@@ -797,6 +798,9 @@ func TestLogShutdownGivesThePartitionsBack(t *testing.T) {
 	eventually(t, 30*time.Second, func() bool { return owned() == outbox.LogPartitions }, "every partition taken")
 	stop()
 	require.Zero(t, owned(), "the leases given back")
+	var registered int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM outbox_log_relays`).Scan(&registered))
+	require.Zero(t, registered, "the relay left the registry")
 
 	run(t, b.newLogRelay(t, outbox.LogConfig{RelayConfig: long}))
 	enqueueLog(t, b.pool, testdb.Event(t, "s-1", "E1"))
