@@ -8,7 +8,8 @@
  * Actors, one proctype each: Producer (the enqueue transactions, which take
  * their xid before the order's lane lock, and one unrelated transaction that
  * holds the horizon back), Reader (a relay process: lease, read, publish,
- * the fenced advance), Holds (the owner's hold worker), Clock (lease
+ * the fenced advance, and with RELEASES the partition given back while it
+ * lives, as a relay over its share or shutting down does), Holds (the owner's hold worker), Clock (lease
  * expiry), Operator (retry, skip, replay on holds).
  *
  * Each atomic block is one step: one transaction, or one Publish call with
@@ -41,6 +42,9 @@
 #endif
 #ifndef UNRELATED
 #define UNRELATED 1       /* an unrelated transaction that takes an xid and stays open a while */
+#endif
+#ifndef RELEASES
+#define RELEASES 0        /* graceful releases by a live reader, all readers together */
 #endif
 #define WMAX 2            /* the read window (OUTFLOW_BATCH_SIZE), halved per crash at one position */
 #define MAX_ATTEMPTS 2    /* a hold's attempts before quarantine */
@@ -131,6 +135,7 @@ bool pub[EVENTS];        /* published since committed or since last replayed */
 bool firstpub[EVENTS];   /* ever published */
 bool skipped[EVENTS];    /* skipped by an operator */
 byte ops;
+byte rels;               /* releases so far (RELEASES) */
 #ifdef LIVENESS
 byte faults;
 #endif
@@ -397,6 +402,22 @@ end_read:
 		fi
 	   }
 	:: atomic { !OWNS -> RESET; goto idle }
+#if RELEASES > 0
+	:: atomic { rels < RELEASES && OWNS ->
+		/* G1 the release (LogRelease), between batches: the batch in
+		 * flight advanced first, the hold worker stopped (a step it left
+		 * half done is lost, its attempt counted, as in a crash), then
+		 * the lease given back, fenced by the owner. The reader lives on
+		 * and may take the partition again (R1) under the same owner. */
+		rels++;
+		if
+		:: hw_tok == r -> hw_st = HW_IDLE; hw_tok = NOBODY; hw_o = 0; hw_e = NOEV
+		:: else
+		fi;
+		cowner = NOBODY; clease = NONE;
+		printf("reader %d: gives the partition back (cursor %d.%d)\n", r, cur / 8, cur % 8);
+		RESET }; goto idle
+#endif
 	OR_CRASH
 	fi;
 	if

@@ -3,6 +3,7 @@ package outbox
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -124,7 +125,7 @@ func (b *LogBatchForTest) Tries() int   { return b.v.cursor.Tries }
 
 // TakeForTest is R1: the partitions this relay took.
 func (r *LogRelay) TakeForTest(ctx context.Context) ([]int, error) {
-	ps, err := r.take(ctx)
+	ps, err := r.take(ctx, r.cfg.MaxPartitions)
 	var ids []int
 	for _, p := range ps {
 		ids = append(ids, p.id)
@@ -176,4 +177,25 @@ func (r *LogRelay) HoldStepForTest(ctx context.Context, partition int) (worked b
 		return false, errors.New("HoldStepForTest: partition not taken")
 	}
 	return r.holdStep(ctx, p)
+}
+
+// LogEventByIDStatementForTest is the operator's lookup of a log event by
+// id (LogOpEvents) and its arguments, for EXPLAIN.
+func LogEventByIDStatementForTest(id uuid.UUID) (string, []any) {
+	return qLogOpEvents.SQL(), qLogOpEvents.Args(logOpEventsArgs{EventID: &id})
+}
+
+// LogSharesForTest is logShares for relays with the MaxPartitions caps, in
+// owner order.
+func LogSharesForTest(caps []int) []int {
+	relays := make([]logRelayRow, len(caps))
+	for i, c := range caps {
+		relays[i] = logRelayRow{Owner: fmt.Sprintf("relay-%02d", i), MaxPartitions: c}
+	}
+	shares := logShares(relays)
+	out := make([]int, len(caps))
+	for i, rl := range relays {
+		out[i] = shares[rl.Owner]
+	}
+	return out
 }

@@ -31,6 +31,55 @@ FROM (
 WHERE c.partition = free.partition
 RETURNING c.partition;
 
+-- name: LogBeat :many
+-- The look for free partitions, first: renews @owner's row in
+-- outbox_log_relays until @lease_ms from now (when less than half of that
+-- is left: an idle relay writes it about twice a lease), deletes the rows
+-- of relays past their seen_until (skipping rows another relay is deleting
+-- or renewing), and returns the live relays with their MaxPartitions and
+-- the partitions each holds under a live lease, in owner order: @owner
+-- among them (the statement's snapshot does not see its own upsert), and an
+-- owner that holds partitions without a row (a relay from before the
+-- registry) with the most partitions it could hold. Each relay's share
+-- follows from these rows (log_share.go).
+WITH beat AS (
+    INSERT INTO outbox_log_relays (owner, max_partitions, seen_until)
+    VALUES (@owner, @max_partitions, now() + @lease_ms::bigint * interval '1 millisecond')
+    ON CONFLICT (owner) DO UPDATE
+    SET max_partitions = excluded.max_partitions, seen_until = excluded.seen_until
+    WHERE outbox_log_relays.max_partitions <> excluded.max_partitions
+       OR outbox_log_relays.seen_until < now() + @lease_ms::bigint * interval '1 millisecond' / 2
+    RETURNING owner
+), gone AS (
+    DELETE FROM outbox_log_relays
+    WHERE owner IN (
+        SELECT owner FROM outbox_log_relays
+        WHERE seen_until < now() AND owner <> @owner
+        FOR UPDATE SKIP LOCKED
+    )
+    RETURNING owner
+), live AS (
+    SELECT owner, max_partitions FROM outbox_log_relays WHERE seen_until >= now() AND owner <> @owner
+    UNION ALL
+    SELECT @owner::text, @max_partitions::int
+), held AS (
+    SELECT owner, count(*)::int AS held
+    FROM outbox_log_cursors
+    WHERE owner IS NOT NULL AND lease_until >= now()
+    GROUP BY owner
+)
+SELECT coalesce(l.owner, h.owner) AS owner, coalesce(l.max_partitions, 16) AS max_partitions,
+       coalesce(h.held, 0) AS held
+FROM live l
+FULL JOIN held h ON h.owner = l.owner
+ORDER BY 1;
+
+-- name: LogLeave :exec
+-- Deletes @owner's row of outbox_log_relays at a graceful shutdown, after
+-- its partitions were given back: the other relays' shares grow at their
+-- next look instead of after the lease.
+DELETE FROM outbox_log_relays WHERE owner = @owner;
+
 -- name: LogCursor :many
 -- R2.1, the read's first statement: @partition's cursor while @owner holds
 -- a live lease on it, with the epoch (read before the holds: a change of
@@ -132,8 +181,10 @@ WHERE partition = @partition
 RETURNING epoch;
 
 -- name: LogRelease :exec
--- Gives @owner's lease on @partition back at a graceful shutdown, so
--- another relay takes it at once instead of after the lease.
+-- Gives @owner's lease on @partition back at a graceful shutdown, or when
+-- the relay holds more than its share (log_share.go), after the reader's
+-- last batch advanced: another relay takes it at once instead of after the
+-- lease.
 UPDATE outbox_log_cursors
 SET owner = NULL, lease_until = NULL
 WHERE partition = @partition
@@ -449,8 +500,7 @@ ORDER BY h.quarantined_at, h.aggregate_type, h.aggregate_id;
 
 -- name: LogOpEvents :many
 -- Log events with their state for the operator: the event @event_id (when
--- not NULL; event_id has no index, so this scans the log: an operator's
--- lookup, after outbox_events' own) or the events of the order
+-- not NULL, through outbox_log_event_idx) or the events of the order
 -- @aggregate_type/@aggregate_id (through outbox_log_lane_idx), in key
 -- order. passed: the partition's cursor is at or after it; held: its
 -- order's hold owns it (key >= the hold's from); head: it is the event the

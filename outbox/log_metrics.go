@@ -20,6 +20,8 @@ type logMetrics struct {
 	oldestAge   prometheus.Gauge
 	holds       prometheus.Gauge
 	quarantined prometheus.Gauge
+	// held and share are this relay's own, set as they change.
+	held, share prometheus.Gauge
 }
 
 func newLogMetrics(reg prometheus.Registerer) (*logMetrics, error) {
@@ -44,8 +46,16 @@ func newLogMetrics(reg prometheus.Registerer) (*logMetrics, error) {
 			Name: "outbox_log_quarantined_holds",
 			Help: "Holds of the log source waiting for an operator (retry or skip; sampled periodically).",
 		}),
+		held: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "outbox_log_partitions_held",
+			Help: "Partitions of the log source this relay reads now.",
+		}),
+		share: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "outbox_log_partition_share",
+			Help: "Partitions of the log source this relay should read: its even share among the live relays, as of its last look.",
+		}),
 	}
-	if err := promreg.RegisterAll(reg, &m.horizonAge, &m.pending, &m.oldestAge, &m.holds, &m.quarantined); err != nil {
+	if err := promreg.RegisterAll(reg, &m.horizonAge, &m.pending, &m.oldestAge, &m.holds, &m.quarantined, &m.held, &m.share); err != nil {
 		return nil, fmt.Errorf("outbox: register the log source's metrics: %w", err)
 	}
 	return m, nil

@@ -37,10 +37,18 @@ type LogConfig struct {
 	// as documented on RelayConfig.
 	RelayConfig
 	// MaxPartitions is the most partitions this relay reads at once, 1 to
-	// [LogPartitions]. Defaults to [LogMaxPartitionsDefault] (all of them:
-	// the first relay takes every free partition, the others stand by and
-	// take over what expires).
+	// [LogPartitions]. Defaults to [LogMaxPartitionsDefault] (all of them).
+	// The live relays share the partitions evenly (log_share.go): with n
+	// of them each holds 16/n, the first 16 mod n by owner one more, and a
+	// relay's MaxPartitions below that leaves the rest to the others; a
+	// relay alone takes them all.
 	MaxPartitions int
+	// ShareDelay is how long this relay must hold more than its share
+	// (another relay started, or came back) before it gives a partition
+	// back, one per look for free partitions (PollInterval, or a third of
+	// the Lease when that is shorter): a relay that comes and goes within
+	// it moves nothing. Defaults to the Lease (30 seconds by default).
+	ShareDelay time.Duration
 }
 
 func (c *LogConfig) setDefaults() error {
@@ -49,6 +57,9 @@ func (c *LogConfig) setDefaults() error {
 	}
 	if c.MaxPartitions == 0 {
 		c.MaxPartitions = LogMaxPartitionsDefault
+	}
+	if c.ShareDelay == 0 {
+		c.ShareDelay = c.Lease
 	}
 	return nil
 }
@@ -59,6 +70,9 @@ func (c *LogConfig) validate() error {
 	}
 	if c.MaxPartitions < 1 || c.MaxPartitions > LogPartitions {
 		return fmt.Errorf("outbox: LogConfig.MaxPartitions %d is out of range; use 1 to %d (default %d)", c.MaxPartitions, LogPartitions, LogMaxPartitionsDefault)
+	}
+	if c.ShareDelay < 0 {
+		return fmt.Errorf("outbox: LogConfig.ShareDelay %s is negative; use 0 for the default (the Lease) or a positive duration", c.ShareDelay)
 	}
 	return nil
 }
@@ -119,6 +133,9 @@ type LogRelay struct {
 
 	mu    sync.Mutex
 	parts map[int]*logPartition // the partitions with a reader running
+	// overSince: since when this relay has held more than its share (zero:
+	// it does not), for giveBack.
+	overSince time.Time
 }
 
 // logPartition is a partition this relay reads.
@@ -146,6 +163,9 @@ type logPartition struct {
 	// holdsDue is when the next hold in backoff is due (UnixNano; 0: none
 	// known), for the hold worker's wait.
 	holdsDue atomic.Int64
+	// release: the relay holds more than its share; the reader stops after
+	// its batch's advance and gives the lease back (giveBack).
+	release atomic.Bool
 }
 
 // startBatch records a read begun: until its view is known (setView) the
@@ -236,6 +256,10 @@ func (r *LogRelay) Run(ctx context.Context) error {
 	}
 	bg, stop := context.WithCancel(ctx)
 	var wg sync.WaitGroup
+	// Last: the partitions are given back first (the readers end before
+	// wg.Wait returns), so the relays that stay take them at their next
+	// look.
+	defer r.leave(ctx)
 	defer wg.Wait()
 	defer stop()
 	l := listener{config: r.base.listenConfig, stmt: qLogListen, channel: "outbox_log", logger: r.cfg.Logger, owner: r.cfg.Owner}
@@ -249,7 +273,15 @@ func (r *LogRelay) Run(ctx context.Context) error {
 		if !r.base.sink.closed() && !r.base.sink.probeUntilClosed(ctx, r.base.probe, r.cfg.PublishTimeout) {
 			break
 		}
-		taken, err := r.take(ctx)
+		share, _, err := r.share(ctx)
+		if err == nil {
+			r.giveBack(share, time.Now())
+			var taken []*logPartition
+			taken, err = r.take(ctx, share)
+			for _, p := range taken {
+				wg.Go(func() { r.readPartition(ctx, p) })
+			}
+		}
 		if err != nil && ctx.Err() == nil {
 			failures++
 			delay := errorBackoff.Delay(failures)
@@ -258,24 +290,22 @@ func (r *LogRelay) Run(ctx context.Context) error {
 			continue
 		}
 		failures = 0
-		for _, p := range taken {
-			wg.Go(func() { r.readPartition(ctx, p) })
-		}
-		sleep(ctx, r.cfg.PollInterval)
+		// Often enough that the registry's row never runs out between looks.
+		sleep(ctx, min(r.cfg.PollInterval, r.cfg.Lease/3))
 	}
 	return nil
 }
 
-// take takes free partitions (R1), up to MaxPartitions read at once, and
-// registers them as running.
-func (r *LogRelay) take(ctx context.Context) ([]*logPartition, error) {
+// take takes free partitions (R1), up to share (and MaxPartitions) read at
+// once, and registers them as running.
+func (r *LogRelay) take(ctx context.Context, share int) ([]*logPartition, error) {
 	r.mu.Lock()
 	running := make([]int, 0, len(r.parts))
 	for id := range r.parts {
 		running = append(running, id)
 	}
 	r.mu.Unlock()
-	room := r.cfg.MaxPartitions - len(running)
+	room := min(share, r.cfg.MaxPartitions) - len(running)
 	if room <= 0 {
 		return nil, nil
 	}
@@ -300,6 +330,7 @@ func (r *LogRelay) take(ctx context.Context) ([]*logPartition, error) {
 		r.parts[id] = p
 		out = append(out, p)
 	}
+	r.metrics.held.Set(float64(len(r.parts)))
 	if len(ids) > 0 {
 		r.cfg.Logger.Info("outbox log relay: took partitions", "owner", r.cfg.Owner, "partitions", ids)
 	}
@@ -332,8 +363,9 @@ func wakeChan(ch chan struct{}) {
 	}
 }
 
-// readPartition runs p's reader and its hold worker until ctx ends (then it
-// gives the lease back) or the lease is found lost.
+// readPartition runs p's reader and its hold worker until ctx ends or the
+// relay gives p back (then it gives the lease back, after the batch in
+// flight advanced), or the lease is found lost.
 func (r *LogRelay) readPartition(ctx context.Context, p *logPartition) {
 	hctx, hstop := context.WithCancel(ctx)
 	var hw sync.WaitGroup
@@ -352,10 +384,11 @@ func (r *LogRelay) readPartition(ctx context.Context, p *logPartition) {
 		}
 		r.mu.Lock()
 		delete(r.parts, p.id)
+		r.metrics.held.Set(float64(len(r.parts)))
 		r.mu.Unlock()
 	}()
 	failures, horizon := 0, 0
-	for ctx.Err() == nil {
+	for ctx.Err() == nil && !p.release.Load() {
 		if !r.base.sink.closed() {
 			// Run probes the sink; the reader waits for the breaker.
 			sleep(ctx, r.cfg.PollInterval)

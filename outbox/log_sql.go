@@ -34,6 +34,8 @@ var (
 	qLogOpHeld       = namedsql.Bind[aggregateArgs, bool](queries, "LogOpHeld")
 	qLogOpReplay     = namedsql.Bind[logOpReplayArgs, logKey](queries, "LogOpReplay")
 	qLogGauges       = namedsql.Bind[namedsql.NoArgs, logGaugesRow](queries, "LogGauges")
+	qLogBeat         = namedsql.Bind[logBeatArgs, logRelayRow](queries, "LogBeat")
+	qLogLeave        = namedsql.Bind[logLeaveArgs, namedsql.NoRows](queries, "LogLeave")
 )
 
 type logGaugesRow struct {
@@ -52,6 +54,24 @@ var logStatements = []namedsql.Info{
 	qLogHoldAttempt.Info(), qLogHoldRelease.Info(), qLogHoldOutcome.Info(), qLogOpLock.Info(),
 	qLogOpRetry.Info(), qLogOpSkip.Info(), qLogHolds.Info(), qLogListen.Info(), qLogWaiting.Info(), qLogGauges.Info(),
 	qLogOpReplayLock.Info(), qLogOpHeld.Info(), qLogOpReplay.Info(), qLogHoldsDue.Info(),
+	qLogBeat.Info(), qLogLeave.Info(),
+}
+
+type logBeatArgs struct {
+	Owner         string `db:"owner"`
+	MaxPartitions int    `db:"max_partitions"`
+	LeaseMS       int64  `db:"lease_ms"`
+}
+
+type logLeaveArgs struct {
+	Owner string `db:"owner"`
+}
+
+// logRelayRow is a live log relay as LogBeat sees it.
+type logRelayRow struct {
+	Owner         string `db:"owner"`
+	MaxPartitions int    `db:"max_partitions"`
+	Held          int    `db:"held"`
 }
 
 type logTakeArgs struct {

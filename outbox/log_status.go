@@ -265,9 +265,7 @@ func LogEvents(ctx context.Context, pool *pgxpool.Pool, aggregateType, aggregate
 }
 
 // LogEventByID returns the log event eventID with its state, or an error
-// wrapping [ErrEventNotFound]. event_id has no index in the log (the
-// enqueue writes nothing more than it must), so this scans it: an
-// operator's lookup, not the relay's.
+// wrapping [ErrEventNotFound], through the log's index on event_id.
 func LogEventByID(ctx context.Context, pool *pgxpool.Pool, eventID uuid.UUID) (LogEventInfo, error) {
 	return logEventByID(ctx, pool, eventID)
 }

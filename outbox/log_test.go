@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -575,6 +576,29 @@ func TestLogConfigValidates(t *testing.T) {
 	require.ErrorContains(t, err, "MaxPartitions")
 	_, err = outbox.NewLogRelay(pool, b.rec, outbox.LogConfig{RelayConfig: outbox.RelayConfig{BatchSize: -1}})
 	require.ErrorContains(t, err, "BatchSize")
+	_, err = outbox.NewLogRelay(pool, b.rec, outbox.LogConfig{ShareDelay: -time.Second})
+	require.ErrorContains(t, err, "ShareDelay")
+}
+
+// TestLogShares: n relays get 16/n partitions each, the first 16 mod n by
+// owner one more; a relay's MaxPartitions leaves the rest to the others;
+// past 16 relays the last stand by.
+func TestLogShares(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		caps []int
+		want []int
+	}{
+		{caps: []int{16}, want: []int{16}},
+		{caps: []int{16, 16}, want: []int{8, 8}},
+		{caps: []int{16, 16, 16}, want: []int{6, 5, 5}},
+		{caps: []int{2, 16, 16}, want: []int{2, 7, 7}},
+		{caps: []int{16, 3}, want: []int{13, 3}},
+		{caps: []int{4, 4}, want: []int{4, 4}},
+		{caps: slices.Repeat([]int{16}, 17), want: append(slices.Repeat([]int{1}, 16), 0)},
+	} {
+		require.Equal(t, tc.want, outbox.LogSharesForTest(tc.caps), "MaxPartitions %v", tc.caps)
+	}
 }
 
 // TestLogGauges: the horizon's age follows the oldest open transaction
@@ -757,8 +781,9 @@ func TestLogIdleReadsWriteNothing(t *testing.T) {
 }
 
 // TestLogShutdownGivesThePartitionsBack: a relay that stops gracefully
-// gives its leases back, so another relay takes the partitions at once
-// instead of after the lease, and delivers what comes next.
+// gives its leases back and leaves the registry, so another relay takes
+// the partitions at once instead of after the lease, and delivers what
+// comes next.
 func TestLogShutdownGivesThePartitionsBack(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
@@ -773,6 +798,9 @@ func TestLogShutdownGivesThePartitionsBack(t *testing.T) {
 	eventually(t, 30*time.Second, func() bool { return owned() == outbox.LogPartitions }, "every partition taken")
 	stop()
 	require.Zero(t, owned(), "the leases given back")
+	var registered int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM outbox_log_relays`).Scan(&registered))
+	require.Zero(t, registered, "the relay left the registry")
 
 	run(t, b.newLogRelay(t, outbox.LogConfig{RelayConfig: long}))
 	enqueueLog(t, b.pool, testdb.Event(t, "s-1", "E1"))
@@ -944,4 +972,105 @@ func TestLogHoldWorkerAsksForALease(t *testing.T) {
 		return len(b.rec.sequencesOf()["l-1"]) == 2 && len(logHolds(t, b.pool)) == 0
 	}, "retried through the hold, the hold released")
 	require.Equal(t, seq(2), b.rec.sequencesOf()["l-1"])
+}
+
+// TestLogEventByIDUsesItsIndex: the operator's lookup of a log event by id
+// (outboxctl show) finds it through outbox_log_event_idx, not by scanning
+// the log.
+func TestLogEventByIDUsesItsIndex(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	_, err := b.pool.Exec(ctx, `
+		INSERT INTO outbox_log (pos, gate, partition, event_id, aggregate_type, aggregate_id, aggregate_sequence,
+		                        event_type, schema_version, payload)
+		SELECT nextval('outbox_log_pos'), 1, outbox_log_partition('order', 'x-' || i), gen_random_uuid(), 'order', 'x-' || i, 1, 'E', 1, '{}'
+		FROM generate_series(1, 5000) i`)
+	require.NoError(t, err)
+	_, err = b.pool.Exec(ctx, `ANALYZE outbox_log`)
+	require.NoError(t, err)
+	ev := enqueueLog(t, b.pool, testdb.Event(t, "x-show", "E1"))[0]
+
+	sql, args := outbox.LogEventByIDStatementForTest(ev.ID)
+	indexes, seqScans := explain(t, b, "log event by id", sql, args)
+	require.Contains(t, indexes, "outbox_log_default_event_id_idx", "the event is found by its index")
+	require.NotContains(t, seqScans, "outbox_log_default")
+	got, err := outbox.LogEventByID(ctx, b.pool, ev.ID)
+	require.NoError(t, err)
+	require.Equal(t, ev.ID, got.ID)
+}
+
+// TestLogRelaysShareThePartitions: relays share the partitions evenly,
+// while events flow: a second relay started beside one that holds all
+// sixteen gets eight of them; once it stops the first takes all back; with
+// three, 6, 5 and 5. Every event is delivered exactly once (a partition is
+// given back only after its batch advanced), each order in sequence.
+func TestLogRelaysShareThePartitions(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	held := func() []int {
+		rows, err := b.pool.Query(ctx, `
+			SELECT count(*)::int FROM outbox_log_cursors
+			WHERE lease_until >= now() GROUP BY owner ORDER BY 1`)
+		require.NoError(t, err)
+		n, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		require.NoError(t, err)
+		return n
+	}
+	converged := func(want ...int) {
+		t.Helper()
+		eventually(t, 30*time.Second, func() bool { return slices.Equal(held(), want) }, fmt.Sprintf("the partitions held %v", want))
+	}
+
+	// Producers throughout: orders over every partition, one event a
+	// transaction.
+	const orders = 48
+	var committed atomic.Int64
+	producing, stopProducing := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for w := range 2 {
+		wg.Go(func() {
+			for i := 0; producing.Err() == nil; i++ {
+				e := testdb.Event(t, fmt.Sprintf("s-%d", (i*2+w)%orders), "E")
+				err := pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+					_, err := logEnqueuer.Enqueue(ctx, tx, e)
+					return err
+				})
+				if !assert.NoError(t, err) {
+					return
+				}
+				committed.Add(1)
+				time.Sleep(2 * time.Millisecond)
+			}
+		})
+	}
+	defer func() { stopProducing(); wg.Wait() }()
+
+	cfg := outbox.LogConfig{ShareDelay: 300 * time.Millisecond, RelayConfig: outbox.RelayConfig{Lease: 2 * time.Second, PublishTimeout: 200 * time.Millisecond}}
+	reg := prometheus.NewRegistry()
+	acfg := cfg
+	acfg.Registerer = reg
+	run(t, b.newLogRelay(t, acfg))
+	converged(16)
+
+	stopB := run(t, b.newLogRelay(t, cfg))
+	converged(8, 8)
+	require.Equal(t, 8.0, promtest.Value(t, reg, "outbox_log_partitions_held"))
+	require.Equal(t, 8.0, promtest.Value(t, reg, "outbox_log_partition_share"))
+
+	stopB()
+	converged(16)
+
+	run(t, b.newLogRelay(t, cfg))
+	run(t, b.newLogRelay(t, cfg))
+	converged(5, 5, 6)
+
+	stopProducing()
+	wg.Wait()
+	eventually(t, 30*time.Second, func() bool { return int64(len(b.rec.ackedIDs())) == committed.Load() }, "every event delivered")
+	for id, got := range b.rec.sequencesOf() {
+		require.Equal(t, seq(len(got)), got, "order %s: delivered once each, in sequence", id)
+	}
+	logUntouched(t, b.pool)
 }

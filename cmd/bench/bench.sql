@@ -17,6 +17,21 @@ SELECT gen_random_uuid(), 'bench', 'p' || (g % @aggregates::int), g / @aggregate
 FROM generate_series(0, @events::int - 1) AS g,
      (SELECT now() - interval '1 hour' AS base) AS t;
 
+-- name: SeedLog :exec
+-- SeedPending for the log source (outbox_log): the same events, in one
+-- transaction, each in its aggregate's partition with the transaction's
+-- xid as its gate, positions in sequence order.
+INSERT INTO outbox_log (pos, gate, partition, event_id, aggregate_type, aggregate_id, aggregate_sequence,
+                        event_type, schema_version, payload, occurred_at)
+SELECT nextval('outbox_log_pos'), pg_current_xact_id()::text::bigint,
+       outbox_log_partition('bench', 'p' || (g % @aggregates::int)),
+       gen_random_uuid(), 'bench', 'p' || (g % @aggregates::int), g / @aggregates::int + 1, 'BenchEvent', 1,
+       jsonb_build_object('order_id', 'p' || (g % @aggregates::int), 'amount', 2500, 'currency', 'usd'),
+       t.base + g * interval '1 microsecond'
+FROM generate_series(0, @events::int - 1) AS g,
+     (SELECT now() - interval '1 hour' AS base) AS t
+ORDER BY g;
+
 -- name: SeedPublished :exec
 -- Writes @events events that a relay published long ago: the table's history.
 INSERT INTO outbox_events (event_id, aggregate_type, aggregate_id, aggregate_sequence,
@@ -50,6 +65,13 @@ TRUNCATE outbox_events, outbox_sequences;
 -- Served by the partial index over unpublished rows.
 SELECT count(*) FROM outbox_events WHERE published_at IS NULL;
 
+-- name: CountLogPending :one
+-- The log's events after their partition's cursor (or under a hold).
+SELECT (SELECT count(*)
+        FROM outbox_log_cursors c
+        JOIN outbox_log l ON l.partition = c.partition AND (l.gate, l.pos) > (c.gate, c.pos))
+     + (SELECT count(*) FROM outbox_log_holds);
+
 -- name: DatabaseTransactions :one
 -- Transactions the server has counted for database @database (every autocommit
 -- statement is one). Run from a connection to another database, so the
@@ -68,6 +90,11 @@ SELECT pg_drop_replication_slot(@slot);
 -- SeedPending writes rows without Enqueue's NOTIFY; this wakes a polling relay.
 SELECT pg_notify('outbox_events', '');
 
+-- name: NotifyLog :exec
+-- SeedLog writes rows without Enqueue's NOTIFY; this wakes every reader of
+-- a log relay.
+SELECT pg_notify('outbox_log', '');
+
 -- name: SlotPassed :one
 -- Whether slot @slot has confirmed every transaction before WAL position @lsn.
 SELECT confirmed_flush_lsn >= @lsn::pg_lsn FROM pg_replication_slots WHERE slot_name = @slot;
@@ -79,3 +106,10 @@ SELECT pg_current_wal_lsn()::text;
 -- Row versions made dead in outbox_events so far: every update and delete
 -- leaves one.
 SELECT n_tup_upd + n_tup_del FROM pg_stat_user_tables WHERE relname = 'outbox_events';
+
+-- name: LogTupleChanges :one
+-- OutboxTupleChanges for the log source: what it writes is the partitions'
+-- cursor rows and the holds (and never a row of the log).
+SELECT coalesce(sum(n_tup_upd + n_tup_del), 0)::bigint
+FROM pg_stat_user_tables
+WHERE relname IN ('outbox_log_cursors', 'outbox_log_holds', 'outbox_log_relays', 'outbox_log_default');

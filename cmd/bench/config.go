@@ -85,7 +85,7 @@ var command = cli.Command{
 	Env: cli.Vars(
 		[]cli.Var{service.DatabaseVar(database.DefaultURL, "the server the scratch databases are made on (the role needs CREATEDB); never written itself")},
 		temporalclient.Vars(),
-		[]cli.Var{{Name: sourceEnv, Default: "both, side by side", Meaning: "poll or cdc: the sources phase measures that one alone"}},
+		[]cli.Var{{Name: sourceEnv, Default: "all three, side by side", Meaning: "poll, cdc or log: the sources phase measures that one alone"}},
 	),
 }
 

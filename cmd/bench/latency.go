@@ -35,7 +35,7 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	defer b.srv.Drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
 	// A poll interval far beyond the run: only NOTIFY wakes the relay.
 	const poll = 10 * time.Minute
-	handoff, total, warm, err := b.trickleHandoffs(ctx, dbcfg, func(ctx context.Context, pool *pgxpool.Pool, pub outbox.Publisher) (func(), error) {
+	handoff, total, warm, err := b.trickleHandoffs(ctx, dbcfg, nil, func(ctx context.Context, pool *pgxpool.Pool, pub outbox.Publisher) (func(), error) {
 		relay, err := outbox.NewRelay(pool, pub, outbox.RelayConfig{PollInterval: poll, Logger: b.logger})
 		if err != nil {
 			return nil, err
@@ -95,7 +95,7 @@ func runInBackground(ctx context.Context, run func(context.Context) error) (stop
 // publishes them to Temporal, and returns each order's handoff after the
 // warm-up: from the return of its COMMIT to the return of the publisher's
 // ExecuteWorkflow, matched by event id.
-func (b *bench) trickleHandoffs(ctx context.Context, dbcfg *pgxpool.Config,
+func (b *bench) trickleHandoffs(ctx context.Context, dbcfg *pgxpool.Config, enq *outbox.Enqueuer,
 	start func(context.Context, *pgxpool.Pool, outbox.Publisher) (stop func(), err error),
 ) (handoff []time.Duration, total, warm int, err error) {
 	relayPool, err := openPool(ctx, dbcfg)
@@ -162,7 +162,7 @@ func (b *bench) trickleHandoffs(ctx context.Context, dbcfg *pgxpool.Config,
 		case <-tick.C:
 		}
 		wg.Go(func() {
-			res, err := orders.CreateOrder(ctx, producerPool, p)
+			res, err := orders.CreateOrder(ctx, producerPool, p, orders.WithEnqueuer(enq))
 			at := time.Now() // COMMIT has returned
 			if err != nil {
 				errMu.Lock()

@@ -14,8 +14,8 @@
 // outflow-bench-<run>, which no worker polls; they are terminated by a batch
 // operation at the end.
 //
-// The sources phase measures the polling and the CDC relay sources side by
-// side (OUTFLOW_RELAY_SOURCE=poll or cdc: that one alone). It needs
+// The sources phase measures the polling, the CDC and the log relay sources
+// side by side (OUTFLOW_RELAY_SOURCE=poll, cdc or log: that one alone). It needs
 // wal_level=logical; when DATABASE_URL's server lacks it, the phase starts a
 // throwaway cluster from the machine's initdb/pg_ctl and says so.
 //

@@ -20,14 +20,18 @@ import (
 )
 
 // sourceEnv selects the relay sources the sources phase measures: unset
-// measures poll and cdc side by side; poll or cdc measures that one alone.
+// measures poll, cdc and log side by side; poll, cdc or log measures that
+// one alone.
 const sourceEnv = "OUTFLOW_RELAY_SOURCE"
 
 // benchSlot is the cdc relay's slot in the scratch databases (dropped with
 // them).
 const benchSlot = "outflow_bench"
 
-// measureSources measures the two relay sources side by side in one run, on
+// logEnqueuer writes the log source's events (outbox_log).
+var logEnqueuer = outbox.NewEnqueuer(outbox.EnqueueConfig{Log: true})
+
+// measureSources measures the three relay sources side by side in one run, on
 // one wal_level=logical server: the server of DATABASE_URL when it has
 // wal_level=logical, else a throwaway cluster this phase starts (and says
 // so). For each source: handoff latency (commit to Temporal's accept, orders
@@ -35,13 +39,13 @@ const benchSlot = "outflow_bench"
 // and what the database pays per event: WAL beyond the insert, row versions
 // made dead, statements.
 func (b *bench) measureSources(ctx context.Context) error {
-	sources := []string{"poll", "cdc"}
+	sources := []string{"poll", "cdc", "log"}
 	switch s := strings.TrimSpace(os.Getenv(sourceEnv)); s {
 	case "":
-	case "poll", "cdc":
+	case "poll", "cdc", "log":
 		sources = []string{s}
 	default:
-		return fmt.Errorf("%s=%q: want poll or cdc (unset: both side by side)", sourceEnv, s)
+		return fmt.Errorf("%s=%q: want poll, cdc or log (unset: all three side by side)", sourceEnv, s)
 	}
 	srv, cleanup, err := b.logicalServer(ctx)
 	if err != nil {
@@ -94,14 +98,14 @@ func (b *bench) measureSources(ctx context.Context) error {
 		beyond[source] = cost.walPerEvent - insert
 	}
 	b.rep.add(metric{name: "sources_bare_start_latency_p50_ms", value: benchstat.Ms(benchstat.Percentile(bare, 50)), decimals: 1})
-	b.rep.note("sources handoff: per source, 2 runs of %d orders at %d/s (after a second of warm-up each), poll and cdc in "+
-		"ABBA order, each from the return of its COMMIT to the return of the publisher's ExecuteWorkflow; "+
+	b.rep.note("sources handoff: per source, 2 runs of %d orders at %d/s (after a second of warm-up each), poll, cdc and log in "+
+		"ABC CBA order (the log's orders written by EnqueueConfig{Log: true}), each from the return of its COMMIT to the return of the publisher's ExecuteWorkflow; "+
 		"sources_bare_start_latency_p50_ms pools %d sequential bare starts taken before each round.",
 		int(b.cfg.latencyDuration.Seconds()*float64(b.cfg.latencyRate)), b.cfg.latencyRate, len(bare))
 	if cdc, ok := b.rep.value("cdc_handoff_latency_p50_ms"); ok {
 		b.rep.add(metric{name: "cdc_handoff_p50_over_bare_ms", value: cdc - benchstat.Ms(benchstat.Percentile(bare, 50)), decimals: 1, target: atMost(1)})
 	}
-	if len(sources) == 2 {
+	if slices.Contains(sources, "poll") && slices.Contains(sources, "cdc") {
 		b.rep.add(metric{name: "cdc_wal_beyond_insert_ratio", value: benchstat.Ratio(beyond["cdc"], beyond["poll"]), decimals: 2, target: atMost(1.1)})
 	}
 	b.rep.note("sources: %d events per source seeded in one transaction (SeedPending, %d per aggregate) while the relay "+
@@ -111,7 +115,10 @@ func (b *bench) measureSources(ctx context.Context) error {
 		"cdc_wal_beyond_insert_ratio = (cdc - insert) / (poll - insert)). dead_tuples_per_event = row versions the relay "+
 		"made dead (n_tup_upd + n_tup_del of outbox_events in pg_stat_user_tables, after the relay's backends exited). "+
 		"statements_per_event = statements the relay's pool sent (pgx tracer, batches counted per statement; the cdc "+
-		"replication stream's messages are not statements). Both sources run on the same wal_level=logical server.",
+		"replication stream's messages are not statements). log: the same events written to outbox_log in one "+
+		"transaction (SeedLog), done when no event is after its partition's cursor nor under a hold; its wal_bytes_per_event "+
+		"includes its own insert into outbox_log, not SeedPending's; dead_tuples_per_event counts outbox_log_cursors, "+
+		"outbox_log_holds, outbox_log_relays and the log itself. All sources run on the same wal_level=logical server.",
 		b.cfg.noopEvents/5, b.cfg.noopPerAggregate)
 	return nil
 }
@@ -148,8 +155,15 @@ func (b *bench) logicalServer(ctx context.Context) (*server, func(), error) {
 // cdc relay is running once its stream is up.
 func (b *bench) startSource(ctx context.Context, source string, pool *pgxpool.Pool, pub outbox.Publisher) (func(), error) {
 	cfg := outbox.RelayConfig{Logger: b.logger}
-	if source == "poll" {
+	switch source {
+	case "poll":
 		relay, err := outbox.NewRelay(pool, pub, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return runInBackground(ctx, relay.Run), nil
+	case "log":
+		relay, err := outbox.NewLogRelay(pool, pub, outbox.LogConfig{RelayConfig: cfg})
 		if err != nil {
 			return nil, err
 		}
@@ -197,7 +211,11 @@ func (b *bench) sourceHandoffs(ctx context.Context, srv *server, source string) 
 	}
 	defer srv.Drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
 	b.progress("sources: %s relay handoff latency", source)
-	return b.trickleHandoffs(ctx, dbcfg, func(ctx context.Context, pool *pgxpool.Pool, pub outbox.Publisher) (func(), error) {
+	var enq *outbox.Enqueuer
+	if source == "log" {
+		enq = logEnqueuer
+	}
+	return b.trickleHandoffs(ctx, dbcfg, enq, func(ctx context.Context, pool *pgxpool.Pool, pub outbox.Publisher) (func(), error) {
 		return b.startSource(ctx, source, pool, pub)
 	})
 }
@@ -265,21 +283,25 @@ func (b *bench) sourceCost(ctx context.Context, srv *server, source string) (sou
 	if err != nil {
 		return c, err
 	}
-	tup0, err := settledTupleChanges(ctx, admin)
+	tup0, err := settledTupleChanges(ctx, admin, source)
 	if err != nil {
 		return c, err
 	}
 	sent0 := sent.Load()
 	b.progress("sources: %s relay, %d events seeded in one transaction while it runs (no-op publisher)", source, n)
-	if _, err := qSeedPending.Exec(ctx, admin, seedArgs{Events: n, Aggregates: n / b.cfg.noopPerAggregate}); err != nil {
+	seed, notify, pending := qSeedPending, qNotify, qCountPending
+	if source == "log" {
+		seed, notify, pending = qSeedLog, qNotifyLog, qCountLogPending
+	}
+	if _, err := seed.Exec(ctx, admin, seedArgs{Events: n, Aggregates: n / b.cfg.noopPerAggregate}); err != nil {
 		return c, err
 	}
 	start := time.Now()
-	if _, err := qNotify.Exec(ctx, admin, namedsql.NoArgs{}); err != nil { // SeedPending is not Enqueue: wake the poller
+	if _, err := notify.Exec(ctx, admin, namedsql.NoArgs{}); err != nil { // the seed is not Enqueue: wake the relay
 		return c, err
 	}
 	for {
-		left, err := countPending(ctx, admin)
+		left, err := pending.Value(ctx, admin, namedsql.NoArgs{})
 		if err != nil {
 			return c, err
 		}
@@ -307,7 +329,7 @@ func (b *bench) sourceCost(ctx context.Context, srv *server, source string) (sou
 	stop()
 	stopped = true
 	pool.Close() // the relay's backends exit and flush their statistics
-	tup1, err := settledTupleChanges(ctx, admin)
+	tup1, err := settledTupleChanges(ctx, admin, source)
 	if err != nil {
 		return c, err
 	}
@@ -328,16 +350,21 @@ func walLSN(ctx context.Context, db *pgxpool.Pool) (pglogrepl.LSN, error) {
 	return pglogrepl.ParseLSN(s)
 }
 
-// settledTupleChanges reads n_tup_upd + n_tup_del of outbox_events once
-// the statistics have settled.
-func settledTupleChanges(ctx context.Context, db *pgxpool.Pool) (int64, error) {
+// settledTupleChanges reads n_tup_upd + n_tup_del of the tables source
+// writes (outbox_events; the log's for log) once the statistics have
+// settled.
+func settledTupleChanges(ctx context.Context, db *pgxpool.Pool, source string) (int64, error) {
+	q := qOutboxTupleChanges
+	if source == "log" {
+		q = qLogTupleChanges
+	}
 	return settled(ctx, func() (int64, error) {
 		var n int64
 		// A transaction of its own each time: a backend keeps what it read
 		// of the statistics until its transaction ends.
 		err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 			var err error
-			n, err = qOutboxTupleChanges.Value(ctx, tx, namedsql.NoArgs{})
+			n, err = q.Value(ctx, tx, namedsql.NoArgs{})
 			return err
 		})
 		return n, err

@@ -28,6 +28,10 @@ var (
 	qSlotPassed           = namedsql.Bind[slotPassedArgs, bool](queries, "SlotPassed")
 	qCurrentWAL           = namedsql.Bind[namedsql.NoArgs, string](queries, "CurrentWAL")
 	qOutboxTupleChanges   = namedsql.Bind[namedsql.NoArgs, int64](queries, "OutboxTupleChanges")
+	qSeedLog              = namedsql.Bind[seedArgs, namedsql.NoRows](queries, "SeedLog")
+	qCountLogPending      = namedsql.Bind[namedsql.NoArgs, int64](queries, "CountLogPending")
+	qNotifyLog            = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "NotifyLog")
+	qLogTupleChanges      = namedsql.Bind[namedsql.NoArgs, int64](queries, "LogTupleChanges")
 )
 
 // statements describes every bound statement, for the test that has the
@@ -47,6 +51,10 @@ var statements = []namedsql.Info{
 	qSlotPassed.Info(),
 	qCurrentWAL.Info(),
 	qOutboxTupleChanges.Info(),
+	qSeedLog.Info(),
+	qCountLogPending.Info(),
+	qNotifyLog.Info(),
+	qLogTupleChanges.Info(),
 }
 
 // seedArgs are SeedPending's: Events unpublished events over Aggregates
