@@ -74,7 +74,7 @@ FROM live l
 FULL JOIN held h ON h.owner = l.owner
 ORDER BY 1;
 
--- name: LogLeave :exec
+-- name: LogUnregister :exec
 -- Deletes @owner's row of outbox_log_relays at a graceful shutdown, after
 -- its partitions were given back: the other relays' shares grow at their
 -- next look instead of after the lease.

@@ -104,7 +104,7 @@ func logReleaseFirst(p, q *logPartition) bool {
 func (r *LogRelay) leave(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 	defer cancel()
-	if _, err := qLogLeave.Exec(cctx, r.pool, logLeaveArgs{Owner: r.cfg.Owner}); err != nil {
+	if _, err := qLogUnregister.Exec(cctx, r.pool, logUnregisterArgs{Owner: r.cfg.Owner}); err != nil {
 		r.cfg.Logger.Warn("outbox log relay: leaving the registry failed; the other relays see it gone after its lease",
 			"owner", r.cfg.Owner, "error", err)
 	}

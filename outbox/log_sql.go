@@ -35,7 +35,7 @@ var (
 	qLogOpReplay     = namedsql.Bind[logOpReplayArgs, logKey](queries, "LogOpReplay")
 	qLogGauges       = namedsql.Bind[namedsql.NoArgs, logGaugesRow](queries, "LogGauges")
 	qLogBeat         = namedsql.Bind[logBeatArgs, logRelayRow](queries, "LogBeat")
-	qLogLeave        = namedsql.Bind[logLeaveArgs, namedsql.NoRows](queries, "LogLeave")
+	qLogUnregister        = namedsql.Bind[logUnregisterArgs, namedsql.NoRows](queries, "LogUnregister")
 )
 
 type logGaugesRow struct {
@@ -54,7 +54,7 @@ var logStatements = []namedsql.Info{
 	qLogHoldAttempt.Info(), qLogHoldRelease.Info(), qLogHoldOutcome.Info(), qLogOpLock.Info(),
 	qLogOpRetry.Info(), qLogOpSkip.Info(), qLogHolds.Info(), qLogListen.Info(), qLogWaiting.Info(), qLogGauges.Info(),
 	qLogOpReplayLock.Info(), qLogOpHeld.Info(), qLogOpReplay.Info(), qLogHoldsDue.Info(),
-	qLogBeat.Info(), qLogLeave.Info(),
+	qLogBeat.Info(), qLogUnregister.Info(),
 }
 
 type logBeatArgs struct {
@@ -63,7 +63,7 @@ type logBeatArgs struct {
 	LeaseMS       int64  `db:"lease_ms"`
 }
 
-type logLeaveArgs struct {
+type logUnregisterArgs struct {
 	Owner string `db:"owner"`
 }
 
