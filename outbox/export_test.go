@@ -177,3 +177,7 @@ func (r *LogRelay) HoldStepForTest(ctx context.Context, partition int) (worked b
 	}
 	return r.holdStep(ctx, p)
 }
+
+// MigrationFilesForTest are the outbox's migrations, for the test that
+// migrates a database an earlier version left behind.
+var MigrationFilesForTest = mustSub(migrationFiles, "migrations")

@@ -329,7 +329,10 @@ SELECT EXISTS (
 -- @pos) (model/README.md, what the model found, 2: a replay of an event the
 -- cursor has not passed yet would otherwise leave an earlier event of the
 -- order behind a hold that does not own it), attempts 0; its events up to
--- the cursor are delivered again as replays. No row: no such event.
+-- the cursor are delivered again as replays. No row: no such event, or
+-- the event is in a range retention is dropping (LogRetire marked it
+-- retiring under LogRetireLock, which this replay's LogOpReplayLock waited
+-- for; model/log.pml's RETIRE).
 INSERT INTO outbox_log_holds (aggregate_type, aggregate_id, partition, from_gate, from_pos, attempts,
                               replay_gate, replay_pos)
 SELECT l.aggregate_type, l.aggregate_id, l.partition,
@@ -340,6 +343,9 @@ FROM outbox_log l
 WHERE l.aggregate_type = @aggregate_type
   AND l.aggregate_id = @aggregate_id
   AND l.aggregate_sequence = @sequence
+  AND NOT EXISTS (
+      SELECT 1 FROM outbox_log_ranges r
+      WHERE r.retiring_at IS NOT NULL AND l.pos >= r.lo AND l.pos < r.hi)
 RETURNING from_gate AS gate, from_pos AS pos;
 
 -- name: LogHolds :many
