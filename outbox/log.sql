@@ -386,7 +386,9 @@ SELECT EXISTS (
 -- first after its cursor: 16 index probes), which grows when a partition
 -- stalls for any reason (no relay owns it, the horizon, a sink outage).
 -- holds, quarantined: the orders under a hold, and those waiting for an
--- operator.
+-- operator. ranges_ahead: the ranges of outbox_log made wholly beyond
+-- outbox_log_pos (RetainLog keeps 2; at 0 the enqueues fail once the
+-- current range is full).
 SELECT coalesce(extract(epoch FROM now() - least(
            (SELECT min(xact_start) FROM pg_stat_activity WHERE backend_xid IS NOT NULL),
            (SELECT min(prepared) FROM pg_prepared_xacts))), 0)::float8 AS horizon_age_seconds,
@@ -404,7 +406,9 @@ SELECT coalesce(extract(epoch FROM now() - least(
                LIMIT 1
            ) n)), 0)::float8 AS oldest_pending_age_seconds,
        (SELECT count(*) FROM outbox_log_holds) AS holds,
-       (SELECT count(*) FROM outbox_log_holds WHERE quarantined_at IS NOT NULL) AS quarantined;
+       (SELECT count(*) FROM outbox_log_holds WHERE quarantined_at IS NOT NULL) AS quarantined,
+       (SELECT count(*) FROM outbox_log_ranges
+        WHERE dropped_at IS NULL AND lo > (SELECT last_value FROM outbox_log_pos)) AS ranges_ahead;
 
 -- The operator's views of the log (log_status.go): what outboxctl status,
 -- list, show, retry and replay read. They read only, and lock nothing.

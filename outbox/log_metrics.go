@@ -20,6 +20,7 @@ type logMetrics struct {
 	oldestAge   prometheus.Gauge
 	holds       prometheus.Gauge
 	quarantined prometheus.Gauge
+	ahead       prometheus.Gauge
 }
 
 func newLogMetrics(reg prometheus.Registerer) (*logMetrics, error) {
@@ -44,8 +45,12 @@ func newLogMetrics(reg prometheus.Registerer) (*logMetrics, error) {
 			Name: "outbox_log_quarantined_holds",
 			Help: "Holds of the log source waiting for an operator (retry or skip; sampled periodically).",
 		}),
+		ahead: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "outbox_log_ranges_ahead",
+			Help: "Range partitions of outbox_log made wholly beyond its sequence; at 0 enqueues to the log fail once the current range is full (sampled periodically).",
+		}),
 	}
-	if err := promreg.RegisterAll(reg, &m.horizonAge, &m.pending, &m.oldestAge, &m.holds, &m.quarantined); err != nil {
+	if err := promreg.RegisterAll(reg, &m.horizonAge, &m.pending, &m.oldestAge, &m.holds, &m.quarantined, &m.ahead); err != nil {
 		return nil, fmt.Errorf("outbox: register the log source's metrics: %w", err)
 	}
 	return m, nil
@@ -79,5 +84,6 @@ func (r *LogRelay) refreshGauges(ctx context.Context) error {
 	r.metrics.oldestAge.Set(g.OldestPendingAge)
 	r.metrics.holds.Set(float64(g.Holds))
 	r.metrics.quarantined.Set(float64(g.Quarantined))
+	r.metrics.ahead.Set(float64(g.RangesAhead))
 	return nil
 }

@@ -174,12 +174,13 @@ func dropLogRange(ctx context.Context, conn *pgxpool.Conn, r logRetiringRow) err
 type LogRanges struct {
 	// Kept counts the ranges not dropped; Ahead those made wholly beyond
 	// the sequence (0: the next enqueue past the current range fails).
-	Kept, Ahead int64
+	Kept  int64 `json:"kept"`
+	Ahead int64 `json:"ahead"`
 	// OldestKept is when the oldest kept range was made; nil: none.
-	OldestKept *time.Time
+	OldestKept *time.Time `json:"oldest_kept,omitempty"`
 	// Horizon is the newest dropped range's seal: the log's events before
 	// it may be gone. nil: nothing dropped yet.
-	Horizon *time.Time
+	Horizon *time.Time `json:"horizon,omitempty"`
 }
 
 // LogRangesOf reads the log's ranges.
