@@ -45,7 +45,8 @@ SELECT partition FROM outbox_log_cursors ORDER BY partition FOR SHARE;
 -- cursor in key order (gate, pos) (a row with a low pos but a high gate may
 -- be unread while the cursor's pos is past it; mutant log_retire_by_pos: 16
 -- index probes through outbox_log_read_idx); no row of it owned by a hold
--- (key at or after the hold's from: a failed event's order, or a replay).
+-- (key at or after the hold's from: a failed event's order, or a replay;
+-- mutant log_retire_held).
 -- Returns the ranges marked.
 UPDATE outbox_log_ranges r
 SET retiring_at = now()
