@@ -288,3 +288,56 @@ func TestLogRetentionMigratesADefaultPartition(t *testing.T) {
 	ageSeals(t, pool)
 	retainUntilDropped(t, pool, time.Hour, "outbox_log_r0")
 }
+
+// TestLogRetentionBesideALiveRelay: retention passes with a retention of
+// a millisecond run over and over while a relay delivers and the log moves
+// through five ranges: every event is delivered, each order in sequence,
+// and the ranges behind are dropped meanwhile.
+func TestLogRetentionBesideALiveRelay(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	run(t, b.newLogRelay(t, outbox.LogConfig{RelayConfig: outbox.RelayConfig{BatchSize: 4}}))
+	passes := make(chan error, 1)
+	go func() {
+		for ctx.Err() == nil {
+			if _, err := outbox.RetainLog(ctx, b.pool, outbox.LogRetentionOptions{Retention: time.Millisecond}); err != nil && ctx.Err() == nil {
+				passes <- err
+				return
+			}
+		}
+		passes <- nil
+	}()
+
+	const rounds, orders, perRound = 5, 4, 3
+	for round := range rounds {
+		var evs []outbox.Event
+		for o := range orders {
+			for range perRound {
+				evs = append(evs, testdb.Event(t, "live-"+string(rune('a'+o)), "E"))
+			}
+		}
+		enqueueLog(t, b.pool, evs...)
+		// The next round's events go to the next range, once a pass has
+		// made the one after it (the test jumps ten million positions at
+		// once, faster than any pass interval).
+		_, err := b.pool.Exec(context.Background(), `SELECT setval('outbox_log_pos', $1)`, int64(round+1)*logRangeWidth+1)
+		require.NoError(t, err)
+		eventually(t, 30*time.Second, func() bool {
+			r, err := outbox.LogRangesOf(context.Background(), b.pool)
+			return err == nil && r.Ahead >= 1
+		}, "a range ahead")
+	}
+	eventually(t, 60*time.Second, func() bool { return len(b.rec.ackedIDs()) == rounds*orders*perRound }, "every event delivered")
+	eventually(t, 60*time.Second, func() bool {
+		var dropped int
+		require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM outbox_log_ranges WHERE dropped_at IS NOT NULL`).Scan(&dropped))
+		return dropped >= rounds
+	}, "the ranges behind dropped")
+	cancel()
+	require.NoError(t, <-passes)
+	for id, got := range b.rec.firstPublishes() {
+		require.Equal(t, seq(rounds*perRound), got, "order %s in sequence", id)
+	}
+}
