@@ -35,7 +35,7 @@ var legacyFiles embed.FS
 
 // The versions each set records, goose's 0 first.
 var (
-	outboxVersions = []int64{0, 1, 2, 4, 6, 10, 12, 13, 15}
+	outboxVersions = []int64{0, 1, 2, 4, 6, 10, 12, 13, 14, 15}
 	ordersVersions = []int64{0, 1, 2, 3, 5, 7, 8, 11}
 )
 
@@ -184,7 +184,10 @@ func rowsAsText(t *testing.T, ctx context.Context, pool *pgxpool.Pool) map[strin
 // (0 on every old row) and the log source's tables, empty but for the
 // sixteen partitions' cursor rows (listed by the server, which sorts them
 // as rowsAsText does); its 00013 added outbox_bulk_retries.log_holds (0 on
-// every old row); its 00015 added the empty outbox_log_relays.
+// every old row); its 00014 made the log's range partitions, empty, and
+// their bookkeeping (read back from the server: it records when they were
+// made; outbox's TestLogRetentionMigratesADefaultPartition checks it); its
+// 00015 added the empty outbox_log_relays.
 func withNewColumns(t *testing.T, ctx context.Context, pool *pgxpool.Pool, rows map[string][]string) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
@@ -199,9 +202,10 @@ func withNewColumns(t *testing.T, ctx context.Context, pool *pgxpool.Pool, rows 
 			out[table] = append(out[table], r)
 		}
 	}
-	for _, table := range []string{"outbox_log", "outbox_log_default", "outbox_log_holds", "outbox_log_skips", "outbox_log_relays"} {
+	for _, table := range []string{"outbox_log", "outbox_log_r0", "outbox_log_r1", "outbox_log_r2", "outbox_log_holds", "outbox_log_skips", "outbox_log_relays"} {
 		out[table] = []string{}
 	}
+	out["outbox_log_ranges"] = queryStrings(t, ctx, pool, `SELECT t::text FROM outbox_log_ranges t ORDER BY 1`)
 	out["outbox_log_cursors"] = queryStrings(t, ctx, pool, `SELECT format('(%s,0,0,,,0,0,)', p) FROM generate_series(0, 15) p ORDER BY 1`)
 	return out
 }
@@ -372,7 +376,7 @@ func TestUpgradeFromTheLegacySchemaWithData(t *testing.T) {
 	report, err := migrations.Up(ctx, pool, nil)
 	require.NoError(t, err)
 	require.EqualValues(t, 10, report.Outbox.Adopted)
-	require.Equal(t, above(outboxVersions, 10), report.Outbox.Applied, "the outbox's tables were all there but 00012's, 00013's and 00015's")
+	require.Equal(t, above(outboxVersions, 10), report.Outbox.Applied, "the outbox's tables were all there but 00012's to 00015's")
 	require.EqualValues(t, 15, report.Outbox.Version)
 	require.EqualValues(t, 10, report.Orders.Adopted)
 	require.Equal(t, above(ordersVersions, 10), report.Orders.Applied, "the order app's tables were all there but 00011's columns")

@@ -27,6 +27,14 @@
  *   LOG_NO_HORIZON            the reader ignores the snapshot's xmin
  *   LOG_NO_WINDOW_SHRINK      a crash loop never shrinks the window, so the
  *                             event that kills the relay is never isolated
+ * With RETENTION (the Retention proctype: retention dropping a range of
+ * positions, RetainLog):
+ *   LOG_RETIRE_BY_POS         a range is dropped once behind the cursor by
+ *                             position, not by key (gate, pos)
+ *   LOG_RETIRE_UNSEALED       a range is dropped without waiting for the
+ *                             writers that took a position in it to end
+ *   LOG_RETIRE_HELD           a range is dropped while a hold owns an event
+ *                             in it
  */
 
 /* ------------------------------------------------------------------ sizes */
@@ -216,8 +224,32 @@ inline recompute_xmin() {
 	xi = 0
 }
 
+/* -------------------------------------------------------------- retention */
+
+#ifdef RETENTION
+/* One range partition of outbox_log: the positions below RANGE_END (with
+ * the default 2, the first event's position only). */
+#ifndef RANGE_END
+#define RANGE_END 2
+#endif
+#define POS(e) (key[e] % 8)
+#define IN_RANGE(e) (tst[e] >= T_LOCKED && POS(e) < RANGE_END)
+bool sealed;             /* T2: the sequence passed the range */
+byte sxmax;              /* the xmax of the seal's snapshot */
+bool retiring;           /* T3: the range passed the rule */
+bool dropped;            /* T4: detached and dropped */
+/* a replay may make no hold in a retiring range (LogOpReplay) */
+#define REPLAYABLE(e) !(retiring && IN_RANGE(e))
+#else
+#define REPLAYABLE(e) true
+#endif
+
 /* A publish reaching the sink. */
 inline publish(t) {
+#ifdef RETENTION
+	/* NOTHING DROPPED UNREAD: nothing publishes an event of a dropped range */
+	assert(!(dropped && IN_RANGE(t)));
+#endif
 	if
 	:: !firstpub[t] ->
 		/* FIRST PUBLISHES IN ORDER: the first publish of an event comes
@@ -622,7 +654,7 @@ end_clock:
 #define SKIP(o) :: held[o] && hquar[o] -> head(o, hfrom[o], x); \
 	if :: x != NOEV -> skipped[x] = 1; hfrom[o] = key[x] + 1; printf("operator: skip %d.%d\n", o, seq[x]) :: else fi; \
 	hquar[o] = 0; hatt[o] = 0; x = 0
-#define REPLAY(e) :: tst[e] == T_DONE && firstpub[e] && pub[e] && !held[ORD(e)] -> \
+#define REPLAY(e) :: tst[e] == T_DONE && firstpub[e] && pub[e] && !held[ORD(e)] && REPLAYABLE(e) -> \
 	held[ORD(e)] = 1; hfrom[ORD(e)] = (key[e] <= cur -> key[e] : cur + 1); hatt[ORD(e)] = 0; hquar[ORD(e)] = 0; \
 	for (hi : 0 .. EVENTS-1) { if :: ORD(hi) == ORD(e) && tst[hi] == T_DONE && key[hi] >= key[e] -> pub[hi] = 0 :: else fi }; \
 	hi = 0; REPLAY_ARM; printf("operator: replay from %d.%d\n", ORD(e), seq[e])
@@ -665,6 +697,63 @@ end_operator:
 	od
 }
 
+/* --------------------------------------------------------------- Retention */
+
+#ifdef RETENTION
+/* T2 seal: once nextval has passed the range, the xmax of a snapshot taken
+ *    after (LogPassed, then LogSeal: two statements) is recorded; every
+ *    transaction that took a position in the range took its xid before.
+ * T3 retire, one transaction under the cursor rows' share locks (no cursor
+ *    moves, no replay makes a hold meanwhile): sealed, the writers ended
+ *    (sxmax <= xmin), and every committed row of the range is at or behind
+ *    the cursor in key order and owned by no hold.
+ * T4 drop (DETACH ... CONCURRENTLY, DROP): the rows are gone. */
+#ifdef LOG_RETIRE_BY_POS
+#define BEHIND(e) (POS(e) <= cur % 8)
+#else
+/* RULE behind the cursor in key order (gate, pos) */
+#define BEHIND(e) (key[e] <= cur)
+#endif
+#ifdef LOG_RETIRE_UNSEALED
+#define WRITERS_DONE true
+#else
+/* RULE sealed: every writer that took a position in the range ended */
+#define WRITERS_DONE (sxmax <= xmin)
+#endif
+#ifdef LOG_RETIRE_HELD
+#define UNHELD(e) true
+#else
+/* RULE no hold owns an event of the range */
+#define UNHELD(e) !(held[ORD(e)] && key[e] >= hfrom[ORD(e)])
+#endif
+/* the rule's view of one row: only committed rows are visible to it */
+#define LETGO(e) (!(tst[e] == T_DONE && POS(e) < RANGE_END) || (BEHIND(e) && UNHELD(e)))
+#if EVENTS == 2
+#define LETGO_ALL (LETGO(0) && LETGO(1))
+#else
+#define LETGO_ALL (LETGO(0) && LETGO(1) && LETGO(2))
+#endif
+
+proctype Retention() {
+	byte e;
+end_retention:
+	do
+	:: atomic { !sealed && nextpos >= RANGE_END -> sealed = 1; sxmax = nextxid;
+		printf("retention: the range is sealed (xmax %d)\n", sxmax) }
+	:: atomic { sealed && !retiring && WRITERS_DONE && LETGO_ALL -> retiring = 1;
+		printf("retention: the range is retiring\n") }
+	:: atomic { retiring && !dropped ->
+		for (e : 0 .. EVENTS-1) {
+			/* NOTHING DROPPED UNREAD: every event of a dropped range is
+			 * committed, passed by the cursor, and owned by no hold */
+			assert(!IN_RANGE(e) || (tst[e] == T_DONE && key[e] <= cur && !(held[ORD(e)] && key[e] >= hfrom[ORD(e)])))
+		}
+		e = 0; dropped = 1;
+		printf("retention: the range is dropped\n") }
+	od
+}
+#endif
+
 /* ---------------------------------------------------------------- liveness */
 
 /* Settled: published, skipped, or in a quarantined hold (an operator sees
@@ -699,6 +788,9 @@ init {
 		run Clock();
 		run Producer();
 		run Operator();
+#ifdef RETENTION
+		run Retention();
+#endif
 #ifdef LIVENESS
 		run Idle()
 #endif

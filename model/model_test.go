@@ -104,6 +104,10 @@ var modelChecks = []check{
 		defs: []string{"-DREADERS=1", "-DORDERS=2", "-DEVENTS=2", "-DMAX_OPS=2", "-DUNRELATED=0"}},
 	{name: "log/safety/1reader-2orders-3events-0ops", file: "log.pml", hash: 22,
 		defs: []string{"-DREADERS=1", "-DORDERS=2", "-DEVENTS=3", "-DMAX_OPS=0", "-DUNRELATED=0"}},
+	// Retention (RetainLog) beside the log: one range, the first event's
+	// position, sealed, retired and dropped while the rest runs.
+	{name: "log/safety/retention-1reader-2orders-2events-1op-unrelated", file: "log.pml", hash: 22,
+		defs: []string{"-DRETENTION", "-DREADERS=1", "-DORDERS=2", "-DEVENTS=2", "-DMAX_OPS=1", "-DUNRELATED=1"}},
 	{name: "log/liveness/1reader-2orders-2events-poison-1fault-1op", file: "log.pml", hash: 22, live: true,
 		defs: []string{"-DLIVENESS", "-DPOISON=1", "-DREADERS=1", "-DORDERS=2", "-DEVENTS=2", "-DMAX_FAULTS=1", "-DMAX_OPS=1", "-DUNRELATED=0"}},
 	// A live reader gives the partition back and takes it again later
@@ -131,6 +135,7 @@ var properties = []string{
 	"FIRST PUBLISHES IN ORDER",
 	"NO ADVANCE PAST AN UNPUBLISHED EVENT",
 	"NO EVENT BEHIND THE CURSOR",
+	"NOTHING DROPPED UNREAD",
 	// signal.pml (receiver.pml)
 	"EFFECTS ONCE",
 	"APPLIED IN ORDER",

@@ -199,3 +199,7 @@ func LogSharesForTest(caps []int) []int {
 	}
 	return out
 }
+
+// MigrationFilesForTest are the outbox's migrations, for the test that
+// migrates a database an earlier version left behind.
+var MigrationFilesForTest = mustSub(migrationFiles, "migrations")

@@ -380,7 +380,10 @@ SELECT EXISTS (
 -- @pos) (model/README.md, what the model found, 2: a replay of an event the
 -- cursor has not passed yet would otherwise leave an earlier event of the
 -- order behind a hold that does not own it), attempts 0; its events up to
--- the cursor are delivered again as replays. No row: no such event.
+-- the cursor are delivered again as replays. No row: no such event, or
+-- the event is in a range retention is dropping (LogRetire marked it
+-- retiring under LogRetireLock, which this replay's LogOpReplayLock waited
+-- for; model/log.pml's RETIRE).
 INSERT INTO outbox_log_holds (aggregate_type, aggregate_id, partition, from_gate, from_pos, attempts,
                               replay_gate, replay_pos)
 SELECT l.aggregate_type, l.aggregate_id, l.partition,
@@ -391,6 +394,9 @@ FROM outbox_log l
 WHERE l.aggregate_type = @aggregate_type
   AND l.aggregate_id = @aggregate_id
   AND l.aggregate_sequence = @sequence
+  AND NOT EXISTS (
+      SELECT 1 FROM outbox_log_ranges r
+      WHERE r.retiring_at IS NOT NULL AND l.pos >= r.lo AND l.pos < r.hi)
 RETURNING from_gate AS gate, from_pos AS pos;
 
 -- name: LogHolds :many
@@ -431,7 +437,9 @@ SELECT EXISTS (
 -- first after its cursor: 16 index probes), which grows when a partition
 -- stalls for any reason (no relay owns it, the horizon, a sink outage).
 -- holds, quarantined: the orders under a hold, and those waiting for an
--- operator.
+-- operator. ranges_ahead: the ranges of outbox_log made wholly beyond
+-- outbox_log_pos (RetainLog keeps 2; at 0 the enqueues fail once the
+-- current range is full).
 SELECT coalesce(extract(epoch FROM now() - least(
            (SELECT min(xact_start) FROM pg_stat_activity WHERE backend_xid IS NOT NULL),
            (SELECT min(prepared) FROM pg_prepared_xacts))), 0)::float8 AS horizon_age_seconds,
@@ -449,7 +457,9 @@ SELECT coalesce(extract(epoch FROM now() - least(
                LIMIT 1
            ) n)), 0)::float8 AS oldest_pending_age_seconds,
        (SELECT count(*) FROM outbox_log_holds) AS holds,
-       (SELECT count(*) FROM outbox_log_holds WHERE quarantined_at IS NOT NULL) AS quarantined;
+       (SELECT count(*) FROM outbox_log_holds WHERE quarantined_at IS NOT NULL) AS quarantined,
+       (SELECT count(*) FROM outbox_log_ranges
+        WHERE dropped_at IS NULL AND lo > (SELECT last_value FROM outbox_log_pos)) AS ranges_ahead;
 
 -- The operator's views of the log (log_status.go): what outboxctl status,
 -- list, show, retry and replay read. They read only, and lock nothing.

@@ -22,6 +22,7 @@ type logMetrics struct {
 	quarantined prometheus.Gauge
 	// held and share are this relay's own, set as they change.
 	held, share prometheus.Gauge
+	ahead       prometheus.Gauge
 }
 
 func newLogMetrics(reg prometheus.Registerer) (*logMetrics, error) {
@@ -54,8 +55,12 @@ func newLogMetrics(reg prometheus.Registerer) (*logMetrics, error) {
 			Name: "outbox_log_partition_share",
 			Help: "Partitions of the log source this relay should read: its even share among the live relays, as of its last look.",
 		}),
+		ahead: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "outbox_log_ranges_ahead",
+			Help: "Range partitions of outbox_log made wholly beyond its sequence; at 0 enqueues to the log fail once the current range is full (sampled periodically).",
+		}),
 	}
-	if err := promreg.RegisterAll(reg, &m.horizonAge, &m.pending, &m.oldestAge, &m.holds, &m.quarantined, &m.held, &m.share); err != nil {
+	if err := promreg.RegisterAll(reg, &m.horizonAge, &m.pending, &m.oldestAge, &m.holds, &m.quarantined, &m.held, &m.share, &m.ahead); err != nil {
 		return nil, fmt.Errorf("outbox: register the log source's metrics: %w", err)
 	}
 	return m, nil
@@ -89,5 +94,6 @@ func (r *LogRelay) refreshGauges(ctx context.Context) error {
 	r.metrics.oldestAge.Set(g.OldestPendingAge)
 	r.metrics.holds.Set(float64(g.Holds))
 	r.metrics.quarantined.Set(float64(g.Quarantined))
+	r.metrics.ahead.Set(float64(g.RangesAhead))
 	return nil
 }

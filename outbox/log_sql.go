@@ -44,6 +44,7 @@ type logGaugesRow struct {
 	OldestPendingAge  float64 `db:"oldest_pending_age_seconds"`
 	Holds             int64   `db:"holds"`
 	Quarantined       int64   `db:"quarantined"`
+	RangesAhead       int64   `db:"ranges_ahead"`
 }
 
 // logStatements are the log source's statements, for the test that has

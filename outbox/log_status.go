@@ -92,6 +92,8 @@ type LogStatusReport struct {
 	Holds       int64                `json:"holds"`
 	Quarantined int64                `json:"quarantined"`
 	Partitions  []LogPartitionStatus `json:"partitions"`
+	// Ranges are outbox_log's range partitions (RetainLog).
+	Ranges LogRanges `json:"ranges"`
 }
 
 // LogStatus reports the log source's cursors, leases, pending events and
@@ -113,6 +115,9 @@ func LogStatus(ctx context.Context, pool *pgxpool.Pool) (LogStatusReport, error)
 	for _, p := range rows {
 		r.Used, r.CheckedAt = p.Used, p.DBNow
 		r.Partitions = append(r.Partitions, p.LogPartitionStatus)
+	}
+	if r.Ranges, err = LogRangesOf(ctx, pool); err != nil {
+		return LogStatusReport{}, fmt.Errorf("outbox: log status: %w", err)
 	}
 	return r, nil
 }

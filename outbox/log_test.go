@@ -624,6 +624,8 @@ func TestLogGauges(t *testing.T) {
 		p, _ := promtest.Sum(reg, "outbox_published_total")
 		return v == 1 && h == 1 && p == 1
 	}, "the quarantined hold and the publish counted")
+	ahead, _ := promtest.Sum(reg, "outbox_log_ranges_ahead")
+	require.Equal(t, 2.0, ahead, "the migration's two ranges beyond the sequence")
 
 	open, err := b.pool.Begin(ctx)
 	require.NoError(t, err)

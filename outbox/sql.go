@@ -53,7 +53,7 @@ var statements = append([]namedsql.Info{
 	qCDCSort.Info(), qCDCLease.Info(), qCDCLeaseVerify.Info(), qCDCMark.Info(), qCDCTakeFailed.Info(),
 	qCDCWALLevel.Info(), qCDCPublicationExist.Info(), qCDCPublicationLock.Info(), qCDCPublicationMake.Info(),
 	qCDCCreateSlot.Info(), qCDCSlot.Info(),
-}, slices.Concat(logStatements, logStatusStatements, logSwitchStatements)...)
+}, slices.Concat(logStatements, logStatusStatements, logSwitchStatements, logRetentionStatements)...)
 
 // The lookups other packages use (lookup.sql).
 var (

@@ -12,6 +12,7 @@ import (
 	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/internal/promreg"
 	"github.com/outflow/outflow/internal/service"
+	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
 
@@ -28,6 +29,11 @@ type cleanupConfig struct {
 	Interval time.Duration
 	// BatchSize is the rows per batch (OUTFLOW_CLEANUP_BATCH). Defaults to 1000.
 	BatchSize int
+	// Log runs the log source's retention too (outbox.RetainLog: ranges
+	// made ahead of the log's sequence always, ranges older than Retention
+	// dropped when it is not 0). Set by the starter for
+	// OUTFLOW_RELAY_SOURCE=log, not read from the environment.
+	Log bool
 }
 
 // cleanupConfigFromEnv reads OUTFLOW_RETENTION, OUTFLOW_INBOX_RETENTION,
@@ -90,8 +96,37 @@ func (s *cleanupSchedule) run(ctx context.Context) {
 	}
 }
 
-// pass runs one cleanup pass unless another starter is running one.
+// pass runs one cleanup pass unless another starter is running one, and
+// the log's when the starter runs the log source.
 func (s *cleanupSchedule) pass(ctx context.Context) {
+	if s.cfg.Retention > 0 {
+		s.passEvents(ctx)
+	}
+	if s.cfg.Log {
+		s.passLog(ctx)
+	}
+}
+
+// passLog runs one pass of the log's retention (its own lock: one starter
+// at a time).
+func (s *cleanupSchedule) passLog(ctx context.Context) {
+	res, err := outbox.RetainLog(ctx, s.pool, outbox.LogRetentionOptions{Retention: s.cfg.Retention})
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return // shutting down; the next start finishes the job
+	case err != nil:
+		s.logger.Error("log retention failed; retrying at the next interval", "error", err,
+			"ranges_made", res.Made, "ranges_dropped", res.Dropped, "next_in", s.cfg.Interval)
+	case res.Busy:
+		s.logger.Debug("log retention skipped: another process holds its lock")
+	case res.Made > 0 || len(res.Dropped) > 0:
+		s.logger.Info("log retention", "ranges_made", res.Made, "ranges_sealed", res.Sealed, "ranges_dropped", res.Dropped)
+	}
+}
+
+// passEvents runs one pass of outbox_events' and processed_events'
+// cleanup.
+func (s *cleanupSchedule) passEvents(ctx context.Context) {
 	start := time.Now()
 	res, ran, err := outboxops.CleanupExclusive(ctx, s.pool, outboxops.CleanupOptions{
 		Retention:      s.cfg.Retention,

@@ -16,6 +16,7 @@ import (
 	"github.com/outflow/outflow/internal/dev/promtest"
 	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/service"
+	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/outboxtest"
 )
@@ -105,4 +106,26 @@ func gone(ids []uuid.UUID) func([]outboxtest.Event) bool {
 func deletedTotal(t *testing.T, reg *prometheus.Registry, table string) float64 {
 	t.Helper()
 	return promtest.Total(t, reg, "outbox_cleanup_deleted_total", "table", table)
+}
+
+// TestCleanupScheduleRunsTheLogsRetention: for the log source the
+// schedule makes the log's ranges ahead of its sequence even with cleanup
+// off (OUTFLOW_RETENTION=0), so an enqueue never runs out of partitions.
+func TestCleanupScheduleRunsTheLogsRetention(t *testing.T) {
+	t.Parallel()
+	pool, _ := testdb.New(t)
+	ctx := context.Background()
+	_, err := pool.Exec(ctx, `SELECT setval('outbox_log_pos', 25000000)`)
+	require.NoError(t, err)
+	sched, err := newCleanupSchedule(pool, cleanupConfig{Interval: 50 * time.Millisecond, BatchSize: 2, Log: true},
+		nil, prometheus.NewRegistry(), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); sched.run(runCtx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	require.Eventually(t, func() bool {
+		r, err := outbox.LogRangesOf(ctx, pool)
+		return err == nil && r.Ahead == 2
+	}, 10*time.Second, 20*time.Millisecond, "two ranges ahead of the sequence")
 }

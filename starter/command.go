@@ -35,7 +35,7 @@ var command = cli.Command{
 			{Name: "OUTFLOW_RELAY_LEASE", Default: outbox.LeaseDefault.String(), Meaning: "claim lease, a Go duration"},
 			{Name: "OUTFLOW_RELAY_POLL", Default: outbox.PollIntervalDefault.String(), Meaning: "safety poll when no NOTIFY arrives"},
 			{Name: "OUTFLOW_RELAY_IN_FLIGHT", Default: strconv.Itoa(outbox.MaxInFlightDefault), Meaning: "concurrent workflow starts (across aggregates)"},
-			{Name: "OUTFLOW_RETENTION", Default: "168h", Meaning: "keep published events this long; 0 turns cleanup off"},
+			{Name: "OUTFLOW_RETENTION", Default: "168h", Meaning: "keep published events this long, and (log source) a range partition of outbox_log this long after the sequence passed it; 0 turns cleanup off (the log's ranges are still made ahead)"},
 			{Name: "OUTFLOW_INBOX_RETENTION", Default: "OUTFLOW_RETENTION", Meaning: "keep processed_events rows this long, at least OUTFLOW_RETENTION"},
 			{Name: "OUTFLOW_CLEANUP_INTERVAL", Default: "10m", Meaning: "time between cleanup passes"},
 			{Name: "OUTFLOW_CLEANUP_BATCH", Default: "1000", Meaning: "rows per cleanup batch"},

@@ -59,6 +59,9 @@
 // see outboxops.Cleanup and `outboxctl cleanup`):
 //
 //	OUTFLOW_RETENTION        Keep published events this long; default 168h (7 days); 0 disables.
+//	                         The log source (OUTFLOW_RELAY_SOURCE=log) drops its log's range
+//	                         partitions sealed longer ago than this, once no cursor, hold or
+//	                         open writer needs them (outbox.RetainLog).
 //	OUTFLOW_INBOX_RETENTION  Keep processed_events rows this long, at least OUTFLOW_RETENTION; default the same.
 //	OUTFLOW_CLEANUP_INTERVAL Time between passes; default 10m.
 //	OUTFLOW_CLEANUP_BATCH    Rows per batch (one short transaction each); default 1000.
@@ -219,7 +222,11 @@ func run(logger *slog.Logger, env *service.Env) error {
 		}()
 	}
 
-	if ccfg.Retention > 0 {
+	// The log source's ranges are made ahead of its sequence even when
+	// OUTFLOW_RETENTION=0 turns cleanup off: an enqueue past the last range
+	// fails.
+	ccfg.Log = source == "log"
+	if ccfg.Retention > 0 || ccfg.Log {
 		sched, err := newCleanupSchedule(pool, ccfg, fps, registerer, logger)
 		if err != nil {
 			return err

@@ -3,13 +3,17 @@ package main
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
 
 // runCleanup deletes old published events and inbox rows in
-// bounded batches, printing progress per batch.
+// bounded batches, printing progress per batch, then runs a pass of the log
+// source's retention (outbox.RetainLog: ranges made ahead of the log's
+// sequence, ranges no longer needed dropped).
 func runCleanup(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet(env, "cleanup", "cleanup --retention DURATION [--batch-size N] [--inbox-retention DURATION]")
 	retention := fs.Duration("retention", 0, "delete events published longer ago than this, e.g. 168h (mandatory)")
@@ -50,5 +54,16 @@ func runCleanup(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	fmt.Fprintf(env.stdout, "deleted %d events published before %s and %d inbox rows processed before %s\n",
 		res.EventsDeleted, res.EventsCutoff.UTC().Format(time.RFC3339), res.InboxDeleted, res.InboxCutoff.UTC().Format(time.RFC3339))
+	lres, err := outbox.RetainLog(ctx, pool, outbox.LogRetentionOptions{Retention: *retention})
+	env.logger.Info("outboxctl: log retention", "actor", env.actor, "retention", *retention,
+		"ranges_made", lres.Made, "ranges_sealed", lres.Sealed, "ranges_dropped", lres.Dropped, "busy", lres.Busy, "error", err)
+	switch {
+	case err != nil:
+		return fmt.Errorf("%w (run the command again to finish)", err)
+	case lres.Busy:
+		fmt.Fprintln(env.stdout, "log: another process is running the log's retention; nothing done")
+	default:
+		fmt.Fprintf(env.stdout, "log: made %d ranges ahead, dropped %d (%s)\n", lres.Made, len(lres.Dropped), strings.Join(lres.Dropped, ", "))
+	}
 	return nil
 }

@@ -93,6 +93,7 @@ func TestCleanup(t *testing.T) {
 		"processed_events: batch 3 deleted 1 rows (7 so far)",
 	}, strings.Split(strings.TrimSpace(r.stdout), "\n")[:6])
 	require.Contains(t, r.stdout, "deleted 7 events")
+	require.Contains(t, r.stdout, "log: made 0 ranges ahead, dropped 0", "the log's ranges are there since the migration")
 	require.Contains(t, r.stderr, "outboxctl: cleanup")
 
 	old, inbox := b.counts(t, s.old)

@@ -106,6 +106,7 @@ func TestLogOperatorCommands(t *testing.T) {
 	// status
 	r := b.ok(t, "status")
 	require.Regexp(t, `log holds\s+1`, r.stdout)
+	require.Regexp(t, `log ranges\s+3\s+\(2 ahead of the sequence`, r.stdout)
 	require.Regexp(t, `quarantined\s+1\s+\(outboxctl list --quarantined`, r.stdout)
 	require.Contains(t, r.stdout, "horizon age")
 	require.Contains(t, r.stdout, "partition 15")

@@ -106,7 +106,7 @@ func init() {
 		"retry":           {summary: "make a quarantined or backing-off event available now, attempts reset; --quarantined: every one a filter selects", run: runRetry},
 		"skip":            {summary: "give up a quarantined event (with a reason) so its aggregate flows again; settles an order of the order app too", run: runSkip},
 		"replay":          {summary: "deliver published events of a time window again", run: runReplay},
-		"cleanup":         {summary: "delete old published events and inbox rows in bounded batches", run: runCleanup},
+		"cleanup":         {summary: "delete old published events and inbox rows in bounded batches, and the log's partitions no longer needed", run: runCleanup},
 		"forget-customer": {summary: "order app only: erase one customer's data key: their Temporal histories become unreadable (audited)", run: runForgetCustomer},
 		"help":            {summary: "list the commands, or show one command's flags", run: runHelp},
 	}

@@ -126,6 +126,19 @@ func writeLogStatus(tw io.Writer, lg outbox.LogStatusReport) {
 		hint = "(outboxctl list --quarantined; then retry or skip)"
 	}
 	fmt.Fprintf(tw, "  quarantined\t%d\t%s\n", lg.Quarantined, hint)
+	oldestKept, horizon := "-", "nothing dropped yet"
+	if lg.Ranges.OldestKept != nil {
+		oldestKept = lg.Ranges.OldestKept.UTC().Format(time.RFC3339)
+	}
+	if lg.Ranges.Horizon != nil {
+		horizon = "events before " + lg.Ranges.Horizon.UTC().Format(time.RFC3339) + " may be dropped"
+	}
+	hint = ""
+	if lg.Ranges.Ahead == 0 {
+		hint = " (none ahead: enqueues fail once the current range is full; outboxctl cleanup makes ranges)"
+	}
+	fmt.Fprintf(tw, "log ranges\t%d\t(%d ahead of the sequence, oldest kept made %s; %s)%s\n",
+		lg.Ranges.Kept, lg.Ranges.Ahead, oldestKept, horizon, hint)
 	for _, p := range lg.Partitions {
 		lease := "no lease"
 		if p.Owner != nil && p.LeaseUntil != nil {

@@ -38,9 +38,19 @@ func PlanReplayLog(ctx context.Context, pool *pgxpool.Pool, opts ReplayOptions) 
 	}
 	// Every replayed event occurred at or after From, so the replay
 	// horizon's check is the one outbox_events' replay makes. The cleanup
-	// horizon is outbox_events' retention, not the log's.
+	// horizon is outbox_events' retention; the log's is the newest dropped
+	// range's seal (outbox.RetainLog): its events before it may be gone,
+	// so a window from before it is refused rather than replayed in part.
 	if err := checkReplayHorizon(ctx, pool, opts.From); err != nil {
 		return LogReplayPlan{}, err
+	}
+	ranges, err := outbox.LogRangesOf(ctx, pool)
+	if err != nil {
+		return LogReplayPlan{}, err
+	}
+	if ranges.Horizon != nil && opts.From.Before(*ranges.Horizon) {
+		return LogReplayPlan{}, fmt.Errorf("%w: From (%s) is before the log's retention horizon (%s): the log's events before it may be dropped; start the window at or after it",
+			ErrReplayWindow, opts.From.UTC().Format(time.RFC3339), ranges.Horizon.UTC().Format(time.RFC3339))
 	}
 	es, err := outbox.LogEvents(ctx, pool, opts.AggregateType, opts.AggregateID)
 	if err != nil {
@@ -75,7 +85,8 @@ func PlanReplayLog(ctx context.Context, pool *pgxpool.Pool, opts ReplayOptions) 
 // hold whose worker publishes them in order, marked Event.Replay, with the
 // semantics against Temporal that [Replay] describes. The window must name
 // one order (AggregateType and AggregateID) and must not start before the
-// replay horizon; an order under a hold is refused (outbox.ErrLogOrderHeld).
+// replay horizon or the log's retention horizon (the newest dropped
+// range's seal); an order under a hold is refused (outbox.ErrLogOrderHeld).
 // It returns what it replayed (Events 0: nothing in the window).
 func ReplayLog(ctx context.Context, pool *pgxpool.Pool, opts ReplayOptions) (LogReplayPlan, error) {
 	p, err := PlanReplayLog(ctx, pool, opts)

@@ -1,0 +1,35 @@
+package outboxops_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/outbox/outboxops"
+)
+
+// TestPlanReplayLogRefusesBeforeTheLogsHorizon: once the log's retention
+// has dropped a range, a log replay whose window starts before that range's
+// seal is refused (its events may be gone), one after it is not.
+func TestPlanReplayLogRefusesBeforeTheLogsHorizon(t *testing.T) {
+	t.Parallel()
+	pool := setup(t)
+	ctx := context.Background()
+	window := func(from time.Time) outboxops.ReplayOptions {
+		return outboxops.ReplayOptions{AggregateType: "order", AggregateID: "o-1", From: from, To: time.Now().Add(time.Hour)}
+	}
+	_, err := outboxops.PlanReplayLog(ctx, pool, window(time.Now().Add(-48*time.Hour)))
+	require.NoError(t, err, "nothing dropped yet")
+
+	// A range dropped, as RetainLog records it, sealed a day ago.
+	_, err = pool.Exec(ctx, `INSERT INTO outbox_log_ranges (lo, hi, name, sealed_at, sealed_xmax, retiring_at, dropped_at)
+	                         VALUES (-10, -5, 'outbox_log_gone', now() - interval '1 day', 1, now(), now())`)
+	require.NoError(t, err)
+	_, err = outboxops.PlanReplayLog(ctx, pool, window(time.Now().Add(-48*time.Hour)))
+	require.ErrorIs(t, err, outboxops.ErrReplayWindow)
+	require.ErrorContains(t, err, "before the log's retention horizon")
+	_, err = outboxops.PlanReplayLog(ctx, pool, window(time.Now().Add(-time.Hour)))
+	require.NoError(t, err)
+}
