@@ -31,8 +31,8 @@ type cleanupConfig struct {
 	BatchSize int
 	// Log runs the log source's retention too (outbox.RetainLog: ranges
 	// made ahead of the log's sequence always, ranges older than Retention
-	// dropped when it is not 0). Set by the starter for
-	// OUTFLOW_RELAY_SOURCE=log, not read from the environment.
+	// dropped when it is not 0). Set by the starter whatever its source,
+	// not read from the environment.
 	Log bool
 }
 

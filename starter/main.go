@@ -222,10 +222,13 @@ func run(logger *slog.Logger, env *service.Env) error {
 		}()
 	}
 
-	// The log source's ranges are made ahead of its sequence even when
-	// OUTFLOW_RETENTION=0 turns cleanup off: an enqueue past the last range
-	// fails.
-	ccfg.Log = source == "log"
+	// The log's ranges are made ahead of its sequence even when
+	// OUTFLOW_RETENTION=0 turns cleanup off (an enqueue past the last range
+	// fails), and by every starter, whatever its source: producers write to
+	// the log before their starter switches to it, and a poll or cdc
+	// starter keeps sweeping a log that was used (outbox.LogLeave). On a
+	// log never written a pass makes and drops nothing.
+	ccfg.Log = true
 	if ccfg.Retention > 0 || ccfg.Log {
 		sched, err := newCleanupSchedule(pool, ccfg, fps, registerer, logger)
 		if err != nil {
