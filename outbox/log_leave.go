@@ -76,6 +76,9 @@ func (s *LogLeave) Config() LogConfig { return s.cfg }
 func (s *LogLeave) Run(ctx context.Context) error {
 	left, err := s.left(ctx)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil // stopped before it began
+		}
 		return err
 	}
 	if !left.Used {

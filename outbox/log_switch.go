@@ -145,6 +145,9 @@ func runSwitched(ctx context.Context, sw switchRun) error {
 		return nil
 	}
 	if err := sw.drain(ctx, sweepStopped); err != nil || ctx.Err() != nil {
+		if ctx.Err() != nil {
+			err = nil // stopped while draining: not a failure
+		}
 		stop()
 		return errors.Join(err, sweeperFailed())
 	}
