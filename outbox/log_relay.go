@@ -117,9 +117,10 @@ func (c *LogConfig) validate() error {
 // and outbox_log_horizon_age_seconds says how long it has been held.
 //
 // A database switching to the log runs it behind a [LogSwitch], which
-// drains outbox_events first. Not built yet (see docs/operations.md, "The
-// log source"): retention (range partitions created ahead, detached and
-// dropped), the horizon's alert and outboxctl's commands.
+// drains outbox_events first, and a poll or cdc relay of a database whose
+// log was used runs one behind a [LogLeave]. Retention ([RetainLog]) makes
+// the log's range partitions ahead of its sequence and drops whole ranges
+// that every cursor passed (docs/operations.md, "Retention of the log").
 type LogRelay struct {
 	pool *pgxpool.Pool
 	pub  Publisher
