@@ -35,7 +35,7 @@ var (
 	qLogOpReplay     = namedsql.Bind[logOpReplayArgs, logKey](queries, "LogOpReplay")
 	qLogGauges       = namedsql.Bind[namedsql.NoArgs, logGaugesRow](queries, "LogGauges")
 	qLogBeat         = namedsql.Bind[logBeatArgs, logRelayRow](queries, "LogBeat")
-	qLogUnregister        = namedsql.Bind[logUnregisterArgs, namedsql.NoRows](queries, "LogUnregister")
+	qLogUnregister   = namedsql.Bind[logUnregisterArgs, namedsql.NoRows](queries, "LogUnregister")
 )
 
 type logGaugesRow struct {
