@@ -94,11 +94,20 @@ ORDER BY event_id;
 
 -- name: SkippedEvents :many
 -- The events an operator skipped, with the audit the skip must leave.
-SELECT event_id::text AS event_id, aggregate_type, event_type, coalesce(skipped_by, '') AS skipped_by,
-       coalesce(skip_reason, '') AS reason,
-       published_at IS NOT NULL AS published
-FROM outbox_events
-WHERE skipped_at IS NOT NULL
+-- A skipped log event's audit is its outbox_log_skips row; the log never
+-- publishes it (its cursor's pass is not a publish).
+SELECT event_id, aggregate_type, event_type, skipped_by, reason, published
+FROM (
+    SELECT event_id::text AS event_id, aggregate_type, event_type, coalesce(skipped_by, '') AS skipped_by,
+           coalesce(skip_reason, '') AS reason,
+           published_at IS NOT NULL AS published
+    FROM outbox_events
+    WHERE skipped_at IS NOT NULL
+    UNION ALL
+    SELECT s.event_id::text, l.aggregate_type, l.event_type, s.skipped_by, coalesce(s.reason, ''), false
+    FROM outbox_log_skips s
+    JOIN outbox_log l ON l.pos = s.pos
+) skipped
 ORDER BY event_id;
 
 -- name: Progress :one
@@ -134,7 +143,16 @@ SELECT (SELECT count(*) FROM orders) AS orders,
        (SELECT count(*) FROM outbox_events) + (SELECT count(*) FROM outbox_log) AS events;
 
 -- name: EventTimes :many
-SELECT event_id::text AS event_id, occurred_at FROM outbox_events WHERE skipped_at IS NULL ORDER BY occurred_at;
+-- Every unskipped event's commit time, of outbox_events and of the log.
+SELECT event_id, occurred_at
+FROM (
+    SELECT event_id::text AS event_id, occurred_at FROM outbox_events WHERE skipped_at IS NULL
+    UNION ALL
+    SELECT l.event_id::text, l.occurred_at
+    FROM outbox_log l
+    WHERE NOT EXISTS (SELECT 1 FROM outbox_log_skips s WHERE s.pos = l.pos)
+) e
+ORDER BY occurred_at;
 
 -- name: TerminateBackends :one
 -- Every backend on this database but the caller's own.

@@ -17,6 +17,7 @@ import (
 
 	"github.com/outflow/outflow/internal/dev/pgcluster"
 	"github.com/outflow/outflow/internal/namedsql"
+	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/providersim"
 )
 
@@ -44,7 +45,7 @@ func soakDuration(t *testing.T) time.Duration {
 func TestChaosSoak(t *testing.T) {
 	dur := soakDuration(t)
 	s := NewStackOn(t, PrivateEnv(t))
-	chaosSoak(t, s, dur, "Temporal restarted once", func(ctx context.Context) error {
+	chaosSoak(t, s, dur, "Temporal restarted once", func(ctx context.Context, _ *Operator) error {
 		s.Env.Temporal.Stop()
 		return s.Env.Temporal.Start(ctx)
 	})
@@ -70,11 +71,78 @@ func TestChaosSoakCDC(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(cluster.Discard)
 	s := NewStackWith(t, PrivateEnv(t), StackOptions{Source: "cdc", AdminURL: cluster.URL})
-	chaosSoak(t, s, dur, "PostgreSQL restarted once", cluster.Restart)
+	chaosSoak(t, s, dur, "PostgreSQL restarted once", func(ctx context.Context, _ *Operator) error { return cluster.Restart(ctx) })
 }
 
-// chaosSoak is the soak's body; midRun is the one big fault, halfway.
-func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, midRun func(context.Context) error) {
+// TestChaosSoakLog is [TestChaosSoak] with every process on the log source
+// (OUTFLOW_RELAY_SOURCE=log): the order API and the poison events write to
+// the append-only log, the two relays share its sixteen partitions by
+// lease, and the operator acts over the log as outboxctl allows there (one
+// order's replay through a hold, retries of quarantined holds one by one
+// and in bulk, skips of a quarantined poison hold's head). Its load is the
+// cdc soak's (40s, OUTFLOW_SOAK_DURATION for more).
+//
+// Its big fault, halfway, is a bad deploy's transaction left open for
+// logHorizonHold after it enqueued a poison event: the log's reader reads
+// only events whose lane gate is below its snapshot's xmin, so one open
+// transaction with an xid stops every partition at once (the poll and cdc
+// sources do not wait on it), the orders placed meanwhile pile up behind the
+// horizon, and when it commits they all become readable together, while
+// relays are killed and Temporal is cut off. Its own event has a gate older
+// than every event read after it began: a reader that did not wait for the
+// horizon would have passed its key already and never deliver it (the
+// operator would wait for it to be quarantined in vain). Beside it the soak's own Temporal outage makes holds of failed
+// publishes, which the operator's replays then meet (refused: the order is
+// under a hold).
+func TestChaosSoakLog(t *testing.T) {
+	dur := cdcSoakDuration(t)
+	s := NewStackWith(t, PrivateEnv(t), StackOptions{Source: "log"})
+	chaosSoak(t, s, dur, fmt.Sprintf("a transaction with a poison event held the log's horizon for %s once", logHorizonHold),
+		func(ctx context.Context, op *Operator) error { return holdHorizon(ctx, t, s, op, logHorizonHold) })
+}
+
+// logHorizonHold is how long the log soak's open transaction holds the
+// horizon: longer than a relay's lease and poll, a fraction of the load.
+const logHorizonHold = 10 * time.Second
+
+// holdHorizon enqueues a poison event in a transaction (which gives it an
+// xid), keeps it open for d, commits it and logs how many log events
+// waited behind it. A backend termination of the chaos may cut it (the
+// transaction and its event are then gone: logged).
+func holdHorizon(ctx context.Context, t *testing.T, s *Stack, op *Operator, d time.Duration) error {
+	tx, err := s.Pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	events, err := poisonEvents(uuid.NewString(), 1)
+	if err != nil {
+		return err
+	}
+	if err := enqueuePoisonTx(ctx, tx, s, events); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+	}
+	st, err := outbox.LogStatus(ctx, s.Pool)
+	if err != nil {
+		return err
+	}
+	committed := tx.Commit(ctx)
+	if committed == nil {
+		op.notePoison(len(events))
+	}
+	t.Logf("log soak: a transaction held the horizon for %s (its poison event committed: %v): %d log events were pending, horizon age %.1fs",
+		d, committed == nil, st.Pending, st.HorizonAgeSeconds)
+	return nil
+}
+
+// chaosSoak is the soak's body; midRun is the one big fault, halfway (it
+// tells the operator of poison events it commits).
+func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, midRun func(context.Context, *Operator) error) {
 	ctx, cancel := context.WithTimeout(context.Background(), dur+10*time.Minute)
 	defer cancel()
 	// The relays reach Temporal through a partition the chaos cuts once for
@@ -233,7 +301,7 @@ func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, mid
 			}
 			if !restarted && time.Since(start) > dur/2 {
 				restarted = true
-				record(midRun(ctx))
+				record(midRun(ctx, op))
 			}
 		}
 	}()

@@ -52,6 +52,7 @@ var (
 	qPoisonExists        = namedsql.Bind[aggregateArgs, bool](queries, "PoisonExists")
 	qCustomerUnsettled   = namedsql.Bind[emailArgs, int64](queries, "CustomerUnsettled")
 	qOrderMarks          = namedsql.Bind[eventIDsArgs, laterEvent](queries, "OrderMarks")
+	qLogReplayHolds      = namedsql.Bind[orderIDsArgs, string](queries, "LogReplayHolds")
 
 	qCustomerKeys = namedsql.Bind[namedsql.NoArgs, int64](queries, "CustomerKeys")
 )
@@ -64,7 +65,7 @@ var statements = []namedsql.Info{
 	qPublishedOutOfOrder.Info(), qSampleLanes.Info(),
 	qReplayFlagged.Info(), qReplayProgress.Info(), qLateCancelCandidate.Info(), qUnsettledPoison.Info(),
 	qStillFlagged.Info(), qOracleEvents.Info(), qErasures.Info(), qUnfinished.Info(),
-	qUnpublishedEvents.Info(), qPoisonExists.Info(), qCustomerUnsettled.Info(), qOrderMarks.Info(),
+	qUnpublishedEvents.Info(), qPoisonExists.Info(), qCustomerUnsettled.Info(), qOrderMarks.Info(), qLogReplayHolds.Info(),
 	qFeedFacts.Info(), qWebhookFacts.Info(), qCustomerKeys.Info(),
 }
 
@@ -91,6 +92,10 @@ type replayFlaggedArgs struct {
 
 type eventIDsArgs struct {
 	IDs []string `db:"ids"`
+}
+
+type orderIDsArgs struct {
+	OrderIDs []string `db:"order_ids"`
 }
 
 type aggregateTypeArgs struct {
