@@ -45,7 +45,7 @@ func soakDuration(t *testing.T) time.Duration {
 func TestChaosSoak(t *testing.T) {
 	dur := soakDuration(t)
 	s := NewStackOn(t, PrivateEnv(t))
-	chaosSoak(t, s, dur, "Temporal restarted once", func(ctx context.Context, _ *Operator) error {
+	chaosSoak(t, s, dur, "Temporal restarted once", dur/2, func(ctx context.Context, _ *Operator) error {
 		s.Env.Temporal.Stop()
 		return s.Env.Temporal.Start(ctx)
 	})
@@ -71,7 +71,7 @@ func TestChaosSoakCDC(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(cluster.Discard)
 	s := NewStackWith(t, PrivateEnv(t), StackOptions{Source: "cdc", AdminURL: cluster.URL})
-	chaosSoak(t, s, dur, "PostgreSQL restarted once", func(ctx context.Context, _ *Operator) error { return cluster.Restart(ctx) })
+	chaosSoak(t, s, dur, "PostgreSQL restarted once", dur/2, func(ctx context.Context, _ *Operator) error { return cluster.Restart(ctx) })
 }
 
 // TestChaosSoakLog is [TestChaosSoak] with every process on the log source
@@ -91,13 +91,15 @@ func TestChaosSoakCDC(t *testing.T) {
 // relays are killed and Temporal is cut off. Its own event has a gate older
 // than every event read after it began: a reader that did not wait for the
 // horizon would have passed its key already and never deliver it (the
-// operator would wait for it to be quarantined in vain). Beside it the soak's own Temporal outage makes holds of failed
+// operator would wait for it to be quarantined in vain). It comes at the
+// first chaos tick, before the Temporal outage: while the relays cannot
+// publish no reader advances, which would hide what the horizon does. Beside it the soak's own Temporal outage makes holds of failed
 // publishes, which the operator's replays then meet (refused: the order is
 // under a hold).
 func TestChaosSoakLog(t *testing.T) {
 	dur := cdcSoakDuration(t)
 	s := NewStackWith(t, PrivateEnv(t), StackOptions{Source: "log"})
-	chaosSoak(t, s, dur, fmt.Sprintf("a transaction with a poison event held the log's horizon for %s once", logHorizonHold),
+	chaosSoak(t, s, dur, fmt.Sprintf("a transaction with a poison event held the log's horizon for %s once", logHorizonHold), 0,
 		func(ctx context.Context, op *Operator) error { return holdHorizon(ctx, t, s, op, logHorizonHold) })
 }
 
@@ -140,9 +142,10 @@ func holdHorizon(ctx context.Context, t *testing.T, s *Stack, op *Operator, d ti
 	return nil
 }
 
-// chaosSoak is the soak's body; midRun is the one big fault, halfway (it
-// tells the operator of poison events it commits).
-func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, midRun func(context.Context, *Operator) error) {
+// chaosSoak is the soak's body; midRun is the one big fault, at the first
+// chaos tick after midRunAt (it tells the operator of poison events it
+// commits).
+func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, midRunAt time.Duration, midRun func(context.Context, *Operator) error) {
 	ctx, cancel := context.WithTimeout(context.Background(), dur+10*time.Minute)
 	defer cancel()
 	// The relays reach Temporal through a partition the chaos cuts once for
@@ -299,7 +302,7 @@ func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, mid
 				record(err)
 				backendKills.Add(n)
 			}
-			if !restarted && time.Since(start) > dur/2 {
+			if !restarted && time.Since(start) > midRunAt {
 				restarted = true
 				record(midRun(ctx, op))
 			}
