@@ -82,24 +82,25 @@ func TestChaosSoakCDC(t *testing.T) {
 // and in bulk, skips of a quarantined poison hold's head). Its load is the
 // cdc soak's (40s, OUTFLOW_SOAK_DURATION for more).
 //
-// Its big fault, halfway, is a bad deploy's transaction left open for
-// logHorizonHold after it enqueued a poison event: the log's reader reads
-// only events whose lane gate is below its snapshot's xmin, so one open
-// transaction with an xid stops every partition at once (the poll and cdc
-// sources do not wait on it), the orders placed meanwhile pile up behind the
-// horizon, and when it commits they all become readable together, while
-// relays are killed and Temporal is cut off. Its own event has a gate older
-// than every event read after it began: a reader that did not wait for the
-// horizon would have passed its key already and never deliver it (the
-// operator would wait for it to be quarantined in vain). It comes at the
-// first chaos tick, before the Temporal outage: while the relays cannot
-// publish no reader advances, which would hide what the horizon does. Beside it the soak's own Temporal outage makes holds of failed
-// publishes, which the operator's replays then meet (refused: the order is
-// under a hold).
+// Its big fault is a bad deploy's transaction left open for
+// logHorizonHold after it enqueued logHorizonPoison poison events: the
+// log's reader reads only events whose lane gate is below its snapshot's
+// xmin, so one open transaction with an xid stops every partition at once
+// (the poll and cdc sources do not wait on it), the orders placed meanwhile
+// pile up behind the horizon, and when it commits they all become readable
+// together, while relays are killed. Its own events have gates older than
+// every event read after it began: a reader that did not wait for the
+// horizon would have passed their keys already and never deliver them (the
+// operator would wait in vain for them to be quarantined; with LogBatch's
+// horizon check removed the soak fails so). It comes at the first chaos
+// tick, before the Temporal outage: while the relays cannot publish no
+// reader advances, which would hide what the horizon does. The outage then
+// makes holds of failed publishes, which the operator's replays meet
+// (refused: the order is under a hold).
 func TestChaosSoakLog(t *testing.T) {
 	dur := cdcSoakDuration(t)
 	s := NewStackWith(t, PrivateEnv(t), StackOptions{Source: "log"})
-	chaosSoak(t, s, dur, fmt.Sprintf("a transaction with a poison event held the log's horizon for %s once", logHorizonHold), 0,
+	chaosSoak(t, s, dur, fmt.Sprintf("a transaction with poison events held the log's horizon for %s once", logHorizonHold), 0,
 		func(ctx context.Context, op *Operator) error { return holdHorizon(ctx, t, s, op, logHorizonHold) })
 }
 
@@ -107,7 +108,11 @@ func TestChaosSoakLog(t *testing.T) {
 // horizon: longer than a relay's lease and poll, a fraction of the load.
 const logHorizonHold = 10 * time.Second
 
-// holdHorizon enqueues a poison event in a transaction (which gives it an
+// logHorizonPoison is how many poison aggregates the held transaction
+// enqueues.
+const logHorizonPoison = 4
+
+// holdHorizon enqueues logHorizonPoison poison events in a transaction (which gives it an
 // xid), keeps it open for d, commits it and logs how many log events
 // waited behind it. A backend termination of the chaos may cut it (the
 // transaction and its event are then gone: logged).
@@ -117,9 +122,15 @@ func holdHorizon(ctx context.Context, t *testing.T, s *Stack, op *Operator, d ti
 		return err
 	}
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	events, err := poisonEvents(uuid.NewString(), 1)
-	if err != nil {
-		return err
+	// Four aggregates, so that at least one is in a partition whose
+	// reader gets orders' events during the hold.
+	var events []outbox.Event
+	for range logHorizonPoison {
+		es, err := poisonEvents(uuid.NewString(), 1)
+		if err != nil {
+			return err
+		}
+		events = append(events, es...)
 	}
 	if err := enqueuePoisonTx(ctx, tx, s, events); err != nil {
 		return err
@@ -135,10 +146,12 @@ func holdHorizon(ctx context.Context, t *testing.T, s *Stack, op *Operator, d ti
 	}
 	committed := tx.Commit(ctx)
 	if committed == nil {
-		op.notePoison(len(events))
+		for range events {
+			op.notePoison(1)
+		}
 	}
-	t.Logf("log soak: a transaction held the horizon for %s (its poison event committed: %v): %d log events were pending, horizon age %.1fs",
-		d, committed == nil, st.Pending, st.HorizonAgeSeconds)
+	t.Logf("log soak: a transaction held the horizon for %s (its %d poison events committed: %v): %d log events were pending, horizon age %.1fs",
+		d, len(events), committed == nil, st.Pending, st.HorizonAgeSeconds)
 	return nil
 }
 
