@@ -95,10 +95,10 @@ up:
 demo:
 	$(GO) run ./cmd/demo
 
-## soak: the chaos soak alone, for DURATION (default 10m); SOAK_SOURCE=cdc for the cdc relay source.
+## soak: the chaos soak alone, for DURATION (default 10m); SOAK_SOURCE=cdc or log for the other relay sources.
 DURATION ?= 10m
 SOAK_SOURCE ?= poll
-SOAK_TEST = $(if $(filter cdc,$(SOAK_SOURCE)),TestChaosSoakCDC,TestChaosSoak)
+SOAK_TEST = $(if $(filter cdc,$(SOAK_SOURCE)),TestChaosSoakCDC,$(if $(filter log,$(SOAK_SOURCE)),TestChaosSoakLog,TestChaosSoak))
 soak: $(TEMPORAL)
 	OUTFLOW_SOAK_DURATION=$(DURATION) $(GO) test -count=1 -timeout 0 -run '^$(SOAK_TEST)$$' -v ./testsuite/
 

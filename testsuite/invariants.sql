@@ -1,26 +1,29 @@
 -- Read-only statements the invariant checker runs after recovery, bound to
 -- their Go types in sql.go.
 
+-- name: Events :many
+-- Every event of outbox_events and of the log (OUTFLOW_RELAY_SOURCE=log),
+-- with the bookkeeping the checks need: a log event is published once its
+-- partition's cursor passed it and no hold of its order covers it. The one
+-- definition of "events" in this file: sql.go puts it where a statement
+-- says /* Events */ (withEvents).
+SELECT event_id, aggregate_type, aggregate_id, aggregate_sequence, event_type,
+       published_at IS NOT NULL AS published, skipped_at IS NOT NULL AS skipped,
+       quarantined_at IS NOT NULL AS quarantined
+FROM outbox_events
+UNION ALL
+SELECT l.event_id, l.aggregate_type, l.aggregate_id, l.aggregate_sequence, l.event_type,
+       (l.gate, l.pos) <= (c.gate, c.pos) AND h.aggregate_id IS NULL AND s.event_id IS NULL AS published,
+       s.event_id IS NOT NULL AS skipped,
+       h.quarantined_at IS NOT NULL AS quarantined
+FROM outbox_log l
+JOIN outbox_log_cursors c ON c.partition = l.partition
+LEFT JOIN outbox_log_holds h ON h.aggregate_type = l.aggregate_type AND h.aggregate_id = l.aggregate_id
+                            AND (l.gate, l.pos) >= (h.from_gate, h.from_pos)
+LEFT JOIN outbox_log_skips s ON s.event_id = l.event_id;
+
 -- name: OrderFacts :many
-WITH events AS (
-    -- outbox_events' events and the log's (OUTFLOW_RELAY_SOURCE=log), with
-    -- the bookkeeping the checks need: a log event is published once its
-    -- partition's cursor passed it and no hold of its order covers it.
-    SELECT event_id, aggregate_type, aggregate_id, aggregate_sequence, event_type,
-           published_at IS NOT NULL AS published, skipped_at IS NOT NULL AS skipped,
-           quarantined_at IS NOT NULL AS quarantined
-    FROM outbox_events
-    UNION ALL
-    SELECT l.event_id, l.aggregate_type, l.aggregate_id, l.aggregate_sequence, l.event_type,
-           (l.gate, l.pos) <= (c.gate, c.pos) AND h.aggregate_id IS NULL AND s.event_id IS NULL AS published,
-           s.event_id IS NOT NULL AS skipped,
-           h.quarantined_at IS NOT NULL AS quarantined
-    FROM outbox_log l
-    JOIN outbox_log_cursors c ON c.partition = l.partition
-    LEFT JOIN outbox_log_holds h ON h.aggregate_type = l.aggregate_type AND h.aggregate_id = l.aggregate_id
-                                AND (l.gate, l.pos) >= (h.from_gate, h.from_pos)
-    LEFT JOIN outbox_log_skips s ON s.event_id = l.event_id
-)
+WITH events AS (/* Events */)
 SELECT o.id::text                 AS order_id,
        o.status,
        o.payment_method,
@@ -40,25 +43,7 @@ ORDER BY o.id;
 -- name: OrphanEvents :one
 -- An order event whose order does not exist: a rolled-back change that left
 -- its event behind (invariant 2).
-WITH events AS (
-    -- outbox_events' events and the log's (OUTFLOW_RELAY_SOURCE=log), with
-    -- the bookkeeping the checks need: a log event is published once its
-    -- partition's cursor passed it and no hold of its order covers it.
-    SELECT event_id, aggregate_type, aggregate_id, aggregate_sequence, event_type,
-           published_at IS NOT NULL AS published, skipped_at IS NOT NULL AS skipped,
-           quarantined_at IS NOT NULL AS quarantined
-    FROM outbox_events
-    UNION ALL
-    SELECT l.event_id, l.aggregate_type, l.aggregate_id, l.aggregate_sequence, l.event_type,
-           (l.gate, l.pos) <= (c.gate, c.pos) AND h.aggregate_id IS NULL AND s.event_id IS NULL AS published,
-           s.event_id IS NOT NULL AS skipped,
-           h.quarantined_at IS NOT NULL AS quarantined
-    FROM outbox_log l
-    JOIN outbox_log_cursors c ON c.partition = l.partition
-    LEFT JOIN outbox_log_holds h ON h.aggregate_type = l.aggregate_type AND h.aggregate_id = l.aggregate_id
-                                AND (l.gate, l.pos) >= (h.from_gate, h.from_pos)
-    LEFT JOIN outbox_log_skips s ON s.event_id = l.event_id
-)
+WITH events AS (/* Events */)
 SELECT count(*)
 FROM events e
 WHERE e.aggregate_type = 'order'
@@ -69,59 +54,32 @@ WHERE e.aggregate_type = 'order'
 -- (a skip is final: the event is never published; SkippedEvents lists them)
 -- and the webhooks' (aggregate payment), which are signals to the order's
 -- saga, not workflows of their own (WebhookFacts checks them).
-WITH events AS (
-    -- outbox_events' events and the log's (OUTFLOW_RELAY_SOURCE=log), with
-    -- the bookkeeping the checks need: a log event is published once its
-    -- partition's cursor passed it and no hold of its order covers it.
-    SELECT event_id, aggregate_type, aggregate_id, aggregate_sequence, event_type,
-           published_at IS NOT NULL AS published, skipped_at IS NOT NULL AS skipped,
-           quarantined_at IS NOT NULL AS quarantined
-    FROM outbox_events
-    UNION ALL
-    SELECT l.event_id, l.aggregate_type, l.aggregate_id, l.aggregate_sequence, l.event_type,
-           (l.gate, l.pos) <= (c.gate, c.pos) AND h.aggregate_id IS NULL AND s.event_id IS NULL AS published,
-           s.event_id IS NOT NULL AS skipped,
-           h.quarantined_at IS NOT NULL AS quarantined
-    FROM outbox_log l
-    JOIN outbox_log_cursors c ON c.partition = l.partition
-    LEFT JOIN outbox_log_holds h ON h.aggregate_type = l.aggregate_type AND h.aggregate_id = l.aggregate_id
-                                AND (l.gate, l.pos) >= (h.from_gate, h.from_pos)
-    LEFT JOIN outbox_log_skips s ON s.event_id = l.event_id
-)
+WITH events AS (/* Events */)
 SELECT event_id::text AS event_id FROM events
 WHERE NOT skipped AND aggregate_type <> 'payment'
 ORDER BY event_id;
 
 -- name: SkippedEvents :many
 -- The events an operator skipped, with the audit the skip must leave.
-SELECT event_id::text AS event_id, aggregate_type, event_type, coalesce(skipped_by, '') AS skipped_by,
-       coalesce(skip_reason, '') AS reason,
-       published_at IS NOT NULL AS published
-FROM outbox_events
-WHERE skipped_at IS NOT NULL
+-- A skipped log event's audit is its outbox_log_skips row; the log never
+-- publishes it (its cursor's pass is not a publish).
+SELECT event_id, aggregate_type, event_type, skipped_by, reason, published
+FROM (
+    SELECT event_id::text AS event_id, aggregate_type, event_type, coalesce(skipped_by, '') AS skipped_by,
+           coalesce(skip_reason, '') AS reason,
+           published_at IS NOT NULL AS published
+    FROM outbox_events
+    WHERE skipped_at IS NOT NULL
+    UNION ALL
+    SELECT s.event_id::text, l.aggregate_type, l.event_type, s.skipped_by, coalesce(s.reason, ''), false
+    FROM outbox_log_skips s
+    JOIN outbox_log l ON l.pos = s.pos
+) skipped
 ORDER BY event_id;
 
 -- name: Progress :one
 -- A skipped event is settled: it is never published.
-WITH events AS (
-    -- outbox_events' events and the log's (OUTFLOW_RELAY_SOURCE=log), with
-    -- the bookkeeping the checks need: a log event is published once its
-    -- partition's cursor passed it and no hold of its order covers it.
-    SELECT event_id, aggregate_type, aggregate_id, aggregate_sequence, event_type,
-           published_at IS NOT NULL AS published, skipped_at IS NOT NULL AS skipped,
-           quarantined_at IS NOT NULL AS quarantined
-    FROM outbox_events
-    UNION ALL
-    SELECT l.event_id, l.aggregate_type, l.aggregate_id, l.aggregate_sequence, l.event_type,
-           (l.gate, l.pos) <= (c.gate, c.pos) AND h.aggregate_id IS NULL AND s.event_id IS NULL AS published,
-           s.event_id IS NOT NULL AS skipped,
-           h.quarantined_at IS NOT NULL AS quarantined
-    FROM outbox_log l
-    JOIN outbox_log_cursors c ON c.partition = l.partition
-    LEFT JOIN outbox_log_holds h ON h.aggregate_type = l.aggregate_type AND h.aggregate_id = l.aggregate_id
-                                AND (l.gate, l.pos) >= (h.from_gate, h.from_pos)
-    LEFT JOIN outbox_log_skips s ON s.event_id = l.event_id
-)
+WITH events AS (/* Events */)
 SELECT (SELECT count(*) FROM events WHERE NOT published AND NOT skipped) AS unpublished,
        (SELECT count(*) FROM orders WHERE status NOT IN ('confirmed', 'payment_failed', 'cancelled')
                                        OR (cancel_event_id IS NOT NULL AND status <> 'cancelled')) AS unfinished;
@@ -134,7 +92,16 @@ SELECT (SELECT count(*) FROM orders) AS orders,
        (SELECT count(*) FROM outbox_events) + (SELECT count(*) FROM outbox_log) AS events;
 
 -- name: EventTimes :many
-SELECT event_id::text AS event_id, occurred_at FROM outbox_events WHERE skipped_at IS NULL ORDER BY occurred_at;
+-- Every unskipped event's commit time, of outbox_events and of the log.
+SELECT event_id, occurred_at
+FROM (
+    SELECT event_id::text AS event_id, occurred_at FROM outbox_events WHERE skipped_at IS NULL
+    UNION ALL
+    SELECT l.event_id::text, l.occurred_at
+    FROM outbox_log l
+    WHERE NOT EXISTS (SELECT 1 FROM outbox_log_skips s WHERE s.pos = l.pos)
+) e
+ORDER BY occurred_at;
 
 -- name: TerminateBackends :one
 -- Every backend on this database but the caller's own.
@@ -158,13 +125,7 @@ WHERE prev > published_at;
 -- the one, its later ones in the other). An event an operator skipped has
 -- no workflow and is left out.
 WITH events AS (
-    SELECT aggregate_type, aggregate_id, aggregate_sequence, event_id
-    FROM outbox_events
-    WHERE skipped_at IS NULL
-    UNION ALL
-    SELECT l.aggregate_type, l.aggregate_id, l.aggregate_sequence, l.event_id
-    FROM outbox_log l
-    WHERE NOT EXISTS (SELECT FROM outbox_log_skips s WHERE s.event_id = l.event_id)
+    SELECT aggregate_type, aggregate_id, aggregate_sequence, event_id FROM (/* Events */) e WHERE NOT skipped
 )
 SELECT array_agg(event_id::text ORDER BY aggregate_sequence) AS event_ids
 FROM events
@@ -195,25 +156,7 @@ ORDER BY o.id;
 -- stripe.webhook) beside their events (aggregate payment): one inbox row per
 -- Stripe event, at most one event per row (none for an event about no order
 -- of this service), each event published and about an existing order.
-WITH events AS (
-    -- outbox_events' events and the log's (OUTFLOW_RELAY_SOURCE=log), with
-    -- the bookkeeping the checks need: a log event is published once its
-    -- partition's cursor passed it and no hold of its order covers it.
-    SELECT event_id, aggregate_type, aggregate_id, aggregate_sequence, event_type,
-           published_at IS NOT NULL AS published, skipped_at IS NOT NULL AS skipped,
-           quarantined_at IS NOT NULL AS quarantined
-    FROM outbox_events
-    UNION ALL
-    SELECT l.event_id, l.aggregate_type, l.aggregate_id, l.aggregate_sequence, l.event_type,
-           (l.gate, l.pos) <= (c.gate, c.pos) AND h.aggregate_id IS NULL AND s.event_id IS NULL AS published,
-           s.event_id IS NOT NULL AS skipped,
-           h.quarantined_at IS NOT NULL AS quarantined
-    FROM outbox_log l
-    JOIN outbox_log_cursors c ON c.partition = l.partition
-    LEFT JOIN outbox_log_holds h ON h.aggregate_type = l.aggregate_type AND h.aggregate_id = l.aggregate_id
-                                AND (l.gate, l.pos) >= (h.from_gate, h.from_pos)
-    LEFT JOIN outbox_log_skips s ON s.event_id = l.event_id
-)
+WITH events AS (/* Events */)
 SELECT (SELECT count(*) FROM processed_events WHERE consumer_name = 'stripe.webhook') AS inbox_rows,
        (SELECT count(*) FROM events WHERE aggregate_type = 'payment') AS events,
        (SELECT count(*) FROM events

@@ -22,8 +22,15 @@ import (
 // forgets the soak's dedicated customers, each time with the real outboxctl
 // binary, as operators do. It keeps a journal of what it did and what it was
 // told; the soak's oracle ([CheckOracle]) judges the run against it.
+//
+// On a log stack (Source "log") it acts over the log as outboxctl allows
+// there: it replays one order at a time (the log has no window replay),
+// which makes a hold, and follows the hold until it is released; it
+// retries quarantined holds one by one and in bulk (retry --quarantined);
+// it skips a quarantined poison hold's head.
 type Operator struct {
-	s *Stack
+	s   *Stack
+	log bool // the stack's relays read the log
 	// Customers are the dedicated customers' emails whose orders the soak
 	// places and the operator forgets at random times.
 	Customers []string
@@ -42,8 +49,11 @@ type Journal struct {
 	ReplayCommands, ReplayedEvents, EmptyReplays, ReplayRefusals int
 	LateCancels                                                  int
 	Retries, RetryRefusals                                       int
-	Skips, SkipRefusals                                          int
-	Forgets, ForgetsWithoutKey, ForgetRefusals                   int
+	// BulkRetries counts the retry --quarantined commands (log stacks),
+	// BulkRetried the holds they retried.
+	BulkRetries, BulkRetried                   int
+	Skips, SkipRefusals                        int
+	Forgets, ForgetsWithoutKey, ForgetRefusals int
 	// Lost counts commands that lost their database connection (a kill, a
 	// backend termination, a PostgreSQL restart) and were run again.
 	Lost                           int
@@ -66,6 +76,10 @@ type Journal struct {
 
 // ReplayWatch is one replayed event followed until its replay was delivered.
 type ReplayWatch struct {
+	// Log: a replay of the log, followed by its order's hold (EventID and
+	// Sequence are empty: the log replays an order's tail, and marks no
+	// event); Delivered is when the operator first saw the hold gone.
+	Log              bool
 	EventID, OrderID string
 	Sequence         int64
 	// Requested is the event's replay_requested_at; CommandEnd when the
@@ -89,7 +103,7 @@ type ForgetAnswer struct {
 
 // NewOperator returns the operator of s, with n dedicated customers.
 func NewOperator(s *Stack, n int, seed uint64) *Operator {
-	o := &Operator{s: s, rng: rand.New(rand.NewPCG(seed, 21))}
+	o := &Operator{s: s, log: s.Source == "log", rng: rand.New(rand.NewPCG(seed, 21))}
 	tag := strings.ToLower(strconv.FormatUint(seed%1_000_000, 36))
 	for i := range n {
 		o.Customers = append(o.Customers, fmt.Sprintf("erasure-%d-%s@example.com", i+1, tag))
@@ -158,8 +172,13 @@ func (o *Operator) Poison(ctx context.Context, n int) error {
 	if err := EnqueuePoison(ctx, o.s, n); err != nil {
 		return err
 	}
-	o.note(func(j *Journal) { j.PoisonAggregates++; j.PoisonEvents += n })
+	o.notePoison(n)
 	return nil
+}
+
+// notePoison records a poison aggregate of n events committed.
+func (o *Operator) notePoison(n int) {
+	o.note(func(j *Journal) { j.PoisonAggregates++; j.PoisonEvents += n })
 }
 
 // answer is one outboxctl run: its output and exit code (0, 1 or 2), and
@@ -220,8 +239,20 @@ func (o *Operator) unexpected(a answer, args ...string) {
 
 var replayedN = regexp.MustCompile(`replayed (\d+) events`)
 
-// replayWindow replays a window of the last twenty seconds.
+// replayWindow replays a window of the last twenty seconds; over the log,
+// which replays one order at a time, a recent order's events from its
+// first on.
 func (o *Operator) replayWindow(ctx context.Context) {
+	if o.log {
+		cs, err := qLateCancelCandidate.All(ctx, o.s.Pool, namedsql.NoArgs{})
+		if err != nil || len(cs) == 0 {
+			return
+		}
+		to := time.Now()
+		o.replay(ctx, []string{"replay", "--from", cs[0].Occurred.Format(time.RFC3339Nano), "--to", to.Format(time.RFC3339Nano),
+			"--aggregate-type", "order", "--aggregate", cs[0].OrderID, "--yes"}, cs[0].Occurred, to, cs[0].OrderID)
+		return
+	}
 	from := time.Now().Add(-time.Duration(3000+o.rng.IntN(17000)) * time.Millisecond)
 	to := from.Add(time.Duration(1000+o.rng.IntN(5000)) * time.Millisecond)
 	args := []string{"replay", "--from", from.Format(time.RFC3339Nano), "--to", to.Format(time.RFC3339Nano), "--yes"}
@@ -257,6 +288,10 @@ func (o *Operator) replayAndCancel(ctx context.Context) {
 	to := time.Now()
 	args := []string{"replay", "--from", c.Occurred.Format(time.RFC3339Nano), "--to", to.Format(time.RFC3339Nano),
 		"--aggregate", c.OrderID, "--yes"}
+	if o.log {
+		// The log's events are not found by id alone.
+		args = append(args, "--aggregate-type", "order")
+	}
 	if o.replay(ctx, args, c.Occurred, to, c.OrderID) && !cancelFirst {
 		cancel()
 	}
@@ -278,12 +313,20 @@ func (o *Operator) replay(ctx context.Context, args []string, from, to time.Time
 		}
 		n, _ := strconv.Atoi(m[1])
 		o.note(func(j *Journal) { j.ReplayCommands++; j.ReplayedEvents += n })
-	case a.code == 1 && strings.Contains(a.out, "invalid replay window"):
+	case a.code == 1 && (strings.Contains(a.out, "invalid replay window") || o.log && strings.Contains(a.out, "under a hold")):
+		// Over the log, an order under a hold (a failed publish, an
+		// isolated event, an earlier replay not yet delivered) is refused.
 		o.note(func(j *Journal) { j.ReplayCommands++; j.ReplayRefusals++ })
 		return false
 	default:
 		o.unexpected(a, args...)
 		return false
+	}
+	if o.log {
+		o.note(func(j *Journal) {
+			j.Watches = append(j.Watches, &ReplayWatch{Log: true, OrderID: orderID, Requested: a.start, CommandEnd: a.end})
+		})
+		return true
 	}
 	// Follow what it flagged (events a relay marked before this query are
 	// missed: the watch is a sample, never a false alarm).
@@ -317,6 +360,10 @@ func (o *Operator) Watch(ctx context.Context) {
 // events of delivered ones' orders that were not yet marked when the
 // delivery was seen.
 func (o *Operator) Poll(ctx context.Context) {
+	if o.log {
+		o.pollLog(ctx)
+		return
+	}
 	o.mu.Lock()
 	var ids, orderOf []string // open watches' events; those and the followed ones'
 	open := map[string][]*ReplayWatch{}
@@ -386,6 +433,38 @@ func (o *Operator) Poll(ctx context.Context) {
 	}
 }
 
+// pollLog looks once at the log replays not yet delivered: one is
+// delivered when its order's replay hold is gone.
+func (o *Operator) pollLog(ctx context.Context) {
+	o.mu.Lock()
+	var orders []string
+	for _, w := range o.j.Watches {
+		if w.Delivered.IsZero() {
+			orders = append(orders, w.OrderID)
+		}
+	}
+	o.mu.Unlock()
+	if len(orders) == 0 {
+		return
+	}
+	held, err := qLogReplayHolds.All(ctx, o.s.Pool, orderIDsArgs{OrderIDs: orders})
+	if err != nil {
+		return
+	}
+	now := time.Now()
+	still := map[string]bool{}
+	for _, id := range held {
+		still[id] = true
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, w := range o.j.Watches {
+		if w.Delivered.IsZero() && !still[w.OrderID] {
+			w.Delivered = now
+		}
+	}
+}
+
 // unmarked reports whether one of the later events was not marked yet.
 func unmarked(marks map[string]*time.Time) bool {
 	for _, m := range marks {
@@ -442,12 +521,26 @@ func (o *Operator) list(ctx context.Context, filter string) []listed {
 	return out
 }
 
-// retry retries a backing-off or quarantined event, as found by list.
+// retry retries a backing-off or quarantined event, as found by list, or
+// over the log sometimes every quarantined hold at once.
 func (o *Operator) retry(ctx context.Context) {
+	if o.log && o.rng.IntN(3) == 0 {
+		o.retryAll(ctx)
+		return
+	}
+	o.retryOne(ctx)
+}
+
+// retryOne retries one backing-off or quarantined event, as found by list.
+func (o *Operator) retryOne(ctx context.Context) {
 	var candidates []listed
-	for _, l := range o.list(ctx, "--pending") {
-		if l.state == "backing_off" {
-			candidates = append(candidates, l)
+	if !o.log {
+		// The log's held events back off inside their hold; only a
+		// quarantined hold may be retried.
+		for _, l := range o.list(ctx, "--pending") {
+			if l.state == "backing_off" {
+				candidates = append(candidates, l)
+			}
 		}
 	}
 	candidates = append(candidates, o.list(ctx, "--quarantined")...)
@@ -466,6 +559,27 @@ func (o *Operator) retry(ctx context.Context) {
 	default:
 		o.unexpected(a, "retry", c.id)
 	}
+}
+
+var retriedHolds = regexp.MustCompile(`retried (\d+) quarantined log holds`)
+
+// retryAll retries every quarantined hold at once (retry --quarantined,
+// audited), as after a fixed deploy: the poison ones fail and are
+// quarantined again.
+func (o *Operator) retryAll(ctx context.Context) {
+	args := []string{"retry", "--quarantined", "--reason", "soak: the route is fixed, try again", "--actor", "soak-operator", "--yes"}
+	a := o.outboxctl(ctx, args...)
+	if a.code != 0 {
+		o.unexpected(a, args...)
+		return
+	}
+	// None matched, or those it counted were skipped or retried since:
+	// no line on log holds.
+	n := 0
+	if m := retriedHolds.FindStringSubmatch(a.out); m != nil {
+		n, _ = strconv.Atoi(m[1])
+	}
+	o.note(func(j *Journal) { j.BulkRetries++; j.BulkRetried += n })
 }
 
 // skip skips one quarantined poison event (never an order's event).
@@ -487,7 +601,8 @@ func (o *Operator) skip(ctx context.Context, n int) bool {
 	case a.code == 0:
 		o.note(func(j *Journal) { j.Skips++ })
 		return true
-	case a.code == 1 && strings.Contains(a.out, "does not allow this"):
+	case a.code == 1 && (strings.Contains(a.out, "does not allow this") ||
+		o.log && (strings.Contains(a.out, "not the head of a quarantined hold") || strings.Contains(a.out, "no quarantined hold"))):
 		o.note(func(j *Journal) { j.SkipRefusals++ }) // retried meanwhile
 	default:
 		o.unexpected(a, args...)
@@ -546,8 +661,37 @@ func (o *Operator) forgetOnce(ctx context.Context, email string, n int) (refused
 // Finish skips every poison event left, each once a relay has quarantined
 // it (a later one waits for its predecessor's skip), until none is left or
 // the timeout passes.
+//
+// Over the log, whose short soak may roll no retry or replay, it first does
+// what the run left undone: a replay of a recent order, a retry of a
+// quarantined hold's head and a bulk retry, so every run acts over the log
+// at least once each way.
 func (o *Operator) Finish(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
+	if o.log {
+		j := o.Journal()
+		if j.ReplayCommands == 0 {
+			o.replayWindow(ctx)
+		}
+		for j.Retries+j.RetryRefusals == 0 && len(o.list(ctx, "--quarantined")) == 0 && time.Now().Before(deadline) {
+			// The poison events left are quarantined at their first
+			// attempt: wait for one, if any is left.
+			if left, err := qUnsettledPoison.Value(ctx, o.s.Pool, aggregateTypeArgs{AggregateType: PoisonAggregateType}); err == nil && left == 0 {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+		if j.Retries+j.RetryRefusals == 0 {
+			o.retryOne(ctx)
+		}
+		if j.BulkRetries == 0 {
+			o.retryAll(ctx)
+		}
+	}
 	for n := 10_000; ; n++ {
 		left, err := qUnsettledPoison.Value(ctx, o.s.Pool, aggregateTypeArgs{AggregateType: PoisonAggregateType})
 		if err == nil && left == 0 {
@@ -578,12 +722,12 @@ func (j Journal) Report() string {
 		}
 	}
 	return fmt.Sprintf(`  operator replays:         %d commands (%d events replayed, %d windows empty, %d refused), %d late cancels right before or after a replay; %d replayed events watched: %d delivered again, %d superseded by a later replay
-  operator retries:         %d (%d refused: published, skipped or in flight since the list)
+  operator retries:         %d (%d refused: published, skipped or in flight since the list); %d bulk retries of %d holds
   operator skips:           %d of %d poison events in %d aggregates (%d refused)
   operator forgets:         %d keys erased, %d with no key left, %d refused
   operator, other:          %d commands run again after a lost connection, %d unexpected answers, %d order events seen quarantined`,
 		j.ReplayCommands, j.ReplayedEvents, j.EmptyReplays, j.ReplayRefusals, j.LateCancels, len(j.Watches), delivered, superseded,
-		j.Retries, j.RetryRefusals,
+		j.Retries, j.RetryRefusals, j.BulkRetries, j.BulkRetried,
 		j.Skips, j.PoisonEvents, j.PoisonAggregates, j.SkipRefusals,
 		j.Forgets, j.ForgetsWithoutKey, j.ForgetRefusals,
 		j.Lost, len(j.Unexpected), len(j.QuarantinedOrders))

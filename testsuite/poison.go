@@ -23,21 +23,14 @@ const PoisonAggregateType = "soak_poison"
 // claimable; the next waits behind it until an operator skips it. It rides
 // out lost connections (a commit whose answer was lost may have written the
 // aggregate; the operator finds poison events by their aggregate type).
+// On a log stack (Source "log") they go to the log, as the stack's
+// producers' do: there the first one's failure makes its aggregate's hold,
+// quarantined, and the hold owns the next.
 func EnqueuePoison(ctx context.Context, s *Stack, n int) error {
 	agg := uuid.NewString()
-	var events []outbox.Event
-	for i := range n {
-		var e outbox.Event
-		var err error
-		if i%2 == 0 {
-			e, err = outbox.NewEvent(PoisonAggregateType, agg, "ParcelTeleported", 1, map[string]string{"parcel": agg})
-		} else {
-			e, err = outbox.NewEvent(PoisonAggregateType, agg, "OrderCreated", 1, map[string]string{"order_id": agg})
-		}
-		if err != nil {
-			return err
-		}
-		events = append(events, e)
+	events, err := poisonEvents(agg, n)
+	if err != nil {
+		return err
 	}
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -45,8 +38,7 @@ func EnqueuePoison(ctx context.Context, s *Stack, n int) error {
 			if exists, err := qPoisonExists.Value(ctx, tx, aggregateArgs{AggregateType: PoisonAggregateType, AggregateID: agg}); err != nil || exists {
 				return err
 			}
-			_, err := outbox.Enqueue(ctx, tx, events...)
-			return err
+			return enqueuePoisonTx(ctx, tx, s, events)
 		})
 		if err == nil {
 			return nil
@@ -60,4 +52,29 @@ func EnqueuePoison(ctx context.Context, s *Stack, n int) error {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
+}
+
+// poisonEvents are the n events of the poison aggregate agg.
+func poisonEvents(agg string, n int) ([]outbox.Event, error) {
+	var events []outbox.Event
+	for i := range n {
+		var e outbox.Event
+		var err error
+		if i%2 == 0 {
+			e, err = outbox.NewEvent(PoisonAggregateType, agg, "ParcelTeleported", 1, map[string]string{"parcel": agg})
+		} else {
+			e, err = outbox.NewEvent(PoisonAggregateType, agg, "OrderCreated", 1, map[string]string{"order_id": agg})
+		}
+		if err != nil {
+			return nil, err
+		}
+		events = append(events, e)
+	}
+	return events, nil
+}
+
+// enqueuePoisonTx enqueues poison events in tx, to the log on a log stack.
+func enqueuePoisonTx(ctx context.Context, tx pgx.Tx, s *Stack, events []outbox.Event) error {
+	_, err := outbox.NewEnqueuer(outbox.EnqueueConfig{Log: s.Source == "log"}).Enqueue(ctx, tx, events...)
+	return err
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/outflow/outflow/internal/dev/pgcluster"
 	"github.com/outflow/outflow/internal/namedsql"
+	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/providersim"
 )
 
@@ -44,7 +45,7 @@ func soakDuration(t *testing.T) time.Duration {
 func TestChaosSoak(t *testing.T) {
 	dur := soakDuration(t)
 	s := NewStackOn(t, PrivateEnv(t))
-	chaosSoak(t, s, dur, "Temporal restarted once", func(ctx context.Context) error {
+	chaosSoak(t, s, dur, "Temporal restarted once", dur/2, func(ctx context.Context, _ *Operator) error {
 		s.Env.Temporal.Stop()
 		return s.Env.Temporal.Start(ctx)
 	})
@@ -70,11 +71,94 @@ func TestChaosSoakCDC(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(cluster.Discard)
 	s := NewStackWith(t, PrivateEnv(t), StackOptions{Source: "cdc", AdminURL: cluster.URL})
-	chaosSoak(t, s, dur, "PostgreSQL restarted once", cluster.Restart)
+	chaosSoak(t, s, dur, "PostgreSQL restarted once", dur/2, func(ctx context.Context, _ *Operator) error { return cluster.Restart(ctx) })
 }
 
-// chaosSoak is the soak's body; midRun is the one big fault, halfway.
-func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, midRun func(context.Context) error) {
+// TestChaosSoakLog is [TestChaosSoak] with every process on the log source
+// (OUTFLOW_RELAY_SOURCE=log): the order API and the poison events write to
+// the append-only log, the two relays share its sixteen partitions by
+// lease, and the operator acts over the log as outboxctl allows there (one
+// order's replay through a hold, retries of quarantined holds one by one
+// and in bulk, skips of a quarantined poison hold's head). Its load is the
+// cdc soak's (40s, OUTFLOW_SOAK_DURATION for more).
+//
+// Its big fault is a bad deploy's transaction left open for
+// logHorizonHold after it enqueued logHorizonPoison poison events: the
+// log's reader reads only events whose lane gate is below its snapshot's
+// xmin, so one open transaction with an xid stops every partition at once
+// (the poll and cdc sources do not wait on it), the orders placed meanwhile
+// pile up behind the horizon, and when it commits they all become readable
+// together, while relays are killed. Its own events have gates older than
+// every event read after it began: a reader that did not wait for the
+// horizon would have passed their keys already and never deliver them (the
+// operator would wait in vain for them to be quarantined; with LogBatch's
+// horizon check removed the soak fails so). It comes at the first chaos
+// tick, before the Temporal outage: while the relays cannot publish no
+// reader advances, which would hide what the horizon does. The outage then
+// makes holds of failed publishes, which the operator's replays meet
+// (refused: the order is under a hold).
+func TestChaosSoakLog(t *testing.T) {
+	dur := cdcSoakDuration(t)
+	s := NewStackWith(t, PrivateEnv(t), StackOptions{Source: "log"})
+	chaosSoak(t, s, dur, fmt.Sprintf("a transaction with poison events held the log's horizon for %s once", logHorizonHold), 0,
+		func(ctx context.Context, op *Operator) error { return holdHorizon(ctx, t, s, op, logHorizonHold) })
+}
+
+// logHorizonHold is how long the log soak's open transaction holds the
+// horizon: longer than a relay's lease and poll, a fraction of the load.
+const logHorizonHold = 10 * time.Second
+
+// logHorizonPoison is how many poison aggregates the held transaction
+// enqueues.
+const logHorizonPoison = 4
+
+// holdHorizon enqueues logHorizonPoison poison events in a transaction (which gives it an
+// xid), keeps it open for d, commits it and logs how many log events
+// waited behind it. A backend termination of the chaos may cut it (the
+// transaction and its event are then gone: logged).
+func holdHorizon(ctx context.Context, t *testing.T, s *Stack, op *Operator, d time.Duration) error {
+	tx, err := s.Pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	// Four aggregates, so that at least one is in a partition whose
+	// reader gets orders' events during the hold.
+	var events []outbox.Event
+	for range logHorizonPoison {
+		es, err := poisonEvents(uuid.NewString(), 1)
+		if err != nil {
+			return err
+		}
+		events = append(events, es...)
+	}
+	if err := enqueuePoisonTx(ctx, tx, s, events); err != nil {
+		return err
+	}
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+	}
+	st, err := outbox.LogStatus(ctx, s.Pool)
+	if err != nil {
+		return err
+	}
+	committed := tx.Commit(ctx)
+	if committed == nil {
+		for range events {
+			op.notePoison(1)
+		}
+	}
+	t.Logf("log soak: a transaction held the horizon for %s (its %d poison events committed: %v): %d log events were pending, horizon age %.1fs",
+		d, len(events), committed == nil, st.Pending, st.HorizonAgeSeconds)
+	return nil
+}
+
+// chaosSoak is the soak's body; midRun is the one big fault, at the first
+// chaos tick after midRunAt (it tells the operator of poison events it
+// commits).
+func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, midRunAt time.Duration, midRun func(context.Context, *Operator) error) {
 	ctx, cancel := context.WithTimeout(context.Background(), dur+10*time.Minute)
 	defer cancel()
 	// The relays reach Temporal through a partition the chaos cuts once for
@@ -231,9 +315,9 @@ func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, mid
 				record(err)
 				backendKills.Add(n)
 			}
-			if !restarted && time.Since(start) > dur/2 {
+			if !restarted && time.Since(start) > midRunAt {
 				restarted = true
-				record(midRun(ctx))
+				record(midRun(ctx, op))
 			}
 		}
 	}()

@@ -2,7 +2,10 @@ package testsuite
 
 import (
 	"embed"
+	"strings"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/outflow/outflow/internal/namedsql"
 )
@@ -17,7 +20,9 @@ var sqlFiles embed.FS
 // initialised. The time-edge tests' own are in
 // time_edges_test.go.
 var (
-	queries = namedsql.MustLoadAll(sqlFiles)
+	queries = withEvents(namedsql.MustLoadAll(sqlFiles))
+
+	qEvents = namedsql.Bind[namedsql.NoArgs, eventRow](queries, "Events")
 
 	qOrderFacts          = namedsql.Bind[namedsql.NoArgs, orderFacts](queries, "OrderFacts")
 	qFeedFacts           = namedsql.Bind[namedsql.NoArgs, feedFacts](queries, "FeedFacts")
@@ -52,6 +57,7 @@ var (
 	qPoisonExists        = namedsql.Bind[aggregateArgs, bool](queries, "PoisonExists")
 	qCustomerUnsettled   = namedsql.Bind[emailArgs, int64](queries, "CustomerUnsettled")
 	qOrderMarks          = namedsql.Bind[eventIDsArgs, laterEvent](queries, "OrderMarks")
+	qLogReplayHolds      = namedsql.Bind[orderIDsArgs, string](queries, "LogReplayHolds")
 
 	qCustomerKeys = namedsql.Bind[namedsql.NoArgs, int64](queries, "CustomerKeys")
 )
@@ -59,12 +65,12 @@ var (
 // statements describes every bound statement, for the test that has the
 // database check them.
 var statements = []namedsql.Info{
-	qOrderFacts.Info(), qOrphanEvents.Info(), qEventIDs.Info(), qSkippedEvents.Info(), qProgress.Info(),
+	qEvents.Info(), qOrderFacts.Info(), qOrphanEvents.Info(), qEventIDs.Info(), qSkippedEvents.Info(), qProgress.Info(),
 	qOrderStatus.Info(), qCounts.Info(), qSourceCounts.Info(), qLogBacklogFacts.Info(), qEventTimes.Info(), qTerminateBackends.Info(),
 	qPublishedOutOfOrder.Info(), qSampleLanes.Info(),
 	qReplayFlagged.Info(), qReplayProgress.Info(), qLateCancelCandidate.Info(), qUnsettledPoison.Info(),
 	qStillFlagged.Info(), qOracleEvents.Info(), qErasures.Info(), qUnfinished.Info(),
-	qUnpublishedEvents.Info(), qPoisonExists.Info(), qCustomerUnsettled.Info(), qOrderMarks.Info(),
+	qUnpublishedEvents.Info(), qPoisonExists.Info(), qCustomerUnsettled.Info(), qOrderMarks.Info(), qLogReplayHolds.Info(),
 	qFeedFacts.Info(), qWebhookFacts.Info(), qCustomerKeys.Info(),
 }
 
@@ -91,6 +97,39 @@ type replayFlaggedArgs struct {
 
 type eventIDsArgs struct {
 	IDs []string `db:"ids"`
+}
+
+// eventsMarker is where a statement of invariants.sql reads the Events
+// statement, invariants.sql's one definition of the events of both tables.
+const eventsMarker = "/* Events */"
+
+// withEvents puts the Events statement where a statement says
+// eventsMarker, so each reads the same events (of outbox_events and of the
+// log) without repeating their definition.
+func withEvents(q namedsql.Queries) namedsql.Queries {
+	events := "\n" + q.Get("Events") + "\n"
+	for name, text := range q {
+		if name != "Events" {
+			q[name] = strings.ReplaceAll(text, eventsMarker, events)
+		}
+	}
+	return q
+}
+
+// eventRow is one row of the Events statement.
+type eventRow struct {
+	EventID           uuid.UUID `db:"event_id"`
+	AggregateType     string    `db:"aggregate_type"`
+	AggregateID       string    `db:"aggregate_id"`
+	AggregateSequence int64     `db:"aggregate_sequence"`
+	EventType         string    `db:"event_type"`
+	Published         bool      `db:"published"`
+	Skipped           bool      `db:"skipped"`
+	Quarantined       bool      `db:"quarantined"`
+}
+
+type orderIDsArgs struct {
+	OrderIDs []string `db:"order_ids"`
 }
 
 type aggregateTypeArgs struct {
