@@ -175,4 +175,10 @@ func eventually(t *testing.T, within time.Duration, cond func() bool, msg string
 	require.Eventually(t, cond, within, 20*time.Millisecond, append([]any{msg}, args...)...)
 }
 
+// stringer formats as f says when printed: a failure message's state as
+// of the failure, not as of the call.
+type stringer func() string
+
+func (f stringer) String() string { return f() }
+
 var errFlaky = errors.New("downstream unavailable")

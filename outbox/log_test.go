@@ -676,7 +676,10 @@ func TestLogReplay(t *testing.T) {
 	require.NoError(t, outbox.ReplayLogOrder(ctx, b.pool, "order", "r-1", 2))
 	eventually(t, 30*time.Second, func() bool {
 		return len(b.rec.sequencesOf()["r-1"]) == 5 && len(logHolds(t, b.pool)) == 1
-	}, "replayed, the replay's hold released")
+	}, "replayed, the replay's hold released: %v", stringer(func() string {
+		hs, err := outbox.LogHolds(context.Background(), b.pool)
+		return fmt.Sprintf("r-1 delivered %v, holds %+v (%v)", b.rec.sequencesOf()["r-1"], hs, err)
+	}))
 	require.Equal(t, []int64{1, 2, 3, 2, 3}, b.rec.sequencesOf()["r-1"])
 	b.rec.mu.Lock()
 	var replays []bool
