@@ -31,8 +31,25 @@ func (outflowLog) Enqueue(ctx context.Context, tx pgx.Tx, _ Profile, order *pgx.
 	return enqueueOutflow(ctx, tx, logEnqueuer, order, events)
 }
 
-func (outflowLog) Start(ctx context.Context, pool *pgxpool.Pool, sink Sink, _ Profile) (func(context.Context) error, error) {
-	relay, err := outbox.NewLogRelay(pool, sinkPublisher(sink), outbox.LogConfig{RelayConfig: outbox.RelayConfig{Logger: quietLogger}})
+// The log source's throughput settings (docs/operations.md, "The log
+// source": OUTFLOW_RELAY_BATCH, the read window, and
+// OUTFLOW_RELAY_IN_FLIGHT, the publishes at once), the tuned profile's.
+const (
+	logTunedBatch    = 1000
+	logTunedInFlight = 64
+)
+
+// logConfig is the log relay's configuration in profile p.
+func logConfig(p Profile) outbox.LogConfig {
+	cfg := outbox.LogConfig{RelayConfig: outbox.RelayConfig{Logger: quietLogger}}
+	if p == Tuned {
+		cfg.BatchSize, cfg.MaxInFlight = logTunedBatch, logTunedInFlight
+	}
+	return cfg
+}
+
+func (outflowLog) Start(ctx context.Context, pool *pgxpool.Pool, sink Sink, p Profile) (func(context.Context) error, error) {
+	relay, err := outbox.NewLogRelay(pool, sinkPublisher(sink), logConfig(p))
 	if err != nil {
 		return nil, err
 	}
@@ -46,9 +63,15 @@ func (outflowLog) Pending(ctx context.Context, pool *pgxpool.Pool) (int64, error
 	return pending(ctx, pool, qOutflowLogPending)
 }
 
-func (outflowLog) Settings(Profile) string {
-	return fmt.Sprintf("LogConfig{} for both profiles: all %d partitions read by one relay, a window of %d events, "+
-		"MaxInFlight %d orders per partition, one cursor advance per batch, LISTEN/NOTIFY wake-ups with a %s safety poll; "+
+func (outflowLog) Settings(p Profile) string {
+	cfg := logConfig(p)
+	batch, inFlight, how := outbox.BatchSizeDefault, outbox.MaxInFlightDefault, "LogConfig{}"
+	if cfg.BatchSize != 0 {
+		batch, inFlight = cfg.BatchSize, cfg.MaxInFlight
+		how = "LogConfig{BatchSize, MaxInFlight} (OUTFLOW_RELAY_BATCH, OUTFLOW_RELAY_IN_FLIGHT: its documented throughput settings)"
+	}
+	return fmt.Sprintf("%s: all %d partitions read by one relay, a window of %d events, "+
+		"MaxInFlight %d publishes at once (one at a time per order), one cursor advance per batch, LISTEN/NOTIFY wake-ups with a %s safety poll; "+
 		"events written by outbox.NewEnqueuer(EnqueueConfig{Log: true})",
-		outbox.LogMaxPartitionsDefault, outbox.BatchSizeDefault, outbox.MaxInFlightDefault, outbox.PollIntervalDefault)
+		how, outbox.LogMaxPartitionsDefault, batch, inFlight, outbox.PollIntervalDefault)
 }
