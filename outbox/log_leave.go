@@ -102,8 +102,7 @@ func (s *LogLeave) Run(ctx context.Context) error {
 // noteLate logs e as an error when it was written to the log after the
 // drain ended: its producer still writes there.
 func (s *LogLeave) noteLate(e Event) {
-	at := s.switchedAt.Load()
-	if at == 0 || e.Replay || !e.OccurredAt.After(time.Unix(0, at)) {
+	if !lateEvent(&s.switchedAt, e) {
 		return
 	}
 	s.cfg.Logger.Error("log source left: an event was written to the log after this database switched back to outbox_events; "+
@@ -131,36 +130,19 @@ func (s *LogLeave) drain(ctx context.Context, left logLeaveLeft, stopped <-chan 
 	if left.unpublished() > 0 {
 		logger.Info("log source left: draining the log with the log relay before reading outbox_events",
 			"owner", s.cfg.Owner, "pending", left.Pending, "holds", left.Holds, "quarantined", left.Quarantined)
-		start, lastLog := time.Now(), time.Now()
-		for left.unpublished() > 0 && ctx.Err() == nil {
-			t := time.NewTimer(LogSwitchCheckInterval)
-			select {
-			case <-ctx.Done():
-			case <-stopped:
-				t.Stop()
-				return errors.New("outbox: draining the log before outbox_events: the log relay stopped")
-			case <-t.C:
-			}
-			t.Stop()
-			if ctx.Err() != nil {
-				break
-			}
-			l, err := s.left(ctx)
-			if err != nil {
-				if ctx.Err() != nil {
-					break
-				}
+		start := time.Now()
+		var err error
+		left, err = waitDrained(ctx, stopped, left, s.left,
+			errors.New("outbox: draining the log before outbox_events: the log relay stopped"),
+			func(err error) {
 				logger.Error("log source left: counting what the log holds failed; retrying", "owner", s.cfg.Owner, "error", err)
-				continue
-			}
-			changed := l.unpublished() != left.unpublished()
-			left = l
-			if !changed && time.Since(lastLog) < 10*time.Second {
-				continue
-			}
-			lastLog = time.Now()
-			logger.Info("log source left: draining the log", "owner", s.cfg.Owner,
-				"pending", left.Pending, "holds", left.Holds, "quarantined", left.Quarantined, "elapsed", time.Since(start).Round(time.Millisecond))
+			},
+			func(left logLeaveLeft) {
+				logger.Info("log source left: draining the log", "owner", s.cfg.Owner,
+					"pending", left.Pending, "holds", left.Holds, "quarantined", left.Quarantined, "elapsed", time.Since(start).Round(time.Millisecond))
+			})
+		if err != nil {
+			return err
 		}
 		if ctx.Err() != nil {
 			return nil

@@ -82,8 +82,7 @@ func NewLogSwitch(pool *pgxpool.Pool, pub Publisher, cfg LogConfig) (*LogSwitch,
 // noteLate logs e as an error when it was written to outbox_events after
 // the switch: its producer still writes there.
 func (s *LogSwitch) noteLate(e Event) {
-	at := s.switchedAt.Load()
-	if at == 0 || e.Replay || !e.OccurredAt.After(time.Unix(0, at)) {
+	if !lateEvent(&s.switchedAt, e) {
 		return
 	}
 	s.cfg.Logger.Error("log source: an event was written to outbox_events after this database switched to the log; "+
@@ -168,6 +167,55 @@ func runSwitched(ctx context.Context, sw switchRun) error {
 	}
 }
 
+// waitDrained counts what the old source's relay still has to publish
+// every LogSwitchCheckInterval, from left, until nothing is left, ctx ends
+// (it returns the last count) or stopped closes (that relay stopped: it
+// returns stoppedErr). A failed count is reported to failed and retried;
+// progress hears a count that changed, and an unchanged one every 10 s.
+func waitDrained[T interface{ unpublished() int64 }](ctx context.Context, stopped <-chan struct{}, left T,
+	count func(context.Context) (T, error), stoppedErr error, failed func(error), progress func(T)) (T, error) {
+	lastLog := time.Now()
+	for left.unpublished() > 0 && ctx.Err() == nil {
+		t := time.NewTimer(LogSwitchCheckInterval)
+		select {
+		case <-ctx.Done():
+		case <-stopped:
+			t.Stop()
+			return left, stoppedErr
+		case <-t.C:
+		}
+		t.Stop()
+		if ctx.Err() != nil {
+			break
+		}
+		l, err := count(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			failed(err)
+			continue
+		}
+		changed := l.unpublished() != left.unpublished()
+		left = l
+		if !changed && time.Since(lastLog) < 10*time.Second {
+			continue
+		}
+		lastLog = time.Now()
+		progress(left)
+	}
+	return left, nil
+}
+
+// lateEvent reports whether e, published by a switch's sweeper, was
+// written after the switch at switchedAt (unix nanoseconds; 0: not yet
+// switched) by a producer left on the old source: not a replay, and
+// occurred after it.
+func lateEvent(switchedAt *atomic.Int64, e Event) bool {
+	at := switchedAt.Load()
+	return at != 0 && !e.Replay && e.OccurredAt.After(time.Unix(0, at))
+}
+
 // logSwitchLeft is what outbox_events holds that no relay published.
 type logSwitchLeft struct {
 	// Unpublished: neither published, skipped nor quarantined.
@@ -175,6 +223,8 @@ type logSwitchLeft struct {
 	// Quarantined: waiting for an operator.
 	Quarantined int64 `db:"quarantined"`
 }
+
+func (l logSwitchLeft) unpublished() int64 { return l.Unpublished }
 
 // drain waits until the polling relay (running; pollStopped closes when it ends)
 // left outbox_events no unpublished, unquarantined event, counting every
@@ -188,36 +238,18 @@ func (s *LogSwitch) drain(ctx context.Context, pollStopped <-chan struct{}) erro
 	if left.Unpublished > 0 {
 		logger.Info("log source: draining outbox_events with the poll relay before reading the log",
 			"owner", s.cfg.Owner, "unpublished", left.Unpublished, "quarantined", left.Quarantined)
-		start, lastLog := time.Now(), time.Now()
-		for left.Unpublished > 0 && ctx.Err() == nil {
-			t := time.NewTimer(LogSwitchCheckInterval)
-			select {
-			case <-ctx.Done():
-			case <-pollStopped:
-				t.Stop()
-				return errors.New("outbox: draining outbox_events before the log: the poll relay stopped")
-			case <-t.C:
-			}
-			t.Stop()
-			if ctx.Err() != nil {
-				break
-			}
-			l, err := s.left(ctx)
-			if err != nil {
-				if ctx.Err() != nil {
-					break
-				}
+		start := time.Now()
+		left, err = waitDrained(ctx, pollStopped, left, s.left,
+			errors.New("outbox: draining outbox_events before the log: the poll relay stopped"),
+			func(err error) {
 				logger.Error("log source: counting what outbox_events holds failed; retrying", "owner", s.cfg.Owner, "error", err)
-				continue
-			}
-			changed := l.Unpublished != left.Unpublished
-			left = l
-			if !changed && time.Since(lastLog) < 10*time.Second {
-				continue
-			}
-			lastLog = time.Now()
-			logger.Info("log source: draining outbox_events", "owner", s.cfg.Owner,
-				"unpublished", left.Unpublished, "quarantined", left.Quarantined, "elapsed", time.Since(start).Round(time.Millisecond))
+			},
+			func(left logSwitchLeft) {
+				logger.Info("log source: draining outbox_events", "owner", s.cfg.Owner,
+					"unpublished", left.Unpublished, "quarantined", left.Quarantined, "elapsed", time.Since(start).Round(time.Millisecond))
+			})
+		if err != nil {
+			return err
 		}
 		if ctx.Err() != nil {
 			return nil
