@@ -59,13 +59,19 @@ func TestRelaySourceLogDrainsOutboxEventsFirst(t *testing.T) {
 	require.Less(t, strings.Index(out, "log source: outbox_events drained"), strings.Index(out, "log source: reading the log"))
 	require.Contains(t, out, "source=log")
 
+	requireStartedBefore(t, first, second, "the order's event in outbox_events starts before its later one in the log")
+}
+
+// requireStartedBefore fails unless first's workflow started before
+// second's.
+func requireStartedBefore(t *testing.T, first, second outbox.Event, msg string) {
+	t.Helper()
 	ctx := context.Background()
 	a, err := temporal.Client().DescribeWorkflow(ctx, first.ID.String(), "")
 	require.NoError(t, err)
 	b, err := temporal.Client().DescribeWorkflow(ctx, second.ID.String(), "")
 	require.NoError(t, err)
-	require.True(t, a.RawResponse.WorkflowExecutionInfo.StartTime.AsTime().Before(b.RawResponse.WorkflowExecutionInfo.StartTime.AsTime()),
-		"the order's event in outbox_events starts before its later one in the log")
+	require.True(t, a.RawResponse.WorkflowExecutionInfo.StartTime.AsTime().Before(b.RawResponse.WorkflowExecutionInfo.StartTime.AsTime()), msg)
 }
 
 // TestRelaySourceLogNamesQuarantinedEvents: a quarantined event left in
@@ -150,13 +156,7 @@ func TestRelaySourcePollDrainsTheLogFirst(t *testing.T) {
 	p.waitLog(t, "log source left: reading outbox_events, the log relay beside it")
 	waitPublished(t, pool, []outbox.Event{second}, 30*time.Second)
 	requireWorkflowCount(t, tq, 2)
-	ctx := context.Background()
-	a, err := temporal.Client().DescribeWorkflow(ctx, first.ID.String(), "")
-	require.NoError(t, err)
-	b, err := temporal.Client().DescribeWorkflow(ctx, second.ID.String(), "")
-	require.NoError(t, err)
-	require.True(t, a.RawResponse.WorkflowExecutionInfo.StartTime.AsTime().Before(b.RawResponse.WorkflowExecutionInfo.StartTime.AsTime()),
-		"the order's event in the log starts before its later one in outbox_events")
+	requireStartedBefore(t, first, second, "the order's event in the log starts before its later one in outbox_events")
 
 	late := testdb.EnqueueWith(t, pool, logged, orderCreated(t, uuid.NewString()))[0]
 	requireWorkflowCount(t, tq, 3)
