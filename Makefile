@@ -108,10 +108,10 @@ soak: $(TEMPORAL)
 bench:
 	$(GO) run ./cmd/bench $(BENCH_FLAGS)
 
-## bench-peers: outflow's relay (poll, cdc and log) beside River and Watermill doing the same job (about 11 minutes).
+## bench-peers: outflow's relay (poll, cdc and log) beside River and Watermill doing the same job (about 18 minutes).
 # docs/performance.md, "Beside the peers". bench/peers is a module of its own, so River
 # and Watermill never enter go.mod. Uses DATABASE_URL (scratch databases peers_*, dropped
-# afterwards) and starts a Temporal dev server from bin/temporal. About 11 minutes on two
+# afterwards) and starts a Temporal dev server from bin/temporal. About 18 minutes on two
 # cores; PEERS_FLAGS='-events 2000 -orders 200 -rounds 1 -duration 3s' for a short run (go run . -h).
 .PHONY: bench-peers
 bench-peers: $(TEMPORAL)

@@ -14,12 +14,16 @@ import (
 	"github.com/outflow/outflow/internal/dev/devserver"
 )
 
-// config sizes the run. The defaults take about eleven minutes on two cores;
+// config sizes the run. The defaults take about eighteen minutes on two cores;
 // -events 2000 -orders 200 -rounds 1 -duration 3s -temporal=false is a run of about a
 // minute.
 type config struct {
 	// events and orders size each drain's backlog: events over orders,
-	// events/orders each.
+	// events/orders each. The default is large enough that the drain
+	// measures draining: a backlog the fast contenders drain in a few tenths
+	// of a second weighs what a consumer pays once (its pool's connections,
+	// each connection's first plans of its statements, the catalog caches)
+	// as much as the drain itself (docs/performance.md, "Beside the peers").
 	events, orders int
 	// rate is the arrival rate of the handoff phase, orders per second,
 	// for duration after one second of warm-up.
@@ -50,6 +54,9 @@ type config struct {
 	roundRobin bool
 	// only names the contenders to run (default all).
 	only []string
+	// cpuProfile, when set, is the file the run's CPU profile is written
+	// to (go tool pprof): where a contender's drain spends its time.
+	cpuProfile string
 }
 
 // command is what `go run . -h` shows.
@@ -69,8 +76,8 @@ func parseFlags(args []string, stdout, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("peers", flag.ContinueOnError)
 	var c config
 	var only string
-	fs.IntVar(&c.events, "events", 20000, "N: events in each drain's backlog")
-	fs.IntVar(&c.orders, "orders", 2000, "M: orders the backlog's events belong to (N/M events each, in sequence)")
+	fs.IntVar(&c.events, "events", 100000, "N: events in each drain's backlog")
+	fs.IntVar(&c.orders, "orders", 10000, "M: orders the backlog's events belong to (N/M events each, in sequence)")
 	layout := fs.String("layout", "random", "backlog layout: random (orders' events interleaved at random) or round-robin")
 	fs.IntVar(&c.rate, "rate", 100, "arrival rate of the handoff phase, orders/s")
 	fs.DurationVar(&c.duration, "duration", 10*time.Second, "length of the handoff phase after 1s of warm-up")
@@ -84,6 +91,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.jetstream, "jetstream", true, "also measure with NATS JetStream as the sink (OUTFLOW_NATS_URL)")
 	fs.IntVar(&c.jetstreamEvents, "jetstream-events", 5000, "events in the JetStream drain's backlog")
 	fs.IntVar(&c.jetstreamRate, "jetstream-rate", 100, "arrival rate of the JetStream handoff, orders/s (for -duration)")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write the bench process's CPU profile of the run to this `file` (go tool pprof)")
 	fs.StringVar(&only, "contenders", "", "comma-separated contenders to run (default all): "+strings.Join(contenderNames(), ","))
 	if err := benchcmd.Parse(&command, fs, args, stdout, stderr); err != nil {
 		return config{}, err

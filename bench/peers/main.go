@@ -99,6 +99,13 @@ func (b *bench) progress(format string, args ...any) {
 
 func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	b := &bench{cfg: cfg, res: newResults(), stderr: stderr, start: time.Now()}
+	if cfg.cpuProfile != "" {
+		stop, err := benchcmd.StartCPUProfile(cfg.cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	url, stopCluster, err := b.serverURL(ctx, cfg.selected())
 	if err != nil {
 		return err

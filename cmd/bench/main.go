@@ -81,7 +81,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		start:  time.Now(),
 	}
 	if cfg.cpuProfile != "" {
-		stop, err := startCPUProfile(cfg.cpuProfile)
+		stop, err := benchcmd.StartCPUProfile(cfg.cpuProfile)
 		if err != nil {
 			return err
 		}

@@ -7,9 +7,11 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/outflow/outflow/internal/cli"
@@ -39,4 +41,18 @@ func Main[C any](name string, parse func(args []string, stdout, stderr io.Writer
 // takes flags only.
 func Parse(cmd *cli.Command, fs *flag.FlagSet, args []string, stdout, stderr io.Writer) error {
 	return cmd.Parse(fs, args, stdout, stderr)
+}
+
+// StartCPUProfile writes this process's CPU profile (go tool pprof) to path
+// until the returned stop: a benchmark's -cpuprofile.
+func StartCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("-cpuprofile: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
