@@ -135,3 +135,85 @@ func (s cpuSample) msPerEvent(n int) float64 {
 	return float64(s.busy) / float64(time.Millisecond) / float64(n)
 }
 
+// placement says on which CPUs the bench and the Temporal server's
+// processes may run (their affinity, Cpus_allowed_list in /proc/PID/status)
+// and whether they share any. On a machine of few cores a server that
+// shares the bench's CPUs is paid for every millisecond the relay spends
+// (its process and its PostgreSQL backend) with the server's own starts, so
+// handoff_ratio then measures who wins a shared core besides whether the
+// relay keeps the server busy; in production the relay and the server run
+// on different machines. docs/performance.md, "Reproduce", pins them apart
+// with taskset.
+func placement() string {
+	self, selfSet, ok := cpusAllowed("self")
+	if !ok {
+		return "CPU placement unknown (no /proc)"
+	}
+	var servers []string
+	shared := false
+	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
+	for _, p := range stats {
+		dir := filepath.Dir(p)
+		comm, _, ok := procCPU(p)
+		if !ok || (comm != "temporal" && comm != "temporal-server") {
+			continue
+		}
+		list, set, ok := cpusAllowed(filepath.Base(dir))
+		if !ok {
+			continue
+		}
+		servers = append(servers, fmt.Sprintf("%s (pid %s) on CPUs %s", comm, filepath.Base(dir), list))
+		for c := range set {
+			if selfSet[c] {
+				shared = true
+			}
+		}
+	}
+	if len(servers) == 0 {
+		return fmt.Sprintf("bench on CPUs %s; no Temporal server process on this machine", self)
+	}
+	verdict := "apart: the relay's CPU is not the server's"
+	if shared {
+		verdict = "shared: the relay's CPU and the server's compete (taskset pins them apart)"
+	}
+	return fmt.Sprintf("bench on CPUs %s, %s; %s", self, strings.Join(servers, ", "), verdict)
+}
+
+// cpusAllowed reads the affinity of process pid ("self" for this one): the
+// kernel's list (such as 0-1 or 0,2-3) and the CPUs in it.
+func cpusAllowed(pid string) (string, map[int]bool, bool) {
+	b, err := os.ReadFile("/proc/" + pid + "/status")
+	if err != nil {
+		return "", nil, false
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+			v = strings.TrimSpace(v)
+			set, err := parseCPUList(v)
+			return v, set, err == nil
+		}
+	}
+	return "", nil, false
+}
+
+// parseCPUList parses a kernel CPU list: comma-separated CPUs and ranges.
+func parseCPUList(s string) (map[int]bool, error) {
+	set := map[int]bool{}
+	for part := range strings.SplitSeq(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return nil, fmt.Errorf("CPU list %q: %w", s, err)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil {
+				return nil, fmt.Errorf("CPU list %q: %w", s, err)
+			}
+		}
+		for c := a; c <= b; c++ {
+			set[c] = true
+		}
+	}
+	return set, nil
+}

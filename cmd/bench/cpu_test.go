@@ -51,3 +51,23 @@ func TestCPUSampleSubPerProcess(t *testing.T) {
 	require.Equal(t, 700*time.Millisecond, d.postgres)
 	require.Equal(t, time.Second, d.temporal)
 }
+
+// TestParseCPUList: single CPUs and ranges, as the kernel writes them.
+func TestParseCPUList(t *testing.T) {
+	set, err := parseCPUList("0,2-4,7")
+	require.NoError(t, err)
+	require.Equal(t, map[int]bool{0: true, 2: true, 3: true, 4: true, 7: true}, set)
+	_, err = parseCPUList("0-x")
+	require.Error(t, err)
+}
+
+// TestPlacementNamesThisProcess: the bench's own CPUs are read.
+func TestPlacementNamesThisProcess(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("reads /proc")
+	}
+	list, set, ok := cpusAllowed("self")
+	require.True(t, ok)
+	require.NotEmpty(t, set)
+	require.Contains(t, placement(), "bench on CPUs "+list)
+}

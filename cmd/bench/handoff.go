@@ -41,15 +41,22 @@ func (b *bench) measureHandoff(ctx context.Context) error {
 		return err
 	}
 	inFlight := defaults.MaxInFlight
+	b.progress("handoff: %s", placement())
 
-	// Warm both paths: connections, plan caches, the task queue.
-	if _, err := b.bareStarts(ctx, 50, inFlight); err != nil {
+	// Warm both paths, untimed, as a round of each would: the pool's
+	// connections and their plans of the claim and the mark (a drain of
+	// 50 events claimed in one batch and never filled the pipeline, and
+	// the first timed round of the relay came out below the later ones),
+	// the client's connection, the task queue.
+	warm := min(n, handoffWarmup)
+	b.progress("handoff: warming both paths with %d starts each (untimed)", warm)
+	if _, err := b.bareStarts(ctx, warm, inFlight); err != nil {
 		return err
 	}
-	if err := seedOrders(ctx, pool, 50); err != nil {
+	if err := seedOrders(ctx, pool, warm); err != nil {
 		return err
 	}
-	if _, err := drain(ctx, pool, pub, 50, b.logger); err != nil {
+	if _, err := drain(ctx, pool, pub, warm, b.logger); err != nil {
 		return err
 	}
 
@@ -110,15 +117,19 @@ func (b *bench) measureHandoff(ctx context.Context) error {
 	b.rep.note("handoff: %d workflow starts per side in %d round(s), alternating which side goes first; bare = "+
 		"client.ExecuteWorkflow (the request temporalpub sends) from %d goroutines, the relay's MaxInFlight; relay = "+
 		"outbox relay with default Config and the temporalpub publisher, from Run until every event is marked "+
-		"published; before either side's clock starts, the scratch database is vacuumed and checkpointed (%s), so the "+
+		"published; both sides warmed first with %d untimed starts each; before either side's clock starts, the scratch database is vacuumed and checkpointed (%s), so the "+
 		"seed's writes are not flushed in the relay's time; task queue without a worker; rates are total events / total time per side. Ratio per round: %s (%s).",
-		n, b.cfg.handoffRounds, inFlight, b.settledBy(), strings.Join(perRound, ", "), spread(ratios))
+		n, b.cfg.handoffRounds, inFlight, min(n, handoffWarmup), b.settledBy(), strings.Join(perRound, ", "), spread(ratios))
 	b.rep.add(metric{name: "bare_cpu_ms_per_start", value: bareCPU.msPerEvent(bareN), decimals: 2})
 	b.rep.add(metric{name: "relay_cpu_ms_per_event", value: relayCPU.msPerEvent(relayN), decimals: 2})
-	b.rep.note("handoff CPU (the whole machine's busy time per event over each side's timed phases, by process): bare %s; relay %s.",
-		bareCPU.perEvent(bareN), relayCPU.perEvent(relayN))
+	b.rep.note("handoff CPU (the whole machine's busy time per event over each side's timed phases, by process): bare %s; relay %s. Placement: %s.",
+		bareCPU.perEvent(bareN), relayCPU.perEvent(relayN), placement())
 	return nil
 }
+
+// handoffWarmup is the most starts each side makes, untimed, before the
+// first round.
+const handoffWarmup = 500
 
 // spread says how far the rounds' ratios scatter: their mean and its
 // standard error, the sample's standard deviation over the square root of
