@@ -19,7 +19,7 @@ import (
 //
 //	charge window (workflows.ChargeWindow, 23h) < provider key lifetime (activities.KeyLifetime, 24h)
 //	replay horizon (OUTFLOW_REPLAY_HORIZON)     ≤ namespace retention (Temporal)
-//	outbox retention (OUTFLOW_RETENTION)        ≤ inbox retention (OUTFLOW_INBOX_RETENTION), checked in cleanupConfigFromEnv
+//	outbox retention (OUTFLOW_RETENTION)        ≤ inbox retention (OUTFLOW_INBOX_RETENTION), checked in service.Retention
 //
 // The first is fixed in code and checked by the worker at start
 // (workflows.CheckHorizons), which links both constants; the second needs

@@ -104,6 +104,7 @@ import (
 	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/internal/temporalclient"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
 
@@ -122,7 +123,7 @@ func run(logger *slog.Logger, env *service.Env) error {
 	ns := natsSettingsFromEnv(env)
 	taskQueue := service.TaskQueue(env)
 	eventRoutes, routesFrom := routesFromEnv(env)
-	ccfg := cleanupConfigFromEnv(env)
+	ccfg := service.Retention(env)
 	configuredHorizon := replayHorizonFromEnv(env)
 	// The Temporal client's settings and the payload codec's keys, checked
 	// here without the customer key store (which needs the database).
@@ -229,16 +230,15 @@ func run(logger *slog.Logger, env *service.Env) error {
 	// starter keeps sweeping a log that was used (outbox.LogLeave). On a
 	// log never written a pass makes and drops nothing.
 	ccfg.Log = true
-	if ccfg.Retention > 0 || ccfg.Log {
-		sched, err := newCleanupSchedule(pool, ccfg, fps, registerer, logger)
-		if err != nil {
-			return err
-		}
-		cctx, cancel := context.WithCancel(ctx)
-		done := make(chan struct{})
-		go func() { defer close(done); sched.run(cctx) }()
-		defer func() { cancel(); <-done }()
+	ccfg.Failpoints, ccfg.Registerer, ccfg.Logger = fps, registerer, logger
+	sched, err := outboxops.NewSchedule(pool, ccfg)
+	if err != nil {
+		return err
 	}
+	cctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); sched.Run(cctx) }()
+	defer func() { cancel(); <-done }()
 
 	eff := cfg
 	switch r := relay.(type) {

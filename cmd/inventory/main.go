@@ -52,6 +52,7 @@ import (
 
 	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
 
@@ -77,6 +78,10 @@ var envVars = []envVar{
 	{"INVENTORY_SAGA_TASK_QUEUE", "orders", "that workflow's task queue"},
 	{"INVENTORY_CLOSED_WORKFLOW", "none: quarantine", "workflow type started for an event whose saga already closed; unset, the event is quarantined"},
 	{"METRICS_ADDR", "none", "when set, serves Prometheus metrics on http://ADDR/metrics"},
+	{outboxops.RetentionEnv, "168h", "keep published events (and inbox rows) this long, and in log mode a range partition of outbox_log this long after the sequence passed it; 0 turns cleanup off (the log's ranges are still made ahead)"},
+	{outboxops.InboxRetentionEnv, outboxops.RetentionEnv, "keep processed_events rows this long, at least " + outboxops.RetentionEnv + "; an answered request's key is kept longer, with its answer"},
+	{outboxops.CleanupIntervalEnv, "10m", "time between retention passes"},
+	{outboxops.CleanupBatchEnv, "1000", "rows per cleanup batch"},
 	{"OUTFLOW_RELAY_SOURCE", "poll", "poll: events go to outbox_events and the relay polls them; log: to the append-only log (outbox_log), which the relay reads once outbox_events is drained"},
 	{failpoints.EnvVar, "none", "fault injection for tests, e.g. inventory.after_commit=crash"},
 	{"OUTFLOW_LOG_LEVEL", "info", "debug, info, warn or error"},
@@ -182,6 +187,8 @@ type config struct {
 	// log: events go to the append-only log and the relay reads it
 	// (OUTFLOW_RELAY_SOURCE=log).
 	log bool
+	// retention is the database's retention (OUTFLOW_RETENTION, ...).
+	retention outboxops.ScheduleConfig
 }
 
 // configFromEnv reads every variable and reports every bad one at once.
@@ -223,6 +230,11 @@ func configFromEnv(getenv func(string) string) (config, error) {
 	default:
 		errs = append(errs, fmt.Errorf("OUTFLOW_RELAY_SOURCE=%q: want poll (the default) or log; the inventory's own relay polls outbox_events or reads the log", src))
 	}
+	retention, err := outboxops.ScheduleConfigFromEnv(getenv)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	c.retention = retention
 	fp, err := failpoints.FromEnv()
 	if err != nil {
 		errs = append(errs, fmt.Errorf("%s=%q: %w", failpoints.EnvVar, getenv(failpoints.EnvVar), err))
@@ -299,6 +311,18 @@ func serve(cfg config, logger *slog.Logger) error {
 		return err
 	}
 
+	// The database's retention, as a starter keeps its own: old published
+	// events and inbox rows go, and the log's ranges are made ahead of its
+	// sequence whatever the source (a database switched back from the log
+	// may still be written to it), so an enqueue never runs out of them.
+	scfg := cfg.retention
+	scfg.Log = true
+	scfg.Failpoints, scfg.Registerer, scfg.Logger = cfg.failpoints, reg, logger
+	sched, err := outboxops.NewSchedule(db, scfg)
+	if err != nil {
+		return err
+	}
+
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return fmt.Errorf("listen on INVENTORY_ADDR=%s: %w", cfg.addr, err)
@@ -333,6 +357,8 @@ func serve(cfg config, logger *slog.Logger) error {
 			errs <- fmt.Errorf("relay: %w", err)
 		}
 	}()
+	schedDone := make(chan struct{})
+	go func() { defer close(schedDone); sched.Run(relayCtx) }()
 	go func() { errs <- fmt.Errorf("serve: %w", srv.Serve(ln)) }()
 	logger.Info("listening", "addr", ln.Addr().String())
 
@@ -350,6 +376,7 @@ func serve(cfg config, logger *slog.Logger) error {
 	}
 	stopRelay()
 	<-relayDone
+	<-schedDone
 	if failed == nil {
 		logger.Info("stopped")
 	}

@@ -150,3 +150,49 @@ func TestLogSourceSignalsTheSaga(t *testing.T) {
 	p.RequireStopped(t)
 	require.Contains(t, p.Log(), "log source: reading the log")
 }
+
+// TestRetentionKeepsTheInventorysDatabase: the binary keeps its own
+// database's retention, as a starter keeps its: a published event and an
+// inbox row older than OUTFLOW_RETENTION go; the request they answered,
+// sent again after they went, gets its stored answer and changes nothing;
+// and, in log mode, the log's ranges are made ahead of its sequence, so an
+// enqueue never runs out of them.
+func TestRetentionKeepsTheInventorysDatabase(t *testing.T) {
+	t.Parallel()
+	bin, db, env := processSetup(t)
+	env = append(env, "OUTFLOW_RETENTION=24h", "OUTFLOW_CLEANUP_INTERVAL=200ms")
+	orderID, saga := uuid.NewString(), "saga-"+uuid.NewString()
+	p := startInventory(t, bin, env...)
+	url, key, body := "http://"+p.Addr+"/reservations", "ret-"+orderID, reserveBody(orderID, saga, item("SKU-A", 2))
+	first := mustCall(t, http.MethodPost, url, key, body)
+	require.Equal(t, http.StatusCreated, first.status, "%s", first.body)
+	waitSaga(t, saga, 1)
+	outboxtest.WaitFor(t, db, outboxtest.Match{}, 30*time.Second, outboxtest.AllPublished)
+	require.Equal(t, rows{Reservations: 1, Items: 1, Requests: 1, Inbox: 1, Events: 1}, countRows(t, db))
+
+	// Ten days later, as far as the rows tell.
+	outboxtest.Force(t, db, outboxtest.Match{}, outboxtest.SetPublished(10*24*time.Hour))
+	_, err := db.Exec(t.Context(), `UPDATE processed_events SET processed_at = now() - interval '10 days'`)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		r := countRows(t, db)
+		return r.Events == 0 && r.Inbox == 0
+	}, 20*time.Second, 100*time.Millisecond, "the old event and inbox row are cleaned up")
+
+	again := mustCall(t, http.MethodPost, url, key, body)
+	require.Equal(t, first.status, again.status, "%s", again.body)
+	require.True(t, again.replayed, "the stored answer, replayed")
+	require.JSONEq(t, string(first.body), string(again.body))
+	require.Equal(t, rows{Reservations: 1, Items: 1, Requests: 1}, countRows(t, db), "the replay wrote nothing")
+	require.Equal(t, stockLevel{Available: 3, Reserved: 2}, stockOf(t, db, "SKU-A"), "reserved once")
+	p.RequireStopped(t)
+
+	_, err = db.Exec(t.Context(), `SELECT setval('outbox_log_pos', 25000000)`)
+	require.NoError(t, err)
+	p = startInventory(t, bin, append(env, "OUTFLOW_RELAY_SOURCE=log")...)
+	require.Eventually(t, func() bool {
+		r, err := outbox.LogRangesOf(t.Context(), db)
+		return err == nil && r.Ahead == 2
+	}, 20*time.Second, 100*time.Millisecond, "two ranges ahead of the log's sequence")
+	p.RequireStopped(t)
+}

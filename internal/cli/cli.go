@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 )
 
 // Exit statuses.
@@ -212,4 +213,20 @@ func Vars(groups ...[]Var) []Var {
 		out = append(out, g...)
 	}
 	return out
+}
+
+// Duration parses v, the value of the setting name, as a Go duration: the
+// one reading of a duration setting every binary shares. Zero is accepted
+// only when zeroOK (a setting where 0 means "off"); negative durations
+// never are. The error names the setting and says what it wants.
+func Duration(name, v string, zeroOK bool) (time.Duration, error) {
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 0 || (d == 0 && !zeroOK) {
+		want := "a positive Go duration such as 30s, 10m or 168h"
+		if zeroOK {
+			want += ", or 0 to turn it off"
+		}
+		return 0, fmt.Errorf("%s=%q: want %s", name, v, want)
+	}
+	return d, nil
 }

@@ -38,13 +38,9 @@ func (e *Env) Duration(name string, def time.Duration, zeroOK bool) time.Duratio
 	if v == "" {
 		return def
 	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 || (d == 0 && !zeroOK) {
-		want := "a positive Go duration such as 30s, 10m or 168h"
-		if zeroOK {
-			want += ", or 0 to turn it off"
-		}
-		e.errs = append(e.errs, fmt.Errorf("%s=%q: want %s", name, v, want))
+	d, err := cli.Duration(name, v, zeroOK)
+	if err != nil {
+		e.errs = append(e.errs, err)
 		return def
 	}
 	return d

@@ -11,7 +11,8 @@
 // [RecordReplayHorizon] bounds how far back it may reach); [Cleanup]
 // deletes old published events and inbox rows in bounded batches, and
 // [CleanupExclusive] is the pass a relay process runs on a schedule, one
-// process at a time.
+// process at a time; [Schedule] runs it, and the log's retention, every
+// interval beside a relay.
 //
 // Every function works on the outbox's own tables, created by
 // outbox.Migrate, and works the same whichever relay source (polling or CDC)
