@@ -509,7 +509,7 @@ WHERE h.quarantined_at IS NOT NULL
 ORDER BY h.quarantined_at, h.aggregate_type, h.aggregate_id;
 
 -- name: LogOpEvents :many
--- Log events with their state for the operator: the event @event_id (when
+-- Log events with their state for the operator: the events @event_ids (when
 -- not NULL, through outbox_log_event_idx) or the events of the order
 -- @aggregate_type/@aggregate_id (through outbox_log_lane_idx), in key
 -- order. passed: the partition's cursor is at or after it; held: its
@@ -537,6 +537,45 @@ LEFT JOIN LATERAL (
     LIMIT 1
 ) head ON true
 LEFT JOIN outbox_log_skips s ON s.pos = l.pos
-WHERE (@event_id::uuid IS NOT NULL AND l.event_id = @event_id)
-   OR (@event_id::uuid IS NULL AND l.aggregate_type = @aggregate_type AND l.aggregate_id = @aggregate_id)
+WHERE (@event_ids::uuid[] IS NOT NULL AND l.event_id = ANY (@event_ids::uuid[]))
+   OR (@event_ids::uuid[] IS NULL AND l.aggregate_type = @aggregate_type AND l.aggregate_id = @aggregate_id)
 ORDER BY l.gate, l.pos;
+
+-- name: LogOpPending :many
+-- The ids of the log's unpublished events that wait for no operator,
+-- oldest key first, at most @max_events (LogOpEvents then reports them):
+-- those after their partition's cursor (pending), and those a hold that is
+-- not quarantined owns (held: its worker publishes them after a backoff).
+-- Of aggregate type @aggregate_type and aggregate @aggregate_id (any when
+-- ''). The events after a cursor are read per partition through
+-- outbox_log_read_idx, at most @max_events each, so a long backlog costs no
+-- more than the answer.
+SELECT cand.event_id
+FROM (
+    SELECT a.event_id, a.gate, a.pos
+    FROM outbox_log_cursors c
+    CROSS JOIN LATERAL (
+        SELECT l.event_id, l.gate, l.pos
+        FROM outbox_log l
+        WHERE l.partition = c.partition
+          AND (l.gate, l.pos) > (c.gate, c.pos)
+          AND (@aggregate_type = '' OR l.aggregate_type = @aggregate_type)
+          AND (@aggregate_id = '' OR l.aggregate_id = @aggregate_id)
+        ORDER BY l.gate, l.pos
+        LIMIT @max_events
+    ) a
+    UNION ALL
+    SELECT l.event_id, l.gate, l.pos
+    FROM outbox_log_holds h
+    JOIN outbox_log_cursors c ON c.partition = h.partition
+    JOIN outbox_log l ON l.aggregate_type = h.aggregate_type
+                     AND l.aggregate_id = h.aggregate_id
+                     AND (l.gate, l.pos) >= (h.from_gate, h.from_pos)
+                     AND (l.gate, l.pos) <= (c.gate, c.pos)
+    WHERE h.quarantined_at IS NULL
+      AND (@aggregate_type = '' OR h.aggregate_type = @aggregate_type)
+      AND (@aggregate_id = '' OR h.aggregate_id = @aggregate_id)
+      AND NOT EXISTS (SELECT 1 FROM outbox_log_skips s WHERE s.pos = l.pos)
+) cand
+ORDER BY cand.gate, cand.pos
+LIMIT @max_events;

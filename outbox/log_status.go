@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -21,11 +22,12 @@ var (
 	qLogOpPartitions  = namedsql.Bind[namedsql.NoArgs, logPartitionRow](queries, "LogOpPartitions")
 	qLogOpQuarantined = namedsql.Bind[logHoldFilterArgs, QuarantinedLogHold](queries, "LogOpQuarantined")
 	qLogOpEvents      = namedsql.Bind[logOpEventsArgs, LogEventInfo](queries, "LogOpEvents")
+	qLogOpPending     = namedsql.Bind[logOpPendingArgs, uuid.UUID](queries, "LogOpPending")
 )
 
 // logStatusStatements are log_status.go's statements, for the test that has
 // the database check them.
-var logStatusStatements = []namedsql.Info{qLogOpPartitions.Info(), qLogOpQuarantined.Info(), qLogOpEvents.Info()}
+var logStatusStatements = []namedsql.Info{qLogOpPartitions.Info(), qLogOpQuarantined.Info(), qLogOpEvents.Info(), qLogOpPending.Info()}
 
 type logPartitionRow struct {
 	LogPartitionStatus
@@ -40,10 +42,16 @@ type logHoldFilterArgs struct {
 	AggregateType    string     `db:"aggregate_type"`
 }
 
+type logOpPendingArgs struct {
+	AggregateType string `db:"aggregate_type"`
+	AggregateID   string `db:"aggregate_id"`
+	MaxEvents     int    `db:"max_events"`
+}
+
 type logOpEventsArgs struct {
-	EventID       *uuid.UUID `db:"event_id"`
-	AggregateType string     `db:"aggregate_type"`
-	AggregateID   string     `db:"aggregate_id"`
+	EventIDs      []uuid.UUID `db:"event_ids"`
+	AggregateType string      `db:"aggregate_type"`
+	AggregateID   string      `db:"aggregate_id"`
 }
 
 // LogPartitionStatus is one partition of the log source as an operator
@@ -269,6 +277,43 @@ func LogEvents(ctx context.Context, pool *pgxpool.Pool, aggregateType, aggregate
 	return es, nil
 }
 
+// PendingLogFilter selects the events [PendingLogEvents] returns.
+type PendingLogFilter struct {
+	// AggregateType and AggregateID restrict the list to one aggregate
+	// type and to aggregates with that id. Optional: any.
+	AggregateType, AggregateID string
+	// Limit is the most events returned. Required, positive.
+	Limit int
+}
+
+// PendingLogEvents lists the log's unpublished events that wait for no
+// operator, oldest key first: those after their partition's cursor (State
+// "pending") and those a hold that is not quarantined owns ("held": its
+// worker publishes them after a backoff). What `outboxctl list --pending`
+// adds to outbox_events' pending events. A quarantined hold's events are
+// not listed ([QuarantinedLogHolds] has them), nor skipped ones. A long
+// backlog costs no more than the answer: each partition is read up to
+// Limit events after its cursor.
+func PendingLogEvents(ctx context.Context, pool *pgxpool.Pool, f PendingLogFilter) ([]LogEventInfo, error) {
+	if f.Limit < 1 {
+		return nil, fmt.Errorf("outbox: pending log events: limit %d must be positive", f.Limit)
+	}
+	ids, err := qLogOpPending.All(ctx, pool, logOpPendingArgs{AggregateType: f.AggregateType, AggregateID: f.AggregateID, MaxEvents: f.Limit})
+	if err != nil {
+		return nil, fmt.Errorf("outbox: pending log events: %w", err)
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	es, err := qLogOpEvents.All(ctx, pool, logOpEventsArgs{EventIDs: ids})
+	if err != nil {
+		return nil, fmt.Errorf("outbox: pending log events: %w", err)
+	}
+	// A relay may have moved on between the two reads: what it published
+	// (or a hold quarantined) meanwhile is no longer pending.
+	return slices.DeleteFunc(es, func(e LogEventInfo) bool { s := e.State(); return s != "pending" && s != "held" }), nil
+}
+
 // LogEventByID returns the log event eventID with its state, or an error
 // wrapping [ErrEventNotFound], through the log's index on event_id.
 func LogEventByID(ctx context.Context, pool *pgxpool.Pool, eventID uuid.UUID) (LogEventInfo, error) {
@@ -276,7 +321,7 @@ func LogEventByID(ctx context.Context, pool *pgxpool.Pool, eventID uuid.UUID) (L
 }
 
 func logEventByID(ctx context.Context, db namedsql.Querier, eventID uuid.UUID) (LogEventInfo, error) {
-	es, err := qLogOpEvents.All(ctx, db, logOpEventsArgs{EventID: &eventID})
+	es, err := qLogOpEvents.All(ctx, db, logOpEventsArgs{EventIDs: []uuid.UUID{eventID}})
 	if err != nil {
 		return LogEventInfo{}, fmt.Errorf("outbox: look up log event %s: %w", eventID, err)
 	}

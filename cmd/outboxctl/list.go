@@ -25,7 +25,7 @@ const lastErrorWidth = 80
 func runList(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet(env, "list", "list [--pending | --quarantined] [--aggregate ID] [--aggregate-type TYPE] [--limit N] [--json]")
 	var opts outboxops.ListOptions
-	fs.BoolVar(&opts.Pending, "pending", false, "only unpublished events that are not quarantined or skipped")
+	fs.BoolVar(&opts.Pending, "pending", false, "only unpublished events that are not quarantined or skipped, the log source's after them (after their partition's cursor, or held by a retrying hold)")
 	fs.BoolVar(&opts.Quarantined, "quarantined", false, "only quarantined events (waiting for retry or skip), the log source's quarantined holds after them, by the event each is stuck on")
 	fs.StringVar(&opts.AggregateID, "aggregate", "", "only the events of aggregates with this id (e.g. an order id), in sequence order")
 	fs.StringVar(&opts.AggregateType, "aggregate-type", "", "only aggregates of this type (e.g. order); default every type")
@@ -66,6 +66,17 @@ func runList(ctx context.Context, env *cliEnv, args []string) error {
 			}
 		}
 	}
+	// The log source's pending events are listed with the pending ones,
+	// after them: those after their partition's cursor, then none of a
+	// quarantined hold (above) but those a retrying hold owns.
+	var logged []outbox.LogEventInfo
+	if opts.Pending && len(events) < opts.Limit {
+		logged, err = outbox.PendingLogEvents(ctx, pool, outbox.PendingLogFilter{
+			AggregateType: opts.AggregateType, AggregateID: opts.AggregateID, Limit: opts.Limit - len(events)})
+		if err != nil {
+			return err
+		}
+	}
 	if *asJSON {
 		// An array even when nothing matches, so `jq length` says 0.
 		out := []any{}
@@ -74,6 +85,9 @@ func runList(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		for _, h := range holds {
 			out = append(out, logHoldJSON{QuarantinedLogHold: h, State: outboxops.StateQuarantined, Source: "log"})
+		}
+		for _, e := range logged {
+			out = append(out, logEventJSON{LogEventInfo: e, State: e.State(), Source: "log"})
 		}
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
@@ -85,7 +99,10 @@ func runList(ctx context.Context, env *cliEnv, args []string) error {
 	if err := writeLogHolds(env.stdout, "", holds); err != nil {
 		return err
 	}
-	if len(events)+len(holds) == 0 {
+	if err := writeLogEvents(env.stdout, logged); err != nil {
+		return err
+	}
+	if len(events)+len(holds)+len(logged) == 0 {
 		fmt.Fprintln(env.stderr, "no events match")
 	}
 	return nil
@@ -99,6 +116,28 @@ type logHoldJSON struct {
 	outbox.QuarantinedLogHold
 	State  outboxops.EventState `json:"state"`
 	Source string               `json:"source"`
+}
+
+// logEventJSON is a log event in `list --pending --json`: the keys of
+// outboxops.EventInfo where they mean the same, its state ("pending" after
+// its partition's cursor, "held" by a retrying hold), its key and
+// partition, and source "log".
+type logEventJSON struct {
+	outbox.LogEventInfo
+	State  string `json:"state"`
+	Source string `json:"source"`
+}
+
+// writeLogEvents prints log events one a line, like writeEvents: id, type,
+// aggregate, sequence, attempts, the state with its partition, and a held
+// event's last error, truncated.
+func writeLogEvents(w io.Writer, events []outbox.LogEventInfo) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, e := range events {
+		fmt.Fprintf(tw, "%s\t%s\t%s/%s\tseq=%d\tattempts=%d\t%s (log, partition %d)\t%s\n",
+			e.ID, e.Type, e.AggregateType, e.AggregateID, e.Sequence, e.Attempts, e.State(), e.Partition, lastError(e.LastError))
+	}
+	return tw.Flush()
 }
 
 // writeLogHolds prints quarantined log holds one a line, like writeEvents:

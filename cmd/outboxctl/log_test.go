@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,10 +20,12 @@ import (
 )
 
 // logRecorder is the log relay's publisher: it fails the events in poison
-// for their own fault and records every other publish.
+// for their own fault, permanently, those in retry for their own fault
+// until the attempts run out, and records every other publish.
 type logRecorder struct {
 	mu     sync.Mutex
 	poison map[uuid.UUID]bool
+	retry  map[uuid.UUID]bool
 	got    []outbox.Event
 }
 
@@ -31,6 +34,9 @@ func (r *logRecorder) Publish(_ context.Context, e outbox.Event) error {
 	defer r.mu.Unlock()
 	if r.poison[e.ID] {
 		return outbox.Permanent(errors.New("no route for this event"))
+	}
+	if r.retry[e.ID] {
+		return errors.New("the payload is refused for now")
 	}
 	r.got = append(r.got, e)
 	return nil
@@ -214,4 +220,66 @@ func TestLogOperatorCommands(t *testing.T) {
 		n, replays := rec.published(evs[2].ID)
 		return n == 2 && replays == 1
 	}, "the good order's event delivered again, as a replay")
+}
+
+// TestLogListPending: list --pending lists the log's events after their
+// partitions' cursors, oldest first, with the aggregate filters and the
+// limit, and the events a retrying hold owns ("held", with its last error);
+// never a quarantined hold's, nor a published event.
+func TestLogListPending(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	one, two := b.order(t), b.order(t)
+	evs := b.enqueueLog(t,
+		testdb.Event(t, one, "OrderCreated"), testdb.Event(t, one, "OrderCancelled"),
+		testdb.Event(t, two, "OrderCreated"))
+
+	// No relay yet: all three wait after their cursors.
+	r := b.ok(t, "list", "--pending")
+	for _, e := range evs {
+		require.Contains(t, r.stdout, e.ID.String())
+	}
+	require.Contains(t, r.stdout, "pending (log, partition")
+	require.Less(t, strings.Index(r.stdout, evs[0].ID.String()), strings.Index(r.stdout, evs[1].ID.String()), "an order's events in order")
+	r = b.ok(t, "list", "--pending", "--aggregate", two)
+	require.Contains(t, r.stdout, evs[2].ID.String())
+	require.NotContains(t, r.stdout, evs[0].ID.String())
+	require.Len(t, strings.Split(strings.TrimSpace(b.ok(t, "list", "--pending", "--limit", "2").stdout), "\n"), 2)
+	require.Contains(t, b.ok(t, "list", "--pending", "--aggregate-type", "invoice").stderr, "no events match")
+	var listed []map[string]any
+	require.NoError(t, json.Unmarshal([]byte(b.ok(t, "list", "--pending", "--json").stdout), &listed))
+	require.Len(t, listed, 3)
+	for _, l := range listed {
+		require.Equal(t, "log", l["source"])
+		require.Equal(t, "pending", l["state"])
+	}
+	require.Contains(t, b.ok(t, "list", "--quarantined").stderr, "no events match")
+
+	// A relay whose publisher refuses the first order's head for now: that
+	// order's hold owns both its events and retries them after a minute;
+	// the second order's event is published.
+	rec := &logRecorder{retry: map[uuid.UUID]bool{evs[0].ID: true}}
+	relay, err := outbox.NewLogRelay(b.pool, rec, outbox.LogConfig{RelayConfig: outbox.RelayConfig{
+		PollInterval: 100 * time.Millisecond, RetryBase: time.Minute, RetryMax: time.Minute, MaxAttempts: 100, Logger: quiet(),
+	}})
+	require.NoError(t, err)
+	outboxtest.Run(t, relay)
+	eventually(t, 30*time.Second, func() bool {
+		hs, err := outbox.LogHolds(b.ctx, b.pool)
+		require.NoError(t, err)
+		n, _ := rec.published(evs[2].ID)
+		return n == 1 && len(hs) == 1 && hs[0].Attempts >= 1 && !hs[0].Quarantined
+	}, "the second order published, the first one's hold retrying")
+	r = b.ok(t, "list", "--pending")
+	require.Contains(t, r.stdout, evs[0].ID.String())
+	require.Contains(t, r.stdout, evs[1].ID.String())
+	require.NotContains(t, r.stdout, evs[2].ID.String(), "published")
+	require.Contains(t, r.stdout, "held (log, partition")
+	require.Contains(t, r.stdout, "the payload is refused for now")
+	listed = nil
+	require.NoError(t, json.Unmarshal([]byte(b.ok(t, "list", "--pending", "--json").stdout), &listed))
+	require.Len(t, listed, 2)
+	require.Equal(t, "held", listed[0]["state"])
+	require.Equal(t, evs[0].ID.String(), listed[0]["event_id"])
+	require.Equal(t, true, listed[0]["head"])
 }
