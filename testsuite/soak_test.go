@@ -447,8 +447,9 @@ func handoffLag(ctx context.Context, s *Stack) (lagStats, error) {
 	return lagStats{p50: at(0.5), p99: at(0.99), max: lags[len(lags)-1].Round(time.Millisecond)}, nil
 }
 
-// terminateBackends drops every connection of this stack's database except
-// the test's own pool's, as a failover or an idle-killer would.
+// terminateBackends drops every connection of this stack's database but the
+// one running the statement, as a failover or an idle-killer would: the
+// processes' connections, and the test pool's other connections too.
 func terminateBackends(ctx context.Context, s *Stack) (int64, error) {
 	return qTerminateBackends.Value(ctx, s.Pool, namedsql.NoArgs{})
 }
