@@ -42,7 +42,7 @@ func enqueueTo(ctx context.Context, tx pgx.Tx, stmt enqueueStmt, events []Event)
 		return nil, err
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
-		return nil, fmt.Errorf("outbox: enqueue: %w", err)
+		return nil, fmt.Errorf("outbox: enqueue: %w", explainLogNoRange(err))
 	}
 	return q.Events()
 }
@@ -102,7 +102,7 @@ func enqueueBatchTo(b *pgx.Batch, stmt enqueueStmt, events []Event) (*Queued, er
 		}
 		stmt.Queue(b, a).Query(func(rows pgx.Rows) error {
 			if err := q.scanLane(stmt, rows, l); err != nil {
-				q.err = fmt.Errorf("outbox: enqueue %s/%s: %w", l.aggType, l.aggID, err)
+				q.err = fmt.Errorf("outbox: enqueue %s/%s: %w", l.aggType, l.aggID, explainLogNoRange(err))
 				return q.err
 			}
 			q.pending--

@@ -2,9 +2,34 @@ package outbox
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
+
+// ErrLogNoRange is wrapped by an enqueue to the log that found no range
+// partition of outbox_log for its position: the log's retention pass
+// ([RetainLog]) makes the ranges ahead of the sequence, and none ran for
+// long enough. The starter runs it every OUTFLOW_CLEANUP_INTERVAL (a
+// service of its own runs outboxops.Schedule with Log set); `outboxctl
+// cleanup` runs one pass now. Nothing was written: the caller's
+// transaction fails and may be retried once a range exists.
+var ErrLogNoRange = errors.New("outbox: the log has no range partition for the next position; " +
+	"its retention pass makes them ahead of the sequence (the starter's cleanup schedule, outboxops.Schedule with Log set, or `outboxctl cleanup` now)")
+
+// explainLogNoRange wraps PostgreSQL's "no partition of relation
+// "outbox_log" found for row" in [ErrLogNoRange]; any other error is
+// returned as it is.
+func explainLogNoRange(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23514" && strings.Contains(pgErr.Message, `no partition of relation "outbox_log"`) {
+		return fmt.Errorf("%w: %w", ErrLogNoRange, err)
+	}
+	return err
+}
 
 // EnqueueConfig chooses where an [Enqueuer] writes. The zero value writes
 // what [Enqueue] writes.

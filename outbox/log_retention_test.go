@@ -108,6 +108,38 @@ func TestLogRetentionKeepsRangesAhead(t *testing.T) {
 	require.Equal(t, "outbox_log_r4", partitionOf(t, b.pool, e[0]))
 }
 
+// TestLogEnqueuePastTheLastRangeSaysWhy: with no retention pass for too
+// long, an enqueue past the last range fails with ErrLogNoRange, naming
+// what makes the ranges, and writes nothing (the business write of its
+// transaction neither); after a pass the same enqueue lands.
+func TestLogEnqueuePastTheLastRangeSaysWhy(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	_, err := b.pool.Exec(ctx, `SELECT setval('outbox_log_pos', $1)`, int64(3*logRangeWidth))
+	require.NoError(t, err)
+	ev := testdb.Event(t, "past-the-end", "E1")
+	err = pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `CREATE TABLE business_write (id int)`); err != nil {
+			return err
+		}
+		_, err := logEnqueuer.Enqueue(ctx, tx, ev)
+		return err
+	})
+	require.ErrorIs(t, err, outbox.ErrLogNoRange)
+	require.Contains(t, err.Error(), "outboxctl cleanup")
+	var exists bool
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT to_regclass('business_write') IS NOT NULL`).Scan(&exists))
+	require.False(t, exists, "the caller's transaction rolled back")
+	n, err := outbox.AggregateEvents(ctx, b.pool, ev.AggregateType, ev.AggregateID)
+	require.NoError(t, err)
+	require.Empty(t, n, "nothing written")
+
+	require.Positive(t, retainLog(t, b.pool, 0).Made, "the range the sequence reached and those ahead of it")
+	e := enqueueLog(t, b.pool, testdb.Event(t, "past-the-end", "E1"))
+	require.Equal(t, "outbox_log_r3", partitionOf(t, b.pool, e[0]))
+}
+
 // TestLogRetentionDropsOnlyWhatNoOneNeeds walks the rule's conditions one
 // at a time on one range: it is kept while a writer that took a position
 // in it is open, while it is younger than the retention, while a cursor is
