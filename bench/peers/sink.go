@@ -41,10 +41,28 @@ type recorder struct {
 	// want closes done when this many distinct events have arrived.
 	want int
 	done chan struct{}
+	// expect, when set, are the events counted: another one (an earlier
+	// phase's, left in the contender's table) is passed to next and not
+	// counted, so it neither stops the timer early nor counts as a
+	// duplicate.
+	expect map[uuid.UUID]bool
+	// others counts the deliveries of events outside expect.
+	others int
 }
 
 func newRecorder(next Sink, want int) *recorder {
 	return &recorder{next: next, order: newOrderTracker(), arrived: map[uuid.UUID]time.Time{}, want: want, done: make(chan struct{})}
+}
+
+// newBacklogRecorder is a recorder that counts only the events of backlog
+// and is done once each of them arrived.
+func newBacklogRecorder(next Sink, backlog []Event) *recorder {
+	r := newRecorder(next, len(backlog))
+	r.expect = make(map[uuid.UUID]bool, len(backlog))
+	for _, e := range backlog {
+		r.expect[e.ID] = true
+	}
+	return r
 }
 
 // Deliver implements Sink.
@@ -57,6 +75,10 @@ func (r *recorder) Deliver(ctx context.Context, e Event) error {
 	now := time.Now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.expect != nil && !r.expect[e.ID] {
+		r.others++
+		return nil
+	}
 	r.deliveries++
 	r.order.observe(e.OrderID, e.Seq)
 	if _, seen := r.arrived[e.ID]; !seen {
@@ -81,12 +103,15 @@ func (r *recorder) wait(ctx context.Context) error {
 // tally is what the recorder saw.
 type tally struct {
 	distinct, deliveries, outOfOrder int
+	// others are the deliveries of events a backlog recorder does not
+	// count.
+	others int
 }
 
 func (r *recorder) tally() tally {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return tally{distinct: len(r.arrived), deliveries: r.deliveries, outOfOrder: r.order.outOfOrder}
+	return tally{distinct: len(r.arrived), deliveries: r.deliveries, outOfOrder: r.order.outOfOrder, others: r.others}
 }
 
 // arrival is when event id first arrived.
