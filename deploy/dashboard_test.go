@@ -3,6 +3,7 @@ package deploy
 import (
 	"encoding/json"
 	"os"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -120,11 +121,18 @@ func TestDashboardStructure(t *testing.T) {
 	d := loadDashboard(t)
 	require.Equal(t, "outflow", d.UID)
 	require.Greater(t, d.SchemaVersion, 30)
-	require.Len(t, d.Templating.List, 1)
+	require.Len(t, d.Templating.List, 2)
 	v := d.Templating.List[0]
 	require.Equal(t, "datasource", v.Type)
 	require.Equal(t, "prometheus", v.Query)
 	dsRef := "${" + v.Name + "}"
+	// The outbox shown: every relay exports the same outbox_* series for
+	// its own database (the starters', the inventory's), so each panel
+	// reads one scrape job's, chosen by this variable.
+	job := d.Templating.List[1]
+	require.Equal(t, "query", job.Type)
+	require.Equal(t, "job", job.Name)
+	require.Equal(t, "label_values(outbox_pending_events, job)", job.Query)
 
 	// The provisioned datasource is the variable's default.
 	var prov struct {
@@ -199,9 +207,12 @@ func TestDashboardStructure(t *testing.T) {
 		"slot active":                "outbox_cdc_slot_active",
 		"sink state":                 "outbox_sink_up",
 		"throttles":                  "outbox_sink_throttled_total",
-		"relays up (absence alerts)": `up{job="outflow-starter"}`,
+		"relays up (absence alerts)": `up{job="$job"}`,
 	} {
 		require.Contains(t, all.String(), metric, "the dashboard shows %s", topic)
+	}
+	for _, m := range regexp.MustCompile(`outbox_[a-z_]+(\{[^}]*\})?`).FindAllStringSubmatch(all.String(), -1) {
+		require.True(t, strings.HasPrefix(m[1], `{job="$job"`), "%s reads the chosen job's outbox only", m[0])
 	}
 	require.Contains(t, all.String(), "sum by (fault) (rate(outbox_publish_errors_total",
 		"the dashboard splits publish errors by whose fault they are")
