@@ -21,11 +21,13 @@ var ErrLogNoRange = errors.New("outbox: the log has no range partition for the n
 	"its retention pass makes them ahead of the sequence (the starter's cleanup schedule, outboxops.Schedule with Log set, or `outboxctl cleanup` now)")
 
 // explainLogNoRange wraps PostgreSQL's "no partition of relation
-// "outbox_log" found for row" in [ErrLogNoRange]; any other error is
-// returned as it is.
+// "outbox_log" found for row" in [ErrLogNoRange] once (the lane's error
+// comes back through the batch's Close already explained); any other error
+// is returned as it is.
 func explainLogNoRange(err error) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "23514" && strings.Contains(pgErr.Message, `no partition of relation "outbox_log"`) {
+	if errors.As(err, &pgErr) && pgErr.Code == "23514" && strings.Contains(pgErr.Message, `no partition of relation "outbox_log"`) &&
+		!errors.Is(err, ErrLogNoRange) {
 		return fmt.Errorf("%w: %w", ErrLogNoRange, err)
 	}
 	return err

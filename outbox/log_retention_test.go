@@ -3,6 +3,7 @@ package outbox_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,6 +129,7 @@ func TestLogEnqueuePastTheLastRangeSaysWhy(t *testing.T) {
 	})
 	require.ErrorIs(t, err, outbox.ErrLogNoRange)
 	require.Contains(t, err.Error(), "outboxctl cleanup")
+	require.Equal(t, 1, strings.Count(err.Error(), outbox.ErrLogNoRange.Error()), "explained once: %v", err)
 	var exists bool
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT to_regclass('business_write') IS NOT NULL`).Scan(&exists))
 	require.False(t, exists, "the caller's transaction rolled back")
