@@ -71,14 +71,17 @@ func NewSchedule(pool *pgxpool.Pool, cfg ScheduleConfig) (*Schedule, error) {
 		return nil, errors.New("outbox: schedule: Interval and Retention may not be negative")
 	}
 	cfg.Interval = cmp.Or(cfg.Interval, ScheduleIntervalDefault)
-	cfg.BatchSize = cmp.Or(cfg.BatchSize, CleanupBatchSizeDefault)
+	// The cleanup's own defaults and checks, as every pass will use them.
+	opts := CleanupOptions{Retention: cfg.Retention, InboxRetention: cfg.InboxRetention, BatchSize: cfg.BatchSize}
+	if err := opts.setDefaults(); err != nil {
+		return nil, err
+	}
 	if cfg.Retention > 0 {
-		cfg.InboxRetention = cmp.Or(cfg.InboxRetention, cfg.Retention)
-		opts := CleanupOptions{Retention: cfg.Retention, InboxRetention: cfg.InboxRetention, BatchSize: cfg.BatchSize}
 		if err := opts.validate(); err != nil {
 			return nil, err
 		}
 	}
+	cfg.InboxRetention, cfg.BatchSize = opts.InboxRetention, opts.BatchSize
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
