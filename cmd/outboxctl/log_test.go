@@ -70,12 +70,20 @@ func (b *testBundle) enqueueLog(t *testing.T, events ...outbox.Event) []outbox.E
 	return out
 }
 
-// runLogRelay runs a log relay over b's database until the test ends.
+// runLogRelay runs a log relay over b's database until the test ends: a
+// short poll, and a failing event's two attempts 10 to 50 ms apart.
 func (b *testBundle) runLogRelay(t *testing.T, rec *logRecorder) {
 	t.Helper()
+	b.runLogRelayRetrying(t, rec, 10*time.Millisecond, 2)
+}
+
+// runLogRelayRetrying is runLogRelay with a failing event's backoff from
+// retry (at most 5 times that) and its attempts.
+func (b *testBundle) runLogRelayRetrying(t *testing.T, rec *logRecorder, retry time.Duration, attempts int) {
+	t.Helper()
 	r, err := outbox.NewLogRelay(b.pool, rec, outbox.LogConfig{RelayConfig: outbox.RelayConfig{
-		PollInterval: 100 * time.Millisecond, RetryBase: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond,
-		MaxAttempts: 2, Logger: quiet(),
+		PollInterval: 100 * time.Millisecond, RetryBase: retry, RetryMax: 5 * retry,
+		MaxAttempts: attempts, Logger: quiet(),
 	}})
 	require.NoError(t, err)
 	outboxtest.Run(t, r)
@@ -259,11 +267,7 @@ func TestLogListPending(t *testing.T) {
 	// order's hold owns both its events and retries them after a minute;
 	// the second order's event is published.
 	rec := &logRecorder{retry: map[uuid.UUID]bool{evs[0].ID: true}}
-	relay, err := outbox.NewLogRelay(b.pool, rec, outbox.LogConfig{RelayConfig: outbox.RelayConfig{
-		PollInterval: 100 * time.Millisecond, RetryBase: time.Minute, RetryMax: time.Minute, MaxAttempts: 100, Logger: quiet(),
-	}})
-	require.NoError(t, err)
-	outboxtest.Run(t, relay)
+	b.runLogRelayRetrying(t, rec, time.Minute, 100)
 	eventually(t, 30*time.Second, func() bool {
 		hs, err := outbox.LogHolds(b.ctx, b.pool)
 		require.NoError(t, err)
