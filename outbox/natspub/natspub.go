@@ -480,7 +480,8 @@ func whoseFault(err error) error {
 	var apiErr *jetstream.APIError
 	switch {
 	case errors.Is(err, nats.ErrMaxPayload), errors.Is(err, jetstream.ErrStreamMessageExceedsMaximum):
-		return outbox.Permanent(err)
+		return outbox.Permanent(fmt.Errorf("%w: the stream takes no message this large; raise its max_msg_size (or the server's max_payload) "+
+			"and retry the event, or skip it (outboxctl skip): its consumers then get a tombstone in its place", err))
 	case errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrNoResponders),
 		errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
 		errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionDraining),

@@ -161,6 +161,7 @@ func TestPublishClassifiesWhoseFault(t *testing.T) {
 	err = pub.Publish(ctx, big)
 	require.ErrorIs(t, err, outbox.ErrPermanent, "%v", err)
 	require.NotErrorIs(t, err, outbox.ErrSinkUnavailable)
+	require.ErrorContains(t, err, "skip it (outboxctl skip): its consumers then get a tombstone in its place", "the fix is named")
 
 	require.NoError(t, pub.Probe(ctx))
 	nc.Close()
