@@ -47,7 +47,7 @@ func TestConsumerSeesAnOperatorsSkip(t *testing.T) {
 				return r
 			},
 			skip: func(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID) error {
-				_, err := outboxops.Skip(ctx, pool, id, "larger than the stream's max_payload; handled by hand", "ops")
+				_, err := outboxops.Skip(ctx, pool, id, "larger than the stream's max_msg_size; handled by hand", "ops")
 				return err
 			},
 		},
@@ -61,7 +61,7 @@ func TestConsumerSeesAnOperatorsSkip(t *testing.T) {
 			},
 			enq: outbox.NewEnqueuer(outbox.EnqueueConfig{Log: true}),
 			skip: func(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID) error {
-				_, err := outbox.SkipLogEvent(ctx, pool, id, "ops", "larger than the stream's max_payload; handled by hand")
+				_, err := outbox.SkipLogEvent(ctx, pool, id, "ops", "larger than the stream's max_msg_size; handled by hand")
 				return err
 			},
 		},
@@ -93,7 +93,7 @@ func TestConsumerSeesAnOperatorsSkip(t *testing.T) {
 			run(t, c)
 			require.Eventually(t, func() bool { return len(p.effects(t)) == 1 }, 30*time.Second, 20*time.Millisecond, "event 1 applied")
 
-			// Event 2 fails for good (over the stream's max_payload) and is
+			// Event 2 fails for good (over the stream's max_msg_size) and is
 			// quarantined; the operator gives it up.
 			require.Eventually(t, func() bool {
 				return src.skip(ctx, producer, evs[1].ID) == nil

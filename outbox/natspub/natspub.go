@@ -30,7 +30,7 @@
 // # An operator's skip
 //
 // An event an operator skipped (outboxctl skip: quarantined, e.g. larger
-// than the stream's max_payload) is published by the relay as a tombstone
+// than the stream's max_msg_size) is published by the relay as a tombstone
 // ([Publisher.PublishSkip]), in its place in the aggregate's lane: the same
 // subject and headers, Nats-Msg-Id the event's ID, Outflow-Skipped: true,
 // and no body. A consumer that applies each aggregate's events in sequence
