@@ -43,6 +43,11 @@ type Event struct {
 	// (the Temporal publisher lets a failed workflow run again). Ignored by
 	// Enqueue.
 	Replay bool
+	// Skipped is set by the relay on an event an operator skipped
+	// (outboxops.Skip, SkipLogEvent): what is delivered is its tombstone,
+	// in the event's place in its aggregate's lane, and only to a
+	// [SkipPublisher] (never to Publish). Ignored by Enqueue.
+	Skipped bool
 }
 
 // ErrInvalidEvent is wrapped by every validation error of [Enqueue].

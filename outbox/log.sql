@@ -218,10 +218,12 @@ HAVING count(*) > 0;
 -- H1: the next unquarantined hold of @partition due now, oldest due first,
 -- with its head: the first event of its order with from <= key <= the
 -- cursor (@gate, @pos). No head: the hold caught up with the cursor and is
--- released (LogHoldRelease). Runs after LogFence, whose lock keeps the
--- cursor and the holds still.
+-- released (LogHoldRelease). skipped: an operator skipped the head
+-- (outbox_log_skips), whose tombstone is published in its place. Runs after
+-- LogFence, whose lock keeps the cursor and the holds still.
 SELECT h.aggregate_type, h.aggregate_id, h.from_gate, h.from_pos, h.attempts,
        coalesce((head.gate, head.pos) <= (h.replay_gate, h.replay_pos), false) AS replay,
+       EXISTS (SELECT 1 FROM outbox_log_skips s WHERE s.pos = head.pos) AS skipped,
        head.pos AS head_pos, head.gate AS head_gate, head.event_id, head.aggregate_sequence,
        head.event_type, head.schema_version, head.payload, head.occurred_at
 FROM outbox_log_holds h
@@ -322,8 +324,10 @@ RETURNING partition;
 -- name: LogOpSkip :many
 -- O2: a quarantined hold's head (its first event with from <= key <= the
 -- cursor (@gate, @pos)) is recorded skipped in outbox_log_skips by @skipped_by
--- for @reason and never published; the hold moves past it, out of
--- quarantine, attempts 0. Returns the skipped event (NULL: the hold had no
+-- for @reason and never published; the hold leaves quarantine, attempts 0,
+-- and stays at it: its worker publishes the head's tombstone (LogHoldNext's
+-- skipped) and then moves past it, so the tombstone comes before the
+-- order's later events. Returns the skipped event (NULL: the hold had no
 -- head; it only leaves quarantine, and the hold worker releases it).
 WITH h AS (
     SELECT aggregate_type, aggregate_id, from_gate, from_pos
@@ -346,9 +350,7 @@ WITH h AS (
     RETURNING event_id
 )
 UPDATE outbox_log_holds o
-SET from_gate      = coalesce(head.gate, o.from_gate),
-    from_pos       = coalesce(head.pos + 1, o.from_pos),
-    quarantined_at = NULL,
+SET quarantined_at = NULL,
     attempts       = 0,
     available_at   = now()
 FROM h LEFT JOIN head ON true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -106,7 +107,7 @@ func (r *LogRelay) holdStep(ctx context.Context, p *logPartition) (bool, error) 
 			waiting = true
 			p.holdWaiting.Store(true)
 			return nil
-		case h.Attempts >= r.cfg.MaxAttempts:
+		case h.Attempts >= r.cfg.MaxAttempts && !h.Skipped: // a tombstone is never quarantined
 			_, err = qLogHoldAttempt.Exec(tctx, tx, logHoldAttemptArgs{
 				AggregateType: h.AggregateType, AggregateID: h.AggregateID, FromGate: h.FromGate, FromPos: h.FromPos,
 				Quarantine: true,
@@ -153,12 +154,18 @@ func (r *LogRelay) holdPublish(ctx, bk context.Context, p *logPartition, h logHo
 	}}
 	l := lease{deadline: time.Unix(0, p.leaseEnd.Load())}
 	e := row.event()
-	e.Replay = h.Replay // delivered before: an operator's replay
+	e.Replay = h.Replay   // delivered before: an operator's replay
+	e.Skipped = h.Skipped // an operator's skip: its tombstone
 	o := r.attemptLog(ctx, bk, l, e)
 	attempt := h.Attempts + 1
 	a := logHoldOutcomeArgs{
 		AggregateType: h.AggregateType, AggregateID: h.AggregateID, FromGate: h.FromGate, FromPos: h.FromPos,
 		HeadGate: row.Gate, HeadPos: row.Pos, MaxAttempts: r.cfg.MaxAttempts,
+	}
+	if h.Skipped {
+		// A tombstone is retried after its backoff however it fails, never
+		// quarantined: the event is given up already (SkipPublisher).
+		a.MaxAttempts = math.MaxInt32
 	}
 	switch {
 	case o.skipped:
@@ -172,7 +179,7 @@ func (r *LogRelay) holdPublish(ctx, bk context.Context, p *logPartition, h logHo
 		r.base.metrics.publishErrors[f].Inc()
 		a.Error = truncate(o.err.Error(), 1000)
 		if f == faultEvent {
-			a.Outcome, a.Permanent = "failed", errors.Is(o.err, ErrPermanent)
+			a.Outcome, a.Permanent = "failed", errors.Is(o.err, ErrPermanent) && !h.Skipped
 			a.DelayMS = r.base.backoff.Delay(attempt).Milliseconds()
 		} else {
 			if f == faultSink {

@@ -84,10 +84,7 @@ func (s *LogLeave) Run(ctx context.Context) error {
 	if !left.Used {
 		return s.main.Run(ctx)
 	}
-	log, err := NewLogRelay(s.pool, PublisherFunc(func(ctx context.Context, e Event) error {
-		s.noteLate(e)
-		return s.pub.Publish(ctx, e)
-	}), s.cfg)
+	log, err := NewLogRelay(s.pool, notedPublisher{pub: s.pub, note: s.noteLate}, s.cfg)
 	if err != nil {
 		return err
 	}

@@ -184,6 +184,7 @@ type logHoldRow struct {
 	FromPos           int64      `db:"from_pos"`
 	Attempts          int        `db:"attempts"`
 	Replay            bool       `db:"replay"`
+	Skipped           bool       `db:"skipped"`
 	HeadPos           *int64     `db:"head_pos"`
 	HeadGate          *int64     `db:"head_gate"`
 	EventID           *uuid.UUID `db:"event_id"`

@@ -68,10 +68,7 @@ func NewLogSwitch(pool *pgxpool.Pool, pub Publisher, cfg LogConfig) (*LogSwitch,
 		return nil, err
 	}
 	s := &LogSwitch{pool: pool, log: log, cfg: log.Config()}
-	poll, err := NewRelay(pool, PublisherFunc(func(ctx context.Context, e Event) error {
-		s.noteLate(e)
-		return pub.Publish(ctx, e)
-	}), log.Config().RelayConfig)
+	poll, err := NewRelay(pool, notedPublisher{pub: pub, note: s.noteLate}, log.Config().RelayConfig)
 	if err != nil {
 		return nil, err
 	}

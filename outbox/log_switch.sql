@@ -4,14 +4,15 @@
 
 -- name: LogSwitchLeft :one
 -- unpublished: events of outbox_events neither published, skipped nor
--- quarantined (what the draining poll relay still has to publish);
--- quarantined: those waiting for an operator. Only unpublished rows are
--- visited, through the dispatch index's partial predicate.
-SELECT count(*) FILTER (WHERE quarantined_at IS NULL)     AS unpublished,
-       count(*) FILTER (WHERE quarantined_at IS NOT NULL) AS quarantined
+-- quarantined, and skipped ones whose tombstone is not out (what the
+-- draining poll relay still has to publish); quarantined: those waiting
+-- for an operator. Only unpublished rows are visited, through the dispatch
+-- index's partial predicate.
+SELECT count(*) FILTER (WHERE quarantined_at IS NULL OR skipped_at IS NOT NULL)     AS unpublished,
+       count(*) FILTER (WHERE quarantined_at IS NOT NULL AND skipped_at IS NULL) AS quarantined
 FROM outbox_events
 WHERE published_at IS NULL
-  AND skipped_at IS NULL;
+  AND (skipped_at IS NULL OR skip_published_at IS NULL);
 
 -- name: LogSwitchQuarantined :many
 -- The quarantined events left in outbox_events, oldest order first, at
