@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +24,10 @@ type breaker struct {
 	logger    *slog.Logger
 	owner     string
 	up        prometheus.Gauge
+
+	// lastAck is when the sink last acknowledged a publish (UnixNano): the
+	// evidence that it answers, for judge (fault.go).
+	lastAck atomic.Int64
 
 	mu       sync.Mutex
 	open     bool
@@ -55,6 +60,19 @@ func (b *breaker) acked() {
 	defer b.mu.Unlock()
 	b.faults = 0
 }
+
+// answered records that the sink acknowledged a publish at t.
+func (b *breaker) answered(t time.Time) {
+	for {
+		last := b.lastAck.Load()
+		if t.UnixNano() <= last || b.lastAck.CompareAndSwap(last, t.UnixNano()) {
+			return
+		}
+	}
+}
+
+// answeredSince reports whether the sink acknowledged a publish after t.
+func (b *breaker) answeredSince(t time.Time) bool { return b.lastAck.Load() > t.UnixNano() }
 
 // sinkFault records a publish that failed for the sink's fault, and opens
 // the breaker at the threshold.

@@ -594,8 +594,10 @@ func (s *stream) work(ctx, bk context.Context) {
 			s.handBack(bk, append([]*cdcEvent{e}, s.lanes.broken(e)...))
 			continue
 		}
+		started := time.Now()
 		pctx, cancel := context.WithDeadline(withCall(bk, call), deadline)
 		err := s.publishOne(pctx, e)
+		err = sink.judge(err, started, pctx.Err() != nil, call)
 		cancel()
 		f := classify(err)
 		pace.done(f, err == nil, call)

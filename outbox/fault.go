@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -25,6 +26,27 @@ import (
 //   - A throttle ([ErrThrottled]): the sink refused for load
 //     (ResourceExhausted, a namespace's rate quota). A sink fault that also
 //     slows the relay down ([throttle]).
+//
+// The rule: a sink that is down is never an event's fault; an event the
+// sink can never take is. A refusal for good (an event larger than the sink
+// takes, see temporalpub's and natspub's) is permanent. A publish that runs
+// out of time is the sink's fault unless the sink is proven up meanwhile:
+// when it acknowledged another publish of this relay (either source, the
+// hold worker's too) after this one began, and the sink throttled none of
+// this one's requests, the timeout is the event's own ([errOverdue]),
+// counted as an attempt with backoff, so an event whose publish always
+// hangs is quarantined after MaxAttempts instead of retried for ever (and
+// on the log source, its order goes to a hold rather than pinning its
+// partition). A partial outage that times out only some starts (a Temporal
+// history shard) therefore costs those events attempts while the rest
+// flows; it quarantines them if it outlasts their whole backoff schedule
+// (half an hour to an hour with the defaults), and an operator retries
+// them.
+// The breaker's probe is no such proof: it asks the namespace
+// (DescribeNamespace), not the path a start takes. A relay that publishes
+// one event at a time (MaxInFlight 1, poll or cdc) sees no other
+// acknowledgement during a publish, so there a hung publish stays the
+// sink's fault.
 var (
 	// ErrSinkUnavailable marks a publish error that is the sink's fault,
 	// not the event's: the relay gives the attempt back and retries the
@@ -79,14 +101,15 @@ func (f fault) String() string {
 }
 
 // classify says whose fault err is. A publisher's own classification wins
-// (ErrPermanent, ErrThrottled, ErrSinkUnavailable); an error it left
+// (ErrPermanent, ErrThrottled, ErrSinkUnavailable), after the relay's own
+// verdict on a publish that ran out of time (errOverdue); an error it left
 // unclassified is the sink's when it is a context's end (the relay's
 // publish deadline, or its shutdown), a network error or PostgreSQL failing
 // under the publish ([databaseOutage]), else the event's.
 func classify(err error) fault {
 	var netErr net.Error
 	switch {
-	case errors.Is(err, ErrPermanent):
+	case errors.Is(err, ErrPermanent), errors.Is(err, errOverdue):
 		return faultEvent
 	case errors.Is(err, ErrThrottled):
 		return faultThrottle
@@ -98,6 +121,29 @@ func classify(err error) fault {
 		return faultSink
 	}
 	return faultEvent
+}
+
+// errOverdue marks a publish that ran out of time while the sink answered
+// others: the event's fault (see the rule above), an attempt counted.
+var errOverdue = errors.New("outbox: the publish ran out of time while the sink acknowledged other publishes; the event's own fault, an attempt counted")
+
+// judge returns the error of a publish begun at started as the relay books
+// it, and records an acknowledgement (err nil) as the evidence that the
+// sink answers. A failure that reads as the sink's (classify) but ran out
+// of time (expired: the call's deadline passed, or err says a deadline
+// did), unthrottled (call reported no throttle), while the sink
+// acknowledged another publish since started, is the event's: err wrapped
+// in errOverdue.
+func (b *breaker) judge(err error, started time.Time, expired bool, call *publishCall) error {
+	if err == nil {
+		b.answered(time.Now())
+		return nil
+	}
+	timedOut := expired || errors.Is(err, context.DeadlineExceeded)
+	if timedOut && call.throttles.Load() == 0 && classify(err) == faultSink && b.answeredSince(started) {
+		return fmt.Errorf("%w: %w", errOverdue, err)
+	}
+	return err
 }
 
 // databaseOutage reports whether err says PostgreSQL could not serve a
