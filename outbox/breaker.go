@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -25,11 +26,14 @@ type breaker struct {
 	owner     string
 	up        prometheus.Gauge
 
-	// lastAck is when the sink last acknowledged a publish (UnixNano): the
-	// evidence that it answers, for judge (fault.go).
-	lastAck atomic.Int64
+	// acks counts the sink's acknowledgements: the evidence that it
+	// answers, for judge (fault.go).
+	acks atomic.Int64
 
-	mu       sync.Mutex
+	mu sync.Mutex
+	// overdue are the events whose last publish ran out of time while the
+	// sink answered others (judge, fault.go).
+	overdue  map[uuid.UUID]bool
 	open     bool
 	faults   int // sink faults in a row
 	openedAt time.Time
@@ -44,6 +48,7 @@ func newBreaker(cfg *RelayConfig, up prometheus.Gauge) *breaker {
 		logger:    cfg.Logger,
 		owner:     cfg.Owner,
 		up:        up,
+		overdue:   map[uuid.UUID]bool{},
 	}
 }
 
@@ -60,19 +65,6 @@ func (b *breaker) acked() {
 	defer b.mu.Unlock()
 	b.faults = 0
 }
-
-// answered records that the sink acknowledged a publish at t.
-func (b *breaker) answered(t time.Time) {
-	for {
-		last := b.lastAck.Load()
-		if t.UnixNano() <= last || b.lastAck.CompareAndSwap(last, t.UnixNano()) {
-			return
-		}
-	}
-}
-
-// answeredSince reports whether the sink acknowledged a publish after t.
-func (b *breaker) answeredSince(t time.Time) bool { return b.lastAck.Load() > t.UnixNano() }
 
 // sinkFault records a publish that failed for the sink's fault, and opens
 // the breaker at the threshold.

@@ -594,10 +594,10 @@ func (s *stream) work(ctx, bk context.Context) {
 			s.handBack(bk, append([]*cdcEvent{e}, s.lanes.broken(e)...))
 			continue
 		}
-		started := time.Now()
+		w := sink.watch(deadline)
 		pctx, cancel := context.WithDeadline(withCall(bk, call), deadline)
 		err := s.publishOne(pctx, e)
-		err = sink.judge(err, started, pctx.Err() != nil, call)
+		err = w.judge(err, e.ID, pctx.Err() != nil, call)
 		cancel()
 		f := classify(err)
 		pace.done(f, err == nil, call)

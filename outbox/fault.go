@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -30,19 +32,21 @@ import (
 // The rule: a sink that is down is never an event's fault; an event the
 // sink can never take is. A refusal for good (an event larger than the sink
 // takes, see temporalpub's and natspub's) is permanent. A publish that runs
-// out of time is the sink's fault unless the sink is proven up meanwhile:
-// when it acknowledged another publish of this relay (either source, the
-// hold worker's too) after this one began, and the sink throttled none of
-// this one's requests, the timeout is the event's own ([errOverdue]),
-// counted as an attempt with backoff, so an event whose publish always
-// hangs is quarantined after MaxAttempts instead of retried for ever (and
-// on the log source, its order goes to a hold rather than pinning its
-// partition). A partial outage that times out only some starts (a Temporal
-// history shard) therefore costs those events attempts while the rest
-// flows; it quarantines them if it outlasts their whole backoff schedule
-// (half an hour to an hour with the defaults), and an operator retries
-// them.
-// The breaker's probe is no such proof: it asks the namespace
+// out of time is the sink's fault unless the sink is proven up for every
+// event but this one: when the same event's publish ran out of time twice
+// in a row on this relay, each time while the sink acknowledged other
+// publishes of the relay (either source, the hold worker's too) in both
+// halves of it, none of its requests throttled, the second and every later
+// such timeout is the event's own ([errOverdue]): an attempt counted,
+// backoff, quarantine after MaxAttempts; on the log source its order goes
+// to a hold and the cursor passes it, instead of a retry for ever that
+// pins the partition. Both halves, and twice: an outage that begins or
+// ends during a publish leaves the other half without acknowledgements, or
+// its next publish. A partial outage that times out only some starts (a
+// Temporal history shard) still costs those events attempts while the rest
+// flows, and quarantines them if it outlasts their whole backoff schedule
+// (half an hour to an hour with the defaults); an operator retries them.
+// The breaker's probe is no proof: it asks the namespace
 // (DescribeNamespace), not the path a start takes. A relay that publishes
 // one event at a time (MaxInFlight 1, poll or cdc) sees no other
 // acknowledgement during a publish, so there a hung publish stays the
@@ -124,26 +128,70 @@ func classify(err error) fault {
 }
 
 // errOverdue marks a publish that ran out of time while the sink answered
-// others: the event's fault (see the rule above), an attempt counted.
-var errOverdue = errors.New("outbox: the publish ran out of time while the sink acknowledged other publishes; the event's own fault, an attempt counted")
+// others, twice in a row: the event's fault (see the rule above), an
+// attempt counted.
+var errOverdue = errors.New("outbox: the publish ran out of time again while the sink acknowledged other publishes; the event's own fault, an attempt counted")
 
-// judge returns the error of a publish begun at started as the relay books
-// it, and records an acknowledgement (err nil) as the evidence that the
-// sink answers. A failure that reads as the sink's (classify) but ran out
-// of time (expired: the call's deadline passed, or err says a deadline
-// did), unthrottled (call reported no throttle), while the sink
-// acknowledged another publish since started, is the event's: err wrapped
-// in errOverdue.
-func (b *breaker) judge(err error, started time.Time, expired bool, call *publishCall) error {
+// maxOverdue bounds the events the breaker remembers as overdue; beyond it
+// a timeout stays the sink's fault.
+const maxOverdue = 10000
+
+// watch is one publish as judge sees the sink meanwhile: the count of the
+// relay's acknowledgements when it began and at its midpoint.
+type watch struct {
+	b     *breaker
+	begun int64
+	mid   atomic.Int64 // -1 until the midpoint
+	timer *time.Timer
+}
+
+// watch begins watching a publish that must end by deadline; judge ends it.
+func (b *breaker) watch(deadline time.Time) *watch {
+	w := &watch{b: b, begun: b.acks.Load()}
+	w.mid.Store(-1)
+	w.timer = time.AfterFunc(time.Until(deadline)/2, func() { w.mid.Store(b.acks.Load()) })
+	return w
+}
+
+// judge returns the error of event id's publish as the relay books it, and
+// counts an acknowledgement (err nil) as the evidence that the sink
+// answers. A failure that reads as the sink's (classify) but ran out of
+// time (expired: the call's deadline passed, or err says a deadline did),
+// unthrottled (call reported no throttle), while the sink acknowledged
+// other publishes in both halves of it, makes id overdue; the event's next
+// such failure in a row is its own: err wrapped in errOverdue. Any other
+// outcome of id's publish forgets it.
+func (w *watch) judge(err error, id uuid.UUID, expired bool, call *publishCall) error {
+	w.timer.Stop()
+	b := w.b
 	if err == nil {
-		b.answered(time.Now())
+		b.acks.Add(1)
+		b.forget(id)
 		return nil
 	}
+	mid := w.mid.Load()
+	throughout := mid > w.begun && b.acks.Load() > mid
 	timedOut := expired || errors.Is(err, context.DeadlineExceeded)
-	if timedOut && call.throttles.Load() == 0 && classify(err) == faultSink && b.answeredSince(started) {
+	if !timedOut || !throughout || call.throttles.Load() > 0 || classify(err) != faultSink {
+		b.forget(id)
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.overdue[id] {
 		return fmt.Errorf("%w: %w", errOverdue, err)
 	}
+	if len(b.overdue) < maxOverdue {
+		b.overdue[id] = true
+	}
 	return err
+}
+
+// forget drops id from the overdue events.
+func (b *breaker) forget(id uuid.UUID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.overdue, id)
 }
 
 // databaseOutage reports whether err says PostgreSQL could not serve a

@@ -318,10 +318,10 @@ func (r *LogRelay) attemptLog(ctx, bk context.Context, l lease, e Event) outcome
 		r.base.pace.done(faultEvent, false, call)
 		return outcome{c: c, skipped: true}
 	}
-	started := time.Now()
+	w := r.base.sink.watch(deadline)
 	pctx, cancel := context.WithDeadline(withCall(bk, call), deadline)
 	err := publishAcked(pctx, r.pub, c.Event, nil, "")
-	err = r.base.sink.judge(err, started, pctx.Err() != nil, call)
+	err = w.judge(err, e.ID, pctx.Err() != nil, call)
 	cancel()
 	r.base.pace.done(classify(err), err == nil, call)
 	return outcome{c: c, err: err, acked: time.Now()}

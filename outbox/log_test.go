@@ -1119,6 +1119,6 @@ func TestLogHungPublishHoldsOnlyItsOrder(t *testing.T) {
 	require.Equal(t, ids[0], hs[0].AggregateID)
 	require.Equal(t, part, hs[0].Partition)
 	require.Equal(t, 2, hs[0].Attempts, "quarantined after MaxAttempts")
-	require.Contains(t, hs[0].LastError, "ran out of time while the sink acknowledged other publishes")
+	require.Contains(t, hs[0].LastError, "ran out of time again while the sink acknowledged other publishes")
 	require.Zero(t, b.rec.callsFor(h[1].ID), "its order's later event waits")
 }

@@ -53,10 +53,10 @@ func (r *Relay) attempt(ctx, bk context.Context, j job) outcome {
 		r.pace.done(faultEvent, false, call)
 		return outcome{c: j.c, skipped: true}
 	}
-	started := time.Now()
+	w := r.sink.watch(deadline)
 	pctx, cancel := context.WithDeadline(withCall(bk, call), deadline)
 	err := r.publishOne(pctx, j.c)
-	err = r.sink.judge(err, started, pctx.Err() != nil, call)
+	err = w.judge(err, j.c.ID, pctx.Err() != nil, call)
 	cancel()
 	r.pace.done(classify(err), err == nil, call)
 	return outcome{c: j.c, err: err, acked: time.Now()}

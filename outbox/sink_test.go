@@ -405,10 +405,62 @@ func TestHungPublishIsTheEventsFault(t *testing.T) {
 		}))
 	row := readRow(t, b.pool, h[0].ID)
 	require.Equal(t, 3, row.Attempts, "quarantined after MaxAttempts, not at once")
-	require.Contains(t, *row.LastError, "ran out of time while the sink acknowledged other publishes")
+	require.Contains(t, *row.LastError, "ran out of time again while the sink acknowledged other publishes")
 	require.Nil(t, readRow(t, b.pool, h[1].ID).PublishedAt, "its order's later event waits")
 	require.Zero(t, b.rec.callsFor(h[1].ID))
 	sofar := busy()
 	eventually(t, 30*time.Second, func() bool { return published(b.pool, sofar...) }, "the other orders flow")
 	require.Equal(t, 1.0, promtest.Value(t, reg, "outbox_sink_up"), "the breaker stays closed")
+}
+
+// TestPublishInFlightWhenTheSinkGoesDownCostsNoAttempt: an event's publish
+// is in flight, the sink acknowledging other publishes meanwhile, when the
+// sink goes down (every call hangs: a network cut). Its timeout followed
+// other acknowledgements, yet the sink is down, not the event: with
+// MaxAttempts 1 a single counted attempt would quarantine it. It is
+// published once the sink is back, its attempts unused.
+func TestPublishInFlightWhenTheSinkGoesDownCostsNoAttempt(t *testing.T) {
+	t.Parallel()
+	var (
+		down     atomic.Bool
+		target   atomic.Value // uuid.UUID: the event in flight at the cut
+		inFlight = make(chan struct{})
+		once     sync.Once
+		lastAck  atomic.Int64
+	)
+	b := setup(t, func(ctx context.Context, e outbox.Event) error {
+		if id, _ := target.Load().(uuid.UUID); id == e.ID {
+			fired := false
+			once.Do(func() { fired = true; close(inFlight) })
+			if fired {
+				return hangs(ctx) // the call the cut catches
+			}
+		}
+		if down.Load() {
+			return hangs(ctx)
+		}
+		lastAck.Store(time.Now().UnixNano())
+		return nil
+	})
+	reg := prometheus.NewRegistry()
+	r := b.newRelay(t, outbox.RelayConfig{
+		Registerer: reg, Lease: 2 * time.Second, PublishTimeout: 300 * time.Millisecond, MaxAttempts: 1,
+		BreakerThreshold: 3, ProbeBase: 20 * time.Millisecond, ProbeMax: 50 * time.Millisecond, PollInterval: 50 * time.Millisecond,
+	})
+	busyProducer(t, b.pool, nil)
+	run(t, r)
+	e := testdb.Enqueue(t, b.pool, testdb.Event(t, "cut", "Created"))[0]
+	target.Store(e.ID)
+	<-inFlight
+	began := time.Now()
+	eventually(t, 10*time.Second, func() bool { return lastAck.Load() > began.UnixNano() }, "the sink acknowledges another publish while the event's is in flight")
+	down.Store(true)
+	eventually(t, 30*time.Second, func() bool { return promtest.Value(t, reg, "outbox_sink_up") == 0 }, "the breaker opens")
+	row := readRow(t, b.pool, e.ID)
+	require.Nil(t, row.Quarantined, "quarantined for the cut: %s", stringer(func() string { return *row.LastError }))
+	down.Store(false)
+	eventually(t, 30*time.Second, func() bool { return published(b.pool, e.ID) }, "published once the sink is back")
+	row = readRow(t, b.pool, e.ID)
+	require.Nil(t, row.Quarantined)
+	require.Equal(t, 1, row.Attempts, "the cut cost the event no attempt: only the publish that succeeded counts")
 }
