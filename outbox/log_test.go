@@ -55,16 +55,7 @@ func (b *testBundle) newLogRelay(t *testing.T, cfg outbox.LogConfig) *outbox.Log
 // and the partition.
 func sameLogPartition(t *testing.T, pool *pgxpool.Pool, prefix string, n int) ([]string, int) {
 	t.Helper()
-	byPart := map[int][]string{}
-	for i := 0; ; i++ {
-		id := fmt.Sprintf("%s-%d", prefix, i)
-		var p int
-		require.NoError(t, pool.QueryRow(context.Background(), `SELECT outbox_log_partition('order', $1)`, id).Scan(&p))
-		byPart[p] = append(byPart[p], id)
-		if len(byPart[p]) == n {
-			return byPart[p], p
-		}
-	}
+	return testdb.SameLogPartition(t, pool, prefix, n)
 }
 
 // sequencesOf returns, per order, the sequences of the acknowledged events

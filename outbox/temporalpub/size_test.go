@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
@@ -120,16 +120,12 @@ func TestOversizedEventIsQuarantinedAtOnce(t *testing.T) {
 			quarantined *time.Time
 			lastError   *string
 		)
-		require.Eventually(t, func() bool {
+		assert.Eventually(t, func() bool {
 			err := pool.QueryRow(context.Background(), `SELECT attempt_count, quarantined_at, last_error FROM outbox_events WHERE event_id = $1`, c.e.ID).
 				Scan(&attempts, &quarantined, &lastError)
 			return err == nil && quarantined != nil
-		}, 30*time.Second, 20*time.Millisecond, "the oversized event %s is quarantined (%s attempts, last error %s)", c.e.AggregateID, stringer(func() string { return fmt.Sprint(attempts) }), stringer(func() string {
-			if lastError == nil {
-				return "none"
-			}
-			return *lastError
-		}))
+		}, 30*time.Second, 20*time.Millisecond)
+		require.NotNil(t, quarantined, "the oversized event %s is quarantined (%d attempts, last error %s)", c.e.AggregateID, attempts, derefOr(lastError, "none"))
 		require.Equal(t, 1, attempts, "%s: quarantined at its first attempt", c.e.AggregateID)
 		require.Contains(t, *lastError, c.limit)
 		require.Contains(t, *lastError, "never")
@@ -155,7 +151,7 @@ func TestOversizedEventOnTheLogHoldsOnlyItsOrder(t *testing.T) {
 		// partition's other orders are read only once the cursor passes them.
 		outbox.LogConfig{RelayConfig: outbox.RelayConfig{Logger: quietLogger(), Registerer: reg, PollInterval: 100 * time.Millisecond, BatchSize: 2}})
 	require.NoError(t, err)
-	orders, part := sameLogPartition(t, pool, tq, 5)
+	orders, part := testdb.SameLogPartition(t, pool, tq, 5)
 	logQ := outbox.NewEnqueuer(outbox.EnqueueConfig{Log: true})
 
 	big := testdb.EnqueueWith(t, pool, logQ, blobEvent(t, orders[0], overGRPC))[0]
@@ -171,11 +167,13 @@ func TestOversizedEventOnTheLogHoldsOnlyItsOrder(t *testing.T) {
 	require.Eventually(t, func() bool { return workflowsExist(healthy) }, time.Minute, 100*time.Millisecond,
 		"the partition's other orders are delivered")
 	var holds []outbox.LogHold
-	require.Eventually(t, func() bool {
+	held2 := func() bool { return len(holds) == 2 && holds[0].Quarantined && holds[1].Quarantined }
+	assert.Eventually(t, func() bool {
 		holds, err = outbox.LogHolds(context.Background(), pool)
 		require.NoError(t, err)
-		return len(holds) == 2 && holds[0].Quarantined && holds[1].Quarantined
-	}, 30*time.Second, 20*time.Millisecond, "the oversized events' orders are held, quarantined: %v", stringer(func() string { return fmt.Sprintf("%+v", holds) }))
+		return held2()
+	}, 30*time.Second, 20*time.Millisecond)
+	require.True(t, held2(), "the oversized events' orders are held, quarantined: %+v", holds)
 	limits := map[string]string{orders[0]: "larger than max", orders[1]: "Blob data size exceeds limit"}
 	for _, h := range holds {
 		require.Equal(t, part, h.Partition)
@@ -186,22 +184,6 @@ func TestOversizedEventOnTheLogHoldsOnlyItsOrder(t *testing.T) {
 		requireNoWorkflow(t, e.ID)
 	}
 	requireSinkUntroubled(t, reg)
-}
-
-// sameLogPartition returns n order IDs (prefix-0, prefix-1, ...) whose
-// events share one partition of the log, and the partition.
-func sameLogPartition(t *testing.T, pool *pgxpool.Pool, prefix string, n int) ([]string, int) {
-	t.Helper()
-	byPart := map[int][]string{}
-	for i := 0; ; i++ {
-		id := fmt.Sprintf("%s-%d", prefix, i)
-		var p int
-		require.NoError(t, pool.QueryRow(context.Background(), `SELECT outbox_log_partition('order', $1)`, id).Scan(&p))
-		byPart[p] = append(byPart[p], id)
-		if len(byPart[p]) == n {
-			return byPart[p], p
-		}
-	}
 }
 
 // workflowsExist reports whether every event's workflow was started; safe
@@ -218,8 +200,10 @@ func workflowsExist(events []outbox.Event) bool {
 	return true
 }
 
-// stringer formats as f says when printed: a failure message's state as
-// of the failure.
-type stringer func() string
-
-func (f stringer) String() string { return f() }
+// derefOr is *s, or or when s is nil.
+func derefOr(s *string, or string) string {
+	if s == nil {
+		return or
+	}
+	return *s
+}
