@@ -27,6 +27,9 @@
  *   LOG_NO_HORIZON            the reader ignores the snapshot's xmin
  *   LOG_NO_WINDOW_SHRINK      a crash loop never shrinks the window, so the
  *                             event that kills the relay is never isolated
+ *   LOG_REFUSAL_AS_SINK_FAULT an event the sink refuses for good (REFUSED)
+ *                             is taken for the sink's fault: no hold, the
+ *                             batch stops there, the partition stalls
  * With RETENTION (the Retention proctype: retention dropping a range of
  * positions, RetainLog):
  *   LOG_RETIRE_BY_POS         a range is dropped once behind the cursor by
@@ -348,19 +351,47 @@ inline crash(w) {
 #else
 #define KILLS(e) false
 #endif
+/* REFUSED: the event the sink refuses for good, whoever publishes it and
+ * however often (a payload over the sink's size limit; a publish that
+ * always runs out of time while the sink answers the others). It is never
+ * published. RULE the refusal is the event's own fault (temporalpub's
+ * tooLarge, fault.go's errOverdue): its order goes to a hold, quarantined
+ * (at once for a permanent refusal, after MAX_ATTEMPTS for an overdue
+ * publish: the model lets the hold worker take either). Unlike the sink's
+ * faults it is not bounded by MAX_FAULTS: it is the event's answer, every
+ * time. */
+#ifdef REFUSED
+#define REFUSES(e) ((e) == REFUSED)
+#else
+#define REFUSES(e) false
+#endif
+#ifdef LOG_REFUSAL_AS_SINK_FAULT
+/* mutant: the refusal taken for the sink's fault, as a throttle or a
+ * timeout was before issue 37: the batch stops there, no hold */
+#define REFUSE_ONE(x, idx) \
+	printf("reader %d: %d.%d refused for good, taken for the sink's fault: the batch stops\n", r, ORD(x), seq[x]); goto advance
+#define OWN_ERR(e) !REFUSES(e)
+#else
+#define REFUSE_ONE(x, idx) \
+	printf("reader %d: %d.%d refused for good (its own fault): its order goes to a hold\n", r, ORD(x), seq[x]); \
+	failed = failed | BIT(ORD(x)); \
+	if :: ORD(x) == 0 -> f0 = x :: else -> f1 = x fi; np = idx + 1
+#define OWN_ERR(e) true
+#endif
 #define PUBLISH_ONE(x, idx) \
 	if \
 	:: (vh | failed) & BIT(ORD(x)) -> np = idx + 1 \
 	:: else -> \
 		if \
-		:: atomic { OWNS && !KILLS(x) -> \
+		:: atomic { OWNS && !KILLS(x) && !REFUSES(x) -> \
 			printf("reader %d: publishes %d.%d\n", r, ORD(x), seq[x]); publish(x); np = idx + 1 } \
-		:: atomic { OWNS && !KILLS(x) -> \
+		:: atomic { OWNS && !KILLS(x) && !REFUSES(x) -> \
 			printf("reader %d: %d.%d fails (its own error): its order goes to a hold\n", r, ORD(x), seq[x]); \
 			failed = failed | BIT(ORD(x)); \
 			if :: ORD(x) == 0 -> f0 = x :: else -> f1 = x fi; np = idx + 1 } \
 		:: atomic { OWNS && FAULT_OK && !KILLS(x) -> FAULT; \
 			printf("reader %d: %d.%d: the sink's fault, the batch stops\n", r, ORD(x), seq[x]); goto advance } \
+		:: atomic { OWNS && REFUSES(x) -> REFUSE_ONE(x, idx) } \
 		:: atomic { OWNS && KILLS(x) -> \
 			printf("reader %d: publishing %d.%d kills the process\n", r, ORD(x), seq[x]); crash(r); RESET; goto idle } \
 		:: atomic { !OWNS -> printf("reader %d: lost the lease\n", r); RESET; goto idle } \
@@ -593,10 +624,13 @@ end_holds:
 		/* H2 the publish, under the owner's live lease */
 		hw_st == HW_CLAIMED && cowner == hw_tok && clease == LIVE ->
 		if
-		:: !KILLS(hw_e) -> printf("holds: publishes %d.%d\n", hw_o, seq[hw_e]); publish(hw_e); hw_st = HW_OK
-		:: !KILLS(hw_e) -> printf("holds: %d.%d fails (transient)\n", hw_o, seq[hw_e]); hw_st = HW_FAIL
-		:: !KILLS(hw_e) -> printf("holds: %d.%d fails (permanent)\n", hw_o, seq[hw_e]); hw_st = HW_PERM
+		:: !KILLS(hw_e) && !REFUSES(hw_e) -> printf("holds: publishes %d.%d\n", hw_o, seq[hw_e]); publish(hw_e); hw_st = HW_OK
+		:: !KILLS(hw_e) && OWN_ERR(hw_e) -> printf("holds: %d.%d fails (transient)\n", hw_o, seq[hw_e]); hw_st = HW_FAIL
+		:: !KILLS(hw_e) && OWN_ERR(hw_e) -> printf("holds: %d.%d fails (permanent)\n", hw_o, seq[hw_e]); hw_st = HW_PERM
 		:: !KILLS(hw_e) && FAULT_OK -> FAULT; printf("holds: %d.%d: the sink's fault\n", hw_o, seq[hw_e]); hw_st = HW_SINK
+#ifdef LOG_REFUSAL_AS_SINK_FAULT
+		:: REFUSES(hw_e) -> printf("holds: %d.%d refused for good, taken for the sink's fault\n", hw_o, seq[hw_e]); hw_st = HW_SINK
+#endif
 		:: KILLS(hw_e) -> printf("holds: publishing %d.%d kills the process\n", hw_o, seq[hw_e]); crash(hw_tok)
 		fi
 	   }
@@ -759,7 +793,8 @@ end_retention:
 /* Settled: published, skipped, or in a quarantined hold (an operator sees
  * it). Under weak fairness, with the faults and the operator bounded, every
  * event ends settled for good; the event that kills whoever publishes it
- * (POISON) included. */
+ * (POISON) and the one the sink refuses for good (REFUSED) included, and
+ * every other order of the partition with them. */
 #define SETTLED(e) (tst[e] == T_DONE && (pub[e] || skipped[e] || (held[ORD(e)] && hquar[ORD(e)] && key[e] >= hfrom[ORD(e)])))
 #if EVENTS == 2
 ltl settle { <> [] (SETTLED(0) && SETTLED(1)) }

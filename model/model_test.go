@@ -108,8 +108,23 @@ var modelChecks = []check{
 	// position, sealed, retired and dropped while the rest runs.
 	{name: "log/safety/retention-1reader-2orders-2events-1op-unrelated", file: "log.pml", hash: 22,
 		defs: []string{"-DRETENTION", "-DREADERS=1", "-DORDERS=2", "-DEVENTS=2", "-DMAX_OPS=1", "-DUNRELATED=1"}},
+	// The sink refuses an event for good (REFUSED): quarantined, its
+	// order's later event held behind it, by the classic relay and by the
+	// pipelined one.
+	{name: "liveness/2relays-1order-2events-refused-1fault-1op", file: "relay.pml", hash: 23, live: true,
+		defs: []string{"-DLIVENESS", "-DREFUSED=0", "-DORDERS=1", "-DEPO=2", "-DMAX_FAULTS=1", "-DMAX_OPS=1"}},
+	{name: "pipeline/liveness/1order-2events-refused-1fault", file: "relay.pml", hash: 23, live: true, nfair: 4,
+		defs: []string{"-DPIPELINE", "-DLIVENESS", "-DREFUSED=0", "-DORDERS=1", "-DEPO=2", "-DMAX_FAULTS=1", "-DMAX_OPS=0"}},
 	{name: "log/liveness/1reader-2orders-2events-poison-1fault-1op", file: "log.pml", hash: 22, live: true,
 		defs: []string{"-DLIVENESS", "-DPOISON=1", "-DREADERS=1", "-DORDERS=2", "-DEVENTS=2", "-DMAX_FAULTS=1", "-DMAX_OPS=1", "-DUNRELATED=0"}},
+	// The sink refuses an event for good (REFUSED: larger than it takes, or
+	// a publish that always runs out of time while the sink answers the
+	// others): its order goes to a quarantined hold, the partition's other
+	// order flows on.
+	{name: "log/liveness/1reader-2orders-2events-refused-1fault-1op", file: "log.pml", hash: 22, live: true,
+		defs: []string{"-DLIVENESS", "-DREFUSED=0", "-DREADERS=1", "-DORDERS=2", "-DEVENTS=2", "-DMAX_FAULTS=1", "-DMAX_OPS=1", "-DUNRELATED=0"}},
+	{name: "log/safety/2readers-2orders-2events-refused-1op", file: "log.pml", hash: 22, heavy: true,
+		defs: []string{"-DREFUSED=0", "-DREADERS=2", "-DORDERS=2", "-DEVENTS=2", "-DMAX_OPS=1", "-DUNRELATED=0"}},
 	// A live reader gives the partition back and takes it again later
 	// (RELEASES: a relay over its share, log_share.go), beside another
 	// reader, and beside the operator's holds.

@@ -318,8 +318,10 @@ func (r *LogRelay) attemptLog(ctx, bk context.Context, l lease, e Event) outcome
 		r.base.pace.done(faultEvent, false, call)
 		return outcome{c: c, skipped: true}
 	}
+	w := r.base.sink.watch(deadline)
 	pctx, cancel := context.WithDeadline(withCall(bk, call), deadline)
 	err := publishAcked(pctx, r.pub, c.Event, nil, "")
+	err = w.judge(err, e.ID, pctx.Err() != nil, call)
 	cancel()
 	r.base.pace.done(classify(err), err == nil, call)
 	return outcome{c: c, err: err, acked: time.Now()}

@@ -25,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -354,6 +355,10 @@ func (p *Publisher) lateForTarget(ctx context.Context, e outbox.Event, route Rou
 // whoseFault classifies a failed start for the relay (outbox's fault.go) by
 // Temporal's status code:
 //
+//   - A request larger than Temporal takes ([tooLarge]): permanent
+//     ([outbox.Permanent]), the relay quarantines the event at once. It is
+//     the event's own fault, whatever the code says: ResourceExhausted for
+//     the gRPC message limit, InvalidArgument for the blob and memo limits.
 //   - ResourceExhausted (a namespace's rate quota, a busy history shard):
 //     [outbox.Throttled]; the relay slows down and counts no attempt.
 //   - Unavailable, DeadlineExceeded, Internal, Canceled, Aborted,
@@ -375,6 +380,9 @@ func whoseFault(err error) error {
 	switch {
 	case errors.As(err, &nsNotFound), errors.As(err, &nsNotActive), errors.As(err, &nsUnavailable), errors.As(err, &nsInvalid):
 		return outbox.SinkUnavailable(err)
+	case tooLarge(err):
+		return outbox.Permanent(fmt.Errorf("%w (the event is larger than Temporal accepts: never accepted, however often it is retried; "+
+			"shrink its payload or raise the limit, then retry it, or skip it)", err))
 	}
 	// ToStatus reads the code of a service error anywhere in err's chain,
 	// and of a context's end; anything else is Unknown.
@@ -388,6 +396,35 @@ func whoseFault(err error) error {
 	return err
 }
 
+// tooLarge reports whether err is Temporal's (or gRPC's) refusal of a
+// request for its size, which no retry changes:
+//
+//   - ResourceExhausted "grpc: received message larger than max" (or "...
+//     after decompression"): the frontend's gRPC message limit, 4 MiB,
+//     refused on the server's side; "grpc: trying to send message larger
+//     than max": the client's own limit (client.ConnectionOptions.
+//     MaxPayloadSize), refused before sending. The SDK does not retry them
+//     either.
+//   - InvalidArgument "Blob data size exceeds limit." or "Memo size exceeds
+//     limit.": the namespace's per-payload limits (dynamic config
+//     limit.blobSize.error and limit.memoSize.error, 2 MiB by default).
+//
+// A ResourceExhausted without these words is a throttle (a rate quota).
+func tooLarge(err error) bool {
+	if err == nil {
+		return false
+	}
+	st := serviceerror.ToStatus(err)
+	msg := st.Message()
+	switch st.Code() {
+	case codes.ResourceExhausted:
+		return strings.Contains(msg, "larger than max") || strings.Contains(msg, "message too large")
+	case codes.InvalidArgument:
+		return strings.Contains(msg, "Blob data size exceeds limit") || strings.Contains(msg, "Memo size exceeds limit")
+	}
+	return false
+}
+
 // ThrottleInterceptor is a gRPC client interceptor for the Temporal client a
 // Publisher starts workflows through (client.Options.ConnectionOptions.
 // DialOptions, with grpc.WithChainUnaryInterceptor). The SDK retries a
@@ -395,12 +432,13 @@ func whoseFault(err error) error {
 // deadline, so the relay would only see a slow start; this interceptor runs
 // inside the SDK's retries and reports each throttled attempt to the relay
 // ([outbox.ReportThrottle]), which then publishes fewer at once and counts
-// it in outbox_sink_throttled_total. Calls outside a relay's Publish are
-// not affected.
+// it in outbox_sink_throttled_total. A request refused for its size
+// (ResourceExhausted too, see [tooLarge]) is no throttle and is not
+// reported. Calls outside a relay's Publish are not affected.
 func ThrottleInterceptor() grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		err := invoker(ctx, method, req, reply, cc, opts...)
-		if status.Code(err) == codes.ResourceExhausted {
+		if status.Code(err) == codes.ResourceExhausted && !tooLarge(err) {
 			outbox.ReportThrottle(ctx)
 		}
 		return err
