@@ -12,7 +12,9 @@
 -- available, not under a live lease, and the lowest unpublished sequence of
 -- its aggregate: an event never overtakes an unfinished predecessor (a
 -- quarantined predecessor holds its aggregate back; an operator-skipped one
--- does not; see outbox_unpublished_predecessors in migrations/00006). So a
+-- does not; see outbox_unpublished_predecessors in migrations/00006), in
+-- outbox_events or in the log (outbox_unpublished_log_predecessors,
+-- migrations/00016). So a
 -- batch holds at most one event per aggregate, and across relays an
 -- aggregate has one lane. SKIP LOCKED lets concurrent relays claim disjoint
 -- batches without waiting on each other. attempt_count is counted here, at
@@ -39,6 +41,12 @@ WITH candidates AS (
       AND (e.claim_until IS NULL OR e.claim_until < now())
       AND NOT EXISTS (
           SELECT 1 FROM outbox_unpublished_predecessors(e.aggregate_type, e.aggregate_id, e.aggregate_sequence)
+      )
+      -- The lane goes on in the log (migrations/00016): while a database
+      -- switches between the poll or cdc source and the log, an earlier
+      -- event of the order may be unpublished there.
+      AND NOT EXISTS (
+          SELECT 1 FROM outbox_unpublished_log_predecessors(e.aggregate_type, e.aggregate_id, e.aggregate_sequence)
       )
       -- An operator's replay makes an earlier event unpublished again, maybe
       -- while a later one of its aggregate is being published: a replayed
@@ -117,6 +125,9 @@ WHERE o.event_id = ANY(@event_ids::uuid[])
   AND o.published_at IS NULL
   AND (EXISTS (
            SELECT 1 FROM outbox_unpublished_predecessors(o.aggregate_type, o.aggregate_id, o.aggregate_sequence)
+       )
+       OR EXISTS (
+           SELECT 1 FROM outbox_unpublished_log_predecessors(o.aggregate_type, o.aggregate_id, o.aggregate_sequence)
        )
        -- RelayClaim's successor-lease probe, in this fresher snapshot.
        OR (o.replay_requested_at IS NOT NULL AND EXISTS (
