@@ -51,7 +51,6 @@ type logFailure struct {
 const errLogWaits = "waiting for an earlier event of its order in outbox_events (a database switching between outbox_events and the log): " +
 	"published once that one is (outboxctl list shows it; a quarantined one waits for an operator: retry or skip it)"
 
-
 // logNext is what a partition's reader does after a cycle.
 type logNext int
 
@@ -230,7 +229,9 @@ func (r *LogRelay) isolate(v logView) ([]bool, []logFailure) {
 // publishBatch is R3: the batch's orders are published up to MaxInFlight at
 // once, each order's events in key order, one at a time. An event of an
 // order under a hold in the view, or of an order whose event failed earlier
-// in this batch, is done without a publish (its hold owns it); an event's
+// in this batch, is done without a publish (its hold owns it); an event
+// that waits for an earlier event of its order in outbox_events is done
+// without a publish too, its order to a hold that waits; an event's
 // own error fails its order; a sink fault, a lease too short to start a
 // publish, or a shutdown stops every order there (what is not done is read
 // again). It returns which events are done and the failed orders.
