@@ -108,9 +108,14 @@ WHERE partition = @partition;
 -- below the gate it stamps, so every row with a gate below xmin has either
 -- committed or never will, and a row committed later gets a key after the
 -- cursor (the model's NO EVENT BEHIND THE CURSOR; mutant log_no_horizon).
-SELECT pos, gate, event_id, aggregate_type, aggregate_id, aggregate_sequence,
-       event_type, schema_version, payload, occurred_at
-FROM outbox_log
+-- waits: an earlier event of the order is unpublished in outbox_events
+-- (a database switching between the poll or cdc source and the log,
+-- migrations/00017): the event goes to a hold that waits for it (mutant
+-- switch_log_ignores_poll).
+SELECT l.pos, l.gate, l.event_id, l.aggregate_type, l.aggregate_id, l.aggregate_sequence,
+       l.event_type, l.schema_version, l.payload, l.occurred_at,
+       EXISTS (SELECT 1 FROM outbox_unpublished_predecessors(l.aggregate_type, l.aggregate_id, l.aggregate_sequence)) AS waits
+FROM outbox_log l
 WHERE partition = @partition
   AND (gate, pos) > (@gate::bigint, @pos::bigint)
   AND gate < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
@@ -219,13 +224,16 @@ HAVING count(*) > 0;
 -- with its head: the first event of its order with from <= key <= the
 -- cursor (@gate, @pos). No head: the hold caught up with the cursor and is
 -- released (LogHoldRelease). skipped: an operator skipped the head
--- (outbox_log_skips), whose tombstone is published in its place. Runs after
--- LogFence, whose lock keeps the cursor and the holds still.
+-- (outbox_log_skips), whose tombstone is published in its place. waits: an
+-- earlier event of the order is unpublished in outbox_events (LogBatch's
+-- waits): the head is not published, the hold waits (LogHoldWait). Runs
+-- after LogFence, whose lock keeps the cursor and the holds still.
 SELECT h.aggregate_type, h.aggregate_id, h.from_gate, h.from_pos, h.attempts,
        coalesce((head.gate, head.pos) <= (h.replay_gate, h.replay_pos), false) AS replay,
        EXISTS (SELECT 1 FROM outbox_log_skips s WHERE s.pos = head.pos) AS skipped,
        head.pos AS head_pos, head.gate AS head_gate, head.event_id, head.aggregate_sequence,
-       head.event_type, head.schema_version, head.payload, head.occurred_at
+       head.event_type, head.schema_version, head.payload, head.occurred_at,
+       coalesce(EXISTS (SELECT 1 FROM outbox_unpublished_predecessors(h.aggregate_type, h.aggregate_id, head.aggregate_sequence)), false) AS waits
 FROM outbox_log_holds h
 LEFT JOIN LATERAL (
     SELECT l.pos, l.gate, l.event_id, l.aggregate_sequence, l.event_type, l.schema_version, l.payload, l.occurred_at
@@ -251,6 +259,19 @@ UPDATE outbox_log_holds
 SET attempts       = CASE WHEN @quarantine::bool THEN attempts ELSE attempts + 1 END,
     quarantined_at = CASE WHEN @quarantine::bool THEN now() END,
     last_error     = CASE WHEN @quarantine::bool THEN left(@error::text, 1000) ELSE last_error END
+WHERE aggregate_type = @aggregate_type
+  AND aggregate_id = @aggregate_id
+  AND from_gate = @from_gate
+  AND from_pos = @from_pos;
+
+-- name: LogHoldWait :exec
+-- H1 for a head that waits for an earlier event of its order in
+-- outbox_events (LogHoldNext's waits): no attempt, due again after
+-- @delay_ms, @error recorded as the hold's last error (what outboxctl
+-- shows).
+UPDATE outbox_log_holds
+SET available_at = now() + @delay_ms::bigint * interval '1 millisecond',
+    last_error   = left(@error::text, 1000)
 WHERE aggregate_type = @aggregate_type
   AND aggregate_id = @aggregate_id
   AND from_gate = @from_gate

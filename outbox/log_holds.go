@@ -101,6 +101,14 @@ func (r *LogRelay) holdStep(ctx context.Context, p *logPartition) (bool, error) 
 			// cursor, checked under the cursor's lock.
 			_, err = qLogHoldRelease.One(tctx, tx, key)
 			return err
+		case h.Waits:
+			// An earlier event of the order is unpublished in
+			// outbox_events: no attempt, look again after a poll interval.
+			_, err = qLogHoldWait.Exec(tctx, tx, logHoldWaitArgs{
+				AggregateType: h.AggregateType, AggregateID: h.AggregateID, FromGate: h.FromGate, FromPos: h.FromPos,
+				DelayMS: r.cfg.PollInterval.Milliseconds(), Error: errLogWaits,
+			})
+			return err
 		case !p.mayPublish(aggregateKey{h.AggregateType, h.AggregateID}):
 			// The reader's batch in flight may publish this order: wait
 			// for its advance (it wakes this worker).
@@ -133,9 +141,12 @@ func (r *LogRelay) holdStep(ctx context.Context, p *logPartition) (bool, error) 
 	}
 	attrs := []any{"owner", r.cfg.Owner, "partition", p.id, "aggregate_type", h.AggregateType, "aggregate_id", h.AggregateID}
 	if !publish {
-		if h.EventID == nil {
+		switch {
+		case h.Waits:
+			// Said once, when the reader made the hold.
+		case h.EventID == nil:
 			r.cfg.Logger.Info("outbox log relay: a hold caught up with the cursor: released, its order flows again", attrs...)
-		} else {
+		default:
 			r.cfg.Logger.Error("outbox log relay: a held event used its attempts: quarantined; its order waits for an operator (retry or skip)",
 				append(attrs, "event_id", *h.EventID, "attempts", h.Attempts)...)
 		}

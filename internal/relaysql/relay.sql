@@ -13,12 +13,14 @@
 -- its aggregate: an event never overtakes an unfinished predecessor (a
 -- quarantined predecessor holds its aggregate back; an operator-skipped one
 -- only until its tombstone is out; see outbox_unpublished_predecessors in
--- migrations/00006 and 00016). So a batch holds at most one event per
--- aggregate, and across relays an aggregate has one lane. An event an
--- operator skipped whose tombstone is not out yet (skip_published_at) is a
--- candidate too, quarantined as it is: the relay hands it to the sinks that
--- take tombstones (skipped), in its lane's place; its lease is never taken
--- as abandoned (it is retried, never quarantined: see RelayFail). SKIP LOCKED lets concurrent relays claim disjoint
+-- migrations/00006 and 00016), in outbox_events or in the log
+-- (outbox_unpublished_log_predecessors, migrations/00017). So a batch holds
+-- at most one event per aggregate, and across relays an aggregate has one
+-- lane. An event an operator skipped whose tombstone is not out yet
+-- (skip_published_at) is a candidate too, quarantined as it is: the relay
+-- hands it to the sinks that take tombstones (skipped), in its lane's
+-- place; its lease is never taken as abandoned (it is retried, never
+-- quarantined: see RelayFail). SKIP LOCKED lets concurrent relays claim disjoint
 -- batches without waiting on each other. attempt_count is counted here, at
 -- claim, so an event that crashes its relay still uses up attempts: a
 -- candidate whose lease expired with @max_attempts (OUTFLOW_MAX_ATTEMPTS)
@@ -43,6 +45,12 @@ WITH candidates AS (
       AND (e.claim_until IS NULL OR e.claim_until < now())
       AND NOT EXISTS (
           SELECT 1 FROM outbox_unpublished_predecessors(e.aggregate_type, e.aggregate_id, e.aggregate_sequence)
+      )
+      -- The lane goes on in the log (migrations/00017): while a database
+      -- switches between the poll or cdc source and the log, an earlier
+      -- event of the order may be unpublished there.
+      AND NOT EXISTS (
+          SELECT 1 FROM outbox_unpublished_log_predecessors(e.aggregate_type, e.aggregate_id, e.aggregate_sequence)
       )
       -- An operator's replay makes an earlier event unpublished again, maybe
       -- while a later one of its aggregate is being published: a replayed
@@ -123,6 +131,9 @@ WHERE o.event_id = ANY(@event_ids::uuid[])
   AND o.published_at IS NULL
   AND (EXISTS (
            SELECT 1 FROM outbox_unpublished_predecessors(o.aggregate_type, o.aggregate_id, o.aggregate_sequence)
+       )
+       OR EXISTS (
+           SELECT 1 FROM outbox_unpublished_log_predecessors(o.aggregate_type, o.aggregate_id, o.aggregate_sequence)
        )
        -- RelayClaim's successor-lease probe, in this fresher snapshot.
        OR (o.replay_requested_at IS NOT NULL AND EXISTS (
