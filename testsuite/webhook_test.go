@@ -37,19 +37,8 @@ import (
 func TestWebhookAfterTheSagaClosed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	s := NewStack(t)
 	const secret = "whsec_testsuite"
-	s.OrderAPIEnv = []string{"STRIPE_WEBHOOK_SECRET=" + secret}
-	s.Start("orderapi", "")
-	s.Start("starter", "")
-	s.Start("worker", "")
-
-	order, err := s.API().Create(ctx, "webhook-"+uuid.NewString(), "pm_card_visa")
-	require.NoError(t, err)
-	require.NoError(t, WaitStatus(ctx, s, order.OrderID, "confirmed", 2*time.Minute))
-	o, err := orders.GetOrder(ctx, s.Pool, uuid.MustParse(order.OrderID))
-	require.NoError(t, err)
-	require.NotNil(t, o.PaymentIntentID)
+	s, order, o := confirmedOrder(ctx, t, secret, "webhook-")
 
 	body := disputeWebhook(t, "evt_dispute_"+order.OrderID[:8], *o.PaymentIntentID)
 	deliver := func() string { return postWebhook(ctx, t, s, secret, body) }
@@ -146,19 +135,8 @@ func disputeWebhook(t *testing.T, eventID, pi string) []byte {
 func TestDisputeAfterTheSagaWasForgotten(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	s := NewStack(t)
 	const secret = "whsec_testsuite"
-	s.OrderAPIEnv = []string{"STRIPE_WEBHOOK_SECRET=" + secret}
-	s.Start("orderapi", "")
-	s.Start("starter", "")
-	s.Start("worker", "")
-
-	order, err := s.API().Create(ctx, "forgotten-dispute-"+uuid.NewString(), "pm_card_visa")
-	require.NoError(t, err)
-	require.NoError(t, WaitStatus(ctx, s, order.OrderID, "confirmed", 2*time.Minute))
-	o, err := orders.GetOrder(ctx, s.Pool, uuid.MustParse(order.OrderID))
-	require.NoError(t, err)
-	require.NotNil(t, o.PaymentIntentID)
+	s, order, o := confirmedOrder(ctx, t, secret, "forgotten-dispute-")
 	forgetWorkflow(ctx, t, s.Env, order.EventID)
 
 	require.Contains(t, postWebhook(ctx, t, s, secret, disputeWebhook(t, "evt_dispute_"+order.OrderID[:8], *o.PaymentIntentID)), `"duplicate":false`)
@@ -168,7 +146,7 @@ func TestDisputeAfterTheSagaWasForgotten(t *testing.T) {
 		},
 		"the webhook's event is relayed")
 	require.Nil(t, events[0].QuarantinedAt, "a webhook for a forgotten saga is not quarantined: %s", events[0].LastError)
-	_, err = s.Env.Client.DescribeWorkflow(ctx, order.EventID, "")
+	_, err := s.Env.Client.DescribeWorkflow(ctx, order.EventID, "")
 	var notFound *serviceerror.NotFound
 	require.ErrorAs(t, err, &notFound, "no saga run under the forgotten saga's ID (a late webhook must not start one from an empty input)")
 
@@ -333,4 +311,23 @@ func TestProcessingPaymentConfirmedByItsWebhook(t *testing.T) {
 	rep = assertRecoveredOn(ctx, t, s, sim)
 	require.Equal(t, 3, rep.Webhooks, "the dispute's webhook recorded once")
 	require.Equal(t, 1, rep.Confirmed, "the dispute does not change the order")
+}
+
+// confirmedOrder starts the order API (taking Stripe webhooks signed with
+// secret), a starter and a worker, and places an order (its idempotency
+// key prefixed) that the saga confirms: the stack, the order and its row.
+func confirmedOrder(ctx context.Context, t *testing.T, secret, prefix string) (*Stack, CreateResponse, orders.Order) {
+	t.Helper()
+	s := NewStack(t)
+	s.OrderAPIEnv = []string{"STRIPE_WEBHOOK_SECRET=" + secret}
+	s.Start("orderapi", "")
+	s.Start("starter", "")
+	s.Start("worker", "")
+	order, err := s.API().Create(ctx, prefix+uuid.NewString(), "pm_card_visa")
+	require.NoError(t, err)
+	require.NoError(t, WaitStatus(ctx, s, order.OrderID, "confirmed", 2*time.Minute))
+	o, err := orders.GetOrder(ctx, s.Pool, uuid.MustParse(order.OrderID))
+	require.NoError(t, err)
+	require.NotNil(t, o.PaymentIntentID)
+	return s, order, o
 }
