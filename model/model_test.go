@@ -108,6 +108,10 @@ var modelChecks = []check{
 	// position, sealed, retired and dropped while the rest runs.
 	{name: "log/safety/retention-1reader-2orders-2events-1op-unrelated", file: "log.pml", hash: 22,
 		defs: []string{"-DRETENTION", "-DREADERS=1", "-DORDERS=2", "-DEVENTS=2", "-DMAX_OPS=1", "-DUNRELATED=1"}},
+	// A range after the one a replay starts in (the second event's
+	// position) retiring while the operator replays the order.
+	{name: "log/safety/retention-tail-1reader-1order-2events-1op-unrelated", file: "log.pml", hash: 22,
+		defs: []string{"-DRETENTION", "-DRANGE_LO=2", "-DRANGE_END=3", "-DREADERS=1", "-DORDERS=1", "-DEVENTS=2", "-DMAX_OPS=1", "-DUNRELATED=1"}},
 	{name: "log/liveness/1reader-2orders-2events-poison-1fault-1op", file: "log.pml", hash: 22, live: true,
 		defs: []string{"-DLIVENESS", "-DPOISON=1", "-DREADERS=1", "-DORDERS=2", "-DEVENTS=2", "-DMAX_FAULTS=1", "-DMAX_OPS=1", "-DUNRELATED=0"}},
 	// A live reader gives the partition back and takes it again later
