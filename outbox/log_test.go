@@ -1081,3 +1081,63 @@ func TestLogRelaysShareThePartitions(t *testing.T) {
 	}
 	logUntouched(t, b.pool)
 }
+
+// TestLogFailureBeyondThePrefixCounts: an event that fails for its own
+// fault while an earlier event of its batch (another order's) is left
+// unfinished by a sink fault used an attempt (issue 37): when the batch is
+// read again it is not published again, and its hold counts that attempt,
+// here quarantined at once for a permanent failure.
+func TestLogFailureBeyondThePrefixCounts(t *testing.T) {
+	t.Parallel()
+	var (
+		first, second string
+		sinkDown      atomic.Bool
+		secondFailed  = make(chan struct{})
+		once          sync.Once
+	)
+	sinkDown.Store(true)
+	b := setup(t, func(ctx context.Context, e outbox.Event) error {
+		switch {
+		case e.AggregateID == second:
+			once.Do(func() { close(secondFailed) })
+			return outbox.Permanent(errors.New("no route for this event"))
+		case e.AggregateID == first && sinkDown.Load():
+			select { // the sink fails after the later event failed
+			case <-secondFailed:
+			case <-ctx.Done():
+			}
+			return outbox.SinkUnavailable(errors.New("connection refused"))
+		}
+		return nil
+	})
+	ctx := context.Background()
+	ids, part := sameLogPartition(t, b.pool, "bp", 2)
+	first, second = ids[0], ids[1]
+	evs := enqueueLog(t, b.pool, testdb.Event(t, first, "E1"), testdb.Event(t, second, "E1"))
+	r := b.newLogRelay(t, outbox.LogConfig{RelayConfig: outbox.RelayConfig{
+		MaxInFlight: 2, BreakerThreshold: 100, MaxAttempts: 5, RetryBase: time.Minute, RetryMax: time.Minute,
+	}})
+	batch := takeAndRead(t, r, part, 2)
+	require.Equal(t, first, batch.Events()[0].AggregateID)
+	r.PublishForTest(ctx, batch)
+	refused, err := r.AdvanceForTest(ctx, batch)
+	require.NoError(t, err)
+	require.False(t, refused)
+	require.Empty(t, logHolds(t, b.pool), "beyond the prefix: no hold yet")
+	require.Equal(t, 1, b.rec.callsFor(evs[1].ID))
+
+	sinkDown.Store(false)
+	again := readLog(t, r, part, 2)
+	r.PublishForTest(ctx, again)
+	refused, err = r.AdvanceForTest(ctx, again)
+	require.NoError(t, err)
+	require.False(t, refused)
+	require.Equal(t, 1, b.rec.ackedIDs()[evs[0].ID])
+	require.Equal(t, 1, b.rec.callsFor(evs[1].ID), "its failure counted: not published again")
+	hs := logHolds(t, b.pool)
+	require.Len(t, hs, 1)
+	require.Equal(t, second, hs[0].AggregateID)
+	require.True(t, hs[0].Quarantined, "a permanent failure is quarantined after its one attempt")
+	require.Equal(t, 1, hs[0].Attempts)
+	require.Contains(t, hs[0].LastError, "no route")
+}
