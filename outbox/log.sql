@@ -217,9 +217,10 @@ HAVING count(*) > 0;
 -- name: LogHoldNext :many
 -- H1: the next unquarantined hold of @partition due now, oldest due first,
 -- with its head: the first event of its order with from <= key <= the
--- cursor (@gate, @pos). No head: the hold caught up with the cursor and is
--- released (LogHoldRelease). Runs after LogFence, whose lock keeps the
--- cursor and the holds still.
+-- cursor (@gate, @pos) that no operator skipped (a replay's hold passes a
+-- skip: mutant log_head_of_skipped). No head: the hold caught up with the
+-- cursor and is released (LogHoldRelease). Runs after LogFence, whose lock
+-- keeps the cursor and the holds still.
 SELECT h.aggregate_type, h.aggregate_id, h.from_gate, h.from_pos, h.attempts,
        coalesce((head.gate, head.pos) <= (h.replay_gate, h.replay_pos), false) AS replay,
        head.pos AS head_pos, head.gate AS head_gate, head.event_id, head.aggregate_sequence,
@@ -232,6 +233,7 @@ LEFT JOIN LATERAL (
       AND l.aggregate_id = h.aggregate_id
       AND (l.gate, l.pos) >= (h.from_gate, h.from_pos)
       AND (l.gate, l.pos) <= (@gate::bigint, @pos::bigint)
+      AND NOT EXISTS (SELECT 1 FROM outbox_log_skips s WHERE s.pos = l.pos)
     ORDER BY l.gate, l.pos
     LIMIT 1
 ) head ON true
@@ -320,29 +322,35 @@ WHERE aggregate_type = @aggregate_type
 RETURNING partition;
 
 -- name: LogOpSkip :many
--- O2: a quarantined hold's head (its first event with from <= key <= the
--- cursor (@gate, @pos)) is recorded skipped in outbox_log_skips by @skipped_by
--- for @reason and never published; the hold moves past it, out of
--- quarantine, attempts 0. Returns the skipped event (NULL: the hold had no
--- head; it only leaves quarantine, and the hold worker releases it).
+-- O2: a quarantined hold's head (its first unskipped event with from <= key
+-- <= the cursor (@gate, @pos)) is recorded skipped in outbox_log_skips by
+-- @skipped_by for @reason and never published; the hold moves past it, out
+-- of quarantine, attempts 0. A replay's head at or behind the cursor the
+-- replay saw (replay_gate, replay_pos) is a redelivery of an event
+-- delivered before: its skip gives up that redelivery only and records no
+-- skip (the event stays published; a later replay delivers it again).
+-- Returns the head (NULL: the hold had no head; it only leaves quarantine,
+-- and the hold worker releases it) and whether it was a redelivery.
 WITH h AS (
-    SELECT aggregate_type, aggregate_id, from_gate, from_pos
+    SELECT aggregate_type, aggregate_id, from_gate, from_pos, replay_gate, replay_pos
     FROM outbox_log_holds
     WHERE aggregate_type = @aggregate_type
       AND aggregate_id = @aggregate_id
       AND quarantined_at IS NOT NULL
 ), head AS (
-    SELECT l.event_id, l.gate, l.pos
+    SELECT l.event_id, l.gate, l.pos,
+           coalesce((l.gate, l.pos) <= (h.replay_gate, h.replay_pos), false) AS redelivery
     FROM h, outbox_log l
     WHERE l.aggregate_type = h.aggregate_type
       AND l.aggregate_id = h.aggregate_id
       AND (l.gate, l.pos) >= (h.from_gate, h.from_pos)
       AND (l.gate, l.pos) <= (@gate::bigint, @pos::bigint)
+      AND NOT EXISTS (SELECT 1 FROM outbox_log_skips s WHERE s.pos = l.pos)
     ORDER BY l.gate, l.pos
     LIMIT 1
 ), rec AS (
     INSERT INTO outbox_log_skips (event_id, pos, skipped_by, reason)
-    SELECT event_id, pos, @skipped_by, @reason FROM head
+    SELECT event_id, pos, @skipped_by, @reason FROM head WHERE NOT redelivery
     RETURNING event_id
 )
 UPDATE outbox_log_holds o
@@ -354,7 +362,7 @@ SET from_gate      = coalesce(head.gate, o.from_gate),
 FROM h LEFT JOIN head ON true
 WHERE o.aggregate_type = h.aggregate_type
   AND o.aggregate_id = h.aggregate_id
-RETURNING head.event_id;
+RETURNING head.event_id, coalesce(head.redelivery, false) AS redelivery;
 
 -- name: LogOpReplayLock :many
 -- The first statement of an operator's replay (O3): locks the cursor row of
@@ -485,7 +493,8 @@ ORDER BY c.partition;
 -- contains @error_contains ignoring case (any when ''), of aggregate type
 -- @aggregate_type (any when ''), oldest quarantine first, each with its
 -- head (the event the hold worker publishes next, the one a skip gives up:
--- its first event with from <= key <= the cursor; NULL: none left).
+-- its first unskipped event with from <= key <= the cursor; NULL: none
+-- left).
 SELECT h.aggregate_type, h.aggregate_id, h.partition, h.attempts, coalesce(h.last_error, '') AS last_error,
        h.quarantined_at, h.replay_gate IS NOT NULL AS replay,
        head.event_id, head.aggregate_sequence, head.event_type, head.occurred_at
@@ -498,6 +507,7 @@ LEFT JOIN LATERAL (
       AND l.aggregate_id = h.aggregate_id
       AND (l.gate, l.pos) >= (h.from_gate, h.from_pos)
       AND (l.gate, l.pos) <= (c.gate, c.pos)
+      AND NOT EXISTS (SELECT 1 FROM outbox_log_skips s WHERE s.pos = l.pos)
     ORDER BY l.gate, l.pos
     LIMIT 1
 ) head ON true
@@ -514,7 +524,9 @@ ORDER BY h.quarantined_at, h.aggregate_type, h.aggregate_id;
 -- @aggregate_type/@aggregate_id (through outbox_log_lane_idx), in key
 -- order. passed: the partition's cursor is at or after it; held: its
 -- order's hold owns it (key >= the hold's from); head: it is the event the
--- hold publishes next.
+-- hold publishes next (its first unskipped one up to the cursor);
+-- redelivery: the hold is a replay's and it is at or behind the cursor the
+-- replay saw (delivered before).
 SELECT l.event_id, l.pos, l.gate, l.partition, l.aggregate_type, l.aggregate_id, l.aggregate_sequence,
        l.event_type, l.schema_version, l.occurred_at,
        (l.gate, l.pos) <= (c.gate, c.pos) AS passed,
@@ -522,6 +534,8 @@ SELECT l.event_id, l.pos, l.gate, l.partition, l.aggregate_type, l.aggregate_id,
        h.quarantined_at, coalesce(h.attempts, 0) AS attempts, coalesce(h.last_error, '') AS last_error,
        coalesce(h.replay_gate IS NOT NULL, false) AS replay,
        coalesce(head.pos = l.pos, false) AS head,
+       coalesce((l.gate, l.pos) >= (h.from_gate, h.from_pos) AND (l.gate, l.pos) <= (h.replay_gate, h.replay_pos),
+                false) AS redelivery,
        s.skipped_at, s.skipped_by, s.reason AS skip_reason
 FROM outbox_log l
 JOIN outbox_log_cursors c ON c.partition = l.partition
@@ -533,6 +547,7 @@ LEFT JOIN LATERAL (
       AND f.aggregate_id = h.aggregate_id
       AND (f.gate, f.pos) >= (h.from_gate, h.from_pos)
       AND (f.gate, f.pos) <= (c.gate, c.pos)
+      AND NOT EXISTS (SELECT 1 FROM outbox_log_skips s WHERE s.pos = f.pos)
     ORDER BY f.gate, f.pos
     LIMIT 1
 ) head ON true

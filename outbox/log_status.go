@@ -242,7 +242,12 @@ type LogEventInfo struct {
 	Attempts      int        `db:"attempts" json:"attempt_count"`
 	LastError     string     `db:"last_error" json:"last_error,omitempty"`
 	Replay        bool       `db:"replay" json:"replay,omitempty"`
-	// The skip (SkipLogHold), if it was skipped.
+	// Redelivery: its hold is a replay's and it was delivered before the
+	// replay (at or behind the cursor the replay saw); a skip of it gives
+	// up that redelivery only and leaves it published.
+	Redelivery bool `db:"redelivery" json:"redelivery,omitempty"`
+	// The skip (SkipLogHold), if it was skipped: it is never published, and
+	// a replay of its order passes it.
 	SkippedAt  *time.Time `db:"skipped_at" json:"skipped_at,omitempty"`
 	SkippedBy  *string    `db:"skipped_by" json:"skipped_by,omitempty"`
 	SkipReason *string    `db:"skip_reason" json:"skip_reason,omitempty"`

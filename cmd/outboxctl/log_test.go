@@ -287,3 +287,97 @@ func TestLogListPending(t *testing.T) {
 	require.Equal(t, evs[0].ID.String(), listed[0]["event_id"])
 	require.Equal(t, true, listed[0]["head"])
 }
+
+// replayWindow is replay's arguments for order's log events of the last
+// ten minutes.
+func replayWindow(order string) []string {
+	return []string{"replay", "--from", time.Now().Add(-10 * time.Minute).UTC().Format(time.RFC3339),
+		"--to", time.Now().Add(time.Minute).UTC().Format(time.RFC3339), "--aggregate", order, "--aggregate-type", "order", "--yes"}
+}
+
+// TestLogReplayPassesASkippedEvent is issue 37's case: an order's events 1,
+// 2, 3 on the log; 2 fails for good and is skipped; 3 is delivered. A
+// replay of the order from 1 plans and delivers 1 and 3 again, never 2,
+// though the publisher would now take it.
+func TestLogReplayPassesASkippedEvent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	order := b.order(t)
+	evs := b.enqueueLog(t, testdb.Event(t, order, "OrderCreated"), testdb.Event(t, order, "OrderPaid"),
+		testdb.Event(t, order, "OrderCancelled"))
+	rec := &logRecorder{poison: map[uuid.UUID]bool{evs[1].ID: true}}
+	b.runLogRelay(t, rec)
+	eventually(t, 30*time.Second, func() bool {
+		hs, err := outbox.LogHolds(b.ctx, b.pool)
+		require.NoError(t, err)
+		return len(hs) == 1 && hs[0].Quarantined
+	}, "sequence 2 quarantined")
+	r := b.ok(t, "skip", evs[1].ID.String(), "--reason", "no route, ever (OPS-9)")
+	require.Contains(t, r.stdout, "it will never be published")
+	eventually(t, 30*time.Second, func() bool {
+		n, _ := rec.published(evs[2].ID)
+		hs, err := outbox.LogHolds(b.ctx, b.pool)
+		require.NoError(t, err)
+		return n == 1 && len(hs) == 0
+	}, "sequence 3 delivered, the hold released")
+	rec.mu.Lock()
+	delete(rec.poison, evs[1].ID) // the publisher would take it now
+	rec.mu.Unlock()
+
+	r = b.ok(t, replayWindow(order)...)
+	require.Contains(t, r.stdout, "2 published log events of aggregate order/"+order, "the plan counts what is delivered")
+	require.Contains(t, r.stdout, "replayed 2 events")
+	eventually(t, 30*time.Second, func() bool {
+		n, replays := rec.published(evs[2].ID)
+		hs, err := outbox.LogHolds(b.ctx, b.pool)
+		require.NoError(t, err)
+		return n == 2 && replays == 1 && len(hs) == 0
+	}, "sequence 3 delivered again, the replay's hold released")
+	n, _ := rec.published(evs[0].ID)
+	require.Equal(t, 2, n, "sequence 1 delivered again")
+	n, _ = rec.published(evs[1].ID)
+	require.Zero(t, n, "the skipped sequence 2 is never published")
+	require.Regexp(t, `state\s+skipped`, b.ok(t, "show", evs[1].ID.String(), "--temporal=false").stdout)
+}
+
+// TestLogSkipOfARedelivery: a replay whose redelivery of an event delivered
+// before fails for good is quarantined on it; skip gives up that
+// redelivery only (issue 37): the event stays published (show says so),
+// the order's projection settles nothing, and the replay goes on.
+func TestLogSkipOfARedelivery(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	order := b.order(t)
+	evs := b.enqueueLog(t, testdb.Event(t, order, "OrderCreated"), testdb.Event(t, order, "OrderCancelled"))
+	rec := &logRecorder{poison: map[uuid.UUID]bool{}}
+	b.runLogRelay(t, rec)
+	eventually(t, 30*time.Second, func() bool {
+		n, _ := rec.published(evs[1].ID)
+		return n == 1
+	}, "delivered")
+	rec.mu.Lock()
+	rec.poison[evs[0].ID] = true // its workflow type is gone, say
+	rec.mu.Unlock()
+	b.ok(t, replayWindow(order)...)
+	eventually(t, 30*time.Second, func() bool {
+		hs, err := outbox.LogHolds(b.ctx, b.pool)
+		require.NoError(t, err)
+		return len(hs) == 1 && hs[0].Quarantined && hs[0].Replay
+	}, "the redelivery of sequence 1 quarantined")
+
+	r := b.ok(t, "skip", evs[0].ID.String(), "--reason", "workflow type retired (OPS-10)")
+	require.Contains(t, r.stdout, "skipped the redelivery of "+evs[0].ID.String())
+	require.Contains(t, r.stdout, "stays published")
+	require.NotContains(t, r.stdout, "projection settled")
+	require.Contains(t, r.stderr, "redelivery skipped")
+	eventually(t, 30*time.Second, func() bool {
+		n, replays := rec.published(evs[1].ID)
+		hs, err := outbox.LogHolds(b.ctx, b.pool)
+		require.NoError(t, err)
+		return n == 2 && replays == 1 && len(hs) == 0
+	}, "the replay went on with sequence 2, its hold released")
+	require.Regexp(t, `state\s+published`, b.ok(t, "show", evs[0].ID.String(), "--temporal=false").stdout)
+	var skipped []int64
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT skipped_sequences FROM orders WHERE id = $1`, order).Scan(&skipped))
+	require.Empty(t, skipped, "the projection had sequence 1: nothing to settle")
+}

@@ -18,7 +18,8 @@ type LogReplayPlan struct {
 	FromSequence int64
 	// Events counts the order's published events from FromSequence on:
 	// the log replays an order's tail, so events that occurred after the
-	// window's end are delivered again too.
+	// window's end are delivered again too. Skipped events are not
+	// counted: the replay passes them.
 	Events int64
 	// First and Last are the oldest and newest occurred_at among them; nil
 	// when there are none.
@@ -87,7 +88,8 @@ func PlanReplayLog(ctx context.Context, pool *pgxpool.Pool, opts ReplayOptions) 
 // one order (AggregateType and AggregateID) and must not start before the
 // replay horizon or the log's retention horizon (the newest dropped
 // range's seal); an order under a hold is refused (outbox.ErrLogOrderHeld).
-// It returns what it replayed (Events 0: nothing in the window).
+// The events an operator skipped are neither counted nor delivered. It
+// returns what it replayed (Events 0: nothing in the window).
 func ReplayLog(ctx context.Context, pool *pgxpool.Pool, opts ReplayOptions) (LogReplayPlan, error) {
 	p, err := PlanReplayLog(ctx, pool, opts)
 	if err != nil || p.Events == 0 {
