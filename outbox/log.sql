@@ -383,15 +383,17 @@ SELECT EXISTS (
 ) AS held;
 
 -- name: LogOpReplay :many
--- O3, after LogOpReplayLock: a hold for the order from its event of
--- @sequence, which starts no later than just after the cursor (@gate,
--- @pos) (model/README.md, what the model found, 2: a replay of an event the
--- cursor has not passed yet would otherwise leave an earlier event of the
--- order behind a hold that does not own it), attempts 0; its events up to
--- the cursor are delivered again as replays. No row: no such event, or
--- the event is in a range retention is dropping (LogRetire marked it
--- retiring under LogRetireLock, which this replay's LogOpReplayLock waited
--- for; model/log.pml's RETIRE).
+-- O3, after LogOpReplayLock, and after LogOpEvents found the event of
+-- @sequence at a position no retiring range ends after (retiring: LogRetire
+-- marks a range under LogRetireLock, which LogOpReplayLock waited for, and
+-- no range retires while the hold made here owns its events;
+-- model/log.pml's RETIRE): a hold for the order from that event, which
+-- starts no later than just after the cursor (@gate, @pos) (model/README.md,
+-- what the model found, 2: a replay of an event the cursor has not passed
+-- yet would otherwise leave an earlier event of the order behind a hold
+-- that does not own it), attempts 0; its events up to the cursor are
+-- delivered again as replays, but for those an operator skipped. No row:
+-- no such event.
 INSERT INTO outbox_log_holds (aggregate_type, aggregate_id, partition, from_gate, from_pos, attempts,
                               replay_gate, replay_pos)
 SELECT l.aggregate_type, l.aggregate_id, l.partition,
@@ -402,9 +404,6 @@ FROM outbox_log l
 WHERE l.aggregate_type = @aggregate_type
   AND l.aggregate_id = @aggregate_id
   AND l.aggregate_sequence = @sequence
-  AND NOT EXISTS (
-      SELECT 1 FROM outbox_log_ranges r
-      WHERE r.retiring_at IS NOT NULL AND l.pos >= r.lo AND l.pos < r.hi)
 RETURNING from_gate AS gate, from_pos AS pos;
 
 -- name: LogHolds :many
@@ -526,7 +525,9 @@ ORDER BY h.quarantined_at, h.aggregate_type, h.aggregate_id;
 -- order's hold owns it (key >= the hold's from); head: it is the event the
 -- hold publishes next (its first unskipped one up to the cursor);
 -- redelivery: the hold is a replay's and it is at or behind the cursor the
--- replay saw (delivered before).
+-- replay saw (delivered before); retiring: a range retention is dropping
+-- (or dropped) ends after its position, so a replay from it is refused
+-- (its order's later events may be in that range).
 SELECT l.event_id, l.pos, l.gate, l.partition, l.aggregate_type, l.aggregate_id, l.aggregate_sequence,
        l.event_type, l.schema_version, l.occurred_at,
        (l.gate, l.pos) <= (c.gate, c.pos) AS passed,
@@ -536,6 +537,7 @@ SELECT l.event_id, l.pos, l.gate, l.partition, l.aggregate_type, l.aggregate_id,
        coalesce(head.pos = l.pos, false) AS head,
        coalesce((l.gate, l.pos) >= (h.from_gate, h.from_pos) AND (l.gate, l.pos) <= (h.replay_gate, h.replay_pos),
                 false) AS redelivery,
+       coalesce(l.pos < (SELECT max(r.hi) FROM outbox_log_ranges r WHERE r.retiring_at IS NOT NULL), false) AS retiring,
        s.skipped_at, s.skipped_by, s.reason AS skip_reason
 FROM outbox_log l
 JOIN outbox_log_cursors c ON c.partition = l.partition

@@ -45,6 +45,12 @@ var ErrLogOrderHeld = errors.New("outbox: the order is under a hold")
 // of that sequence in the log.
 var ErrNoLogEvent = errors.New("outbox: no such event in the log")
 
+// ErrLogRangeRetiring is returned by ReplayLogOrder when a range of the log
+// that retention is dropping (or dropped) ends after the replay's first
+// event: the order's later events, at later positions, may be in it, so
+// the replay would deliver part of the order only.
+var ErrLogRangeRetiring = errors.New("outbox: the replay reaches a range of the log that retention is dropping")
+
 // ErrNoQuarantinedHold is returned by RetryLogHold and SkipLogHold when
 // the order has no quarantined hold.
 var ErrNoQuarantinedHold = errors.New("outbox: the order has no quarantined hold")
@@ -209,8 +215,12 @@ func skipLogHold(ctx context.Context, db beginner, aggregateType, aggregateID st
 // the replay (model/README.md, what the model found, 5), so the order never
 // has two publishes at once. The events an operator skipped are passed:
 // they are never published. ErrLogOrderHeld while the order is under a
-// hold, ErrNoLogEvent when there is no such event. The replay horizon and
-// retention (outboxops.Replay's checks) do not apply to the log yet.
+// hold, ErrNoLogEvent when there is no such event, ErrLogRangeRetiring when
+// a range retention is dropping (or dropped) ends after the event's
+// position: the order's later events may be in it, so the replay would
+// deliver part of them (retention marks a range under a lock this waits
+// for, and no range retires while the replay's hold owns its events). The
+// replay horizon (outboxops.ReplayLog's check) does not apply here.
 func ReplayLogOrder(ctx context.Context, pool *pgxpool.Pool, aggregateType, aggregateID string, fromSequence int64) error {
 	agg := aggregateArgs{AggregateType: aggregateType, AggregateID: aggregateID}
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
@@ -227,6 +237,18 @@ func ReplayLogOrder(ctx context.Context, pool *pgxpool.Pool, aggregateType, aggr
 		}
 		if held {
 			return ErrLogOrderHeld
+		}
+		// Under the cursor row's lock, after retention's lock: a range it
+		// marked retiring is seen here (model/log.pml's REPLAYABLE).
+		es, err := qLogOpEvents.All(ctx, tx, logOpEventsArgs{AggregateType: aggregateType, AggregateID: aggregateID})
+		if err != nil {
+			return err
+		}
+		for _, e := range es {
+			if e.Sequence == fromSequence && e.Retiring {
+				return fmt.Errorf("%w: a range ends after sequence %d's position (%d), and the order's later events may be in it; nothing was replayed: replay a window that starts after the log's retention horizon (outboxctl status, log ranges)",
+					ErrLogRangeRetiring, fromSequence, e.Pos)
+			}
 		}
 		made, err := qLogOpReplay.All(ctx, tx, logOpReplayArgs{
 			AggregateType: aggregateType, AggregateID: aggregateID, Sequence: fromSequence, Gate: cur[0].Gate, Pos: cur[0].Pos,

@@ -246,6 +246,10 @@ type LogEventInfo struct {
 	// replay (at or behind the cursor the replay saw); a skip of it gives
 	// up that redelivery only and leaves it published.
 	Redelivery bool `db:"redelivery" json:"redelivery,omitempty"`
+	// Retiring: a range of the log that retention is dropping (or
+	// dropped) ends after its position, so a replay from it is refused
+	// ([ErrLogRangeRetiring]): its order's later events may be in it.
+	Retiring bool `db:"retiring" json:"retiring,omitempty"`
 	// The skip (SkipLogHold), if it was skipped: it is never published, and
 	// a replay of its order passes it.
 	SkippedAt  *time.Time `db:"skipped_at" json:"skipped_at,omitempty"`

@@ -381,3 +381,34 @@ func TestLogSkipOfARedelivery(t *testing.T) {
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT skipped_sequences FROM orders WHERE id = $1`, order).Scan(&skipped))
 	require.Empty(t, skipped, "the projection had sequence 1: nothing to settle")
 }
+
+// TestLogReplayRefusedWhileRetentionDropsItsTail: an order whose later
+// event lies in a range retention is dropping (retiring) is not replayed in
+// part (issue 37): outboxctl refuses the window and says where a window may
+// start; nothing is replayed.
+func TestLogReplayRefusedWhileRetentionDropsItsTail(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	order := b.order(t)
+	const width = 10_000_000 // outbox_log_range_width(): the first event in outbox_log_r0, the second in r1
+	b.enqueueLog(t, testdb.Event(t, order, "OrderCreated"))
+	b.exec(t, `SELECT setval('outbox_log_pos', $1)`, int64(width+5))
+	evs := b.enqueueLog(t, testdb.Event(t, order, "OrderCancelled"))
+	rec := &logRecorder{}
+	b.runLogRelay(t, rec)
+	eventually(t, 30*time.Second, func() bool {
+		n, _ := rec.published(evs[0].ID)
+		return n == 1
+	}, "delivered")
+	// RetainLog's T3 marked r1 retiring: sealed now, its drop to come.
+	b.exec(t, `SELECT setval('outbox_log_pos', $1)`, int64(2*width+5))
+	b.exec(t, `UPDATE outbox_log_ranges SET sealed_at = now(), sealed_xmax = 1, retiring_at = now() WHERE lo = $1`, int64(width))
+
+	r := b.ctl(t, replayWindow(order)...)
+	require.Equal(t, 1, r.code, "stdout: %s", r.stdout)
+	require.Contains(t, r.stderr, "before the log's retention horizon")
+	require.Contains(t, r.stderr, "start the window at or after it")
+	hs, err := outbox.LogHolds(b.ctx, b.pool)
+	require.NoError(t, err)
+	require.Empty(t, hs, "nothing replayed")
+}
