@@ -382,14 +382,10 @@ func (r *LogRelay) advance(ctx context.Context, p *logPartition, v logView, done
 	if err != nil {
 		return false, fmt.Errorf("outbox: advance partition %d: %w", p.id, err)
 	}
-	if res.Advanced {
-		for _, f := range holds {
-			delete(ahead, f.row.EventID)
-		}
-	}
 	p.failedAhead = ahead
 	if res.Advanced {
 		for _, f := range holds {
+			delete(ahead, f.row.EventID) // recorded in its hold
 			attrs := []any{"owner", r.cfg.Owner, "partition", p.id, "event_id", f.row.EventID, "event_type", f.row.EventType,
 				"aggregate_type", f.row.AggregateType, "aggregate_id", f.row.AggregateID,
 				"aggregate_sequence", f.row.AggregateSequence, "error", f.err}
