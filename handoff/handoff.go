@@ -45,8 +45,8 @@ const SignalCancel = "cancel"
 const SignalPaymentWebhook = "payment-webhook"
 
 // PaymentWebhookLateWorkflowName is the workflow type started for a
-// webhook whose saga already closed (the relay's ClosedWorkflow), so that
-// no webhook is lost or left quarantined.
+// webhook whose saga already closed or is forgotten (the relay's
+// ClosedWorkflow), so that no webhook is lost or left quarantined.
 const PaymentWebhookLateWorkflowName = "PaymentWebhookLateWorkflow"
 
 // QueryStatus is the query both workflows answer with their current state,

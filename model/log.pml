@@ -27,8 +27,13 @@
  *   LOG_NO_HORIZON            the reader ignores the snapshot's xmin
  *   LOG_NO_WINDOW_SHRINK      a crash loop never shrinks the window, so the
  *                             event that kills the relay is never isolated
- *   LOG_HEAD_OF_SKIPPED       a hold's head may be a skipped event, so a
- *                             replay over a skip publishes it
+ *   LOG_HEAD_OF_SKIPPED       the hold worker hands a skipped head's
+ *                             payload as a publish, not its tombstone, so
+ *                             the skip's hold or a replay over the skip
+ *                             publishes it
+ *   LOG_REFUSAL_AS_SINK_FAULT an event the sink refuses for good (REFUSED)
+ *                             is taken for the sink's fault: no hold, the
+ *                             batch stops there, the partition stalls
  * With RETENTION (the Retention proctype: retention dropping a range of
  * positions, RetainLog):
  *   LOG_RETIRE_BY_POS         a range is dropped once behind the cursor by
@@ -40,6 +45,22 @@
  *   LOG_REPLAY_FIRST_ONLY     a replay is refused only when its first event
  *                             is in a retiring range, not when a later one
  *                             it delivers is
+ * With SWITCH (a database switching from outbox_events to the log, and a
+ * producer writing to outbox_events again: order 0 has events 1 and 2 in
+ * outbox_events, 1 quarantined unless QUAR0=0, its log events come after,
+ * and a producer on poll may write one more to outbox_events at any time;
+ * the Sweeper is the poll relay beside the log's reader, Switch the drain
+ * that starts the reader; the operator retries or skips the quarantined
+ * event):
+ *   SWITCH_DRAIN_COUNTS_BEHIND the drain waits for an event behind a
+ *                             quarantined one of its order (issue 37's
+ *                             defect 2: the switch never ends)
+ *   SWITCH_LOG_IGNORES_POLL   the log's reader publishes an event whose
+ *                             order has an earlier one unpublished in
+ *                             outbox_events
+ *   SWITCH_POLL_IGNORES_LOG   the poll relay publishes an event whose order
+ *                             has an earlier one unpublished in the log
+ *                             (defect 7: a switch back reorders an order)
  */
 
 /* ------------------------------------------------------------------ sizes */
@@ -154,6 +175,51 @@ byte rels;               /* releases so far (RELEASES) */
 byte faults;
 #endif
 
+/* ----------------------------------------------------- the switch (SWITCH) */
+
+#ifdef SWITCH
+#ifndef QUAR0
+#define QUAR0 1
+#endif
+/* outbox_events' events, all of order 0: p0 and p1 (sequences 1 and 2)
+ * written before the switch, p2 by a producer on poll later (its sequence
+ * taken under the order's lane lock, as the log's are). */
+#define NPOLL 3
+byte pseq[NPOLL];
+bool pw[NPOLL];          /* committed */
+bool ppub[NPOLL];        /* published (marked) */
+bool pquar[NPOLL];       /* quarantined */
+bool pskip[NPOLL];       /* skipped by an operator */
+bool switched;           /* the drain ended: the log's reader runs */
+#define SWITCHED switched
+/* outbox_events' event j is unpublished and of order o before sequence s
+ * (outbox_unpublished_predecessors) */
+#define PUNPUB(j, o, s) (pw[j] && (o) == 0 && pseq[j] < (s) && !ppub[j] && !pskip[j])
+#define POLL_BEFORE(o, s) (PUNPUB(0, o, s) || PUNPUB(1, o, s) || PUNPUB(2, o, s))
+/* only p0 is ever quarantined */
+#define PQUAR_BEFORE(o, s) (PUNPUB(0, o, s) && pquar[0])
+/* a log event the relays of outbox_events see unpublished
+ * (outbox_unpublished_log_predecessors): committed, after the cursor or
+ * owned by its order's hold (a skipped one until its tombstone is out) */
+#define LOG_UNPUB(e) (tst[e] == T_DONE && (key[e] > cur || (held[ORD(e)] && key[e] >= hfrom[ORD(e)])))
+#define LBEFORE(e, s) (ORD(e) == 0 && seq[e] < (s) && LOG_UNPUB(e))
+#if EVENTS == 2
+#define LOG_BEFORE(s) (LBEFORE(0, s) || LBEFORE(1, s))
+#else
+#define LOG_BEFORE(s) (LBEFORE(0, s) || LBEFORE(1, s) || LBEFORE(2, s))
+#endif
+#ifdef SWITCH_LOG_IGNORES_POLL
+#define WAITS(o, s) false
+#else
+/* RULE the log's lane goes on in outbox_events: LogBatch's and
+ * LogHoldNext's waits */
+#define WAITS(o, s) POLL_BEFORE(o, s)
+#endif
+#else
+#define SWITCHED true
+#define WAITS(o, s) false
+#endif
+
 /* The hold worker's state is global so that a crash of its owner's process
  * resets it (it is a goroutine of that process). */
 byte hw_tok;             /* the owner it works for */
@@ -202,21 +268,13 @@ byte hw_st;              /* HW_* */
 #define ISOLATE   (tries >= 2)
 #endif
 
-/* RULE a hold's head is never a skipped event: a replay's hold over an
- * order with a skip passes it (LogHoldNext, LogOpSkip and the operator's
- * views leave outbox_log_skips' events out). */
-#ifdef LOG_HEAD_OF_SKIPPED
-#define HEADABLE(e) true
-#else
-#define HEADABLE(e) !skipped[e]
-#endif
-/* the first committed, unskipped event of order o with lo <= key <= cur: a
- * hold's head */
+/* the first committed event of order o with lo <= key <= cur: a hold's
+ * head (a skipped one's tombstone is handed in its place: Holds' H1) */
 inline head(o, lo, res) {
 	res = NOEV;
 	for (hi : 0 .. EVENTS-1) {
 		if
-		:: tst[hi] == T_DONE && ORD(hi) == o && key[hi] >= lo && key[hi] <= cur && HEADABLE(hi) &&
+		:: tst[hi] == T_DONE && ORD(hi) == o && key[hi] >= lo && key[hi] <= cur &&
 		   (res == NOEV || key[hi] < key[res]) -> res = hi
 		:: else
 		fi
@@ -289,6 +347,14 @@ inline publish(t) {
 			assert(!(tst[pi] >= T_LOCKED && ORD(pi) == ORD(t) && seq[pi] < seq[t]) || firstpub[pi] || skipped[pi])
 		}
 		pi = 0;
+#ifdef SWITCH
+		/* FIRST PUBLISHES IN ORDER, across both tables: every earlier
+		 * event of its order in outbox_events is published or skipped */
+		for (pi : 0 .. NPOLL-1) {
+			assert(!PUNPUB(pi, ORD(t), seq[t]))
+		}
+		pi = 0;
+#endif
 		firstpub[t] = 1
 	:: else
 	fi;
@@ -340,6 +406,13 @@ end_producer:
 		EACHT(P_XID)
 		EACHT(P_LOCK)
 		EACHT(P_COMMIT)
+#ifdef SWITCH
+		:: !pw[2] && !lanelock[ORD(0)] ->
+			/* a producer on poll: its transaction (sequence under the
+			 * lane lock, COMMIT) writes to outbox_events, one step */
+			lastseq[0]++; pseq[2] = lastseq[0]; pw[2] = 1;
+			printf("producer: a producer on poll commits %d.%d to outbox_events\n", 0, pseq[2])
+#endif
 #if UNRELATED
 		:: ust == T_NONE -> ust = T_XID; uxid = nextxid; nextxid++; recompute_xmin();
 			printf("producer: unrelated tx takes xid %d (open)\n", uxid)
@@ -367,7 +440,7 @@ inline crash(w) {
 	:: else
 	fi
 }
-#define RESET d_step { b0 = NOEV; b1 = NOEV; ve = 0; vh = 0; failed = 0; f0 = NOEV; f1 = NOEV; iso = 0; n = 0; np = 0; k = 0; hi = 0 }
+#define RESET d_step { b0 = NOEV; b1 = NOEV; ve = 0; vh = 0; failed = 0; f0 = NOEV; f1 = NOEV; iso = 0; n = 0; np = 0; k = 0; hi = 0; vw = 0; wfail = 0 }
 #define OR_CRASH :: atomic { FAULT_OK -> FAULT; crash(r); RESET }; goto idle
 
 /* R3 one event of the batch: skipped if its order is held in the view or
@@ -378,19 +451,51 @@ inline crash(w) {
 #else
 #define KILLS(e) false
 #endif
+/* REFUSED: the event the sink refuses for good, whoever publishes it and
+ * however often (a payload over the sink's size limit; a publish that
+ * always runs out of time while the sink answers the others). It is never
+ * published. RULE the refusal is the event's own fault (temporalpub's
+ * tooLarge, fault.go's errOverdue): its order goes to a hold, quarantined
+ * (at once for a permanent refusal, after MAX_ATTEMPTS for an overdue
+ * publish: the model lets the hold worker take either). Unlike the sink's
+ * faults it is not bounded by MAX_FAULTS: it is the event's answer, every
+ * time. */
+#ifdef REFUSED
+#define REFUSES(e) ((e) == REFUSED)
+#else
+#define REFUSES(e) false
+#endif
+#ifdef LOG_REFUSAL_AS_SINK_FAULT
+/* mutant: the refusal taken for the sink's fault, as a throttle or a
+ * timeout was before issue 37: the batch stops there, no hold */
+#define REFUSE_ONE(x, idx) \
+	printf("reader %d: %d.%d refused for good, taken for the sink's fault: the batch stops\n", r, ORD(x), seq[x]); goto advance
+#define OWN_ERR(e) !REFUSES(e)
+#else
+#define REFUSE_ONE(x, idx) \
+	printf("reader %d: %d.%d refused for good (its own fault): its order goes to a hold\n", r, ORD(x), seq[x]); \
+	failed = failed | BIT(ORD(x)); \
+	if :: ORD(x) == 0 -> f0 = x :: else -> f1 = x fi; np = idx + 1
+#define OWN_ERR(e) true
+#endif
 #define PUBLISH_ONE(x, idx) \
 	if \
 	:: (vh | failed) & BIT(ORD(x)) -> np = idx + 1 \
+	:: atomic { !((vh | failed) & BIT(ORD(x))) && (vw & BIT(idx)) -> \
+		printf("reader %d: %d.%d waits for outbox_events: its order goes to a hold that waits\n", r, ORD(x), seq[x]); \
+		failed = failed | BIT(ORD(x)); wfail = wfail | BIT(ORD(x)); \
+		if :: ORD(x) == 0 -> f0 = x :: else -> f1 = x fi; np = idx + 1 } \
 	:: else -> \
 		if \
-		:: atomic { OWNS && !KILLS(x) -> \
+		:: atomic { OWNS && !KILLS(x) && !REFUSES(x) -> \
 			printf("reader %d: publishes %d.%d\n", r, ORD(x), seq[x]); publish(x); np = idx + 1 } \
-		:: atomic { OWNS && !KILLS(x) -> \
+		:: atomic { OWNS && !KILLS(x) && !REFUSES(x) -> \
 			printf("reader %d: %d.%d fails (its own error): its order goes to a hold\n", r, ORD(x), seq[x]); \
 			failed = failed | BIT(ORD(x)); \
 			if :: ORD(x) == 0 -> f0 = x :: else -> f1 = x fi; np = idx + 1 } \
 		:: atomic { OWNS && FAULT_OK && !KILLS(x) -> FAULT; \
 			printf("reader %d: %d.%d: the sink's fault, the batch stops\n", r, ORD(x), seq[x]); goto advance } \
+		:: atomic { OWNS && REFUSES(x) -> REFUSE_ONE(x, idx) } \
 		:: atomic { OWNS && KILLS(x) -> \
 			printf("reader %d: publishing %d.%d kills the process\n", r, ORD(x), seq[x]); crash(r); RESET; goto idle } \
 		:: atomic { !OWNS -> printf("reader %d: lost the lease\n", r); RESET; goto idle } \
@@ -407,6 +512,8 @@ proctype Reader(byte r) {
 	bool iso;            /* the batch isolates b0 */
 	byte n;              /* the window */
 	byte np;             /* batch entries done (the prefix) */
+	byte vw;             /* the batch entries (bits) that wait for outbox_events (LogBatch's waits) */
+	byte wfail;          /* orders (bits) that went to a hold that waits */
 	byte k, hi, pi;
 #ifdef LOG_ADVANCE_BEFORE_PUBLISH
 	bool late;           /* mutant: the publishes after the advance */
@@ -416,7 +523,7 @@ idle:
 end_idle:
 	/* R1 take the partition: its lease is not live (never taken, expired,
 	 * its holder dead or stalled). */
-	atomic { clease != LIVE -> cowner = r; clease = LIVE;
+	atomic { clease != LIVE && SWITCHED -> cowner = r; clease = LIVE;
 		printf("reader %d: takes the partition (cursor %d.%d, tries %d)\n", r, cur / 8, cur % 8, tries) };
 
 read:
@@ -452,6 +559,15 @@ end_read:
 				:: else
 				fi
 			}
+			vw = 0;
+			if
+			:: WAITS(ORD(b0), seq[b0]) -> vw = 1
+			:: else
+			fi;
+			if
+			:: b1 != NOEV && WAITS(ORD(b1), seq[b1]) -> vw = vw | 2
+			:: else
+			fi;
 			k = 0; np = 0; failed = 0
 		}
 		if
@@ -522,12 +638,12 @@ advance:
 		) ->
 		d_step {
 			if
-			:: failed & 1 -> held[0] = 1; hfrom[0] = key[f0]; hatt[0] = (iso -> MAX_ATTEMPTS : 1); hquar[0] = iso; hrep[0] = 0
+			:: failed & 1 -> held[0] = 1; hfrom[0] = key[f0]; hatt[0] = (iso -> MAX_ATTEMPTS : ((wfail & 1) -> 0 : 1)); hquar[0] = iso; hrep[0] = 0
 			:: else
 			fi;
 #if ORDERS == 2
 			if
-			:: failed & 2 -> held[1] = 1; hfrom[1] = key[f1]; hatt[1] = (iso -> MAX_ATTEMPTS : 1); hquar[1] = iso; hrep[1] = 0
+			:: failed & 2 -> held[1] = 1; hfrom[1] = key[f1]; hatt[1] = (iso -> MAX_ATTEMPTS : ((wfail & 2) -> 0 : 1)); hquar[1] = iso; hrep[1] = 0
 			:: else
 			fi;
 #endif
@@ -571,10 +687,31 @@ advance:
 /* The hold worker of the partition's owner: it publishes a hold's events
  * in order, each attempt counted before its publish, with quarantine after
  * MAX_ATTEMPTS, and releases a hold that caught up with the cursor. */
-#if ORDERS == 2
-#define HOLD_TODO ((held[0] && !hquar[0]) || (held[1] && !hquar[1]))
+/* A hold whose head waits for an earlier event of its order in
+ * outbox_events (LogHoldNext's waits) is not worked: LogHoldWait makes it
+ * due again later, with no attempt, and the worker turns to the others. */
+#define INRANGE(e, o) (tst[e] == T_DONE && ORD(e) == (o) && key[e] >= hfrom[o] && key[e] <= cur)
+#define EARLIER(a, b, o) (INRANGE(a, o) && key[a] < key[b])
+#if EVENTS == 2
+#define ISHEAD(e, o) (INRANGE(e, o) && !EARLIER(0, e, o) && !EARLIER(1, e, o))
+#define HEAD_WAITS(o) ((ISHEAD(0, o) && WAITS(o, seq[0])) || (ISHEAD(1, o) && WAITS(o, seq[1])))
 #else
-#define HOLD_TODO (held[0] && !hquar[0])
+#define ISHEAD(e, o) (INRANGE(e, o) && !EARLIER(0, e, o) && !EARLIER(1, e, o) && !EARLIER(2, e, o))
+#define HEAD_WAITS(o) ((ISHEAD(0, o) && WAITS(o, seq[0])) || (ISHEAD(1, o) && WAITS(o, seq[1])) || (ISHEAD(2, o) && WAITS(o, seq[2])))
+#endif
+#define HOLD_OK(o) (held[o] && !hquar[o] && !HEAD_WAITS(o))
+#if ORDERS == 2
+#define HOLD_TODO (HOLD_OK(0) || HOLD_OK(1))
+#else
+#define HOLD_TODO HOLD_OK(0)
+#endif
+/* RULE a skipped head is handed as its tombstone (LogHoldNext's skipped,
+ * Event.Skipped, SkipPublisher; no payload), never as its payload: by the
+ * skip's own hold, and again by a replay's over the skip. */
+#ifdef LOG_HEAD_OF_SKIPPED
+#define TOMBSTONE(x) false
+#else
+#define TOMBSTONE(x) skipped[x]
 #endif
 proctype Holds() {
 	byte o, x, hi, pi;
@@ -587,17 +724,27 @@ end_holds:
 		 * quarantined instead */
 		hw_st == HW_IDLE && clease == LIVE && LIVE_OWNER(cowner) && HOLD_TODO ->
 		if
-		:: held[0] && !hquar[0] -> o = 0
+		:: HOLD_OK(0) -> o = 0
 #if ORDERS == 2
-		:: held[1] && !hquar[1] -> o = 1
+		:: HOLD_OK(1) -> o = 1
 #endif
 		fi;
 		head(o, hfrom[o], x);
+		/* (HOLD_OK: the head does not wait for outbox_events) */
+		assert(x == NOEV || !WAITS(o, seq[x]));
 		if
-		:: x != NOEV && hatt[o] >= MAX_ATTEMPTS ->
+		:: x != NOEV && TOMBSTONE(x) ->
+			/* H1-H3 for a skipped head as one step: its tombstone handed
+			 * (no publish of the event: SKIP IS FINAL does not apply; a
+			 * crash before the record only hands it again, and a failed
+			 * tombstone is retried, never quarantined) and the hold moved
+			 * past it */
+			hfrom[o] = key[x] + 1; hatt[o] = 0;
+			printf("holds: hands the tombstone of %d.%d and moves past it\n", o, seq[x])
+		:: x != NOEV && !TOMBSTONE(x) && hatt[o] >= MAX_ATTEMPTS ->
 			hquar[o] = 1;
 			printf("holds: %d.%d used its attempts: quarantined\n", o, seq[x])
-		:: x != NOEV && hatt[o] < MAX_ATTEMPTS ->
+		:: x != NOEV && !TOMBSTONE(x) && hatt[o] < MAX_ATTEMPTS ->
 			hatt[o]++; hw_tok = cowner; hw_o = o; hw_e = x; hw_st = HW_CLAIMED;
 			printf("holds: %d.%d, attempt %d (owner %d)\n", o, seq[x], hatt[o], hw_tok)
 		:: x == NOEV ->
@@ -623,10 +770,13 @@ end_holds:
 		/* H2 the publish, under the owner's live lease */
 		hw_st == HW_CLAIMED && cowner == hw_tok && clease == LIVE ->
 		if
-		:: !KILLS(hw_e) -> printf("holds: publishes %d.%d\n", hw_o, seq[hw_e]); publish(hw_e); hw_st = HW_OK
-		:: !KILLS(hw_e) -> printf("holds: %d.%d fails (transient)\n", hw_o, seq[hw_e]); hw_st = HW_FAIL
-		:: !KILLS(hw_e) -> printf("holds: %d.%d fails (permanent)\n", hw_o, seq[hw_e]); hw_st = HW_PERM
+		:: !KILLS(hw_e) && !REFUSES(hw_e) -> printf("holds: publishes %d.%d\n", hw_o, seq[hw_e]); publish(hw_e); hw_st = HW_OK
+		:: !KILLS(hw_e) && OWN_ERR(hw_e) -> printf("holds: %d.%d fails (transient)\n", hw_o, seq[hw_e]); hw_st = HW_FAIL
+		:: !KILLS(hw_e) && OWN_ERR(hw_e) -> printf("holds: %d.%d fails (permanent)\n", hw_o, seq[hw_e]); hw_st = HW_PERM
 		:: !KILLS(hw_e) && FAULT_OK -> FAULT; printf("holds: %d.%d: the sink's fault\n", hw_o, seq[hw_e]); hw_st = HW_SINK
+#ifdef LOG_REFUSAL_AS_SINK_FAULT
+		:: REFUSES(hw_e) -> printf("holds: %d.%d refused for good, taken for the sink's fault\n", hw_o, seq[hw_e]); hw_st = HW_SINK
+#endif
 		:: KILLS(hw_e) -> printf("holds: publishing %d.%d kills the process\n", hw_o, seq[hw_e]); crash(hw_tok)
 		fi
 	   }
@@ -677,18 +827,19 @@ end_clock:
 
 /* ---------------------------------------------------------------- Operator */
 
-/* O1 retry a quarantined hold; O2 skip its head: recorded skipped, or,
- * when the head is a replay's redelivery of an event delivered before (at
- * or behind the cursor the replay saw), only that redelivery is given up:
- * the event stays delivered (LogOpSkip records it apart, as a replay's
- * skip); O3 replay a published event: a hold from it (unless the order has
+/* O1 retry a quarantined hold; O2 skip its head: recorded skipped, the
+ * hold staying at it so that its worker hands the tombstone in the
+ * event's place before moving past it, or, when the head is a replay's
+ * redelivery of an event delivered before (at or behind the cursor the
+ * replay saw), only that redelivery is given up: the event stays
+ * delivered, no skip is recorded (LogOpSkip), the hold moves past it; O3 replay a published event: a hold from it (unless the order has
  * one), its published events from there owed again, the epoch armed. */
 #define RETRY(o) :: held[o] && hquar[o] -> hquar[o] = 0; hatt[o] = 0; printf("operator: retry the hold of order %d\n", o)
 #define SKIP(o) :: held[o] && hquar[o] -> head(o, hfrom[o], x); \
 	if \
 	:: x != NOEV && key[x] <= hrep[o] -> pub[x] = 1; hfrom[o] = key[x] + 1; \
 		printf("operator: skip the redelivery of %d.%d (delivered before the replay)\n", o, seq[x]) \
-	:: x != NOEV && key[x] > hrep[o] -> skipped[x] = 1; hfrom[o] = key[x] + 1; printf("operator: skip %d.%d\n", o, seq[x]) \
+	:: x != NOEV && key[x] > hrep[o] -> skipped[x] = 1; printf("operator: skip %d.%d\n", o, seq[x]) \
 	:: else \
 	fi; \
 	hquar[o] = 0; hatt[o] = 0; x = 0
@@ -730,6 +881,13 @@ end_operator:
 		if
 		EACHT(REPLAY)
 		fi; OP }
+#ifdef SWITCH
+	:: atomic { OP_OK && pw[0] && pquar[0] && !ppub[0] && !pskip[0] -> OP;
+		if
+		:: pquar[0] = 0; printf("operator: retry %d.%d (outbox_events)\n", 0, pseq[0])
+		:: pskip[0] = 1; printf("operator: skip %d.%d (outbox_events)\n", 0, pseq[0])
+		fi }
+#endif
 #ifdef LIVENESS
 	:: OP_OK -> ops = MAX_OPS
 #endif
@@ -793,17 +951,92 @@ end_retention:
 }
 #endif
 
+/* ------------------------------------------------------- Sweeper, Switch */
+
+#ifdef SWITCH
+/* The poll relay of outbox_events (the log source's sweeper; in the other
+ * direction a poll starter's main relay: the same rule), one step per
+ * event: its claim (the lane rule), publish and mark. RelayClaim sees what
+ * a committed statement sees; an event it finds published stays so. */
+#ifdef SWITCH_POLL_IGNORES_LOG
+#define POLL_LOG_CLEAR(s) true
+#else
+/* RULE the lane goes on in the log: outbox_unpublished_log_predecessors */
+#define POLL_LOG_CLEAR(s) !LOG_BEFORE(s)
+#endif
+#define POLL_READY(i) (pw[i] && !ppub[i] && !pskip[i] && !pquar[i] && !POLL_BEFORE(0, pseq[i]) && POLL_LOG_CLEAR(pseq[i]))
+
+inline ppublish(i) {
+	/* FIRST PUBLISHES IN ORDER, across both tables: every earlier event of
+	 * its order, in the log and in outbox_events, is published or skipped */
+	for (pi : 0 .. EVENTS-1) {
+		assert(!(tst[pi] >= T_LOCKED && ORD(pi) == 0 && seq[pi] < pseq[i]) || firstpub[pi] || skipped[pi])
+	}
+	for (pi : 0 .. NPOLL-1) {
+		assert(!PUNPUB(pi, 0, pseq[i]))
+	}
+	pi = 0;
+	ppub[i] = 1;
+	printf("relay (poll): publishes %d.%d from outbox_events\n", 0, pseq[i])
+}
+
+proctype Sweeper() {
+	byte pi;
+end_sweeper:
+	do
+	:: atomic { POLL_READY(0) -> ppublish(0) }
+	:: atomic { POLL_READY(1) -> ppublish(1) }
+	:: atomic { POLL_READY(2) -> ppublish(2) }
+	od
+}
+
+/* The switch's drain (LogSwitchLeft): the log's reader starts once
+ * outbox_events holds no event the poll relay can publish: not one behind
+ * a quarantined event of its order (it waits for an operator), nor one
+ * behind an unpublished event of the log (the reader publishes that). */
+#ifdef SWITCH_DRAIN_COUNTS_BEHIND
+#define BEHIND_QUAR(i) false
+#else
+/* RULE the drain does not wait behind a quarantine */
+#define BEHIND_QUAR(i) PQUAR_BEFORE(0, pseq[i])
+#endif
+#define PLEFT(i) (pw[i] && !ppub[i] && !pskip[i] && !pquar[i] && !BEHIND_QUAR(i) && !LOG_BEFORE(pseq[i]))
+
+proctype Switch() {
+	atomic { !(PLEFT(0) || PLEFT(1) || PLEFT(2)) -> switched = 1;
+		printf("relay (switch): outbox_events drained: the log's reader starts\n") }
+}
+#endif
+
 /* ---------------------------------------------------------------- liveness */
 
 /* Settled: published, skipped, or in a quarantined hold (an operator sees
  * it). Under weak fairness, with the faults and the operator bounded, every
  * event ends settled for good; the event that kills whoever publishes it
- * (POISON) included. */
-#define SETTLED(e) (tst[e] == T_DONE && (pub[e] || skipped[e] || (held[ORD(e)] && hquar[ORD(e)] && key[e] >= hfrom[ORD(e)])))
+ * (POISON) and the one the sink refuses for good (REFUSED) included, and
+ * every other order of the partition with them. */
+#ifdef SWITCH
+/* With SWITCH, an event behind a quarantined one of its order, in either
+ * table, waits for an operator too; so does outbox_events' event of
+ * order 0 behind a quarantined hold of the log. */
+#define LQ(e, s) (tst[e] == T_DONE && ORD(e) == 0 && seq[e] < (s) && held[0] && hquar[0] && key[e] >= hfrom[0])
 #if EVENTS == 2
-ltl settle { <> [] (SETTLED(0) && SETTLED(1)) }
+#define LOGQ_BEFORE(s) (LQ(0, s) || LQ(1, s))
 #else
-ltl settle { <> [] (SETTLED(0) && SETTLED(1) && SETTLED(2)) }
+#define LOGQ_BEFORE(s) (LQ(0, s) || LQ(1, s) || LQ(2, s))
+#endif
+#define SETTLED(e) (tst[e] == T_DONE && (pub[e] || skipped[e] || (held[ORD(e)] && hquar[ORD(e)] && key[e] >= hfrom[ORD(e)]) || \
+	PQUAR_BEFORE(ORD(e), seq[e])))
+#define PSETTLED(i) (ppub[i] || pskip[i] || PQUAR_BEFORE(0, pseq[i]))
+#define PSETTLED_ALL ((PSETTLED(0) || pquar[0]) && PSETTLED(1) && (!pw[2] || PSETTLED(2) || LOGQ_BEFORE(pseq[2])))
+#else
+#define SETTLED(e) (tst[e] == T_DONE && (pub[e] || skipped[e] || (held[ORD(e)] && hquar[ORD(e)] && key[e] >= hfrom[ORD(e)])))
+#define PSETTLED_ALL true
+#endif
+#if EVENTS == 2
+ltl settle { <> [] (SETTLED(0) && SETTLED(1) && PSETTLED_ALL) }
+#else
+ltl settle { <> [] (SETTLED(0) && SETTLED(1) && SETTLED(2) && PSETTLED_ALL) }
 #endif
 
 #ifdef LIVENESS
@@ -829,6 +1062,13 @@ init {
 		run Operator();
 #ifdef RETENTION
 		run Retention();
+#endif
+#ifdef SWITCH
+		pw[0] = 1; pseq[0] = 1; pquar[0] = QUAR0;
+		pw[1] = 1; pseq[1] = 2;
+		lastseq[0] = 2;
+		run Sweeper();
+		run Switch();
 #endif
 #ifdef LIVENESS
 		run Idle()

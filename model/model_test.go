@@ -112,8 +112,23 @@ var modelChecks = []check{
 	// position) retiring while the operator replays the order.
 	{name: "log/safety/retention-tail-1reader-1order-2events-1op-unrelated", file: "log.pml", hash: 22,
 		defs: []string{"-DRETENTION", "-DRANGE_LO=2", "-DRANGE_END=3", "-DREADERS=1", "-DORDERS=1", "-DEVENTS=2", "-DMAX_OPS=1", "-DUNRELATED=1"}},
+	// The sink refuses an event for good (REFUSED): quarantined, its
+	// order's later event held behind it, by the classic relay and by the
+	// pipelined one.
+	{name: "liveness/2relays-1order-2events-refused-1fault-1op", file: "relay.pml", hash: 23, live: true,
+		defs: []string{"-DLIVENESS", "-DREFUSED=0", "-DORDERS=1", "-DEPO=2", "-DMAX_FAULTS=1", "-DMAX_OPS=1"}},
+	{name: "pipeline/liveness/1order-2events-refused-1fault", file: "relay.pml", hash: 23, live: true, nfair: 4,
+		defs: []string{"-DPIPELINE", "-DLIVENESS", "-DREFUSED=0", "-DORDERS=1", "-DEPO=2", "-DMAX_FAULTS=1", "-DMAX_OPS=0"}},
 	{name: "log/liveness/1reader-2orders-2events-poison-1fault-1op", file: "log.pml", hash: 22, live: true,
 		defs: []string{"-DLIVENESS", "-DPOISON=1", "-DREADERS=1", "-DORDERS=2", "-DEVENTS=2", "-DMAX_FAULTS=1", "-DMAX_OPS=1", "-DUNRELATED=0"}},
+	// The sink refuses an event for good (REFUSED: larger than it takes, or
+	// a publish that always runs out of time while the sink answers the
+	// others): its order goes to a quarantined hold, the partition's other
+	// order flows on.
+	{name: "log/liveness/1reader-2orders-2events-refused-1fault-1op", file: "log.pml", hash: 22, live: true,
+		defs: []string{"-DLIVENESS", "-DREFUSED=0", "-DREADERS=1", "-DORDERS=2", "-DEVENTS=2", "-DMAX_FAULTS=1", "-DMAX_OPS=1", "-DUNRELATED=0"}},
+	{name: "log/safety/2readers-2orders-2events-refused-1op", file: "log.pml", hash: 22, heavy: true,
+		defs: []string{"-DREFUSED=0", "-DREADERS=2", "-DORDERS=2", "-DEVENTS=2", "-DMAX_OPS=1", "-DUNRELATED=0"}},
 	// A live reader gives the partition back and takes it again later
 	// (RELEASES: a relay over its share, log_share.go), beside another
 	// reader, and beside the operator's holds.
@@ -121,6 +136,23 @@ var modelChecks = []check{
 		defs: []string{"-DREADERS=2", "-DORDERS=2", "-DEVENTS=2", "-DMAX_OPS=0", "-DUNRELATED=0", "-DRELEASES=1"}},
 	{name: "log/safety/1reader-1order-2events-2ops-unrelated-2releases", file: "log.pml", hash: 22,
 		defs: []string{"-DREADERS=1", "-DORDERS=1", "-DEVENTS=2", "-DMAX_OPS=2", "-DUNRELATED=1", "-DRELEASES=2"}},
+	// A database switching from outbox_events to the log (SWITCH): order 0
+	// has two events in outbox_events, the first quarantined (QUAR0=0:
+	// not), its log events after them, and a producer on poll may write a
+	// third to outbox_events at any time; the poll relay runs beside the
+	// log's reader, which starts after the drain.
+	{name: "switch/safety/2readers-2orders-2events-1op", file: "log.pml", hash: 25, heavy: true,
+		defs: []string{"-DSWITCH", "-DREADERS=2", "-DORDERS=2", "-DEVENTS=2", "-DMAX_OPS=1", "-DUNRELATED=0"}},
+	{name: "switch/safety/1reader-1order-3events-1op-noquarantine", file: "log.pml", hash: 25, heavy: true,
+		defs: []string{"-DSWITCH", "-DQUAR0=0", "-DREADERS=1", "-DORDERS=1", "-DEVENTS=3", "-DMAX_OPS=1", "-DUNRELATED=0"}},
+	{name: "switch/safety/1reader-2orders-2events-1op", file: "log.pml", hash: 22,
+		defs: []string{"-DSWITCH", "-DREADERS=1", "-DORDERS=2", "-DEVENTS=2", "-DMAX_OPS=1", "-DUNRELATED=0"}},
+	{name: "switch/safety/1reader-1order-2events-1op-noquarantine", file: "log.pml", hash: 22,
+		defs: []string{"-DSWITCH", "-DQUAR0=0", "-DREADERS=1", "-DORDERS=1", "-DEVENTS=2", "-DMAX_OPS=1", "-DUNRELATED=0"}},
+	{name: "switch/safety/1reader-2orders-2events-0ops-noquarantine-unrelated", file: "log.pml", hash: 22,
+		defs: []string{"-DSWITCH", "-DQUAR0=0", "-DREADERS=1", "-DORDERS=2", "-DEVENTS=2", "-DMAX_OPS=0", "-DUNRELATED=1"}},
+	{name: "switch/liveness/1reader-2orders-2events-1fault-1op", file: "log.pml", hash: 22, live: true,
+		defs: []string{"-DSWITCH", "-DLIVENESS", "-DREADERS=1", "-DORDERS=2", "-DEVENTS=2", "-DMAX_FAULTS=1", "-DMAX_OPS=1", "-DUNRELATED=0"}},
 }
 
 // The properties, as the models name them in the comment above each assert.

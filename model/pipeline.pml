@@ -261,18 +261,24 @@ end_worker:
 		:: FAULT_OK -> FAULT;
 			printf("relay 1: Publish %d.%d failed: the sink's fault (unreachable)\n", EV(pl_e[k]));
 			pl_k[k] = K_SINK
-		:: true ->
+		:: OWN_ERR(pl_e[k]) ->
 			printf("relay 1: Publish %d.%d failed: an error of its own\n", EV(pl_e[k]));
 			pl_k[k] = K_FAIL
-		:: !WF(pl_e[k]) ->
+		:: !WF(pl_e[k]) && OWN_ERR(pl_e[k]) ->
 			printf("relay 1: Publish %d.%d failed (permanent)\n", EV(pl_e[k]));
 			pl_k[k] = K_PERM
+#ifdef REFUSAL_AS_SINK_FAULT
+		:: REFUSES(pl_e[k]) ->
+			/* mutant: the refusal taken for the sink's fault */
+			printf("relay 1: Publish %d.%d refused for good, taken for the sink's fault\n", EV(pl_e[k]));
+			pl_k[k] = K_SINK
+#endif
 		:: pl_rep[k] && retention ->
 			printf("relay 1: replay of %d.%d older than the horizon: acknowledged without a start\n", EV(pl_e[k]));
 			delivered[pl_e[k]] = 1; pl_k[k] = K_ACK
-		:: !(pl_rep[k] && retention && !WF(pl_e[k])) ->
+		:: !(pl_rep[k] && retention && !WF(pl_e[k])) && !REFUSES(pl_e[k]) ->
 			temporal_start(pl_e[k], pl_rep[k]); pl_k[k] = K_ACK
-		:: !(pl_rep[k] && retention && !WF(pl_e[k])) && FAULT_OK -> FAULT;
+		:: !(pl_rep[k] && retention && !WF(pl_e[k])) && !REFUSES(pl_e[k]) && FAULT_OK -> FAULT;
 			temporal_start(pl_e[k], pl_rep[k]);
 			printf("relay 1: ... but the answer to %d.%d was lost (DeadlineExceeded: the sink's fault)\n", EV(pl_e[k]));
 			pl_k[k] = K_SINK

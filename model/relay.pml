@@ -145,6 +145,29 @@ byte faults;         /* crashes, stalls and live-lease expiries so far */
 #error "the signal route (-DSIGNAL) is modelled with the classic relay only"
 #endif
 
+/* REFUSED: the event the sink refuses for good, at every publish (a payload
+ * over its size limit; a publish that always runs out of time while the
+ * sink answers the others). It is never started. RULE the refusal is the
+ * event's own fault (temporalpub's tooLarge, fault.go's errOverdue): its
+ * attempts count, and it is quarantined (at once when permanent). Unlike
+ * the sink's faults it is not bounded by MAX_FAULTS: it is the event's
+ * answer, every time. Mutant REFUSAL_AS_SINK_FAULT takes it for the sink's
+ * fault: no attempt counted, claimed and given back for ever. */
+#ifdef REFUSED
+#if defined(SIGNAL) || defined(CDC)
+#error "REFUSED is modelled with the classic and the pipelined relay"
+#endif
+#define REFUSES(e) ((e) == REFUSED)
+#else
+#define REFUSES(e) false
+#endif
+/* an outcome of the event's own for e (the mutant takes none for REFUSED) */
+#ifdef REFUSAL_AS_SINK_FAULT
+#define OWN_ERR(e) !REFUSES(e)
+#else
+#define OWN_ERR(e) true
+#endif
+
 #ifdef PIPELINE
 /* The pipelined relay (pipeline.pml): relay 1 runs Pipe, its workers and
  * its bookkeeper; its claims live in NSLOT slots (its open set). */
@@ -485,13 +508,14 @@ publishing:
 			 * it goes there and shares R7's states. */
 			printf("relay %d: Publish %d.%d failed (unreachable: the sink's fault)\n", r, EV(e));
 			goto stalled
-		:: true ->
+		:: OWN_ERR(e) ->
 			/* the event's own transient error (one that is no service
-			 * error, e.g. a payload the data converter cannot encode),
-			 * nothing started: its attempts count */
+			 * error, e.g. a payload the data converter cannot encode; a
+			 * publish that ran out of time while the sink acknowledged
+			 * others), nothing started: its attempts count */
 			printf("relay %d: Publish %d.%d failed (the event's own, transient)\n", r, EV(e));
 			perm = 0; goto failed
-		:: !WF(e) ->
+		:: !WF(e) && OWN_ERR(e) ->
 			/* no route or an invalid payload, and no workflow of this ID
 			 * (permanentUnlessStarted): a permanent error */
 			printf("relay %d: Publish %d.%d failed (permanent)\n", r, EV(e));
@@ -548,9 +572,16 @@ publishing:
 			perm = 1; goto failed
 #endif
 #else
-		:: !(rep && retention && !WF(e)) ->
+		:: !(rep && retention && !WF(e)) && !REFUSES(e) ->
 			temporal_start(e, rep); goto acked
-		:: !(rep && retention && !WF(e)) && FAULT_OK -> FAULT;
+#ifdef REFUSAL_AS_SINK_FAULT
+		:: REFUSES(e) ->
+			/* mutant: the refusal taken for the sink's fault (no attempt
+			 * counted: RelaySinkRelease, R7's step) */
+			printf("relay %d: Publish %d.%d refused for good, taken for the sink's fault\n", r, EV(e));
+			goto stalled
+#endif
+		:: !(rep && retention && !WF(e)) && !REFUSES(e) && FAULT_OK -> FAULT;
 			/* started, but the answer lost (DeadlineExceeded, a cut
 			 * connection): the sink's fault too */
 			temporal_start(e, rep);

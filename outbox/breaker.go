@@ -4,8 +4,10 @@ import (
 	"context"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -24,7 +26,14 @@ type breaker struct {
 	owner     string
 	up        prometheus.Gauge
 
-	mu       sync.Mutex
+	// acks counts the sink's acknowledgements: the evidence that it
+	// answers, for judge (fault.go).
+	acks atomic.Int64
+
+	mu sync.Mutex
+	// overdue are the events whose last publish ran out of time while the
+	// sink answered others (judge, fault.go).
+	overdue  map[uuid.UUID]bool
 	open     bool
 	faults   int // sink faults in a row
 	openedAt time.Time
@@ -39,6 +48,7 @@ func newBreaker(cfg *RelayConfig, up prometheus.Gauge) *breaker {
 		logger:    cfg.Logger,
 		owner:     cfg.Owner,
 		up:        up,
+		overdue:   map[uuid.UUID]bool{},
 	}
 }
 

@@ -12,9 +12,10 @@
 -- restart, or one the backfill took), 'sweeper' when the polling path owns
 -- it (quarantined, retried, under a lease, replayed, or not yet available),
 -- else 'stream'. blockers are the event's unpublished, unskipped
--- predecessors (the lane rule's outbox_unpublished_predecessors): the stream
--- publishes an event only when it holds every one of them itself, and hands
--- the event to the sweeper otherwise. An event cleanup already deleted is
+-- predecessors (the lane rule's outbox_unpublished_predecessors, and those
+-- in the log, outbox_unpublished_log_predecessors, which the stream never
+-- holds): the stream publishes an event only when it holds every one of
+-- them itself, and hands the event to the sweeper otherwise. An event cleanup already deleted is
 -- not returned.
 SELECT e.event_id, e.aggregate_type, e.aggregate_id, e.aggregate_sequence,
        e.event_type, e.schema_version, e.payload, e.occurred_at,
@@ -27,6 +28,9 @@ SELECT e.event_id, e.aggregate_type, e.aggregate_id, e.aggregate_sequence,
             ELSE 'stream' END AS verdict,
        ARRAY(SELECT p.event_id
              FROM outbox_unpublished_predecessors(e.aggregate_type, e.aggregate_id, e.aggregate_sequence) p
+             UNION ALL
+             SELECT q.event_id
+             FROM outbox_unpublished_log_predecessors(e.aggregate_type, e.aggregate_id, e.aggregate_sequence) q
             )::uuid[] AS blockers
 FROM outbox_events e
 WHERE e.event_id = ANY(@event_ids::uuid[]);

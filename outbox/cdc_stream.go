@@ -594,8 +594,10 @@ func (s *stream) work(ctx, bk context.Context) {
 			s.handBack(bk, append([]*cdcEvent{e}, s.lanes.broken(e)...))
 			continue
 		}
+		w := sink.watch(deadline)
 		pctx, cancel := context.WithDeadline(withCall(bk, call), deadline)
 		err := s.publishOne(pctx, e)
+		err = w.judge(err, e.ID, pctx.Err() != nil, call)
 		cancel()
 		f := classify(err)
 		pace.done(f, err == nil, call)

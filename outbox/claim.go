@@ -148,6 +148,6 @@ func claimArgs(owner string, cfg *RelayConfig) relaysql.ClaimArgs {
 
 func (c claimRow) claimed() claimed {
 	e := c.event()
-	e.Replay = c.Replay
+	e.Replay, e.Skipped = c.Replay, c.Skipped
 	return claimed{Event: e, attempt: c.AttemptCount, tookOver: c.TookOver}
 }

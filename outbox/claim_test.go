@@ -60,14 +60,25 @@ func TestClaimSkipsUnavailableQuarantinedAndSkipped(t *testing.T) {
 	require.NoError(t, err)
 	_, err = b.pool.Exec(ctx, `UPDATE outbox_events SET quarantined_at = now() WHERE event_id = $1`, poisoned[0].ID)
 	require.NoError(t, err)
-	// An operator skip (outboxctl skip) lets the aggregate's later events flow.
+	// An operator skip (outboxctl skip) lets the aggregate's later events
+	// flow once its tombstone is out: the skipped event is claimed first, as
+	// a tombstone (Event.Skipped), and its mark frees its successor.
 	_, err = b.pool.Exec(ctx, `UPDATE outbox_events SET quarantined_at = now(), skipped_at = now(), skipped_by = 'ops', skip_reason = 'test' WHERE event_id = $1`, skipped[0].ID)
 	require.NoError(t, err)
 
-	got, _, err := b.newRelay(t, outbox.RelayConfig{}).ClaimForTest(ctx)
+	r := b.newRelay(t, outbox.RelayConfig{})
+	got, _, err := r.ClaimForTest(ctx)
 	require.NoError(t, err)
-	require.Equal(t, []uuid.UUID{skipped[1].ID}, ids(got),
-		"not before available_at; a quarantined event holds back its aggregate; a skipped one does not")
+	require.Equal(t, []uuid.UUID{skipped[0].ID}, ids(got),
+		"not before available_at; a quarantined event holds back its aggregate; a skipped one is claimed for its tombstone")
+	require.True(t, got[0].Skipped)
+	require.Empty(t, claimIDs(t, r), "the successor waits for the tombstone")
+	markOne(t, r, skipped[0].ID)
+	require.Nil(t, readRow(t, b.pool, skipped[0].ID).PublishedAt, "a skipped event is never published, its tombstone is")
+	got, _, err = r.ClaimForTest(ctx)
+	require.NoError(t, err)
+	require.Equal(t, []uuid.UUID{skipped[1].ID}, ids(got), "the skip's successor follows its tombstone")
+	require.False(t, got[0].Skipped)
 }
 
 // TestLeaseFencing: relay A claims, its lease expires, relay B takes the event

@@ -26,18 +26,22 @@ import (
 // There is deliberately no form of Enqueue that opens its own transaction: an
 // event written outside the business change it describes is exactly the dual
 // write the outbox exists to prevent.
+//
+// A payload larger than [MaxPayloadBytesDefault] is refused with
+// [ErrPayloadTooLarge] before anything is sent (an [Enqueuer] sets its own
+// limit).
 func Enqueue(ctx context.Context, tx pgx.Tx, events ...Event) ([]Event, error) {
-	return enqueueTo(ctx, tx, qEnqueueAggregate, events)
+	return enqueueTo(ctx, tx, qEnqueueAggregate, MaxPayloadBytesDefault, events)
 }
 
 // enqueueTo is Enqueue through stmt, EnqueueAggregate (outbox_events) or
-// EnqueueLogAggregate (outbox_log).
-func enqueueTo(ctx context.Context, tx pgx.Tx, stmt enqueueStmt, events []Event) ([]Event, error) {
+// EnqueueLogAggregate (outbox_log), refusing payloads over maxPayload bytes.
+func enqueueTo(ctx context.Context, tx pgx.Tx, stmt enqueueStmt, maxPayload int, events []Event) ([]Event, error) {
 	if len(events) == 0 {
 		return nil, nil
 	}
 	b := &pgx.Batch{}
-	q, err := enqueueBatchTo(b, stmt, events)
+	q, err := enqueueBatchTo(b, stmt, maxPayload, events)
 	if err != nil {
 		return nil, err
 	}
@@ -72,18 +76,21 @@ func (q *Queued) Events() ([]Event, error) {
 // and queues their statements onto b, which the caller sends inside its own
 // transaction together with its business statements, so the outbox costs no
 // extra round trip. The batch must be sent with tx.SendBatch of the business
-// transaction; the events are known once its results are closed.
+// transaction; the events are known once its results are closed. An event
+// it refuses (invalid, or its payload over [MaxPayloadBytesDefault]: see
+// [ErrPayloadTooLarge]) queues nothing onto b.
 func EnqueueBatch(b *pgx.Batch, events ...Event) (*Queued, error) {
-	return enqueueBatchTo(b, qEnqueueAggregate, events)
+	return enqueueBatchTo(b, qEnqueueAggregate, MaxPayloadBytesDefault, events)
 }
 
 // enqueueStmt is the statement that writes one aggregate's events.
 type enqueueStmt = namedsql.Stmt[enqueueAggregateArgs, enqueuedRow]
 
-// enqueueBatchTo is EnqueueBatch through stmt.
-func enqueueBatchTo(b *pgx.Batch, stmt enqueueStmt, events []Event) (*Queued, error) {
+// enqueueBatchTo is EnqueueBatch through stmt, refusing payloads over
+// maxPayload bytes.
+func enqueueBatchTo(b *pgx.Batch, stmt enqueueStmt, maxPayload int, events []Event) (*Queued, error) {
 	out := slices.Clone(events)
-	lanes, err := prepare(out)
+	lanes, err := prepare(out, maxPayload)
 	if err != nil {
 		return nil, err
 	}
@@ -138,15 +145,21 @@ type enqueueLane struct {
 	idx            []int
 }
 
-// prepare validates events, assigns missing IDs, and groups them into lanes
-// sorted by aggregate, the order in which the aggregates are locked.
-func prepare(events []Event) ([]*enqueueLane, error) {
+// prepare validates events (payloads up to maxPayload bytes), assigns
+// missing IDs, and groups them into lanes sorted by aggregate, the order in
+// which the aggregates are locked.
+func prepare(events []Event, maxPayload int) ([]*enqueueLane, error) {
 	var lanes []*enqueueLane
 	byKey := map[[2]string]*enqueueLane{}
 	for i := range events {
 		e := &events[i]
 		if err := e.validate(); err != nil {
 			return nil, err
+		}
+		if len(e.Payload) > maxPayload {
+			return nil, fmt.Errorf("%w: %w: event %d of the call (%s of %s %s): its payload is %d bytes, the limit %d bytes "+
+				"(EnqueueConfig.MaxPayloadBytes, default %d: more than any sink takes); nothing was written",
+				ErrInvalidEvent, ErrPayloadTooLarge, i, e.Type, e.AggregateType, e.AggregateID, len(e.Payload), maxPayload, MaxPayloadBytesDefault)
 		}
 		if e.ID == uuid.Nil {
 			id, err := uuid.NewV7()

@@ -173,3 +173,91 @@ func TestEnqueueBatchJoinsTheCallersRoundTrip(t *testing.T) {
 		return nil
 	}))
 }
+
+// payloadOf returns a JSON payload of exactly n bytes.
+func payloadOf(n int) []byte {
+	p := make([]byte, n)
+	for i := range p {
+		p[i] = 'x'
+	}
+	p[0], p[n-1] = '"', '"'
+	return p
+}
+
+// TestEnqueueRefusesAPayloadNoSinkTakes: an event whose payload is over the
+// enqueuer's limit (64 MiB by default: more than any sink takes) is refused
+// with ErrPayloadTooLarge, naming its size and the limit, before anything
+// is sent: nothing of the call is written, to outbox_events or to the
+// log, and the caller's transaction goes on and commits. A payload at the
+// limit (1024 bytes set) is written.
+func TestEnqueueRefusesAPayloadNoSinkTakes(t *testing.T) {
+	t.Parallel()
+	pool, _ := testdb.New(t)
+	ctx := context.Background()
+	const limit = 1024
+	type enqueueFunc func(tx pgx.Tx, events ...outbox.Event) ([]outbox.Event, error)
+	through := func(q *outbox.Enqueuer) enqueueFunc {
+		return func(tx pgx.Tx, events ...outbox.Event) ([]outbox.Event, error) { return q.Enqueue(ctx, tx, events...) }
+	}
+	batched := func(q *outbox.Enqueuer) enqueueFunc {
+		return func(tx pgx.Tx, events ...outbox.Event) ([]outbox.Event, error) {
+			b := &pgx.Batch{}
+			queued, err := q.EnqueueBatch(b, events...)
+			if err != nil {
+				return nil, err
+			}
+			if err := tx.SendBatch(ctx, b).Close(); err != nil {
+				return nil, err
+			}
+			return queued.Events()
+		}
+	}
+	for _, c := range []struct {
+		name    string
+		table   string
+		limit   int
+		enqueue enqueueFunc
+	}{
+		{"Enqueue", "outbox_events", outbox.MaxPayloadBytesDefault, func(tx pgx.Tx, events ...outbox.Event) ([]outbox.Event, error) {
+			return outbox.Enqueue(ctx, tx, events...)
+		}},
+		{"Enqueuer-default", "outbox_events", outbox.MaxPayloadBytesDefault, through(outbox.NewEnqueuer(outbox.EnqueueConfig{}))},
+		{"Enqueuer-log-default", "outbox_log", outbox.MaxPayloadBytesDefault, through(outbox.NewEnqueuer(outbox.EnqueueConfig{Log: true}))},
+		{"Enqueuer", "outbox_events", limit, through(outbox.NewEnqueuer(outbox.EnqueueConfig{MaxPayloadBytes: limit}))},
+		{"Enqueuer-log", "outbox_log", limit, through(outbox.NewEnqueuer(outbox.EnqueueConfig{Log: true, MaxPayloadBytes: limit}))},
+		{"EnqueueBatch", "outbox_events", limit, batched(outbox.NewEnqueuer(outbox.EnqueueConfig{MaxPayloadBytes: limit}))},
+		{"EnqueueBatch-log", "outbox_log", limit, batched(outbox.NewEnqueuer(outbox.EnqueueConfig{Log: true, MaxPayloadBytes: limit}))},
+	} {
+		order := "too-large-" + c.name
+		fits := testdb.Event(t, order, "Fits")
+		fits.Payload = payloadOf(min(c.limit, limit)) // at the limit, or under the default's 64 MiB
+		tooLarge := testdb.Event(t, order, "TooLarge")
+		tooLarge.Payload = payloadOf(c.limit + 1)
+		after := testdb.Event(t, order, "After")
+		var written []outbox.Event
+		require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			_, err := c.enqueue(tx, testdb.Event(t, order, "Before"), tooLarge)
+			require.ErrorIs(t, err, outbox.ErrPayloadTooLarge, c.name)
+			require.ErrorIs(t, err, outbox.ErrInvalidEvent, c.name)
+			require.ErrorContains(t, err, fmt.Sprintf("%d bytes", c.limit+1), "%s: the error names the payload's size", c.name)
+			require.ErrorContains(t, err, fmt.Sprintf("%d", c.limit), "%s: the error names the limit", c.name)
+			require.ErrorContains(t, err, "TooLarge", "%s: the error names the event", c.name)
+			// The transaction is not poisoned: the caller goes on in it.
+			written, err = c.enqueue(tx, fits, after)
+			return err
+		}), c.name)
+		require.Len(t, written, 2)
+		var types []string
+		rows, err := pool.Query(ctx, `SELECT event_type FROM `+c.table+` WHERE aggregate_id = $1 ORDER BY aggregate_sequence`, order)
+		require.NoError(t, err)
+		types, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		require.Equal(t, []string{"Fits", "After"}, types, "%s: nothing of the refused call is written, the rest of the transaction is", c.name)
+		require.EqualValues(t, 1, written[0].Sequence, "%s: the refused call took no sequence", c.name)
+	}
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		_, err := outbox.NewEnqueuer(outbox.EnqueueConfig{MaxPayloadBytes: -1}).Enqueue(ctx, tx, testdb.Event(t, "a", "One"))
+		return err
+	})
+	require.ErrorContains(t, err, "EnqueueConfig.MaxPayloadBytes -1 is negative", "a negative limit is a mistake, said so")
+}

@@ -43,10 +43,38 @@ type Event struct {
 	// (the Temporal publisher lets a failed workflow run again). Ignored by
 	// Enqueue.
 	Replay bool
+	// Skipped is set by the relay on an event an operator skipped
+	// (outboxops.Skip, SkipLogEvent): what is delivered is its tombstone,
+	// in the event's place in its aggregate's lane, and only to a
+	// [SkipPublisher] (never to Publish). Ignored by Enqueue.
+	Skipped bool
 }
 
 // ErrInvalidEvent is wrapped by every validation error of [Enqueue].
 var ErrInvalidEvent = errors.New("outbox: invalid event")
+
+// ErrPayloadTooLarge is wrapped (beside [ErrInvalidEvent]) by an enqueue
+// of an event whose payload is larger than the enqueuer's limit
+// (EnqueueConfig.MaxPayloadBytes, [MaxPayloadBytesDefault] for [Enqueue]):
+// no sink would ever take it, and the relay could only quarantine it. The
+// error names the event, its payload's size and the limit. It is returned
+// before any statement is sent, so nothing is written and the caller's
+// transaction stays usable.
+var ErrPayloadTooLarge = errors.New("outbox: the event's payload is larger than the limit")
+
+// MaxPayloadBytesDefault is the default of EnqueueConfig.MaxPayloadBytes,
+// and the limit of [Enqueue] and [EnqueueBatch]: 64 MiB, the largest
+// payload any sink outflow ships could take, so that the default refuses
+// only what no sink ever would. NATS JetStream (natspub) takes a message
+// up to the server's max_payload, 1 MiB by default and at most 64 MiB
+// however configured (headers included). Temporal (temporalpub) takes far
+// less: a start's input up to the namespace's blob limit
+// (limit.blobSize.error, 2 MiB by default, the envelope and the payload
+// codec's growth included) and no request over its frontend's 4 MiB gRPC
+// message limit; it refuses a larger event for good, and the relay
+// quarantines it. A service that publishes to Temporal only refuses such
+// events at the source with a MaxPayloadBytes under 2 MiB.
+const MaxPayloadBytesDefault = 64 << 20
 
 // NewEvent marshals payload and returns an event ready for [Enqueue].
 func NewEvent(aggregateType, aggregateID, eventType string, schemaVersion int, payload any) (Event, error) {

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync/atomic"
+	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -25,6 +28,29 @@ import (
 //   - A throttle ([ErrThrottled]): the sink refused for load
 //     (ResourceExhausted, a namespace's rate quota). A sink fault that also
 //     slows the relay down ([throttle]).
+//
+// The rule: a sink that is down is never an event's fault; an event the
+// sink can never take is. A refusal for good (an event larger than the sink
+// takes, see temporalpub's and natspub's) is permanent. A publish that runs
+// out of time is the sink's fault unless the sink is proven up for every
+// event but this one: when the same event's publish ran out of time twice
+// in a row on this relay, each time while the sink acknowledged other
+// publishes of the relay (either source, the hold worker's too) in both
+// halves of it, none of its requests throttled, the second and every later
+// such timeout is the event's own ([errOverdue]): an attempt counted,
+// backoff, quarantine after MaxAttempts; on the log source its order goes
+// to a hold and the cursor passes it, instead of a retry for ever that
+// pins the partition. Both halves, and twice: an outage that begins or
+// ends during a publish leaves the other half without acknowledgements, or
+// its next publish. A partial outage that times out only some starts (a
+// Temporal history shard) still costs those events attempts while the rest
+// flows, and quarantines them if it outlasts their whole backoff schedule
+// (half an hour to an hour with the defaults); an operator retries them.
+// The breaker's probe is no proof: it asks the namespace
+// (DescribeNamespace), not the path a start takes. A relay that publishes
+// one event at a time (MaxInFlight 1, poll or cdc) sees no other
+// acknowledgement during a publish, so there a hung publish stays the
+// sink's fault.
 var (
 	// ErrSinkUnavailable marks a publish error that is the sink's fault,
 	// not the event's: the relay gives the attempt back and retries the
@@ -79,14 +105,15 @@ func (f fault) String() string {
 }
 
 // classify says whose fault err is. A publisher's own classification wins
-// (ErrPermanent, ErrThrottled, ErrSinkUnavailable); an error it left
+// (ErrPermanent, ErrThrottled, ErrSinkUnavailable), after the relay's own
+// verdict on a publish that ran out of time (errOverdue); an error it left
 // unclassified is the sink's when it is a context's end (the relay's
 // publish deadline, or its shutdown), a network error or PostgreSQL failing
 // under the publish ([databaseOutage]), else the event's.
 func classify(err error) fault {
 	var netErr net.Error
 	switch {
-	case errors.Is(err, ErrPermanent):
+	case errors.Is(err, ErrPermanent), errors.Is(err, errOverdue):
 		return faultEvent
 	case errors.Is(err, ErrThrottled):
 		return faultThrottle
@@ -98,6 +125,73 @@ func classify(err error) fault {
 		return faultSink
 	}
 	return faultEvent
+}
+
+// errOverdue marks a publish that ran out of time while the sink answered
+// others, twice in a row: the event's fault (see the rule above), an
+// attempt counted.
+var errOverdue = errors.New("outbox: the publish ran out of time again while the sink acknowledged other publishes; the event's own fault, an attempt counted")
+
+// maxOverdue bounds the events the breaker remembers as overdue; beyond it
+// a timeout stays the sink's fault.
+const maxOverdue = 10000
+
+// watch is one publish as judge sees the sink meanwhile: the count of the
+// relay's acknowledgements when it began and at its midpoint.
+type watch struct {
+	b     *breaker
+	begun int64
+	mid   atomic.Int64 // -1 until the midpoint
+	timer *time.Timer
+}
+
+// watch begins watching a publish that must end by deadline; judge ends it.
+func (b *breaker) watch(deadline time.Time) *watch {
+	w := &watch{b: b, begun: b.acks.Load()}
+	w.mid.Store(-1)
+	w.timer = time.AfterFunc(time.Until(deadline)/2, func() { w.mid.Store(b.acks.Load()) })
+	return w
+}
+
+// judge returns the error of event id's publish as the relay books it, and
+// counts an acknowledgement (err nil) as the evidence that the sink
+// answers. A failure that reads as the sink's (classify) but ran out of
+// time (expired: the call's deadline passed, or err says a deadline did),
+// unthrottled (call reported no throttle), while the sink acknowledged
+// other publishes in both halves of it, makes id overdue; the event's next
+// such failure in a row is its own: err wrapped in errOverdue. Any other
+// outcome of id's publish forgets it.
+func (w *watch) judge(err error, id uuid.UUID, expired bool, call *publishCall) error {
+	w.timer.Stop()
+	b := w.b
+	if err == nil {
+		b.acks.Add(1)
+		b.forget(id)
+		return nil
+	}
+	mid := w.mid.Load()
+	throughout := mid > w.begun && b.acks.Load() > mid
+	timedOut := expired || errors.Is(err, context.DeadlineExceeded)
+	if !timedOut || !throughout || call.throttles.Load() > 0 || classify(err) != faultSink {
+		b.forget(id)
+		return err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.overdue[id] {
+		return fmt.Errorf("%w: %w", errOverdue, err)
+	}
+	if len(b.overdue) < maxOverdue {
+		b.overdue[id] = true
+	}
+	return err
+}
+
+// forget drops id from the overdue events.
+func (b *breaker) forget(id uuid.UUID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.overdue, id)
 }
 
 // databaseOutage reports whether err says PostgreSQL could not serve a

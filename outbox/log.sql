@@ -108,9 +108,14 @@ WHERE partition = @partition;
 -- below the gate it stamps, so every row with a gate below xmin has either
 -- committed or never will, and a row committed later gets a key after the
 -- cursor (the model's NO EVENT BEHIND THE CURSOR; mutant log_no_horizon).
-SELECT pos, gate, event_id, aggregate_type, aggregate_id, aggregate_sequence,
-       event_type, schema_version, payload, occurred_at
-FROM outbox_log
+-- waits: an earlier event of the order is unpublished in outbox_events
+-- (a database switching between the poll or cdc source and the log,
+-- migrations/00017): the event goes to a hold that waits for it (mutant
+-- switch_log_ignores_poll).
+SELECT l.pos, l.gate, l.event_id, l.aggregate_type, l.aggregate_id, l.aggregate_sequence,
+       l.event_type, l.schema_version, l.payload, l.occurred_at,
+       EXISTS (SELECT 1 FROM outbox_unpublished_predecessors(l.aggregate_type, l.aggregate_id, l.aggregate_sequence)) AS waits
+FROM outbox_log l
 WHERE partition = @partition
   AND (gate, pos) > (@gate::bigint, @pos::bigint)
   AND gate < pg_snapshot_xmin(pg_current_snapshot())::text::bigint
@@ -217,14 +222,20 @@ HAVING count(*) > 0;
 -- name: LogHoldNext :many
 -- H1: the next unquarantined hold of @partition due now, oldest due first,
 -- with its head: the first event of its order with from <= key <= the
--- cursor (@gate, @pos) that no operator skipped (a replay's hold passes a
--- skip: mutant log_head_of_skipped). No head: the hold caught up with the
--- cursor and is released (LogHoldRelease). Runs after LogFence, whose lock
--- keeps the cursor and the holds still.
+-- cursor (@gate, @pos). No head: the hold caught up with the cursor and is
+-- released (LogHoldRelease). skipped: an operator skipped the head
+-- (outbox_log_skips), whose tombstone is published in its place, never its
+-- payload (mutant log_head_of_skipped); a replay's hold hands it again as
+-- a tombstone, which its consumers passed before. waits: an earlier event
+-- of the order is unpublished in outbox_events (LogBatch's waits): the
+-- head is not published, the hold waits (LogHoldWait). Runs after
+-- LogFence, whose lock keeps the cursor and the holds still.
 SELECT h.aggregate_type, h.aggregate_id, h.from_gate, h.from_pos, h.attempts,
        coalesce((head.gate, head.pos) <= (h.replay_gate, h.replay_pos), false) AS replay,
+       EXISTS (SELECT 1 FROM outbox_log_skips s WHERE s.pos = head.pos) AS skipped,
        head.pos AS head_pos, head.gate AS head_gate, head.event_id, head.aggregate_sequence,
-       head.event_type, head.schema_version, head.payload, head.occurred_at
+       head.event_type, head.schema_version, head.payload, head.occurred_at,
+       coalesce(EXISTS (SELECT 1 FROM outbox_unpublished_predecessors(h.aggregate_type, h.aggregate_id, head.aggregate_sequence)), false) AS waits
 FROM outbox_log_holds h
 LEFT JOIN LATERAL (
     SELECT l.pos, l.gate, l.event_id, l.aggregate_sequence, l.event_type, l.schema_version, l.payload, l.occurred_at
@@ -233,7 +244,6 @@ LEFT JOIN LATERAL (
       AND l.aggregate_id = h.aggregate_id
       AND (l.gate, l.pos) >= (h.from_gate, h.from_pos)
       AND (l.gate, l.pos) <= (@gate::bigint, @pos::bigint)
-      AND NOT EXISTS (SELECT 1 FROM outbox_log_skips s WHERE s.pos = l.pos)
     ORDER BY l.gate, l.pos
     LIMIT 1
 ) head ON true
@@ -251,6 +261,19 @@ UPDATE outbox_log_holds
 SET attempts       = CASE WHEN @quarantine::bool THEN attempts ELSE attempts + 1 END,
     quarantined_at = CASE WHEN @quarantine::bool THEN now() END,
     last_error     = CASE WHEN @quarantine::bool THEN left(@error::text, 1000) ELSE last_error END
+WHERE aggregate_type = @aggregate_type
+  AND aggregate_id = @aggregate_id
+  AND from_gate = @from_gate
+  AND from_pos = @from_pos;
+
+-- name: LogHoldWait :exec
+-- H1 for a head that waits for an earlier event of its order in
+-- outbox_events (LogHoldNext's waits): no attempt, due again after
+-- @delay_ms, @error recorded as the hold's last error (what outboxctl
+-- shows).
+UPDATE outbox_log_holds
+SET available_at = now() + @delay_ms::bigint * interval '1 millisecond',
+    last_error   = left(@error::text, 1000)
 WHERE aggregate_type = @aggregate_type
   AND aggregate_id = @aggregate_id
   AND from_gate = @from_gate
@@ -322,15 +345,18 @@ WHERE aggregate_type = @aggregate_type
 RETURNING partition;
 
 -- name: LogOpSkip :many
--- O2: a quarantined hold's head (its first unskipped event with from <= key
--- <= the cursor (@gate, @pos)) is recorded skipped in outbox_log_skips by
--- @skipped_by for @reason and never published; the hold moves past it, out
--- of quarantine, attempts 0. A replay's head at or behind the cursor the
--- replay saw (replay_gate, replay_pos) is a redelivery of an event
--- delivered before: its skip gives up that redelivery only and records no
--- skip (the event stays published; a later replay delivers it again).
--- Returns the head (NULL: the hold had no head; it only leaves quarantine,
--- and the hold worker releases it) and whether it was a redelivery.
+-- O2: a quarantined hold's head (its first event with from <= key <= the
+-- cursor (@gate, @pos)) is recorded skipped in outbox_log_skips by @skipped_by
+-- for @reason and never published; the hold leaves quarantine, attempts 0,
+-- and stays at it: its worker publishes the head's tombstone (LogHoldNext's
+-- skipped) and then moves past it, so the tombstone comes before the
+-- order's later events. A replay's head at or behind the cursor the replay
+-- saw (replay_gate, replay_pos) is a redelivery of an event delivered
+-- before: its skip gives up that redelivery only, records no skip (the
+-- event stays published, its consumers had it: no tombstone; a later
+-- replay delivers it again) and moves the hold past it. Returns the head
+-- (NULL: the hold had no head; it only leaves quarantine, and the hold
+-- worker releases it) and whether it was a redelivery.
 WITH h AS (
     SELECT aggregate_type, aggregate_id, from_gate, from_pos, replay_gate, replay_pos
     FROM outbox_log_holds
@@ -345,7 +371,6 @@ WITH h AS (
       AND l.aggregate_id = h.aggregate_id
       AND (l.gate, l.pos) >= (h.from_gate, h.from_pos)
       AND (l.gate, l.pos) <= (@gate::bigint, @pos::bigint)
-      AND NOT EXISTS (SELECT 1 FROM outbox_log_skips s WHERE s.pos = l.pos)
     ORDER BY l.gate, l.pos
     LIMIT 1
 ), rec AS (
@@ -354,8 +379,8 @@ WITH h AS (
     RETURNING event_id
 )
 UPDATE outbox_log_holds o
-SET from_gate      = coalesce(head.gate, o.from_gate),
-    from_pos       = coalesce(head.pos + 1, o.from_pos),
+SET from_gate      = CASE WHEN head.redelivery THEN head.gate ELSE o.from_gate END,
+    from_pos       = CASE WHEN head.redelivery THEN head.pos + 1 ELSE o.from_pos END,
     quarantined_at = NULL,
     attempts       = 0,
     available_at   = now()
@@ -392,8 +417,8 @@ SELECT EXISTS (
 -- what the model found, 2: a replay of an event the cursor has not passed
 -- yet would otherwise leave an earlier event of the order behind a hold
 -- that does not own it), attempts 0; its events up to the cursor are
--- delivered again as replays, but for those an operator skipped. No row:
--- no such event.
+-- delivered again as replays, those an operator skipped as their
+-- tombstones only (LogHoldNext's skipped). No row: no such event.
 INSERT INTO outbox_log_holds (aggregate_type, aggregate_id, partition, from_gate, from_pos, attempts,
                               replay_gate, replay_pos)
 SELECT l.aggregate_type, l.aggregate_id, l.partition,
@@ -492,8 +517,7 @@ ORDER BY c.partition;
 -- contains @error_contains ignoring case (any when ''), of aggregate type
 -- @aggregate_type (any when ''), oldest quarantine first, each with its
 -- head (the event the hold worker publishes next, the one a skip gives up:
--- its first unskipped event with from <= key <= the cursor; NULL: none
--- left).
+-- its first event with from <= key <= the cursor; NULL: none left).
 SELECT h.aggregate_type, h.aggregate_id, h.partition, h.attempts, coalesce(h.last_error, '') AS last_error,
        h.quarantined_at, h.replay_gate IS NOT NULL AS replay,
        head.event_id, head.aggregate_sequence, head.event_type, head.occurred_at
@@ -506,7 +530,6 @@ LEFT JOIN LATERAL (
       AND l.aggregate_id = h.aggregate_id
       AND (l.gate, l.pos) >= (h.from_gate, h.from_pos)
       AND (l.gate, l.pos) <= (c.gate, c.pos)
-      AND NOT EXISTS (SELECT 1 FROM outbox_log_skips s WHERE s.pos = l.pos)
     ORDER BY l.gate, l.pos
     LIMIT 1
 ) head ON true
@@ -523,11 +546,11 @@ ORDER BY h.quarantined_at, h.aggregate_type, h.aggregate_id;
 -- @aggregate_type/@aggregate_id (through outbox_log_lane_idx), in key
 -- order. passed: the partition's cursor is at or after it; held: its
 -- order's hold owns it (key >= the hold's from); head: it is the event the
--- hold publishes next (its first unskipped one up to the cursor);
--- redelivery: the hold is a replay's and it is at or behind the cursor the
--- replay saw (delivered before); retiring: a range retention is dropping
--- (or dropped) ends after its position, so a replay from it is refused
--- (its order's later events may be in that range).
+-- hold publishes next (its first one up to the cursor; of a skipped one,
+-- its tombstone); redelivery: the hold is a replay's and it is at or behind
+-- the cursor the replay saw (delivered before); retiring: a range
+-- retention is dropping (or dropped) ends after its position, so a replay
+-- from it is refused (its order's later events may be in that range).
 SELECT l.event_id, l.pos, l.gate, l.partition, l.aggregate_type, l.aggregate_id, l.aggregate_sequence,
        l.event_type, l.schema_version, l.occurred_at,
        (l.gate, l.pos) <= (c.gate, c.pos) AS passed,
@@ -549,7 +572,6 @@ LEFT JOIN LATERAL (
       AND f.aggregate_id = h.aggregate_id
       AND (f.gate, f.pos) >= (h.from_gate, h.from_pos)
       AND (f.gate, f.pos) <= (c.gate, c.pos)
-      AND NOT EXISTS (SELECT 1 FROM outbox_log_skips s WHERE s.pos = f.pos)
     ORDER BY f.gate, f.pos
     LIMIT 1
 ) head ON true

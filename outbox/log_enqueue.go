@@ -50,6 +50,15 @@ type EnqueueConfig struct {
 	// published after its later one in the log: [LogSwitch] does that
 	// before its log reader starts.
 	Log bool
+	// MaxPayloadBytes is the largest payload (Event.Payload, in bytes, as
+	// given) the enqueuer writes; an event with a larger one is refused
+	// with [ErrPayloadTooLarge] and nothing of the call is written.
+	// Optional: defaulted to [MaxPayloadBytesDefault] (64 MiB), the most
+	// that any sink outflow ships could ever take. Set it to what your
+	// sink takes to refuse at the source what the relay would otherwise
+	// quarantine (see MaxPayloadBytesDefault). Negative is a mistake:
+	// every enqueue fails, saying so.
+	MaxPayloadBytes int
 }
 
 // Enqueuer writes events inside the caller's transaction, like [Enqueue],
@@ -69,12 +78,32 @@ func (q *Enqueuer) Config() EnqueueConfig { return q.cfg }
 // position, and the order's outbox_sequences row is the lane lock as
 // before.
 func (q *Enqueuer) Enqueue(ctx context.Context, tx pgx.Tx, events ...Event) ([]Event, error) {
-	return enqueueTo(ctx, tx, q.stmt(), events)
+	limit, err := q.maxPayload()
+	if err != nil {
+		return nil, err
+	}
+	return enqueueTo(ctx, tx, q.stmt(), limit, events)
 }
 
 // EnqueueBatch is [EnqueueBatch] to the enqueuer's table.
 func (q *Enqueuer) EnqueueBatch(b *pgx.Batch, events ...Event) (*Queued, error) {
-	return enqueueBatchTo(b, q.stmt(), events)
+	limit, err := q.maxPayload()
+	if err != nil {
+		return nil, err
+	}
+	return enqueueBatchTo(b, q.stmt(), limit, events)
+}
+
+// maxPayload is the enqueuer's payload limit: MaxPayloadBytes, defaulted.
+func (q *Enqueuer) maxPayload() (int, error) {
+	switch {
+	case q == nil || q.cfg.MaxPayloadBytes == 0:
+		return MaxPayloadBytesDefault, nil
+	case q.cfg.MaxPayloadBytes < 0:
+		return 0, fmt.Errorf("outbox: EnqueueConfig.MaxPayloadBytes %d is negative; use 0 for the default (%d bytes) or the largest payload your sink takes",
+			q.cfg.MaxPayloadBytes, MaxPayloadBytesDefault)
+	}
+	return q.cfg.MaxPayloadBytes, nil
 }
 
 func (q *Enqueuer) stmt() enqueueStmt {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -100,13 +101,21 @@ func (r *LogRelay) holdStep(ctx context.Context, p *logPartition) (bool, error) 
 			// cursor, checked under the cursor's lock.
 			_, err = qLogHoldRelease.One(tctx, tx, key)
 			return err
+		case h.Waits:
+			// An earlier event of the order is unpublished in
+			// outbox_events: no attempt, look again after a poll interval.
+			_, err = qLogHoldWait.Exec(tctx, tx, logHoldWaitArgs{
+				AggregateType: h.AggregateType, AggregateID: h.AggregateID, FromGate: h.FromGate, FromPos: h.FromPos,
+				DelayMS: r.cfg.PollInterval.Milliseconds(), Error: errLogWaits,
+			})
+			return err
 		case !p.mayPublish(aggregateKey{h.AggregateType, h.AggregateID}):
 			// The reader's batch in flight may publish this order: wait
 			// for its advance (it wakes this worker).
 			waiting = true
 			p.holdWaiting.Store(true)
 			return nil
-		case h.Attempts >= r.cfg.MaxAttempts:
+		case h.Attempts >= r.cfg.MaxAttempts && !h.Skipped: // a tombstone is never quarantined
 			_, err = qLogHoldAttempt.Exec(tctx, tx, logHoldAttemptArgs{
 				AggregateType: h.AggregateType, AggregateID: h.AggregateID, FromGate: h.FromGate, FromPos: h.FromPos,
 				Quarantine: true,
@@ -132,9 +141,12 @@ func (r *LogRelay) holdStep(ctx context.Context, p *logPartition) (bool, error) 
 	}
 	attrs := []any{"owner", r.cfg.Owner, "partition", p.id, "aggregate_type", h.AggregateType, "aggregate_id", h.AggregateID}
 	if !publish {
-		if h.EventID == nil {
+		switch {
+		case h.Waits:
+			// Said once, when the reader made the hold.
+		case h.EventID == nil:
 			r.cfg.Logger.Info("outbox log relay: a hold caught up with the cursor: released, its order flows again", attrs...)
-		} else {
+		default:
 			r.cfg.Logger.Error("outbox log relay: a held event used its attempts: quarantined; its order waits for an operator (retry or skip)",
 				append(attrs, "event_id", *h.EventID, "attempts", h.Attempts)...)
 		}
@@ -153,12 +165,18 @@ func (r *LogRelay) holdPublish(ctx, bk context.Context, p *logPartition, h logHo
 	}}
 	l := lease{deadline: time.Unix(0, p.leaseEnd.Load())}
 	e := row.event()
-	e.Replay = h.Replay // delivered before: an operator's replay
+	e.Replay = h.Replay   // delivered before: an operator's replay
+	e.Skipped = h.Skipped // an operator's skip: its tombstone
 	o := r.attemptLog(ctx, bk, l, e)
 	attempt := h.Attempts + 1
 	a := logHoldOutcomeArgs{
 		AggregateType: h.AggregateType, AggregateID: h.AggregateID, FromGate: h.FromGate, FromPos: h.FromPos,
 		HeadGate: row.Gate, HeadPos: row.Pos, MaxAttempts: r.cfg.MaxAttempts,
+	}
+	if h.Skipped {
+		// A tombstone is retried after its backoff however it fails, never
+		// quarantined: the event is given up already (SkipPublisher).
+		a.MaxAttempts = math.MaxInt32
 	}
 	switch {
 	case o.skipped:
@@ -172,7 +190,7 @@ func (r *LogRelay) holdPublish(ctx, bk context.Context, p *logPartition, h logHo
 		r.base.metrics.publishErrors[f].Inc()
 		a.Error = truncate(o.err.Error(), 1000)
 		if f == faultEvent {
-			a.Outcome, a.Permanent = "failed", errors.Is(o.err, ErrPermanent)
+			a.Outcome, a.Permanent = "failed", errors.Is(o.err, ErrPermanent) && !h.Skipped
 			a.DelayMS = r.base.backoff.Delay(attempt).Milliseconds()
 		} else {
 			if f == faultSink {

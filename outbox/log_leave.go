@@ -23,18 +23,26 @@ type Runner interface {
 // the log before (OUTFLOW_RELAY_SOURCE=log, switched back): the reverse of
 // [LogSwitch]. When the log holds events no relay published, a [LogRelay]
 // publishes them first, and main (the [Relay] or [CDCRelay] of
-// outbox_events) starts only once none is left, so an order whose earlier
-// events are in the log and later ones in outbox_events stays in sequence.
-// A quarantined hold does not hold the switch back (an operator may take
-// days): it is named in an error line, and its order's later events in
-// outbox_events are published before it.
+// outbox_events) starts only once none is left that it can publish.
+// Whatever runs when, the lane rule across both tables (migrations/00017)
+// keeps an order whose earlier events are in the log and later ones in
+// outbox_events in sequence: main does not publish an event while an
+// earlier event of its order is unpublished in the log, nor the log relay
+// a log event while an earlier one is unpublished in outbox_events. A
+// quarantined hold does not hold the switch back (an operator may take
+// days): it is named in an error line, and its order waits for it in both
+// tables; nor does a hold that waits for an event of outbox_events, which
+// main publishes.
 //
 // The log relay then keeps running beside main, as a sweeper, so an event
-// written to the log afterwards (a producer left on the log) or a hold an
-// operator retries is published, never stranded; a late event is logged as
-// an error naming its order. A database whose log was never written (no
-// event in it, no cursor moved) runs main alone: a poll or cdc source pays
-// nothing for the log.
+// written to the log afterwards (a producer not switched back yet) or a
+// hold an operator retries is published, never stranded; a late event is
+// logged as a warning naming its order. A database whose log was never
+// written (no event in it, no cursor moved) runs main alone, and looks
+// every LogSwitchCheckInterval whether the log has been written since (one
+// small query): an event a producer writes there (OUTFLOW_RELAY_SOURCE=log
+// before its starter) starts the log relay beside main, with an error
+// line, instead of waiting unseen.
 type LogLeave struct {
 	pool *pgxpool.Pool
 	pub  Publisher
@@ -70,10 +78,12 @@ func (s *LogLeave) Owner() string { return s.cfg.Owner }
 // RelayConfig is main's).
 func (s *LogLeave) Config() LogConfig { return s.cfg }
 
-// Run runs main alone when the log was never written; otherwise a log
-// relay, until the log holds nothing unpublished, and then main beside it,
-// until ctx ends or either fails.
+// Run runs main alone while the log was never written, and a log relay
+// beside it once it is; on a database whose log was written, a log relay
+// until the log holds nothing main can publish after it, and then main
+// beside it; until ctx ends or either fails.
 func (s *LogLeave) Run(ctx context.Context) error {
+	start := time.Now()
 	left, err := s.left(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -81,13 +91,26 @@ func (s *LogLeave) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	if !left.Used {
-		return s.main.Run(ctx)
+	newLog := func() (*LogRelay, error) {
+		return NewLogRelay(s.pool, notedPublisher{pub: s.pub, note: s.noteLate}, s.cfg)
 	}
-	log, err := NewLogRelay(s.pool, PublisherFunc(func(ctx context.Context, e Event) error {
-		s.noteLate(e)
-		return s.pub.Publish(ctx, e)
-	}), s.cfg)
+	if !left.Used {
+		return runSwitched(ctx, switchRun{
+			sweeper: "the relay of outbox_events", runSweeper: s.main.Run,
+			drain: s.waitUsed,
+			main:  "the log relay beside outbox_events' relay", runMain: func(ctx context.Context) error {
+				log, err := newLog()
+				if err != nil {
+					return err
+				}
+				return log.Run(ctx)
+			},
+			// Every event of the log was written after this starter found
+			// it unused.
+			switched: func() { s.switchedAt.Store(start.UnixNano()) },
+		})
+	}
+	log, err := newLog()
 	if err != nil {
 		return err
 	}
@@ -99,15 +122,46 @@ func (s *LogLeave) Run(ctx context.Context) error {
 	})
 }
 
-// noteLate logs e as an error when it was written to the log after the
+// waitUsed returns once the log has been written (LogLeaveUsed, every
+// LogSwitchCheckInterval), naming it in an error line, or when ctx ends;
+// mainStopped closes when main stops (an error).
+func (s *LogLeave) waitUsed(ctx context.Context, mainStopped <-chan struct{}) error {
+	for {
+		t := time.NewTimer(LogSwitchCheckInterval)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-mainStopped:
+			t.Stop()
+			return errors.New("outbox: watching the log: the relay of outbox_events stopped")
+		case <-t.C:
+		}
+		used, err := qLogLeaveUsed.One(ctx, s.pool, namedsql.NoArgs{})
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			s.cfg.Logger.Error("log source left: looking whether the log was written failed; retrying", "owner", s.cfg.Owner, "error", err)
+		case used:
+			s.cfg.Logger.Error("log source left: an event was written to the log, which was unused when this starter began; "+
+				"starting a log relay beside outbox_events' relay so that it is published "+
+				"(a producer writes to the log: set OUTFLOW_RELAY_SOURCE alike for the producers and the starters)",
+				"owner", s.cfg.Owner)
+			return nil
+		}
+	}
+}
+
+// noteLate logs e as a warning when it was written to the log after the
 // drain ended: its producer still writes there.
 func (s *LogLeave) noteLate(e Event) {
 	if !lateEvent(&s.switchedAt, e) {
 		return
 	}
-	s.cfg.Logger.Error("log source left: an event was written to the log after this database switched back to outbox_events; "+
-		"publishing it with the log relay, but its order's events in the log and in outbox_events are not kept in sequence with each other "+
-		"(set OUTFLOW_RELAY_SOURCE to this starter's source for the producer that wrote it)",
+	s.cfg.Logger.Warn("log source left: an event was written to the log after this database switched back to outbox_events; "+
+		"publishing it with the log relay, in sequence with its order's events in outbox_events "+
+		"(a producer not switched back yet: set OUTFLOW_RELAY_SOURCE to this starter's source)",
 		"owner", s.cfg.Owner, "event_id", e.ID, "event_type", e.Type, "aggregate_type", e.AggregateType, "aggregate_id", e.AggregateID,
 		"sequence", e.Sequence, "occurred_at", e.OccurredAt)
 }
@@ -117,19 +171,22 @@ type logLeaveLeft struct {
 	Pending     int64 `db:"pending"`
 	Holds       int64 `db:"holds"`
 	Quarantined int64 `db:"quarantined"`
-	Used        bool  `db:"used"`
+	// Behind: holds that wait for an earlier event of their order in
+	// outbox_events, which main publishes after the drain.
+	Behind int64 `db:"behind"`
+	Used   bool  `db:"used"`
 }
 
 func (l logLeaveLeft) unpublished() int64 { return l.Pending + l.Holds }
 
 // drain waits until the log relay (running; stopped closes when it ends)
-// left the log no unpublished event outside a quarantined hold, counting
-// every LogSwitchCheckInterval.
+// left the log no unpublished event outside a quarantined hold or a hold
+// that waits for outbox_events, counting every LogSwitchCheckInterval.
 func (s *LogLeave) drain(ctx context.Context, left logLeaveLeft, stopped <-chan struct{}) error {
 	logger := s.cfg.Logger
 	if left.unpublished() > 0 {
 		logger.Info("log source left: draining the log with the log relay before reading outbox_events",
-			"owner", s.cfg.Owner, "pending", left.Pending, "holds", left.Holds, "quarantined", left.Quarantined)
+			"owner", s.cfg.Owner, "pending", left.Pending, "holds", left.Holds, "quarantined", left.Quarantined, "behind", left.Behind)
 		start := time.Now()
 		var err error
 		left, err = waitDrained(ctx, stopped, left, s.left,
@@ -139,7 +196,7 @@ func (s *LogLeave) drain(ctx context.Context, left logLeaveLeft, stopped <-chan 
 			},
 			func(left logLeaveLeft) {
 				logger.Info("log source left: draining the log", "owner", s.cfg.Owner,
-					"pending", left.Pending, "holds", left.Holds, "quarantined", left.Quarantined, "elapsed", time.Since(start).Round(time.Millisecond))
+					"pending", left.Pending, "holds", left.Holds, "quarantined", left.Quarantined, "behind", left.Behind, "elapsed", time.Since(start).Round(time.Millisecond))
 			})
 		if err != nil {
 			return err
@@ -150,8 +207,8 @@ func (s *LogLeave) drain(ctx context.Context, left logLeaveLeft, stopped <-chan 
 		logger.Info("log source left: the log drained", "owner", s.cfg.Owner, "elapsed", time.Since(start).Round(time.Millisecond))
 	}
 	if left.Quarantined > 0 {
-		logger.Error("log source left: quarantined holds are left in the log; reading outbox_events without them, "+
-			"so their orders' later events there are published before them (outboxctl list --quarantined names them; retry or skip them)",
+		logger.Error("log source left: quarantined holds are left in the log; reading outbox_events without them: "+
+			"their orders' later events, in the log and in outbox_events, wait for them (outboxctl list --quarantined names them; retry or skip them)",
 			"owner", s.cfg.Owner, "quarantined", left.Quarantined)
 	}
 	logger.Info("log source left: reading outbox_events, the log relay beside it", "owner", s.cfg.Owner)
@@ -166,4 +223,7 @@ func (s *LogLeave) left(ctx context.Context) (logLeaveLeft, error) {
 	return l, nil
 }
 
-var qLogLeaveLeft = namedsql.Bind[namedsql.NoArgs, logLeaveLeft](queries, "LogLeaveLeft")
+var (
+	qLogLeaveLeft = namedsql.Bind[namedsql.NoArgs, logLeaveLeft](queries, "LogLeaveLeft")
+	qLogLeaveUsed = namedsql.Bind[namedsql.NoArgs, bool](queries, "LogLeaveUsed")
+)

@@ -97,9 +97,10 @@ func retryLogHold(ctx context.Context, db beginner, aggregateType, aggregateID s
 
 // SkipLogHold records the head of the quarantined hold of
 // aggregateType/aggregateID skipped by skippedBy for reason, so it is never
-// published (a replay of the order passes it), and takes the hold out of
-// quarantine past it (O2): the hold worker goes on with the order's next
-// event, or releases the hold. The head of a replay's hold that was
+// published (a replay of the order hands only its tombstone again), and
+// takes the hold out of quarantine (O2): the hold worker hands the skip's
+// tombstone ([SkipPublisher]) in the event's place, then goes on with the
+// order's next event, or releases the hold. The head of a replay's hold that was
 // delivered before the replay ([LogEventInfo].Redelivery) is not recorded
 // skipped: only its redelivery is given up, and it stays published. It
 // returns the head's ID (uuid.Nil: the hold had no head left).
@@ -213,8 +214,8 @@ func skipLogHold(ctx context.Context, db beginner, aggregateType, aggregateID st
 // no reader advances on a view without the hold. Its first publish waits
 // until the partition's reader no longer works on a batch it read before
 // the replay (model/README.md, what the model found, 5), so the order never
-// has two publishes at once. The events an operator skipped are passed:
-// they are never published. ErrLogOrderHeld while the order is under a
+// has two publishes at once. The events an operator skipped are handed as
+// their tombstones only: never published. ErrLogOrderHeld while the order is under a
 // hold, ErrNoLogEvent when there is no such event, ErrLogRangeRetiring when
 // a range retention is dropping (or dropped) ends after the event's
 // position: the order's later events may be in it, so the replay would

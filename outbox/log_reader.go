@@ -46,7 +46,15 @@ type logFailure struct {
 	attempts    int
 	delay       time.Duration
 	at          time.Time // when it failed: its delay runs from then
+	// waits: not attempted; an earlier event of its order is unpublished
+	// in outbox_events (logRow.Waits), and the hold waits for it.
+	waits bool
 }
+
+// errLogWaits is a hold's last error while its head waits for an earlier
+// event of its order in outbox_events.
+const errLogWaits = "waiting for an earlier event of its order in outbox_events (a database switching between outbox_events and the log): " +
+	"published once that one is (outboxctl list shows it; a quarantined one waits for an operator: retry or skip it)"
 
 // logNext is what a partition's reader does after a cycle.
 type logNext int
@@ -227,7 +235,9 @@ func (r *LogRelay) isolate(v logView) ([]bool, []logFailure) {
 // publishBatch is R3: the batch's orders are published up to MaxInFlight at
 // once, each order's events in key order, one at a time. An event of an
 // order under a hold in the view, or of an order whose event failed earlier
-// in this batch, is done without a publish (its hold owns it); an event's
+// in this batch, is done without a publish (its hold owns it); an event
+// that waits for an earlier event of its order in outbox_events is done
+// without a publish too, its order to a hold that waits; an event's
 // own error fails its order; a sink fault, a lease too short to start a
 // publish, or a shutdown stops every order there (what is not done is read
 // again). An event that failed in an earlier batch whose advance did not
@@ -283,6 +293,17 @@ func (r *LogRelay) publishBatch(ctx, bk context.Context, v logView) ([]bool, []l
 					if stop.Load() {
 						break
 					}
+					if v.rows[i].Waits {
+						// The order's lane goes on in outbox_events: a
+						// hold waits there until that event is published.
+						failedHere, done[i] = true, true
+						mu.Lock()
+						failures = append(failures, logFailure{
+							i: i, row: v.rows[i], err: errors.New(errLogWaits), waits: true, delay: r.cfg.PollInterval,
+						})
+						mu.Unlock()
+						continue
+					}
 					o := r.attemptLog(ctx, bk, v.lease, v.rows[i].event())
 					if o.skipped {
 						stop.Store(true)
@@ -335,8 +356,10 @@ func (r *LogRelay) attemptLog(ctx, bk context.Context, l lease, e Event) outcome
 		r.base.pace.done(faultEvent, false, call)
 		return outcome{c: c, skipped: true}
 	}
+	w := r.base.sink.watch(deadline)
 	pctx, cancel := context.WithDeadline(withCall(bk, call), deadline)
 	err := publishAcked(pctx, r.pub, c.Event, nil, "")
+	err = w.judge(err, e.ID, pctx.Err() != nil, call)
 	cancel()
 	r.base.pace.done(classify(err), err == nil, call)
 	return outcome{c: c, err: err, acked: time.Now()}
@@ -364,7 +387,9 @@ func (r *LogRelay) advance(ctx context.Context, p *logPartition, v logView, done
 	var holds []logFailure
 	ahead := map[uuid.UUID]logFailure{}
 	for _, f := range failed {
-		ahead[f.row.EventID] = f
+		if !f.waits { // not attempted: the next read looks again
+			ahead[f.row.EventID] = f
+		}
 		if f.i >= prefix {
 			continue // beyond the prefix: read again, not a hold
 		}
@@ -389,9 +414,12 @@ func (r *LogRelay) advance(ctx context.Context, p *logPartition, v logView, done
 			attrs := []any{"owner", r.cfg.Owner, "partition", p.id, "event_id", f.row.EventID, "event_type", f.row.EventType,
 				"aggregate_type", f.row.AggregateType, "aggregate_id", f.row.AggregateID,
 				"aggregate_sequence", f.row.AggregateSequence, "error", f.err}
-			if f.quarantined {
+			switch {
+			case f.waits:
+				r.cfg.Logger.Warn("outbox log relay: an earlier event of its order is unpublished in outbox_events; its order is held until that one is published", attrs...)
+			case f.quarantined:
 				r.cfg.Logger.Error("outbox log relay: event quarantined; its order is held for an operator (retry or skip), the partition's other orders flow on", attrs...)
-			} else {
+			default:
 				r.cfg.Logger.Warn("outbox log relay: publish failed; its order is held and retried by the hold worker", append(attrs, "retry_in", f.delay)...)
 			}
 		}

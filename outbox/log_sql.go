@@ -23,6 +23,7 @@ var (
 	qLogHoldsDue     = namedsql.Bind[logPartitionArgs, float64](queries, "LogHoldsDue")
 	qLogHoldAttempt  = namedsql.Bind[logHoldAttemptArgs, namedsql.NoRows](queries, "LogHoldAttempt")
 	qLogHoldRelease  = namedsql.Bind[logHoldKeyArgs, int64](queries, "LogHoldRelease")
+	qLogHoldWait     = namedsql.Bind[logHoldWaitArgs, namedsql.NoRows](queries, "LogHoldWait")
 	qLogHoldOutcome  = namedsql.Bind[logHoldOutcomeArgs, bool](queries, "LogHoldOutcome")
 	qLogOpLock       = namedsql.Bind[aggregateArgs, logKey](queries, "LogOpLock")
 	qLogOpRetry      = namedsql.Bind[aggregateArgs, int](queries, "LogOpRetry")
@@ -55,7 +56,7 @@ var logStatements = []namedsql.Info{
 	qLogHoldAttempt.Info(), qLogHoldRelease.Info(), qLogHoldOutcome.Info(), qLogOpLock.Info(),
 	qLogOpRetry.Info(), qLogOpSkip.Info(), qLogHolds.Info(), qLogListen.Info(), qLogWaiting.Info(), qLogGauges.Info(),
 	qLogOpReplayLock.Info(), qLogOpHeld.Info(), qLogOpReplay.Info(), qLogHoldsDue.Info(),
-	qLogBeat.Info(), qLogUnregister.Info(),
+	qLogBeat.Info(), qLogUnregister.Info(), qLogHoldWait.Info(),
 }
 
 type logBeatArgs struct {
@@ -136,6 +137,9 @@ type logRow struct {
 	eventRow
 	Pos  int64 `db:"pos"`
 	Gate int64 `db:"gate"`
+	// Waits: an earlier event of its order is unpublished in
+	// outbox_events (LogBatch), so it goes to a hold that waits for it.
+	Waits bool `db:"waits"`
 }
 
 func (r logRow) key() logKey { return logKey{Gate: r.Gate, Pos: r.Pos} }
@@ -184,6 +188,7 @@ type logHoldRow struct {
 	FromPos           int64      `db:"from_pos"`
 	Attempts          int        `db:"attempts"`
 	Replay            bool       `db:"replay"`
+	Skipped           bool       `db:"skipped"`
 	HeadPos           *int64     `db:"head_pos"`
 	HeadGate          *int64     `db:"head_gate"`
 	EventID           *uuid.UUID `db:"event_id"`
@@ -192,6 +197,9 @@ type logHoldRow struct {
 	SchemaVersion     *int       `db:"schema_version"`
 	Payload           []byte     `db:"payload"`
 	OccurredAt        *time.Time `db:"occurred_at"`
+	// Waits: an earlier event of the order is unpublished in
+	// outbox_events; the head waits (LogHoldWait).
+	Waits bool `db:"waits"`
 }
 
 // logHoldKeyArgs name a hold as it was read (its from, so a hold an
@@ -201,6 +209,15 @@ type logHoldKeyArgs struct {
 	AggregateID   string `db:"aggregate_id"`
 	FromGate      int64  `db:"from_gate"`
 	FromPos       int64  `db:"from_pos"`
+}
+
+type logHoldWaitArgs struct {
+	AggregateType string `db:"aggregate_type"`
+	AggregateID   string `db:"aggregate_id"`
+	FromGate      int64  `db:"from_gate"`
+	FromPos       int64  `db:"from_pos"`
+	DelayMS       int64  `db:"delay_ms"`
+	Error         string `db:"error"`
 }
 
 type logHoldAttemptArgs struct {

@@ -251,7 +251,7 @@ type LogEventInfo struct {
 	// ([ErrLogRangeRetiring]): its order's later events may be in it.
 	Retiring bool `db:"retiring" json:"retiring,omitempty"`
 	// The skip (SkipLogHold), if it was skipped: it is never published, and
-	// a replay of its order passes it.
+	// a replay of its order hands only its tombstone again.
 	SkippedAt  *time.Time `db:"skipped_at" json:"skipped_at,omitempty"`
 	SkippedBy  *string    `db:"skipped_by" json:"skipped_by,omitempty"`
 	SkipReason *string    `db:"skip_reason" json:"skip_reason,omitempty"`

@@ -23,30 +23,36 @@ const logSwitchNamed = 20
 
 // LogSwitch is the log source as a database switches to it: a polling
 // [Relay] publishes what outbox_events still holds, and the [LogRelay]
-// starts once no unpublished, unquarantined event is left there. Each
-// order's events in outbox_events precede its events in the log (its
+// starts once nothing is left there that the polling relay can publish.
+// Each order's events in outbox_events precede its events in the log (its
 // producers switched to the log after writing them), so reading the log
-// only after those are published keeps every order's events in sequence
-// across the switch. A database whose outbox_events holds nothing
-// unpublished starts the log's reader at once.
+// only after those are published keeps most orders out of each other's
+// way; the lane rule across both tables (migrations/00017) keeps every
+// order's events in sequence whatever runs when: an event of outbox_events
+// is not published while an earlier event of its order is unpublished in
+// the log, nor a log event while an earlier one is unpublished in
+// outbox_events (its order then waits under a hold of the log). A
+// database whose outbox_events holds nothing unpublished starts the log's
+// reader at once.
 //
 // A quarantined event in outbox_events does not hold the switch: it waits
 // for an operator, who may take days, and the log's events of every other
-// order would wait with it. The switch logs an error naming it (its order
-// and sequence) and starts the log's reader; that order's later events in
-// the log are then published before it. Retry or skip quarantined events
-// before the switch (outboxctl retry, skip, under the poll source) to keep
-// that order's sequence too.
+// order would wait with it. The drain does not count it, nor the events
+// of its order behind it (its lane waits for it), nor an event behind an
+// unpublished one of the log (the log's reader publishes that one first).
+// The switch logs an error naming the quarantined events and starts the
+// log's reader; a quarantined event's order waits, in both tables, until
+// an operator retries or skips it (outboxctl retry, skip), and then goes on
+// in sequence.
 //
-// Producers should write to the log (EnqueueConfig.Log) before the switch
-// runs. The polling relay keeps running beside the log's reader, as a
-// sweeper: an event written to outbox_events after the drain ended (a
-// producer left on the poll source) is still published, never stranded,
-// and so is a quarantined event there that an operator retries. Such a
-// late event is logged as an error naming its order: its order's events
-// in the two tables are not kept in sequence with each other. Idle, the
-// sweeper costs a claim per PollInterval and its gauges, and keeps
-// outbox_events' alerts (oldest pending event, quarantined) working.
+// The polling relay keeps running beside the log's reader, as a sweeper:
+// an event written to outbox_events after the drain ended (a producer not
+// yet switched, or switched back to poll) is still published, never
+// stranded, in sequence with its order's events in the log, and so is a
+// quarantined event there that an operator retries. Such a late event is
+// logged as a warning naming its order. Idle, the sweeper costs a claim
+// per PollInterval and its gauges, and keeps outbox_events' alerts (oldest
+// pending event, quarantined) working.
 type LogSwitch struct {
 	pool *pgxpool.Pool
 	poll *Relay
@@ -68,10 +74,7 @@ func NewLogSwitch(pool *pgxpool.Pool, pub Publisher, cfg LogConfig) (*LogSwitch,
 		return nil, err
 	}
 	s := &LogSwitch{pool: pool, log: log, cfg: log.Config()}
-	poll, err := NewRelay(pool, PublisherFunc(func(ctx context.Context, e Event) error {
-		s.noteLate(e)
-		return pub.Publish(ctx, e)
-	}), log.Config().RelayConfig)
+	poll, err := NewRelay(pool, notedPublisher{pub: pub, note: s.noteLate}, log.Config().RelayConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -79,15 +82,15 @@ func NewLogSwitch(pool *pgxpool.Pool, pub Publisher, cfg LogConfig) (*LogSwitch,
 	return s, nil
 }
 
-// noteLate logs e as an error when it was written to outbox_events after
-// the switch: its producer still writes there.
+// noteLate logs e as a warning when it was written to outbox_events after
+// the switch: its producer still (or again) writes there.
 func (s *LogSwitch) noteLate(e Event) {
 	if !lateEvent(&s.switchedAt, e) {
 		return
 	}
-	s.cfg.Logger.Error("log source: an event was written to outbox_events after this database switched to the log; "+
-		"publishing it with the poll relay, but its order's events in outbox_events and in the log are not kept in sequence with each other "+
-		"(set OUTFLOW_RELAY_SOURCE=log for the producer that wrote it: EnqueueConfig.Log)",
+	s.cfg.Logger.Warn("log source: an event was written to outbox_events after this database switched to the log; "+
+		"publishing it with the poll relay, in sequence with its order's events in the log "+
+		"(a producer not switched yet, or switched back: OUTFLOW_RELAY_SOURCE, EnqueueConfig.Log)",
 		"owner", s.cfg.Owner, "event_id", e.ID, "event_type", e.Type, "aggregate_type", e.AggregateType, "aggregate_id", e.AggregateID,
 		"sequence", e.Sequence, "occurred_at", e.OccurredAt)
 }
@@ -218,17 +221,22 @@ func lateEvent(switchedAt *atomic.Int64, e Event) bool {
 
 // logSwitchLeft is what outbox_events holds that no relay published.
 type logSwitchLeft struct {
-	// Unpublished: neither published, skipped nor quarantined.
+	// Unpublished: neither published, skipped nor quarantined, and behind
+	// no quarantined event and no unpublished log event of its order:
+	// what the draining poll relay publishes.
 	Unpublished int64 `db:"unpublished"`
 	// Quarantined: waiting for an operator.
 	Quarantined int64 `db:"quarantined"`
+	// Behind: neither published, skipped nor quarantined, but behind a
+	// quarantined event of its order or an unpublished one of the log.
+	Behind int64 `db:"behind"`
 }
 
 func (l logSwitchLeft) unpublished() int64 { return l.Unpublished }
 
 // drain waits until the polling relay (running; pollStopped closes when it ends)
-// left outbox_events no unpublished, unquarantined event, counting every
-// LogSwitchCheckInterval.
+// left outbox_events no event it can publish (logSwitchLeft.Unpublished),
+// counting every LogSwitchCheckInterval.
 func (s *LogSwitch) drain(ctx context.Context, pollStopped <-chan struct{}) error {
 	logger := s.cfg.Logger
 	left, err := s.left(ctx)
@@ -237,7 +245,7 @@ func (s *LogSwitch) drain(ctx context.Context, pollStopped <-chan struct{}) erro
 	}
 	if left.Unpublished > 0 {
 		logger.Info("log source: draining outbox_events with the poll relay before reading the log",
-			"owner", s.cfg.Owner, "unpublished", left.Unpublished, "quarantined", left.Quarantined)
+			"owner", s.cfg.Owner, "unpublished", left.Unpublished, "quarantined", left.Quarantined, "behind", left.Behind)
 		start := time.Now()
 		left, err = waitDrained(ctx, pollStopped, left, s.left,
 			errors.New("outbox: draining outbox_events before the log: the poll relay stopped"),
@@ -246,7 +254,7 @@ func (s *LogSwitch) drain(ctx context.Context, pollStopped <-chan struct{}) erro
 			},
 			func(left logSwitchLeft) {
 				logger.Info("log source: draining outbox_events", "owner", s.cfg.Owner,
-					"unpublished", left.Unpublished, "quarantined", left.Quarantined, "elapsed", time.Since(start).Round(time.Millisecond))
+					"unpublished", left.Unpublished, "quarantined", left.Quarantined, "behind", left.Behind, "elapsed", time.Since(start).Round(time.Millisecond))
 			})
 		if err != nil {
 			return err
@@ -265,9 +273,9 @@ func (s *LogSwitch) drain(ctx context.Context, pollStopped <-chan struct{}) erro
 		for i, e := range q {
 			names[i] = fmt.Sprintf("%s %s/%s#%d (%s: %s)", e.EventID, e.AggregateType, e.AggregateID, e.Sequence, e.EventType, e.LastError)
 		}
-		logger.Error("log source: quarantined events are left in outbox_events; reading the log without them, "+
-			"so their orders' later events in the log are published before them (retry or skip them under the poll source)",
-			"owner", s.cfg.Owner, "quarantined", left.Quarantined, "events", names)
+		logger.Error("log source: quarantined events are left in outbox_events; reading the log without them: "+
+			"their orders' later events, in outbox_events and in the log, wait for them (retry or skip them: outboxctl retry, skip)",
+			"owner", s.cfg.Owner, "quarantined", left.Quarantined, "behind", left.Behind, "events", names)
 	}
 	logger.Info("log source: reading the log", "owner", s.cfg.Owner)
 	return nil
@@ -288,7 +296,7 @@ var (
 
 // logSwitchStatements are the switch's statements, for the test that has
 // the database check them.
-var logSwitchStatements = []namedsql.Info{qLogSwitchLeft.Info(), qLogSwitchQuarantined.Info(), qLogLeaveLeft.Info()}
+var logSwitchStatements = []namedsql.Info{qLogSwitchLeft.Info(), qLogSwitchQuarantined.Info(), qLogLeaveLeft.Info(), qLogLeaveUsed.Info()}
 
 type logSwitchQuarantinedArgs struct {
 	MaxRows int `db:"max_rows"`

@@ -55,16 +55,7 @@ func (b *testBundle) newLogRelay(t *testing.T, cfg outbox.LogConfig) *outbox.Log
 // and the partition.
 func sameLogPartition(t *testing.T, pool *pgxpool.Pool, prefix string, n int) ([]string, int) {
 	t.Helper()
-	byPart := map[int][]string{}
-	for i := 0; ; i++ {
-		id := fmt.Sprintf("%s-%d", prefix, i)
-		var p int
-		require.NoError(t, pool.QueryRow(context.Background(), `SELECT outbox_log_partition('order', $1)`, id).Scan(&p))
-		byPart[p] = append(byPart[p], id)
-		if len(byPart[p]) == n {
-			return byPart[p], p
-		}
-	}
+	return testdb.SameLogPartition(t, pool, prefix, n)
 }
 
 // sequencesOf returns, per order, the sequences of the acknowledged events
@@ -1100,7 +1091,9 @@ func TestLogRelaysShareThePartitions(t *testing.T) {
 
 // TestLogReplayPassesTheSkipped: a replay of an order over an event an
 // operator skipped delivers the order's other events again and never the
-// skipped one, as the poll source never replays a skipped event (issue 37:
+// skipped one (only its tombstone, which this publisher, no
+// SkipPublisher, does not take), as the poll source never replays a
+// skipped event (issue 37:
 // a skipped OrderCreated would start its saga); a replay from the skipped
 // event itself starts at the order's next one.
 func TestLogReplayPassesTheSkipped(t *testing.T) {
@@ -1257,4 +1250,45 @@ func TestLogFailureBeyondThePrefixCounts(t *testing.T) {
 	require.True(t, hs[0].Quarantined, "a permanent failure is quarantined after its one attempt")
 	require.Equal(t, 1, hs[0].Attempts)
 	require.Contains(t, hs[0].LastError, "no route")
+}
+
+// TestLogHungPublishHoldsOnlyItsOrder: on the log source, the publish of
+// one event always runs past PublishTimeout while the relay's other
+// publishes are acknowledged (a steady stream of orders over every
+// partition). Its order goes to a hold, quarantined after MaxAttempts, and
+// the other orders of its partition flow on: the window of two holds the
+// hung event and its successor, so they are read only once the cursor
+// passed it.
+func TestLogHungPublishHoldsOnlyItsOrder(t *testing.T) {
+	t.Parallel()
+	var hung sync.Map
+	b := setup(t, func(ctx context.Context, e outbox.Event) error {
+		if _, ok := hung.Load(e.ID); ok {
+			return hangs(ctx)
+		}
+		return nil
+	})
+	ids, part := sameLogPartition(t, b.pool, "hung", 3)
+	h := enqueueLog(t, b.pool, testdb.Event(t, ids[0], "Created"), testdb.Event(t, ids[0], "Cancelled"))
+	hung.Store(h[0].ID, true)
+	others := enqueueLog(t, b.pool, testdb.Event(t, ids[1], "Created"), testdb.Event(t, ids[2], "Created"))
+	busyProducer(t, b.pool, logEnqueuer)
+	run(t, b.newLogRelay(t, outbox.LogConfig{RelayConfig: outbox.RelayConfig{
+		BatchSize: 2, Lease: 2 * time.Second, PublishTimeout: 200 * time.Millisecond, MaxAttempts: 2,
+	}}))
+
+	eventually(t, 30*time.Second, func() bool {
+		acked := b.rec.ackedIDs()
+		return acked[others[0].ID] > 0 && acked[others[1].ID] > 0
+	}, "the partition's other orders flow on past the hung event")
+	var hs []outbox.LogHold
+	eventually(t, 30*time.Second, func() bool {
+		hs = logHolds(t, b.pool)
+		return len(hs) == 1 && hs[0].Quarantined
+	}, "the hung event's order is held, then quarantined: %v", stringer(func() string { return fmt.Sprintf("%+v", hs) }))
+	require.Equal(t, ids[0], hs[0].AggregateID)
+	require.Equal(t, part, hs[0].Partition)
+	require.Equal(t, 2, hs[0].Attempts, "quarantined after MaxAttempts")
+	require.Contains(t, hs[0].LastError, "ran out of time again while the sink acknowledged other publishes")
+	require.Zero(t, b.rec.callsFor(h[1].ID), "its order's later event waits")
 }

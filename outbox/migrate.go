@@ -52,7 +52,8 @@ func mustSub(fsys fs.FS, dir string) fs.FS {
 // Migrate applies the outbox's own schema to db and nothing else: the
 // tables outbox_events, outbox_sequences, processed_events (the inbox),
 // outbox_cleanup_horizon, outbox_replay_horizon and outbox_bulk_retries,
-// and the lane function outbox_unpublished_predecessors. It records its
+// the lane functions outbox_unpublished_predecessors and
+// outbox_unpublished_log_predecessors, and the log source's tables. It records its
 // versions in the table outflow_schema_version, so the application's own
 // migrations, goose's default goose_db_version included, live beside it
 // without either seeing the other's versions. The CDC relay source's

@@ -53,8 +53,10 @@ func (r *Relay) attempt(ctx, bk context.Context, j job) outcome {
 		r.pace.done(faultEvent, false, call)
 		return outcome{c: j.c, skipped: true}
 	}
+	w := r.sink.watch(deadline)
 	pctx, cancel := context.WithDeadline(withCall(bk, call), deadline)
 	err := r.publishOne(pctx, j.c)
+	err = w.judge(err, j.c.ID, pctx.Err() != nil, call)
 	cancel()
 	r.pace.done(classify(err), err == nil, call)
 	return outcome{c: j.c, err: err, acked: time.Now()}

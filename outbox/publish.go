@@ -31,6 +31,25 @@ type Publisher interface {
 	Publish(ctx context.Context, e Event) error
 }
 
+// SkipPublisher is a [Publisher] whose downstream must learn of an
+// operator's skip: a consumer that applies an aggregate's events strictly in
+// sequence and cannot read the outbox (another service, with its own
+// database) would otherwise wait for the skipped event for ever. The relay
+// calls PublishSkip with the skipped event (Event.Skipped set) in the
+// event's place in its aggregate's lane: after its predecessors, before its
+// successors, which wait for it. A publisher that does not implement it
+// (Temporal's: a skipped event starts no workflow) gets nothing, and the
+// skip's place in the lane passes at once.
+//
+// The contract is Publish's, with one difference: PublishSkip is retried
+// after its backoff however it fails, never quarantined, and the
+// aggregate's later events wait meanwhile; a tombstone the downstream can
+// never take (an aggregate it has no place for) is acknowledged with nil.
+type SkipPublisher interface {
+	Publisher
+	PublishSkip(ctx context.Context, e Event) error
+}
+
 // PublisherFunc adapts a function to [Publisher].
 type PublisherFunc func(ctx context.Context, e Event) error
 
@@ -59,19 +78,53 @@ func (r *Relay) publishOne(ctx context.Context, c claimed) error {
 // publishAcked publishes e through pub and runs the failpoint afterPublish
 // once the downstream has acknowledged it: published_at is not yet written,
 // so a crash there is the ACK gap and the event will be published again. A
-// panicking publisher is a failed publish, not a dead relay. Both sources
-// publish through it.
+// panicking publisher is a failed publish, not a dead relay. Every source
+// publishes through it. A skipped event's tombstone goes to PublishSkip, and
+// is acknowledged at once by a publisher that takes none.
 func publishAcked(ctx context.Context, pub Publisher, e Event, fps *failpoints.Set, afterPublish string) (err error) {
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("outbox: publisher panicked: %v", p)
 		}
 	}()
-	if err := pub.Publish(ctx, e); err != nil {
+	if e.Skipped {
+		err = publishSkip(ctx, pub, e)
+	} else {
+		err = pub.Publish(ctx, e)
+	}
+	if err != nil {
 		return err
 	}
 	if err := fps.Inject(ctx, afterPublish); err != nil {
 		return fmt.Errorf("outbox: acknowledgement dropped: %w", err)
 	}
 	return nil
+}
+
+// publishSkip hands the tombstone of the skipped event e to pub when pub
+// takes tombstones ([SkipPublisher]), and acknowledges it otherwise.
+func publishSkip(ctx context.Context, pub Publisher, e Event) error {
+	if sp, ok := pub.(SkipPublisher); ok {
+		return sp.PublishSkip(ctx, e)
+	}
+	return nil
+}
+
+// notedPublisher is pub with note called before each delivery, tombstones
+// included; it takes tombstones when pub does.
+type notedPublisher struct {
+	pub  Publisher
+	note func(Event)
+}
+
+var _ SkipPublisher = notedPublisher{}
+
+func (p notedPublisher) Publish(ctx context.Context, e Event) error {
+	p.note(e)
+	return p.pub.Publish(ctx, e)
+}
+
+func (p notedPublisher) PublishSkip(ctx context.Context, e Event) error {
+	p.note(e)
+	return publishSkip(ctx, p.pub, e)
 }

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
@@ -314,4 +316,151 @@ func TestDatabaseFailingUnderAPublishCostsNoAttempt(t *testing.T) {
 	require.Equal(t, 1, row.Attempts, "the database's failures cost the event no attempt: only the publish that succeeded counts")
 	require.EqualValues(t, 3, promtest.Value(t, reg, "outbox_publish_errors_total", "fault", "sink"))
 	require.Zero(t, promtest.Value(t, reg, "outbox_publish_errors_total", "fault", "event"))
+}
+
+// busyProducer enqueues an event for a new order every 10ms, through q (nil:
+// outbox_events), until the test ends: a sink that answers other
+// publishes all along. It returns the events enqueued so far.
+func busyProducer(t *testing.T, pool *pgxpool.Pool, q *outbox.Enqueuer) func() []uuid.UUID {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var (
+		mu  sync.Mutex
+		all []uuid.UUID
+		wg  sync.WaitGroup
+	)
+	wg.Go(func() {
+		for i := 0; ctx.Err() == nil; i++ {
+			var out []outbox.Event
+			err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+				var err error
+				out, err = q.Enqueue(ctx, tx, testdb.Event(t, fmt.Sprintf("busy-%d", i), "Created"))
+				return err
+			})
+			if err == nil {
+				mu.Lock()
+				all = append(all, out[0].ID)
+				mu.Unlock()
+			}
+			sleepCtx(ctx, 10*time.Millisecond)
+		}
+	})
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return func() []uuid.UUID {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(all)
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	select {
+	case <-ctx.Done():
+	case <-tm.C:
+	}
+}
+
+// hangs answers a publish as a client whose call for this one event never
+// returns: it waits out the relay's deadline and reports the sink's fault,
+// as temporalpub reports DeadlineExceeded.
+func hangs(ctx context.Context) error {
+	<-ctx.Done()
+	return outbox.SinkUnavailable(ctx.Err())
+}
+
+// TestHungPublishIsTheEventsFault: the publish of one event always runs
+// past PublishTimeout while the sink acknowledges the other publishes of
+// the relay meanwhile (a steady stream of other orders). The sink is not
+// down: the timeout is the event's own fault, its attempts count, and it is
+// quarantined after MaxAttempts; its order's later event waits, every
+// other order flows, the breaker stays closed.
+func TestHungPublishIsTheEventsFault(t *testing.T) {
+	t.Parallel()
+	var hung sync.Map
+	b := setup(t, func(ctx context.Context, e outbox.Event) error {
+		if _, ok := hung.Load(e.ID); ok {
+			return hangs(ctx)
+		}
+		return nil
+	})
+	reg := prometheus.NewRegistry()
+	r := b.newRelay(t, outbox.RelayConfig{
+		Registerer: reg, Lease: 2 * time.Second, PublishTimeout: 200 * time.Millisecond, MaxAttempts: 3,
+		RetryBase: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond, PollInterval: 50 * time.Millisecond,
+	})
+	h := testdb.Enqueue(t, b.pool, testdb.Event(t, "hung", "Created"), testdb.Event(t, "hung", "Cancelled"))
+	hung.Store(h[0].ID, true)
+	busy := busyProducer(t, b.pool, nil)
+	run(t, r)
+
+	eventually(t, 30*time.Second, func() bool { return quarantined(b.pool, h[0].ID) },
+		"the hung event is quarantined (%v)", stringer(func() string {
+			row := readRow(t, b.pool, h[0].ID)
+			if row.LastError == nil {
+				return fmt.Sprintf("%d attempts", row.Attempts)
+			}
+			return fmt.Sprintf("%d attempts, last error %q", row.Attempts, *row.LastError)
+		}))
+	row := readRow(t, b.pool, h[0].ID)
+	require.Equal(t, 3, row.Attempts, "quarantined after MaxAttempts, not at once")
+	require.Contains(t, *row.LastError, "ran out of time again while the sink acknowledged other publishes")
+	require.Nil(t, readRow(t, b.pool, h[1].ID).PublishedAt, "its order's later event waits")
+	require.Zero(t, b.rec.callsFor(h[1].ID))
+	sofar := busy()
+	eventually(t, 30*time.Second, func() bool { return published(b.pool, sofar...) }, "the other orders flow")
+	require.Equal(t, 1.0, promtest.Value(t, reg, "outbox_sink_up"), "the breaker stays closed")
+}
+
+// TestPublishInFlightWhenTheSinkGoesDownCostsNoAttempt: an event's publish
+// is in flight, the sink acknowledging other publishes meanwhile, when the
+// sink goes down (every call hangs: a network cut). Its timeout followed
+// other acknowledgements, yet the sink is down, not the event: with
+// MaxAttempts 1 a single counted attempt would quarantine it. It is
+// published once the sink is back, its attempts unused.
+func TestPublishInFlightWhenTheSinkGoesDownCostsNoAttempt(t *testing.T) {
+	t.Parallel()
+	var (
+		down     atomic.Bool
+		target   atomic.Value // uuid.UUID: the event in flight at the cut
+		inFlight = make(chan struct{})
+		once     sync.Once
+		lastAck  atomic.Int64
+	)
+	b := setup(t, func(ctx context.Context, e outbox.Event) error {
+		if id, _ := target.Load().(uuid.UUID); id == e.ID {
+			fired := false
+			once.Do(func() { fired = true; close(inFlight) })
+			if fired {
+				return hangs(ctx) // the call the cut catches
+			}
+		}
+		if down.Load() {
+			return hangs(ctx)
+		}
+		lastAck.Store(time.Now().UnixNano())
+		return nil
+	})
+	reg := prometheus.NewRegistry()
+	r := b.newRelay(t, outbox.RelayConfig{
+		Registerer: reg, Lease: 2 * time.Second, PublishTimeout: 300 * time.Millisecond, MaxAttempts: 1,
+		BreakerThreshold: 3, ProbeBase: 20 * time.Millisecond, ProbeMax: 50 * time.Millisecond, PollInterval: 50 * time.Millisecond,
+	})
+	busyProducer(t, b.pool, nil)
+	run(t, r)
+	e := testdb.Enqueue(t, b.pool, testdb.Event(t, "cut", "Created"))[0]
+	target.Store(e.ID)
+	<-inFlight
+	began := time.Now()
+	eventually(t, 10*time.Second, func() bool { return lastAck.Load() > began.UnixNano() }, "the sink acknowledges another publish while the event's is in flight")
+	down.Store(true)
+	eventually(t, 30*time.Second, func() bool { return promtest.Value(t, reg, "outbox_sink_up") == 0 }, "the breaker opens")
+	row := readRow(t, b.pool, e.ID)
+	require.Nil(t, row.Quarantined, "quarantined for the cut: %s", stringer(func() string { return *row.LastError }))
+	down.Store(false)
+	eventually(t, 30*time.Second, func() bool { return published(b.pool, e.ID) }, "published once the sink is back")
+	row = readRow(t, b.pool, e.ID)
+	require.Nil(t, row.Quarantined)
+	require.Equal(t, 1, row.Attempts, "the cut cost the event no attempt: only the publish that succeeded counts")
 }

@@ -112,6 +112,7 @@ type claimRow struct {
 	AttemptCount int  `db:"attempt_count"`
 	TookOver     bool `db:"took_over"`
 	Replay       bool `db:"replay"`
+	Skipped      bool `db:"skipped"`
 }
 
 // relayFailArgs are failed publishes, one element of each array per event.

@@ -153,6 +153,8 @@ func TestRoutesFromEnv(t *testing.T) {
 	require.ElementsMatch(t, []string{orders.EventOrderCreated, orders.EventOrderCancelled, orders.EventPaymentWebhookReceived}, keys(r))
 	webhook := r[orders.EventPaymentWebhookReceived]
 	require.Equal(t, handoff.SignalPaymentWebhook, webhook.Signal, "a webhook signals the order's saga")
+	require.Empty(t, webhook.Workflow, "and never starts it: a saga run from a webhook would have no order")
+	require.Equal(t, handoff.PaymentWebhookLateWorkflowName, webhook.ClosedWorkflow)
 	require.Equal(t, "saga-1", webhook.WorkflowID(outbox.Event{SchemaVersion: orders.PaymentWebhookReceivedVersion,
 		Payload: []byte(`{"stripe_event_id":"evt_1","type":"payment_intent.succeeded","order_id":"o-1","saga_workflow_id":"saga-1"}`)}))
 	require.Error(t, webhook.Validate(orders.PaymentWebhookReceivedVersion, []byte(`{"stripe_event_id":"evt_1"}`)),

@@ -137,18 +137,33 @@ func streamEncoder(ctx context.Context, pool *pgxpool.Pool) (enc natspub.Payload
 // publish the event again to all of them; a sink that had already accepted
 // it absorbs the second delivery as a duplicate (Temporal by the workflow
 // ID, JetStream by Nats-Msg-Id within its window, then the consumers'
-// inbox). The first error decides whose fault the attempt is.
+// inbox). The first error decides whose fault the attempt is. An
+// operator's skip goes, as a tombstone, only to the sinks that take one
+// (JetStream's; Temporal starts nothing for it).
 type fanout []outbox.Publisher
 
 var (
-	_ outbox.Publisher = fanout(nil)
-	_ outbox.Prober    = fanout(nil)
+	_ outbox.SkipPublisher = fanout(nil)
+	_ outbox.Prober        = fanout(nil)
 )
 
 func (f fanout) Publish(ctx context.Context, e outbox.Event) error {
 	for _, p := range f {
 		if err := p.Publish(ctx, e); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// PublishSkip hands the skipped event's tombstone to every sink that takes
+// tombstones.
+func (f fanout) PublishSkip(ctx context.Context, e outbox.Event) error {
+	for _, p := range f {
+		if sp, ok := p.(outbox.SkipPublisher); ok {
+			if err := sp.PublishSkip(ctx, e); err != nil {
+				return err
+			}
 		}
 	}
 	return nil

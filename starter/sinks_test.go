@@ -11,11 +11,15 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/outflow/outflow/internal/codec"
+	"github.com/outflow/outflow/internal/dev/natstest"
 	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/natscodec"
+	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/natspub"
+	"github.com/outflow/outflow/outbox/outboxops"
 )
 
 // TestSinksRejectUnknownValue: a sink outflow does not know stops the
@@ -174,4 +178,41 @@ func TestJetStreamSinkEncryptsPersonalData(t *testing.T) {
 		require.NoError(t, err)
 		require.JSONEq(t, string(e.Payload), string(plain))
 	}
+}
+
+// TestBothSinksTakeASkipOnlyOnTheStream: with both sinks, an order's event
+// 2 has no Temporal route and is quarantined; the operator skips it. The
+// starter then publishes its tombstone to the stream, in the order's lane
+// between events 1 and 3, and starts no workflow for it: Temporal has the
+// workflows of 1 and 3 only.
+func TestBothSinksTakeASkipOnlyOnTheStream(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, url := testdb.New(t)
+	js, stream, prefix := testStream(t)
+	order := uuid.NewString()
+	evs := testdb.Enqueue(t, pool, testdb.Event(t, order, "OrderCreated"), testdb.Event(t, order, "OrderNoted"),
+		testdb.Event(t, order, "OrderShipped"))
+	startStarter(t, url, "sinks-skip-"+uuid.NewString()[:8], SinksEnv+"=temporal,jetstream", NATSStreamEnv+"="+stream,
+		NATSSubjectPrefixEnv+"="+prefix, "OUTFLOW_ROUTES=OrderCreated=NoteWorkflow,OrderShipped=NoteWorkflow", "OUTFLOW_RELAY_POLL=200ms")
+
+	require.Eventually(t, func() bool {
+		_, err := outboxops.Skip(ctx, pool, evs[1].ID, "no workflow for it; handled by hand", "ops")
+		return err == nil
+	}, 60*time.Second, 100*time.Millisecond, "event 2 quarantined (no route), then skipped")
+	waitPublished(t, pool, []outbox.Event{evs[0], evs[2]}, 60*time.Second)
+
+	for i, e := range evs {
+		_, err := temporal.Client().DescribeWorkflow(ctx, e.ID.String(), "")
+		if i == 1 {
+			require.ErrorAs(t, err, new(*serviceerror.NotFound), "no workflow for the skipped event")
+			continue
+		}
+		require.NoError(t, err, "event %d's workflow", i+1)
+	}
+	var lane []string
+	for _, m := range natstest.Messages(t, js, stream) {
+		lane = append(lane, m.Header.Get(natspub.HeaderSequence)+" "+m.Header.Get(natspub.HeaderEventType)+" "+m.Header.Get(natspub.HeaderSkipped))
+	}
+	require.Equal(t, []string{"1 OrderCreated ", "2 OrderNoted true", "3 OrderShipped "}, lane, "the tombstone in event 2's place")
 }

@@ -46,14 +46,16 @@ func sourceFromEnv(env *service.Env) string {
 // newRelay builds the relay of source. For cdc it checks the server first,
 // so a server without wal_level=logical stops the starter with an error
 // that says so. For log it is the switch: the poll relay until
-// outbox_events holds no unpublished, unquarantined event, then the log's
-// reader, with the same publisher, breaker, metrics and failpoints
+// outbox_events holds nothing it can publish (a quarantined event and its
+// order's events behind it wait for an operator), then the log's reader
+// beside it, with the same publisher, breaker, metrics and failpoints
 // (log.after_read, log.before_advance).
 //
 // For poll and cdc the relay is behind an outbox.LogLeave: on a database
 // whose producers wrote to the log before (switched back from the log),
 // what the log still holds is published first, and a log relay keeps
-// sweeping it; on any other database it costs one query at start.
+// sweeping it; on any other database it costs one small query a second,
+// which starts that log relay once a producer writes to the log.
 func newRelay(ctx context.Context, env *service.Env, source string, pool *pgxpool.Pool, pub outbox.Publisher, cfg outbox.RelayConfig) (relay, error) {
 	var main relay
 	switch source {

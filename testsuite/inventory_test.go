@@ -7,11 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/outflow/outflow/activities"
 	"github.com/outflow/outflow/internal/dev/ports"
@@ -77,6 +79,18 @@ func (c inventoryClient) setStock(ctx context.Context, t *testing.T, sku string,
 // the inventory's Temporal client has none, so both sides read the signals.
 func startInventoryStack(t *testing.T, s *Stack, invFailpoints string) (inventoryClient, string) {
 	t.Helper()
+	inv, invURL := setInventoryStack(t, s)
+	s.Start("inventory", invFailpoints)
+	s.Start("orderapi", "")
+	s.Start("starter", "")
+	s.Start("worker", "")
+	return inv, invURL
+}
+
+// setInventoryStack is startInventoryStack's settings without the start: a
+// test changes them, then starts the processes itself.
+func setInventoryStack(t *testing.T, s *Stack) (inventoryClient, string) {
+	t.Helper()
 	s.CodecKeys = ""
 	port, err := ports.Free()
 	require.NoError(t, err)
@@ -90,10 +104,6 @@ func startInventoryStack(t *testing.T, s *Stack, invFailpoints string) (inventor
 		"METRICS_ADDR=",
 	}
 	s.WorkerEnv = []string{"INVENTORY_URL=http://" + invAddr, "INVENTORY_ANSWER_TIMEOUT=1m"}
-	s.Start("inventory", invFailpoints)
-	s.Start("orderapi", "")
-	s.Start("starter", "")
-	s.Start("worker", "")
 	return inventoryClient{base: "http://" + invAddr}, invURL
 }
 
@@ -178,4 +188,75 @@ func TestSagaSpansTheInventory(t *testing.T) {
 	rep, err := CheckInventory(ctx, invDB, s.Pool, map[string]int64{"SKU-1": 2})
 	require.NoError(t, err, "the invariants on the inventory's database")
 	require.Equal(t, InventoryReport{Events: 5, Reservations: 2, Released: 2}, rep, "the rejection wrote no reservation")
+}
+
+// TestInventoryEventsAfterTheSagaWasForgotten runs the real binaries: the
+// inventory's relay cannot reach Temporal while an order's saga reserves,
+// waits for the answer in vain, releases and fails the order; Temporal then
+// forgets the saga (the namespace retention; the test deletes the closed
+// run as it does), and only then does the relay deliver the StockReserved
+// and StockReleased. Neither starts a saga under the saga's ID (a run from
+// an empty input would fail at once, and its event would count as
+// delivered): each starts an InventoryLateEventWorkflow of its own, as for
+// a saga closed within the retention. The late StockReserved leaves nothing
+// held: the saga released the reservation as it gave up.
+func TestInventoryEventsAfterTheSagaWasForgotten(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	s := NewStack(t)
+	inv, invURL := setInventoryStack(t, s)
+	unreachable, err := ports.Free()
+	require.NoError(t, err)
+	base := s.InventoryEnv
+	s.InventoryEnv = append(slices.Clone(base), fmt.Sprintf("TEMPORAL_ADDRESS=127.0.0.1:%d", unreachable))
+	s.WorkerEnv = append(s.WorkerEnv, "INVENTORY_ANSWER_TIMEOUT=10s")
+	s.Start("inventory", "")
+	s.Start("orderapi", "")
+	s.Start("starter", "")
+	s.Start("worker", "")
+	inv.setStock(ctx, t, "SKU-1", 2)
+
+	order, err := s.API().Create(ctx, "inv-forgotten-"+uuid.NewString(), "pm_card_visa")
+	require.NoError(t, err)
+	require.NoError(t, WaitStatus(ctx, s, order.OrderID, "payment_failed", 2*time.Minute), "no answer in time: the saga gives up")
+	waitCompleted(ctx, t, s.Env, order.EventID)
+	require.Equal(t, "released", inv.reservation(ctx, t, order.OrderID), "the saga reserved, then released as it gave up")
+	invDB := testdb.Open(t, invURL)
+	held := outboxtest.Events(t, invDB, outboxtest.Match{AggregateID: order.OrderID})
+	require.Len(t, held, 2, "a StockReserved and a StockReleased")
+	require.Equal(t, []string{"StockReserved", "StockReleased"}, []string{held[0].Type, held[1].Type})
+	for _, e := range held {
+		require.Nil(t, e.PublishedAt, "event %s (%s) reached Temporal, which the relay cannot reach", e.ID, e.Type)
+	}
+
+	forgetWorkflow(ctx, t, s.Env, order.EventID)
+	s.Proc("inventory").Stop(10 * time.Second)
+	s.InventoryEnv = base
+	s.Start("inventory", "")
+
+	events := outboxtest.WaitFor(t, invDB, outboxtest.Match{AggregateID: order.OrderID}, 2*time.Minute, func(es []outboxtest.Event) bool {
+		for _, e := range es {
+			if e.PublishedAt == nil && e.QuarantinedAt == nil {
+				return false
+			}
+		}
+		return true
+	}, "the inventory's relay delivers both late events")
+	for _, e := range events {
+		require.Nil(t, e.QuarantinedAt, "event %s (%s) quarantined: %s", e.ID, e.Type, e.LastError)
+	}
+	_, err = s.Env.Client.DescribeWorkflow(ctx, order.EventID, "")
+	var notFound *serviceerror.NotFound
+	require.ErrorAs(t, err, &notFound, "no saga run under the forgotten saga's ID (a late event must not start one from an empty input)")
+	for _, e := range events {
+		waitCompleted(ctx, t, s.Env, e.ID.String())
+		d, err := s.Env.Client.DescribeWorkflow(ctx, e.ID.String(), "")
+		require.NoError(t, err)
+		require.Equal(t, workflows.InventoryLateEventWorkflowName, d.RawResponse.GetWorkflowExecutionInfo().GetType().GetName(), "event %s (%s)", e.ID, e.Type)
+	}
+	require.Equal(t, "released", inv.reservation(ctx, t, order.OrderID))
+	require.Equal(t, stockLevels{Available: 2, Reserved: 0}, inv.stock(ctx, t, "SKU-1"), "nothing held for the failed order")
+	rep, err := CheckInventory(ctx, invDB, s.Pool, map[string]int64{"SKU-1": 2})
+	require.NoError(t, err, "the invariants on the inventory's database")
+	require.Equal(t, InventoryReport{Events: 2, Reservations: 1, Released: 1}, rep)
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,8 +52,14 @@ type Journal struct {
 	Retries, RetryRefusals                                       int
 	// BulkRetries counts the retry --quarantined commands (log stacks),
 	// BulkRetried the holds they retried.
-	BulkRetries, BulkRetried                   int
-	Skips, SkipRefusals                        int
+	BulkRetries, BulkRetried int
+	Skips, SkipRefusals      int
+	// SkippedAggregates are the poison aggregates whose events the operator
+	// skipped; SkippedReplays the replays of them, after every poison event
+	// was skipped, that delivered anything (a skipped event published: none
+	// must).
+	SkippedAggregates                          []string
+	SkippedReplays                             []string
 	Forgets, ForgetsWithoutKey, ForgetRefusals int
 	// Lost counts commands that lost their database connection (a kill, a
 	// backend termination, a PostgreSQL restart) and were run again.
@@ -130,6 +137,8 @@ func (o *Operator) Journal() Journal {
 	j.Refusals = append([]ForgetAnswer(nil), o.j.Refusals...)
 	j.Erased = append([]ForgetAnswer(nil), o.j.Erased...)
 	j.Unexpected = append([]string(nil), o.j.Unexpected...)
+	j.SkippedAggregates = append([]string(nil), o.j.SkippedAggregates...)
+	j.SkippedReplays = append([]string(nil), o.j.SkippedReplays...)
 	j.QuarantinedOrders = map[string]string{}
 	for k, v := range o.j.QuarantinedOrders {
 		j.QuarantinedOrders[k] = v
@@ -599,7 +608,12 @@ func (o *Operator) skip(ctx context.Context, n int) bool {
 	a := o.outboxctl(ctx, args...)
 	switch {
 	case a.code == 0:
-		o.note(func(j *Journal) { j.Skips++ })
+		o.note(func(j *Journal) {
+			j.Skips++
+			if agg := strings.TrimPrefix(p.aggregate, PoisonAggregateType+"/"); !slices.Contains(j.SkippedAggregates, agg) {
+				j.SkippedAggregates = append(j.SkippedAggregates, agg)
+			}
+		})
 		return true
 	case a.code == 1 && (strings.Contains(a.out, "does not allow this") ||
 		o.log && (strings.Contains(a.out, "not the head of a quarantined hold") || strings.Contains(a.out, "no quarantined hold"))):
@@ -666,8 +680,13 @@ func (o *Operator) forgetOnce(ctx context.Context, email string, n int) (refused
 // what the run left undone: a replay of a recent order, a retry of a
 // quarantined hold's head and a bulk retry, so every run acts over the log
 // at least once each way.
+//
+// Once every poison event is skipped, it replays each poison aggregate it
+// skipped, over the whole run: a skipped event is never delivered, not even
+// by a replay, so each such replay must find nothing to deliver.
 func (o *Operator) Finish(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
+	since := deadline.Add(-24 * time.Hour)
 	if o.log {
 		j := o.Journal()
 		if j.ReplayCommands == 0 {
@@ -695,6 +714,7 @@ func (o *Operator) Finish(ctx context.Context, timeout time.Duration) error {
 	for n := 10_000; ; n++ {
 		left, err := qUnsettledPoison.Value(ctx, o.s.Pool, aggregateTypeArgs{AggregateType: PoisonAggregateType})
 		if err == nil && left == 0 {
+			o.replaySkipped(ctx, since)
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -706,6 +726,27 @@ func (o *Operator) Finish(ctx context.Context, timeout time.Duration) error {
 				return ctx.Err()
 			case <-time.After(250 * time.Millisecond):
 			}
+		}
+	}
+}
+
+// replaySkipped replays each skipped poison aggregate from since on and
+// notes every replay that delivered something.
+func (o *Operator) replaySkipped(ctx context.Context, since time.Time) {
+	for _, agg := range o.Journal().SkippedAggregates {
+		args := []string{"replay", "--from", since.UTC().Format(time.RFC3339Nano), "--to", time.Now().UTC().Format(time.RFC3339Nano),
+			"--aggregate-type", PoisonAggregateType, "--aggregate", agg, "--yes"}
+		a := o.outboxctl(ctx, args...)
+		switch {
+		case a.code == 0 && strings.Contains(a.out, "nothing to replay"):
+			o.note(func(j *Journal) { j.ReplayCommands++; j.EmptyReplays++ })
+		case a.code == 0:
+			o.note(func(j *Journal) {
+				j.ReplayCommands++
+				j.SkippedReplays = append(j.SkippedReplays, agg+": "+strings.TrimSpace(a.out))
+			})
+		default:
+			o.unexpected(a, args...)
 		}
 	}
 }
@@ -723,12 +764,12 @@ func (j Journal) Report() string {
 	}
 	return fmt.Sprintf(`  operator replays:         %d commands (%d events replayed, %d windows empty, %d refused), %d late cancels right before or after a replay; %d replayed events watched: %d delivered again, %d superseded by a later replay
   operator retries:         %d (%d refused: published, skipped or in flight since the list); %d bulk retries of %d holds
-  operator skips:           %d of %d poison events in %d aggregates (%d refused)
+  operator skips:           %d of %d poison events in %d aggregates (%d refused); %d skipped aggregates replayed after, %d of them delivering anything
   operator forgets:         %d keys erased, %d with no key left, %d refused
   operator, other:          %d commands run again after a lost connection, %d unexpected answers, %d order events seen quarantined`,
 		j.ReplayCommands, j.ReplayedEvents, j.EmptyReplays, j.ReplayRefusals, j.LateCancels, len(j.Watches), delivered, superseded,
 		j.Retries, j.RetryRefusals, j.BulkRetries, j.BulkRetried,
-		j.Skips, j.PoisonEvents, j.PoisonAggregates, j.SkipRefusals,
+		j.Skips, j.PoisonEvents, j.PoisonAggregates, j.SkipRefusals, len(j.SkippedAggregates), len(j.SkippedReplays),
 		j.Forgets, j.ForgetsWithoutKey, j.ForgetRefusals,
 		j.Lost, len(j.Unexpected), len(j.QuarantinedOrders))
 }

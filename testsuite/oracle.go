@@ -189,6 +189,9 @@ func CheckOracle(ctx context.Context, s *Stack, j Journal) (string, error) {
 	for _, u := range j.Unexpected {
 		fail("the operator got an unexpected answer: %s", u)
 	}
+	for _, r := range j.SkippedReplays {
+		fail("a replay of a skipped poison aggregate delivered its skipped events again: %s", r)
+	}
 	for _, line := range sortedValues(j.QuarantinedOrders) {
 		fail("an order's event was quarantined during the soak (only poison events should be): %s", strings.Join(strings.Fields(line), " "))
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/stripe/stripe-go/v76/webhook"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/dev/ports"
@@ -50,23 +51,8 @@ func TestWebhookAfterTheSagaClosed(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, o.PaymentIntentID)
 
-	body, err := json.Marshal(map[string]any{"id": "evt_dispute_" + order.OrderID[:8], "object": "event", "type": "charge.dispute.created",
-		"created": time.Now().Unix(), "data": map[string]any{"object": map[string]any{
-			"id": "dp_1", "object": "dispute", "status": "needs_response", "reason": "fraudulent", "payment_intent": *o.PaymentIntentID}}})
-	require.NoError(t, err)
-	deliver := func() string {
-		signed := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: secret})
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+s.APIAddr+"/webhooks/stripe", bytes.NewReader(body))
-		require.NoError(t, err)
-		req.Header.Set("Stripe-Signature", signed.Header)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
-		return string(b)
-	}
+	body := disputeWebhook(t, "evt_dispute_"+order.OrderID[:8], *o.PaymentIntentID)
+	deliver := func() string { return postWebhook(ctx, t, s, secret, body) }
 	// Forgeries: a signature made with another secret, the real signature
 	// over another body (the dispute moved to a payment intent of the
 	// forger's), and none at all. Each is refused with a 400 and writes
@@ -119,6 +105,101 @@ func TestWebhookAfterTheSagaClosed(t *testing.T) {
 	info := late.RawResponse.GetWorkflowExecutionInfo()
 	require.Equal(t, handoff.PaymentWebhookLateWorkflowName, info.GetType().GetName())
 	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, info.GetStatus())
+}
+
+// postWebhook sends body to s's order API as Stripe does, signed with
+// secret, and returns the answer's body, which must be a 200.
+func postWebhook(ctx context.Context, t *testing.T, s *Stack, secret string, body []byte) string {
+	t.Helper()
+	signed := webhook.GenerateTestSignedPayload(&webhook.UnsignedPayload{Payload: body, Secret: secret})
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+s.APIAddr+"/webhooks/stripe", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Stripe-Signature", signed.Header)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", b)
+	return string(b)
+}
+
+// disputeWebhook is the body of a Stripe charge.dispute.created event about
+// the PaymentIntent pi.
+func disputeWebhook(t *testing.T, eventID, pi string) []byte {
+	t.Helper()
+	body, err := json.Marshal(map[string]any{"id": eventID, "object": "event", "type": "charge.dispute.created",
+		"created": time.Now().Unix(), "data": map[string]any{"object": map[string]any{
+			"id": "dp_1", "object": "dispute", "status": "needs_response", "reason": "fraudulent", "payment_intent": pi}}})
+	require.NoError(t, err)
+	return body
+}
+
+// TestDisputeAfterTheSagaWasForgotten runs the real binaries: a dispute
+// arrives after Temporal forgot the order's saga (the namespace retention
+// deleted the closed run; the test deletes it as the retention does). It is
+// handled as one whose saga closed within the retention: the relay starts
+// no saga under the saga's ID (a run from an empty input would fail at
+// once, and the event would count as delivered), and the webhook's
+// PaymentWebhookLateWorkflow marks the order disputed. A redelivery of the
+// event by the relay starts nothing more.
+func TestDisputeAfterTheSagaWasForgotten(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	s := NewStack(t)
+	const secret = "whsec_testsuite"
+	s.OrderAPIEnv = []string{"STRIPE_WEBHOOK_SECRET=" + secret}
+	s.Start("orderapi", "")
+	s.Start("starter", "")
+	s.Start("worker", "")
+
+	order, err := s.API().Create(ctx, "forgotten-dispute-"+uuid.NewString(), "pm_card_visa")
+	require.NoError(t, err)
+	require.NoError(t, WaitStatus(ctx, s, order.OrderID, "confirmed", 2*time.Minute))
+	o, err := orders.GetOrder(ctx, s.Pool, uuid.MustParse(order.OrderID))
+	require.NoError(t, err)
+	require.NotNil(t, o.PaymentIntentID)
+	forgetWorkflow(ctx, t, s.Env, order.EventID)
+
+	require.Contains(t, postWebhook(ctx, t, s, secret, disputeWebhook(t, "evt_dispute_"+order.OrderID[:8], *o.PaymentIntentID)), `"duplicate":false`)
+	events := outboxtest.WaitFor(t, s.Pool, outboxtest.Match{Type: orders.EventPaymentWebhookReceived}, time.Minute,
+		func(es []outboxtest.Event) bool {
+			return len(es) == 1 && (es[0].PublishedAt != nil || es[0].QuarantinedAt != nil)
+		},
+		"the webhook's event is relayed")
+	require.Nil(t, events[0].QuarantinedAt, "a webhook for a forgotten saga is not quarantined: %s", events[0].LastError)
+	_, err = s.Env.Client.DescribeWorkflow(ctx, order.EventID, "")
+	var notFound *serviceerror.NotFound
+	require.ErrorAs(t, err, &notFound, "no saga run under the forgotten saga's ID (a late webhook must not start one from an empty input)")
+
+	var result orders.PaymentWebhookReceived
+	require.NoError(t, s.Env.Client.GetWorkflow(ctx, events[0].ID.String(), "").Get(ctx, &result),
+		"the late webhook's workflow, ID = the event's, completes")
+	require.Equal(t, "charge.dispute.created", result.Type)
+	late, err := s.Env.Client.DescribeWorkflow(ctx, events[0].ID.String(), "")
+	require.NoError(t, err)
+	info := late.RawResponse.GetWorkflowExecutionInfo()
+	require.Equal(t, handoff.PaymentWebhookLateWorkflowName, info.GetType().GetName())
+	require.Equal(t, enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED, info.GetStatus())
+	o, err = orders.GetOrder(ctx, s.Pool, uuid.MustParse(order.OrderID))
+	require.NoError(t, err)
+	require.NotNil(t, o.DisputedAt, "the order is marked disputed")
+	require.NotNil(t, o.DisputeID)
+	require.Equal(t, "dp_1", *o.DisputeID)
+	require.Equal(t, orders.Status("confirmed"), o.Status, "the dispute does not change the order's status")
+
+	// The relay delivers the event again (its mark lost): the late
+	// workflow's start is an absorbed duplicate, and still no saga runs.
+	_, err = qLoseMark.Exec(ctx, s.Pool, eventIDArgs{EventID: events[0].ID.String()})
+	require.NoError(t, err)
+	_, err = qNotify.Exec(ctx, s.Pool, namedsql.NoArgs{})
+	require.NoError(t, err)
+	waitPublished(ctx, t, s, events[0].ID.String())
+	again, err := s.Env.Client.DescribeWorkflow(ctx, events[0].ID.String(), "")
+	require.NoError(t, err)
+	require.Equal(t, late.WorkflowExecution.RunID, again.WorkflowExecution.RunID, "one late run")
+	_, err = s.Env.Client.DescribeWorkflow(ctx, order.EventID, "")
+	require.ErrorAs(t, err, &notFound, "the redelivery started no saga either")
 }
 
 // startWebhookStack starts a simulator of t's own that sends Stripe

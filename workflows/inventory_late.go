@@ -10,7 +10,8 @@ import (
 )
 
 // InventoryLateEventWorkflowName is the workflow type the inventory starts
-// (its INVENTORY_CLOSED_WORKFLOW) for an event whose saga already closed:
+// (its INVENTORY_CLOSED_WORKFLOW) for an event whose saga already closed,
+// or was forgotten behind the namespace retention:
 // above all the StockReleased of a release the saga or the cancel workflow
 // made as the saga ended, which no saga waits for. Unset there, such an
 // event is quarantined in the inventory's outbox for an operator.

@@ -9,8 +9,9 @@ import (
 )
 
 // PaymentWebhookLateWorkflow takes a Stripe webhook whose payment saga had
-// already closed (the relay starts it, workflow ID = the webhook's event
-// ID, for a signal route's closed target): a payment_intent.succeeded
+// already closed, or was forgotten behind the namespace retention (the
+// relay starts it, workflow ID = the webhook's event ID, for a signal
+// route's closed or missing target): a payment_intent.succeeded
 // after the saga confirmed the order, say, which only repeats what the
 // saga learnt by its own call. It records the webhook in its history and
 // completes, so none is lost or left quarantined.

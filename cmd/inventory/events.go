@@ -101,21 +101,28 @@ type RouteConfig struct {
 	// eventsignal.New with temporalpub.EventInput). Optional: defaulted to
 	// [DefaultSignal].
 	Signal string
-	// Workflow is the workflow type Signal-With-Start starts when the
-	// event's workflow does not exist yet (the saga's type). Mandatory.
+	// Workflow, when set, is the workflow type Signal-With-Start starts
+	// when the event's workflow does not exist yet, with no input. Optional:
+	// unset, the events are only signalled, never start a workflow, and an
+	// event whose saga does not exist (Temporal forgot it behind the
+	// namespace retention) is handled as one whose saga closed. A saga
+	// that asked for the reservation already runs: set it only for a
+	// workflow that can begin from an inventory event alone.
 	Workflow string
-	// TaskQueue is that workflow's task queue. Optional: defaulted to the
-	// publisher's.
+	// TaskQueue is the task queue of the workflows started for the events
+	// (Workflow, ClosedWorkflow). Optional: defaulted to the publisher's.
 	TaskQueue string
 	// ClosedWorkflow, when set, is started (workflow ID = event ID, input the
-	// EventInput) for an event whose saga already closed; unset, such an
-	// event is quarantined for an operator (temporalpub.Route.ClosedWorkflow).
+	// EventInput) for an event whose saga already closed (or does not exist,
+	// without Workflow); unset, such an event is quarantined for an operator
+	// (temporalpub.Route.ClosedWorkflow).
 	ClosedWorkflow string
 }
 
 // Routes returns the signal routes of the three events: each is delivered
-// as the signal cfg.Signal to the workflow its payload's workflow_id names,
-// with Signal-With-Start, in the order of the order's events.
+// as the signal cfg.Signal to the workflow its payload's workflow_id names
+// (with Signal-With-Start when cfg.Workflow is set), in the order of the
+// order's events.
 func Routes(cfg RouteConfig) temporalpub.Routes {
 	if cfg.Signal == "" {
 		cfg.Signal = DefaultSignal

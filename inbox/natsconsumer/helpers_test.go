@@ -62,7 +62,8 @@ type projection struct{ pool *pgxpool.Pool }
 func newProjection(t *testing.T, pool *pgxpool.Pool) projection {
 	t.Helper()
 	_, err := pool.Exec(context.Background(), `
-		CREATE TABLE test_applied (n bigserial PRIMARY KEY, event_id uuid NOT NULL, aggregate_id text NOT NULL, sequence bigint NOT NULL);
+		CREATE TABLE test_applied (n bigserial PRIMARY KEY, event_id uuid NOT NULL, aggregate_id text NOT NULL, sequence bigint NOT NULL,
+			skipped boolean NOT NULL DEFAULT false);
 		CREATE TABLE test_positions (aggregate_type text, aggregate_id text, last_sequence bigint NOT NULL, PRIMARY KEY (aggregate_type, aggregate_id))`)
 	require.NoError(t, err)
 	return projection{pool: pool}
@@ -89,6 +90,14 @@ func (p projection) apply(ctx context.Context, tx pgx.Tx, m natsconsumer.Message
 	return err
 }
 
+// skip is the tests' Config.Skipped: a row for the tombstone of an event
+// skipped at the producer.
+func (p projection) skip(ctx context.Context, tx pgx.Tx, m natsconsumer.Message) error {
+	_, err := tx.Exec(ctx, `INSERT INTO test_applied (event_id, aggregate_id, sequence, skipped) VALUES ($1, $2, $3, true)`,
+		m.EventID, m.AggregateID, m.Sequence)
+	return err
+}
+
 type applied struct {
 	EventID     uuid.UUID
 	AggregateID string
@@ -98,14 +107,43 @@ type applied struct {
 // applied lists the applied events in the order they were applied.
 func (p projection) applied(t *testing.T) []applied {
 	t.Helper()
-	rows, err := p.pool.Query(context.Background(), `SELECT event_id, aggregate_id, sequence FROM test_applied ORDER BY n`)
+	var out []applied
+	for _, e := range p.effects(t) {
+		if !e.Skipped {
+			out = append(out, e.applied)
+		}
+	}
+	return out
+}
+
+// effect is an applied event, or a skipped one's tombstone (Skipped).
+type effect struct {
+	applied
+	Skipped bool
+}
+
+// effects lists the applied events and the skips, in the order they were
+// consumed.
+func (p projection) effects(t *testing.T) []effect {
+	t.Helper()
+	rows, err := p.pool.Query(context.Background(), `SELECT event_id, aggregate_id, sequence, skipped FROM test_applied ORDER BY n`)
 	require.NoError(t, err)
-	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (applied, error) {
-		var a applied
-		return a, r.Scan(&a.EventID, &a.AggregateID, &a.Sequence)
+	out, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (effect, error) {
+		var e effect
+		return e, r.Scan(&e.EventID, &e.AggregateID, &e.Sequence, &e.Skipped)
 	})
 	require.NoError(t, err)
 	return out
+}
+
+// position is the aggregate's last applied sequence, 0 when none.
+func (p projection) position(t *testing.T, aggregateID string) int64 {
+	t.Helper()
+	var last int64
+	err := p.pool.QueryRow(context.Background(), `SELECT coalesce(max(last_sequence), 0) FROM test_positions WHERE aggregate_id = $1`,
+		aggregateID).Scan(&last)
+	require.NoError(t, err)
+	return last
 }
 
 // run runs c until the test ends.

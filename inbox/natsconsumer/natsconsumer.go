@@ -39,6 +39,19 @@
 // whose sequence is at or behind the position (another event already took
 // that place) is terminated with an error log and not applied.
 //
+// # An operator's skip
+//
+// An event an operator gave up at the producer (outboxctl skip) reaches the
+// stream as a tombstone (header Outflow-Skipped: true, no body) in the
+// event's place in its aggregate's sequence. The consumer takes it like an
+// event: the inbox records its ID, and in the same transaction
+// Config.Skipped (when set) is called instead of Apply, with
+// Message.Skipped set and no payload, and the position moves past it; it
+// is logged ("skipped at the producer"). So the aggregate's later events
+// are applied rather than held back by a gap. A tombstone of an event the
+// consumer applied already (it reached the stream before it was skipped)
+// is a duplicate for the inbox and changes nothing.
+//
 // # Encrypted payloads
 //
 // A message whose body a natspub.PayloadEncoder encoded (header
@@ -110,6 +123,10 @@ type Message struct {
 	// PayloadErased: the payload was encrypted with a key erased on
 	// purpose (natspub.ErrPayloadErased); Payload is nil.
 	PayloadErased bool
+	// Skipped: the message is the tombstone of an event an operator
+	// skipped at the producer (natspub.HeaderSkipped); Payload is nil.
+	// Only Config.Skipped sees such a message.
+	Skipped bool
 	// Subject is the message's subject; StreamSequence its place in the stream.
 	Subject        string
 	StreamSequence uint64
@@ -150,6 +167,13 @@ type Config struct {
 	Positions Positions
 	// Apply is the effect. Mandatory.
 	Apply ApplyFunc
+	// Skipped is called instead of Apply, in the message's transaction, for
+	// the tombstone of an event an operator skipped at the producer
+	// (Message.Skipped): e.g. to record the sequence given up beside the
+	// projection. The aggregate's position moves past it either way.
+	// Defaults to nil: the skip is logged, and recorded by the inbox row
+	// and the position only.
+	Skipped ApplyFunc
 	// Decoder decodes the bodies natspub's Config.Encoder encoded (the
 	// payload codec's encryption). Defaults to nil: such a message is not
 	// applied (logged and delivered again after RetryDelay).
@@ -262,7 +286,11 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 	}
 	log := c.cfg.Logger.With("consumer", c.cfg.Name, "event_id", m.EventID, "event_type", m.EventType,
 		"aggregate_type", m.AggregateType, "aggregate_id", m.AggregateID, "sequence", m.Sequence)
-	m.Payload, err = c.decode(msg)
+	if m.Skipped {
+		m.Payload = nil // a tombstone has no body
+	} else {
+		m.Payload, err = c.decode(msg)
+	}
 	if errors.Is(err, natspub.ErrPayloadErased) {
 		log.Info("natsconsumer: the payload's key was erased; the event is applied without its payload", "error", err)
 		m.PayloadErased, err = true, nil
@@ -288,8 +316,14 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 		case m.Sequence <= last:
 			return errBehind
 		}
-		if err := c.cfg.Apply(ctx, tx, m); err != nil {
-			return err
+		apply := c.cfg.Apply
+		if m.Skipped {
+			apply = c.cfg.Skipped
+		}
+		if apply != nil {
+			if err := apply(ctx, tx, m); err != nil {
+				return err
+			}
 		}
 		return c.cfg.Positions.SetApplied(ctx, tx, m.AggregateType, m.AggregateID, m.Sequence)
 	})
@@ -308,6 +342,9 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 		log.Warn("natsconsumer: apply failed; delivered again later", "error", err, "retry_in", c.cfg.RetryDelay)
 		_ = msg.NakWithDelay(c.cfg.RetryDelay)
 		return
+	}
+	if first && m.Skipped {
+		log.Warn("natsconsumer: the event was skipped at the producer by an operator: its sequence is passed, nothing applied")
 	}
 	if err := c.cfg.Failpoints.Inject(ctx, failpoints.JetStreamConsumerAfterCommit); err != nil {
 		log.Warn("natsconsumer: acknowledgement dropped", "error", err)
@@ -359,6 +396,7 @@ func parse(msg jetstream.Msg) (Message, error) {
 		AggregateID:   h.Get(natspub.HeaderAggregateID),
 		Sequence:      seq,
 		Replay:        h.Get(natspub.HeaderReplay) == "true",
+		Skipped:       h.Get(natspub.HeaderSkipped) == "true",
 		Payload:       msg.Data(),
 		Subject:       msg.Subject(),
 	}

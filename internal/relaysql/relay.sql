@@ -12,9 +12,15 @@
 -- available, not under a live lease, and the lowest unpublished sequence of
 -- its aggregate: an event never overtakes an unfinished predecessor (a
 -- quarantined predecessor holds its aggregate back; an operator-skipped one
--- does not; see outbox_unpublished_predecessors in migrations/00006). So a
--- batch holds at most one event per aggregate, and across relays an
--- aggregate has one lane. SKIP LOCKED lets concurrent relays claim disjoint
+-- only until its tombstone is out; see outbox_unpublished_predecessors in
+-- migrations/00006 and 00016), in outbox_events or in the log
+-- (outbox_unpublished_log_predecessors, migrations/00017). So a batch holds
+-- at most one event per aggregate, and across relays an aggregate has one
+-- lane. An event an operator skipped whose tombstone is not out yet
+-- (skip_published_at) is a candidate too, quarantined as it is: the relay
+-- hands it to the sinks that take tombstones (skipped), in its lane's
+-- place; its lease is never taken as abandoned (it is retried, never
+-- quarantined: see RelayFail). SKIP LOCKED lets concurrent relays claim disjoint
 -- batches without waiting on each other. attempt_count is counted here, at
 -- claim, so an event that crashes its relay still uses up attempts: a
 -- candidate whose lease expired with @max_attempts (OUTFLOW_MAX_ATTEMPTS)
@@ -30,15 +36,21 @@
 -- with.
 WITH candidates AS (
     SELECT e.event_id, (e.claimed_by IS NOT NULL) AS took_over,
-           (e.claimed_by IS NOT NULL AND e.attempt_count >= @max_attempts) AS exhausted
+           (e.claimed_by IS NOT NULL AND e.attempt_count >= @max_attempts AND e.skipped_at IS NULL) AS exhausted
     FROM outbox_events e
     WHERE e.published_at IS NULL
-      AND e.quarantined_at IS NULL
-      AND e.skipped_at IS NULL
+      AND ((e.quarantined_at IS NULL AND e.skipped_at IS NULL)
+           OR (e.skipped_at IS NOT NULL AND e.skip_published_at IS NULL))
       AND e.available_at <= now()
       AND (e.claim_until IS NULL OR e.claim_until < now())
       AND NOT EXISTS (
           SELECT 1 FROM outbox_unpublished_predecessors(e.aggregate_type, e.aggregate_id, e.aggregate_sequence)
+      )
+      -- The lane goes on in the log (migrations/00017): while a database
+      -- switches between the poll or cdc source and the log, an earlier
+      -- event of the order may be unpublished there.
+      AND NOT EXISTS (
+          SELECT 1 FROM outbox_unpublished_log_predecessors(e.aggregate_type, e.aggregate_id, e.aggregate_sequence)
       )
       -- An operator's replay makes an earlier event unpublished again, maybe
       -- while a later one of its aggregate is being published: a replayed
@@ -56,12 +68,13 @@ WITH candidates AS (
       ))
       -- A CDC relay's sweeper (@min_age_ms > 0; a polling relay passes 0)
       -- leaves young events to the stream: it takes events older than
-      -- @min_age_ms, retries (attempt_count > 0), replays and the events the
-      -- stream handed it (@handed_off). See cdc.go.
+      -- @min_age_ms, retries (attempt_count > 0), replays, tombstones and the
+      -- events the stream handed it (@handed_off). See cdc.go.
       AND (@min_age_ms::bigint = 0
            OR e.occurred_at < now() - @min_age_ms::bigint * interval '1 millisecond'
            OR e.attempt_count > 0
            OR e.replay_requested_at IS NOT NULL
+           OR e.skipped_at IS NOT NULL
            OR e.event_id = ANY(@handed_off::uuid[]))
       -- Never an event this relay still holds (@held: claimed by an earlier
       -- claim whose outcome is not written yet, see pipeline.go): its lease
@@ -89,7 +102,8 @@ FROM candidates c
 WHERE o.event_id = c.event_id AND NOT c.exhausted
 RETURNING o.event_id, o.aggregate_type, o.aggregate_id, o.aggregate_sequence,
           o.event_type, o.schema_version, o.payload, o.occurred_at,
-          o.attempt_count, c.took_over, o.replay_requested_at IS NOT NULL AS replay;
+          o.attempt_count, c.took_over, o.replay_requested_at IS NOT NULL AS replay,
+          o.skipped_at IS NOT NULL AS skipped;
 
 -- name: RelayClaimVerify :many
 -- The second statement of the claim's transaction: gives back (like
@@ -117,6 +131,9 @@ WHERE o.event_id = ANY(@event_ids::uuid[])
   AND o.published_at IS NULL
   AND (EXISTS (
            SELECT 1 FROM outbox_unpublished_predecessors(o.aggregate_type, o.aggregate_id, o.aggregate_sequence)
+       )
+       OR EXISTS (
+           SELECT 1 FROM outbox_unpublished_log_predecessors(o.aggregate_type, o.aggregate_id, o.aggregate_sequence)
        )
        -- RelayClaim's successor-lease probe, in this fresher snapshot.
        OR (o.replay_requested_at IS NOT NULL AND EXISTS (
@@ -146,9 +163,11 @@ SET LOCAL synchronous_commit TO off;
 -- Marks the acknowledged events @event_ids published, only where @owner
 -- still holds the claim. claimed_by is kept as the record of who published
 -- the event. A replay request is fulfilled by the publish, so its flag is
--- cleared.
+-- cleared. A skipped event's tombstone is out: skip_published_at, and the
+-- event stays unpublished (it never was).
 UPDATE outbox_events
-SET published_at        = now(),
+SET published_at        = CASE WHEN skipped_at IS NULL THEN now() END,
+    skip_published_at   = CASE WHEN skipped_at IS NOT NULL THEN now() END,
     claim_until         = NULL,
     replay_requested_at = NULL
 WHERE event_id = ANY(@event_ids::uuid[])
@@ -162,13 +181,15 @@ RETURNING event_id;
 -- 1000 characters) and a backoff delay in milliseconds. An event is
 -- quarantined instead when its error is permanent or it has used up
 -- @max_attempts attempts. Returns the events it changed and whether each was
--- quarantined.
+-- quarantined. A skipped event's tombstone is never quarantined (the event
+-- is already given up, and nothing is left for an operator to decide): it
+-- is retried after its delay, however it failed.
 UPDATE outbox_events o
 SET last_error     = left(f.err, 1000),
-    available_at   = CASE WHEN f.permanent OR o.attempt_count >= @max_attempts
+    available_at   = CASE WHEN (f.permanent OR o.attempt_count >= @max_attempts) AND o.skipped_at IS NULL
                           THEN o.available_at
                           ELSE now() + f.delay_ms * interval '1 millisecond' END,
-    quarantined_at = CASE WHEN f.permanent OR o.attempt_count >= @max_attempts
+    quarantined_at = CASE WHEN (f.permanent OR o.attempt_count >= @max_attempts) AND o.skipped_at IS NULL
                           THEN now()
                           ELSE o.quarantined_at END,
     claimed_by     = NULL,
@@ -178,7 +199,7 @@ FROM unnest(@event_ids::uuid[], @errors::text[], @delays_ms::bigint[], @permanen
 WHERE o.event_id = f.event_id
   AND o.claimed_by = @owner
   AND o.published_at IS NULL
-RETURNING o.event_id, o.quarantined_at IS NOT NULL AS quarantined;
+RETURNING o.event_id, o.quarantined_at IS NOT NULL AND o.skipped_at IS NULL AS quarantined;
 
 -- name: RelaySinkRelease :many
 -- Gives back claims of @owner whose publish failed for the sink's fault

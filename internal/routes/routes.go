@@ -38,9 +38,11 @@ func Orders() temporalpub.Routes {
 			Describe:         describeOrderCancelled,
 		},
 		// A Stripe webhook goes to the order's payment saga as a signal; one
-		// whose saga closed starts PaymentWebhookLateWorkflow instead.
+		// whose saga closed, or was forgotten behind the namespace retention,
+		// starts PaymentWebhookLateWorkflow instead. No Workflow: the route
+		// only signals, because a saga started by a webhook would run from
+		// an empty input (its own event, OrderCreated, starts it).
 		orders.EventPaymentWebhookReceived: {
-			Workflow:         handoff.OrderCreatedWorkflowName,
 			Validate:         func(v int, p []byte) error { _, err := orders.DecodePaymentWebhookReceived(v, p); return err },
 			SearchAttributes: orderID,
 			Describe:         describePaymentWebhook,

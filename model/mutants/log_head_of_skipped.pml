@@ -1,4 +1,4 @@
-/* Removes the skips from a hold's head: a hold's next event may be one an operator skipped, so a replay of the order from an earlier event publishes the skipped one (issue 37: a skipped OrderCreated starts its saga). */
+/* Removes the tombstone from a skipped head: the hold worker hands a skipped event's payload as a publish rather than its tombstone, so the skip's own hold, or a replay of the order over the skip, publishes the skipped event (issue 37: a skipped OrderCreated starts its saga). */
 /* check: safety */
 /* expect: SKIP IS FINAL */
 #define LOG_HEAD_OF_SKIPPED

@@ -38,19 +38,7 @@ func createStream(t *testing.T, js jetstream.JetStream, stream, prefix string, w
 // messages reads every message of the stream, in stream order.
 func messages(t *testing.T, js jetstream.JetStream, stream string) []jetstream.RawStreamMsg {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	s, err := js.Stream(ctx, stream)
-	require.NoError(t, err)
-	info, err := s.Info(ctx)
-	require.NoError(t, err)
-	var out []jetstream.RawStreamMsg
-	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
-		m, err := s.GetMsg(ctx, seq)
-		require.NoError(t, err)
-		out = append(out, *m)
-	}
-	return out
+	return natstest.Messages(t, js, stream)
 }
 
 func payload(t *testing.T, m jetstream.RawStreamMsg) map[string]string {

@@ -23,8 +23,24 @@
 //	Outflow-Aggregate-Sequence   the event's gap-free position in its aggregate, from 1
 //	Outflow-Occurred-At          the enqueuing transaction's clock, RFC 3339 with nanoseconds
 //	Outflow-Replay               "true" on an operator's replay (outboxops.Replay)
+//	Outflow-Skipped              "true" on an operator's skip (a tombstone: no body)
 //	Outflow-Payload-Encoding     set only when Config.Encoder encoded the body, e.g. binary/encrypted
 //	Outflow-Payload-Key-Id       the key the Encoder used, e.g. customer/<uuid>
+//
+// # An operator's skip
+//
+// An event an operator skipped (outboxctl skip: quarantined, e.g. larger
+// than the stream's max_msg_size) is published by the relay as a tombstone
+// ([Publisher.PublishSkip]), in its place in the aggregate's lane: the same
+// subject and headers, Nats-Msg-Id the event's ID, Outflow-Skipped: true,
+// and no body. A consumer that applies each aggregate's events in sequence
+// (inbox/natsconsumer) takes it as the sequence given up and goes on with
+// the next, instead of waiting for it for ever. An event the stream did
+// store before it was skipped (both sinks, Temporal refused it) keeps that
+// message: within the duplicate window the stream drops the tombstone as a
+// duplicate of it, later the consumer's inbox does. An aggregate that has
+// no subject has nothing on the stream, and its tombstone is acknowledged
+// unpublished.
 //
 // With Config.Encoder (the starter's, when OUTFLOW_CODEC_KEYS is set: the
 // payload codec of Temporal's histories), the body is the Encoder's output
@@ -113,6 +129,9 @@ const (
 	HeaderSequence      = "Outflow-Aggregate-Sequence"
 	HeaderOccurredAt    = "Outflow-Occurred-At"
 	HeaderReplay        = "Outflow-Replay"
+	// HeaderSkipped is "true" on the tombstone of an event an operator
+	// skipped ([Publisher.PublishSkip]).
+	HeaderSkipped = "Outflow-Skipped"
 	// HeaderPayloadEncoding is [EncodedPayload.Encoding]; absent, the body
 	// is the payload as enqueued (JSON).
 	HeaderPayloadEncoding = "Outflow-Payload-Encoding"
@@ -216,8 +235,8 @@ type Publisher struct {
 }
 
 var (
-	_ outbox.Publisher = (*Publisher)(nil)
-	_ outbox.Prober    = (*Publisher)(nil)
+	_ outbox.SkipPublisher = (*Publisher)(nil)
+	_ outbox.Prober        = (*Publisher)(nil)
 )
 
 // New returns a publisher to cfg.Stream through js, after checking that the
@@ -364,6 +383,12 @@ func (p *Publisher) Message(e outbox.Event) (*nats.Msg, error) {
 			m.Header.Set(HeaderPayloadKeyID, enc.KeyID)
 		}
 	}
+	setHeaders(m, e)
+	return m, nil
+}
+
+// setHeaders sets the headers that describe e (all but the payload's).
+func setHeaders(m *nats.Msg, e outbox.Event) {
 	m.Header.Set(nats.MsgIdHdr, e.ID.String())
 	m.Header.Set(HeaderEventType, e.Type)
 	m.Header.Set(HeaderSchemaVersion, strconv.Itoa(e.SchemaVersion))
@@ -374,6 +399,19 @@ func (p *Publisher) Message(e outbox.Event) (*nats.Msg, error) {
 	if e.Replay {
 		m.Header.Set(HeaderReplay, "true")
 	}
+}
+
+// Tombstone is the message the skipped event e is published as: e's
+// subject and headers with Outflow-Skipped: true, and no body. The error
+// wraps [errSubject] when e has no subject.
+func (p *Publisher) Tombstone(e outbox.Event) (*nats.Msg, error) {
+	subject, err := p.Subject(e)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errSubject, err)
+	}
+	m := nats.NewMsg(subject)
+	setHeaders(m, e)
+	m.Header.Set(HeaderSkipped, "true")
 	return m, nil
 }
 
@@ -389,14 +427,38 @@ func (p *Publisher) Publish(ctx context.Context, e outbox.Event) error {
 		return outbox.Permanent(fmt.Errorf("natspub: event %s (%s) cannot be published: its subject would not be %s.<aggregate_type>.<aggregate_id>: %w; "+
 			"skip it (outboxctl skip) or publish its aggregate otherwise", e.ID, e.Type, p.prefix, err))
 	}
+	return p.publish(ctx, e, m, "event")
+}
+
+// PublishSkip publishes the tombstone of e, an event an operator skipped
+// ([Publisher.Tombstone]), and returns nil once the stream's PubAck says it
+// stored it, or already had a message with e's ID: then the event itself
+// reached the stream before it was skipped, and that message stands. It
+// acknowledges without publishing the tombstone of an event whose
+// aggregate has no subject: none of its events is on the stream.
+func (p *Publisher) PublishSkip(ctx context.Context, e outbox.Event) error {
+	m, err := p.Tombstone(e)
+	if err != nil {
+		p.logger.Warn("skipped event's aggregate has no subject: nothing of it is on the stream, no tombstone published",
+			"event_id", e.ID, "event_type", e.Type, "error", err)
+		return nil
+	}
+	return p.publish(ctx, e, m, "tombstone of event")
+}
+
+// publish publishes m, the message of e (what: "event", or "tombstone of
+// event"), and
+// returns nil on a PubAck, duplicate or not; it then runs the
+// jetstream.after_ack failpoint.
+func (p *Publisher) publish(ctx context.Context, e outbox.Event, m *nats.Msg, what string) error {
 	ack, err := p.js.PublishMsg(ctx, m, jetstream.WithExpectStream(p.stream))
 	if err != nil {
-		return whoseFault(fmt.Errorf("natspub: publish event %s (%s) to %s on stream %s: %w", e.ID, e.Type, m.Subject, p.stream, err))
+		return whoseFault(fmt.Errorf("natspub: publish %s %s (%s) to %s on stream %s: %w", what, e.ID, e.Type, m.Subject, p.stream, err))
 	}
 	if ack.Duplicate {
 		p.dups.Inc()
 		p.logger.Info("stream already had the event: duplicate publish absorbed", "event_id", e.ID, "subject", m.Subject,
-			"stream", ack.Stream, "stream_sequence", ack.Sequence, "replay", e.Replay)
+			"stream", ack.Stream, "stream_sequence", ack.Sequence, "replay", e.Replay, "skipped", e.Skipped)
 	}
 	if err := p.fps.Inject(ctx, failpoints.JetStreamAfterAck); err != nil {
 		return fmt.Errorf("natspub: acknowledgement of event %s dropped: %w", e.ID, err)
@@ -418,7 +480,8 @@ func whoseFault(err error) error {
 	var apiErr *jetstream.APIError
 	switch {
 	case errors.Is(err, nats.ErrMaxPayload), errors.Is(err, jetstream.ErrStreamMessageExceedsMaximum):
-		return outbox.Permanent(err)
+		return outbox.Permanent(fmt.Errorf("%w: the stream takes no message this large; raise its max_msg_size (or the server's max_payload) "+
+			"and retry the event, or skip it (outboxctl skip): its consumers then get a tombstone in its place", err))
 	case errors.Is(err, jetstream.ErrNoStreamResponse), errors.Is(err, nats.ErrNoResponders),
 		errors.Is(err, nats.ErrTimeout), errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled),
 		errors.Is(err, nats.ErrConnectionClosed), errors.Is(err, nats.ErrConnectionDraining),

@@ -161,6 +161,7 @@ func TestPublishClassifiesWhoseFault(t *testing.T) {
 	err = pub.Publish(ctx, big)
 	require.ErrorIs(t, err, outbox.ErrPermanent, "%v", err)
 	require.NotErrorIs(t, err, outbox.ErrSinkUnavailable)
+	require.ErrorContains(t, err, "skip it (outboxctl skip): its consumers then get a tombstone in its place", "the fix is named")
 
 	require.NoError(t, pub.Probe(ctx))
 	nc.Close()
@@ -259,4 +260,47 @@ func crashChild(t *testing.T) {
 	require.NoError(t, err)
 	err = r.Run(ctx)
 	t.Fatalf("the relay survived the failpoint: %v", errors.Join(err, ctx.Err()))
+}
+
+// TestPublishSkipIsATombstone: an operator's skip is published as a
+// tombstone on the event's subject: its ID as Nats-Msg-Id, its headers and
+// Outflow-Skipped, no body. The tombstone of an event the stream stored
+// already is absorbed as its duplicate, and that of an aggregate with no
+// subject is acknowledged with nothing published.
+func TestPublishSkipIsATombstone(t *testing.T) {
+	t.Parallel()
+	_, js := connect(t)
+	stream, prefix := names(t)
+	createStream(t, js, stream, prefix, time.Minute)
+	reg := prometheus.NewRegistry()
+	pub, err := natspub.New(context.Background(), js, natspub.Config{Stream: stream, SubjectPrefix: prefix, MinWindow: time.Minute, Registerer: reg})
+	require.NoError(t, err)
+	ctx := context.Background()
+	event := func(aggregateID string, seq int64) outbox.Event {
+		e := testdb.Event(t, aggregateID, "OrderNoted")
+		e.ID, e.Sequence, e.OccurredAt, e.Skipped = uuid.New(), seq, time.Now(), true
+		return e
+	}
+
+	skipped := event(uuid.NewString(), 2)
+	require.NoError(t, pub.PublishSkip(ctx, skipped))
+	stored := event(uuid.NewString(), 1)
+	require.NoError(t, pub.Publish(ctx, stored))
+	require.NoError(t, pub.PublishSkip(ctx, stored), "the stream has the event itself: the tombstone is its duplicate")
+	require.NoError(t, pub.PublishSkip(ctx, event("a.b", 1)), "no subject, nothing on the stream: acknowledged")
+
+	msgs := messages(t, js, stream)
+	require.Len(t, msgs, 2, "the tombstone, and the event the stream had")
+	m := msgs[0]
+	require.Equal(t, prefix+".order."+skipped.AggregateID, m.Subject)
+	require.Equal(t, skipped.ID.String(), m.Header.Get(nats.MsgIdHdr))
+	require.Equal(t, "true", m.Header.Get(natspub.HeaderSkipped))
+	require.Equal(t, "2", m.Header.Get(natspub.HeaderSequence))
+	require.Equal(t, "OrderNoted", m.Header.Get(natspub.HeaderEventType))
+	require.Equal(t, "order", m.Header.Get(natspub.HeaderAggregateType))
+	require.Equal(t, skipped.AggregateID, m.Header.Get(natspub.HeaderAggregateID))
+	require.Empty(t, m.Data, "no payload")
+	require.Equal(t, stored.ID.String(), msgs[1].Header.Get(nats.MsgIdHdr))
+	require.Empty(t, msgs[1].Header.Get(natspub.HeaderSkipped), "the event's own message stands")
+	require.Equal(t, 1.0, promtest.Value(t, reg, natspub.DuplicatesMetric))
 }

@@ -198,9 +198,10 @@ UPDATE outbox_bulk_retries SET log_holds = log_holds + @log_holds WHERE id = @re
 UPDATE outbox_bulk_retries SET finished_at = now() WHERE id = @retry_id;
 
 -- name: OpsSkip :exec
--- An operator gives up on a quarantined event: it is never published, and it
--- no longer holds back its aggregate's later events (RelayClaim ignores
--- skipped predecessors).
+-- An operator gives up on a quarantined event: it is never published; the
+-- relay claims it once more, to hand its tombstone to the sinks that take
+-- one (RelayClaim), and then it no longer holds back its aggregate's later
+-- events (outbox_unpublished_predecessors).
 UPDATE outbox_events
 SET skipped_at  = now(),
     skipped_by  = @skipped_by,

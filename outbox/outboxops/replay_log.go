@@ -19,7 +19,7 @@ type LogReplayPlan struct {
 	// Events counts the order's published events from FromSequence on:
 	// the log replays an order's tail, so events that occurred after the
 	// window's end are delivered again too. Skipped events are not
-	// counted: the replay passes them.
+	// counted: the replay hands only their tombstones again.
 	Events int64
 	// First and Last are the oldest and newest occurred_at among them; nil
 	// when there are none.
@@ -95,7 +95,8 @@ func PlanReplayLog(ctx context.Context, pool *pgxpool.Pool, opts ReplayOptions) 
 // range dropped or retiring); an order under a hold is refused
 // (outbox.ErrLogOrderHeld), and so is a replay that a range retired since
 // the plan would cut short (outbox.ErrLogRangeRetiring). The events an
-// operator skipped are neither counted nor delivered. It returns what it
+// operator skipped are not counted, and only their tombstones are
+// delivered again. It returns what it
 // replayed (Events 0: nothing in the window).
 func ReplayLog(ctx context.Context, pool *pgxpool.Pool, opts ReplayOptions) (LogReplayPlan, error) {
 	p, err := PlanReplayLog(ctx, pool, opts)

@@ -12,7 +12,10 @@ import (
 // Skip records an operator's decision to give up on a quarantined event:
 // skipped_at, skipped_by (actor) and skip_reason are written, the event is
 // never published, and its aggregate's later events flow again (relays are
-// woken). reason and actor are mandatory: a skip loses a business event, so
+// woken) once a relay has handed the skip, as a tombstone, to the sinks that
+// take one (outbox.SkipPublisher, e.g. JetStream's; skip_published_at), so
+// that the downstream consumers see the skip in its place rather than a
+// gap. reason and actor are mandatory: a skip loses a business event, so
 // the record says who decided it and why.
 //
 // Only a quarantined event can be skipped; any other state is refused with an

@@ -26,7 +26,11 @@ type Routes map[string]Route
 type Route struct {
 	// Workflow is the workflow type name: of the workflow each event starts,
 	// or, on a signal route, of the workflow Signal-With-Start starts when
-	// the target does not exist yet. Mandatory.
+	// the target does not exist yet. Mandatory on a start route. Optional
+	// on a signal route: unset, the route only signals and never starts
+	// its target (see [Route.Signal]), which is what a target started
+	// otherwise needs (a saga, started by its own event, whose run must
+	// never begin from an empty input).
 	Workflow string
 	// TaskQueue receives this route's workflows. Optional: defaulted to
 	// Config.TaskQueue.
@@ -65,13 +69,17 @@ type Route struct {
 
 	// Signal, when set, makes this a signal route: the event is delivered as
 	// the signal of this name, its payload the event's [EventInput], to the
-	// workflow whose ID WorkflowID returns (the order's saga, say), with
-	// Signal-With-Start: a workflow of type Workflow is started on TaskQueue,
-	// with SearchAttributes, Describe's summary and details and the memo of
-	// a start, when no workflow of that ID exists yet; it is started with no
-	// argument (its input's zero value) and finds the event as the first
-	// signal in its channel. Optional: unset, the route starts a workflow
-	// per event.
+	// workflow whose ID WorkflowID returns (the order's saga, say).
+	// Optional: unset, the route starts a workflow per event.
+	//
+	// With Workflow set the signal goes with Signal-With-Start: a workflow
+	// of type Workflow is started on TaskQueue, with SearchAttributes,
+	// Describe's summary and details and the memo of a start, when no
+	// workflow of that ID exists yet; it is started with no argument (its
+	// input's zero value) and finds the event as the first signal in its
+	// channel. Without Workflow the event is only signalled: a target that
+	// does not exist, because it never started or because Temporal forgot
+	// it behind the namespace retention, is handled as a closed one (below).
 	//
 	// Per-aggregate order holds as for starts: the relay signals an
 	// aggregate's next event only once Temporal accepted the previous one.
@@ -87,11 +95,13 @@ type Route struct {
 	// (Receiver.Duplicates). An operator's replay of the event signals it
 	// again, and a Receiver that remembers the event drops it.
 	//
-	// A target that already closed is never run again by a late event: the
-	// signal goes with the reuse policy REJECT_DUPLICATE, so Temporal
-	// refuses to start a new run under a workflow ID that has one on record
-	// (WorkflowExecutionAlreadyStarted). With ClosedWorkflow set, the event
-	// then starts a workflow of its own, as a start route's event would.
+	// A target that already closed is never run again by a late event:
+	// Temporal refuses a signal to a closed run (NotFound), and a
+	// Signal-With-Start goes with the reuse policy REJECT_DUPLICATE, so
+	// Temporal refuses to start a new run under a workflow ID that has one
+	// on record (WorkflowExecutionAlreadyStarted). With ClosedWorkflow set,
+	// the event then starts a workflow of its own, as a start route's event
+	// would.
 	// Without it, Publish returns the refusal as the event's permanent
 	// fault: the relay quarantines it at once, with an error naming the
 	// closed workflow, for an operator to handle otherwise and skip
@@ -105,10 +115,12 @@ type Route struct {
 	// finds its signal, whose payload carries the event ID, in the
 	// workflow's history, and skips the event.
 	//
-	// Behind the namespace retention Temporal forgets a closed run, and a
-	// late event then starts a new one: a target must not be signalled by
-	// events older than the retention (the relay refuses only replays that
-	// old).
+	// Behind the namespace retention Temporal forgets a closed run. A late
+	// event of a route without Workflow then finds no target and goes to
+	// ClosedWorkflow (or quarantine) as for a closed one; with Workflow it
+	// starts a new, empty run of the target, so such a route's target must
+	// not be signalled by events older than the retention (the relay
+	// refuses only replays that old).
 	Signal string
 	// WorkflowID returns the ID of the workflow the event signals: derived
 	// from the event, never random (a re-delivery must reach the same
@@ -116,7 +128,8 @@ type Route struct {
 	// which it returns "" is quarantined at once.
 	WorkflowID func(outbox.Event) string
 	// ClosedWorkflow, on a signal route, is the workflow type started for
-	// an event whose target already closed: a workflow of its own, as a
+	// an event whose target already closed (or, on a route without
+	// Workflow, does not exist): a workflow of its own, as a
 	// start route's (workflow ID = event ID, input its EventInput, on
 	// TaskQueue with the route's search attributes, summary and memo; a
 	// second start of it is a duplicate absorbed), which handles what
@@ -131,7 +144,7 @@ type Route struct {
 // validate returns what is wrong with the route of event type typ.
 func (r Route) validate(typ string) []string {
 	var bad []string
-	if r.Workflow == "" {
+	if r.Workflow == "" && r.Signal == "" {
 		bad = append(bad, fmt.Sprintf("the route of event type %q names no workflow", typ))
 	}
 	switch {

@@ -11,8 +11,11 @@ import (
 	"github.com/google/uuid"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
 	workflowpb "go.temporal.io/api/workflow/v1"
+	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
@@ -313,6 +316,116 @@ func TestClosedWorkflowFallback(t *testing.T) {
 	require.ErrorContains(t, err, "has a ClosedWorkflow but no Signal")
 }
 
+// signalOnly is the publisher of a route that only signals its target,
+// never starts it (no Workflow), with closed, when not "", as its
+// ClosedWorkflow.
+func signalOnly(t *testing.T, b sinkBundle, closed string, reg prometheus.Registerer) *temporalpub.Publisher {
+	t.Helper()
+	return newPublisher(t, temporal.Client(), temporalpub.Config{TaskQueue: b.tq, Logger: quietLogger(), Registerer: reg, Routes: temporalpub.Routes{
+		sinkEvent: {Signal: sinkSignal, WorkflowID: sinkID, ClosedWorkflow: closed},
+	}})
+}
+
+// forget deletes a closed workflow, as Temporal does once the namespace
+// retention has passed, and waits until it is gone.
+func forget(t *testing.T, workflowID string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := temporal.Client().WorkflowService().DeleteWorkflowExecution(ctx, &workflowservice.DeleteWorkflowExecutionRequest{
+		Namespace:         client.DefaultNamespace,
+		WorkflowExecution: &commonpb.WorkflowExecution{WorkflowId: workflowID},
+	})
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return !exists(t, workflowID) }, 30*time.Second, 50*time.Millisecond, "workflow %s forgotten", workflowID)
+}
+
+// exists reports whether Temporal has a run of the workflow ID on record.
+func exists(t *testing.T, workflowID string) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := temporal.Client().DescribeWorkflow(ctx, workflowID, "")
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return false
+	}
+	require.NoError(t, err)
+	return true
+}
+
+// TestSignalOnlyRoute: a route without Workflow signals a running target
+// like any signal route, but never starts one: an event whose target does
+// not exist starts the route's ClosedWorkflow (ID = the event's), and
+// without one it is the event's permanent fault, never a start of the
+// target from an empty input.
+func TestSignalOnlyRoute(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupSink(t)
+	pub := signalOnly(t, b, "LateStockEvent", nil)
+	agg := uuid.NewString()
+	run, err := temporal.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "sink-" + agg, TaskQueue: b.tq}, sinkWorkflow, sinkInput{})
+	require.NoError(t, err)
+	e := stockEvent(t, agg, "reserved")
+	require.NoError(t, pub.Publish(ctx, e))
+	waitSink(t, "sink-"+agg, sinkStatus{Handled: ids(e)})
+	require.Equal(t, run.GetRunID(), describeID(t, "sink-"+agg).GetExecution().GetRunId(), "the running target took the signal")
+	require.False(t, exists(t, e.ID.String()), "no workflow of the event's own")
+
+	never := uuid.NewString()
+	orphan := stockEvent(t, never, "reserved")
+	require.NoError(t, pub.Publish(ctx, orphan))
+	require.False(t, exists(t, "sink-"+never), "a signal-only route never starts its target")
+	require.Equal(t, "LateStockEvent", describe(t, orphan.ID).GetType().GetName())
+
+	err = signalOnly(t, b, "", nil).Publish(ctx, stockEvent(t, never, "reserved"))
+	require.ErrorIs(t, err, outbox.ErrPermanent)
+	var notFound *serviceerror.NotFound
+	require.ErrorAs(t, err, &notFound, "Temporal's refusal is kept in the chain")
+	require.ErrorContains(t, err, "sink-"+never)
+	require.ErrorContains(t, err, "does not exist")
+	require.False(t, exists(t, "sink-"+never))
+	countOn(t, b.tq, 2)
+}
+
+// TestSignalToAForgottenTarget: the target completed and Temporal forgot it
+// (the namespace retention; the test deletes it as the retention does).
+// A late event of a signal-only route is taken as one for a closed target:
+// it starts the route's ClosedWorkflow, and the target's ID has no new
+// run; the relay's re-delivery of the event is an absorbed duplicate start.
+func TestSignalToAForgottenTarget(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := setupSink(t)
+	reg := prometheus.NewRegistry()
+	pub := signalOnly(t, b, "LateStockEvent", reg)
+	agg := uuid.NewString()
+	_, err := temporal.Client().ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: "sink-" + agg, TaskQueue: b.tq}, sinkWorkflow, sinkInput{})
+	require.NoError(t, err)
+	require.NoError(t, pub.Publish(ctx, stockEvent(t, agg, "close")))
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	require.NoError(t, temporal.Client().GetWorkflow(wctx, "sink-"+agg, "").Get(wctx, nil))
+
+	late := stockEvent(t, agg, "late")
+	require.NoError(t, pub.Publish(ctx, late), "the target closed within the retention")
+	require.Equal(t, "LateStockEvent", describe(t, late.ID).GetType().GetName())
+
+	forget(t, "sink-"+agg)
+	later := stockEvent(t, agg, "later")
+	require.NoError(t, pub.Publish(ctx, later))
+	info := describe(t, later.ID)
+	require.Equal(t, "LateStockEvent", info.GetType().GetName())
+	require.Equal(t, b.tq, info.GetTaskQueue())
+	require.False(t, exists(t, "sink-"+agg), "no new run of the forgotten target")
+
+	require.NoError(t, pub.Publish(ctx, later), "a re-delivery")
+	require.Equal(t, 1.0, promtest.Value(t, reg, "outbox_duplicate_starts_total"))
+	require.False(t, exists(t, "sink-"+agg))
+	countOn(t, b.tq, 2)
+}
+
 // TestDedupSurvivesContinueAsNew: the workflow continues as new after each
 // event it handles, carrying its receiver's state; a re-delivery of the
 // event the first run handled reaches the second run and is dropped there.
@@ -342,18 +455,21 @@ func TestDedupSurvivesContinueAsNew(t *testing.T) {
 }
 
 // TestSignalRouteValidation: a signal route needs a WorkflowID, a start
-// route must not have one; New names every bad route at once. An event
-// whose WorkflowID is empty is quarantined.
+// route must not have one and needs a Workflow, which a signal route may
+// go without; New names every bad route at once. An event whose WorkflowID
+// is empty is quarantined.
 func TestSignalRouteValidation(t *testing.T) {
 	t.Parallel()
 	_, err := temporalpub.New(nil, client.Options{}, temporalpub.Config{Routes: temporalpub.Routes{
 		"A": {Workflow: "W", Signal: "s"},
 		"B": {Workflow: "W", WorkflowID: sinkID},
-		"C": {Signal: "s", WorkflowID: sinkID},
+		"C": {TaskQueue: "q"},
+		"D": {Signal: "s", WorkflowID: sinkID},
 	}})
 	require.ErrorContains(t, err, `signal route of event type "A" has no WorkflowID`)
 	require.ErrorContains(t, err, `event type "B" has a WorkflowID but no Signal`)
 	require.ErrorContains(t, err, `event type "C" names no workflow`)
+	require.NotContains(t, err.Error(), `"D"`, "a signal route without Workflow only signals")
 
 	pub := newPublisher(t, nil, temporalpub.Config{Routes: temporalpub.Routes{
 		sinkEvent: {Workflow: sinkWorkflow, Signal: sinkSignal, WorkflowID: func(outbox.Event) string { return "" }},

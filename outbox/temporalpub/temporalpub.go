@@ -5,10 +5,12 @@
 //
 // A signal route ([Route.Signal]) delivers its events as signals instead,
 // to a workflow named from the event (the order's saga, say), with
-// Signal-With-Start so that a workflow not started yet is; the workflow
-// deduplicates them by event ID with package eventsignal, since Temporal
-// does not. A closed target is never run again by a late event: the event
-// starts a workflow of its own (Route.ClosedWorkflow) or is quarantined.
+// Signal-With-Start so that a workflow not started yet is, or, on a route
+// without a Workflow, only as a signal; the workflow deduplicates them by
+// event ID with package eventsignal, since Temporal does not. A closed
+// target is never run again by a late event: the event starts a workflow
+// of its own (Route.ClosedWorkflow) or is quarantined, and so does one
+// whose target Temporal forgot, on a route that only signals.
 //
 // Which workflow an event starts, on which task queue and with which search
 // attributes, is its [Route]'s to say: the publisher sets no search
@@ -23,6 +25,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -208,9 +211,10 @@ func (p *Publisher) delivery(ctx context.Context, e outbox.Event) (delivery stri
 // [ReusePolicy] for when a replay starts a new run.
 //
 // On a signal route it returns nil once Temporal accepted the signal (and
-// the start, when the target did not exist); when the target already
-// closed, it starts the route's ClosedWorkflow for the event, or without one
-// returns a permanent error (see [Route.Signal]).
+// the start, when the target did not exist and the route has a Workflow);
+// when the target already closed, or does not exist on a route without a
+// Workflow, it starts the route's ClosedWorkflow for the event, or without
+// one returns a permanent error (see [Route.Signal]).
 func (p *Publisher) Publish(ctx context.Context, e outbox.Event) error {
 	route, ok := p.routes[e.Type]
 	if !ok {
@@ -292,42 +296,69 @@ func (p *Publisher) start(ctx context.Context, e outbox.Event, workflowType stri
 }
 
 // signal delivers e as route's signal to the workflow route.WorkflowID
-// names, starting it when it does not exist (see [Route.Signal]). opts are
-// the options e's start would have, input its envelope.
+// names, starting it when it does not exist and the route has a Workflow
+// (see [Route.Signal]). opts are the options e's start would have, input
+// its envelope.
 func (p *Publisher) signal(ctx context.Context, e outbox.Event, route Route, opts client.StartWorkflowOptions, input EventInput) error {
 	id := route.WorkflowID(e)
 	if id == "" {
 		return outbox.Permanent(fmt.Errorf("temporalpub: event %s (%s) names no workflow to signal: its route's WorkflowID returned \"\"", e.ID, e.Type))
 	}
+	if route.Workflow == "" {
+		// Signal only: the target is never started here, so a target that
+		// is not running (closed, forgotten behind the retention, or never
+		// started) is refused with NotFound and handled as a closed one.
+		err := p.client.SignalWorkflow(ctx, id, "", route.Signal, input)
+		var notFound *serviceerror.NotFound
+		if errors.As(err, &notFound) {
+			return p.lateForTarget(ctx, e, route, id, "the workflow is closed or does not exist (Temporal forgets a closed run after the namespace retention)", opts, input, err)
+		}
+		if err != nil {
+			return whoseFault(fmt.Errorf("temporalpub: signal %s of event %s to workflow %s: %w", route.Signal, e.ID, id, err))
+		}
+		return nil
+	}
 	start := opts
-	opts.ID = id
+	start.ID = id
 	// A workflow ID with a run on record, running or closed, is never
 	// started again by a signal, a replay's included: a running target
 	// takes the signal (USE_EXISTING), a closed one refuses it.
-	opts.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
-	opts.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
-	opts.WorkflowExecutionErrorWhenAlreadyStarted = false
-	_, err := p.client.SignalWithStartWorkflow(ctx, id, route.Signal, input, opts, route.Workflow)
+	start.WorkflowIDReusePolicy = enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE
+	start.WorkflowIDConflictPolicy = enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING
+	start.WorkflowExecutionErrorWhenAlreadyStarted = false
+	_, err := p.client.SignalWithStartWorkflow(ctx, id, route.Signal, input, start, route.Workflow)
 	if err == nil {
 		return nil
 	}
-	if IsAlreadyStarted(err) && route.ClosedWorkflow != "" {
-		p.logger.Info("signal refused: its workflow already closed; the event starts its own workflow",
-			"event_id", e.ID, "event_type", e.Type, "aggregate_id", e.AggregateID, "workflow_id", id, "signal", route.Signal, "workflow", route.ClosedWorkflow)
-		return p.start(ctx, e, route.ClosedWorkflow, start, input)
-	}
 	if IsAlreadyStarted(err) {
-		p.logger.Warn("signal refused: its workflow already closed, and a late event must not run it again; quarantined for an operator",
-			"event_id", e.ID, "event_type", e.Type, "aggregate_id", e.AggregateID, "workflow_id", id, "signal", route.Signal)
-		return outbox.Permanent(fmt.Errorf("temporalpub: signal %s of event %s to workflow %s: the workflow already closed, and a signal never starts a closed workflow again; "+
-			"handle the event otherwise, then skip it (outboxctl skip): %w", route.Signal, e.ID, id, err))
+		return p.lateForTarget(ctx, e, route, id, "the workflow already closed", opts, input, err)
 	}
 	return whoseFault(fmt.Errorf("temporalpub: signal %s of event %s to workflow %s (%s): %w", route.Signal, e.ID, id, route.Workflow, err))
+}
+
+// lateForTarget handles an event whose target id refused its signal
+// (refusal, why): it starts the route's ClosedWorkflow for the event with
+// opts, the options of e's own start, or without one returns the refusal
+// as the event's permanent fault.
+func (p *Publisher) lateForTarget(ctx context.Context, e outbox.Event, route Route, id, why string, opts client.StartWorkflowOptions, input EventInput, refusal error) error {
+	if route.ClosedWorkflow != "" {
+		p.logger.Info("signal refused: "+why+"; the event starts its own workflow",
+			"event_id", e.ID, "event_type", e.Type, "aggregate_id", e.AggregateID, "workflow_id", id, "signal", route.Signal, "workflow", route.ClosedWorkflow)
+		return p.start(ctx, e, route.ClosedWorkflow, opts, input)
+	}
+	p.logger.Warn("signal refused: "+why+", and a late event must not run it again; quarantined for an operator",
+		"event_id", e.ID, "event_type", e.Type, "aggregate_id", e.AggregateID, "workflow_id", id, "signal", route.Signal)
+	return outbox.Permanent(fmt.Errorf("temporalpub: signal %s of event %s to workflow %s: %s, and a signal never starts a closed workflow again; "+
+		"handle the event otherwise, then skip it (outboxctl skip): %w", route.Signal, e.ID, id, why, refusal))
 }
 
 // whoseFault classifies a failed start for the relay (outbox's fault.go) by
 // Temporal's status code:
 //
+//   - A request larger than Temporal takes ([tooLarge]): permanent
+//     ([outbox.Permanent]), the relay quarantines the event at once. It is
+//     the event's own fault, whatever the code says: ResourceExhausted for
+//     the gRPC message limit, InvalidArgument for the blob and memo limits.
 //   - ResourceExhausted (a namespace's rate quota, a busy history shard):
 //     [outbox.Throttled]; the relay slows down and counts no attempt.
 //   - Unavailable, DeadlineExceeded, Internal, Canceled, Aborted,
@@ -349,6 +380,9 @@ func whoseFault(err error) error {
 	switch {
 	case errors.As(err, &nsNotFound), errors.As(err, &nsNotActive), errors.As(err, &nsUnavailable), errors.As(err, &nsInvalid):
 		return outbox.SinkUnavailable(err)
+	case tooLarge(err):
+		return outbox.Permanent(fmt.Errorf("%w (the event is larger than Temporal accepts: never accepted, however often it is retried; "+
+			"shrink its payload or raise the limit, then retry it, or skip it)", err))
 	}
 	// ToStatus reads the code of a service error anywhere in err's chain,
 	// and of a context's end; anything else is Unknown.
@@ -362,6 +396,35 @@ func whoseFault(err error) error {
 	return err
 }
 
+// tooLarge reports whether err is Temporal's (or gRPC's) refusal of a
+// request for its size, which no retry changes:
+//
+//   - ResourceExhausted "grpc: received message larger than max" (or "...
+//     after decompression"): the frontend's gRPC message limit, 4 MiB,
+//     refused on the server's side; "grpc: trying to send message larger
+//     than max": the client's own limit (client.ConnectionOptions.
+//     MaxPayloadSize), refused before sending. The SDK does not retry them
+//     either.
+//   - InvalidArgument "Blob data size exceeds limit." or "Memo size exceeds
+//     limit.": the namespace's per-payload limits (dynamic config
+//     limit.blobSize.error and limit.memoSize.error, 2 MiB by default).
+//
+// A ResourceExhausted without these words is a throttle (a rate quota).
+func tooLarge(err error) bool {
+	if err == nil {
+		return false
+	}
+	st := serviceerror.ToStatus(err)
+	msg := st.Message()
+	switch st.Code() {
+	case codes.ResourceExhausted:
+		return strings.Contains(msg, "larger than max") || strings.Contains(msg, "message too large")
+	case codes.InvalidArgument:
+		return strings.Contains(msg, "Blob data size exceeds limit") || strings.Contains(msg, "Memo size exceeds limit")
+	}
+	return false
+}
+
 // ThrottleInterceptor is a gRPC client interceptor for the Temporal client a
 // Publisher starts workflows through (client.Options.ConnectionOptions.
 // DialOptions, with grpc.WithChainUnaryInterceptor). The SDK retries a
@@ -369,12 +432,13 @@ func whoseFault(err error) error {
 // deadline, so the relay would only see a slow start; this interceptor runs
 // inside the SDK's retries and reports each throttled attempt to the relay
 // ([outbox.ReportThrottle]), which then publishes fewer at once and counts
-// it in outbox_sink_throttled_total. Calls outside a relay's Publish are
-// not affected.
+// it in outbox_sink_throttled_total. A request refused for its size
+// (ResourceExhausted too, see [tooLarge]) is no throttle and is not
+// reported. Calls outside a relay's Publish are not affected.
 func ThrottleInterceptor() grpc.UnaryClientInterceptor {
 	return func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 		err := invoker(ctx, method, req, reply, cc, opts...)
-		if status.Code(err) == codes.ResourceExhausted {
+		if status.Code(err) == codes.ResourceExhausted && !tooLarge(err) {
 			outbox.ReportThrottle(ctx)
 		}
 		return err

@@ -17,6 +17,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/dev/devserver"
@@ -346,20 +348,30 @@ func TestWhoseFaultByStatusCode(t *testing.T) {
 		err       error
 		sink      bool
 		throttled bool
+		permanent bool
 	}{
-		{serviceerror.NewUnavailable("connection refused"), true, false},
-		{serviceerror.NewDeadlineExceeded("deadline"), true, false},
-		{serviceerror.NewInternal("shard"), true, false},
-		{serviceerror.NewPermissionDenied("expired certificate", ""), true, false},
-		{serviceerror.NewNamespaceNotFound("orders"), true, false},
-		{serviceerror.NewResourceExhausted(enumspb.RESOURCE_EXHAUSTED_CAUSE_RPS_LIMIT, "namespace rps"), true, true},
-		{context.DeadlineExceeded, true, false},
-		{serviceerror.NewInvalidArgument("memo too large"), false, false},
-		{errors.New("payload codec: no key"), false, false},
+		{serviceerror.NewUnavailable("connection refused"), true, false, false},
+		{serviceerror.NewDeadlineExceeded("deadline"), true, false, false},
+		{serviceerror.NewInternal("shard"), true, false, false},
+		{serviceerror.NewPermissionDenied("expired certificate", ""), true, false, false},
+		{serviceerror.NewNamespaceNotFound("orders"), true, false, false},
+		{serviceerror.NewResourceExhausted(enumspb.RESOURCE_EXHAUSTED_CAUSE_RPS_LIMIT, "namespace rps"), true, true, false},
+		{serviceerror.NewResourceExhausted(enumspb.RESOURCE_EXHAUSTED_CAUSE_CONCURRENT_LIMIT, "namespace concurrent poller limit exceeded"), true, true, false},
+		{context.DeadlineExceeded, true, false, false},
+		{serviceerror.NewInvalidArgument("memo too large"), false, false, false},
+		{errors.New("payload codec: no key"), false, false, false},
+		// A request larger than Temporal takes: the event's, for good,
+		// whichever side of the connection refused it.
+		{status.Error(codes.ResourceExhausted, "grpc: received message larger than max (5242880 vs. 4194304)"), false, false, true},
+		{status.Error(codes.ResourceExhausted, "grpc: received message after decompression larger than max 4194304"), false, false, true},
+		{status.Error(codes.ResourceExhausted, "grpc: trying to send message larger than max (5242880 vs. 1048576)"), false, false, true},
+		{serviceerror.NewInvalidArgument("Blob data size exceeds limit."), false, false, true},
+		{serviceerror.NewInvalidArgument("Memo size exceeds limit."), false, false, true},
 	} {
 		err := temporalpub.WhoseFaultForTest(fmt.Errorf("temporalpub: start: %w", c.err))
 		require.Equal(t, c.sink, errors.Is(err, outbox.ErrSinkUnavailable), "%v", c.err)
 		require.Equal(t, c.throttled, errors.Is(err, outbox.ErrThrottled), "%v", c.err)
+		require.Equal(t, c.permanent, errors.Is(err, outbox.ErrPermanent), "%v", c.err)
 		require.ErrorIs(t, err, c.err, "the chain is kept")
 	}
 }

@@ -67,3 +67,27 @@ func Names(t testing.TB, kind string) (stream, prefix string) {
 	})
 	return stream, prefix
 }
+
+// Messages reads every message of the stream, in stream order.
+func Messages(t testing.TB, js jetstream.JetStream, stream string) []jetstream.RawStreamMsg {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := js.Stream(ctx, stream)
+	if err != nil {
+		t.Fatalf("natstest: stream %s: %v", stream, err)
+	}
+	info, err := s.Info(ctx)
+	if err != nil {
+		t.Fatalf("natstest: stream %s: %v", stream, err)
+	}
+	var out []jetstream.RawStreamMsg
+	for seq := info.State.FirstSeq; info.State.Msgs > 0 && seq <= info.State.LastSeq; seq++ {
+		m, err := s.GetMsg(ctx, seq)
+		if err != nil {
+			t.Fatalf("natstest: message %d of stream %s: %v", seq, stream, err)
+		}
+		out = append(out, *m)
+	}
+	return out
+}

@@ -2,6 +2,7 @@ package testdb
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -44,4 +45,24 @@ func Event(t testing.TB, aggregateID, eventType string) outbox.Event {
 		t.Fatalf("testdb: %v", err)
 	}
 	return e
+}
+
+// SameLogPartition returns n order IDs (prefix-0, prefix-1, ...) whose
+// events share one partition of the log (outbox_log_partition of the
+// aggregate type "order" that [Event] writes), and the partition: for a
+// test of what one order does to the others of its partition.
+func SameLogPartition(t testing.TB, pool *pgxpool.Pool, prefix string, n int) ([]string, int) {
+	t.Helper()
+	byPart := map[int][]string{}
+	for i := 0; ; i++ {
+		id := fmt.Sprintf("%s-%d", prefix, i)
+		var p int
+		if err := pool.QueryRow(context.Background(), `SELECT outbox_log_partition('order', $1)`, id).Scan(&p); err != nil {
+			t.Fatalf("testdb: the log partition of order %s: %v", id, err)
+		}
+		byPart[p] = append(byPart[p], id)
+		if len(byPart[p]) == n {
+			return byPart[p], p
+		}
+	}
 }
