@@ -91,7 +91,7 @@ func TestMigrateOutboxOnly(t *testing.T) {
 	require.Contains(t, r.stderr, "outboxctl migrate --outbox-only")
 
 	r = b.ok(t, "migrate", "--outbox-only")
-	require.Contains(t, r.stdout, "outbox schema (outflow_schema_version): applied 10 migrations: 00001_init.sql")
+	require.Contains(t, r.stdout, "outbox schema (outflow_schema_version): applied 11 migrations: 00001_init.sql")
 	require.NotContains(t, r.stdout, "order app")
 	var n int
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE tablename IN ('orders', 'idempotency_keys', 'customer_keys')`).Scan(&n))

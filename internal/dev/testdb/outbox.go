@@ -56,8 +56,8 @@ func SameLogPartition(t testing.TB, pool *pgxpool.Pool, prefix string, n int) ([
 	byPart := map[int][]string{}
 	for i := 0; ; i++ {
 		id := fmt.Sprintf("%s-%d", prefix, i)
-		var p int
-		if err := pool.QueryRow(context.Background(), `SELECT outbox_log_partition('order', $1)`, id).Scan(&p); err != nil {
+		p, err := qLogPartition.Value(context.Background(), pool, aggregateArgs{AggregateType: "order", AggregateID: id})
+		if err != nil {
 			t.Fatalf("testdb: the log partition of order %s: %v", id, err)
 		}
 		byPart[p] = append(byPart[p], id)

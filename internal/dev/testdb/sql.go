@@ -19,6 +19,7 @@ var (
 	qTemplateReady         = namedsql.Bind[databaseArgs, bool](queries, "TemplateReady")
 	qTerminateSlotSessions = namedsql.Bind[databaseArgs, int64](queries, "TerminateSlotSessions")
 	qDropIdleSlots         = namedsql.Bind[databaseArgs, namedsql.NoRows](queries, "DropIdleSlots")
+	qLogPartition          = namedsql.Bind[aggregateArgs, int](queries, "LogPartition")
 )
 
 // statements describes every bound statement, for the test that has the
@@ -29,6 +30,7 @@ var statements = []namedsql.Info{
 	qTemplateReady.Info(),
 	qTerminateSlotSessions.Info(),
 	qDropIdleSlots.Info(),
+	qLogPartition.Info(),
 }
 
 // templateLock is the advisory lock key the template builders share.
@@ -40,4 +42,9 @@ type lockArgs struct {
 
 type databaseArgs struct {
 	Name string `db:"name"`
+}
+
+type aggregateArgs struct {
+	AggregateType string `db:"aggregate_type"`
+	AggregateID   string `db:"aggregate_id"`
 }

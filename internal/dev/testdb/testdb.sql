@@ -26,3 +26,8 @@ WHERE database = @name AND active;
 SELECT pg_drop_replication_slot(slot_name)
 FROM pg_replication_slots
 WHERE database = @name AND NOT active;
+
+-- name: LogPartition :one
+-- The log partition of an aggregate (SameLogPartition), on a migrated
+-- test database.
+SELECT outbox_log_partition(@aggregate_type, @aggregate_id);
