@@ -27,6 +27,10 @@
  *   LOG_NO_HORIZON            the reader ignores the snapshot's xmin
  *   LOG_NO_WINDOW_SHRINK      a crash loop never shrinks the window, so the
  *                             event that kills the relay is never isolated
+ *   LOG_HEAD_OF_SKIPPED       the hold worker hands a skipped head's
+ *                             payload as a publish, not its tombstone, so
+ *                             the skip's hold or a replay over the skip
+ *                             publishes it
  *   LOG_REFUSAL_AS_SINK_FAULT an event the sink refuses for good (REFUSED)
  *                             is taken for the sink's fault: no hold, the
  *                             batch stops there, the partition stalls
@@ -38,6 +42,9 @@
  *                             writers that took a position in it to end
  *   LOG_RETIRE_HELD           a range is dropped while a hold owns an event
  *                             in it
+ *   LOG_REPLAY_FIRST_ONLY     a replay is refused only when its first event
+ *                             is in a retiring range, not when a later one
+ *                             it delivers is
  * With SWITCH (a database switching from outbox_events to the log, and a
  * producer writing to outbox_events again: order 0 has events 1 and 2 in
  * outbox_events, 1 quarantined unless QUAR0=0, its log events come after,
@@ -155,6 +162,7 @@ bool held[ORDERS];
 byte hfrom[ORDERS];      /* the key of the next event the hold must publish (or later) */
 byte hatt[ORDERS];       /* attempts of its head */
 bool hquar[ORDERS];      /* quarantined: waits for the operator */
+byte hrep[ORDERS];       /* a replay's hold: the cursor when it was made (its events up to it are redeliveries); 0: a failure's hold */
 
 /* ------------------------------------------------------------------ ghosts */
 
@@ -191,9 +199,9 @@ bool switched;           /* the drain ended: the log's reader runs */
 /* only p0 is ever quarantined */
 #define PQUAR_BEFORE(o, s) (PUNPUB(0, o, s) && pquar[0])
 /* a log event the relays of outbox_events see unpublished
- * (outbox_unpublished_log_predecessors): committed, not skipped, after the
- * cursor or owned by its order's hold */
-#define LOG_UNPUB(e) (tst[e] == T_DONE && !skipped[e] && (key[e] > cur || (held[ORD(e)] && key[e] >= hfrom[ORD(e)])))
+ * (outbox_unpublished_log_predecessors): committed, after the cursor or
+ * owned by its order's hold (a skipped one until its tombstone is out) */
+#define LOG_UNPUB(e) (tst[e] == T_DONE && (key[e] > cur || (held[ORD(e)] && key[e] >= hfrom[ORD(e)])))
 #define LBEFORE(e, s) (ORD(e) == 0 && seq[e] < (s) && LOG_UNPUB(e))
 #if EVENTS == 2
 #define LOG_BEFORE(s) (LBEFORE(0, s) || LBEFORE(1, s))
@@ -260,7 +268,8 @@ byte hw_st;              /* HW_* */
 #define ISOLATE   (tries >= 2)
 #endif
 
-/* the first committed event of order o with lo <= key <= cur: a hold's head */
+/* the first committed event of order o with lo <= key <= cur: a hold's
+ * head (a skipped one's tombstone is handed in its place: Holds' H1) */
 inline head(o, lo, res) {
 	res = NOEV;
 	for (hi : 0 .. EVENTS-1) {
@@ -291,19 +300,31 @@ inline recompute_xmin() {
 /* -------------------------------------------------------------- retention */
 
 #ifdef RETENTION
-/* One range partition of outbox_log: the positions below RANGE_END (with
- * the default 2, the first event's position only). */
+/* One range partition of outbox_log: the positions from RANGE_LO below
+ * RANGE_END (with the defaults 1 and 2, the first event's position only;
+ * with RANGE_LO 2 and RANGE_END 3, the second's: a range after the one a
+ * replay starts in). */
+#ifndef RANGE_LO
+#define RANGE_LO 1
+#endif
 #ifndef RANGE_END
 #define RANGE_END 2
 #endif
 #define POS(e) (key[e] % 8)
-#define IN_RANGE(e) (tst[e] >= T_LOCKED && POS(e) < RANGE_END)
+#define IN_RANGE(e) (tst[e] >= T_LOCKED && POS(e) >= RANGE_LO && POS(e) < RANGE_END)
 bool sealed;             /* T2: the sequence passed the range */
 byte sxmax;              /* the xmax of the seal's snapshot */
 bool retiring;           /* T3: the range passed the rule */
 bool dropped;            /* T4: detached and dropped */
-/* a replay may make no hold in a retiring range (LogOpReplay) */
+#ifdef LOG_REPLAY_FIRST_ONLY
 #define REPLAYABLE(e) !(retiring && IN_RANGE(e))
+#else
+/* RULE a replay delivers nothing of a retiring range: it is refused when
+ * its first event lies below the end of a retiring range (LogOpReplay). Its
+ * order's later events have later positions, so any of them may lie in that
+ * range, whose rows may be gone already. */
+#define REPLAYABLE(e) !(retiring && POS(e) < RANGE_END)
+#endif
 #else
 #define REPLAYABLE(e) true
 #endif
@@ -314,6 +335,9 @@ inline publish(t) {
 	/* NOTHING DROPPED UNREAD: nothing publishes an event of a dropped range */
 	assert(!(dropped && IN_RANGE(t)));
 #endif
+	/* SKIP IS FINAL: nothing publishes an event after an operator skipped
+	 * it */
+	assert(!skipped[t]);
 	if
 	:: !firstpub[t] ->
 		/* FIRST PUBLISHES IN ORDER: the first publish of an event comes
@@ -614,12 +638,12 @@ advance:
 		) ->
 		d_step {
 			if
-			:: failed & 1 -> held[0] = 1; hfrom[0] = key[f0]; hatt[0] = (iso -> MAX_ATTEMPTS : ((wfail & 1) -> 0 : 1)); hquar[0] = iso
+			:: failed & 1 -> held[0] = 1; hfrom[0] = key[f0]; hatt[0] = (iso -> MAX_ATTEMPTS : ((wfail & 1) -> 0 : 1)); hquar[0] = iso; hrep[0] = 0
 			:: else
 			fi;
 #if ORDERS == 2
 			if
-			:: failed & 2 -> held[1] = 1; hfrom[1] = key[f1]; hatt[1] = (iso -> MAX_ATTEMPTS : ((wfail & 2) -> 0 : 1)); hquar[1] = iso
+			:: failed & 2 -> held[1] = 1; hfrom[1] = key[f1]; hatt[1] = (iso -> MAX_ATTEMPTS : ((wfail & 2) -> 0 : 1)); hquar[1] = iso; hrep[1] = 0
 			:: else
 			fi;
 #endif
@@ -681,6 +705,14 @@ advance:
 #else
 #define HOLD_TODO HOLD_OK(0)
 #endif
+/* RULE a skipped head is handed as its tombstone (LogHoldNext's skipped,
+ * Event.Skipped, SkipPublisher; no payload), never as its payload: by the
+ * skip's own hold, and again by a replay's over the skip. */
+#ifdef LOG_HEAD_OF_SKIPPED
+#define TOMBSTONE(x) false
+#else
+#define TOMBSTONE(x) skipped[x]
+#endif
 proctype Holds() {
 	byte o, x, hi, pi;
 end_holds:
@@ -701,10 +733,18 @@ end_holds:
 		/* (HOLD_OK: the head does not wait for outbox_events) */
 		assert(x == NOEV || !WAITS(o, seq[x]));
 		if
-		:: x != NOEV && hatt[o] >= MAX_ATTEMPTS ->
+		:: x != NOEV && TOMBSTONE(x) ->
+			/* H1-H3 for a skipped head as one step: its tombstone handed
+			 * (no publish of the event: SKIP IS FINAL does not apply; a
+			 * crash before the record only hands it again, and a failed
+			 * tombstone is retried, never quarantined) and the hold moved
+			 * past it */
+			hfrom[o] = key[x] + 1; hatt[o] = 0;
+			printf("holds: hands the tombstone of %d.%d and moves past it\n", o, seq[x])
+		:: x != NOEV && !TOMBSTONE(x) && hatt[o] >= MAX_ATTEMPTS ->
 			hquar[o] = 1;
 			printf("holds: %d.%d used its attempts: quarantined\n", o, seq[x])
-		:: x != NOEV && hatt[o] < MAX_ATTEMPTS ->
+		:: x != NOEV && !TOMBSTONE(x) && hatt[o] < MAX_ATTEMPTS ->
 			hatt[o]++; hw_tok = cowner; hw_o = o; hw_e = x; hw_st = HW_CLAIMED;
 			printf("holds: %d.%d, attempt %d (owner %d)\n", o, seq[x], hatt[o], hw_tok)
 		:: x == NOEV ->
@@ -718,7 +758,7 @@ end_holds:
 				assert(!(tst[hi] == T_DONE && ORD(hi) == o && key[hi] <= cur) || pub[hi] || skipped[hi])
 			}
 			hi = 0;
-			held[o] = 0; hfrom[o] = 0; hatt[o] = 0;
+			held[o] = 0; hfrom[o] = 0; hatt[o] = 0; hrep[o] = 0;
 #ifndef LOG_RELEASE_UNARMED
 			/* RULE arming: the release bumps the epoch */
 			epoch++
@@ -787,15 +827,25 @@ end_clock:
 
 /* ---------------------------------------------------------------- Operator */
 
-/* O1 retry a quarantined hold; O2 skip its head; O3 replay a published
- * event: a hold from it (unless the order has one), its published events
- * from there owed again, the epoch armed. */
+/* O1 retry a quarantined hold; O2 skip its head: recorded skipped, the
+ * hold staying at it so that its worker hands the tombstone in the
+ * event's place before moving past it, or, when the head is a replay's
+ * redelivery of an event delivered before (at or behind the cursor the
+ * replay saw), only that redelivery is given up: the event stays
+ * delivered, no skip is recorded (LogOpSkip), the hold moves past it; O3 replay a published event: a hold from it (unless the order has
+ * one), its published events from there owed again, the epoch armed. */
 #define RETRY(o) :: held[o] && hquar[o] -> hquar[o] = 0; hatt[o] = 0; printf("operator: retry the hold of order %d\n", o)
 #define SKIP(o) :: held[o] && hquar[o] -> head(o, hfrom[o], x); \
-	if :: x != NOEV -> skipped[x] = 1; hfrom[o] = key[x] + 1; printf("operator: skip %d.%d\n", o, seq[x]) :: else fi; \
+	if \
+	:: x != NOEV && key[x] <= hrep[o] -> pub[x] = 1; hfrom[o] = key[x] + 1; \
+		printf("operator: skip the redelivery of %d.%d (delivered before the replay)\n", o, seq[x]) \
+	:: x != NOEV && key[x] > hrep[o] -> skipped[x] = 1; printf("operator: skip %d.%d\n", o, seq[x]) \
+	:: else \
+	fi; \
 	hquar[o] = 0; hatt[o] = 0; x = 0
-#define REPLAY(e) :: tst[e] == T_DONE && firstpub[e] && pub[e] && !held[ORD(e)] && REPLAYABLE(e) -> \
-	held[ORD(e)] = 1; hfrom[ORD(e)] = (key[e] <= cur -> key[e] : cur + 1); hatt[ORD(e)] = 0; hquar[ORD(e)] = 0; \
+#define CAN_REPLAY(e) (tst[e] == T_DONE && firstpub[e] && pub[e] && !held[ORD(e)] && REPLAYABLE(e))
+#define REPLAY(e) :: CAN_REPLAY(e) -> \
+	held[ORD(e)] = 1; hfrom[ORD(e)] = (key[e] <= cur -> key[e] : cur + 1); hatt[ORD(e)] = 0; hquar[ORD(e)] = 0; hrep[ORD(e)] = cur; \
 	for (hi : 0 .. EVENTS-1) { if :: ORD(hi) == ORD(e) && tst[hi] == T_DONE && key[hi] >= key[e] -> pub[hi] = 0 :: else fi }; \
 	hi = 0; REPLAY_ARM; printf("operator: replay from %d.%d\n", ORD(e), seq[e])
 #ifdef LOG_REPLAY_UNARMED
@@ -823,9 +873,9 @@ end_operator:
 		SKIP(1)
 #endif
 		fi }
-	:: atomic { OP_OK && (pub[0] || pub[1]
+	:: atomic { OP_OK && (CAN_REPLAY(0) || CAN_REPLAY(1)
 #if EVENTS == 3
-		|| pub[2]
+		|| CAN_REPLAY(2)
 #endif
 		) ->
 		if
@@ -874,7 +924,7 @@ end_operator:
 #define UNHELD(e) !(held[ORD(e)] && key[e] >= hfrom[ORD(e)])
 #endif
 /* the rule's view of one row: only committed rows are visible to it */
-#define LETGO(e) (!(tst[e] == T_DONE && POS(e) < RANGE_END) || (BEHIND(e) && UNHELD(e)))
+#define LETGO(e) (!(tst[e] == T_DONE && POS(e) >= RANGE_LO && POS(e) < RANGE_END) || (BEHIND(e) && UNHELD(e)))
 #if EVENTS == 2
 #define LETGO_ALL (LETGO(0) && LETGO(1))
 #else

@@ -108,6 +108,10 @@ var modelChecks = []check{
 	// position, sealed, retired and dropped while the rest runs.
 	{name: "log/safety/retention-1reader-2orders-2events-1op-unrelated", file: "log.pml", hash: 22,
 		defs: []string{"-DRETENTION", "-DREADERS=1", "-DORDERS=2", "-DEVENTS=2", "-DMAX_OPS=1", "-DUNRELATED=1"}},
+	// A range after the one a replay starts in (the second event's
+	// position) retiring while the operator replays the order.
+	{name: "log/safety/retention-tail-1reader-1order-2events-1op-unrelated", file: "log.pml", hash: 22,
+		defs: []string{"-DRETENTION", "-DRANGE_LO=2", "-DRANGE_END=3", "-DREADERS=1", "-DORDERS=1", "-DEVENTS=2", "-DMAX_OPS=1", "-DUNRELATED=1"}},
 	// The sink refuses an event for good (REFUSED): quarantined, its
 	// order's later event held behind it, by the classic relay and by the
 	// pipelined one.

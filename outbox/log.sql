@@ -224,10 +224,12 @@ HAVING count(*) > 0;
 -- with its head: the first event of its order with from <= key <= the
 -- cursor (@gate, @pos). No head: the hold caught up with the cursor and is
 -- released (LogHoldRelease). skipped: an operator skipped the head
--- (outbox_log_skips), whose tombstone is published in its place. waits: an
--- earlier event of the order is unpublished in outbox_events (LogBatch's
--- waits): the head is not published, the hold waits (LogHoldWait). Runs
--- after LogFence, whose lock keeps the cursor and the holds still.
+-- (outbox_log_skips), whose tombstone is published in its place, never its
+-- payload (mutant log_head_of_skipped); a replay's hold hands it again as
+-- a tombstone, which its consumers passed before. waits: an earlier event
+-- of the order is unpublished in outbox_events (LogBatch's waits): the
+-- head is not published, the hold waits (LogHoldWait). Runs after
+-- LogFence, whose lock keeps the cursor and the holds still.
 SELECT h.aggregate_type, h.aggregate_id, h.from_gate, h.from_pos, h.attempts,
        coalesce((head.gate, head.pos) <= (h.replay_gate, h.replay_pos), false) AS replay,
        EXISTS (SELECT 1 FROM outbox_log_skips s WHERE s.pos = head.pos) AS skipped,
@@ -348,16 +350,22 @@ RETURNING partition;
 -- for @reason and never published; the hold leaves quarantine, attempts 0,
 -- and stays at it: its worker publishes the head's tombstone (LogHoldNext's
 -- skipped) and then moves past it, so the tombstone comes before the
--- order's later events. Returns the skipped event (NULL: the hold had no
--- head; it only leaves quarantine, and the hold worker releases it).
+-- order's later events. A replay's head at or behind the cursor the replay
+-- saw (replay_gate, replay_pos) is a redelivery of an event delivered
+-- before: its skip gives up that redelivery only, records no skip (the
+-- event stays published, its consumers had it: no tombstone; a later
+-- replay delivers it again) and moves the hold past it. Returns the head
+-- (NULL: the hold had no head; it only leaves quarantine, and the hold
+-- worker releases it) and whether it was a redelivery.
 WITH h AS (
-    SELECT aggregate_type, aggregate_id, from_gate, from_pos
+    SELECT aggregate_type, aggregate_id, from_gate, from_pos, replay_gate, replay_pos
     FROM outbox_log_holds
     WHERE aggregate_type = @aggregate_type
       AND aggregate_id = @aggregate_id
       AND quarantined_at IS NOT NULL
 ), head AS (
-    SELECT l.event_id, l.gate, l.pos
+    SELECT l.event_id, l.gate, l.pos,
+           coalesce((l.gate, l.pos) <= (h.replay_gate, h.replay_pos), false) AS redelivery
     FROM h, outbox_log l
     WHERE l.aggregate_type = h.aggregate_type
       AND l.aggregate_id = h.aggregate_id
@@ -367,17 +375,19 @@ WITH h AS (
     LIMIT 1
 ), rec AS (
     INSERT INTO outbox_log_skips (event_id, pos, skipped_by, reason)
-    SELECT event_id, pos, @skipped_by, @reason FROM head
+    SELECT event_id, pos, @skipped_by, @reason FROM head WHERE NOT redelivery
     RETURNING event_id
 )
 UPDATE outbox_log_holds o
-SET quarantined_at = NULL,
+SET from_gate      = CASE WHEN head.redelivery THEN head.gate ELSE o.from_gate END,
+    from_pos       = CASE WHEN head.redelivery THEN head.pos + 1 ELSE o.from_pos END,
+    quarantined_at = NULL,
     attempts       = 0,
     available_at   = now()
 FROM h LEFT JOIN head ON true
 WHERE o.aggregate_type = h.aggregate_type
   AND o.aggregate_id = h.aggregate_id
-RETURNING head.event_id;
+RETURNING head.event_id, coalesce(head.redelivery, false) AS redelivery;
 
 -- name: LogOpReplayLock :many
 -- The first statement of an operator's replay (O3): locks the cursor row of
@@ -398,15 +408,17 @@ SELECT EXISTS (
 ) AS held;
 
 -- name: LogOpReplay :many
--- O3, after LogOpReplayLock: a hold for the order from its event of
--- @sequence, which starts no later than just after the cursor (@gate,
--- @pos) (model/README.md, what the model found, 2: a replay of an event the
--- cursor has not passed yet would otherwise leave an earlier event of the
--- order behind a hold that does not own it), attempts 0; its events up to
--- the cursor are delivered again as replays. No row: no such event, or
--- the event is in a range retention is dropping (LogRetire marked it
--- retiring under LogRetireLock, which this replay's LogOpReplayLock waited
--- for; model/log.pml's RETIRE).
+-- O3, after LogOpReplayLock, and after LogOpEvents found the event of
+-- @sequence at a position no retiring range ends after (retiring: LogRetire
+-- marks a range under LogRetireLock, which LogOpReplayLock waited for, and
+-- no range retires while the hold made here owns its events;
+-- model/log.pml's RETIRE): a hold for the order from that event, which
+-- starts no later than just after the cursor (@gate, @pos) (model/README.md,
+-- what the model found, 2: a replay of an event the cursor has not passed
+-- yet would otherwise leave an earlier event of the order behind a hold
+-- that does not own it), attempts 0; its events up to the cursor are
+-- delivered again as replays, those an operator skipped as their
+-- tombstones only (LogHoldNext's skipped). No row: no such event.
 INSERT INTO outbox_log_holds (aggregate_type, aggregate_id, partition, from_gate, from_pos, attempts,
                               replay_gate, replay_pos)
 SELECT l.aggregate_type, l.aggregate_id, l.partition,
@@ -417,9 +429,6 @@ FROM outbox_log l
 WHERE l.aggregate_type = @aggregate_type
   AND l.aggregate_id = @aggregate_id
   AND l.aggregate_sequence = @sequence
-  AND NOT EXISTS (
-      SELECT 1 FROM outbox_log_ranges r
-      WHERE r.retiring_at IS NOT NULL AND l.pos >= r.lo AND l.pos < r.hi)
 RETURNING from_gate AS gate, from_pos AS pos;
 
 -- name: LogHolds :many
@@ -537,7 +546,11 @@ ORDER BY h.quarantined_at, h.aggregate_type, h.aggregate_id;
 -- @aggregate_type/@aggregate_id (through outbox_log_lane_idx), in key
 -- order. passed: the partition's cursor is at or after it; held: its
 -- order's hold owns it (key >= the hold's from); head: it is the event the
--- hold publishes next.
+-- hold publishes next (its first one up to the cursor; of a skipped one,
+-- its tombstone); redelivery: the hold is a replay's and it is at or behind
+-- the cursor the replay saw (delivered before); retiring: a range
+-- retention is dropping (or dropped) ends after its position, so a replay
+-- from it is refused (its order's later events may be in that range).
 SELECT l.event_id, l.pos, l.gate, l.partition, l.aggregate_type, l.aggregate_id, l.aggregate_sequence,
        l.event_type, l.schema_version, l.occurred_at,
        (l.gate, l.pos) <= (c.gate, c.pos) AS passed,
@@ -545,6 +558,9 @@ SELECT l.event_id, l.pos, l.gate, l.partition, l.aggregate_type, l.aggregate_id,
        h.quarantined_at, coalesce(h.attempts, 0) AS attempts, coalesce(h.last_error, '') AS last_error,
        coalesce(h.replay_gate IS NOT NULL, false) AS replay,
        coalesce(head.pos = l.pos, false) AS head,
+       coalesce((l.gate, l.pos) >= (h.from_gate, h.from_pos) AND (l.gate, l.pos) <= (h.replay_gate, h.replay_pos),
+                false) AS redelivery,
+       coalesce(l.pos < (SELECT max(r.hi) FROM outbox_log_ranges r WHERE r.retiring_at IS NOT NULL), false) AS retiring,
        s.skipped_at, s.skipped_by, s.reason AS skip_reason
 FROM outbox_log l
 JOIN outbox_log_cursors c ON c.partition = l.partition

@@ -45,6 +45,12 @@ var ErrLogOrderHeld = errors.New("outbox: the order is under a hold")
 // of that sequence in the log.
 var ErrNoLogEvent = errors.New("outbox: no such event in the log")
 
+// ErrLogRangeRetiring is returned by ReplayLogOrder when a range of the log
+// that retention is dropping (or dropped) ends after the replay's first
+// event: the order's later events, at later positions, may be in it, so
+// the replay would deliver part of the order only.
+var ErrLogRangeRetiring = errors.New("outbox: the replay reaches a range of the log that retention is dropping")
+
 // ErrNoQuarantinedHold is returned by RetryLogHold and SkipLogHold when
 // the order has no quarantined hold.
 var ErrNoQuarantinedHold = errors.New("outbox: the order has no quarantined hold")
@@ -91,12 +97,24 @@ func retryLogHold(ctx context.Context, db beginner, aggregateType, aggregateID s
 
 // SkipLogHold records the head of the quarantined hold of
 // aggregateType/aggregateID skipped by skippedBy for reason, so it is never
-// published, and takes the hold out of quarantine past it (O2): the hold
-// worker goes on with the order's next event, or releases the hold. It
-// returns the skipped event's ID (uuid.Nil: the hold had no head left).
+// published (a replay of the order hands only its tombstone again), and
+// takes the hold out of quarantine (O2): the hold worker hands the skip's
+// tombstone ([SkipPublisher]) in the event's place, then goes on with the
+// order's next event, or releases the hold. The head of a replay's hold that was
+// delivered before the replay ([LogEventInfo].Redelivery) is not recorded
+// skipped: only its redelivery is given up, and it stays published. It
+// returns the head's ID (uuid.Nil: the hold had no head left).
 // ErrNoQuarantinedHold when there is none.
 func SkipLogHold(ctx context.Context, pool *pgxpool.Pool, aggregateType, aggregateID, skippedBy, reason string) (uuid.UUID, error) {
-	return skipLogHold(ctx, pool, aggregateType, aggregateID, uuid.Nil, skippedBy, reason)
+	sk, err := skipLogHold(ctx, pool, aggregateType, aggregateID, uuid.Nil, skippedBy, reason)
+	return sk.EventID, err
+}
+
+// logSkip is what a skip gave up: the head (uuid.Nil: none), and whether
+// that was only its redelivery by a replay.
+type logSkip struct {
+	EventID    uuid.UUID
+	Redelivery bool
 }
 
 // ErrNotLogHoldHead is returned by SkipLogEvent for an event that is not
@@ -121,27 +139,31 @@ func SkipLogEvent(ctx context.Context, pool *pgxpool.Pool, eventID uuid.UUID, sk
 // SkipLogEventTx is [SkipLogEvent] in the caller's transaction tx (a
 // savepoint of it), so that what the skip means to the event's consumers
 // (an order's projection settling the skipped sequence) commits with it.
-// It returns the event as it was before the skip.
+// It returns the event as it was before the skip; Redelivery says the skip
+// gave up only a replay's redelivery of it (nothing for its consumers to
+// settle: they had it).
 func SkipLogEventTx(ctx context.Context, tx pgx.Tx, eventID uuid.UUID, skippedBy, reason string) (LogEventInfo, error) {
 	e, err := logEventByID(ctx, tx, eventID)
 	if err != nil {
 		return LogEventInfo{}, err
 	}
-	if _, err := skipLogHold(ctx, tx, e.AggregateType, e.AggregateID, eventID, skippedBy, reason); err != nil {
+	sk, err := skipLogHold(ctx, tx, e.AggregateType, e.AggregateID, eventID, skippedBy, reason)
+	if err != nil {
 		return e, err
 	}
+	e.Redelivery = sk.Redelivery
 	return e, nil
 }
 
 // skipLogHold is SkipLogHold on db (a pool, or a transaction whose
 // savepoint it uses); when head is not uuid.Nil, only if the hold's head
 // is that event.
-func skipLogHold(ctx context.Context, db beginner, aggregateType, aggregateID string, head uuid.UUID, skippedBy, reason string) (uuid.UUID, error) {
+func skipLogHold(ctx context.Context, db beginner, aggregateType, aggregateID string, head uuid.UUID, skippedBy, reason string) (logSkip, error) {
 	if skippedBy == "" {
-		return uuid.Nil, errors.New("outbox: SkipLogHold needs who skips (skippedBy)")
+		return logSkip{}, errors.New("outbox: SkipLogHold needs who skips (skippedBy)")
 	}
 	agg := aggregateArgs{AggregateType: aggregateType, AggregateID: aggregateID}
-	var skipped uuid.UUID
+	var skipped logSkip
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		cur, err := qLogOpLock.All(ctx, tx, agg)
 		if err != nil {
@@ -173,13 +195,13 @@ func skipLogHold(ctx context.Context, db beginner, aggregateType, aggregateID st
 		if len(rows) == 0 {
 			return ErrNoQuarantinedHold
 		}
-		if rows[0] != nil {
-			skipped = *rows[0]
+		if rows[0].EventID != nil {
+			skipped = logSkip{EventID: *rows[0].EventID, Redelivery: rows[0].Redelivery}
 		}
 		return nil
 	})
 	if err != nil {
-		return uuid.Nil, fmt.Errorf("outbox: skip the head of the log hold of %s/%s: %w", aggregateType, aggregateID, err)
+		return logSkip{}, fmt.Errorf("outbox: skip the head of the log hold of %s/%s: %w", aggregateType, aggregateID, err)
 	}
 	return skipped, nil
 }
@@ -192,9 +214,14 @@ func skipLogHold(ctx context.Context, db beginner, aggregateType, aggregateID st
 // no reader advances on a view without the hold. Its first publish waits
 // until the partition's reader no longer works on a batch it read before
 // the replay (model/README.md, what the model found, 5), so the order never
-// has two publishes at once. ErrLogOrderHeld while the order is under a
-// hold, ErrNoLogEvent when there is no such event. The replay horizon and
-// retention (outboxops.Replay's checks) do not apply to the log yet.
+// has two publishes at once. The events an operator skipped are handed as
+// their tombstones only: never published. ErrLogOrderHeld while the order is under a
+// hold, ErrNoLogEvent when there is no such event, ErrLogRangeRetiring when
+// a range retention is dropping (or dropped) ends after the event's
+// position: the order's later events may be in it, so the replay would
+// deliver part of them (retention marks a range under a lock this waits
+// for, and no range retires while the replay's hold owns its events). The
+// replay horizon (outboxops.ReplayLog's check) does not apply here.
 func ReplayLogOrder(ctx context.Context, pool *pgxpool.Pool, aggregateType, aggregateID string, fromSequence int64) error {
 	agg := aggregateArgs{AggregateType: aggregateType, AggregateID: aggregateID}
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
@@ -211,6 +238,18 @@ func ReplayLogOrder(ctx context.Context, pool *pgxpool.Pool, aggregateType, aggr
 		}
 		if held {
 			return ErrLogOrderHeld
+		}
+		// Under the cursor row's lock, after retention's lock: a range it
+		// marked retiring is seen here (model/log.pml's REPLAYABLE).
+		es, err := qLogOpEvents.All(ctx, tx, logOpEventsArgs{AggregateType: aggregateType, AggregateID: aggregateID})
+		if err != nil {
+			return err
+		}
+		for _, e := range es {
+			if e.Sequence == fromSequence && e.Retiring {
+				return fmt.Errorf("%w: a range ends after sequence %d's position (%d), and the order's later events may be in it; nothing was replayed: replay a window that starts after the log's retention horizon (outboxctl status, log ranges)",
+					ErrLogRangeRetiring, fromSequence, e.Pos)
+			}
 		}
 		made, err := qLogOpReplay.All(ctx, tx, logOpReplayArgs{
 			AggregateType: aggregateType, AggregateID: aggregateID, Sequence: fromSequence, Gate: cur[0].Gate, Pos: cur[0].Pos,

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outflow/outflow/failpoints"
@@ -26,6 +27,9 @@ type logView struct {
 	window int
 	// waiting: committed events after the cursor wait above the horizon.
 	waiting bool
+	// failedAhead: the partition's failures its last advance did not
+	// record (see logPartition.failedAhead).
+	failedAhead map[uuid.UUID]logFailure
 }
 
 // isolating reports whether the read isolates its one event: a batch of
@@ -41,6 +45,7 @@ type logFailure struct {
 	quarantined bool
 	attempts    int
 	delay       time.Duration
+	at          time.Time // when it failed: its delay runs from then
 	// waits: not attempted; an earlier event of its order is unpublished
 	// in outbox_events (logRow.Waits), and the hold waits for it.
 	waits bool
@@ -162,6 +167,7 @@ func (r *LogRelay) read(ctx context.Context, p *logPartition) (v logView, retry 
 		return v, false, errLogLeaseLost
 	}
 	v.cursor = cursors[0]
+	v.failedAhead = p.failedAhead
 	for _, h := range held {
 		v.held[h] = true
 	}
@@ -234,7 +240,9 @@ func (r *LogRelay) isolate(v logView) ([]bool, []logFailure) {
 // without a publish too, its order to a hold that waits; an event's
 // own error fails its order; a sink fault, a lease too short to start a
 // publish, or a shutdown stops every order there (what is not done is read
-// again). It returns which events are done and the failed orders.
+// again). An event that failed in an earlier batch whose advance did not
+// record it (v.failedAhead) fails again without a publish: its attempt was
+// spent. It returns which events are done and the failed orders.
 func (r *LogRelay) publishBatch(ctx, bk context.Context, v logView) ([]bool, []logFailure) {
 	type lane struct {
 		key aggregateKey
@@ -271,6 +279,15 @@ func (r *LogRelay) publishBatch(ctx, bk context.Context, v logView) ([]bool, []l
 				for _, i := range l.idx {
 					if v.held[l.key] || failedHere {
 						done[i] = true
+						continue
+					}
+					if f, ok := v.failedAhead[v.rows[i].EventID]; ok {
+						failedHere, done[i] = true, true
+						f.i, f.row = i, v.rows[i]
+						f.delay, f.at = max(0, f.delay-time.Since(f.at)), time.Now()
+						mu.Lock()
+						failures = append(failures, f)
+						mu.Unlock()
 						continue
 					}
 					if stop.Load() {
@@ -314,7 +331,7 @@ func (r *LogRelay) publishBatch(ctx, bk context.Context, v logView) ([]bool, []l
 					failures = append(failures, logFailure{
 						i: i, row: v.rows[i], err: o.err, attempts: 1,
 						quarantined: permanent || r.cfg.MaxAttempts <= 1,
-						delay:       r.base.backoff.Delay(1),
+						delay:       r.base.backoff.Delay(1), at: time.Now(),
 					})
 					mu.Unlock()
 				}
@@ -353,7 +370,9 @@ func (r *LogRelay) attemptLog(ctx, bk context.Context, l lease, e Event) outcome
 // failed orders become holds, in one statement fenced by the owner and the
 // read's epoch. It reports refused when the epoch had moved (the batch is
 // read again: what was published is published again, at least once), and
-// errLogLeaseLost when the partition is someone else's.
+// errLogLeaseLost when the partition is someone else's. The failures it
+// does not record (beyond the prefix, or all of them when refused) are
+// kept for the next read (logPartition.failedAhead).
 func (r *LogRelay) advance(ctx context.Context, p *logPartition, v logView, done []bool, failed []logFailure) (refused bool, err error) {
 	defer p.endBatch()
 	prefix := 0
@@ -366,7 +385,11 @@ func (r *LogRelay) advance(ctx context.Context, p *logPartition, v logView, done
 	}
 	a := logAdvanceArgs{Partition: p.id, Owner: r.cfg.Owner, Epoch: v.cursor.Epoch, Gate: to.Gate, Pos: to.Pos}
 	var holds []logFailure
+	ahead := map[uuid.UUID]logFailure{}
 	for _, f := range failed {
+		if !f.waits { // not attempted: the next read looks again
+			ahead[f.row.EventID] = f
+		}
 		if f.i >= prefix {
 			continue // beyond the prefix: read again, not a hold
 		}
@@ -384,8 +407,10 @@ func (r *LogRelay) advance(ctx context.Context, p *logPartition, v logView, done
 	if err != nil {
 		return false, fmt.Errorf("outbox: advance partition %d: %w", p.id, err)
 	}
+	p.failedAhead = ahead
 	if res.Advanced {
 		for _, f := range holds {
+			delete(ahead, f.row.EventID) // recorded in its hold
 			attrs := []any{"owner", r.cfg.Owner, "partition", p.id, "event_id", f.row.EventID, "event_type", f.row.EventType,
 				"aggregate_type", f.row.AggregateType, "aggregate_id", f.row.AggregateID,
 				"aggregate_sequence", f.row.AggregateSequence, "error", f.err}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -167,6 +168,13 @@ type logPartition struct {
 	// release: the relay holds more than its share; the reader stops after
 	// its batch's advance and gives the lease back (giveBack).
 	release atomic.Bool
+	// failedAhead, the reader's own: the events whose publish failed for
+	// their own fault in its last batch but whose advance recorded no hold
+	// (an earlier event of the batch was left unfinished, or the epoch
+	// moved). Read again, each fails again without a publish, so its
+	// attempt counts once and its backoff holds, as on the poll source
+	// (issue 37). Lost with the partition: a new owner publishes it again.
+	failedAhead map[uuid.UUID]logFailure
 }
 
 // startBatch records a read begun: until its view is known (setView) the

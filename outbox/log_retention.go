@@ -178,8 +178,9 @@ type LogRanges struct {
 	Ahead int64 `json:"ahead"`
 	// OldestKept is when the oldest kept range was made; nil: none.
 	OldestKept *time.Time `json:"oldest_kept,omitempty"`
-	// Horizon is the newest dropped range's seal: the log's events before
-	// it may be gone. nil: nothing dropped yet.
+	// Horizon is the newest seal of a range dropped or retiring (a pass
+	// drops it): the log's events before it may be gone, and a replay of
+	// one is refused. nil: nothing dropped or retiring yet.
 	Horizon *time.Time `json:"horizon,omitempty"`
 }
 

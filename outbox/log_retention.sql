@@ -96,12 +96,13 @@ SELECT outbox_log_range_drop(@lo::bigint) AS dropped;
 -- The ranges for the gauges and outboxctl status: kept (not dropped), ahead
 -- (made wholly beyond outbox_log_pos: an enqueue fails once none is left
 -- and the current range is full), the oldest kept range's creation, and the
--- log's retention horizon (the newest dropped range's seal: events before
--- it may be gone).
+-- log's retention horizon (the newest seal of a range dropped or retiring,
+-- which a pass drops: events before it may be gone, and a replay from one
+-- of them is refused).
 SELECT count(*) FILTER (WHERE dropped_at IS NULL) AS kept,
        count(*) FILTER (WHERE dropped_at IS NULL AND lo > (SELECT last_value FROM outbox_log_pos)) AS ahead,
        min(created_at) FILTER (WHERE dropped_at IS NULL) AS oldest_kept,
-       max(sealed_at) FILTER (WHERE dropped_at IS NOT NULL) AS horizon
+       max(sealed_at) FILTER (WHERE retiring_at IS NOT NULL) AS horizon
 FROM outbox_log_ranges;
 
 -- name: LogRetentionTryLock :one

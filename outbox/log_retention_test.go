@@ -247,7 +247,7 @@ func TestLogRetentionFinishesAnInterruptedDrop(t *testing.T) {
 		b := setup(t, nil)
 		enqueueLog(t, b.pool, testdb.Event(t, "pend-1", "E1"))
 		retiringR0(t, b.pool)
-		require.ErrorIs(t, outbox.ReplayLogOrder(ctx, b.pool, "order", "pend-1", 1), outbox.ErrNoLogEvent, "r0 is retiring")
+		require.ErrorIs(t, outbox.ReplayLogOrder(ctx, b.pool, "order", "pend-1", 1), outbox.ErrLogRangeRetiring, "r0 is retiring")
 
 		// A reader's open transaction makes the detach wait in its second
 		// transaction; the detaching session is killed there.
@@ -374,4 +374,57 @@ func TestLogRetentionBesideALiveRelay(t *testing.T) {
 	for id, got := range b.rec.firstPublishes() {
 		require.Equal(t, seq(rounds*perRound), got, "order %s in sequence", id)
 	}
+}
+
+// TestLogReplayRefusedWhileItsTailRetires: a replay of an order whose later
+// event lies in a range retention is dropping is refused with
+// ErrLogRangeRetiring, though its first event's range is kept, and nothing
+// is replayed (issue 37): a replay that waited for retention's lock sees the
+// range it marked, and one after the drop is refused too (the rows are
+// gone). An order wholly after the range replays.
+func TestLogReplayRefusedWhileItsTailRetires(t *testing.T) {
+	t.Parallel()
+	b := setup(t, nil)
+	ctx := context.Background()
+	head := enqueueLog(t, b.pool, testdb.Event(t, "tail-1", "E1"))
+	require.Equal(t, "outbox_log_r0", partitionOf(t, b.pool, head[0]))
+	passRange(t, b.pool, 0)
+	tail := enqueueLog(t, b.pool, testdb.Event(t, "tail-1", "E2"))
+	require.Equal(t, "outbox_log_r1", partitionOf(t, b.pool, tail[0]))
+	passRange(t, b.pool, logRangeWidth)
+	later := enqueueLog(t, b.pool, testdb.Event(t, "tail-2", "E1"))
+	require.Equal(t, "outbox_log_r2", partitionOf(t, b.pool, later[0]))
+	stop := run(t, b.newLogRelay(t, outbox.LogConfig{}))
+	eventually(t, 30*time.Second, func() bool { return len(b.rec.ackedIDs()) == 3 }, "every event delivered")
+	stop()
+	require.Equal(t, 2, retainLog(t, b.pool, 0).Sealed, "r0 and r1 sealed")
+
+	// Retention's T3 in flight: the cursors share-locked and r1 (not r0)
+	// marked retiring, not committed yet.
+	retire, err := b.pool.Begin(ctx)
+	require.NoError(t, err)
+	defer retire.Rollback(ctx) //nolint:errcheck // committed below
+	_, err = retire.Exec(ctx, `SELECT partition FROM outbox_log_cursors ORDER BY partition FOR SHARE`)
+	require.NoError(t, err)
+	_, err = retire.Exec(ctx, `UPDATE outbox_log_ranges SET retiring_at = now() WHERE lo = $1`, int64(logRangeWidth))
+	require.NoError(t, err)
+	replayed := make(chan error, 1)
+	go func() { replayed <- outbox.ReplayLogOrder(ctx, b.pool, "order", "tail-1", 1) }()
+	eventually(t, 30*time.Second, func() bool {
+		var waiting bool
+		err := b.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting)
+		return err == nil && waiting
+	}, "the replay waits for retention's lock")
+	require.NoError(t, retire.Commit(ctx))
+	err = <-replayed
+	require.ErrorIs(t, err, outbox.ErrLogRangeRetiring)
+	require.Empty(t, logHolds(t, b.pool), "nothing replayed")
+
+	retainUntilDropped(t, b.pool, time.Hour, "outbox_log_r1")
+	require.ErrorIs(t, outbox.ReplayLogOrder(ctx, b.pool, "order", "tail-1", 1), outbox.ErrLogRangeRetiring, "r1 dropped: sequence 2 is gone")
+	require.Empty(t, logHolds(t, b.pool))
+
+	require.NoError(t, outbox.ReplayLogOrder(ctx, b.pool, "order", "tail-2", 1), "wholly after the dropped range")
+	require.Len(t, logHolds(t, b.pool), 1)
 }

@@ -27,7 +27,7 @@ var (
 	qLogHoldOutcome  = namedsql.Bind[logHoldOutcomeArgs, bool](queries, "LogHoldOutcome")
 	qLogOpLock       = namedsql.Bind[aggregateArgs, logKey](queries, "LogOpLock")
 	qLogOpRetry      = namedsql.Bind[aggregateArgs, int](queries, "LogOpRetry")
-	qLogOpSkip       = namedsql.Bind[logOpSkipArgs, *uuid.UUID](queries, "LogOpSkip")
+	qLogOpSkip       = namedsql.Bind[logOpSkipArgs, logOpSkipRow](queries, "LogOpSkip")
 	qLogHolds        = namedsql.Bind[namedsql.NoArgs, LogHold](queries, "LogHolds")
 	qLogListen       = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "LogListen")
 	qLogWaiting      = namedsql.Bind[logAfterArgs, bool](queries, "LogWaiting")
@@ -249,6 +249,14 @@ type logOpReplayArgs struct {
 	Sequence      int64  `db:"sequence"`
 	Gate          int64  `db:"gate"`
 	Pos           int64  `db:"pos"`
+}
+
+// logOpSkipRow is a skip's head (nil: the hold had none) and whether it
+// was a replay's redelivery of an event delivered before (no skip
+// recorded).
+type logOpSkipRow struct {
+	EventID    *uuid.UUID `db:"event_id"`
+	Redelivery bool       `db:"redelivery"`
 }
 
 type logOpSkipArgs struct {

@@ -242,7 +242,16 @@ type LogEventInfo struct {
 	Attempts      int        `db:"attempts" json:"attempt_count"`
 	LastError     string     `db:"last_error" json:"last_error,omitempty"`
 	Replay        bool       `db:"replay" json:"replay,omitempty"`
-	// The skip (SkipLogHold), if it was skipped.
+	// Redelivery: its hold is a replay's and it was delivered before the
+	// replay (at or behind the cursor the replay saw); a skip of it gives
+	// up that redelivery only and leaves it published.
+	Redelivery bool `db:"redelivery" json:"redelivery,omitempty"`
+	// Retiring: a range of the log that retention is dropping (or
+	// dropped) ends after its position, so a replay from it is refused
+	// ([ErrLogRangeRetiring]): its order's later events may be in it.
+	Retiring bool `db:"retiring" json:"retiring,omitempty"`
+	// The skip (SkipLogHold), if it was skipped: it is never published, and
+	// a replay of its order hands only its tombstone again.
 	SkippedAt  *time.Time `db:"skipped_at" json:"skipped_at,omitempty"`
 	SkippedBy  *string    `db:"skipped_by" json:"skipped_by,omitempty"`
 	SkipReason *string    `db:"skip_reason" json:"skip_reason,omitempty"`

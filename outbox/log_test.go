@@ -143,6 +143,22 @@ func takeAndRead(t *testing.T, r *outbox.LogRelay, part, n int) *outbox.LogBatch
 	return readLog(t, r, part, n)
 }
 
+// waitLogPublished waits until the cursor passed every event of ids with no
+// hold owning it: acknowledged is not enough, the advance comes after.
+func waitLogPublished(t *testing.T, pool *pgxpool.Pool, ids ...uuid.UUID) {
+	t.Helper()
+	eventually(t, 30*time.Second, func() bool {
+		for _, id := range ids {
+			e, err := outbox.LogEventByID(context.Background(), pool, id)
+			require.NoError(t, err)
+			if e.State() != "published" {
+				return false
+			}
+		}
+		return true
+	}, "published, the cursor past them")
+}
+
 func logHolds(t *testing.T, pool *pgxpool.Pool) []outbox.LogHold {
 	t.Helper()
 	hs, err := outbox.LogHolds(context.Background(), pool)
@@ -1071,6 +1087,169 @@ func TestLogRelaysShareThePartitions(t *testing.T) {
 		require.Equal(t, seq(len(got)), got, "order %s: delivered once each, in sequence", id)
 	}
 	logUntouched(t, b.pool)
+}
+
+// TestLogReplayPassesTheSkipped: a replay of an order over an event an
+// operator skipped delivers the order's other events again and never the
+// skipped one (only its tombstone, which this publisher, no
+// SkipPublisher, does not take), as the poll source never replays a
+// skipped event (issue 37:
+// a skipped OrderCreated would start its saga); a replay from the skipped
+// event itself starts at the order's next one.
+func TestLogReplayPassesTheSkipped(t *testing.T) {
+	t.Parallel()
+	var poison sync.Map // event ID -> true while it fails
+	b := setup(t, func(_ context.Context, e outbox.Event) error {
+		if _, bad := poison.Load(e.ID); bad {
+			return outbox.Permanent(errors.New("no route for this event"))
+		}
+		return nil
+	})
+	ctx := context.Background()
+	evs := enqueueLog(t, b.pool, testdb.Event(t, "sk-1", "E1"), testdb.Event(t, "sk-1", "E2"), testdb.Event(t, "sk-1", "E3"))
+	poison.Store(evs[1].ID, true)
+	run(t, b.newLogRelay(t, outbox.LogConfig{}))
+	eventually(t, 30*time.Second, func() bool {
+		hs := logHolds(t, b.pool)
+		return len(hs) == 1 && hs[0].Quarantined
+	}, "sequence 2 quarantined")
+	skipped, err := outbox.SkipLogHold(ctx, b.pool, "order", "sk-1", "ops@test", "no route, ever")
+	require.NoError(t, err)
+	require.Equal(t, evs[1].ID, skipped)
+	eventually(t, 30*time.Second, func() bool {
+		return b.rec.ackedIDs()[evs[2].ID] == 1 && len(logHolds(t, b.pool)) == 0
+	}, "sequence 3 delivered after the skip, the hold released")
+	waitLogPublished(t, b.pool, evs[0].ID, evs[2].ID)
+	// The publisher would take it now: only the skip keeps it out.
+	poison.Delete(evs[1].ID)
+
+	require.NoError(t, outbox.ReplayLogOrder(ctx, b.pool, "order", "sk-1", 1))
+	eventually(t, 30*time.Second, func() bool {
+		return b.rec.ackedIDs()[evs[2].ID] == 2 && len(logHolds(t, b.pool)) == 0
+	}, "replayed, the replay's hold released")
+	require.Equal(t, []int64{1, 3, 1, 3}, b.rec.sequencesOf()["sk-1"], "the skipped sequence 2 is never published")
+
+	require.NoError(t, outbox.ReplayLogOrder(ctx, b.pool, "order", "sk-1", 2))
+	eventually(t, 30*time.Second, func() bool {
+		return b.rec.ackedIDs()[evs[2].ID] == 3 && len(logHolds(t, b.pool)) == 0
+	}, "replayed from the skipped event, the replay's hold released")
+	require.Equal(t, []int64{1, 3, 1, 3, 3}, b.rec.sequencesOf()["sk-1"])
+	e, err := outbox.LogEventByID(ctx, b.pool, evs[1].ID)
+	require.NoError(t, err)
+	require.Equal(t, "skipped", e.State())
+}
+
+// TestLogSkipOfARedelivery: the skip of a replay's quarantined head, an
+// event delivered before the replay, gives up that redelivery only (issue
+// 37): no skip is recorded in outbox_log_skips, the event stays published,
+// the replay goes on with the order's next event, and a later replay
+// delivers the event again.
+func TestLogSkipOfARedelivery(t *testing.T) {
+	t.Parallel()
+	var refuse sync.Map // event ID -> its redeliveries fail
+	b := setup(t, func(_ context.Context, e outbox.Event) error {
+		if _, bad := refuse.Load(e.ID); bad && e.Replay {
+			return outbox.Permanent(errors.New("its workflow type is gone"))
+		}
+		return nil
+	})
+	ctx := context.Background()
+	evs := enqueueLog(t, b.pool, testdb.Event(t, "rd-1", "E1"), testdb.Event(t, "rd-1", "E2"))
+	run(t, b.newLogRelay(t, outbox.LogConfig{}))
+	waitLogPublished(t, b.pool, evs[0].ID, evs[1].ID)
+
+	refuse.Store(evs[0].ID, true)
+	require.NoError(t, outbox.ReplayLogOrder(ctx, b.pool, "order", "rd-1", 1))
+	eventually(t, 30*time.Second, func() bool {
+		hs := logHolds(t, b.pool)
+		return len(hs) == 1 && hs[0].Quarantined
+	}, "the redelivery of sequence 1 quarantined")
+	require.True(t, logHolds(t, b.pool)[0].Replay)
+	e, err := outbox.LogEventByID(ctx, b.pool, evs[0].ID)
+	require.NoError(t, err)
+	require.True(t, e.Head)
+	require.True(t, e.Redelivery, "the head is a redelivery")
+
+	skipped, err := outbox.SkipLogHold(ctx, b.pool, "order", "rd-1", "ops@test", "its workflow type is gone")
+	require.NoError(t, err)
+	require.Equal(t, evs[0].ID, skipped)
+	eventually(t, 30*time.Second, func() bool {
+		return b.rec.ackedIDs()[evs[1].ID] == 2 && len(logHolds(t, b.pool)) == 0
+	}, "the replay went on with sequence 2, its hold released")
+	e, err = outbox.LogEventByID(ctx, b.pool, evs[0].ID)
+	require.NoError(t, err)
+	require.Equal(t, "published", e.State(), "delivered before the replay: a skip of its redelivery does not unpublish it")
+	require.Nil(t, e.SkippedAt)
+	var skips int
+	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM outbox_log_skips`).Scan(&skips))
+	require.Zero(t, skips)
+
+	refuse.Delete(evs[0].ID)
+	require.NoError(t, outbox.ReplayLogOrder(ctx, b.pool, "order", "rd-1", 1))
+	eventually(t, 30*time.Second, func() bool {
+		return b.rec.ackedIDs()[evs[1].ID] == 3 && len(logHolds(t, b.pool)) == 0
+	}, "replayed again")
+	require.Equal(t, []int64{1, 2, 2, 1, 2}, b.rec.sequencesOf()["rd-1"], "a later replay delivers it again")
+}
+
+// TestLogFailureBeyondThePrefixCounts: an event that fails for its own
+// fault while an earlier event of its batch (another order's) is left
+// unfinished by a sink fault used an attempt (issue 37): when the batch is
+// read again it is not published again, and its hold counts that attempt,
+// here quarantined at once for a permanent failure.
+func TestLogFailureBeyondThePrefixCounts(t *testing.T) {
+	t.Parallel()
+	var (
+		first, second string
+		sinkDown      atomic.Bool
+		secondFailed  = make(chan struct{})
+		once          sync.Once
+	)
+	sinkDown.Store(true)
+	b := setup(t, func(ctx context.Context, e outbox.Event) error {
+		switch {
+		case e.AggregateID == second:
+			once.Do(func() { close(secondFailed) })
+			return outbox.Permanent(errors.New("no route for this event"))
+		case e.AggregateID == first && sinkDown.Load():
+			select { // the sink fails after the later event failed
+			case <-secondFailed:
+			case <-ctx.Done():
+			}
+			return outbox.SinkUnavailable(errors.New("connection refused"))
+		}
+		return nil
+	})
+	ctx := context.Background()
+	ids, part := sameLogPartition(t, b.pool, "bp", 2)
+	first, second = ids[0], ids[1]
+	evs := enqueueLog(t, b.pool, testdb.Event(t, first, "E1"), testdb.Event(t, second, "E1"))
+	r := b.newLogRelay(t, outbox.LogConfig{RelayConfig: outbox.RelayConfig{
+		MaxInFlight: 2, BreakerThreshold: 100, MaxAttempts: 5, RetryBase: time.Minute, RetryMax: time.Minute,
+	}})
+	batch := takeAndRead(t, r, part, 2)
+	require.Equal(t, first, batch.Events()[0].AggregateID)
+	r.PublishForTest(ctx, batch)
+	refused, err := r.AdvanceForTest(ctx, batch)
+	require.NoError(t, err)
+	require.False(t, refused)
+	require.Empty(t, logHolds(t, b.pool), "beyond the prefix: no hold yet")
+	require.Equal(t, 1, b.rec.callsFor(evs[1].ID))
+
+	sinkDown.Store(false)
+	again := readLog(t, r, part, 2)
+	r.PublishForTest(ctx, again)
+	refused, err = r.AdvanceForTest(ctx, again)
+	require.NoError(t, err)
+	require.False(t, refused)
+	require.Equal(t, 1, b.rec.ackedIDs()[evs[0].ID])
+	require.Equal(t, 1, b.rec.callsFor(evs[1].ID), "its failure counted: not published again")
+	hs := logHolds(t, b.pool)
+	require.Len(t, hs, 1)
+	require.Equal(t, second, hs[0].AggregateID)
+	require.True(t, hs[0].Quarantined, "a permanent failure is quarantined after its one attempt")
+	require.Equal(t, 1, hs[0].Attempts)
+	require.Contains(t, hs[0].LastError, "no route")
 }
 
 // TestLogHungPublishHoldsOnlyItsOrder: on the log source, the publish of

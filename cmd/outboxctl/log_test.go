@@ -94,6 +94,23 @@ func eventually(t *testing.T, within time.Duration, cond func() bool, what strin
 	require.Eventually(t, cond, within, 20*time.Millisecond, what)
 }
 
+// waitLogPublished waits until the cursor passed every event of ids with no
+// hold owning it (what replay's plan counts): acknowledged is not enough,
+// the advance comes after.
+func (b *testBundle) waitLogPublished(t *testing.T, ids ...uuid.UUID) {
+	t.Helper()
+	eventually(t, 30*time.Second, func() bool {
+		for _, id := range ids {
+			e, err := outbox.LogEventByID(b.ctx, b.pool, id)
+			require.NoError(t, err)
+			if e.State() != "published" {
+				return false
+			}
+		}
+		return true
+	}, "published, the cursor past them")
+}
+
 // TestLogOperatorCommands: over the log source, status shows the log's
 // cursors, pending events and holds; list --quarantined lists a quarantined
 // hold by the event it is stuck on (--json too); show finds a log event;
@@ -286,4 +303,118 @@ func TestLogListPending(t *testing.T) {
 	require.Equal(t, "held", listed[0]["state"])
 	require.Equal(t, evs[0].ID.String(), listed[0]["event_id"])
 	require.Equal(t, true, listed[0]["head"])
+}
+
+// replayWindow is replay's arguments for order's log events of the last
+// ten minutes.
+func replayWindow(order string) []string {
+	return []string{"replay", "--from", time.Now().Add(-10 * time.Minute).UTC().Format(time.RFC3339),
+		"--to", time.Now().Add(time.Minute).UTC().Format(time.RFC3339), "--aggregate", order, "--aggregate-type", "order", "--yes"}
+}
+
+// TestLogReplayPassesASkippedEvent is issue 37's case: an order's events 1,
+// 2, 3 on the log; 2 fails for good and is skipped; 3 is delivered. A
+// replay of the order from 1 plans and delivers 1 and 3 again, never 2,
+// though the publisher would now take it.
+func TestLogReplayPassesASkippedEvent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	order := b.order(t)
+	evs := b.enqueueLog(t, testdb.Event(t, order, "OrderCreated"), testdb.Event(t, order, "OrderPaid"),
+		testdb.Event(t, order, "OrderCancelled"))
+	rec := &logRecorder{poison: map[uuid.UUID]bool{evs[1].ID: true}}
+	b.runLogRelay(t, rec)
+	eventually(t, 30*time.Second, func() bool {
+		hs, err := outbox.LogHolds(b.ctx, b.pool)
+		require.NoError(t, err)
+		return len(hs) == 1 && hs[0].Quarantined
+	}, "sequence 2 quarantined")
+	r := b.ok(t, "skip", evs[1].ID.String(), "--reason", "no route, ever (OPS-9)")
+	require.Contains(t, r.stdout, "it will never be published")
+	b.waitLogPublished(t, evs[0].ID, evs[2].ID)
+	rec.mu.Lock()
+	delete(rec.poison, evs[1].ID) // the publisher would take it now
+	rec.mu.Unlock()
+
+	r = b.ok(t, replayWindow(order)...)
+	require.Contains(t, r.stdout, "2 published log events of aggregate order/"+order, "the plan counts what is delivered")
+	require.Contains(t, r.stdout, "replayed 2 events")
+	eventually(t, 30*time.Second, func() bool {
+		n, replays := rec.published(evs[2].ID)
+		hs, err := outbox.LogHolds(b.ctx, b.pool)
+		require.NoError(t, err)
+		return n == 2 && replays == 1 && len(hs) == 0
+	}, "sequence 3 delivered again, the replay's hold released")
+	n, _ := rec.published(evs[0].ID)
+	require.Equal(t, 2, n, "sequence 1 delivered again")
+	n, _ = rec.published(evs[1].ID)
+	require.Zero(t, n, "the skipped sequence 2 is never published")
+	require.Regexp(t, `state\s+skipped`, b.ok(t, "show", evs[1].ID.String(), "--temporal=false").stdout)
+}
+
+// TestLogSkipOfARedelivery: a replay whose redelivery of an event delivered
+// before fails for good is quarantined on it; skip gives up that
+// redelivery only (issue 37): the event stays published (show says so),
+// the order's projection settles nothing, and the replay goes on.
+func TestLogSkipOfARedelivery(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	order := b.order(t)
+	evs := b.enqueueLog(t, testdb.Event(t, order, "OrderCreated"), testdb.Event(t, order, "OrderCancelled"))
+	rec := &logRecorder{poison: map[uuid.UUID]bool{}}
+	b.runLogRelay(t, rec)
+	b.waitLogPublished(t, evs[0].ID, evs[1].ID)
+	rec.mu.Lock()
+	rec.poison[evs[0].ID] = true // its workflow type is gone, say
+	rec.mu.Unlock()
+	b.ok(t, replayWindow(order)...)
+	eventually(t, 30*time.Second, func() bool {
+		hs, err := outbox.LogHolds(b.ctx, b.pool)
+		require.NoError(t, err)
+		return len(hs) == 1 && hs[0].Quarantined && hs[0].Replay
+	}, "the redelivery of sequence 1 quarantined")
+
+	r := b.ok(t, "skip", evs[0].ID.String(), "--reason", "workflow type retired (OPS-10)")
+	require.Contains(t, r.stdout, "skipped the redelivery of "+evs[0].ID.String())
+	require.Contains(t, r.stdout, "stays published")
+	require.NotContains(t, r.stdout, "projection settled")
+	require.Contains(t, r.stderr, "redelivery skipped")
+	eventually(t, 30*time.Second, func() bool {
+		n, replays := rec.published(evs[1].ID)
+		hs, err := outbox.LogHolds(b.ctx, b.pool)
+		require.NoError(t, err)
+		return n == 2 && replays == 1 && len(hs) == 0
+	}, "the replay went on with sequence 2, its hold released")
+	require.Regexp(t, `state\s+published`, b.ok(t, "show", evs[0].ID.String(), "--temporal=false").stdout)
+	var skipped []int64
+	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT skipped_sequences FROM orders WHERE id = $1`, order).Scan(&skipped))
+	require.Empty(t, skipped, "the projection had sequence 1: nothing to settle")
+}
+
+// TestLogReplayRefusedWhileRetentionDropsItsTail: an order whose later
+// event lies in a range retention is dropping (retiring) is not replayed in
+// part (issue 37): outboxctl refuses the window and says where a window may
+// start; nothing is replayed.
+func TestLogReplayRefusedWhileRetentionDropsItsTail(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	order := b.order(t)
+	const width = 10_000_000 // outbox_log_range_width(): the first event in outbox_log_r0, the second in r1
+	b.enqueueLog(t, testdb.Event(t, order, "OrderCreated"))
+	b.exec(t, `SELECT setval('outbox_log_pos', $1)`, int64(width+5))
+	evs := b.enqueueLog(t, testdb.Event(t, order, "OrderCancelled"))
+	rec := &logRecorder{}
+	b.runLogRelay(t, rec)
+	b.waitLogPublished(t, evs[0].ID)
+	// RetainLog's T3 marked r1 retiring: sealed now, its drop to come.
+	b.exec(t, `SELECT setval('outbox_log_pos', $1)`, int64(2*width+5))
+	b.exec(t, `UPDATE outbox_log_ranges SET sealed_at = now(), sealed_xmax = 1, retiring_at = now() WHERE lo = $1`, int64(width))
+
+	r := b.ctl(t, replayWindow(order)...)
+	require.Equal(t, 1, r.code, "stdout: %s", r.stdout)
+	require.Contains(t, r.stderr, "before the log's retention horizon")
+	require.Contains(t, r.stderr, "start the window at or after it")
+	hs, err := outbox.LogHolds(b.ctx, b.pool)
+	require.NoError(t, err)
+	require.Empty(t, hs, "nothing replayed")
 }

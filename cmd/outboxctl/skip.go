@@ -49,6 +49,9 @@ func runSkip(ctx context.Context, env *cliEnv, args []string) error {
 	// some other service's order, and only skipped.
 	// An event not in outbox_events is looked for in the log, where only
 	// the head of a quarantined hold may be skipped (outbox.SkipLogEventTx).
+	// The head of a replay's hold that was delivered before the replay is
+	// a redelivery: its skip gives up that redelivery only, the event stays
+	// published, and its consumers, which had it, have nothing to settle.
 	var (
 		c       outboxops.Change
 		logged  *outbox.LogEventInfo
@@ -73,7 +76,7 @@ func runSkip(ctx context.Context, env *cliEnv, args []string) error {
 		if err != nil {
 			return err
 		}
-		if c.Before.AggregateType != orders.AggregateType {
+		if c.Before.AggregateType != orders.AggregateType || (logged != nil && logged.Redelivery) {
 			return nil
 		}
 		missing, err := missingTables(ctx, tx, "orders")
@@ -92,6 +95,14 @@ func runSkip(ctx context.Context, env *cliEnv, args []string) error {
 	})
 	if err != nil {
 		return err
+	}
+	if logged != nil && logged.Redelivery {
+		env.logger.Info("outboxctl: log event's redelivery skipped", "event_id", id, "actor", *actor, "reason", *reason,
+			"aggregate_type", logged.AggregateType, "aggregate_id", logged.AggregateID, "aggregate_sequence", logged.Sequence,
+			"event_type", logged.Type, "partition", logged.Partition, "attempts", logged.Attempts, "last_error", logged.LastError)
+		fmt.Fprintf(env.stdout, "skipped the redelivery of %s (%s %s/%s seq=%d) by a replay, by %s: %q; it was delivered before the replay and stays published (nothing is recorded skipped, and its consumers, which had it, settle nothing); the replay goes on with its order's next event\n",
+			id, logged.Type, logged.AggregateType, logged.AggregateID, logged.Sequence, *actor, *reason)
+		return nil
 	}
 	if logged != nil {
 		env.logger.Info("outboxctl: log event skipped", "event_id", id, "actor", *actor, "reason", *reason,

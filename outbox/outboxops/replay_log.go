@@ -18,7 +18,8 @@ type LogReplayPlan struct {
 	FromSequence int64
 	// Events counts the order's published events from FromSequence on:
 	// the log replays an order's tail, so events that occurred after the
-	// window's end are delivered again too.
+	// window's end are delivered again too. Skipped events are not
+	// counted: the replay hands only their tombstones again.
 	Events int64
 	// First and Last are the oldest and newest occurred_at among them; nil
 	// when there are none.
@@ -38,9 +39,14 @@ func PlanReplayLog(ctx context.Context, pool *pgxpool.Pool, opts ReplayOptions) 
 	}
 	// Every replayed event occurred at or after From, so the replay
 	// horizon's check is the one outbox_events' replay makes. The cleanup
-	// horizon is outbox_events' retention; the log's is the newest dropped
-	// range's seal (outbox.RetainLog): its events before it may be gone,
-	// so a window from before it is refused rather than replayed in part.
+	// horizon is outbox_events' retention; the log's is the newest seal of
+	// a range dropped or retiring (outbox.RetainLog): its events before it
+	// may be gone, so a window from before it is refused rather than
+	// replayed in part. An event at a position below a range's end
+	// occurred before that range's seal, so every replay that
+	// outbox.ReplayLogOrder refuses with outbox.ErrLogRangeRetiring (a
+	// retiring range ends after its first event) is refused here first;
+	// that check, under retention's lock, covers a range retired since.
 	if err := checkReplayHorizon(ctx, pool, opts.From); err != nil {
 		return LogReplayPlan{}, err
 	}
@@ -85,9 +91,13 @@ func PlanReplayLog(ctx context.Context, pool *pgxpool.Pool, opts ReplayOptions) 
 // hold whose worker publishes them in order, marked Event.Replay, with the
 // semantics against Temporal that [Replay] describes. The window must name
 // one order (AggregateType and AggregateID) and must not start before the
-// replay horizon or the log's retention horizon (the newest dropped
-// range's seal); an order under a hold is refused (outbox.ErrLogOrderHeld).
-// It returns what it replayed (Events 0: nothing in the window).
+// replay horizon or the log's retention horizon (the newest seal of a
+// range dropped or retiring); an order under a hold is refused
+// (outbox.ErrLogOrderHeld), and so is a replay that a range retired since
+// the plan would cut short (outbox.ErrLogRangeRetiring). The events an
+// operator skipped are not counted, and only their tombstones are
+// delivered again. It returns what it
+// replayed (Events 0: nothing in the window).
 func ReplayLog(ctx context.Context, pool *pgxpool.Pool, opts ReplayOptions) (LogReplayPlan, error) {
 	p, err := PlanReplayLog(ctx, pool, opts)
 	if err != nil || p.Events == 0 {
