@@ -90,6 +90,12 @@ up:
 	sh deploy/write-env.sh .env
 	docker compose up --build
 
+## build: every binary into bin/, its --version naming VERSION (default: git describe, e.g. the tag v0.1.0).
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+.PHONY: build
+build:
+	$(GO) build -ldflags "-X github.com/outflow/outflow/internal/cli.version=$(VERSION)" -o $(BIN)/ ./worker ./starter ./cmd/...
+
 ## demo: the main job: prepares what is missing, runs the stack, places the scripted orders, prints the summary.
 # DEMO_EXIT=1 exits after the table.
 demo:
@@ -102,7 +108,7 @@ SOAK_TEST = $(if $(filter cdc,$(SOAK_SOURCE)),TestChaosSoakCDC,$(if $(filter log
 soak: $(TEMPORAL)
 	OUTFLOW_SOAK_DURATION=$(DURATION) $(GO) test -count=1 -timeout 0 -run '^$(SOAK_TEST)$$' -v ./testsuite/
 
-## bench: outflow's relay figures beside same-run baselines (docs/performance.md); BENCH_FLAGS=-quick for a short run.
+## bench: outflow's relay figures beside same-run baselines (docs/performance.md); BENCH_FLAGS=--quick for a short run.
 # Uses DATABASE_URL and TEMPORAL_ADDRESS, starts nothing.
 .PHONY: bench
 bench:

@@ -336,27 +336,36 @@ func TestComposeShape(t *testing.T) {
 
 // TestPrometheusScrapesEveryService: deploy/prometheus/prometheus.yml loads
 // as Prometheus loads it, names the rule file, and scrapes every compose
-// service that exports metrics on the port it listens on, under the job
-// names the alerts read.
+// service that exports metrics on the port it listens on, and marks the
+// jobs that run an outbox relay (the starter's and the inventory's) with
+// outbox_relay="true", the label the outbox's alerts find relays by.
 func TestPrometheusScrapesEveryService(t *testing.T) {
 	cfg, err := promconfig.LoadFile("prometheus/prometheus.yml", false, nil)
 	require.NoError(t, err)
-	require.Len(t, cfg.RuleFiles, 1)
-	require.Equal(t, "alerts.yml", filepath.Base(cfg.RuleFiles[0]))
+	var loaded []string
+	for _, f := range cfg.RuleFiles {
+		loaded = append(loaded, filepath.Join("prometheus", filepath.Base(f)))
+	}
+	require.Equal(t, ruleFiles, loaded, "prometheus.yml loads the outbox's and the order service's alert rules")
 
 	p, err := loadCompose(t, writtenEnv(t))
 	require.NoError(t, err)
-	targets := map[string]string{} // host:port -> job
+	targets := map[string]string{}         // host:port -> job
+	relay := map[string]model.LabelValue{} // host:port -> its outbox_relay label
 	for _, sc := range cfg.ScrapeConfigs {
-		for _, tg := range staticTargets(sc) {
+		for tg, labels := range staticTargets(sc) {
 			targets[tg] = sc.JobName
+			relay[tg] = labels["outbox_relay"]
 		}
 	}
-	want := map[string]struct{ env, job string }{
-		"starter":   {"METRICS_ADDR", "outflow-starter"},
-		"worker":    {"METRICS_ADDR", "outflow-worker"},
-		"orderapi":  {"ORDERAPI_ADDR", "outflow-orderapi"},
-		"inventory": {"METRICS_ADDR", "outflow-inventory"},
+	want := map[string]struct {
+		env, job string
+		relay    model.LabelValue
+	}{
+		"starter":   {"METRICS_ADDR", "outflow-starter", "true"},
+		"worker":    {"METRICS_ADDR", "outflow-worker", ""},
+		"orderapi":  {"ORDERAPI_ADDR", "outflow-orderapi", ""},
+		"inventory": {"METRICS_ADDR", "outflow-inventory", "true"},
 	}
 	for svc, w := range want {
 		addr := p.Services[svc].Environment[w.env]
@@ -364,6 +373,7 @@ func TestPrometheusScrapesEveryService(t *testing.T) {
 		_, port, err := net.SplitHostPort(*addr)
 		require.NoError(t, err)
 		require.Equal(t, w.job, targets[svc+":"+port], "Prometheus scrapes %s on %s:%s", svc, svc, port)
+		require.Equal(t, w.relay, relay[svc+":"+port], "%s's outbox_relay label (\"true\" on every job that runs a relay)", svc)
 	}
 	// Every target is a name on the compose network: a service's, or a
 	// network alias only one service carries.
@@ -395,13 +405,15 @@ func TestPrometheusScrapesEveryService(t *testing.T) {
 	require.Contains(t, prom.Command, "--config.file=/etc/prometheus/prometheus.yml")
 }
 
-func staticTargets(sc *promconfig.ScrapeConfig) []string {
-	var out []string
+// staticTargets maps each static target of sc (host:port) to its group's
+// labels.
+func staticTargets(sc *promconfig.ScrapeConfig) map[string]model.LabelSet {
+	out := map[string]model.LabelSet{}
 	for _, c := range sc.ServiceDiscoveryConfigs {
 		if s, ok := c.(discovery.StaticConfig); ok {
 			for _, g := range s {
 				for _, lbl := range g.Targets {
-					out = append(out, string(lbl[model.AddressLabel]))
+					out[string(lbl[model.AddressLabel])] = g.Labels
 				}
 			}
 		}

@@ -21,7 +21,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/model"
-	"github.com/prometheus/prometheus/model/rulefmt"
 	promql "github.com/prometheus/prometheus/promql/parser"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
@@ -310,17 +309,16 @@ func metricNames(t *testing.T, expr string) []string {
 	return names
 }
 
-// alertExprs are the expressions of deploy/prometheus/alerts.yml, parsed
-// with Prometheus's rule-file loader (which also validates each rule).
+// alertExprs are the expressions of every alert rule file (ruleFiles).
 func alertExprs(t *testing.T) map[string]string {
 	t.Helper()
-	rgs, errs := rulefmt.ParseFile("prometheus/alerts.yml", false, model.UTF8Validation, promql.NewParser(promql.Options{}), nil)
-	require.Empty(t, errs)
 	exprs := map[string]string{}
-	for _, g := range rgs.Groups {
-		for _, r := range g.Rules {
-			require.NotEmpty(t, r.Alert, "alerts.yml holds alerts only")
-			exprs[r.Alert] = r.Expr
+	for _, file := range ruleFiles {
+		for _, g := range ruleGroups(t, file) {
+			for _, r := range g.Rules {
+				require.NotEmpty(t, r.Alert, "%s holds alerts only", file)
+				exprs[r.Alert] = r.Expr
+			}
 		}
 	}
 	require.NotEmpty(t, exprs)

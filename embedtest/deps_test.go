@@ -27,6 +27,7 @@ var publicPackages = []string{
 	outflowModule + "/outbox/temporalpub",
 	outflowModule + "/outbox/temporalpub/eventsignal",
 	outflowModule + "/outbox/outboxtest",
+	outflowModule + "/outbox/conformance/sinktest",
 	outflowModule + "/inbox",
 }
 

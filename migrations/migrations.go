@@ -15,8 +15,9 @@
 //     [OrdersVersionTable]. Their backfills read outbox_events, so they run
 //     after the outbox's.
 //
-// [Up] applies both (`outboxctl migrate`), [UpOutbox] only the outbox's
-// (`outboxctl migrate --outbox-only`); [Check] and [CheckOutbox] are the
+// [Up] applies both (`outboxctl migrate --order-app`, and `outboxctl
+// migrate` where the order app's schema is installed), [UpOutbox] only
+// the outbox's (`outboxctl migrate` on any other database); [Check] and [CheckOutbox] are the
 // binaries' start-up checks. A database migrated before the split (one
 // goose_db_version holding versions 1 to 10) is adopted in place: see
 // package internal/schemaset.
@@ -58,12 +59,13 @@ func FS() fs.FS { return files }
 // behind the schema this binary was built with.
 var ErrOutdated = errors.New("database schema is outdated")
 
-// fixCommand is what every outdated-schema message tells the operator.
-const fixCommand = "run `outboxctl migrate` (go run ./cmd/outboxctl migrate) against this DATABASE_URL"
+// fixCommand is what an outdated-schema message tells the operator of the
+// order app's binaries, which need both sets.
+const fixCommand = "run `outboxctl migrate --order-app` (go run ./cmd/outboxctl migrate --order-app) against this DATABASE_URL"
 
 // fixOutboxOnly is the message's command where the order app's schema was
 // not found: a team's database, or outflow's before its first migrate.
-const fixOutboxOnly = "run `outboxctl migrate` against this DATABASE_URL if it is outflow's own database, or `outboxctl migrate --outbox-only` if it holds no order app (a service's own database; its outbox.Migrate does the same)"
+const fixOutboxOnly = "run `outboxctl migrate` against this DATABASE_URL (it migrates the outbox alone on a database without outflow's order app; its outbox.Migrate does the same), or `outboxctl migrate --order-app` if it is to be the order service's database"
 
 var orders = schemaset.Register(&schemaset.Set{
 	Name:         "order app",
@@ -148,6 +150,12 @@ func UpOutbox(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) (Rep
 		return r, err
 	}
 	return r, nil
+}
+
+// OrdersInstalled reports whether the database holds the order app's
+// schema (its version table, or its tables from before the split).
+func OrdersInstalled(ctx context.Context, pool *pgxpool.Pool) (bool, error) {
+	return orders.Installed(ctx, pool)
 }
 
 // Check returns an error wrapping [ErrOutdated] that names the command to

@@ -35,7 +35,7 @@ var legacyFiles embed.FS
 
 // The versions each set records, goose's 0 first.
 var (
-	outboxVersions = []int64{0, 1, 2, 4, 6, 10, 12, 13, 14, 15, 16, 17}
+	outboxVersions = []int64{0, 1, 2, 4, 6, 10, 12, 13, 14, 15, 16, 17, 18}
 	ordersVersions = []int64{0, 1, 2, 3, 5, 7, 8, 11}
 )
 
@@ -189,7 +189,8 @@ func rowsAsText(t *testing.T, ctx context.Context, pool *pgxpool.Pool) map[strin
 // made; outbox's TestLogRetentionMigratesADefaultPartition checks it); its
 // 00015 added the empty outbox_log_relays; its 00016 added
 // outbox_events.skip_published_at (NULL, printed empty, on every old row);
-// its 00017 only a function.
+// its 00017 only a function; its 00018 the one row of outbox_source, poll
+// (read back from the server: it records when it was made).
 func withNewColumns(t *testing.T, ctx context.Context, pool *pgxpool.Pool, rows map[string][]string) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
@@ -211,6 +212,7 @@ func withNewColumns(t *testing.T, ctx context.Context, pool *pgxpool.Pool, rows 
 	}
 	out["outbox_log_ranges"] = queryStrings(t, ctx, pool, `SELECT t::text FROM outbox_log_ranges t ORDER BY 1`)
 	out["outbox_log_cursors"] = queryStrings(t, ctx, pool, `SELECT format('(%s,0,0,,,0,0,)', p) FROM generate_series(0, 15) p ORDER BY 1`)
+	out["outbox_source"] = queryStrings(t, ctx, pool, `SELECT format('(t,poll,"%s",migration,"")', changed_at) FROM outbox_source`)
 	return out
 }
 
@@ -380,8 +382,8 @@ func TestUpgradeFromTheLegacySchemaWithData(t *testing.T) {
 	report, err := migrations.Up(ctx, pool, nil)
 	require.NoError(t, err)
 	require.EqualValues(t, 10, report.Outbox.Adopted)
-	require.Equal(t, above(outboxVersions, 10), report.Outbox.Applied, "the outbox's tables were all there but 00012's to 00017's")
-	require.EqualValues(t, 17, report.Outbox.Version)
+	require.Equal(t, above(outboxVersions, 10), report.Outbox.Applied, "the outbox's tables were all there but 00012's to 00018's")
+	require.EqualValues(t, 18, report.Outbox.Version)
 	require.EqualValues(t, 10, report.Orders.Adopted)
 	require.Equal(t, above(ordersVersions, 10), report.Orders.Applied, "the order app's tables were all there but 00011's columns")
 	require.EqualValues(t, 11, report.Orders.Version)
@@ -523,7 +525,7 @@ func TestOutboxOnlyDatabase(t *testing.T) {
 	ctx, pool := emptyDB(t)
 	err := migrations.CheckOutbox(ctx, pool)
 	require.ErrorIs(t, err, migrations.ErrOutdated)
-	require.ErrorContains(t, err, "outboxctl migrate --outbox-only")
+	require.ErrorContains(t, err, "run `outboxctl migrate` against this DATABASE_URL")
 
 	report, err := migrations.UpOutbox(ctx, pool, nil)
 	require.NoError(t, err)

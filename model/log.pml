@@ -48,7 +48,11 @@
  * With SWITCH (a database switching from outbox_events to the log, and a
  * producer writing to outbox_events again: order 0 has events 1 and 2 in
  * outbox_events, 1 quarantined unless QUAR0=0, its log events come after,
- * and a producer on poll may write one more to outbox_events at any time;
+ * and a producer on poll may write one more to outbox_events at any time:
+ * a transaction that read the recorded source (outbox_source) before an
+ * operator changed it and commits after, or after a switch back; the
+ * relays follow the recorded source by stopping one source's relay and
+ * starting the other's, which is a reader's crash and restart here;
  * the Sweeper is the poll relay beside the log's reader, Switch the drain
  * that starts the reader; the operator retries or skips the quarantined
  * event):

@@ -27,11 +27,9 @@ func WithFailpoints(s *failpoints.Set) Option {
 	return func(o *options) { o.failpoints = s }
 }
 
-// WithEnqueuer writes the order's events through q: with
-// outbox.EnqueueConfig.Log, to the append-only log the log relay source
-// reads (OUTFLOW_RELAY_SOURCE=log). Without it, or with nil, events go to
-// outbox_events as outbox.Enqueue writes them (the poll and cdc sources):
-// the order API's main passes the enqueuer its environment chooses.
+// WithEnqueuer writes the order's events through q (its payload limit, say).
+// Without it, or with nil, events go where outbox.Enqueue writes them:
+// where the database's recorded relay source says.
 func WithEnqueuer(q *outbox.Enqueuer) Option {
 	return func(o *options) { o.enqueuer = q }
 }

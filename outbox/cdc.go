@@ -219,7 +219,7 @@ func CheckCDC(ctx context.Context, pool *pgxpool.Pool, publication string) error
 		return fmt.Errorf("outbox: read wal_level: %w", err)
 	}
 	if level != "logical" {
-		return fmt.Errorf("%w; the server runs with wal_level=%s. Set wal_level = logical (postgresql.conf, ALTER SYSTEM SET wal_level = logical, or postgres -c wal_level=logical) and restart PostgreSQL, or use the polling source (OUTFLOW_RELAY_SOURCE=poll)",
+		return fmt.Errorf("%w; the server runs with wal_level=%s. Set wal_level = logical (postgresql.conf, ALTER SYSTEM SET wal_level = logical, or postgres -c wal_level=logical) and restart PostgreSQL, or use the polling source (`outboxctl source set poll`)",
 			ErrWALLevel, level)
 	}
 	publication = cmp.Or(publication, CDCPublicationDefault)
@@ -231,6 +231,27 @@ func CheckCDC(ctx context.Context, pool *pgxpool.Pool, publication string) error
 		return fmt.Errorf("outbox: the publication %s does not exist; create it with outbox.MigrateCDC or `outboxctl migrate` (`outboxctl migrate --outbox-only` on a database without outflow's order app)", publication)
 	}
 	return nil
+}
+
+type dropSlotArgs struct {
+	Slot string `db:"slot"`
+}
+
+// DropIdleCDCSlot drops the CDC source's replication slot (slot; ""
+// means [CDCSlotDefault]) when no relay streams it, and returns its name,
+// or "" when it does not exist or a relay streams it. A database that left
+// the cdc source needs its slot gone: a slot nobody streams retains WAL
+// for ever.
+func DropIdleCDCSlot(ctx context.Context, pool *pgxpool.Pool, slot string) (string, error) {
+	slot = cmp.Or(slot, CDCSlotDefault)
+	names, err := qCDCDropIdleSlot.All(ctx, pool, dropSlotArgs{Slot: slot})
+	if err != nil {
+		return "", fmt.Errorf("outbox: drop the idle replication slot %s: %w", slot, err)
+	}
+	if len(names) == 0 {
+		return "", nil
+	}
+	return names[0], nil
 }
 
 // Run relays until ctx ends, then shuts down gracefully: in-flight publishes

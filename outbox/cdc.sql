@@ -200,3 +200,15 @@ SELECT s.active,
 FROM pg_replication_slots s
 WHERE s.slot_name = @slot_name
   AND s.database = current_database();
+
+-- name: CDCDropIdleSlot :many
+-- Drops the logical replication slot @slot when no session streams it
+-- (a slot nobody streams retains WAL for ever) and returns its name; no
+-- row when it does not exist or is active. A slot that became active
+-- between the look and the drop makes the drop fail, which the caller
+-- reports.
+WITH idle AS MATERIALIZED (
+    SELECT slot_name FROM pg_replication_slots WHERE slot_name = @slot AND NOT active
+)
+SELECT idle.slot_name::text AS slot_name
+FROM idle, LATERAL pg_drop_replication_slot(idle.slot_name);

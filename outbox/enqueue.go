@@ -34,6 +34,14 @@ func Enqueue(ctx context.Context, tx pgx.Tx, events ...Event) ([]Event, error) {
 	return enqueueTo(ctx, tx, qEnqueueAggregate, MaxPayloadBytesDefault, events)
 }
 
+// EnqueueTx is [Enqueue] for the common case, a caller that needs nothing
+// back: it writes events inside tx, the caller's business transaction, with
+// the same rules, and returns only the error.
+func EnqueueTx(ctx context.Context, tx pgx.Tx, events ...Event) error {
+	_, err := Enqueue(ctx, tx, events...)
+	return err
+}
+
 // enqueueTo is Enqueue through stmt, EnqueueAggregate (outbox_events) or
 // EnqueueLogAggregate (outbox_log), refusing payloads over maxPayload bytes.
 func enqueueTo(ctx context.Context, tx pgx.Tx, stmt enqueueStmt, maxPayload int, events []Event) ([]Event, error) {

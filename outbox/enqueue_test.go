@@ -43,6 +43,27 @@ func TestEnqueueAssignsConsecutiveSequences(t *testing.T) {
 	require.Equal(t, 4, n)
 }
 
+// TestEnqueueTxIsEnqueueWithoutTheEvents: the common case's form writes the
+// same rows, in the caller's transaction, and refuses what Enqueue refuses.
+func TestEnqueueTxIsEnqueueWithoutTheEvents(t *testing.T) {
+	t.Parallel()
+	pool, _ := testdb.New(t)
+	ctx := context.Background()
+	require.NoError(t, pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		return outbox.EnqueueTx(ctx, tx, testdb.Event(t, "a", "One"), testdb.Event(t, "a", "Two"))
+	}))
+	rows, err := pool.Query(ctx, "SELECT aggregate_sequence FROM outbox_events WHERE aggregate_id = 'a' ORDER BY 1")
+	require.NoError(t, err)
+	seqs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	require.NoError(t, err)
+	require.Equal(t, []int64{1, 2}, seqs)
+
+	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		return outbox.EnqueueTx(ctx, tx, outbox.Event{AggregateType: "a"})
+	})
+	require.Error(t, err, "an invalid event is refused")
+}
+
 func TestEnqueueRollbackLeavesNothing(t *testing.T) {
 	t.Parallel()
 	pool, _ := testdb.New(t)

@@ -86,9 +86,6 @@ func (c RelayConfig) WithDefaultsForTest() (RelayConfig, error) {
 	return c, err
 }
 
-// ClassifyForTest says whose fault err is: "event", "sink" or "throttle".
-func ClassifyForTest(err error) string { return classify(err).String() }
-
 // ClaimExceptForTest claims like Run's pipeline, leaving out held.
 func (r *Relay) ClaimExceptForTest(ctx context.Context, held ...uuid.UUID) ([]Event, error) {
 	batch, _, err := r.claimN(ctx, false, r.cfg.BatchSize, held)

@@ -127,6 +127,20 @@ func classify(err error) fault {
 	return faultEvent
 }
 
+// Fault says whose fault the publish error err is, as the relay books it:
+// "event" (the attempt counts; a permanent error, [ErrPermanent],
+// quarantines the event at once), "sink" (the attempt is given back) or
+// "throttle" (given back, and the relay publishes more slowly): the fault
+// label of outbox_publish_errors_total. It is "" for nil. A Publisher's
+// tests ask it whether each error lands where it should (package
+// outbox/conformance/sinktest does, for every sink).
+func Fault(err error) string {
+	if err == nil {
+		return ""
+	}
+	return classify(err).String()
+}
+
 // errOverdue marks a publish that ran out of time while the sink answered
 // others, twice in a row: the event's fault (see the rule above), an
 // attempt counted.

@@ -33,22 +33,18 @@ func explainLogNoRange(err error) error {
 	return err
 }
 
-// EnqueueConfig chooses where an [Enqueuer] writes. The zero value writes
-// what [Enqueue] writes.
+// EnqueueConfig configures an [Enqueuer]. The zero value writes what
+// [Enqueue] writes, where the database's relay source says.
 type EnqueueConfig struct {
-	// Log writes events to the append-only log (outbox_log) that the log
-	// relay source ([LogRelay], OUTFLOW_RELAY_SOURCE=log) reads, instead of
-	// outbox_events, which the poll and cdc sources read. Defaults to false.
-	//
-	// Instead of, not in addition to: the log source exists to write
-	// nothing per event beyond the event itself (issue 27), and an event
-	// written to both would be published by both sources. So every
-	// producer of a database and its relays must agree on one source; the
-	// producers' switch is theirs (this field), and switching a database
-	// that has unpublished events in outbox_events needs those drained by
-	// a poll relay first, or an order's earlier event there could be
-	// published after its later one in the log: [LogSwitch] does that
-	// before its log reader starts.
+	// Log writes events to the append-only log (outbox_log) whatever the
+	// database's relay source says. Producers leave it unset: [Enqueue]
+	// writes where the database records the source (table outbox_source,
+	// changed with `outboxctl source set`), and every relay follows that
+	// record. Log is what a producer that read the log source before a
+	// switch back does, for tests and benchmarks that need such a write; an
+	// event written there while the source is poll or cdc is still
+	// published, in its order's sequence, by the relays' sweeper of the
+	// log. It goes when the relay's sources move behind one seam.
 	Log bool
 	// MaxPayloadBytes is the largest payload (Event.Payload, in bytes, as
 	// given) the enqueuer writes; an event with a larger one is refused
@@ -62,7 +58,7 @@ type EnqueueConfig struct {
 }
 
 // Enqueuer writes events inside the caller's transaction, like [Enqueue],
-// to the table its [EnqueueConfig] chooses. Its zero value is Enqueue.
+// with its [EnqueueConfig]'s payload limit. Its zero value is Enqueue.
 type Enqueuer struct {
 	cfg EnqueueConfig
 }
@@ -73,10 +69,7 @@ func NewEnqueuer(cfg EnqueueConfig) *Enqueuer { return &Enqueuer{cfg: cfg} }
 // Config returns the enqueuer's configuration.
 func (q *Enqueuer) Config() EnqueueConfig { return q.cfg }
 
-// Enqueue is [Enqueue] to the enqueuer's table. For the log, each
-// aggregate's events also get the lane gate (see [LogRelay]) and a
-// position, and the order's outbox_sequences row is the lane lock as
-// before.
+// Enqueue is [Enqueue] with the enqueuer's configuration.
 func (q *Enqueuer) Enqueue(ctx context.Context, tx pgx.Tx, events ...Event) ([]Event, error) {
 	limit, err := q.maxPayload()
 	if err != nil {
@@ -85,7 +78,7 @@ func (q *Enqueuer) Enqueue(ctx context.Context, tx pgx.Tx, events ...Event) ([]E
 	return enqueueTo(ctx, tx, q.stmt(), limit, events)
 }
 
-// EnqueueBatch is [EnqueueBatch] to the enqueuer's table.
+// EnqueueBatch is [EnqueueBatch] with the enqueuer's configuration.
 func (q *Enqueuer) EnqueueBatch(b *pgx.Batch, events ...Event) (*Queued, error) {
 	limit, err := q.maxPayload()
 	if err != nil {

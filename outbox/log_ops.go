@@ -67,8 +67,8 @@ func LogHolds(ctx context.Context, pool *pgxpool.Pool) ([]LogHold, error) {
 // RetryLogHold takes the quarantined hold of aggregateType/aggregateID out
 // of quarantine with its attempts back to 0 (O1): the hold worker publishes
 // its head again at once. ErrNoQuarantinedHold when there is none.
-func RetryLogHold(ctx context.Context, pool *pgxpool.Pool, aggregateType, aggregateID string) error {
-	return retryLogHold(ctx, pool, aggregateType, aggregateID)
+func RetryLogHold(ctx context.Context, db LogDB, aggregateType, aggregateID string) error {
+	return retryLogHold(ctx, db, aggregateType, aggregateID)
 }
 
 // beginner opens a transaction: a pool's, or a savepoint of a pgx.Tx.
@@ -222,9 +222,9 @@ func skipLogHold(ctx context.Context, db beginner, aggregateType, aggregateID st
 // deliver part of them (retention marks a range under a lock this waits
 // for, and no range retires while the replay's hold owns its events). The
 // replay horizon (outboxops.ReplayLog's check) does not apply here.
-func ReplayLogOrder(ctx context.Context, pool *pgxpool.Pool, aggregateType, aggregateID string, fromSequence int64) error {
+func ReplayLogOrder(ctx context.Context, db LogDB, aggregateType, aggregateID string, fromSequence int64) error {
 	agg := aggregateArgs{AggregateType: aggregateType, AggregateID: aggregateID}
-	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		cur, err := qLogOpReplayLock.All(ctx, tx, agg)
 		if err != nil {
 			return err

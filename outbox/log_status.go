@@ -9,7 +9,6 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outflow/outflow/internal/namedsql"
 )
@@ -107,12 +106,12 @@ type LogStatusReport struct {
 // LogStatus reports the log source's cursors, leases, pending events and
 // holds, and the horizon's age. Its counts visit the events after the
 // cursors only.
-func LogStatus(ctx context.Context, pool *pgxpool.Pool) (LogStatusReport, error) {
-	g, err := qLogGauges.One(ctx, pool, namedsql.NoArgs{})
+func LogStatus(ctx context.Context, db LookupDB) (LogStatusReport, error) {
+	g, err := qLogGauges.One(ctx, db, namedsql.NoArgs{})
 	if err != nil {
 		return LogStatusReport{}, fmt.Errorf("outbox: log status: %w", err)
 	}
-	rows, err := qLogOpPartitions.All(ctx, pool, namedsql.NoArgs{})
+	rows, err := qLogOpPartitions.All(ctx, db, namedsql.NoArgs{})
 	if err != nil {
 		return LogStatusReport{}, fmt.Errorf("outbox: log status: partitions: %w", err)
 	}
@@ -124,7 +123,7 @@ func LogStatus(ctx context.Context, pool *pgxpool.Pool) (LogStatusReport, error)
 		r.Used, r.CheckedAt = p.Used, p.DBNow
 		r.Partitions = append(r.Partitions, p.LogPartitionStatus)
 	}
-	if r.Ranges, err = LogRangesOf(ctx, pool); err != nil {
+	if r.Ranges, err = LogRangesOf(ctx, db); err != nil {
 		return LogStatusReport{}, fmt.Errorf("outbox: log status: %w", err)
 	}
 	return r, nil
@@ -278,8 +277,8 @@ func (e LogEventInfo) State() string {
 
 // LogEvents lists the log events of aggregateType/aggregateID with their
 // states, in key order (which is sequence order).
-func LogEvents(ctx context.Context, pool *pgxpool.Pool, aggregateType, aggregateID string) ([]LogEventInfo, error) {
-	es, err := qLogOpEvents.All(ctx, pool, logOpEventsArgs{AggregateType: aggregateType, AggregateID: aggregateID})
+func LogEvents(ctx context.Context, db LookupDB, aggregateType, aggregateID string) ([]LogEventInfo, error) {
+	es, err := qLogOpEvents.All(ctx, db, logOpEventsArgs{AggregateType: aggregateType, AggregateID: aggregateID})
 	if err != nil {
 		return nil, fmt.Errorf("outbox: list the log events of %s/%s: %w", aggregateType, aggregateID, err)
 	}
@@ -303,18 +302,18 @@ type PendingLogFilter struct {
 // not listed ([QuarantinedLogHolds] has them), nor skipped ones. A long
 // backlog costs no more than the answer: each partition is read up to
 // Limit events after its cursor.
-func PendingLogEvents(ctx context.Context, pool *pgxpool.Pool, f PendingLogFilter) ([]LogEventInfo, error) {
+func PendingLogEvents(ctx context.Context, db LookupDB, f PendingLogFilter) ([]LogEventInfo, error) {
 	if f.Limit < 1 {
 		return nil, fmt.Errorf("outbox: pending log events: limit %d must be positive", f.Limit)
 	}
-	ids, err := qLogOpPending.All(ctx, pool, logOpPendingArgs{AggregateType: f.AggregateType, AggregateID: f.AggregateID, MaxEvents: f.Limit})
+	ids, err := qLogOpPending.All(ctx, db, logOpPendingArgs{AggregateType: f.AggregateType, AggregateID: f.AggregateID, MaxEvents: f.Limit})
 	if err != nil {
 		return nil, fmt.Errorf("outbox: pending log events: %w", err)
 	}
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	es, err := qLogOpEvents.All(ctx, pool, logOpEventsArgs{EventIDs: ids})
+	es, err := qLogOpEvents.All(ctx, db, logOpEventsArgs{EventIDs: ids})
 	if err != nil {
 		return nil, fmt.Errorf("outbox: pending log events: %w", err)
 	}
@@ -325,8 +324,8 @@ func PendingLogEvents(ctx context.Context, pool *pgxpool.Pool, f PendingLogFilte
 
 // LogEventByID returns the log event eventID with its state, or an error
 // wrapping [ErrEventNotFound], through the log's index on event_id.
-func LogEventByID(ctx context.Context, pool *pgxpool.Pool, eventID uuid.UUID) (LogEventInfo, error) {
-	return logEventByID(ctx, pool, eventID)
+func LogEventByID(ctx context.Context, db LookupDB, eventID uuid.UUID) (LogEventInfo, error) {
+	return logEventByID(ctx, db, eventID)
 }
 
 func logEventByID(ctx context.Context, db namedsql.Querier, eventID uuid.UUID) (LogEventInfo, error) {

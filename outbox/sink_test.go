@@ -115,8 +115,9 @@ func TestClassifyWhoseFaultAPublishErrorIs(t *testing.T) {
 		{fmt.Errorf("codec: %w", &pgconn.PgError{Code: "42P01", Message: `relation "customer_keys" does not exist`}), "event"},
 		{fmt.Errorf("codec: %w", &pgconn.PgError{Code: "23505", Message: "duplicate key"}), "event"},
 	} {
-		require.Equal(t, c.want, outbox.ClassifyForTest(c.err), "%v", c.err)
+		require.Equal(t, c.want, outbox.Fault(c.err), "%v", c.err)
 	}
+	require.Empty(t, outbox.Fault(nil), "no error, no fault")
 	require.ErrorIs(t, outbox.Throttled(errors.New("x")), outbox.ErrSinkUnavailable, "a throttle is the sink's fault too")
 }
 

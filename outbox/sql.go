@@ -49,9 +49,9 @@ var statements = append([]namedsql.Info{
 	qLookupEventSequence.Info(), qLookupAggregateEvents.Info(),
 	qRelayClaim.Info(), qRelayClaimVerify.Info(), qRelayMark.Info(), qRelayMarkAsync.Info(), qRelayFail.Info(),
 	qRelayRelease.Info(), qRelaySinkRelease.Info(), qRelayListen.Info(), qRelayGauges.Info(),
-	qEnqueueAggregate.Info(), qEnqueueLogAggregate.Info(),
+	qEnqueueAggregate.Info(), qEnqueueLogAggregate.Info(), qRelaySource.Info(),
 	qCDCSort.Info(), qCDCLease.Info(), qCDCLeaseVerify.Info(), qCDCMark.Info(), qCDCTakeFailed.Info(),
-	qCDCWALLevel.Info(), qCDCPublicationExist.Info(), qCDCPublicationLock.Info(), qCDCPublicationMake.Info(),
+	qCDCWALLevel.Info(), qCDCDropIdleSlot.Info(), qCDCPublicationExist.Info(), qCDCPublicationLock.Info(), qCDCPublicationMake.Info(),
 	qCDCCreateSlot.Info(), qCDCSlot.Info(),
 }, slices.Concat(logStatements, logStatusStatements, logSwitchStatements, logRetentionStatements)...)
 
@@ -148,6 +148,7 @@ type gaugesRow struct {
 // The write side's statements (queries.sql).
 var (
 	qEnqueueAggregate    = namedsql.Bind[enqueueAggregateArgs, enqueuedRow](queries, "EnqueueAggregate")
+	qRelaySource         = namedsql.Bind[namedsql.NoArgs, string](queries, "RelaySource")
 	qEnqueueLogAggregate = namedsql.Bind[enqueueAggregateArgs, enqueuedRow](queries, "EnqueueLogAggregate")
 )
 
@@ -184,6 +185,7 @@ var (
 	qCDCMark             = namedsql.Bind[relaysql.EventsArgs, uuid.UUID](queries, "CDCMark")
 	qCDCTakeFailed       = namedsql.Bind[cdcTakeFailedArgs, cdcTakenRow](queries, "CDCTakeFailed")
 	qCDCWALLevel         = namedsql.Bind[namedsql.NoArgs, string](queries, "CDCWALLevel")
+	qCDCDropIdleSlot     = namedsql.Bind[dropSlotArgs, string](queries, "CDCDropIdleSlot")
 	qCDCPublicationExist = namedsql.Bind[publicationArgs, bool](queries, "CDCPublicationExists")
 	qCDCPublicationLock  = namedsql.Bind[lockKeyArgs, namedsql.NoRows](queries, "CDCPublicationLock")
 	qCDCPublicationMake  = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "CDCPublicationCreate")

@@ -26,7 +26,7 @@ var command = cli.Command{
 			service.TaskQueueVar("task queue of the started workflows"),
 			{Name: RoutesEnv, Default: "the order app's routes", Meaning: "comma-separated EVENT_TYPE=WORKFLOW_TYPE[@TASK_QUEUE][SEARCH_ATTRIBUTE=PAYLOAD_FIELD]"},
 			{Name: RoutesFileEnv, Default: "unset", Meaning: "a file of the same entries, one per line, '#' starts a comment; not with " + RoutesEnv},
-			{Name: SourceEnv, Default: "poll", Meaning: "poll: claim committed events with queries; cdc: stream from logical replication (wal_level=logical); log: the append-only log the producers write with OUTFLOW_RELAY_SOURCE=log, read after outbox_events is drained (docs/operations.md, The log source)"},
+			{Name: SourceEnv, Default: "unset", Meaning: "deprecated: the source (poll, cdc or log) is recorded in the database, `outboxctl source set` changes it and the starter follows; when set, this value is recorded there at start"},
 			{Name: CDCSlotEnv, Default: outbox.CDCSlotDefault, Meaning: "the cdc source's replication slot"},
 			{Name: CDCGraceEnv, Default: outbox.CDCGraceDefault.String(), Meaning: "how long the cdc source's sweeper leaves a new event to the stream"},
 			{Name: "OUTFLOW_MAX_ATTEMPTS", Default: strconv.Itoa(outbox.MaxAttemptsDefault), Meaning: "attempts before a failing event is quarantined"},

@@ -33,12 +33,10 @@
 //	                         A malformed value stops the process at start, naming every bad entry.
 //	OUTFLOW_ROUTES_FILE      A file holding the routes instead: the same entries, one per line, '#'
 //	                         starts a comment (for routes kept in configuration). Not with OUTFLOW_ROUTES.
-//	OUTFLOW_RELAY_SOURCE     poll (default): claim committed events from outbox_events; cdc: stream
-//	                         them from PostgreSQL's logical replication log (needs wal_level=logical;
-//	                         see docs/operations.md); log: read the append-only log (outbox_log) the
-//	                         producers write with OUTFLOW_RELAY_SOURCE=log, after draining what
-//	                         outbox_events still holds with the poll relay (docs/operations.md, "The
-//	                         log source"). Any other value stops the process at start.
+//	OUTFLOW_RELAY_SOURCE     Deprecated: the relay's source (poll, cdc or log) is recorded in the
+//	                         database (`outboxctl source`, `outboxctl source set`) and the starter
+//	                         follows it without a restart. When set, the starter records this value
+//	                         there at start and logs a deprecation line. Any other value stops it.
 //	OUTFLOW_CDC_SLOT         The cdc source's replication slot; default outflow_outbox.
 //	OUTFLOW_CDC_GRACE        How long the cdc source's polling sweeper leaves a new event to the
 //	                         stream; default 10s.
@@ -59,7 +57,7 @@
 // see outboxops.Cleanup and `outboxctl cleanup`):
 //
 //	OUTFLOW_RETENTION        Keep published events this long; default 168h (7 days); 0 disables.
-//	                         The log source (OUTFLOW_RELAY_SOURCE=log) drops its log's range
+//	                         The log source (`outboxctl source set log`) drops its log's range
 //	                         partitions sealed longer ago than this, once no cursor, hold or
 //	                         open writer needs them (outbox.RetainLog).
 //	OUTFLOW_INBOX_RETENTION  Keep processed_events rows this long, at least OUTFLOW_RETENTION; default the same.
@@ -119,6 +117,7 @@ func run(logger *slog.Logger, env *service.Env) error {
 	}
 	cfg := configFromEnv(env)
 	source := sourceFromEnv(env)
+	cdcSlot, cdcGrace := env.String(CDCSlotEnv, ""), env.Duration(CDCGraceEnv, 0, false)
 	selected := sinksFromEnv(env)
 	ns := natsSettingsFromEnv(env)
 	taskQueue := service.TaskQueue(env)
@@ -206,9 +205,10 @@ func run(logger *slog.Logger, env *service.Env) error {
 	if len(pubs) == 1 {
 		pub = pubs[0]
 	}
-	relay, err := newRelay(ctx, env, source, pool, pub, cfg)
-	if err != nil {
-		return err
+	if source != "" {
+		if err := adoptEnvSource(ctx, pool, logger, source); err != nil {
+			return err
+		}
 	}
 
 	if reg != nil {
@@ -223,13 +223,11 @@ func run(logger *slog.Logger, env *service.Env) error {
 		}()
 	}
 
-	// The log's ranges are made ahead of its sequence even when
-	// OUTFLOW_RETENTION=0 turns cleanup off (an enqueue past the last range
-	// fails), and by every starter, whatever its source: producers write to
-	// the log before their starter switches to it, and a poll or cdc
-	// starter keeps sweeping a log that was used (outbox.LogLeave). On a
-	// log never written a pass makes and drops nothing.
-	ccfg.Log = true
+	// Every pass also makes the log's ranges ahead of its sequence, even
+	// when OUTFLOW_RETENTION=0 turns cleanup off (an enqueue past the last
+	// range fails), whatever the recorded source: it may become the log
+	// while the starter runs. On a log never written a pass makes and drops
+	// nothing.
 	ccfg.Failpoints, ccfg.Registerer, ccfg.Logger = fps, registerer, logger
 	sched, err := outboxops.NewSchedule(pool, ccfg)
 	if err != nil {
@@ -240,27 +238,22 @@ func run(logger *slog.Logger, env *service.Env) error {
 	go func() { defer close(done); sched.Run(cctx) }()
 	defer func() { cancel(); <-done }()
 
-	eff := cfg
-	switch r := relay.(type) {
-	case *outbox.Relay:
-		eff = r.Config()
-	case *outbox.CDCRelay:
-		eff = r.Config().RelayConfig
-	case *outbox.LogSwitch:
-		eff = r.Config().RelayConfig
-	case *outbox.LogLeave:
-		eff = r.Config().RelayConfig
+	started := func(source string, eff outbox.RelayConfig) {
+		logger.Info("relay started", append([]any{
+			"owner", eff.Owner,
+			"source", source,
+			"sinks", selected.String()}, append(startedLog,
+			"batch", eff.BatchSize, "lease", eff.Lease, "publish_timeout", eff.PublishTimeout,
+			"poll", eff.PollInterval, "in_flight", eff.MaxInFlight, "max_attempts", eff.MaxAttempts,
+			"metrics_addr", metricsAddr, "failpoints", os.Getenv(failpoints.EnvVar),
+			"retention", ccfg.Retention, "cleanup_interval", ccfg.Interval, "replay_horizon", orDefault(os.Getenv("OUTFLOW_REPLAY_HORIZON"), "namespace retention"))...)...)
 	}
-	logger.Info("relay started", append([]any{
-		"owner", relay.Owner(),
-		"source", source,
-		"sinks", selected.String()}, append(startedLog,
-		"batch", eff.BatchSize, "lease", eff.Lease, "publish_timeout", eff.PublishTimeout,
-		"poll", eff.PollInterval, "in_flight", eff.MaxInFlight, "max_attempts", eff.MaxAttempts,
-		"metrics_addr", metricsAddr, "failpoints", os.Getenv(failpoints.EnvVar),
-		"retention", ccfg.Retention, "cleanup_interval", ccfg.Interval, "replay_horizon", orDefault(os.Getenv("OUTFLOW_REPLAY_HORIZON"), "namespace retention"))...)...)
+	relay, err := outbox.NewSourceRelay(pool, pub, outbox.SourceRelayConfig{RelayConfig: cfg, CDCSlot: cdcSlot, CDCGrace: cdcGrace, Started: started})
+	if err != nil {
+		return err
+	}
 	err = relay.Run(ctx)
-	logger.Info("relay stopped", "owner", relay.Owner())
+	logger.Info("relay stopped")
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		return cause
 	}

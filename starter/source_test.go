@@ -115,7 +115,7 @@ func TestRelaySourceLogSweepsLateOutboxEvents(t *testing.T) {
 	p := startStarter(t, url, tq, "OUTFLOW_RELAY_SOURCE=log")
 	p.waitLog(t, "log source: reading the log")
 	logged := testdb.EnqueueWith(t, pool, outbox.NewEnqueuer(outbox.EnqueueConfig{Log: true}), orderCreated(t, uuid.NewString()))[0]
-	late := testdb.Enqueue(t, pool, orderCreated(t, uuid.NewString()))[0]
+	late := testdb.EnqueueAsRead(t, pool, "poll", orderCreated(t, uuid.NewString()))[0]
 	waitPublished(t, pool, []outbox.Event{late}, 30*time.Second)
 	requireWorkflowCount(t, tq, 2)
 	p.terminate(t)

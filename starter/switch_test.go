@@ -45,9 +45,12 @@ func toLog(t *testing.T, pool *pgxpool.Pool, e outbox.Event) outbox.Event {
 	return testdb.EnqueueWith(t, pool, logProducer, e)[0]
 }
 
+// toOutbox enqueues e as a producer whose transaction read the poll source
+// (before an operator switched the database, or after it switched back):
+// to outbox_events, whatever the database says now.
 func toOutbox(t *testing.T, pool *pgxpool.Pool, e outbox.Event) outbox.Event {
 	t.Helper()
-	return testdb.Enqueue(t, pool, e)[0]
+	return testdb.EnqueueAsRead(t, pool, "poll", e)[0]
 }
 
 // started reports whether e's workflow was started.
@@ -134,13 +137,17 @@ func TestRelaySourceLogSwitchesPastAQuarantine(t *testing.T) {
 	_, err := outboxops.Retry(context.Background(), pool, e2.ID)
 	require.NoError(t, err)
 	waitStarted(t, 60*time.Second, "the order goes on once its quarantined event is retried", e2, e3, e4)
+	// The hold is released when 4's publish is recorded, a moment after its
+	// workflow starts: wait for that before stopping the starter.
+	require.Eventually(t, func() bool {
+		hs, err := outbox.LogHolds(context.Background(), pool)
+		require.NoError(t, err)
+		return len(hs) == 0
+	}, 30*time.Second, 20*time.Millisecond, "the order's hold was released")
 	p.terminate(t)
 	requireStartedBefore(t, e2, e3, "2 before 3")
 	requireStartedBefore(t, e3, e4, "3 (outbox_events) before 4 (the log)")
 	requireWorkflowCount(t, tq, 5)
-	hs, err := outbox.LogHolds(context.Background(), pool)
-	require.NoError(t, err)
-	require.Empty(t, hs, "the order's hold was released")
 }
 
 // TestRelaySourceLeaveProducersFirst: switching back from the log with the
@@ -171,7 +178,10 @@ func TestRelaySourceLeaveProducersFirst(t *testing.T) {
 	p.terminate(t)
 	require.Contains(t, p.output(), "written to outbox_events after this database switched to the log")
 
-	// The starter restarted on poll: the order goes on.
+	// The operator switched the database back to poll and the starter
+	// restarted: the order goes on.
+	_, err := outboxops.SetSource(context.Background(), pool, outboxops.SourcePoll, "test", "leave the log")
+	require.NoError(t, err)
 	q := startStarter(t, url, tq, switchRoutes)
 	e3 := toOutbox(t, pool, switchStep(t, order))
 	waitStarted(t, 30*time.Second, "the poll starter publishes outbox_events", e3)
@@ -199,7 +209,10 @@ func TestRelaySourceLeaveStartersFirst(t *testing.T) {
 	waitStarted(t, 30*time.Second, "the log starter publishes the log", e0)
 	p.terminate(t)
 
-	// The starter restarted on poll first.
+	// The operator switched the database back to poll (`outboxctl source
+	// set poll`), and the starter restarted.
+	_, err := outboxops.SetSource(context.Background(), pool, outboxops.SourcePoll, "test", "leave the log")
+	require.NoError(t, err)
 	q := startStarter(t, url, tq, switchRoutes, "OUTFLOW_RELAY_IN_FLIGHT=1", "OUTFLOW_FAILPOINTS=log.after_read=sleep:15s")
 	q.waitLog(t, "log source left: reading outbox_events, the log relay beside it")
 	e1 := toLog(t, pool, switchStep(t, order)) // a producer still on the log

@@ -2,8 +2,10 @@ package testsuite
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"os/exec"
 	"regexp"
@@ -32,6 +34,9 @@ import (
 type Operator struct {
 	s   *Stack
 	log bool // the stack's relays read the log
+	// OversizedBytes is the payload size of the oversized poison events
+	// (TemporalOversizedBytes unless the soak sets it).
+	OversizedBytes int
 	// Customers are the dedicated customers' emails whose orders the soak
 	// places and the operator forgets at random times.
 	Customers []string
@@ -40,6 +45,12 @@ type Operator struct {
 
 	mu sync.Mutex
 	j  Journal
+	// poisoned counts the poison aggregates enqueued (their shapes take
+	// turns); oversized are the aggregates whose first event is oversized,
+	// seenOversized the oversized events seen quarantined, by id.
+	poisoned      int
+	oversized     map[string]bool
+	seenOversized map[string]bool
 }
 
 // Journal is what the operator did and saw.
@@ -58,8 +69,36 @@ type Journal struct {
 	// skipped; SkippedReplays the replays of them, after every poison event
 	// was skipped, that delivered anything (a skipped event published: none
 	// must).
-	SkippedAggregates                          []string
-	SkippedReplays                             []string
+	SkippedAggregates []string
+	// SkippedReplays are the replays of them, after every poison event was
+	// skipped, whose plan was not exactly the aggregate's unskipped events
+	// (a skipped event planned for delivery again, or a deliverable one
+	// left out): none must be.
+	SkippedReplays []string
+	// LaterEvents counts the deliverable events enqueued behind a poison
+	// event; LaterReplayed those the replays of skipped aggregates
+	// planned (the count outboxctl printed), LaterRedelivered those a relay
+	// then delivered again (on the log: whose replay's hold was released).
+	// A replay that honours the skips delivers the later ones and nothing
+	// else, so LaterReplayed = LaterRedelivered = LaterEvents of the
+	// skipped aggregates.
+	LaterEvents, LaterReplayed, LaterRedelivered int
+	// OversizedEvents counts the oversized poison events enqueued;
+	// OversizedQuarantined those seen quarantined for their size, by the
+	// sink that refused them ("Temporal", "JetStream"); OversizedSkipped
+	// those the operator skipped.
+	OversizedEvents      int
+	OversizedBytes       int
+	OversizedQuarantined map[string]int
+	OversizedSkipped     int
+	// OversizedAbandoned counts oversized events quarantined as their own
+	// fault before any sink refused them for their size: every relay that
+	// claimed one was killed or stalled past its lease while holding it
+	// (the soak kills relays), or its publish ran out of time again while
+	// the sink took others (a publish of several MiB on a loaded machine).
+	// Never retried for ever either way.
+	OversizedAbandoned int
+
 	Forgets, ForgetsWithoutKey, ForgetRefusals int
 	// Lost counts commands that lost their database connection (a kill, a
 	// backend termination, a PostgreSQL restart) and were run again.
@@ -110,13 +149,15 @@ type ForgetAnswer struct {
 
 // NewOperator returns the operator of s, with n dedicated customers.
 func NewOperator(s *Stack, n int, seed uint64) *Operator {
-	o := &Operator{s: s, log: s.Source == "log", rng: rand.New(rand.NewPCG(seed, 21))}
+	o := &Operator{s: s, log: s.Source == "log", rng: rand.New(rand.NewPCG(seed, 21)), OversizedBytes: TemporalOversizedBytes,
+		oversized: map[string]bool{}, seenOversized: map[string]bool{}}
 	tag := strings.ToLower(strconv.FormatUint(seed%1_000_000, 36))
 	for i := range n {
 		o.Customers = append(o.Customers, fmt.Sprintf("erasure-%d-%s@example.com", i+1, tag))
 	}
 	o.j.Customers = o.Customers
 	o.j.QuarantinedOrders = map[string]string{}
+	o.j.OversizedQuarantined = map[string]int{}
 	return o
 }
 
@@ -142,6 +183,10 @@ func (o *Operator) Journal() Journal {
 	j.QuarantinedOrders = map[string]string{}
 	for k, v := range o.j.QuarantinedOrders {
 		j.QuarantinedOrders[k] = v
+	}
+	j.OversizedQuarantined = map[string]int{}
+	for k, v := range o.j.OversizedQuarantined {
+		j.OversizedQuarantined[k] = v
 	}
 	return j
 }
@@ -175,19 +220,35 @@ func (o *Operator) Run(ctx context.Context) {
 	}
 }
 
-// Poison enqueues a poison aggregate of one or two events ([EnqueuePoison])
-// for the operator to find quarantined and skip.
-func (o *Operator) Poison(ctx context.Context, n int) error {
-	if err := EnqueuePoison(ctx, o.s, n); err != nil {
+// Poison enqueues a poison aggregate ([EnqueuePoison]) for the operator to
+// find quarantined and skip; the shapes take turns, so a short soak has
+// each: unroutable, invalid, oversized, and a deliverable event behind an
+// oversized or an unroutable one.
+func (o *Operator) Poison(ctx context.Context) error {
+	o.mu.Lock()
+	shape := PoisonShape(o.poisoned % int(poisonShapes))
+	o.poisoned++
+	o.mu.Unlock()
+	p, err := EnqueuePoison(ctx, o.s, shape, o.OversizedBytes)
+	if err != nil {
 		return err
 	}
-	o.notePoison(n)
+	o.notePoison(p)
 	return nil
 }
 
-// notePoison records a poison aggregate of n events committed.
-func (o *Operator) notePoison(n int) {
-	o.note(func(j *Journal) { j.PoisonAggregates++; j.PoisonEvents += n })
+// notePoison records a poison aggregate committed.
+func (o *Operator) notePoison(p Poisoned) {
+	o.note(func(j *Journal) {
+		j.PoisonAggregates++
+		j.PoisonEvents += p.Events - p.Later
+		j.LaterEvents += p.Later
+		if p.Oversized() {
+			j.OversizedEvents++
+			j.OversizedBytes = o.OversizedBytes
+			o.oversized[p.Aggregate] = true
+		}
+	})
 }
 
 // answer is one outboxctl run: its output and exit code (0, 1 or 2), and
@@ -503,31 +564,95 @@ func (o *Operator) requestedBetween(w *ReplayWatch, t time.Time) bool {
 	return false
 }
 
-// listed is one line of `outboxctl list`.
+// listed is one event of `outboxctl list --json`, or a quarantined log
+// hold by its head (id "" when it has none left).
 type listed struct {
-	id, typ, aggregate, state string
+	id, typ, aggregate, state, lastError string
+	seq                                  int64
+}
+
+// listedJSON is what `outboxctl list --json` prints of an event or a log
+// hold (the keys both share).
+type listedJSON struct {
+	EventID       string `json:"event_id"`
+	EventType     string `json:"event_type"`
+	AggregateType string `json:"aggregate_type"`
+	AggregateID   string `json:"aggregate_id"`
+	Sequence      int64  `json:"aggregate_sequence"`
+	Attempts      int    `json:"attempt_count"`
+	State         string `json:"state"`
+	LastError     string `json:"last_error"`
+}
+
+// sizeRefusals tell, in a quarantined event's last error, which sink
+// refused it for its size: outbox/temporalpub's and outbox/natspub's
+// permanent errors.
+// abandonedError is in the last error of an event the relay quarantined
+// because every relay that claimed it lost its lease before recording an
+// outcome (internal/relaysql's RelayClaim).
+const abandonedError = "lost its lease before recording an outcome"
+
+// overdueError is in the last error of an event whose publish ran out of
+// time again while the sink acknowledged other publishes (package outbox's
+// rule: the event's own fault).
+const overdueError = "ran out of time again while the sink acknowledged other publishes"
+
+var sizeRefusals = map[string]string{
+	"Temporal":  "larger than Temporal accepts",
+	"JetStream": "the stream takes no message this large",
 }
 
 func (o *Operator) list(ctx context.Context, filter string) []listed {
-	args := []string{"list", filter, "--limit", "500"}
+	args := []string{"list", filter, "--limit", "500", "--json"}
 	a := o.outboxctl(ctx, args...)
+	var rows []listedJSON
+	if a.code == 0 {
+		if err := json.Unmarshal([]byte(a.out), &rows); err != nil {
+			a.code, a.out = -1, a.out+err.Error()
+		}
+	}
 	if a.code != 0 {
 		o.unexpected(a, args...)
 		return nil
 	}
 	var out []listed
-	for _, line := range strings.Split(a.out, "\n") {
-		f := strings.Fields(line)
-		if len(f) < 6 || !strings.HasPrefix(f[3], "seq=") {
-			continue
-		}
-		l := listed{id: f[0], typ: f[1], aggregate: f[2], state: f[5]}
-		if l.state == "quarantined" && !strings.HasPrefix(l.aggregate, PoisonAggregateType+"/") {
-			o.note(func(j *Journal) { j.QuarantinedOrders[l.id] = line })
+	for _, r := range rows {
+		l := listed{id: r.EventID, typ: r.EventType, aggregate: r.AggregateType + "/" + r.AggregateID, state: r.State, lastError: r.LastError, seq: r.Sequence}
+		if l.state == "quarantined" {
+			o.noteQuarantined(l, r.AggregateType, r.AggregateID)
 		}
 		out = append(out, l)
 	}
 	return out
+}
+
+// noteQuarantined notes a quarantined event seen: an order's, which no
+// healthy event should be, or an oversized poison event's, the first time
+// it is seen, by the sink whose size refusal its last error is (another
+// error is unexpected: the relay must class a size refusal as the event's
+// own fault at once).
+func (o *Operator) noteQuarantined(l listed, aggregateType, aggregateID string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if aggregateType != PoisonAggregateType {
+		o.j.QuarantinedOrders[l.id] = fmt.Sprintf("%s %s %s seq=%d: %s", l.id, l.typ, l.aggregate, l.seq, oneLine(l.lastError))
+		return
+	}
+	if !o.oversized[aggregateID] || l.seq != 1 || l.id == "" || o.seenOversized[l.id] {
+		return
+	}
+	o.seenOversized[l.id] = true
+	for sink, words := range sizeRefusals {
+		if strings.Contains(l.lastError, words) {
+			o.j.OversizedQuarantined[sink]++
+			return
+		}
+	}
+	if strings.Contains(l.lastError, abandonedError) || strings.Contains(l.lastError, overdueError) {
+		o.j.OversizedAbandoned++
+		return
+	}
+	o.j.Unexpected = append(o.j.Unexpected, fmt.Sprintf("oversized event %s (%s) quarantined for something else than its size: %s", l.id, l.aggregate, oneLine(l.lastError)))
 }
 
 // retry retries a backing-off or quarantined event, as found by list, or
@@ -557,7 +682,10 @@ func (o *Operator) retryOne(ctx context.Context) {
 		return
 	}
 	c := candidates[o.rng.IntN(len(candidates))]
-	a := o.outboxctl(ctx, "retry", c.id)
+	if c.id == "" {
+		return // a log hold with no head left: released meanwhile
+	}
+	a := o.outboxctl(ctx, "retry", c.id, "--yes")
 	switch {
 	case a.code == 0:
 		o.note(func(j *Journal) { j.Retries++ })
@@ -595,7 +723,7 @@ func (o *Operator) retryAll(ctx context.Context) {
 func (o *Operator) skip(ctx context.Context, n int) bool {
 	var poison []listed
 	for _, l := range o.list(ctx, "--quarantined") {
-		if strings.HasPrefix(l.aggregate, PoisonAggregateType+"/") {
+		if strings.HasPrefix(l.aggregate, PoisonAggregateType+"/") && l.id != "" {
 			poison = append(poison, l)
 		}
 	}
@@ -604,14 +732,18 @@ func (o *Operator) skip(ctx context.Context, n int) bool {
 	}
 	p := poison[o.rng.IntN(len(poison))]
 	args := []string{"skip", p.id, "--reason", fmt.Sprintf("soak: %s can never be delivered (bad deploy); handled by hand, ticket SOAK-%d", p.typ, n),
-		"--actor", "soak-operator"}
+		"--actor", "soak-operator", "--yes"}
 	a := o.outboxctl(ctx, args...)
 	switch {
 	case a.code == 0:
 		o.note(func(j *Journal) {
 			j.Skips++
-			if agg := strings.TrimPrefix(p.aggregate, PoisonAggregateType+"/"); !slices.Contains(j.SkippedAggregates, agg) {
+			agg := strings.TrimPrefix(p.aggregate, PoisonAggregateType+"/")
+			if !slices.Contains(j.SkippedAggregates, agg) {
 				j.SkippedAggregates = append(j.SkippedAggregates, agg)
+			}
+			if o.oversized[agg] && p.seq == 1 {
+				j.OversizedSkipped++
 			}
 		})
 		return true
@@ -648,7 +780,7 @@ func (o *Operator) forget(ctx context.Context, n int) {
 
 // forgetOnce runs forget-customer once and reports whether it was refused.
 func (o *Operator) forgetOnce(ctx context.Context, email string, n int) (refused bool) {
-	args := []string{"forget-customer", email, "--reason", fmt.Sprintf("soak: erasure request PRIV-%d", n), "--actor", "soak-operator"}
+	args := []string{"forget-customer", email, "--reason", fmt.Sprintf("soak: erasure request PRIV-%d", n), "--actor", "soak-operator", "--yes"}
 	a := o.outboxctl(ctx, args...)
 	switch {
 	case a.code == 0 && strings.Contains(a.out, "forgot customer key"):
@@ -683,7 +815,9 @@ func (o *Operator) forgetOnce(ctx context.Context, email string, n int) (refused
 //
 // Once every poison event is skipped, it replays each poison aggregate it
 // skipped, over the whole run: a skipped event is never delivered, not even
-// by a replay, so each such replay must find nothing to deliver.
+// by a replay, so each such replay must plan the aggregate's unskipped
+// events (the deliverable ones behind its poison), and nothing else, and
+// a relay must deliver those again ([Operator.replaySkipped]).
 func (o *Operator) Finish(ctx context.Context, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	since := deadline.Add(-24 * time.Hour)
@@ -714,7 +848,7 @@ func (o *Operator) Finish(ctx context.Context, timeout time.Duration) error {
 	for n := 10_000; ; n++ {
 		left, err := qUnsettledPoison.Value(ctx, o.s.Pool, aggregateTypeArgs{AggregateType: PoisonAggregateType})
 		if err == nil && left == 0 {
-			o.replaySkipped(ctx, since)
+			o.replaySkipped(ctx, since, time.Until(deadline)+time.Minute)
 			return nil
 		}
 		if time.Now().After(deadline) {
@@ -730,29 +864,121 @@ func (o *Operator) Finish(ctx context.Context, timeout time.Duration) error {
 	}
 }
 
-// replaySkipped replays each skipped poison aggregate from since on and
-// notes every replay that delivered something.
-func (o *Operator) replaySkipped(ctx context.Context, since time.Time) {
+// replaySkipped replays each skipped poison aggregate from since on. A
+// skipped event is never delivered, not even by a replay, so each replay
+// must plan exactly the aggregate's unskipped events (the deliverable
+// events behind its poison ones), which a relay must then deliver again;
+// an aggregate with none has nothing to replay. It first waits until those
+// are published (each was waiting for its predecessor's skip), so the
+// replay's plan cannot race their first delivery, and last until every
+// replay is delivered, or the timeout passes.
+func (o *Operator) replaySkipped(ctx context.Context, since time.Time, timeout time.Duration) {
+	deadline := time.Now().Add(timeout)
+	for {
+		left, err := qUnsettledPoison.Value(ctx, o.s.Pool, aggregateTypeArgs{AggregateType: PoisonAggregateType})
+		if err == nil && left == 0 || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	type replayed struct {
+		agg   string
+		n     int
+		start time.Time
+	}
+	var done []replayed
 	for _, agg := range o.Journal().SkippedAggregates {
+		want, err := qPoisonDeliverable.Value(ctx, o.s.Pool, aggregateArgs{AggregateType: PoisonAggregateType, AggregateID: agg})
+		if err != nil {
+			o.note(func(j *Journal) {
+				j.Unexpected = append(j.Unexpected, "count the unskipped events of poison aggregate "+agg+": "+err.Error())
+			})
+			continue
+		}
 		args := []string{"replay", "--from", since.UTC().Format(time.RFC3339Nano), "--to", time.Now().UTC().Format(time.RFC3339Nano),
 			"--aggregate-type", PoisonAggregateType, "--aggregate", agg, "--yes"}
 		a := o.outboxctl(ctx, args...)
-		switch {
+		n := -1
+		switch m := replayedN.FindStringSubmatch(a.out); {
 		case a.code == 0 && strings.Contains(a.out, "nothing to replay"):
+			n = 0
 			o.note(func(j *Journal) { j.ReplayCommands++; j.EmptyReplays++ })
-		case a.code == 0:
-			o.note(func(j *Journal) {
-				j.ReplayCommands++
-				j.SkippedReplays = append(j.SkippedReplays, agg+": "+strings.TrimSpace(a.out))
-			})
+		case a.code == 0 && m != nil:
+			n, _ = strconv.Atoi(m[1])
+			o.note(func(j *Journal) { j.ReplayCommands++; j.ReplayedEvents += n; j.LaterReplayed += n })
 		default:
 			o.unexpected(a, args...)
+			continue
+		}
+		if int64(n) != want {
+			o.note(func(j *Journal) {
+				j.SkippedReplays = append(j.SkippedReplays, fmt.Sprintf("%s: %d unskipped events, the replay planned %d: %s", agg, want, n, oneLine(a.out)))
+			})
+		}
+		if n > 0 {
+			done = append(done, replayed{agg: agg, n: n, start: a.start})
 		}
 	}
+	if len(done) == 0 {
+		return
+	}
+	for {
+		left, err := qPoisonReplaysPending.Value(ctx, o.s.Pool, aggregateTypeArgs{AggregateType: PoisonAggregateType})
+		if err == nil && left == 0 || time.Now().After(deadline) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+	// Delivered again: over the log, the replay's hold is gone (the log
+	// marks no event); elsewhere the relay's mark cleared the flag and
+	// set published_at after the replay began.
+	for _, r := range done {
+		n := int64(r.n)
+		if !o.log {
+			var err error
+			if n, err = qPoisonRedelivered.Value(ctx, o.s.Pool, redeliveredArgs{AggregateType: PoisonAggregateType, AggregateID: r.agg, Since: r.start}); err != nil {
+				continue
+			}
+		} else if held, err := qPoisonReplayHeld.Value(ctx, o.s.Pool, aggregateArgs{AggregateType: PoisonAggregateType, AggregateID: r.agg}); err != nil || held {
+			continue
+		}
+		o.note(func(j *Journal) { j.LaterRedelivered += int(n) })
+	}
+}
+
+// Details are the journal's unexpected answers and quarantined order
+// events, for a failed soak's log.
+func (j Journal) Details() string {
+	var b strings.Builder
+	for _, u := range j.Unexpected {
+		fmt.Fprintf(&b, "  unexpected: %s\n", oneLine(u))
+	}
+	for _, line := range sortedValues(j.QuarantinedOrders) {
+		fmt.Fprintf(&b, "  order event quarantined: %s\n", line)
+	}
+	return b.String()
 }
 
 // Report is the journal's counts, for the soak's report.
 func (j Journal) Report() string {
+	quarantined := 0
+	var bySink []string
+	for _, sink := range slices.Sorted(maps.Keys(j.OversizedQuarantined)) {
+		quarantined += j.OversizedQuarantined[sink]
+		bySink = append(bySink, fmt.Sprintf("%d refused by %s", j.OversizedQuarantined[sink], sink))
+	}
+	if len(bySink) == 0 {
+		bySink = []string{"none"}
+	}
+	oversizedBytes := j.OversizedBytes
 	delivered, superseded := 0, 0
 	for _, w := range j.Watches {
 		switch {
@@ -764,12 +990,16 @@ func (j Journal) Report() string {
 	}
 	return fmt.Sprintf(`  operator replays:         %d commands (%d events replayed, %d windows empty, %d refused), %d late cancels right before or after a replay; %d replayed events watched: %d delivered again, %d superseded by a later replay
   operator retries:         %d (%d refused: published, skipped or in flight since the list); %d bulk retries of %d holds
-  operator skips:           %d of %d poison events in %d aggregates (%d refused); %d skipped aggregates replayed after, %d of them delivering anything
+  operator skips:           %d of %d poison events in %d aggregates (%d refused); %d skipped aggregates replayed after, %d of them planning other than their unskipped events
+  oversized events:         %d enqueued (%d bytes of payload each), %d quarantined for their size (%s), %d as their own fault otherwise (relays dead or publishes overdue), %d skipped
+  events behind poison:     %d enqueued, delivered once their poison was skipped; the replays of the skipped aggregates planned %d of them, %d delivered again, 0 skipped ones
   operator forgets:         %d keys erased, %d with no key left, %d refused
   operator, other:          %d commands run again after a lost connection, %d unexpected answers, %d order events seen quarantined`,
 		j.ReplayCommands, j.ReplayedEvents, j.EmptyReplays, j.ReplayRefusals, j.LateCancels, len(j.Watches), delivered, superseded,
 		j.Retries, j.RetryRefusals, j.BulkRetries, j.BulkRetried,
 		j.Skips, j.PoisonEvents, j.PoisonAggregates, j.SkipRefusals, len(j.SkippedAggregates), len(j.SkippedReplays),
+		j.OversizedEvents, oversizedBytes, quarantined, strings.Join(bySink, ", "), j.OversizedAbandoned, j.OversizedSkipped,
+		j.LaterEvents, j.LaterReplayed, j.LaterRedelivered,
 		j.Forgets, j.ForgetsWithoutKey, j.ForgetRefusals,
 		j.Lost, len(j.Unexpected), len(j.QuarantinedOrders))
 }

@@ -48,13 +48,6 @@ WHERE o.status = 'confirmed' AND o.cancel_event_id IS NULL
 ORDER BY random()
 LIMIT 1;
 
--- name: UnsettledPoison :one
--- Poison events not skipped yet (none is ever published).
-SELECT (SELECT count(*) FROM outbox_events WHERE aggregate_type = @aggregate_type AND skipped_at IS NULL)
-     + (SELECT count(*) FROM outbox_log l
-        WHERE l.aggregate_type = @aggregate_type
-          AND NOT EXISTS (SELECT 1 FROM outbox_log_skips s WHERE s.pos = l.pos));
-
 -- name: StillFlagged :many
 -- Replayed events that are still flagged after the drain: published (or not)
 -- but the replay never marked, so it was never delivered. In the log: a
@@ -160,3 +153,45 @@ WHERE e.aggregate_type = 'order'
 SELECT aggregate_id AS order_id
 FROM outbox_log_holds
 WHERE aggregate_type = 'order' AND aggregate_id = ANY(@order_ids::text[]) AND replay_gate IS NOT NULL;
+
+-- name: UnsettledPoison :one
+-- Poison aggregates' events neither skipped nor published yet: a poison
+-- event is never published, and the deliverable ones behind it wait for
+-- its skip. In the log: after its partition's cursor, or owned by a hold of
+-- its aggregate.
+SELECT (SELECT count(*) FROM outbox_events WHERE aggregate_type = @aggregate_type AND skipped_at IS NULL AND published_at IS NULL)
+     + (SELECT count(*) FROM outbox_log l
+        JOIN outbox_log_cursors c ON c.partition = l.partition
+        WHERE l.aggregate_type = @aggregate_type
+          AND NOT EXISTS (SELECT 1 FROM outbox_log_skips s WHERE s.pos = l.pos)
+          AND ((l.gate, l.pos) > (c.gate, c.pos)
+               OR EXISTS (SELECT 1 FROM outbox_log_holds h
+                          WHERE h.aggregate_type = l.aggregate_type AND h.aggregate_id = l.aggregate_id
+                            AND (l.gate, l.pos) >= (h.from_gate, h.from_pos))));
+
+-- name: PoisonDeliverable :one
+-- The unskipped events of one poison aggregate: what a replay of it may
+-- deliver again.
+SELECT (SELECT count(*) FROM outbox_events WHERE aggregate_type = @aggregate_type AND aggregate_id = @aggregate_id AND skipped_at IS NULL)
+     + (SELECT count(*) FROM outbox_log l
+        WHERE l.aggregate_type = @aggregate_type AND l.aggregate_id = @aggregate_id
+          AND NOT EXISTS (SELECT 1 FROM outbox_log_skips s WHERE s.pos = l.pos));
+
+-- name: PoisonReplaysPending :one
+-- Replays of poison aggregates not delivered yet: flagged events, or the
+-- log's replay holds.
+SELECT (SELECT count(*) FROM outbox_events WHERE aggregate_type = @aggregate_type AND replay_requested_at IS NOT NULL)
+     + (SELECT count(*) FROM outbox_log_holds WHERE aggregate_type = @aggregate_type AND replay_gate IS NOT NULL);
+
+-- name: PoisonRedelivered :one
+-- The unskipped events of one poison aggregate a relay marked again after
+-- @since (a replay's delivery), with no replay pending.
+SELECT count(*)
+FROM outbox_events
+WHERE aggregate_type = @aggregate_type AND aggregate_id = @aggregate_id
+  AND skipped_at IS NULL AND replay_requested_at IS NULL AND published_at >= @since;
+
+-- name: PoisonReplayHeld :one
+-- Whether a log replay's hold still owns the poison aggregate.
+SELECT EXISTS (SELECT 1 FROM outbox_log_holds
+               WHERE aggregate_type = @aggregate_type AND aggregate_id = @aggregate_id AND replay_gate IS NOT NULL);

@@ -264,7 +264,7 @@ func TestHistoriesWithoutPersonalData(t *testing.T) {
 
 	// Forget Ada: her personal data is gone from every history, Grace's is
 	// not, and Ada's histories keep their other payloads readable.
-	out, err := s.Outboxctl(ctx, "forget-customer", strings.ToUpper(ada.email), "--reason", "privacy test: erasure", "--actor", "testsuite")
+	out, err := s.Outboxctl(ctx, "forget-customer", strings.ToUpper(ada.email), "--reason", "privacy test: erasure", "--actor", "testsuite", "--yes")
 	require.NoError(t, err, out)
 	require.Contains(t, out, "forgot customer key")
 	text, errs = readable(t, adaHist, s.DataConverter())
@@ -374,7 +374,7 @@ func restartWorker(s *Stack, failpoints string) {
 // forgetCustomer runs outboxctl forget-customer for email, as the test
 // suite.
 func forgetCustomer(ctx context.Context, s *Stack, email string, args ...string) (string, error) {
-	return s.Outboxctl(ctx, append([]string{"forget-customer", email, "--actor", "testsuite"}, args...)...)
+	return s.Outboxctl(ctx, append([]string{"forget-customer", email, "--actor", "testsuite", "--yes"}, args...)...)
 }
 
 // workflowOf is the workflow id (= event id) of the order's event of type.

@@ -28,6 +28,15 @@ import (
 // four invariants and, at the consumer's table, that every event was
 // applied exactly once and in its order's sequence, none lost.
 //
+// Meanwhile an [Operator] enqueues poison aggregates every four seconds
+// and skips them once quarantined: unroutable and invalid events, and
+// events of JetStreamOversizedBytes, which Temporal takes and the stream
+// refuses for their size (the relay quarantines them at once, as the
+// event's fault), some with a deliverable event behind. At the end it
+// replays every skipped aggregate, and [CheckStreamSkips] asserts that no
+// skipped event is on the stream but as its tombstone, while the events
+// behind them were delivered, also again by the replays.
+//
 // Load: OUTFLOW_SOAK_DURATION, default 40s.
 func TestChaosSoakJetStream(t *testing.T) {
 	dur := cdcSoakDuration(t)
@@ -44,6 +53,14 @@ func TestChaosSoakJetStream(t *testing.T) {
 
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 28))
+	op := NewOperator(s, 0, seed)
+	op.OversizedBytes = JetStreamOversizedBytes
+	t.Cleanup(func() {
+		if t.Failed() {
+			j := op.Journal()
+			t.Logf("operator journal of the failed soak:\n%s\n%s", j.Report(), j.Details())
+		}
+	})
 	var mu sync.Mutex
 	var loadErrs []error
 	record := func(err error) {
@@ -62,11 +79,19 @@ func TestChaosSoakJetStream(t *testing.T) {
 		defer wg.Done()
 		tick := time.NewTicker(250 * time.Millisecond)
 		defer tick.Stop()
-		for {
+		for n := 1; ; n++ {
 			select {
 			case <-loadCtx.Done():
 				return
 			case <-tick.C:
+			}
+			if n%16 == 0 {
+				// A bad deploy's poison aggregate, every four seconds.
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					record(op.Poison(ctx))
+				}()
 			}
 			mu.Lock()
 			roll := rng.IntN(100)
@@ -89,6 +114,23 @@ func TestChaosSoakJetStream(t *testing.T) {
 					record(s.API().Cancel(ctx, o.OrderID))
 				}
 			}()
+		}
+	}()
+	// The operator skips a quarantined poison event every one to two and a
+	// half seconds.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for n := 1; ; n++ {
+			mu.Lock()
+			pause := time.Duration(1000+rng.IntN(1500)) * time.Millisecond
+			mu.Unlock()
+			select {
+			case <-loadCtx.Done():
+				return
+			case <-time.After(pause):
+			}
+			op.skip(loadCtx, n)
 		}
 	}()
 	wg.Add(1)
@@ -126,6 +168,9 @@ func TestChaosSoakJetStream(t *testing.T) {
 	require.Empty(t, loadErrs, "every request must eventually succeed")
 	mu.Unlock()
 	require.Equal(t, int64(1), natsRestarts.Load(), "the NATS server was restarted")
+	// The operator's last duty: skip the poison left, then replay every
+	// skipped aggregate.
+	require.NoError(t, op.Finish(ctx, 3*time.Minute), "the operator's finish")
 
 	assertRecovered(ctx, t, s)
 	orders, err := WaitFeed(ctx, s.Pool, 2*time.Minute)
@@ -146,6 +191,8 @@ func TestChaosSoakJetStream(t *testing.T) {
 	require.NoError(t, err)
 	msgs := info.CachedInfo().State.Msgs
 	require.GreaterOrEqual(t, msgs, uint64(events), "every event is in the stream")
+	skips, err := CheckStreamSkips(ctx, s, ns.URL(), stream, op.Journal())
+	require.NoError(t, err, "the poison aggregates at the stream")
 	logs := s.LogCounts("duplicate publish absorbed", "gap in aggregate sequence", "NATS connection lost", "acknowledgement dropped")
 	report := fmt.Sprintf(`jetstream chaos soak report (%s of load, seed %d)
   orders placed:       %d (cancels %d), %d at the consumer
@@ -153,10 +200,12 @@ func TestChaosSoakJetStream(t *testing.T) {
   faults:              %d relay/consumer SIGKILLs, NATS server restarted %d time(s)
   relay logs:          %d duplicate publishes absorbed by the stream, %d NATS connections lost
   consumer logs:       %d gaps waited out (gap in aggregate sequence)
+%s
+  %s
   lost events: 0, events applied twice: 0, out of order: 0 (checked at order_feed and its inbox)`,
 		dur, seed, placed.Load(), cancels.Load(), orders, events, msgs, msgs-uint64(events),
 		kills.Load(), natsRestarts.Load(), logs["duplicate publish absorbed"], logs["NATS connection lost"],
-		logs["gap in aggregate sequence"])
+		logs["gap in aggregate sequence"], op.Journal().Report(), skips)
 	t.Log(report)
 	fmt.Println(report)
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {

@@ -125,12 +125,15 @@ func holdHorizon(ctx context.Context, t *testing.T, s *Stack, op *Operator, d ti
 	// Four aggregates, so that at least one is in a partition whose
 	// reader gets orders' events during the hold.
 	var events []outbox.Event
+	var poisoned []Poisoned
 	for range logHorizonPoison {
-		es, err := poisonEvents(uuid.NewString(), 1)
+		agg := uuid.NewString()
+		es, err := poisonEvents(agg, PoisonUnroutable, 0)
 		if err != nil {
 			return err
 		}
 		events = append(events, es...)
+		poisoned = append(poisoned, Poisoned{Aggregate: agg, Shape: PoisonUnroutable, Events: len(es)})
 	}
 	if err := enqueuePoisonTx(ctx, tx, s, events); err != nil {
 		return err
@@ -146,8 +149,8 @@ func holdHorizon(ctx context.Context, t *testing.T, s *Stack, op *Operator, d ti
 	}
 	committed := tx.Commit(ctx)
 	if committed == nil {
-		for range events {
-			op.notePoison(1)
+		for _, p := range poisoned {
+			op.notePoison(p)
 		}
 	}
 	t.Logf("log soak: a transaction held the horizon for %s (its %d poison events committed: %v): %d log events were pending, horizon age %.1fs",
@@ -182,7 +185,8 @@ func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, mid
 	op := NewOperator(s, 3, seed)
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("operator journal of the failed soak:\n%s", op.Journal().Report())
+			j := op.Journal()
+			t.Logf("operator journal of the failed soak:\n%s\n%s", j.Report(), j.Details())
 		}
 	})
 
@@ -237,7 +241,7 @@ func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, mid
 				wg.Add(1)
 				go func() {
 					defer wg.Done()
-					record(op.Poison(ctx, 1+roll%2))
+					record(op.Poison(ctx))
 				}()
 			}
 			wg.Add(1)
@@ -332,6 +336,7 @@ func chaosSoak(t *testing.T, s *Stack, dur time.Duration, midRunName string, mid
 	// The operator's last duty: skip the poison events still quarantined
 	// (each aggregate's next one is claimed once its predecessor is skipped).
 	if err := op.Finish(ctx, 3*time.Minute); err != nil {
+		t.Logf("what the operator's finish waits for:\n%s", DiagnoseStuck(ctx, s, op.Journal()))
 		s.Verdict(func() string { return firstLines("the operator's finish: "+err.Error(), 24) })
 		require.NoError(t, err)
 	}

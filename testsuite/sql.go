@@ -45,19 +45,23 @@ var (
 	qInventoryReservations        = namedsql.Bind[namedsql.NoArgs, inventoryReservation](queries, "InventoryReservations")
 	qInventoryStock               = namedsql.Bind[namedsql.NoArgs, inventoryStock](queries, "InventoryStock")
 
-	qReplayFlagged       = namedsql.Bind[replayFlaggedArgs, replayFlaggedRow](queries, "ReplayFlagged")
-	qReplayProgress      = namedsql.Bind[eventIDsArgs, replayProgressRow](queries, "ReplayProgress")
-	qLateCancelCandidate = namedsql.Bind[namedsql.NoArgs, lateCancelCandidate](queries, "LateCancelCandidate")
-	qUnsettledPoison     = namedsql.Bind[aggregateTypeArgs, int64](queries, "UnsettledPoison")
-	qStillFlagged        = namedsql.Bind[namedsql.NoArgs, stillFlaggedRow](queries, "StillFlagged")
-	qOracleEvents        = namedsql.Bind[namedsql.NoArgs, oracleEvent](queries, "OracleEvents")
-	qErasures            = namedsql.Bind[namedsql.NoArgs, erasure](queries, "Erasures")
-	qUnfinished          = namedsql.Bind[namedsql.NoArgs, unfinishedOrder](queries, "Unfinished")
-	qUnpublishedEvents   = namedsql.Bind[namedsql.NoArgs, unpublishedEvent](queries, "UnpublishedEvents")
-	qPoisonExists        = namedsql.Bind[aggregateArgs, bool](queries, "PoisonExists")
-	qCustomerUnsettled   = namedsql.Bind[emailArgs, int64](queries, "CustomerUnsettled")
-	qOrderMarks          = namedsql.Bind[eventIDsArgs, laterEvent](queries, "OrderMarks")
-	qLogReplayHolds      = namedsql.Bind[orderIDsArgs, string](queries, "LogReplayHolds")
+	qReplayFlagged        = namedsql.Bind[replayFlaggedArgs, replayFlaggedRow](queries, "ReplayFlagged")
+	qReplayProgress       = namedsql.Bind[eventIDsArgs, replayProgressRow](queries, "ReplayProgress")
+	qLateCancelCandidate  = namedsql.Bind[namedsql.NoArgs, lateCancelCandidate](queries, "LateCancelCandidate")
+	qUnsettledPoison      = namedsql.Bind[aggregateTypeArgs, int64](queries, "UnsettledPoison")
+	qStillFlagged         = namedsql.Bind[namedsql.NoArgs, stillFlaggedRow](queries, "StillFlagged")
+	qOracleEvents         = namedsql.Bind[namedsql.NoArgs, oracleEvent](queries, "OracleEvents")
+	qErasures             = namedsql.Bind[namedsql.NoArgs, erasure](queries, "Erasures")
+	qUnfinished           = namedsql.Bind[namedsql.NoArgs, unfinishedOrder](queries, "Unfinished")
+	qUnpublishedEvents    = namedsql.Bind[namedsql.NoArgs, unpublishedEvent](queries, "UnpublishedEvents")
+	qPoisonExists         = namedsql.Bind[aggregateArgs, bool](queries, "PoisonExists")
+	qCustomerUnsettled    = namedsql.Bind[emailArgs, int64](queries, "CustomerUnsettled")
+	qOrderMarks           = namedsql.Bind[eventIDsArgs, laterEvent](queries, "OrderMarks")
+	qLogReplayHolds       = namedsql.Bind[orderIDsArgs, string](queries, "LogReplayHolds")
+	qPoisonDeliverable    = namedsql.Bind[aggregateArgs, int64](queries, "PoisonDeliverable")
+	qPoisonReplaysPending = namedsql.Bind[aggregateTypeArgs, int64](queries, "PoisonReplaysPending")
+	qPoisonRedelivered    = namedsql.Bind[redeliveredArgs, int64](queries, "PoisonRedelivered")
+	qPoisonReplayHeld     = namedsql.Bind[aggregateArgs, bool](queries, "PoisonReplayHeld")
 
 	qCustomerKeys = namedsql.Bind[namedsql.NoArgs, int64](queries, "CustomerKeys")
 )
@@ -71,6 +75,7 @@ var statements = []namedsql.Info{
 	qReplayFlagged.Info(), qReplayProgress.Info(), qLateCancelCandidate.Info(), qUnsettledPoison.Info(),
 	qStillFlagged.Info(), qOracleEvents.Info(), qErasures.Info(), qUnfinished.Info(),
 	qUnpublishedEvents.Info(), qPoisonExists.Info(), qCustomerUnsettled.Info(), qOrderMarks.Info(), qLogReplayHolds.Info(),
+	qPoisonDeliverable.Info(), qPoisonReplaysPending.Info(), qPoisonRedelivered.Info(), qPoisonReplayHeld.Info(),
 	qFeedFacts.Info(), qWebhookFacts.Info(), qCustomerKeys.Info(),
 }
 
@@ -139,6 +144,12 @@ type aggregateTypeArgs struct {
 type aggregateArgs struct {
 	AggregateType string `db:"aggregate_type"`
 	AggregateID   string `db:"aggregate_id"`
+}
+
+type redeliveredArgs struct {
+	AggregateType string    `db:"aggregate_type"`
+	AggregateID   string    `db:"aggregate_id"`
+	Since         time.Time `db:"since"`
 }
 
 type emailArgs struct {

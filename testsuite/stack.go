@@ -18,6 +18,7 @@ import (
 	"github.com/outflow/outflow/internal/dev/ports"
 	"github.com/outflow/outflow/internal/dev/proc"
 	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/providersim"
 )
 
@@ -143,8 +144,10 @@ type Stack struct {
 	// payload codec is on in every test ([TestCodecKeys]) unless a test
 	// sets it to "" before starting them.
 	CodecKeys string
-	// Source is the processes' OUTFLOW_RELAY_SOURCE: "poll", "cdc" or "log"
-	// (the order API writes to the log, the starters read it).
+	// Source is the database's recorded relay source: "poll", "cdc" or
+	// "log" (the order API writes to the log, the starters read it),
+	// recorded as an operator does (outboxops.SetSource) before any
+	// process starts.
 	Source string
 	// Slot is the cdc starters' replication slot (slots are server-wide, so
 	// each stack has its own).
@@ -193,7 +196,7 @@ func NewStackOn(t testing.TB, env *Env) *Stack {
 
 // StackOptions choose a stack's relay source and database server.
 type StackOptions struct {
-	// Source is OUTFLOW_RELAY_SOURCE for the stack's starters. Optional:
+	// Source is the relay source the stack's database records. Optional:
 	// defaulted to "poll".
 	Source string
 	// AdminURL is the server the stack's database is created on. Optional:
@@ -210,8 +213,8 @@ func NewCDCStack(t testing.TB) *Stack {
 	return NewStackWith(t, SharedEnv(t), StackOptions{Source: "cdc"})
 }
 
-// NewLogStack is [NewStack] with OUTFLOW_RELAY_SOURCE=log for every process:
-// the order API writes its events to the append-only log and the starters
+// NewLogStack is [NewStack] on a database whose source is the log: the
+// order API writes its events to the append-only log and the starters
 // read it.
 func NewLogStack(t testing.TB) *Stack {
 	t.Helper()
@@ -233,6 +236,11 @@ func NewStackWith(t testing.TB, env *Env, o StackOptions) *Stack {
 	}
 	url := testdb.NewURLOn(t, admin)
 	pool := testdb.Open(t, url)
+	if o.Source != outboxops.SourcePoll {
+		if _, err := outboxops.SetSource(context.Background(), pool, o.Source, "testsuite", "the stack's source"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	port, err := ports.Free()
 	if err != nil {
 		t.Fatal(err)
@@ -355,7 +363,6 @@ func (s *Stack) processEnv(failpoints string) []string {
 		"OUTFLOW_RELAY_POLL=1s",
 		"OUTFLOW_FAILPOINTS=" + failpoints,
 		"OUTFLOW_CODEC_KEYS=" + s.CodecKeys,
-		"OUTFLOW_RELAY_SOURCE=" + s.Source,
 		"OUTFLOW_CDC_SLOT=" + s.Slot,
 		// The cdc sweeper takes what the stream left after this.
 		"OUTFLOW_CDC_GRACE=3s",

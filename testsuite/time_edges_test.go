@@ -130,7 +130,7 @@ func TestTimeEdges(t *testing.T) {
 		require.NoError(t, WaitStatus(ctx, s, o.OrderID, "confirmed", 2*time.Minute))
 		forgetWorkflow(ctx, t, env, o.EventID)
 		age(ctx, t, s, o.OrderID, 8*24*time.Hour)
-		out, err := s.Outboxctl(ctx, "cleanup", "--retention", "168h")
+		out, err := s.Outboxctl(ctx, "cleanup", "--retention", "168h", "--yes")
 		require.NoError(t, err, out)
 		left, err := qOrderEventCount.Value(ctx, s.Pool, orderEventsArgs{OrderID: o.OrderID})
 		require.NoError(t, err)

@@ -53,7 +53,7 @@ var command = cli.Command{
 	Name:    "worker",
 	Summary: "outflow's Temporal worker: runs the payment saga's workflows and activities, until SIGINT or SIGTERM.",
 	Env: cli.Vars(
-		[]cli.Var{service.DatabaseVar(database.DefaultURL, "the order app's database (inbox, projections, customer keys); its schema must be current (outboxctl migrate)")},
+		[]cli.Var{service.DatabaseVar(database.DefaultURL, "the order app's database (inbox, projections, customer keys); its schema must be current (outboxctl migrate --order-app)")},
 		temporalclient.Vars(),
 		[]cli.Var{
 			service.TaskQueueVar("the task queue polled"),

@@ -62,7 +62,7 @@ type config struct {
 // command is what `go run . -h` shows.
 var command = cli.Command{
 	Name:    "peers",
-	Summary: "outflow's relay (its poll, cdc and log sources), River and Watermill doing the same job on the PostgreSQL of DATABASE_URL, each in scratch databases peers_<contender>_<pid>_r<round> created and dropped on that server.",
+	Summary: "outflow's relay (its poll, cdc and log sources), River, Watermill and DBOS doing the same job on the PostgreSQL of DATABASE_URL, each in scratch databases peers_<contender>_<pid>_r<round> created and dropped on that server.",
 	Usage:   "[flags]   (make bench-peers PEERS_FLAGS='...' at the repository root)",
 	Env: []cli.Var{
 		{Name: "DATABASE_URL", Default: database.DefaultURL, Meaning: "the PostgreSQL server of the scratch databases (the role needs CREATEDB)"},

@@ -79,5 +79,5 @@ func pending(ctx context.Context, pool *pgxpool.Pool, statement pendingStmt) (in
 
 // contenders is every contender, in the order of the first round.
 func contenders() []Contender {
-	return []Contender{outflowPoll{}, outflowCDC{}, outflowLog{}, &riverQueue{}, watermillSQL{}}
+	return []Contender{outflowPoll{}, outflowCDC{}, outflowLog{}, &riverQueue{}, watermillSQL{}, &dbosQueue{}}
 }

@@ -27,8 +27,9 @@ const natsURLEnv = "OUTFLOW_NATS_URL"
 // jetstreamSink publishes each event as outflow's relay does with
 // OUTFLOW_SINKS=jetstream, through outflow's own publisher (natspub): the
 // subject <prefix>.order.<order id>, Nats-Msg-Id = the event id, and the
-// PubAck as the acknowledgement. The handlers of outflow's sources and of
-// River send that publish, as with the Temporal sink. Watermill has a way
+// PubAck as the acknowledgement. The handlers of outflow's sources, of
+// River and of DBOS (its workflow's step) send that publish, as with the
+// Temporal sink. Watermill has a way
 // of its own from its SQL topic to NATS, its forwarder component with
 // watermill-nats' JetStream publisher, and the phase runs that instead
 // (jetstreamNative, watermillForwarder): the same subjects, headers and

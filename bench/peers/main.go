@@ -1,5 +1,5 @@
 // Command peers runs outflow's relay (its poll, cdc and log sources) and
-// its peers, River and Watermill, through the same job on the same
+// its peers, River, Watermill and DBOS, through the same job on the same
 // PostgreSQL in one run, and prints their figures side by side:
 //
 //	make bench-peers                     # at the repository root
@@ -30,7 +30,7 @@
 //  6. with -temporal, the drain and the handoff again with a sink that starts
 //     a workflow per event on a Temporal dev server started from bin/temporal.
 //
-// It is a module of its own so that River and Watermill never enter
+// It is a module of its own so that River, Watermill and DBOS never enter
 // outflow's go.mod. Progress goes to stderr; stdout gets "name: value" lines,
 // a Markdown table and notes. See docs/performance.md, "Beside the peers".
 package main
@@ -42,7 +42,9 @@ import (
 	"log/slog"
 	"os"
 	"runtime"
+	"runtime/debug"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/outflow/outflow/internal/bench/benchcmd"
@@ -153,6 +155,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "# outflow peers bench: %s %s/%s, %d CPUs, PostgreSQL %s, %d round(s), N=%d events over M=%d orders, handoff at %d/s for %s\n",
 		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), version, cfg.rounds, cfg.events, cfg.orders, cfg.rate, cfg.duration)
+	fmt.Fprintf(stdout, "# peers: %s\n", peerVersions())
 	for r := range cfg.rounds {
 		for _, c := range roundOrder(cs, r) {
 			if err := b.round(ctx, c, r); err != nil {
@@ -259,6 +262,35 @@ func (b *bench) round(ctx context.Context, c Contender, r int) error {
 	return nil
 }
 
+// peerModules are the peers' modules whose versions the header names.
+var peerModules = []string{
+	"github.com/riverqueue/river",
+	"github.com/ThreeDotsLabs/watermill",
+	"github.com/ThreeDotsLabs/watermill-sql/v4",
+	dbosModule,
+}
+
+// peerVersions is "module version, ..." of peerModules, as built.
+func peerVersions() string {
+	out := make([]string, len(peerModules))
+	for i, m := range peerModules {
+		out[i] = m + " " + moduleVersion(m)
+	}
+	return strings.Join(out, ", ")
+}
+
+// moduleVersion is the version of module path this binary was built with.
+func moduleVersion(path string) string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path == path {
+				return dep.Version
+			}
+		}
+	}
+	return "(unknown version)"
+}
+
 // notes says how each contender was configured and how figures were taken.
 func (b *bench) notes(cs []Contender) {
 	for _, c := range cs {
@@ -292,7 +324,7 @@ func (b *bench) notes(cs []Contender) {
 	b.res.note("handoff: %d orders/s for %s after 1 s of warm-up, each an order and its event in one transaction; from the "+
 		"return of COMMIT to the sink's call, percentiles of all rounds' samples.", b.cfg.rate, b.cfg.duration)
 	if b.jetstream != nil {
-		b.res.note("jetstream: stream %s (file storage, 2-minute duplicate window) on the NATS server of %s; outflow's and River's "+
+		b.res.note("jetstream: stream %s (file storage, 2-minute duplicate window) on the NATS server of %s; outflow's, River's and DBOS's "+
 			"handlers call outflow's natspub.Publisher (subject <prefix>.order.<order id>, Nats-Msg-Id = event id, returns on the "+
 			"PubAck); Watermill runs its forwarder (watermill/components/forwarder: the forwarder's envelopes written by watermill-sql's "+
 			"publisher in the order's transaction, read by its subscriber with the tuned settings, republished by watermill-nats/v2's "+

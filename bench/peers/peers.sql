@@ -58,6 +58,11 @@ WHERE o.consumer_group = ''
   AND (m.transaction_id > o.last_processed_transaction_id
        OR (m.transaction_id = o.last_processed_transaction_id AND m."offset" > o.offset_acked));
 
+-- name: DBOSPending :one
+-- DBOS: order-event workflows not yet finished (enqueued, or dequeued and
+-- running): a restart runs them (again).
+SELECT count(*) FROM dbos.workflow_status WHERE status <> 'SUCCESS';
+
 -- name: Analyze :exec
 -- After seeding a backlog: statistics as autovacuum would have gathered on
 -- a live table, so no contender is measured with a plan chosen blind.

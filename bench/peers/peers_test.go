@@ -110,9 +110,10 @@ func (s *logSink) Deliver(_ context.Context, e Event) error {
 // TestEveryContenderDeliversEachEventOnce drains a small backlog through each
 // contender, with both profiles, into a counting sink, after the write
 // phase left its events in the table: every event of the backlog arrives
-// exactly once, and the write phase's are not counted. outflow (one event of an order in flight at a time) and
-// Watermill (one subscriber, one message at a time) must keep every order
-// in sequence; River may not, and its count is only logged.
+// exactly once, and the write phase's are not counted. outflow (one event of an order in flight at a time),
+// Watermill (one subscriber, one message at a time) and DBOS (a queue
+// partition per order, one workflow at a time) must keep every order in
+// sequence; River may not, and its count is only logged.
 func TestEveryContenderDeliversEachEventOnce(t *testing.T) {
 	t.Parallel()
 	const n, m = 300, 30
@@ -162,7 +163,7 @@ func TestEveryContenderDeliversEachEventOnce(t *testing.T) {
 
 // TestOverlapRoundCountsEachContendersReorders runs the
 // overlapping-transactions round on each contender: every event arrives
-// once; outflow's three sources keep each order in sequence; Watermill,
+// once; outflow's three sources and DBOS keep each order in sequence; Watermill,
 // whose subscriber reads by transaction id, delivers each order's events
 // [2 1], so its count is not zero (the round and the counter can see a
 // reordering); River's count is only logged.
@@ -205,12 +206,12 @@ func TestOverlapRoundCountsEachContendersReorders(t *testing.T) {
 }
 
 // TestStatements: every statement of peers.sql is bound in sql.go and reads
-// the columns the database describes, on a database with River's and
-// Watermill's tables beside outflow's.
+// the columns the database describes, on a database with River's,
+// Watermill's and DBOS's tables beside outflow's.
 func TestStatements(t *testing.T) {
 	t.Parallel()
 	pool, _ := testdb.New(t)
-	for _, c := range []Contender{&riverQueue{}, watermillSQL{}} {
+	for _, c := range []Contender{&riverQueue{}, watermillSQL{}, &dbosQueue{}} {
 		require.NoError(t, c.Install(t.Context(), pool), c.Name())
 	}
 	testdb.CheckStatementsOn(t, pool, queries, statements...)

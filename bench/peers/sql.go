@@ -27,13 +27,14 @@ var (
 	qOutflowLogPending = namedsql.Bind[namedsql.NoArgs, int64](queries, "OutflowLogPending")
 	qRiverPending      = namedsql.Bind[namedsql.NoArgs, int64](queries, "RiverPending")
 	qWatermillPending  = namedsql.Bind[namedsql.NoArgs, int64](queries, "WatermillPending")
+	qDBOSPending       = namedsql.Bind[namedsql.NoArgs, int64](queries, "DBOSPending")
 	// qWatermillForwarderPending is the Watermill forwarder's, on the
 	// forwarder's topic (the JetStream phase).
 	qWatermillForwarderPending = namedsql.Bind[namedsql.NoArgs, int64](queries, "WatermillForwarderPending")
 )
 
 // statements describes every bound statement, for the test that has a
-// database with outflow's schema and River's and Watermill's tables check
+// database with outflow's schema and River's, Watermill's and DBOS's tables check
 // them.
 var statements = []namedsql.Info{
 	qWALPosition.Info(),
@@ -47,6 +48,7 @@ var statements = []namedsql.Info{
 	qOutflowLogPending.Info(),
 	qRiverPending.Info(),
 	qWatermillPending.Info(),
+	qDBOSPending.Info(),
 	qWatermillForwarderPending.Info(),
 }
 

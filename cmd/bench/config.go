@@ -81,7 +81,7 @@ func quickConfig() config {
 var command = cli.Command{
 	Name:    "bench",
 	Summary: "measures outflow's relay against baselines taken in the same run (docs/performance.md); creates and drops scratch databases outflow_bench_* on DATABASE_URL's server.",
-	Usage:   "[-quick] [-only " + strings.Join(phases, ",") + "] [-handoff-rounds N] [-cpuprofile FILE]",
+	Usage:   "[--quick] [--only " + strings.Join(phases, ",") + "] [--handoff-rounds N] [--cpuprofile FILE]",
 	Env: cli.Vars(
 		[]cli.Var{service.DatabaseVar(database.DefaultURL, "the server the scratch databases are made on (the role needs CREATEDB); never written itself")},
 		temporalclient.Vars(),
@@ -95,7 +95,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (config, error) {
 	quick := fs.Bool("quick", false, "smaller sizes: about a minute instead of about three")
 	only := fs.String("only", "", "comma-separated phases to run (default all): "+strings.Join(phases, ","))
 	cpuProfile := fs.String("cpuprofile", "", "write the bench process's CPU profile of the run to this `file` (go tool pprof)")
-	rounds := fs.Int("handoff-rounds", 0, "bare/relay `pairs` of the handoff phase (default 4, 1 with -quick); the rounds of one run spread widely on a shared machine, so more of them narrow handoff_ratio (the report gives its standard error)")
+	rounds := fs.Int("handoff-rounds", 0, "bare/relay `pairs` of the handoff phase (default 4, 1 with --quick); the rounds of one run spread widely on a shared machine, so more of them narrow handoff_ratio (the report gives its standard error)")
 	if err := benchcmd.Parse(&command, fs, args, stdout, stderr); err != nil {
 		return config{}, err
 	}
@@ -106,7 +106,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (config, error) {
 	cfg.cpuProfile = *cpuProfile
 	switch {
 	case *rounds < 0:
-		return config{}, fmt.Errorf("-handoff-rounds %d: want at least 1", *rounds)
+		return config{}, fmt.Errorf("--handoff-rounds %d: want at least 1", *rounds)
 	case *rounds > 0:
 		cfg.handoffRounds = *rounds
 	}
@@ -114,7 +114,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (config, error) {
 		for p := range strings.SplitSeq(*only, ",") {
 			p = strings.TrimSpace(p)
 			if !slices.Contains(phases, p) {
-				return config{}, fmt.Errorf("-only: unknown phase %q; choose from %s", p, strings.Join(phases, ","))
+				return config{}, fmt.Errorf("--only: unknown phase %q; choose from %s", p, strings.Join(phases, ","))
 			}
 			cfg.only = append(cfg.only, p)
 		}

@@ -136,7 +136,7 @@ const handoffWarmup = 500
 // the rounds (-handoff-rounds narrows it).
 func spread(ratios []float64) string {
 	if len(ratios) < 2 {
-		return "one round: no spread; -handoff-rounds 8 or more gives one"
+		return "one round: no spread; --handoff-rounds 8 or more gives one"
 	}
 	mean, sem := benchstat.MeanSEM(ratios)
 	return fmt.Sprintf("mean %.3f, standard error %.3f over %d rounds", mean, sem, len(ratios))

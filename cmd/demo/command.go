@@ -8,7 +8,7 @@ var command = cli.Command{
 	Summary: "outflow's demo (make demo): prepares what is missing, runs worker, relay, order API and inventory service, places the scripted orders, prints the summary and keeps the stack up until Ctrl-C.",
 	Env: []cli.Var{
 		{Name: "DEMO_EXIT", Meaning: "1: exit after the summary, 0 only if every scripted order reached its expected state"},
-		{Name: "OUTFLOW_RELAY_SOURCE", Default: "poll", Meaning: "poll, cdc or log, passed to the relay, the order API and the inventory (cdc needs wal_level=logical: else the demo starts a throwaway cluster)"},
+		{Name: "OUTFLOW_RELAY_SOURCE", Default: "poll", Meaning: "poll, cdc or log, recorded in the demo's databases with `outboxctl source set`, which every process follows (cdc needs wal_level=logical: else the demo starts a throwaway cluster)"},
 		{Name: "DATABASE_URL", Default: "the local server if it answers, else a throwaway cluster under .data/", Meaning: "the PostgreSQL server; the demo works in its own database " + demoDatabase + " there, and its inventory service in " + inventoryDatabase},
 		{Name: "TEMPORAL_ADDRESS", Default: "a dev server started from bin/temporal", Meaning: "a Temporal frontend to reuse, host:port"},
 		{Name: "TEMPORAL_NAMESPACE", Default: "default", Meaning: "the namespace on TEMPORAL_ADDRESS"},

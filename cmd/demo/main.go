@@ -77,7 +77,7 @@ func run(ctx context.Context) error {
 		st.add(pg.Stop)
 	}
 	say("PostgreSQL: %s", pg.How)
-	say("relay source: %s (OUTFLOW_RELAY_SOURCE)", source)
+	say("relay source: %s (OUTFLOW_RELAY_SOURCE; recorded in the databases with outboxctl source set)", source)
 
 	// Payload encryption is on: a demo key (kept in .data/codec.keys), and a
 	// codec server the Web UI decodes through (docs/privacy.md).
@@ -99,12 +99,15 @@ func run(ctx context.Context) error {
 		return err
 	}
 	bin := func(name string) string { return filepath.Join(root, "bin", name) }
-	migrate := exec.CommandContext(ctx, bin("outboxctl"), "migrate")
+	migrate := exec.CommandContext(ctx, bin("outboxctl"), "migrate", "--order-app")
 	migrate.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
 	if out, err := migrate.CombinedOutput(); err != nil {
 		return fmt.Errorf("outboxctl migrate: %v\n%s", err, out)
 	} else {
 		say("outboxctl migrate (%s): %s", demoDatabase, strings.TrimSpace(lastLine(string(out))))
+	}
+	if err := setSource(ctx, bin("outboxctl"), dbURL, source); err != nil {
+		return err
 	}
 
 	if pc.addr, err = codecServerAddr(); err != nil {
@@ -175,8 +178,6 @@ func run(ctx context.Context) error {
 		"TEMPORAL_NAMESPACE=" + tmp.namespace,
 		"METRICS_ADDR=" + invMetrics,
 		"OUTFLOW_FAILPOINTS=",
-		// The inventory's own relay polls or reads the log (it has no cdc).
-		"OUTFLOW_RELAY_SOURCE=" + inventorySource(source),
 	})
 	if err != nil {
 		return err
@@ -191,6 +192,11 @@ func run(ctx context.Context) error {
 		return fmt.Errorf("inventory: %w (see %s)", err, inventory.LogPath())
 	}
 	say("inventory service at http://%s (database %s), stocked: %s", invAddr, inventoryDatabase, stocked)
+	// The inventory's database (migrated by the service at start) polls or
+	// uses the log; its relay has no cdc.
+	if err := setSource(ctx, bin("outboxctl"), invDBURL, inventorySource(source)); err != nil {
+		return err
+	}
 
 	common := []string{
 		"DATABASE_URL=" + dbURL,
@@ -203,7 +209,7 @@ func run(ctx context.Context) error {
 		"OUTFLOW_FAILPOINTS=",
 		"OUTFLOW_CODEC_KEYS=" + pc.keys,
 		"OUTFLOW_CODEC_KEYS_FILE=",
-		"OUTFLOW_RELAY_SOURCE=" + source,
+		"OUTFLOW_RELAY_SOURCE=",
 	}
 	starterMetrics, err := metricsAddr("starter")
 	if err != nil {
@@ -324,7 +330,18 @@ func newKey(name string) string {
 // links none of the workflows' code and the payment provider's client.
 const inventoryLateEventWorkflow = "InventoryLateEventWorkflow"
 
-// inventorySource is the inventory's OUTFLOW_RELAY_SOURCE for the demo's
+// setSource records source in the database at url as an operator does,
+// `outboxctl source set SOURCE --yes`; the processes follow it.
+func setSource(ctx context.Context, outboxctl, url, source string) error {
+	cmd := exec.CommandContext(ctx, outboxctl, "source", "set", source, "--yes", "--reason", "make demo", "--actor", "make demo")
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+url)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("outboxctl source set %s: %v\n%s", source, err, out)
+	}
+	return nil
+}
+
+// inventorySource is the inventory database's source for the demo's
 // source: its relay polls outbox_events unless the demo runs the log.
 func inventorySource(source string) string {
 	if source == "log" {

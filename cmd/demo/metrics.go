@@ -26,20 +26,31 @@ func metricsAddr(name string) (string, error) {
 	return fmt.Sprintf("127.0.0.1:%d", p), nil
 }
 
+// relayJobs are the demo's processes that run an outbox relay.
+var relayJobs = map[string]bool{"starter": true, "inventory": true}
+
 // writePrometheusConfig writes a Prometheus configuration that scrapes the
 // demo's processes (targets maps a job to its host:port) and evaluates the
 // repository's alert rules, so `prometheus --config.file=PATH` watches the
-// demo with the dashboards' queries. It returns the file's path.
+// demo with the dashboards' queries. The jobs that run an outbox relay (the
+// starter, the inventory) carry outbox_relay="true", the label the outbox's
+// alerts find relays by. It returns the file's path.
 func writePrometheusConfig(dataDir, root string, targets map[string]string) (string, error) {
 	var b strings.Builder
 	b.WriteString("# Written by make demo: scrapes this demo's processes. Run:\n")
 	b.WriteString("#   prometheus --config.file=" + filepath.Join(dataDir, "prometheus.yml") + " --storage.tsdb.path=" + filepath.Join(dataDir, "prometheus") + "\n")
 	b.WriteString("global:\n  scrape_interval: 5s\n  evaluation_interval: 5s\n")
-	b.WriteString("rule_files:\n  - " + filepath.Join(root, "deploy", "prometheus", "alerts.yml") + "\n")
+	b.WriteString("rule_files:\n")
+	for _, rules := range []string{"outbox-alerts.yml", "orders-alerts.yml"} {
+		b.WriteString("  - " + filepath.Join(root, "deploy", "prometheus", rules) + "\n")
+	}
 	b.WriteString("scrape_configs:\n")
 	for _, job := range []string{"starter", "worker", "orderapi", "inventory"} {
 		if t, ok := targets[job]; ok {
 			fmt.Fprintf(&b, "  - job_name: outflow-%s\n    static_configs:\n      - targets: [%q]\n", job, t)
+			if relayJobs[job] {
+				b.WriteString("        labels:\n          outbox_relay: \"true\"\n")
+			}
 		}
 	}
 	path := filepath.Join(dataDir, "prometheus.yml")

@@ -35,8 +35,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait for the answer")
 	version := fs.Bool("version", false, "print the module version and VCS revision, then exit")
 	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: healthcheck [-timeout 3s] URL\n\nGETs URL; exits 0 on a 2xx answer, 1 otherwise.\n\nenvironment: none (the URL is its argument)\n\nflags:")
-		fs.PrintDefaults()
+		fmt.Fprintln(fs.Output(), "usage: healthcheck [--timeout 3s] URL\n\nGETs URL; exits 0 on a 2xx answer, 1 otherwise.\n\nenvironment: none (the URL is its argument)\n\nflags:")
+		cli.PrintFlags(fs.Output(), fs)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

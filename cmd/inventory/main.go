@@ -13,12 +13,12 @@
 // change, an inbox row (package inbox, keyed by the request's
 // Idempotency-Key), the answer stored under that key, and an outbox event
 // (StockReserved, StockRejected or StockReleased); the answer is written
-// only after the commit. The relay (outbox.NewRelay with the temporalpub
+// only after the commit. The relay (outbox.NewSourceRelay with the temporalpub
 // publisher of [Routes]) delivers each event as a signal to the workflow
 // the reserve request named, the saga, which receives them through package
-// eventsignal, each event once. With OUTFLOW_RELAY_SOURCE=log the events go
-// to the append-only log and the relay is outbox.NewLogSwitch's, which
-// publishes what outbox_events still holds before it reads the log.
+// eventsignal, each event once. Where the events go (outbox_events or the
+// append-only log) and which relay reads them is the database's recorded
+// source (`outboxctl source set`), followed by outbox.NewSourceRelay.
 //
 // Configuration is the environment (`inventory -h` lists it, touching
 // nothing); at start it migrates its database (its own tables and the
@@ -38,6 +38,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -78,11 +79,10 @@ var envVars = []envVar{
 	{"INVENTORY_SAGA_TASK_QUEUE", "orders", "the task queue of the workflows started for the events"},
 	{"INVENTORY_CLOSED_WORKFLOW", "none: quarantine", "workflow type started for an event whose saga already closed or does not exist; unset, the event is quarantined"},
 	{"METRICS_ADDR", "none", "when set, serves Prometheus metrics on http://ADDR/metrics"},
-	{outboxops.RetentionEnv, "168h", "keep published events (and inbox rows) this long, and in log mode a range partition of outbox_log this long after the sequence passed it; 0 turns cleanup off (the log's ranges are still made ahead)"},
-	{outboxops.InboxRetentionEnv, outboxops.RetentionEnv, "keep processed_events rows this long, at least " + outboxops.RetentionEnv + "; an answered request's key is kept longer, with its answer"},
-	{outboxops.CleanupIntervalEnv, "10m", "time between retention passes"},
-	{outboxops.CleanupBatchEnv, "1000", "rows per cleanup batch"},
-	{"OUTFLOW_RELAY_SOURCE", "poll", "poll: events go to outbox_events and the relay polls them; log: to the append-only log (outbox_log), which the relay reads once outbox_events is drained"},
+	{retentionEnv, "168h", "keep published events (and inbox rows) this long, and in log mode a range partition of outbox_log this long after the sequence passed it; 0 turns cleanup off (the log's ranges are still made ahead)"},
+	{inboxRetentionEnv, retentionEnv, "keep processed_events rows this long, at least " + retentionEnv + "; an answered request's key is kept longer, with its answer"},
+	{cleanupIntervalEnv, "10m", "time between retention passes"},
+	{cleanupBatchEnv, "1000", "rows per cleanup batch"},
 	{failpoints.EnvVar, "none", "fault injection for tests, e.g. inventory.after_commit=crash"},
 	{"OUTFLOW_LOG_LEVEL", "info", "debug, info, warn or error"},
 }
@@ -135,10 +135,15 @@ func printHelp(w io.Writer, fs *flag.FlagSet) {
 		fmt.Fprintf(w, "  %s (default %s)\n    \t%s\n", v.name, v.def, v.meaning)
 	}
 	fmt.Fprintln(w, "\nflags:\n  -h, --help\n    \tprint this help and exit")
+	// Flags with two dashes, as every outflow binary's help writes them
+	// (internal/cli.PrintFlags, which this public-packages-only binary
+	// cannot import).
+	var b strings.Builder
 	out := fs.Output()
-	fs.SetOutput(w)
+	fs.SetOutput(&b)
 	fs.PrintDefaults()
 	fs.SetOutput(out)
+	fmt.Fprint(w, regexp.MustCompile(`(?m)^  -([^-\s]{2,})`).ReplaceAllString(b.String(), "  --$1"))
 	fmt.Fprintln(w, "\nA malformed setting stops it before it serves (exit status 2). docs/inventory.md is the guide, docs/reference.md the HTTP API.")
 }
 
@@ -184,9 +189,6 @@ type config struct {
 	routes      RouteConfig
 	failpoints  *failpoints.Set
 	logLevel    slog.Level
-	// log: events go to the append-only log and the relay reads it
-	// (OUTFLOW_RELAY_SOURCE=log).
-	log bool
 	// retention is the database's retention (OUTFLOW_RETENTION, ...).
 	retention outboxops.ScheduleConfig
 }
@@ -223,14 +225,7 @@ func configFromEnv(getenv func(string) string) (config, error) {
 			errs = append(errs, fmt.Errorf("%s=%q: want host:port: %v", a.name, a.value, err))
 		}
 	}
-	switch src := strings.ToLower(strings.TrimSpace(get("OUTFLOW_RELAY_SOURCE", "poll"))); src {
-	case "poll":
-	case "log":
-		c.log = true
-	default:
-		errs = append(errs, fmt.Errorf("OUTFLOW_RELAY_SOURCE=%q: want poll (the default) or log; the inventory's own relay polls outbox_events or reads the log", src))
-	}
-	retention, err := outboxops.ScheduleConfigFromEnv(getenv)
+	retention, err := retentionFromEnv(getenv)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -273,8 +268,7 @@ func serve(cfg config, logger *slog.Logger) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	enq := outbox.NewEnqueuer(outbox.EnqueueConfig{Log: cfg.log})
-	svc, err := NewService(ServiceConfig{DB: db, Registerer: reg, Logger: logger, Failpoints: cfg.failpoints, Enqueuer: enq})
+	svc, err := NewService(ServiceConfig{DB: db, Registerer: reg, Logger: logger, Failpoints: cfg.failpoints})
 	if err != nil {
 		return err
 	}
@@ -294,29 +288,18 @@ func serve(cfg config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	rcfg := outbox.RelayConfig{Registerer: reg, Logger: logger, Failpoints: cfg.failpoints}
-	var relay outbox.Runner
-	if cfg.log {
-		// What outbox_events still holds is published first, then the log.
-		relay, err = outbox.NewLogSwitch(db, pub, outbox.LogConfig{RelayConfig: rcfg})
-	} else {
-		// What the log still holds (a database switched back from it) is
-		// published first, then outbox_events.
-		var poll *outbox.Relay
-		if poll, err = outbox.NewRelay(db, pub, rcfg); err == nil {
-			relay, err = outbox.NewLogLeave(db, pub, outbox.LogConfig{RelayConfig: rcfg}, poll)
-		}
-	}
+	// The relay of the database's recorded source (outboxctl source set),
+	// which the service's outbox.Enqueue writes to as well.
+	relay, err := outbox.NewSourceRelay(db, pub, outbox.SourceRelayConfig{
+		RelayConfig: outbox.RelayConfig{Registerer: reg, Logger: logger, Failpoints: cfg.failpoints}})
 	if err != nil {
 		return err
 	}
 
 	// The database's retention, as a starter keeps its own: old published
 	// events and inbox rows go, and the log's ranges are made ahead of its
-	// sequence whatever the source (a database switched back from the log
-	// may still be written to it), so an enqueue never runs out of them.
+	// sequence whatever the source, so an enqueue never runs out of them.
 	scfg := cfg.retention
-	scfg.Log = true
 	scfg.Failpoints, scfg.Registerer, scfg.Logger = cfg.failpoints, reg, logger
 	sched, err := outboxops.NewSchedule(db, scfg)
 	if err != nil {

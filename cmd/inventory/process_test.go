@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"net/http"
 	"regexp"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/outflow/outflow/internal/dev/proc"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
@@ -123,14 +125,21 @@ func startInventory(t *testing.T, bin string, env ...string) *proc.Server {
 		append([]string{"INVENTORY_ADDR=127.0.0.1:0", "OUTFLOW_FAILPOINTS=", "METRICS_ADDR="}, env...)...)
 }
 
-// TestLogSourceSignalsTheSaga: with OUTFLOW_RELAY_SOURCE=log the binary
-// writes its events to the append-only log, none to outbox_events, and its
-// relay (the log switch) delivers them to the saga in order, each once.
+// TestLogSourceSignalsTheSaga: on a database whose recorded source is the
+// log (`outboxctl source set log`, here after the binary migrated it) the
+// binary writes its events to the append-only log, none to outbox_events,
+// and its relay, which followed the source to the log, delivers them to
+// the saga in order, each once.
 func TestLogSourceSignalsTheSaga(t *testing.T) {
 	t.Parallel()
 	bin, db, env := processSetup(t)
 	orderID, saga := uuid.NewString(), "saga-"+uuid.NewString()
-	p := startInventory(t, bin, append(env, "OUTFLOW_RELAY_SOURCE=log")...)
+	p := startInventory(t, bin, env...)
+	_, err := outboxops.SetSource(t.Context(), db, outboxops.SourceLog, "test", "")
+	require.NoError(t, err)
+	wctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, p.WaitLog(wctx, "log source: reading the log"), "the relay followed the source to the log")
 
 	r := mustCall(t, http.MethodPost, "http://"+p.Addr+"/reservations", "log-"+orderID, reserveBody(orderID, saga, item("SKU-A", 2)))
 	require.Equal(t, http.StatusCreated, r.status, "%s", r.body)
@@ -189,7 +198,9 @@ func TestRetentionKeepsTheInventorysDatabase(t *testing.T) {
 
 	_, err = db.Exec(t.Context(), `SELECT setval('outbox_log_pos', 25000000)`)
 	require.NoError(t, err)
-	p = startInventory(t, bin, append(env, "OUTFLOW_RELAY_SOURCE=log")...)
+	_, err = outboxops.SetSource(t.Context(), db, outboxops.SourceLog, "test", "")
+	require.NoError(t, err)
+	p = startInventory(t, bin, env...)
 	require.Eventually(t, func() bool {
 		r, err := outbox.LogRangesOf(t.Context(), db)
 		return err == nil && r.Ahead == 2

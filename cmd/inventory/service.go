@@ -45,9 +45,8 @@ type ServiceConfig struct {
 	// Failpoints is where failpoints.InventoryAfterCommit is looked up
 	// (the binary passes failpoints.FromEnv()). Optional: none.
 	Failpoints *failpoints.Set
-	// Enqueuer writes the service's events: with outbox.EnqueueConfig.Log,
-	// to the append-only log its relay then reads (OUTFLOW_RELAY_SOURCE=log).
-	// Optional: nil writes them to outbox_events.
+	// Enqueuer writes the service's events. Optional: nil is
+	// outbox.Enqueue, which writes where the database's relay source says.
 	Enqueuer *outbox.Enqueuer
 }
 

@@ -11,10 +11,9 @@
 //	OUTFLOW_LOG_LEVEL   debug, info (default), warn or error
 //	OUTFLOW_LOG_FORMAT  text (default) or json; ORDERAPI_LOG_FORMAT is its older name, still read
 //	OUTFLOW_FAILPOINTS  fault injection for tests, e.g. orders.after_commit=crash
-//	OUTFLOW_RELAY_SOURCE  the starter's source: poll or cdc (default poll) write events to
-//	                    outbox_events, log to the append-only log outbox_log
 //
-// At start it logs `listening addr=HOST:PORT` with the address actually
+// Its events go where the database's relay source says (outbox.Enqueue
+// reads it; `outboxctl source set` changes it). At start it logs `listening addr=HOST:PORT` with the address actually
 // bound, which is what tests that pass port 0 read. `orderapi -h` lists the
 // variables, `orderapi --version` prints the build; an unknown flag or a
 // malformed setting is exit status 2.
@@ -38,7 +37,6 @@ import (
 	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/orders/orderhttp"
-	"github.com/outflow/outflow/outbox"
 )
 
 // AddrDefault is ORDERAPI_ADDR's default.
@@ -50,8 +48,6 @@ type config struct {
 	token string
 	// webhookSecret verifies POST /webhooks/stripe (STRIPE_WEBHOOK_SECRET).
 	webhookSecret string
-	// enqueuer writes where the relay source reads (OUTFLOW_RELAY_SOURCE).
-	enqueuer *outbox.Enqueuer
 }
 
 func configFromEnv(env *service.Env) config {
@@ -60,7 +56,6 @@ func configFromEnv(env *service.Env) config {
 		token: env.String("ORDERAPI_TOKEN", ""),
 
 		webhookSecret: env.String("STRIPE_WEBHOOK_SECRET", ""),
-		enqueuer:      service.Enqueuer(env),
 	}
 	if _, _, err := net.SplitHostPort(c.addr); err != nil {
 		env.Fail(fmt.Errorf("ORDERAPI_ADDR=%q: want host:port, e.g. %s: %v", c.addr, AddrDefault, err))
@@ -83,11 +78,10 @@ var command = cli.Command{
 	Summary: "outflow's order service: the HTTP API that commits each order change with its outbox event, until SIGINT or SIGTERM.",
 	Env: cli.Vars(
 		[]cli.Var{
-			service.DatabaseVar(database.DefaultURL, "the order app's database; its schema must be current (outboxctl migrate)"),
+			service.DatabaseVar(database.DefaultURL, "the order app's database; its schema must be current (outboxctl migrate --order-app)"),
 			{Name: "ORDERAPI_ADDR", Default: AddrDefault, Meaning: "listen address, host:port (port 0 picks a free one)"},
 			{Name: "ORDERAPI_TOKEN", Default: "none: unauthenticated", Meaning: "when set, /orders routes require Authorization: Bearer <token>"},
 			{Name: "STRIPE_WEBHOOK_SECRET", Default: "none: POST /webhooks/stripe answers 503", Meaning: "the webhook endpoint's signing secret (whsec_...) every Stripe event is verified with"},
-			service.RelaySourceVar(),
 			service.FailpointsVar(),
 		},
 		service.LogVars(),
@@ -132,7 +126,7 @@ func run(args []string) error {
 	defer pool.Close()
 
 	handler, err := orderhttp.New(orderhttp.Config{DB: pool, Token: cfg.token, Logger: logger, Failpoints: fps,
-		StripeWebhookSecret: cfg.webhookSecret, Enqueuer: cfg.enqueuer})
+		StripeWebhookSecret: cfg.webhookSecret})
 	if err != nil {
 		return err
 	}
@@ -153,7 +147,7 @@ func run(args []string) error {
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
 	}
-	logger.Info("listening", "addr", ln.Addr().String(), "outbox_log", cfg.enqueuer.Config().Log)
+	logger.Info("listening", "addr", ln.Addr().String())
 
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- srv.Serve(ln) }()

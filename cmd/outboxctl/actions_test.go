@@ -156,11 +156,11 @@ func TestOperatorActions(t *testing.T) {
 
 			// Retry, once the cause is mended: the rest of the order, in order.
 			pub.cure(r[1].ID)
-			b.ok(t, "retry", r[1].ID.String())
+			b.ok(t, "retry", r[1].ID.String(), "--yes")
 			b.waitDelivered(t, pub, retried, idsOf(r...), nil)
 
 			// Skip: never delivered; the order goes on past it.
-			b.ok(t, "skip", s[1].ID.String(), "--reason", "refunded by hand")
+			b.ok(t, "skip", s[1].ID.String(), "--reason", "refunded by hand", "--yes")
 			b.waitDelivered(t, pub, skipped, idsOf(s[0], s[2]), nil)
 			require.Regexp(t, `state\s+skipped`, b.ok(t, "show", s[1].ID.String(), "--temporal=false").stdout)
 

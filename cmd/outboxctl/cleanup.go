@@ -6,19 +6,19 @@ import (
 	"strings"
 	"time"
 
-	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
 
 // runCleanup deletes old published events and inbox rows in
 // bounded batches, printing progress per batch, then runs a pass of the log
-// source's retention (outbox.RetainLog: ranges made ahead of the log's
+// source's retention (outboxops.RetainLog: ranges made ahead of the log's
 // sequence, ranges no longer needed dropped).
 func runCleanup(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet(env, "cleanup", "cleanup --retention DURATION [--batch-size N] [--inbox-retention DURATION]")
+	fs := newFlagSet(env, "cleanup", "cleanup --retention DURATION [--batch-size N] [--inbox-retention DURATION] [--yes]")
 	retention := fs.Duration("retention", 0, "delete events published longer ago than this, e.g. 168h (mandatory)")
 	inbox := fs.Duration("inbox-retention", 0, "delete inbox rows (processed_events) older than this; at least --retention (default --retention)")
 	batch := fs.Int("batch-size", 1000, "rows per batch, each batch one short transaction (1 to 100000)")
+	yes := yesFlag(fs)
 	pos, err := parse(env, fs, args)
 	if err != nil {
 		return err
@@ -39,6 +39,15 @@ func runCleanup(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer pool.Close()
+	inboxRetention := *inbox
+	if inboxRetention == 0 {
+		inboxRetention = *retention
+	}
+	fmt.Fprintf(env.stdout, "plan: delete, in batches of %d, the events published more than %s ago and the inbox rows processed more than %s ago whose event is gone; then the log's retention pass (ranges made ahead, ranges no longer needed dropped)\n",
+		*batch, *retention, inboxRetention)
+	if ok, err := proceed(env, *yes, change{question: "Delete them? [y/N] ", done: "deleted", todo: "delete them"}); !ok {
+		return err
+	}
 	start := time.Now()
 	res, err := outboxops.Cleanup(ctx, pool, outboxops.CleanupOptions{
 		Retention: *retention, InboxRetention: *inbox, BatchSize: *batch, Failpoints: env.failpoints,
@@ -54,7 +63,7 @@ func runCleanup(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	fmt.Fprintf(env.stdout, "deleted %d events published before %s and %d inbox rows processed before %s\n",
 		res.EventsDeleted, res.EventsCutoff.UTC().Format(time.RFC3339), res.InboxDeleted, res.InboxCutoff.UTC().Format(time.RFC3339))
-	lres, err := outbox.RetainLog(ctx, pool, outbox.LogRetentionOptions{Retention: *retention})
+	lres, err := outboxops.RetainLog(ctx, pool, *retention)
 	env.logger.Info("outboxctl: log retention", "actor", env.actor, "retention", *retention,
 		"ranges_made", lres.Made, "ranges_sealed", lres.Sealed, "ranges_dropped", lres.Dropped, "busy", lres.Busy, "error", err)
 	switch {

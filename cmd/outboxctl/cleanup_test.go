@@ -83,7 +83,8 @@ func TestCleanup(t *testing.T) {
 	b := setup(t)
 	s := b.seedCleanup(t, 7)
 
-	r := b.ok(t, "cleanup", "--retention", "168h", "--batch-size", "3")
+	r := b.ok(t, "cleanup", "--retention", "168h", "--batch-size", "3", "--yes")
+	require.Contains(t, r.stdout, "plan: delete, in batches of 3, the events published more than 168h0m0s ago")
 	require.Equal(t, []string{
 		"outbox_events: batch 1 deleted 3 rows (3 so far)",
 		"outbox_events: batch 2 deleted 3 rows (6 so far)",
@@ -91,7 +92,7 @@ func TestCleanup(t *testing.T) {
 		"processed_events: batch 1 deleted 3 rows (3 so far)",
 		"processed_events: batch 2 deleted 3 rows (6 so far)",
 		"processed_events: batch 3 deleted 1 rows (7 so far)",
-	}, strings.Split(strings.TrimSpace(r.stdout), "\n")[:6])
+	}, strings.Split(strings.TrimSpace(r.stdout), "\n")[1:7])
 	require.Contains(t, r.stdout, "deleted 7 events")
 	require.Contains(t, r.stdout, "log: made 0 ranges ahead, dropped 0", "the log's ranges are there since the migration")
 	require.Contains(t, r.stderr, "outboxctl: cleanup")
@@ -102,7 +103,7 @@ func TestCleanup(t *testing.T) {
 	require.Equal(t, len(s.keep), kept, "never an unpublished, quarantined, skipped, backing-off, replayed or recent event")
 	require.Equal(t, 2, inbox, "the inbox rows of a retained event and recent ones stay")
 
-	r = b.ok(t, "cleanup", "--retention", "168h")
+	r = b.ok(t, "cleanup", "--retention", "168h", "--yes")
 	require.Contains(t, r.stdout, "deleted 0 events")
 
 	r = b.ctl(t, "replay", "--from", time.Now().Add(-30*24*time.Hour).UTC().Format(time.RFC3339),
@@ -124,7 +125,7 @@ func TestCleanupCrashMidBatch(t *testing.T) {
 	cleanup := func(failpoints string) (*exec.Cmd, []byte, error) {
 		ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
 		defer cancel()
-		cmd := exec.CommandContext(ctx, exe, "cleanup", "--retention", "168h", "--batch-size", "10")
+		cmd := exec.CommandContext(ctx, exe, "cleanup", "--retention", "168h", "--batch-size", "10", "--yes")
 		cmd.Env = append(os.Environ(), "DATABASE_URL="+b.url, "OUTFLOW_FAILPOINTS="+failpoints)
 		out, err := cmd.CombinedOutput()
 		return cmd, out, err

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/database"
 )
 
@@ -24,7 +26,7 @@ func newFlagSet(env *cliEnv, name, synopsis string) *flag.FlagSet {
 	fs.Var(urlValue{&env.databaseURL}, "database-url", "PostgreSQL `URL`, pgx/v5 syntax; overrides DATABASE_URL")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: outboxctl %s\n\nflags:\n", synopsis)
-		fs.PrintDefaults()
+		cli.PrintFlags(fs.Output(), fs)
 		fmt.Fprintln(fs.Output(), "\n`outboxctl -h` lists the environment variables.")
 	}
 	return fs
@@ -48,7 +50,7 @@ func (v urlValue) Set(s string) error {
 
 // parse parses flags that may come before, between or after the positional
 // arguments (`skip EVENT_ID --reason TEXT`), and returns the positionals. A
-// bad flag is a usage error (flag has printed it); -h prints the command's
+// bad flag is a usage error, printed with the usage; -h prints the command's
 // usage on stdout and is flag.ErrHelp.
 func parse(env *cliEnv, fs *flag.FlagSet, args []string) ([]string, error) {
 	usage := fs.Usage
@@ -56,7 +58,7 @@ func parse(env *cliEnv, fs *flag.FlagSet, args []string) ([]string, error) {
 	defer func() { fs.Usage = usage }()
 	var pos []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := cli.ParseFlags(fs, args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				out := fs.Output()
 				fs.SetOutput(env.stdout)
@@ -64,7 +66,8 @@ func parse(env *cliEnv, fs *flag.FlagSet, args []string) ([]string, error) {
 				fs.SetOutput(out)
 				return nil, err
 			}
-			usage() // on stderr, after flag's message
+			fmt.Fprintf(fs.Output(), "outboxctl %s: %v\n", fs.Name(), err)
+			usage() // on stderr, after the error
 			return nil, errUsage
 		}
 		if fs.NArg() == 0 {
@@ -116,33 +119,74 @@ func auditArgs(fs *flag.FlagSet, reason, actor, why string) error {
 	return nil
 }
 
-// timeArg parses the RFC 3339 time of flag name; a malformed one is a usage
-// error that shows how to write it.
-func timeArg(fs *flag.FlagSet, name, value string) (time.Time, error) {
-	t, err := time.Parse(time.RFC3339Nano, value)
-	if err != nil {
-		return time.Time{}, usagef(fs, "%s %q is not an RFC 3339 time; write it like 2025-06-01T10:00:00Z or 2025-06-01T12:00:00+02:00", name, value)
+// timeForms says how a TIME flag is written, for -h and for the error.
+const timeForms = "an RFC 3339 time such as 2025-06-01T10:00:00Z or 2025-06-01T12:00:00+02:00, or a Go duration meaning that long before now such as 2h or 30m"
+
+// timeArg parses the TIME of flag name: an RFC 3339 time, or a Go duration
+// meaning that long before now. A malformed one is a usage error that shows
+// both forms.
+func timeArg(fs *flag.FlagSet, name, value string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, value); err == nil {
+		return t, nil
 	}
-	return t, nil
+	if d, err := time.ParseDuration(value); err == nil && d >= 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, usagef(fs, "%s %q: want %s", name, value, timeForms)
 }
 
-// errNobodyToConfirm is [confirmed]'s answer when --yes was not given and
-// stdin is not a terminal.
-var errNobodyToConfirm = errors.New("stdin is not a terminal, so there is nobody to confirm")
+// yesFlag adds --yes to a command that changes data (see proceed).
+func yesFlag(fs *flag.FlagSet) *bool {
+	return fs.Bool("yes", false, "act without asking; without --yes a terminal is asked, and without a terminal the command only prints its plan and changes nothing (a dry run, exit status 0)")
+}
 
-// confirmed decides whether a command that changes many events at once goes
-// ahead, once it has printed what it would do: with --yes (yes) it does;
-// otherwise the operator at the terminal is asked question. Without a
-// terminal it returns errNobodyToConfirm, and the command says what --yes
-// would do (replay refuses, a bulk retry ends as a dry run).
-func confirmed(env *cliEnv, yes bool, question string) (bool, error) {
+// change is what a command that changes data would do, for [proceed].
+type change struct {
+	// question is asked at a terminal, e.g. "Retry 2 events? [y/N] ".
+	question string
+	// done is what nothing was when the command does not act, e.g.
+	// "retried".
+	done string
+	// todo is what --yes would do, e.g. "retry these 2 events".
+	todo string
+}
+
+// proceed is the one rule of every command that changes data (retry, skip,
+// replay, cleanup, source set, forget-customer), asked once the command
+// has printed its plan: with --yes (yes) it acts; at a terminal it asks;
+// with neither it is a dry run: it says that nothing was changed and what
+// --yes would do, and the command ends with exit status 0. An operator's
+// "no" at the terminal is an error (exit status 1) that says nothing was
+// done. migrate is not such a command: it only adds what the binaries
+// need, and scripts run it.
+func proceed(env *cliEnv, yes bool, c change) (bool, error) {
 	if yes {
 		return true, nil
 	}
 	if !env.interactive {
-		return false, errNobodyToConfirm
+		fmt.Fprintf(env.stdout, "dry run (stdin is not a terminal, so there is nobody to confirm): nothing was %s; pass --yes to %s\n", c.done, c.todo)
+		return false, nil
 	}
-	return confirm(env, question)
+	ok, err := confirm(env, c.question)
+	if err != nil {
+		return false, err
+	}
+	if !ok {
+		return false, fmt.Errorf("not confirmed; nothing was %s", c.done)
+	}
+	return true, nil
+}
+
+// rehearse runs do in a transaction it rolls back: a command that changes
+// one event shows as its plan the change itself, refusals included, and
+// leaves the database as it was.
+func rehearse(ctx context.Context, pool *pgxpool.Pool, do func(tx pgx.Tx) error) error {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	return do(tx)
 }
 
 // confirm asks question on stderr and reads a yes or no from stdin.

@@ -31,12 +31,13 @@ const waitPoll = 2 * time.Second
 // is projected cancelled or payment_failed before its last email, whose
 // workflow reads the customer's data after that.
 func runForgetCustomer(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet(env, "forget-customer", "forget-customer EMAIL --reason TEXT [--actor NAME] [--wait DURATION | --force]\n\n"+
+	fs := newFlagSet(env, "forget-customer", "forget-customer EMAIL --reason TEXT [--actor NAME] [--wait DURATION | --force] [--yes]\n\n"+
 		"Order app only: erases the data key of one of the order service's customers (tables orders, customer_keys).")
 	reason := fs.String("reason", "", "why this customer is forgotten (mandatory; recorded in customer_key_erasures)")
 	actor := fs.String("actor", env.actor, "who decided it (recorded in customer_key_erasures)")
 	wait := fs.Duration("wait", 0, "wait up to this long for the customer's workflows to finish (default: refuse at once, naming them)")
 	force := fs.Bool("force", false, "forget even while workflows of the customer still need the key: they fail (docs/privacy.md), and their orders are settled by hand")
+	yes := yesFlag(fs)
 	pos, err := parse(env, fs, args)
 	if err != nil {
 		return err
@@ -63,6 +64,11 @@ func runForgetCustomer(ctx context.Context, env *cliEnv, args []string) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("nothing was forgotten: forget-customer erases the data key of a customer of the order app, and this database has no order app (no table %s); "+
 			"point --database-url (DATABASE_URL) at the order app's database", strings.Join(missing, ", "))
+	}
+	fmt.Fprintf(env.stdout, "plan: erase the data key of the customer (subject %s), by %s: %q; every payload of theirs in any Temporal history becomes unreadable (refused while their workflows still need it, unless --force)\n",
+		hex.EncodeToString(codec.SubjectHash(email))[:16], *actor, *reason)
+	if ok, err := proceed(env, *yes, change{question: "Forget this customer? [y/N] ", done: "forgotten", todo: "forget this customer"}); !ok {
+		return err
 	}
 	g := &keyGuard{env: env, email: email, force: *force}
 	defer g.close()

@@ -37,24 +37,24 @@ func TestForgetCustomer(t *testing.T) {
 		PaymentMethod: "pm_card_visa", Items: []orders.Item{{SKU: "SKU-1", Quantity: 1, UnitAmount: 2500}}})
 	require.NoError(t, err)
 
-	r := b.ctl(t, "forget-customer", "ada@example.com")
+	r := b.ctl(t, "forget-customer", "ada@example.com", "--yes")
 	require.Equal(t, 2, r.code)
 	require.Contains(t, r.stderr, "--reason is mandatory")
 
-	r = b.ctl(t, "forget-customer", "ada@example.com", "--reason", "GDPR request PRIV-7")
+	r = b.ctl(t, "forget-customer", "ada@example.com", "--reason", "GDPR request PRIV-7", "--yes")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "nothing was forgotten: 1 workflows of the customer's 1 orders still need the key")
 	require.Contains(t, r.stderr, "order "+created.OrderID.String()+": OrderCreated event "+created.EventID.String()+" is not published yet")
 	var in handoff.EventInput
 	require.NoError(t, dc().FromPayloads(ada, &in), "nothing was forgotten")
-	r = b.ctl(t, "forget-customer", "ada@example.com", "--reason", "GDPR request PRIV-7", "--wait", "1s", "--force")
+	r = b.ctl(t, "forget-customer", "ada@example.com", "--reason", "GDPR request PRIV-7", "--wait", "1s", "--force", "--yes")
 	require.Equal(t, 2, r.code, "--wait and --force exclude each other")
 
 	// The order is settled and its events are past the retention (cleanup
 	// deleted them): no workflow is left to ask Temporal about.
 	b.exec(t, `UPDATE orders SET status = 'confirmed' WHERE id = $1`, created.OrderID)
 	require.EqualValues(t, 1, outboxtest.DeleteEvents(t, b.pool, outboxtest.Match{AggregateType: orders.AggregateType, AggregateID: created.OrderID.String()}))
-	r = b.ok(t, "forget-customer", "ADA@example.com ", "--reason", "GDPR request PRIV-7", "--actor", "dpo")
+	r = b.ok(t, "forget-customer", "ADA@example.com ", "--reason", "GDPR request PRIV-7", "--actor", "dpo", "--yes")
 	require.Contains(t, r.stdout, "forgot customer key "+string(ada.Payloads[0].Metadata[codec.MetadataKeyID]))
 	require.Contains(t, r.stdout, "PostgreSQL still holds the customer's 1 orders")
 	require.Contains(t, r.stderr, "customer forgotten")
@@ -69,7 +69,7 @@ func TestForgetCustomer(t *testing.T) {
 	require.Equal(t, "dpo", by)
 	require.Equal(t, "GDPR request PRIV-7", reason)
 
-	r = b.ok(t, "forget-customer", "ada@example.com", "--reason", "asked twice", "--actor", "dpo")
+	r = b.ok(t, "forget-customer", "ada@example.com", "--reason", "asked twice", "--actor", "dpo", "--yes")
 	require.Contains(t, r.stdout, "no customer key to erase")
 	require.Contains(t, r.stdout, "forgotten before")
 
@@ -77,7 +77,7 @@ func TestForgetCustomer(t *testing.T) {
 	_, err = orders.CreateOrder(b.ctx, b.pool, orders.CreateOrderParams{CustomerEmail: "grace@example.com", Currency: "usd",
 		PaymentMethod: "pm_card_visa", Items: []orders.Item{{SKU: "SKU-1", Quantity: 1, UnitAmount: 2500}}})
 	require.NoError(t, err)
-	r = b.ok(t, "forget-customer", "grace@example.com", "--reason", "fraud ring takedown, legal hold lifted", "--force")
+	r = b.ok(t, "forget-customer", "grace@example.com", "--reason", "fraud ring takedown, legal hold lifted", "--force", "--yes")
 	require.Contains(t, r.stdout, "--force: 1 workflows still needed the key")
 	require.ErrorIs(t, dc().FromPayloads(grace, &in), codec.ErrErased)
 }

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
 
@@ -19,7 +18,7 @@ const lastErrorWidth = 80
 
 // runList prints events one a line: id, type, aggregate, sequence, attempts,
 // state and the last error, truncated (`outboxctl show EVENT_ID` has it
-// whole). With --json it prints one JSON array of outboxops.EventInfo: the
+// whole), marked as history once the event got past it (eventError). With --json it prints one JSON array of outboxops.EventInfo: the
 // field names are the columns' (event_id, aggregate_type, ...,
 // last_error) plus state, and the last error is whole.
 func runList(ctx context.Context, env *cliEnv, args []string) error {
@@ -48,35 +47,15 @@ func runList(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	events, err := outboxops.List(ctx, pool, opts)
+	// The log source's quarantined holds are listed with the quarantined
+	// events, by their heads (the event each is stuck on), after them; its
+	// pending events with the pending ones: those after their partition's
+	// cursor, and those a retrying hold owns (outboxops.ListAll).
+	l, err := outboxops.ListAll(ctx, pool, opts)
 	if err != nil {
 		return err
 	}
-	// The log source's quarantined holds are listed with the quarantined
-	// events, by their heads (the event each is stuck on), after them.
-	var holds []outbox.QuarantinedLogHold
-	if opts.Quarantined && len(events) < opts.Limit {
-		all, err := outbox.QuarantinedLogHolds(ctx, pool, outbox.LogHoldFilter{AggregateType: opts.AggregateType})
-		if err != nil {
-			return err
-		}
-		for _, h := range all {
-			if (opts.AggregateID == "" || h.AggregateID == opts.AggregateID) && len(events)+len(holds) < opts.Limit {
-				holds = append(holds, h)
-			}
-		}
-	}
-	// The log source's pending events are listed with the pending ones,
-	// after them: those after their partition's cursor, then none of a
-	// quarantined hold (above) but those a retrying hold owns.
-	var logged []outbox.LogEventInfo
-	if opts.Pending && len(events) < opts.Limit {
-		logged, err = outbox.PendingLogEvents(ctx, pool, outbox.PendingLogFilter{
-			AggregateType: opts.AggregateType, AggregateID: opts.AggregateID, Limit: opts.Limit - len(events)})
-		if err != nil {
-			return err
-		}
-	}
+	events, holds, logged := l.Events, l.LogHolds, l.LogEvents
 	if *asJSON {
 		// An array even when nothing matches, so `jq length` says 0.
 		out := []any{}
@@ -84,10 +63,10 @@ func runList(ctx context.Context, env *cliEnv, args []string) error {
 			out = append(out, e)
 		}
 		for _, h := range holds {
-			out = append(out, logHoldJSON{QuarantinedLogHold: h, State: outboxops.StateQuarantined, Source: "log"})
+			out = append(out, logHoldJSON{LogHold: h, State: outboxops.StateQuarantined, Source: "log"})
 		}
 		for _, e := range logged {
-			out = append(out, logEventJSON{LogEventInfo: e, State: e.State(), Source: "log"})
+			out = append(out, logEventJSON{LogEvent: e, State: e.State(), Source: "log"})
 		}
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
@@ -113,7 +92,7 @@ func runList(ctx context.Context, env *cliEnv, args []string) error {
 // aggregate_id, aggregate_sequence, event_type, attempt_count, last_error,
 // quarantined_at, state), with its partition and source "log".
 type logHoldJSON struct {
-	outbox.QuarantinedLogHold
+	outboxops.LogHold
 	State  outboxops.EventState `json:"state"`
 	Source string               `json:"source"`
 }
@@ -123,7 +102,7 @@ type logHoldJSON struct {
 // its partition's cursor, "held" by a retrying hold), its key and
 // partition, and source "log".
 type logEventJSON struct {
-	outbox.LogEventInfo
+	outboxops.LogEvent
 	State  string `json:"state"`
 	Source string `json:"source"`
 }
@@ -131,7 +110,7 @@ type logEventJSON struct {
 // writeLogEvents prints log events one a line, like writeEvents: id, type,
 // aggregate, sequence, attempts, the state with its partition, and a held
 // event's last error, truncated.
-func writeLogEvents(w io.Writer, events []outbox.LogEventInfo) error {
+func writeLogEvents(w io.Writer, events []outboxops.LogEvent) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, e := range events {
 		fmt.Fprintf(tw, "%s\t%s\t%s/%s\tseq=%d\tattempts=%d\t%s (log, partition %d)\t%s\n",
@@ -143,7 +122,7 @@ func writeLogEvents(w io.Writer, events []outbox.LogEventInfo) error {
 // writeLogHolds prints quarantined log holds one a line, like writeEvents:
 // the head's id, type, aggregate, sequence, the hold's attempts, "quarantined
 // (log hold)" with its partition and the last error, truncated.
-func writeLogHolds(w io.Writer, indent string, holds []outbox.QuarantinedLogHold) error {
+func writeLogHolds(w io.Writer, indent string, holds []outboxops.LogHold) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, h := range holds {
 		id, typ, seq := "-", "-", "-"
@@ -162,9 +141,27 @@ func writeEvents(w io.Writer, indent string, events []outboxops.EventInfo) error
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, e := range events {
 		fmt.Fprintf(tw, "%s%s\t%s\t%s/%s\tseq=%d\tattempts=%d\t%s\t%s\n",
-			indent, e.ID, e.Type, e.AggregateType, e.AggregateID, e.Sequence, e.Attempts, e.State, lastError(e.LastError))
+			indent, e.ID, e.Type, e.AggregateType, e.AggregateID, e.Sequence, e.Attempts, e.State, eventError(e))
 	}
 	return tw.Flush()
+}
+
+// eventError renders an event's last_error (lastError) as what it is: the
+// error of now while the event fails, and history once it got past it. A
+// published event's error is error_before_publish=, and an unpublished
+// event's whose attempts an operator's retry (or a replay) reset is
+// error_before_retry=: neither fails now. A skipped event's stays
+// last_error=, the failure it was given up for.
+func eventError(e outboxops.EventInfo) string {
+	switch {
+	case e.LastError == "":
+		return ""
+	case e.State == outboxops.StatePublished:
+		return "error_before_publish=" + strings.TrimPrefix(lastError(e.LastError), "last_error=")
+	case e.State != outboxops.StateSkipped && e.Attempts == 0:
+		return "error_before_retry=" + strings.TrimPrefix(lastError(e.LastError), "last_error=")
+	}
+	return lastError(e.LastError)
 }
 
 // lastError renders an error on one line, bounded, quoted so a space-split

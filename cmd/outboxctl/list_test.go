@@ -3,6 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -53,6 +54,24 @@ func TestList(t *testing.T) {
 	require.Contains(t, r.stdout, "published")
 	r = b.ok(t, "list", "--limit", "1")
 	require.Len(t, lines(r.stdout), 1)
+
+	// An error the event got past is not shown as if it were current: a
+	// published event's, and a retried event's (attempts reset) until it
+	// fails again.
+	healed := b.enqueue(t, "o-healed", "OrderCreated")[0]
+	b.force(t, healed.ID, outboxtest.SetFailed(3, "Unavailable: temporal down", 0), outboxtest.SetPublished(0))
+	retried := b.enqueue(t, "o-retried", "OrderCreated")[0]
+	b.quarantine(t, retried.ID, "Unavailable: temporal down")
+	b.ok(t, "retry", retried.ID.String(), "--yes")
+	r = b.ok(t, "list", "--aggregate", "o-healed")
+	require.Contains(t, r.stdout, `published  error_before_publish="Unavailable: temporal down"`)
+	require.NotContains(t, r.stdout, "last_error=")
+	r = b.ok(t, "list", "--aggregate", "o-retried")
+	require.Contains(t, r.stdout, `attempts=0  pending  error_before_retry="Unavailable: temporal down"`)
+	require.NotContains(t, r.stdout, "last_error=")
+	b.force(t, retried.ID, outboxtest.SetFailed(1, "Unavailable: still down", time.Hour))
+	r = b.ok(t, "list", "--aggregate", "o-retried")
+	require.Contains(t, r.stdout, `backing_off  last_error="Unavailable: still down"`, "failing again: current")
 
 	r = b.ok(t, "list", "--aggregate", "o-nothing")
 	require.Empty(t, r.stdout)

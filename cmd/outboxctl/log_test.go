@@ -179,7 +179,7 @@ func TestLogOperatorCommands(t *testing.T) {
 	require.Contains(t, r.stdout, "no quarantined events match")
 
 	// retry one: the hold is retried, fails again and is quarantined again
-	r = b.ok(t, "retry", evs[0].ID.String())
+	r = b.ok(t, "retry", evs[0].ID.String(), "--yes")
 	require.Contains(t, r.stdout, "retried the log hold of order/"+bad)
 	require.Contains(t, r.stderr, "log hold retried")
 	eventually(t, 30*time.Second, func() bool {
@@ -202,18 +202,18 @@ func TestLogOperatorCommands(t *testing.T) {
 		require.NoError(t, err)
 		return len(hs) == 1 && hs[0].Quarantined && hs[0].Attempts > 0
 	}, "bulk-retried and quarantined again")
-	r = b.ctl(t, "retry", evs[2].ID.String())
+	r = b.ctl(t, "retry", evs[2].ID.String(), "--yes")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "use replay")
-	r = b.ctl(t, "retry", uuid.NewString())
+	r = b.ctl(t, "retry", uuid.NewString(), "--yes")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "nor is it in the log")
 
 	// skip: only the head, then the order's later event flows
-	r = b.ctl(t, "skip", evs[1].ID.String(), "--reason", "not the head")
+	r = b.ctl(t, "skip", evs[1].ID.String(), "--reason", "not the head", "--yes")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "not the head of a quarantined hold")
-	r = b.ok(t, "skip", evs[0].ID.String(), "--reason", "no route, ever (OPS-7)", "--actor", "ada")
+	r = b.ok(t, "skip", evs[0].ID.String(), "--reason", "no route, ever (OPS-7)", "--actor", "ada", "--yes")
 	require.Contains(t, r.stdout, "skipped "+evs[0].ID.String())
 	require.Contains(t, r.stdout, "projection settled: sequence 1 counts as applied")
 	require.Contains(t, r.stderr, "log event skipped")
@@ -236,8 +236,8 @@ func TestLogOperatorCommands(t *testing.T) {
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "before the replay horizon")
 	from := time.Now().Add(-10 * time.Minute).UTC().Format(time.RFC3339)
-	r = b.ctl(t, "replay", "--from", from, "--to", to, "--aggregate", good, "--aggregate-type", "order")
-	require.Equal(t, 2, r.code, "no terminal and no --yes: refused")
+	r = b.ok(t, "replay", "--from", from, "--to", to, "--aggregate", good, "--aggregate-type", "order")
+	require.Contains(t, r.stdout, "dry run", "no terminal and no --yes: a dry run")
 	r = b.ok(t, "replay", "--from", from, "--to", to, "--aggregate", good, "--aggregate-type", "order", "--yes")
 	require.Contains(t, r.stdout, "1 published log events of aggregate order/"+good)
 	require.Contains(t, r.stdout, "replayed 1 events")
@@ -329,7 +329,7 @@ func TestLogReplayPassesASkippedEvent(t *testing.T) {
 		require.NoError(t, err)
 		return len(hs) == 1 && hs[0].Quarantined
 	}, "sequence 2 quarantined")
-	r := b.ok(t, "skip", evs[1].ID.String(), "--reason", "no route, ever (OPS-9)")
+	r := b.ok(t, "skip", evs[1].ID.String(), "--reason", "no route, ever (OPS-9)", "--yes")
 	require.Contains(t, r.stdout, "it will never be published")
 	b.waitLogPublished(t, evs[0].ID, evs[2].ID)
 	rec.mu.Lock()
@@ -374,7 +374,7 @@ func TestLogSkipOfARedelivery(t *testing.T) {
 		return len(hs) == 1 && hs[0].Quarantined && hs[0].Replay
 	}, "the redelivery of sequence 1 quarantined")
 
-	r := b.ok(t, "skip", evs[0].ID.String(), "--reason", "workflow type retired (OPS-10)")
+	r := b.ok(t, "skip", evs[0].ID.String(), "--reason", "workflow type retired (OPS-10)", "--yes")
 	require.Contains(t, r.stdout, "skipped the redelivery of "+evs[0].ID.String())
 	require.Contains(t, r.stdout, "stays published")
 	require.NotContains(t, r.stdout, "projection settled")

@@ -1,18 +1,22 @@
 // Command outboxctl is outflow's operator CLI.
 //
-//	outboxctl migrate [--outbox-only]                   bring DATABASE_URL to the newest schema
+//	outboxctl migrate [--order-app | --outbox-only]    bring DATABASE_URL's outbox (and order app) to the newest schema
 //	outboxctl status [--json]                           backlog, quarantine, leases, throughput
 //	outboxctl list [--pending | --quarantined] [--aggregate ID] [--aggregate-type TYPE] [--limit N] [--json]
 //	outboxctl show EVENT_ID [--json]                    one event: every column, the whole last error, its workflow runs
-//	outboxctl retry EVENT_ID                            a quarantined or backing-off event: available now, attempts reset
+//	outboxctl retry EVENT_ID [--yes]                    a quarantined or backing-off event: available now, attempts reset
 //	outboxctl retry --quarantined [--since TIME] [--error-contains TEXT] [--aggregate-type TYPE] [--yes]
 //	                                                    every quarantined event selected, in audited batches
-//	outboxctl skip EVENT_ID --reason TEXT [--actor NAME]
-//	outboxctl replay --from TIME --to TIME [--aggregate ID] [--aggregate-type TYPE] [--yes]
-//	outboxctl cleanup --retention DURATION [--batch-size N] [--inbox-retention DURATION]
-//	outboxctl forget-customer EMAIL --reason TEXT [--actor NAME] [--wait DURATION | --force]
+//	outboxctl skip EVENT_ID --reason TEXT [--actor NAME] [--yes]
+//	outboxctl replay --from TIME [--to TIME] [--aggregate ID] [--aggregate-type TYPE] [--yes]
+//	outboxctl cleanup --retention DURATION [--batch-size N] [--inbox-retention DURATION] [--yes]
+//	outboxctl forget-customer EMAIL --reason TEXT [--actor NAME] [--wait DURATION | --force] [--yes]
 //	outboxctl help [COMMAND]
-//	outboxctl -h | --version
+//	outboxctl -h | --version | version
+//
+// TIME is RFC 3339 or a Go duration before now (2h). Every command that
+// changes data prints its plan, then acts with --yes, asks at a terminal,
+// and otherwise is a dry run that changes nothing (exit 0).
 //
 // status, list --quarantined, show, retry, skip and replay --aggregate cover
 // the log relay source's outbox_log too (its state, its quarantined holds,
@@ -29,7 +33,7 @@
 // server; --database-url overrides it. Every command but migrate refuses a
 // database whose schema is outdated: the outbox's, and the order app's where
 // the database has it, so the commands also serve a service's own database
-// (`migrate --outbox-only`). Every write is logged to stderr with who
+// (`migrate` gives it the outbox alone). Every write is logged to stderr with who
 // ran it ($USER@hostname unless --actor says otherwise). A connection
 // string is shown with its password masked (help, logs, errors).
 //
@@ -99,16 +103,18 @@ var commands map[string]command
 func init() {
 	// Assigned in init: help refers to the table.
 	commands = map[string]command{
-		"migrate":         {summary: "apply every pending schema migration to DATABASE_URL", run: runMigrate},
+		"migrate":         {summary: "apply the outbox's pending migrations to DATABASE_URL (and the order app's where installed, or with --order-app)", run: runMigrate},
 		"status":          {summary: "pending, oldest pending age, quarantined, leases by relay, recent throughput", run: runStatus},
 		"list":            {summary: "list events, one a line, the event id first; --json: one JSON array", run: runList},
 		"show":            {summary: "one event: every column, the whole last error, and its workflow runs in Temporal", run: runShow},
 		"retry":           {summary: "make a quarantined or backing-off event available now, attempts reset; --quarantined: every one a filter selects", run: runRetry},
 		"skip":            {summary: "give up a quarantined event (with a reason) so its aggregate flows again; settles an order of the order app too", run: runSkip},
 		"replay":          {summary: "deliver published events of a time window again", run: runReplay},
+		"source":          {summary: "print the relay source recorded in the database; `source set poll|cdc|log` changes it while everything runs", run: runSource},
 		"cleanup":         {summary: "delete old published events and inbox rows in bounded batches, and the log's partitions no longer needed", run: runCleanup},
 		"forget-customer": {summary: "order app only: erase one customer's data key: their Temporal histories become unreadable (audited)", run: runForgetCustomer},
 		"help":            {summary: "list the commands, or show one command's flags", run: runHelp},
+		"version":         {summary: "print the version, the VCS revision and the Go version (as --version)", run: runVersion},
 	}
 }
 
@@ -213,17 +219,19 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "\nenvironment:")
 	cli.PrintVars(w, environment)
 	fmt.Fprintln(w, "show and forget-customer reach Temporal through the TEMPORAL_* variables.")
+	fmt.Fprintln(w, "\nCommands that change data print their plan, then act with --yes, ask at a terminal, and otherwise")
+	fmt.Fprintln(w, "are a dry run that changes nothing (exit 0). TIME is RFC 3339 or a duration before now (2h).")
 	fmt.Fprintln(w, "\nexit status: 0 success, 1 the command failed, 2 usage (unknown command, bad flag or argument, malformed setting).")
 }
 
 // runHelp lists the commands, or shows one command's usage.
 func runHelp(ctx context.Context, env *cliEnv, args []string) error {
-	if len(args) == 0 {
+	if len(args) == 0 || args[0] == "help" || args[0] == "-h" || args[0] == "-help" || args[0] == "--help" {
 		usage(env.stdout)
 		return nil
 	}
 	cmd, ok := commands[args[0]]
-	if !ok || args[0] == "help" {
+	if !ok {
 		fmt.Fprintf(env.stderr, "outboxctl help: unknown command %q\n\n", args[0])
 		usage(env.stderr)
 		return errUsage
@@ -231,6 +239,20 @@ func runHelp(ctx context.Context, env *cliEnv, args []string) error {
 	help := *env
 	help.stderr = env.stdout
 	return cmd.run(ctx, &help, []string{"-h"})
+}
+
+// runVersion prints what --version prints.
+func runVersion(ctx context.Context, env *cliEnv, args []string) error {
+	fs := newFlagSet(env, "version", "version")
+	pos, err := parse(env, fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) > 0 {
+		return usagef(fs, "version takes no arguments, got %q", pos)
+	}
+	fmt.Fprint(env.stdout, cli.Version("outboxctl"))
+	return nil
 }
 
 // defaultActor is who runs the command, as recorded with skips and logged

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
@@ -36,8 +37,9 @@ func TestUsageAndUnknownCommand(t *testing.T) {
 }
 
 // TestMigrateBringsAnEmptyDatabaseUp starts from a database with no schema at
-// all: other binaries refuse it naming `outboxctl migrate`, and after the
-// command they accept it. A second run is a no-op.
+// all: the order app's binaries refuse it naming `outboxctl migrate
+// --order-app`, and after that command they accept it. A second run, with
+// or without the flag (the order app is installed now), is a no-op.
 func TestMigrateBringsAnEmptyDatabaseUp(t *testing.T) {
 	t.Parallel()
 	url := testdb.NewEmptyURL(t)
@@ -45,20 +47,24 @@ func TestMigrateBringsAnEmptyDatabaseUp(t *testing.T) {
 
 	_, err := database.OpenChecked(ctx, url)
 	require.ErrorIs(t, err, migrations.ErrOutdated)
-	require.ErrorContains(t, err, "outboxctl migrate")
+	require.ErrorContains(t, err, "outboxctl migrate --order-app")
 
 	// The first run says what it applied, file by file; the second that
 	// there was nothing to do.
 	for i, want := range [][]string{{
-		"outbox schema (outflow_schema_version): applied 11 migrations: 00001_init.sql, 00002_operations.sql, 00004_outbox_fillfactor.sql, 00006_replay_horizon.sql, 00010_outbox_bulk_retries.sql, 00012_log.sql, 00013_log_bulk_retries.sql, 00014_log_retention.sql, 00015_log_relays.sql, 00016_skip_tombstones.sql, 00017_log_lanes.sql; now at version 17; publication outflow_outbox present\n",
+		"outbox schema (outflow_schema_version): applied 12 migrations: 00001_init.sql, 00002_operations.sql, 00004_outbox_fillfactor.sql, 00006_replay_horizon.sql, 00010_outbox_bulk_retries.sql, 00012_log.sql, 00013_log_bulk_retries.sql, 00014_log_retention.sql, 00015_log_relays.sql, 00016_skip_tombstones.sql, 00017_log_lanes.sql, 00018_relay_source.sql; now at version 18; publication outflow_outbox present\n",
 		"order app schema (outflow_orders_schema_version): applied 7 migrations: 00001_init.sql, 00002_operations.sql, 00003_shipping_address.sql, 00005_idempotency_response_bytes.sql, 00007_projection_horizons.sql, 00008_customer_keys.sql, 00011_order_incidents.sql; now at version 11\n",
 	}, {
-		"outbox schema (outflow_schema_version): already up to date at version 17; publication outflow_outbox present\n",
+		"outbox schema (outflow_schema_version): already up to date at version 18; publication outflow_outbox present\n",
 		"order app schema (outflow_orders_schema_version): already up to date at version 11\n",
 	}} {
 		var out, errb bytes.Buffer
 		env := &cliEnv{stdout: &out, stderr: &errb, logger: nil, databaseURL: url}
-		require.NoError(t, runMigrate(ctx, env, nil), errb.String())
+		args := []string{"--order-app"}
+		if i == 1 {
+			args = nil
+		}
+		require.NoError(t, runMigrate(ctx, env, args), errb.String())
 		require.Equal(t, strings.Join(want, ""), out.String(), "run %d", i)
 	}
 	pool, err := database.OpenChecked(ctx, url)
@@ -88,10 +94,10 @@ func TestMigrateOutboxOnly(t *testing.T) {
 
 	r := b.ctl(t, "status")
 	require.Equal(t, 1, r.code)
-	require.Contains(t, r.stderr, "outboxctl migrate --outbox-only")
+	require.Contains(t, r.stderr, "run `outboxctl migrate` against this DATABASE_URL")
 
 	r = b.ok(t, "migrate", "--outbox-only")
-	require.Contains(t, r.stdout, "outbox schema (outflow_schema_version): applied 11 migrations: 00001_init.sql")
+	require.Contains(t, r.stdout, "outbox schema (outflow_schema_version): applied 12 migrations: 00001_init.sql")
 	require.NotContains(t, r.stdout, "order app")
 	var n int
 	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE tablename IN ('orders', 'idempotency_keys', 'customer_keys')`).Scan(&n))
@@ -130,8 +136,8 @@ func TestHelpAndUsageErrors(t *testing.T) {
 		{[]string{"list", "--pending", "--quarantined"}, "exclude each other"},
 		{[]string{"list", "--limit", "0"}, "out of range"},
 		{[]string{"status", "--frobnicate"}, "flag provided but not defined"},
-		{[]string{"replay", "--to", "2025-01-01T00:00:00Z"}, "--from is mandatory"},
-		{[]string{"replay", "--from", "yesterday", "--to", "2025-01-01T00:00:00Z"}, "not an RFC 3339 time"},
+		{[]string{"replay", "--to", "2025-01-01T00:00:00Z"}, "--from (or --since) is mandatory"},
+		{[]string{"replay", "--from", "yesterday", "--to", "2025-01-01T00:00:00Z"}, "want an RFC 3339 time"},
 		{[]string{"replay", "--from", "2025-01-02T00:00:00Z", "--to", "2025-01-01T00:00:00Z"}, "must be after"},
 		{[]string{"cleanup"}, "--retention is mandatory"},
 		{[]string{"cleanup", "--retention", "168h", "--inbox-retention", "1h"}, "shorter than --retention"},
@@ -140,4 +146,45 @@ func TestHelpAndUsageErrors(t *testing.T) {
 		require.Equal(t, 2, r.code, "%v: %s", tc.args, r.stderr)
 		require.Contains(t, r.stderr, tc.want, "%v", tc.args)
 	}
+}
+
+// TestMigrateOnAFreshDatabaseIsTheOutboxAlone: a plain `outboxctl migrate`
+// on a database with no schema creates the outbox's tables and none of the
+// order app's (a team's database is not given outflow's example tables),
+// and it refuses PostgreSQL's own database, which a DATABASE_URL left at
+// its default names, unless --system-database says it is meant.
+func TestMigrateOnAFreshDatabaseIsTheOutboxAlone(t *testing.T) {
+	t.Parallel()
+	url := testdb.NewEmptyURL(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b := &testBundle{ctx: ctx, url: url, pool: testdb.Open(t, url)}
+
+	r := b.ok(t, "migrate")
+	require.Contains(t, r.stdout, "outbox schema (outflow_schema_version): applied 12 migrations")
+	require.NotContains(t, r.stdout, "order app")
+	rows, err := b.pool.Query(ctx, `SELECT tablename::text FROM pg_tables WHERE schemaname = 'public' AND tablename NOT LIKE 'outbox%' ORDER BY 1`)
+	require.NoError(t, err)
+	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{"outflow_schema_version", "processed_events"}, tables, "only the outbox's tables")
+
+	r = b.ctl(t, "migrate", "--order-app", "--outbox-only")
+	require.Equal(t, 2, r.code, r.stderr)
+	require.Contains(t, r.stderr, "--order-app and --outbox-only contradict each other")
+
+	// PostgreSQL's own database: refused, naming the fix, nothing created.
+	system := testdb.AdminURL()
+	admin := testdb.Open(t, system)
+	schemaTables := func() (n int) {
+		require.NoError(t, admin.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE tablename LIKE 'outbox%' OR tablename LIKE 'outflow%'`).Scan(&n))
+		return n
+	}
+	before := schemaTables()
+	var out, errb bytes.Buffer
+	code := run(ctx, []string{"migrate", "--database-url", system}, &out, &errb)
+	require.Equal(t, 1, code, out.String())
+	require.Contains(t, errb.String(), `refusing to migrate "postgres", PostgreSQL's own database`)
+	require.Contains(t, errb.String(), "--system-database")
+	require.Equal(t, before, schemaTables(), "nothing was created in the system database")
 }

@@ -59,7 +59,7 @@ func TestOutboxOnlyDatabase(t *testing.T) {
 	require.Equal(t, 4, strings.Count(r.stdout, "\n"), "every type unless one is asked for: %s", r.stdout)
 
 	b.quarantine(t, stray.ID, "no workflow for InvoiceIssued")
-	r = b.ok(t, "retry", stray.ID.String())
+	r = b.ok(t, "retry", stray.ID.String(), "--yes")
 	require.Contains(t, r.stdout, "retried "+stray.ID.String())
 	require.Nil(t, b.row(t, stray.ID).QuarantinedAt)
 	b.quarantine(t, stray.ID, "no workflow for InvoiceIssued")
@@ -70,10 +70,10 @@ func TestOutboxOnlyDatabase(t *testing.T) {
 	require.NotNil(t, b.row(t, theirs.ID).QuarantinedAt, "only the invoice was selected")
 
 	b.quarantine(t, stray.ID, "no workflow for InvoiceIssued")
-	r = b.ok(t, "skip", stray.ID.String(), "--reason", "issued twice by a bug; voided by hand (BILL-9)")
+	r = b.ok(t, "skip", stray.ID.String(), "--reason", "issued twice by a bug; voided by hand (BILL-9)", "--yes")
 	require.Contains(t, r.stdout, "skipped "+stray.ID.String())
 	require.NotContains(t, r.stdout, "projection", "an invoice has no order projection")
-	r = b.ok(t, "skip", theirs.ID.String(), "--reason", "superseded by po-8")
+	r = b.ok(t, "skip", theirs.ID.String(), "--reason", "superseded by po-8", "--yes")
 	require.Contains(t, r.stdout, "skipped "+theirs.ID.String())
 	require.Contains(t, r.stdout, "no order projection settled: this database has no orders table (the order app is not here)")
 	require.NotNil(t, b.row(t, theirs.ID).SkippedAt)
@@ -91,12 +91,12 @@ func TestOutboxOnlyDatabase(t *testing.T) {
 	for _, id := range idsOf(issued, voided) { // the replay delivered ten days ago
 		outboxtest.Force(t, b.pool, outboxtest.Match{ID: id}, outboxtest.SetPublished(10*24*time.Hour), outboxtest.SetOccurred(11*24*time.Hour))
 	}
-	r = b.ok(t, "cleanup", "--retention", "168h")
+	r = b.ok(t, "cleanup", "--retention", "168h", "--yes")
 	require.Contains(t, r.stdout, "deleted 2 events published before")
 	events, _ := b.counts(t, idsOf(issued, voided))
 	require.Zero(t, events)
 
-	r = b.ctl(t, "forget-customer", "ada@example.com", "--reason", "GDPR art. 17 request, ticket PRIV-7")
+	r = b.ctl(t, "forget-customer", "ada@example.com", "--reason", "GDPR art. 17 request, ticket PRIV-7", "--yes")
 	require.Equal(t, 1, r.code, r.stderr)
 	require.Contains(t, r.stderr, "nothing was forgotten: forget-customer erases the data key of a customer of the order app, and this database has no order app (no table customer_key_erasures, customer_keys, orders)")
 

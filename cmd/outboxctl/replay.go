@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"slices"
@@ -11,19 +10,24 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
 
-// runReplay delivers the published events of a window again, after a
-// confirmation (see outboxops.Replay for the semantics against Temporal).
+// runReplay delivers the published events of a window again, after
+// printing the plan (proceed; see outboxops.Replay for the semantics
+// against Temporal).
 func runReplay(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet(env, "replay", "replay --from TIME --to TIME [--aggregate ID] [--aggregate-type TYPE] [--yes]")
-	from := fs.String("from", "", "window start, RFC 3339 (e.g. 2025-06-01T10:00:00Z), inclusive, on the events' occurred_at")
-	to := fs.String("to", "", "window end, RFC 3339, exclusive")
+	fs := newFlagSet(env, "replay", "replay --from TIME [--to TIME] [--aggregate ID] [--aggregate-type TYPE] [--yes]\n\n"+
+		"TIME is "+timeForms+";\n"+
+		"so `replay --since 2h` replays the last two hours.")
+	var from, to string
+	fs.StringVar(&from, "from", "", "window start `TIME`, inclusive, on the events' occurred_at (e.g. 2025-06-01T10:00:00Z, or 2h for two hours ago)")
+	fs.StringVar(&from, "since", "", "the same as --from: a `TIME`")
+	fs.StringVar(&to, "to", "", "window end `TIME`, exclusive (default now)")
+	fs.StringVar(&to, "until", "", "the same as --to: a `TIME`")
 	aggregate := fs.String("aggregate", "", "only this aggregate's events (e.g. an order id)")
 	aggregateType := fs.String("aggregate-type", "", "only aggregates of this type (e.g. order); with --aggregate, its type, which may be left out when one type only has an aggregate of that id")
-	yes := fs.Bool("yes", false, "do not ask for confirmation (required when stdin is not a terminal)")
+	yes := yesFlag(fs)
 	pos, err := parse(env, fs, args)
 	if err != nil {
 		return err
@@ -45,19 +49,35 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		opts.AggregateType = *aggregateType
 	}
-	for _, f := range []struct {
-		name, value string
-		dst         *time.Time
-	}{{"--from", *from, &opts.From}, {"--to", *to, &opts.To}} {
-		if f.value == "" {
-			return usagef(fs, "%s is mandatory", f.name)
-		}
-		if *f.dst, err = timeArg(fs, f.name, f.value); err != nil {
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	fromName, toName := "--from", "--to"
+	switch {
+	case given["from"] && given["since"]:
+		return usagef(fs, "--from and --since are one flag: give one")
+	case given["to"] && given["until"]:
+		return usagef(fs, "--to and --until are one flag: give one")
+	case given["since"]:
+		fromName = "--since"
+	}
+	if given["until"] {
+		toName = "--until"
+	}
+	now := time.Now()
+	if from == "" {
+		return usagef(fs, "--from (or --since) is mandatory: %s", timeForms)
+	}
+	if opts.From, err = timeArg(fs, fromName, from, now); err != nil {
+		return err
+	}
+	opts.To = now
+	if to != "" {
+		if opts.To, err = timeArg(fs, toName, to, now); err != nil {
 			return err
 		}
 	}
 	if !opts.To.After(opts.From) {
-		return usagef(fs, "--to (%s) must be after --from (%s)", *to, *from)
+		return usagef(fs, "%s (%s) must be after %s (%s)", toName, opts.To.Format(time.RFC3339), fromName, opts.From.Format(time.RFC3339))
 	}
 
 	pool, err := openDB(ctx, env)
@@ -81,17 +101,12 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 			return usagef(fs, "aggregates of %d types have the id %q (%s): say which with --aggregate-type", len(types), opts.AggregateID, strings.Join(types, ", "))
 		}
 	}
+	// The plan covers outbox_events' events and, when the window names an
+	// order, that order's events in the log, which the log replays through
+	// a hold (outboxops.PlanReplay), under the same replay horizon.
 	plan, err := outboxops.PlanReplay(ctx, pool, opts)
 	if err != nil {
 		return err
-	}
-	// An order's events in the log (OUTFLOW_RELAY_SOURCE=log) are replayed
-	// through a hold, one order at a time, under the same replay horizon.
-	var logPlan outboxops.LogReplayPlan
-	if opts.AggregateID != "" {
-		if logPlan, err = outboxops.PlanReplayLog(ctx, pool, opts); err != nil {
-			return err
-		}
 	}
 	scope := "all aggregates"
 	switch {
@@ -100,16 +115,10 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	case opts.AggregateType != "":
 		scope = "all " + opts.AggregateType + " aggregates"
 	}
-	if opts.AggregateID == "" {
-		lg, err := outbox.LogStatus(ctx, pool)
-		if err != nil {
-			return err
-		}
-		if lg.Used {
-			fmt.Fprintln(env.stdout, "the log's events (OUTFLOW_RELAY_SOURCE=log) are replayed one order at a time: name it with --aggregate and --aggregate-type")
-		}
+	if plan.LogNeedsOrder {
+		fmt.Fprintln(env.stdout, "the log's events (relay source log) are replayed one order at a time: name it with --aggregate and --aggregate-type")
 	}
-	if plan.Events == 0 && logPlan.Events == 0 {
+	if plan.Total() == 0 {
 		fmt.Fprintf(env.stdout, "no published events of %s occurred in [%s, %s); nothing to replay\n",
 			scope, opts.From.Format(time.RFC3339), opts.To.Format(time.RFC3339))
 		return nil
@@ -118,38 +127,25 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(env.stdout, "%d published events of %s (occurred %s .. %s) will be delivered again.\n",
 			plan.Events, scope, plan.First.UTC().Format(time.RFC3339), plan.Last.UTC().Format(time.RFC3339))
 	}
-	if logPlan.Events > 0 {
+	if lp := plan.Log; lp.Events > 0 {
 		fmt.Fprintf(env.stdout, "%d published log events of %s (sequence %d on, occurred %s .. %s) will be delivered again, in order, through a hold: the log replays the order's events from its first in the window to the newest delivered.\n",
-			logPlan.Events, scope, logPlan.FromSequence, logPlan.First.UTC().Format(time.RFC3339), logPlan.Last.UTC().Format(time.RFC3339))
+			lp.Events, scope, lp.FromSequence, lp.First.UTC().Format(time.RFC3339), lp.Last.UTC().Format(time.RFC3339))
 	}
 	fmt.Fprintln(env.stdout, "Workflows that completed stay one run; failed, terminated or timed-out ones run again (effects stay single).")
-	total := plan.Events + logPlan.Events
-	ok, err := confirmed(env, *yes, fmt.Sprintf("Replay %d events? [y/N] ", total))
-	if errors.Is(err, errNobodyToConfirm) {
-		return usagef(fs, "%v: pass --yes to replay these %d events", err, total)
-	}
-	if err != nil {
+	total := plan.Total()
+	if ok, err := proceed(env, *yes, change{
+		question: fmt.Sprintf("Replay %d events? [y/N] ", total),
+		done:     "replayed",
+		todo:     fmt.Sprintf("replay these %d events", total),
+	}); !ok {
 		return err
 	}
-	if !ok {
-		return errors.New("not confirmed; nothing was replayed")
-	}
-	var n int64
-	if plan.Events > 0 {
-		if n, err = outboxops.Replay(ctx, pool, opts); err != nil {
-			return err
-		}
-		env.logger.Info("outboxctl: events replayed", "events", n, "actor", env.actor,
-			"from", opts.From, "to", opts.To, "aggregate_type", opts.AggregateType, "aggregate_id", opts.AggregateID)
-	}
-	if logPlan.Events > 0 {
-		done, err := outboxops.ReplayLog(ctx, pool, opts)
-		if err != nil {
-			return err
-		}
-		env.logger.Info("outboxctl: log events replayed", "events", done.Events, "from_sequence", done.FromSequence, "actor", env.actor,
-			"from", opts.From, "to", opts.To, "aggregate_type", opts.AggregateType, "aggregate_id", opts.AggregateID)
-		n += done.Events
+	n, err := outboxops.Replay(ctx, pool, opts)
+	env.logger.Info("outboxctl: events replayed", "events", n, "planned_events", plan.Events, "planned_log_events", plan.Log.Events,
+		"log_from_sequence", plan.Log.FromSequence, "actor", env.actor,
+		"from", opts.From, "to", opts.To, "aggregate_type", opts.AggregateType, "aggregate_id", opts.AggregateID, "error", err)
+	if err != nil {
+		return err
 	}
 	fmt.Fprintf(env.stdout, "replayed %d events; the relays publish them again (outboxctl status shows the replays pending)\n", n)
 	return nil

@@ -13,7 +13,7 @@ import (
 	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
-// TestReplay: the published events of a window are counted, refused without
+// TestReplay: the published events of a window are counted, a dry run without
 // --yes when nobody can confirm, then flagged, unpublished and republished by
 // a relay with Event.Replay set; an interactive "n" replays nothing.
 // --aggregate is of the type --aggregate-type names, and must name one when
@@ -36,12 +36,14 @@ func TestReplay(t *testing.T) {
 	require.NotNil(t, b.row(t, evs[0].ID).PublishedAt, "nothing replayed")
 	args := []string{"replay", "--from", from, "--to", to, "--aggregate", "o-replay", "--aggregate-type", "order"}
 
-	// Not a terminal, no --yes: refused, nothing changed.
+	// Not a terminal, no --yes: a dry run, nothing changed (it was a
+	// refusal with exit status 2 before every command took one rule).
 	var out, errb bytes.Buffer
 	env := &cliEnv{stdout: &out, stderr: &errb, logger: quiet(), databaseURL: b.url, stdin: strings.NewReader(""), actor: "test"}
-	require.ErrorIs(t, runReplay(b.ctx, env, args[1:]), errUsage)
+	require.NoError(t, runReplay(b.ctx, env, args[1:]))
 	require.Contains(t, out.String(), "2 published events of aggregate order/o-replay")
-	require.Contains(t, errb.String(), "pass --yes")
+	require.Contains(t, out.String(), "dry run (stdin is not a terminal, so there is nobody to confirm): nothing was replayed; pass --yes to replay these 2 events")
+	require.NotNil(t, b.row(t, evs[0].ID).PublishedAt)
 	// A terminal answering "n": nothing changed.
 	env.interactive, env.stdin = true, strings.NewReader("n\n")
 	require.ErrorContains(t, runReplay(b.ctx, env, args[1:]), "not confirmed")
@@ -128,4 +130,47 @@ func (b *testBundle) enqueueTyped(t *testing.T, aggregateType, aggregateID, even
 	e, err := outbox.NewEvent(aggregateType, aggregateID, eventType, 1, map[string]string{"id": aggregateID})
 	require.NoError(t, err)
 	return testdb.Enqueue(t, b.pool, e)[0]
+}
+
+// TestReplayRelativeTimes: --since/--from and --until/--to take a Go
+// duration meaning that long before now, beside RFC 3339; --to defaults to
+// now. A malformed TIME names both forms, exits 2 and changes nothing.
+func TestReplayRelativeTimes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	recent := b.enqueue(t, "o-recent", "OrderCreated")[0]
+	old := b.enqueue(t, "o-old", "OrderCreated")[0]
+	b.force(t, recent.ID, outboxtest.SetOccurred(time.Hour), outboxtest.SetPublished(0))
+	b.force(t, old.ID, outboxtest.SetOccurred(3*time.Hour), outboxtest.SetPublished(0))
+
+	for _, args := range [][]string{
+		{"--since", "yesterday"}, {"--from", "2h", "--until", "an hour ago"}, {"--from", "-2h"},
+		{"--from", "2h", "--since", "2h"},
+	} {
+		r := b.ctl(t, append([]string{"replay", "--yes"}, args...)...)
+		require.Equal(t, 2, r.code, "%v: %s", args, r.stderr)
+		if args[len(args)-2] != "--since" {
+			require.Contains(t, r.stderr, "want an RFC 3339 time such as 2025-06-01T10:00:00Z", "%v", args)
+			require.Contains(t, r.stderr, "or a Go duration meaning that long before now such as 2h or 30m", "%v", args)
+		}
+		require.NotNil(t, b.row(t, recent.ID).PublishedAt, "nothing replayed")
+	}
+
+	// The last two hours, up to now: the recent event, not the old one.
+	r := b.ok(t, "replay", "--since", "2h", "--yes")
+	require.Contains(t, r.stdout, "1 published events of all aggregates")
+	require.Nil(t, b.row(t, recent.ID).PublishedAt)
+	require.NotNil(t, b.row(t, old.ID).PublishedAt)
+
+	// Four hours ago until two hours ago: the old event alone.
+	r = b.ok(t, "replay", "--from", "4h", "--until", "2h", "--yes")
+	require.Contains(t, r.stdout, "1 published events of all aggregates")
+	require.Nil(t, b.row(t, old.ID).PublishedAt)
+
+	r = b.ctl(t, "replay", "--from", "1h", "--to", "2h")
+	require.Equal(t, 2, r.code)
+	require.Contains(t, r.stderr, "--to (")
+	require.Contains(t, r.stderr, ") must be after --from (")
+
+	require.Contains(t, b.ok(t, "help", "replay").stdout, "or a Go duration meaning that long before now")
 }

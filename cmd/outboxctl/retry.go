@@ -2,17 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5"
 
-	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
 
@@ -22,13 +19,13 @@ func runRetry(ctx context.Context, env *cliEnv, args []string) error {
 	fs := newFlagSet(env, "retry", "retry EVENT_ID\n       outboxctl retry --quarantined [--since TIME] [--error-contains TEXT] [--aggregate-type TYPE] [--reason TEXT] [--batch-size N] [--yes]")
 	quarantined := fs.Bool("quarantined", false, "retry every quarantined event the filters select, in batches, and the log source's quarantined holds they select, after a count and a confirmation (audited)")
 	var filter outboxops.RetryFilter
-	since := fs.String("since", "", "with --quarantined: only events quarantined at or after this RFC 3339 time (e.g. when an outage began)")
+	since := fs.String("since", "", "with --quarantined: only events quarantined at or after this `TIME` (when an outage began): RFC 3339, or a duration before now such as 2h")
 	fs.StringVar(&filter.ErrorContains, "error-contains", "", "with --quarantined: only events whose last_error contains this text, ignoring case (e.g. Unavailable)")
 	fs.StringVar(&filter.AggregateType, "aggregate-type", "", "with --quarantined: only events of aggregates of this type (e.g. order)")
 	reason := fs.String("reason", "", "with --quarantined: why, recorded in the audit row (e.g. \"Temporal outage INC-42 resolved\")")
 	actor := fs.String("actor", env.actor, "with --quarantined: who asked, recorded in the audit row (retried_by)")
 	batch := fs.Int("batch-size", outboxops.RetryBatchSizeDefault, "with --quarantined: events per batch, each batch one short transaction (1 to 100000)")
-	yes := fs.Bool("yes", false, "with --quarantined: do not ask for confirmation; without it and without a terminal, only count (a dry run)")
+	yes := yesFlag(fs)
 	pos, err := parse(env, fs, args)
 	if err != nil {
 		return err
@@ -36,14 +33,14 @@ func runRetry(ctx context.Context, env *cliEnv, args []string) error {
 	if !*quarantined {
 		var bulkOnly []string
 		fs.Visit(func(f *flag.Flag) {
-			if f.Name != "database-url" {
+			if f.Name != "database-url" && f.Name != "yes" {
 				bulkOnly = append(bulkOnly, "--"+f.Name)
 			}
 		})
 		if len(bulkOnly) > 0 {
 			return usagef(fs, "%s: only with --quarantined (retry EVENT_ID retries one event, whatever its error)", strings.Join(bulkOnly, ", "))
 		}
-		return retryOne(ctx, env, fs, pos)
+		return retryOne(ctx, env, fs, pos, *yes)
 	}
 	switch {
 	case len(pos) > 0:
@@ -54,7 +51,7 @@ func runRetry(ctx context.Context, env *cliEnv, args []string) error {
 		return usagef(fs, "--batch-size %d is out of range; use 1 to 100000", *batch)
 	}
 	if *since != "" {
-		if filter.Since, err = timeArg(fs, "--since", *since); err != nil {
+		if filter.Since, err = timeArg(fs, "--since", *since, time.Now()); err != nil {
 			return err
 		}
 	}
@@ -63,8 +60,10 @@ func runRetry(ctx context.Context, env *cliEnv, args []string) error {
 	}, *yes)
 }
 
-// retryOne retries the event EVENT_ID names.
-func retryOne(ctx context.Context, env *cliEnv, fs *flag.FlagSet, pos []string) error {
+// retryOne retries the event EVENT_ID names: of outbox_events, or the
+// log's quarantined hold it is stuck on. Its plan is the retry rehearsed
+// (refusals included), then proceed decides.
+func retryOne(ctx context.Context, env *cliEnv, fs *flag.FlagSet, pos []string, yes bool) error {
 	id, err := eventIDArg(fs, pos)
 	if err != nil {
 		return err
@@ -74,12 +73,36 @@ func retryOne(ctx context.Context, env *cliEnv, fs *flag.FlagSet, pos []string) 
 		return err
 	}
 	defer pool.Close()
-	c, err := outboxops.Retry(ctx, pool, id)
-	if errors.Is(err, outbox.ErrEventNotFound) {
-		return retryLogEvent(ctx, env, pool, id, err)
-	}
-	if err != nil {
+	var c outboxops.Change
+	if err := rehearse(ctx, pool, func(tx pgx.Tx) (err error) {
+		c, err = outboxops.Retry(ctx, tx, id)
 		return err
+	}); err != nil {
+		return err
+	}
+	if e := c.Log; e != nil {
+		fmt.Fprintf(env.stdout, "plan: retry the log hold of %s/%s (stuck on %s, %s seq=%d): quarantined -> held, attempts %d -> 0\n",
+			e.AggregateType, e.AggregateID, id, e.Type, e.Sequence, e.Attempts)
+	} else {
+		fmt.Fprintf(env.stdout, "plan: retry %s (%s %s/%s seq=%d): %s -> %s, attempts %d -> %d\n",
+			id, c.After.Type, c.After.AggregateType, c.After.AggregateID, c.After.Sequence,
+			c.Before.State, c.After.State, c.Before.Attempts, c.After.Attempts)
+	}
+	if ok, err := proceed(env, yes, change{question: "Retry it? [y/N] ", done: "retried", todo: "retry it"}); !ok {
+		return err
+	}
+	if c, err = outboxops.Retry(ctx, pool, id); err != nil {
+		return err
+	}
+	if e := c.Log; e != nil {
+		// The log's quarantined hold the event is stuck on: its attempts
+		// went back to 0, and its worker publishes the event again.
+		env.logger.Info("outboxctl: log hold retried", "event_id", id, "actor", env.actor,
+			"aggregate_type", e.AggregateType, "aggregate_id", e.AggregateID, "aggregate_sequence", e.Sequence,
+			"partition", e.Partition, "previous_attempts", e.Attempts, "last_error", e.LastError)
+		fmt.Fprintf(env.stdout, "retried the log hold of %s/%s (stuck on %s, %s seq=%d): quarantined -> held, attempts %d -> 0; its hold worker publishes it again\n",
+			e.AggregateType, e.AggregateID, id, e.Type, e.Sequence, e.Attempts)
+		return nil
 	}
 	env.logger.Info("outboxctl: event retried", "event_id", id, "actor", env.actor,
 		"aggregate_type", c.Before.AggregateType, "aggregate_id", c.Before.AggregateID, "aggregate_sequence", c.Before.Sequence,
@@ -90,44 +113,9 @@ func retryOne(ctx context.Context, env *cliEnv, fs *flag.FlagSet, pos []string) 
 	return nil
 }
 
-// retryLogEvent retries the log source's quarantined hold that the log
-// event id is stuck on (outbox.RetryLogHold): the hold's attempts go back to
-// 0 and its worker publishes the event again at once. notFound is
-// outbox_events' answer, returned when the log has no such event either.
-func retryLogEvent(ctx context.Context, env *cliEnv, pool *pgxpool.Pool, id uuid.UUID, notFound error) error {
-	e, err := outbox.LogEventByID(ctx, pool, id)
-	if errors.Is(err, outbox.ErrEventNotFound) {
-		return fmt.Errorf("%w (nor is it in the log)", notFound)
-	}
-	if err != nil {
-		return err
-	}
-	switch st := e.State(); st {
-	case "quarantined":
-	case "published":
-		return fmt.Errorf("outbox: retry %s: %w: the log's relay delivered it; to deliver it again use replay (outboxctl replay --from ... --to ... --aggregate-type %s --aggregate %s)",
-			id, outboxops.ErrEventState, e.AggregateType, e.AggregateID)
-	case "held":
-		return fmt.Errorf("outbox: retry %s: %w: its order's log hold is not quarantined (attempts %d): the hold worker publishes it with backoff on its own",
-			id, outboxops.ErrEventState, e.Attempts)
-	default:
-		return fmt.Errorf("outbox: retry %s: %w: it is %s in the log", id, outboxops.ErrEventState, st)
-	}
-	if err := outbox.RetryLogHold(ctx, pool, e.AggregateType, e.AggregateID); err != nil {
-		return err
-	}
-	env.logger.Info("outboxctl: log hold retried", "event_id", id, "actor", env.actor,
-		"aggregate_type", e.AggregateType, "aggregate_id", e.AggregateID, "aggregate_sequence", e.Sequence,
-		"partition", e.Partition, "previous_attempts", e.Attempts, "last_error", e.LastError)
-	fmt.Fprintf(env.stdout, "retried the log hold of %s/%s (stuck on %s, %s seq=%d): quarantined -> held, attempts %d -> 0; its hold worker publishes it again\n",
-		e.AggregateType, e.AggregateID, id, e.Type, e.Sequence, e.Attempts)
-	return nil
-}
-
 // runRetryQuarantined prints how many quarantined events the filter
-// selects, with a sample, and retries them once confirmed the way replay
-// confirms (confirmed); without --yes and without a terminal it is a dry
-// run that changes nothing.
+// selects, with a sample, and retries them as proceed decides: without
+// --yes and without a terminal it is a dry run that changes nothing.
 func runRetryQuarantined(ctx context.Context, env *cliEnv, opts outboxops.RetryQuarantinedOptions, yes bool) error {
 	pool, err := openDB(ctx, env)
 	if err != nil {
@@ -167,16 +155,12 @@ func runRetryQuarantined(ctx context.Context, env *cliEnv, opts outboxops.RetryQ
 		}
 	}
 	total := plan.Events + int64(len(holds))
-	ok, err := confirmed(env, yes, fmt.Sprintf("Retry %d events? [y/N] ", total))
-	if errors.Is(err, errNobodyToConfirm) {
-		fmt.Fprintf(env.stdout, "dry run (%v): nothing was retried; pass --yes to retry these %d events\n", err, total)
-		return nil
-	}
-	if err != nil {
+	if ok, err := proceed(env, yes, change{
+		question: fmt.Sprintf("Retry %d events? [y/N] ", total),
+		done:     "retried",
+		todo:     fmt.Sprintf("retry these %d events", total),
+	}); !ok {
 		return err
-	}
-	if !ok {
-		return errors.New("not confirmed; nothing was retried")
 	}
 	start := time.Now()
 	opts.OnBatch = func(b outboxops.RetryBatch) {

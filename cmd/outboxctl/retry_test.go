@@ -23,7 +23,7 @@ func TestRetry(t *testing.T) {
 	done := b.enqueue(t, "o-done", "OrderCreated")[0]
 	b.force(t, done.ID, outboxtest.SetPublished(0))
 
-	r := b.ok(t, "retry", evs[0].ID.String())
+	r := b.ok(t, "retry", evs[0].ID.String(), "--yes")
 	require.Contains(t, r.stdout, "quarantined -> pending, attempts 20 -> 0")
 	require.Contains(t, r.stderr, "event retried")
 	require.Contains(t, r.stderr, "actor=")
@@ -35,10 +35,10 @@ func TestRetry(t *testing.T) {
 	b.runRelay(t)
 	b.waitPublished(t, idsOf(evs...)...)
 
-	r = b.ctl(t, "retry", uuid.NewString())
+	r = b.ctl(t, "retry", uuid.NewString(), "--yes")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "no outbox event has this ID")
-	r = b.ctl(t, "retry", done.ID.String())
+	r = b.ctl(t, "retry", done.ID.String(), "--yes")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "it was published at")
 	require.Contains(t, r.stderr, "use replay")
@@ -160,9 +160,9 @@ func TestRetryQuarantinedUsage(t *testing.T) {
 		want string
 	}{
 		{[]string{"retry", "--since", "2025-01-01T00:00:00Z"}, "--since: only with --quarantined"},
-		{[]string{"retry", "0190f7c2-0000-7000-8000-000000000000", "--yes"}, "--yes: only with --quarantined"},
+		{[]string{"retry", "0190f7c2-0000-7000-8000-000000000000", "--reason", "x"}, "--reason: only with --quarantined"},
 		{[]string{"retry", "--quarantined", "0190f7c2-0000-7000-8000-000000000000"}, "--quarantined takes no EVENT_ID"},
-		{[]string{"retry", "--quarantined", "--since", "yesterday"}, `--since "yesterday" is not an RFC 3339 time`},
+		{[]string{"retry", "--quarantined", "--since", "yesterday"}, `--since "yesterday": want an RFC 3339 time`},
 		{[]string{"retry", "--quarantined", "--batch-size", "0"}, "--batch-size 0 is out of range"},
 		{[]string{"retry", "--quarantined", "--actor", " "}, "--actor may not be empty"},
 	} {

@@ -16,7 +16,6 @@ import (
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
-	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
 
@@ -88,34 +87,18 @@ func runShow(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	defer pool.Close()
 
-	var out shown
-	raw, err := outboxops.EventRow(ctx, pool, id)
-	if errors.Is(err, outbox.ErrEventNotFound) {
-		// Not in outbox_events: an event of the log source, shown with its
-		// place in the log and its order's hold.
-		e, lerr := outbox.LogEventByID(ctx, pool, id)
-		if errors.Is(lerr, outbox.ErrEventNotFound) {
-			return fmt.Errorf("no event %s in the outbox, nor in the log (find event ids with `outboxctl list`)", id)
-		}
-		if lerr != nil {
-			return lerr
-		}
-		if raw, err = json.Marshal(e); err != nil {
-			return err
-		}
-		out.State = outboxops.EventState(e.State())
+	// An event of outbox_events, or of the log source, shown with its
+	// place in the log and its order's hold (outboxops.Show).
+	d, err := outboxops.Show(ctx, pool, id)
+	if errors.Is(err, outboxops.ErrEventNotFound) {
+		return fmt.Errorf("no event %s in the outbox, nor in the log (find event ids with `outboxctl list`)", id)
 	}
 	if err != nil {
 		return err
 	}
-	if out.Event, err = parseRow(string(raw)); err != nil {
+	out := shown{State: d.State, StateError: d.StateError}
+	if out.Event, err = parseRow(string(d.Row)); err != nil {
 		return fmt.Errorf("reading event %s: %w", id, err)
-	}
-	if out.State == "" {
-		out.State, err = eventState(ctx, pool, id, out.Event)
-		if err != nil {
-			out.StateError = err.Error()
-		}
 	}
 	if *askTemporal {
 		out.Temporal = workflowRuns(ctx, env, topts, id)
@@ -128,23 +111,6 @@ func runShow(ctx context.Context, env *cliEnv, args []string) error {
 		return enc.Encode(out)
 	}
 	return writeShown(env.stdout, out)
-}
-
-// eventState derives the event's state the way list does: outbox.List
-// over the event's aggregate, which holds it.
-func eventState(ctx context.Context, db outboxops.DB, id uuid.UUID, row orderedRow) (outboxops.EventState, error) {
-	aggType, _ := row.get("aggregate_type").(string)
-	aggID, _ := row.get("aggregate_id").(string)
-	events, err := outboxops.List(ctx, db, outboxops.ListOptions{AggregateType: aggType, AggregateID: aggID, Limit: 10000})
-	if err != nil {
-		return "", fmt.Errorf("deriving the state: %w", err)
-	}
-	for _, e := range events {
-		if e.ID == id {
-			return e.State, nil
-		}
-	}
-	return "", fmt.Errorf("the state is not derived: aggregate %s/%s has more than 10000 events", aggType, aggID)
 }
 
 // workflowRuns asks Temporal for the runs of workflow id; an unreachable
@@ -284,18 +250,6 @@ func parseRow(raw string) (orderedRow, error) {
 		row = append(row, column{Name: name, Value: v})
 	}
 	return row, nil
-}
-
-// get returns the column's value decoded (string, number, ...), or nil.
-func (r orderedRow) get(name string) any {
-	for _, c := range r {
-		if c.Name == name {
-			var v any
-			_ = json.Unmarshal(c.Value, &v)
-			return v
-		}
-	}
-	return nil
 }
 
 // MarshalJSON writes the columns as one object, in order.

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outflow/outflow/orders"
-	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
 
@@ -19,11 +17,12 @@ import (
 // event, and an order event in a database without the order app, is only
 // skipped, and the command says which happened.
 func runSkip(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet(env, "skip", "skip EVENT_ID --reason TEXT [--actor NAME]\n\n"+
+	fs := newFlagSet(env, "skip", "skip EVENT_ID --reason TEXT [--actor NAME] [--yes]\n\n"+
 		"An event of aggregate type order, in a database with the order app's orders table, also settles\n"+
 		"its sequence in the order's projection (in the same transaction), so the order's later events apply.")
 	reason := fs.String("reason", "", "why this event may be given up (mandatory; recorded in skip_reason)")
 	actor := fs.String("actor", env.actor, "who decided the skip (recorded in skipped_by)")
+	yes := yesFlag(fs)
 	pos, err := parse(env, fs, args)
 	if err != nil {
 		return err
@@ -47,36 +46,21 @@ func runSkip(ctx context.Context, env *cliEnv, args []string) error {
 	// A database without the order app (the outbox's own tables only) has
 	// no projection to settle: an event of aggregate type order there is
 	// some other service's order, and only skipped.
-	// An event not in outbox_events is looked for in the log, where only
-	// the head of a quarantined hold may be skipped (outbox.SkipLogEventTx).
-	// The head of a replay's hold that was delivered before the replay is
-	// a redelivery: its skip gives up that redelivery only, the event stays
-	// published, and its consumers, which had it, have nothing to settle.
+	// An event of the log is skipped with the log's rules (outboxops.SkipTx):
+	// only the head of a quarantined hold. The head of a replay's hold that
+	// was delivered before the replay is a redelivery: its skip gives up
+	// that redelivery only, the event stays published, and its consumers,
+	// which had it, have nothing to settle.
 	var (
 		c       outboxops.Change
-		logged  *outbox.LogEventInfo
 		settled string
 	)
-	err = pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+	skip := func(tx pgx.Tx) error {
 		var err error
-		c, err = outboxops.SkipTx(ctx, tx, id, *reason, *actor)
-		if errors.Is(err, outbox.ErrEventNotFound) {
-			e, lerr := outbox.SkipLogEventTx(ctx, tx, id, *actor, *reason)
-			if errors.Is(lerr, outbox.ErrEventNotFound) {
-				return fmt.Errorf("%w (nor is it in the log)", err)
-			}
-			if lerr != nil {
-				return lerr
-			}
-			logged = &e
-			c.Before = outboxops.EventInfo{ID: e.ID, AggregateType: e.AggregateType, AggregateID: e.AggregateID,
-				Sequence: e.Sequence, Type: e.Type, Attempts: e.Attempts, LastError: e.LastError}
-			err = nil
-		}
-		if err != nil {
+		if c, err = outboxops.SkipTx(ctx, tx, id, *reason, *actor); err != nil {
 			return err
 		}
-		if c.Before.AggregateType != orders.AggregateType || (logged != nil && logged.Redelivery) {
+		if c.Before.AggregateType != orders.AggregateType || (c.Log != nil && c.Log.Redelivery) {
 			return nil
 		}
 		missing, err := missingTables(ctx, tx, "orders")
@@ -92,10 +76,29 @@ func runSkip(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		settled = fmt.Sprintf("order %s's projection settled: sequence %d counts as applied", c.Before.AggregateID, c.Before.Sequence)
 		return nil
-	})
+	}
+	// The plan is the skip rehearsed (refusals included).
+	if err := rehearse(ctx, pool, skip); err != nil {
+		return err
+	}
+	what := fmt.Sprintf("%s (%s %s/%s seq=%d)", id, c.Before.Type, c.Before.AggregateType, c.Before.AggregateID, c.Before.Sequence)
+	if l := c.Log; l != nil && l.Redelivery {
+		fmt.Fprintf(env.stdout, "plan: skip the redelivery of %s by a replay (it stays published), by %s: %q\n", what, *actor, *reason)
+	} else {
+		fmt.Fprintf(env.stdout, "plan: skip %s, by %s: %q; it will never be published, and its aggregate's later events flow again\n", what, *actor, *reason)
+	}
+	if settled != "" {
+		fmt.Fprintf(env.stdout, "plan: %s\n", settled)
+	}
+	if ok, err := proceed(env, *yes, change{question: "Skip it? [y/N] ", done: "skipped", todo: "skip it"}); !ok {
+		return err
+	}
+	c, settled = outboxops.Change{}, ""
+	err = pgx.BeginFunc(ctx, pool, skip)
 	if err != nil {
 		return err
 	}
+	logged := c.Log
 	if logged != nil && logged.Redelivery {
 		env.logger.Info("outboxctl: log event's redelivery skipped", "event_id", id, "actor", *actor, "reason", *reason,
 			"aggregate_type", logged.AggregateType, "aggregate_id", logged.AggregateID, "aggregate_sequence", logged.Sequence,

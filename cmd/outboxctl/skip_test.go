@@ -18,14 +18,14 @@ func TestSkip(t *testing.T) {
 	evs := b.enqueue(t, b.order(t), "OrderCreated", "OrderCancelled")
 	dflt := b.enqueue(t, b.order(t), "OrderCreated")[0]
 
-	r := b.ctl(t, "skip", evs[0].ID.String(), "--reason", "bad payload")
+	r := b.ctl(t, "skip", evs[0].ID.String(), "--reason", "bad payload", "--yes")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "it is pending, not quarantined")
 
 	b.quarantine(t, evs[0].ID, "payload fails validation")
 	b.quarantine(t, dflt.ID, "payload fails validation")
 	rec := b.runRelay(t)
-	r = b.ok(t, "skip", evs[0].ID.String(), "--reason", "SKU deleted; refunded by hand (OPS-42)", "--actor", "ada")
+	r = b.ok(t, "skip", evs[0].ID.String(), "--reason", "SKU deleted; refunded by hand (OPS-42)", "--actor", "ada", "--yes")
 	require.Contains(t, r.stdout, "skipped "+evs[0].ID.String())
 	require.Contains(t, r.stderr, "event skipped")
 	row := b.row(t, evs[0].ID)
@@ -39,10 +39,10 @@ func TestSkip(t *testing.T) {
 	}
 	require.Nil(t, b.row(t, evs[0].ID).PublishedAt)
 
-	b.ok(t, "skip", dflt.ID.String(), "--reason", "duplicate order")
+	b.ok(t, "skip", dflt.ID.String(), "--reason", "duplicate order", "--yes")
 	require.Regexp(t, `^.+@.+$`, b.row(t, dflt.ID).SkippedBy, "actor defaults to $USER@hostname")
 
-	r = b.ctl(t, "skip", evs[0].ID.String(), "--reason", "again")
+	r = b.ctl(t, "skip", evs[0].ID.String(), "--reason", "again", "--yes")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "already skipped by ada")
 }
@@ -66,7 +66,7 @@ func TestSkipSettlesOrderSequence(t *testing.T) {
 	b.exec(t, `UPDATE orders SET status = 'payment_failed', applied_sequence = 1 WHERE id = $1`, orderID)
 	b.quarantine(t, stray.ID, "no workflow for OrderAudited")
 
-	b.ok(t, "skip", stray.ID.String(), "--reason", "no workflow takes OrderAudited", "--actor", "ada")
+	b.ok(t, "skip", stray.ID.String(), "--reason", "no workflow takes OrderAudited", "--actor", "ada", "--yes")
 	var applied int64
 	require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT applied_sequence FROM orders WHERE id = $1`, orderID).Scan(&applied))
 	require.EqualValues(t, 2, applied, "the cancel (3) is next")
@@ -78,7 +78,7 @@ func TestSkipSettlesOrderSequence(t *testing.T) {
 	// refused and rolled back with it.
 	orphan := b.enqueue(t, uuid.NewString(), "OrderCreated")[0]
 	b.quarantine(t, orphan.ID, "order row is gone")
-	r := b.ctl(t, "skip", orphan.ID.String(), "--reason", "orphan", "--actor", "ada")
+	r := b.ctl(t, "skip", orphan.ID.String(), "--reason", "orphan", "--actor", "ada", "--yes")
 	require.Equal(t, 1, r.code)
 	require.Contains(t, r.stderr, "order not found")
 	row := b.row(t, orphan.ID)

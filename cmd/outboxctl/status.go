@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
 
@@ -29,38 +28,20 @@ func runStatus(ctx context.Context, env *cliEnv, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	s, err := outboxops.Status(ctx, pool)
-	if err != nil {
-		return err
-	}
 	// The cdc relay source's slot, when one exists (OUTFLOW_CDC_SLOT names
-	// it as for the starter).
-	slot, hasSlot, err := outbox.Slot(ctx, pool, os.Getenv("OUTFLOW_CDC_SLOT"))
-	if err != nil {
-		return err
-	}
-	// The log source's state, when the log was ever written.
-	lg, err := outbox.LogStatus(ctx, pool)
+	// it as for the starter), and the log source's state, when the log was
+	// ever written, are in the report.
+	s, err := outboxops.StatusOf(ctx, pool, outboxops.StatusOptions{CDCSlot: os.Getenv("OUTFLOW_CDC_SLOT")})
 	if err != nil {
 		return err
 	}
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
-		out := struct {
-			outboxops.StatusReport
-			CDCSlot *outbox.SlotStatus      `json:"cdc_slot,omitempty"`
-			Log     *outbox.LogStatusReport `json:"log,omitempty"`
-		}{StatusReport: s}
-		if hasSlot {
-			out.CDCSlot = &slot
-		}
-		if lg.Used {
-			out.Log = &lg
-		}
-		return enc.Encode(out)
+		return enc.Encode(s)
 	}
 	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "source\t%s\t(since %s, by %s%s)\n", s.Source.Source, s.Source.ChangedAt.UTC().Format(time.RFC3339), s.Source.ChangedBy, reasonSuffix(s.Source.Reason))
 	oldest := "-"
 	if s.Pending > 0 {
 		oldest = s.OldestPendingAge.Round(time.Millisecond).String()
@@ -86,7 +67,7 @@ func runStatus(ctx context.Context, env *cliEnv, args []string) error {
 		horizon = "events published before " + s.CleanupHorizon.UTC().Format(time.RFC3339) + " may be deleted"
 	}
 	fmt.Fprintf(tw, "cleanup\t%s\t\n", horizon)
-	if hasSlot {
+	if slot := s.CDCSlot; slot != nil {
 		state := "active (a cdc relay streams it)"
 		if !slot.Active {
 			state = "inactive (no cdc relay streams it; it still retains WAL)"
@@ -102,15 +83,15 @@ func runStatus(ctx context.Context, env *cliEnv, args []string) error {
 			fmt.Fprintf(tw, "  LOST\t\tthe slot can no longer stream: see docs/operations.md, \"A lost slot\"\n")
 		}
 	}
-	if lg.Used {
-		writeLogStatus(tw, lg)
+	if s.Log != nil {
+		writeLogStatus(tw, *s.Log)
 	}
 	return tw.Flush()
 }
 
 // writeLogStatus prints the log source's part of the status: its pending
 // events, the horizon, its holds and each partition's cursor and lease.
-func writeLogStatus(tw io.Writer, lg outbox.LogStatusReport) {
+func writeLogStatus(tw io.Writer, lg outboxops.LogStatusReport) {
 	seconds := func(s float64) string {
 		return (time.Duration(s * float64(time.Second))).Round(time.Millisecond).String()
 	}

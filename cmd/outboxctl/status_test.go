@@ -30,6 +30,7 @@ func TestStatus(t *testing.T) {
 	b.force(t, leased.ID, outboxtest.SetLeased("relay-7", 30*time.Second))
 
 	r := b.ok(t, "status")
+	require.Regexp(t, `source\s+poll\s+\(since .*, by migration`, r.stdout, "the recorded source first")
 	require.Regexp(t, `pending\s+3\s+\(oldest 1m3\d`, r.stdout)
 	require.Regexp(t, `backing off\s+1`, r.stdout)
 	require.Regexp(t, `quarantined\s+1\s+\(outboxctl list --quarantined`, r.stdout)
@@ -55,6 +56,10 @@ func TestStatus(t *testing.T) {
 	require.Regexp(t, regexp.MustCompile(`^\d{4}-\d\d-\d\dT`), lease["earliest_expiry"])
 	require.Nil(t, got["cleanup_horizon"])
 	require.Contains(t, got, "checked_at")
+	require.Equal(t, "poll", got["source"].(map[string]any)["source"])
+
+	b.ok(t, "source", "set", "log", "--reason", "status test", "--yes")
+	require.Regexp(t, `source\s+log\s+\(since .*, by .*: status test\)`, b.ok(t, "status").stdout)
 }
 
 // TestStatusShowsCDCSlot: when the cdc relay source's slot exists, status

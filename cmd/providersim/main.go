@@ -36,7 +36,7 @@ var command = cli.Command{
 	Summary: "serves the Stripe-compatible payment API and the Resend-compatible email API simulators, until SIGINT or SIGTERM.",
 	Env: cli.Vars(
 		[]cli.Var{
-			{Name: "PROVIDERSIM_ADDR", Default: defaultAddr, Meaning: "listen address, host:port (port 0 picks a free one); -addr overrides it"},
+			{Name: "PROVIDERSIM_ADDR", Default: defaultAddr, Meaning: "listen address, host:port (port 0 picks a free one); --addr overrides it"},
 			{Name: "PROVIDERSIM_WEBHOOK_URL", Default: "none: no webhook is sent", Meaning: "where the simulator delivers its Stripe webhook events (the order API's http://HOST:PORT/webhooks/stripe)"},
 			{Name: "STRIPE_WEBHOOK_SECRET", Default: "none", Meaning: "the signing secret (whsec_...) the webhooks are signed with, the order API's own; required with PROVIDERSIM_WEBHOOK_URL"},
 		},
@@ -87,7 +87,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	sim := providersim.New(providersim.Options{Logger: logger, WebhookURL: webhookURL, WebhookSecret: webhookSecret})
 	url, err := sim.Start(addr)
 	if err != nil {
-		return fmt.Errorf("%w (set PROVIDERSIM_ADDR or -addr to a free address, or port 0)", err)
+		return fmt.Errorf("%w (set PROVIDERSIM_ADDR or --addr to a free address, or port 0)", err)
 	}
 	logger.Info("listening", "url", url,
 		"stripe_api_base", url, "email_api_base", url, "ledger", url+"/_sim/ledger")

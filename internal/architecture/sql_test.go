@@ -30,15 +30,16 @@ var queryMethods = []string{"Exec", "Query", "QueryRow", "ExecContext", "QueryCo
 
 var (
 	sqlText = regexp.MustCompile(`(?is)^\s*(SELECT|INSERT|UPDATE|DELETE|WITH|CREATE|DROP|ALTER|TRUNCATE|VACUUM|ANALYZE|CHECKPOINT|LISTEN|NOTIFY|SET|SHOW)\b`)
-	// databaseDDL names a database, which no placeholder can stand for.
-	databaseDDL = regexp.MustCompile(`(?is)^\s*(CREATE|DROP|ALTER) DATABASE\b`)
+	// databaseDDL names a database or a schema (outboxtest.NewSchema's),
+	// which no placeholder can stand for.
+	databaseDDL = regexp.MustCompile(`(?is)^\s*(CREATE|DROP|ALTER) (DATABASE|SCHEMA)\b`)
 	// namedGet is an untyped look-up of a statement by its name.
 	namedGet = regexp.MustCompile(`(?i)queries$`)
 )
 
 // inlineSQL: where src, a file that is not a test, sends SQL it writes as a
 // Go string, or looks a statement up by name (Queries.Get), instead of
-// running a bound statement. DDL that names a database is allowed: its name
+// running a bound statement. DDL that names a database or schema is allowed: its name
 // can only be quoted into the text.
 func inlineSQL(name string, src []byte) []string {
 	fset := token.NewFileSet()

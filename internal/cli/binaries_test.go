@@ -33,6 +33,11 @@ var helpNames = map[string][]string{
 	"inventory":   {"INVENTORY_DATABASE_URL", "INVENTORY_ADDR", "TEMPORAL_ADDRESS", "TEMPORAL_NAMESPACE", "INVENTORY_SIGNAL", "INVENTORY_SAGA_WORKFLOW", "METRICS_ADDR", "OUTFLOW_RETENTION", "OUTFLOW_FAILPOINTS"},
 }
 
+// singleDashLong is a flag longer than one letter written with one dash
+// (-database-url) at the start of a help line or after a space or
+// backquote: help writes --database-url (cli.PrintFlags).
+var singleDashLong = regexp.MustCompile("(?m)(^|[ `\\[(])-[a-z][a-z0-9]+(-[a-z0-9]+)*\\b")
+
 // TestEveryBinaryAnswersHelpAndVersion builds every main package of the
 // module (with VCS stamping) and runs each with -h, --version and an
 // unknown flag, its whole environment pointing at a listener of the test
@@ -122,6 +127,7 @@ func TestEveryBinaryAnswersHelpAndVersion(t *testing.T) {
 				require.Contains(t, stdout, "\n  "+v, "%s %s lists %s", name, arg, v)
 			}
 			require.NotContains(t, stdout+stderr, "s3cret-pw", "%s %s", name, arg)
+			require.NotRegexp(t, singleDashLong, stdout, "%s %s writes its flags --name", name, arg)
 		}
 
 		code, stdout, stderr := run(bin, "--version")
@@ -142,6 +148,7 @@ func TestEveryBinaryAnswersHelpAndVersion(t *testing.T) {
 		require.Zero(t, code, "outboxctl %v: %s", args, stderr)
 		require.Contains(t, stdout, "postgres://outflow:xxxxx@"+addr, "outboxctl %v", args)
 		require.NotContains(t, stdout+stderr, "s3cret-pw", "outboxctl %v", args)
+		require.NotRegexp(t, singleDashLong, stdout, "outboxctl %v writes its flags --name", args)
 	}
 	code, _, stderr := run(ctl, "status", "--no-such-flag")
 	require.Equal(t, 2, code)

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"runtime/debug"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -51,9 +52,9 @@ environment:
 flags:
   -h, --help
     	print this help and exit
-  -addr ADDRESS
+  --addr ADDRESS
     	listen ADDRESS
-  -version
+  --version
     	print the module version and VCS revision, and exit
 
 See the docs.
@@ -75,12 +76,22 @@ func TestVersion(t *testing.T) {
 	require.Contains(t, versionOf("thing", bi), "thing github.com/outflow/outflow (devel)\nrevision unknown (built without VCS stamping")
 }
 
+// TestVersionFromLdflags: a release build's -ldflags -X sets version, which
+// --version prints in place of the build information's module version.
+func TestVersionFromLdflags(t *testing.T) {
+	old := version
+	t.Cleanup(func() { version = old })
+	version = "v0.1.0"
+	bi := &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: "github.com/outflow/outflow", Version: "(devel)"}}
+	require.True(t, strings.HasPrefix(versionOf("thing", bi), "thing github.com/outflow/outflow v0.1.0\n"), versionOf("thing", bi))
+}
+
 func TestBadCommandLinesExit2(t *testing.T) {
 	t.Parallel()
 	stdout, stderr, err := parse(t, "-bogus")
 	require.Equal(t, ExitUsage, ExitCode(err))
 	require.Empty(t, stdout)
-	require.Contains(t, stderr, "flag provided but not defined: -bogus\nusage: thing [flags] (thing -h for help)\n")
+	require.Contains(t, stderr, "flag provided but not defined: --bogus\nusage: thing [flags] (thing -h for help)\n")
 	var errb bytes.Buffer
 	require.Equal(t, ExitUsage, Report(&errb, "thing", err))
 	require.Empty(t, errb.String(), "Parse has said it already")
@@ -88,6 +99,10 @@ func TestBadCommandLinesExit2(t *testing.T) {
 	_, stderr, err = parse(t, "-addr", ":1", "extra")
 	require.Equal(t, ExitUsage, ExitCode(err))
 	require.Contains(t, stderr, `thing: no arguments expected, got ["extra"]`)
+
+	_, stderr, err = parse(t, "-addr")
+	require.Equal(t, ExitUsage, ExitCode(err))
+	require.Equal(t, "flag needs an argument: --addr\nusage: thing [flags] (thing -h for help)\n", stderr)
 
 	_, _, err = parse(t, "-addr", ":1")
 	require.NoError(t, err)

@@ -1,10 +1,17 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"runtime/debug"
 	"strings"
 )
+
+// version is the release a build is of, set by the Makefile's builds with
+// -ldflags "-X github.com/outflow/outflow/internal/cli.version=v0.1.0" (git
+// describe); empty, the module version from the build information stands
+// (a `go install ...@v0.1.0` has it, a build in a checkout says "(devel)").
+var version string
 
 // Version is what --version prints: the binary, its module and version,
 // the VCS revision it was built from (with the commit time, and "modified"
@@ -13,7 +20,7 @@ import (
 func Version(name string) string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return name + "\nrevision unknown (no build information in this binary)\n"
+		return name + " " + cmp.Or(version, "(devel)") + "\nrevision unknown (no build information in this binary)\n"
 	}
 	return versionOf(name, bi)
 }
@@ -24,11 +31,8 @@ func versionOf(name string, bi *debug.BuildInfo) string {
 		settings[s.Key] = s.Value
 	}
 	var b strings.Builder
-	version := bi.Main.Version
-	if version == "" {
-		version = "(devel)"
-	}
-	fmt.Fprintf(&b, "%s %s %s\n", name, bi.Main.Path, version)
+	v := cmp.Or(version, bi.Main.Version, "(devel)")
+	fmt.Fprintf(&b, "%s %s %s\n", name, bi.Main.Path, v)
 	if rev := settings["vcs.revision"]; rev != "" {
 		fmt.Fprintf(&b, "revision %s", rev)
 		if t := settings["vcs.time"]; t != "" {

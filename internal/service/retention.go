@@ -5,21 +5,21 @@ import (
 	"github.com/outflow/outflow/outbox/outboxops"
 )
 
-// RetentionVars are the variables of outboxops.ScheduleConfigFromEnv, as
+// RetentionVars are the variables of ScheduleConfigFromEnv, as
 // the -h of a binary that keeps its database's retention lists them.
 func RetentionVars() []cli.Var {
 	return []cli.Var{
-		{Name: outboxops.RetentionEnv, Default: "168h", Meaning: "keep published events this long, and (log source) a range partition of outbox_log this long after the sequence passed it; 0 turns cleanup off (the log's ranges are still made ahead)"},
-		{Name: outboxops.InboxRetentionEnv, Default: outboxops.RetentionEnv, Meaning: "keep processed_events rows this long, at least " + outboxops.RetentionEnv},
-		{Name: outboxops.CleanupIntervalEnv, Default: "10m", Meaning: "time between cleanup passes"},
-		{Name: outboxops.CleanupBatchEnv, Default: "1000", Meaning: "rows per cleanup batch"},
+		{Name: RetentionEnv, Default: "168h", Meaning: "keep published events this long, and (log source) a range partition of outbox_log this long after the sequence passed it; 0 turns cleanup off (the log's ranges are still made ahead)"},
+		{Name: InboxRetentionEnv, Default: RetentionEnv, Meaning: "keep processed_events rows this long, at least " + RetentionEnv},
+		{Name: CleanupIntervalEnv, Default: "10m", Meaning: "time between cleanup passes"},
+		{Name: CleanupBatchEnv, Default: "1000", Meaning: "rows per cleanup batch"},
 	}
 }
 
-// Retention reads outboxops.ScheduleConfigFromEnv through env, recording
+// Retention reads ScheduleConfigFromEnv through env, recording
 // its errors there.
 func Retention(env *Env) outboxops.ScheduleConfig {
-	cfg, err := outboxops.ScheduleConfigFromEnv(func(name string) string { return env.String(name, "") })
+	cfg, err := ScheduleConfigFromEnv(func(name string) string { return env.String(name, "") })
 	if err != nil {
 		env.Fail(err)
 	}

@@ -61,10 +61,9 @@ type Config struct {
 	// Inbox records the webhooks' Stripe event ids. Optional: defaulted to
 	// an inbox counting its duplicates on Registry.
 	Inbox *inbox.Inbox
-	// Enqueuer writes the events of orders and webhooks (orders.WithEnqueuer):
-	// with outbox.EnqueueConfig.Log, to the log the log relay source reads.
-	// Optional: nil writes them to outbox_events (the poll and cdc
-	// sources); cmd/orderapi passes OUTFLOW_RELAY_SOURCE's.
+	// Enqueuer writes the events of orders and webhooks (orders.WithEnqueuer).
+	// Optional: nil is outbox.Enqueue, which writes where the database's
+	// recorded relay source says.
 	Enqueuer *outbox.Enqueuer
 }
 

@@ -172,7 +172,7 @@ func TestStripeWebhookWithoutSecret(t *testing.T) {
 }
 
 // TestLogEnqueuerTakesOrdersAndWebhooks: with Config.Enqueuer writing the
-// log (orderapi's OUTFLOW_RELAY_SOURCE=log), an order created through the
+// log (as a database whose source is the log does), an order created through the
 // API and its Stripe webhook write their events to the log (the order's
 // lookup finds them), and nothing to outbox_events.
 func TestLogEnqueuerTakesOrdersAndWebhooks(t *testing.T) {

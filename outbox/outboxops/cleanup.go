@@ -11,6 +11,7 @@ import (
 
 	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/internal/namedsql"
+	"github.com/outflow/outflow/outbox"
 )
 
 // The tables [Cleanup] deletes from, as [CleanupBatch.Table] names them.
@@ -22,8 +23,8 @@ const (
 // CleanupBatchSizeDefault is the default of [CleanupOptions.BatchSize].
 const CleanupBatchSizeDefault = 1000
 
-// cleanupBatchSizeMax bounds [CleanupOptions.BatchSize].
-const cleanupBatchSizeMax = 100000
+// CleanupBatchSizeMax is the most [CleanupOptions.BatchSize] may be.
+const CleanupBatchSizeMax = 100000
 
 // CleanupOptions configures [Cleanup].
 type CleanupOptions struct {
@@ -69,6 +70,9 @@ type CleanupResult struct {
 	EventsDeleted, InboxDeleted int64
 	// Batches counts the batches that deleted rows.
 	Batches int
+	// Log is what [CleanupExclusive]'s pass of the log's retention did
+	// ([RetainLog]); [Cleanup] leaves it zero.
+	Log LogRetentionResult
 }
 
 // Cleanup deletes, in bounded batches, outbox events published longer than
@@ -157,8 +161,8 @@ func (o *CleanupOptions) validate() error {
 	case o.InboxRetention < o.Retention:
 		return fmt.Errorf("outbox: cleanup: inbox retention %s is shorter than the event retention %s: an event that can still be replayed would lose its inbox rows and apply its local effects twice; keep the inbox at least as long (e.g. --inbox-retention %s)",
 			o.InboxRetention, o.Retention, o.Retention)
-	case o.BatchSize < 1 || o.BatchSize > cleanupBatchSizeMax:
-		return fmt.Errorf("outbox: cleanup: batch size %d is out of range; use 1 to %d (default %d)", o.BatchSize, cleanupBatchSizeMax, CleanupBatchSizeDefault)
+	case o.BatchSize < 1 || o.BatchSize > CleanupBatchSizeMax:
+		return fmt.Errorf("outbox: cleanup: batch size %d is out of range; use 1 to %d (default %d)", o.BatchSize, CleanupBatchSizeMax, CleanupBatchSizeDefault)
 	}
 	return nil
 }
@@ -167,11 +171,14 @@ func (o *CleanupOptions) validate() error {
 // "outflowC" read as a big-endian integer, unlikely to collide.
 const cleanupLockKey int64 = 0x6f7574666c6f7743
 
-// CleanupExclusive runs one [Cleanup] pass unless another process's
-// CleanupExclusive holds the cleanup lock (a session-level advisory lock on a
-// connection of pool, released when the pass ends or the process dies). ran
-// reports whether the pass ran. Starters call it on a schedule so that one of
-// them cleans at a time.
+// CleanupExclusive is the retention of every source in one call: one
+// [Cleanup] pass, then one pass of the log's retention ([RetainLog]: its
+// ranges made ahead of its sequence, old ones dropped), unless another
+// process's CleanupExclusive holds the cleanup lock (a session-level
+// advisory lock on a connection of pool, released when the pass ends or the
+// process dies). ran reports whether the pass ran. A relay process calls it
+// on a schedule whatever source the database records: the source may change
+// while it runs, and the log's enqueues fail without ranges ahead.
 func CleanupExclusive(ctx context.Context, pool *pgxpool.Pool, opts CleanupOptions) (res CleanupResult, ran bool, err error) {
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
@@ -195,6 +202,21 @@ func CleanupExclusive(ctx context.Context, pool *pgxpool.Pool, opts CleanupOptio
 			err = errors.Join(err, uerr)
 		}
 	}()
-	res, err = Cleanup(ctx, pool, opts)
+	if res, err = Cleanup(ctx, pool, opts); err != nil {
+		return res, true, err
+	}
+	res.Log, err = RetainLog(ctx, pool, opts.Retention)
 	return res, true, err
+}
+
+// LogRetentionResult is what [RetainLog] did to the log's ranges.
+type LogRetentionResult = outbox.LogRetentionResult
+
+// RetainLog is the log source's retention alone ([CleanupExclusive] runs
+// it after [Cleanup]'s): one pass of outbox.RetainLog, which makes the log's range
+// partitions ahead of its sequence and, when retention is positive, drops
+// those sealed longer ago than it, under a lock of its own (Busy: another
+// process was running a pass). [Schedule] runs it every interval.
+func RetainLog(ctx context.Context, pool *pgxpool.Pool, retention time.Duration) (LogRetentionResult, error) {
+	return outbox.RetainLog(ctx, pool, outbox.LogRetentionOptions{Retention: retention})
 }

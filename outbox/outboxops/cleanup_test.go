@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
 
@@ -163,4 +164,27 @@ func TestCleanupExclusiveRunsOneAtATime(t *testing.T) {
 	_, ran, err = outboxops.CleanupExclusive(ctx, pool, opts)
 	require.NoError(t, err)
 	require.True(t, ran, "the lock was released after the pass")
+}
+
+// TestCleanupExclusiveKeepsTheLog: the one retention call a relay process
+// schedules (the embedding guide's) covers the log too, whatever source the
+// database records now or later: it makes the log's ranges ahead of its
+// sequence, without which an enqueue to the log fails once the sequence
+// passes the last range. Retention is one call on every source.
+func TestCleanupExclusiveKeepsTheLog(t *testing.T) {
+	t.Parallel()
+	pool := setup(t)
+	ctx := context.Background()
+	_, err := outboxops.SetSource(ctx, pool, outboxops.SourceLog, "test", "the log's retention")
+	require.NoError(t, err)
+	_, err = pool.Exec(ctx, `SELECT setval('outbox_log_pos', 25000000)`)
+	require.NoError(t, err)
+
+	res, ran, err := outboxops.CleanupExclusive(ctx, pool, outboxops.CleanupOptions{Retention: 7 * 24 * time.Hour})
+	require.NoError(t, err)
+	require.True(t, ran)
+	require.Positive(t, res.Log.Made, "the pass made the log's ranges ahead")
+	r, err := outbox.LogRangesOf(ctx, pool)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, r.Ahead, "two ranges ahead of the log's sequence")
 }

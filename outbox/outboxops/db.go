@@ -45,3 +45,9 @@ func lockEvent(ctx context.Context, tx pgx.Tx, id uuid.UUID) (EventInfo, error) 
 func inTx(ctx context.Context, db DB, fn func(pgx.Tx) error) error {
 	return pgx.BeginFunc(ctx, db, fn)
 }
+
+// ErrEventNotFound is wrapped by the errors of every function here for an
+// event ID that neither outbox_events nor the log has (never written, or
+// deleted by retention). It is outbox.ErrEventNotFound, named here so an
+// operator's tool needs this package alone.
+var ErrEventNotFound = outbox.ErrEventNotFound

@@ -26,7 +26,8 @@ const (
 	StateQuarantined EventState = "quarantined"
 	// StateSkipped: an operator gave it up; it is never published.
 	StateSkipped EventState = "skipped"
-	// StatePublished: the publisher acknowledged it.
+	// StatePublished: the publisher acknowledged it (in the log: its
+	// partition's cursor passed it and no hold owns it).
 	StatePublished EventState = "published"
 )
 
@@ -53,6 +54,10 @@ type EventInfo struct {
 	ReplayRequestedAt *time.Time `json:"replay_requested_at,omitempty"`
 	// State is derived from the columns above at the database's clock.
 	State EventState `json:"state"`
+	// Source is [SourceLog] for an event of the log (outbox_log), whose
+	// place in the log and hold [Change.Log] has; empty for an event of
+	// outbox_events, which the poll and cdc sources share.
+	Source string `json:"source,omitempty"`
 }
 
 // eventInfo is a row of OpsList, OpsLockEvent or OpsRetryQuarantinedPlan

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/outflow/outflow/outbox"
 )
 
 // ListOptions selects the events [List] returns. Pending and Quarantined
@@ -82,4 +84,61 @@ func List(ctx context.Context, db DB, opts ListOptions) ([]EventInfo, error) {
 		})
 	}
 	return events, nil
+}
+
+// Listing is what [ListAll] found: outbox_events' events, then the log
+// source's.
+type Listing struct {
+	// Events are outbox_events' events, as [List] returns them.
+	Events []EventInfo
+	// LogHolds are, with Quarantined, the log's quarantined holds, oldest
+	// quarantine first, each by the event it is stuck on (its head), which
+	// [Retry] and [Skip] take.
+	LogHolds []LogHold
+	// LogEvents are, with Pending, the log's unpublished events that wait
+	// for no operator, oldest key first: after their partition's cursor
+	// ([StatePending]) or owned by a hold that is not quarantined
+	// ([StateHeld]: its worker publishes them after a backoff).
+	LogEvents []LogEvent
+}
+
+// Len is the number of entries: events, holds and log events.
+func (l Listing) Len() int { return len(l.Events) + len(l.LogHolds) + len(l.LogEvents) }
+
+// ListAll is [List] over every table a source keeps events in: with
+// Quarantined, the log's quarantined holds follow outbox_events'
+// quarantined events; with Pending, the log's pending and held events
+// follow outbox_events' pending ones. The filters (AggregateType,
+// AggregateID) apply to both, and Limit bounds the whole listing,
+// outbox_events' events first. An unfiltered list (neither Pending nor
+// Quarantined) is outbox_events' alone: the log's published events are
+// read by position, not listed by time (`outboxctl show` finds one by ID).
+func ListAll(ctx context.Context, db DB, opts ListOptions) (Listing, error) {
+	opts.Limit = cmp.Or(opts.Limit, ListLimitDefault)
+	events, err := List(ctx, db, opts)
+	if err != nil {
+		return Listing{}, err
+	}
+	l := Listing{Events: events}
+	room := opts.Limit - len(events)
+	switch {
+	case room <= 0:
+	case opts.Quarantined:
+		holds, err := outbox.QuarantinedLogHolds(ctx, db, outbox.LogHoldFilter{AggregateType: opts.AggregateType})
+		if err != nil {
+			return Listing{}, fmt.Errorf("outbox: list: %w", err)
+		}
+		for _, h := range holds {
+			if (opts.AggregateID == "" || h.AggregateID == opts.AggregateID) && len(l.LogHolds) < room {
+				l.LogHolds = append(l.LogHolds, h)
+			}
+		}
+	case opts.Pending:
+		l.LogEvents, err = outbox.PendingLogEvents(ctx, db, outbox.PendingLogFilter{
+			AggregateType: opts.AggregateType, AggregateID: opts.AggregateID, Limit: room})
+		if err != nil {
+			return Listing{}, fmt.Errorf("outbox: list: %w", err)
+		}
+	}
+	return l, nil
 }

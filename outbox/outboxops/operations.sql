@@ -391,3 +391,45 @@ SELECT pg_advisory_unlock(@lock_key) AS unlocked;
 SELECT row_to_json(e)::text
 FROM outbox_events e
 WHERE e.event_id = @event_id;
+
+-- name: OpsSource :one
+-- The database's relay source (outbox_source, one row) and what each
+-- table still holds, for `outboxctl source` and its plan: events_pending,
+-- the events of outbox_events neither published, skipped nor quarantined
+-- (and skipped ones whose tombstone is not out); events_quarantined, those
+-- waiting for an operator; log_pending, the log's committed events after
+-- their partition's cursor; log_holds, its orders under a hold (a failed
+-- event in backoff, a replay, a quarantined one); log_quarantined, the
+-- quarantined holds. Only unpublished rows of outbox_events are visited.
+SELECT s.source, s.changed_at, s.changed_by, s.reason,
+       (SELECT count(*) FROM outbox_events
+        WHERE published_at IS NULL AND (skipped_at IS NULL OR skip_published_at IS NULL)
+          AND (quarantined_at IS NULL OR skipped_at IS NOT NULL))                      AS events_pending,
+       (SELECT count(*) FROM outbox_events
+        WHERE published_at IS NULL AND skipped_at IS NULL AND quarantined_at IS NOT NULL) AS events_quarantined,
+       (SELECT count(*)
+        FROM outbox_log_cursors c
+        JOIN outbox_log l ON l.partition = c.partition AND (l.gate, l.pos) > (c.gate, c.pos)) AS log_pending,
+       (SELECT count(*) FROM outbox_log_holds)                                           AS log_holds,
+       (SELECT count(*) FROM outbox_log_holds WHERE quarantined_at IS NOT NULL)          AS log_quarantined
+FROM outbox_source s;
+
+-- name: OpsSetSource :one
+-- Records @source as the database's relay source, by @changed_by for
+-- @reason, and returns the source it replaced. The row lock makes two
+-- operators' changes take turns. A change to the log first makes the log's
+-- ranges ahead of its sequence (outbox_log_extend, as the retention pass
+-- does), so the producers' first enqueue there has a partition.
+WITH old AS (
+    SELECT source FROM outbox_source FOR UPDATE
+), ranges AS (
+    SELECT CASE WHEN @source::text = 'log' THEN outbox_log_extend(2) ELSE 0 END AS made
+), upd AS (
+    UPDATE outbox_source
+    SET source = @source, changed_at = now(), changed_by = @changed_by, reason = @reason
+    FROM ranges
+    WHERE ranges.made >= 0
+    RETURNING outbox_source.changed_at
+)
+SELECT old.source AS previous, upd.changed_at
+FROM old, upd;

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outflow/outflow/internal/namedsql"
+	"github.com/outflow/outflow/outbox"
 )
 
 // ReplayOptions selects the published events [Replay] delivers again.
@@ -30,12 +31,25 @@ type ReplayOptions struct {
 
 // ReplayPlan is what a replay would do, as [PlanReplay] reports it.
 type ReplayPlan struct {
-	// Events is the number of published events in the window.
+	// Events is the number of published events of outbox_events in the
+	// window.
 	Events int64
 	// First and Last are the oldest and newest occurred_at among them; nil
 	// when there are none.
 	First, Last *time.Time
+	// Log is what the replay does to the log source's order the window
+	// names (AggregateType and AggregateID): its events from its first
+	// published one in the window on. Zero when the window names no order.
+	Log LogReplayPlan
+	// LogNeedsOrder says the window names no order while the log was
+	// written: the log replays one order at a time, so its events are not
+	// in this plan; name the order to replay them.
+	LogNeedsOrder bool
 }
+
+// Total is the number of events the replay delivers again: outbox_events'
+// and the log's.
+func (p ReplayPlan) Total() int64 { return p.Events + p.Log.Events }
 
 // ErrReplayWindow is wrapped by the errors of [Replay] and [PlanReplay] for a
 // window that is malformed (an AggregateID without its AggregateType too) or
@@ -48,6 +62,19 @@ var ErrReplayWindow = errors.New("outbox: invalid replay window")
 // (replay_requested_at); relays are woken and publish it like a new event,
 // in aggregate order. It returns the number of events replayed. Skipped,
 // quarantined and pending events are not touched.
+//
+// A window that names one aggregate (AggregateType and AggregateID) also
+// replays that order's events of the log source (outbox_log) with the
+// log's rules, as [ReplayLog] does: the order's published log events from
+// its first one in the window on, through a hold, the skipped ones only as
+// their tombstones. What the log refuses is refused before anything is
+// replayed: an order under a hold (outbox.ErrLogOrderHeld) and a window
+// from before the log's retention horizon. outbox_events' part commits
+// first, then the log's, each in a transaction of its own (savepoints of
+// the caller's when db is a pgx.Tx). The log replays one order at a time:
+// a window that names none replays outbox_events' events only
+// ([ReplayPlan.LogNeedsOrder] says whether the log has events to name an
+// order for).
 //
 // # Semantics against Temporal
 //
@@ -88,13 +115,32 @@ var ErrReplayWindow = errors.New("outbox: invalid replay window")
 // so the aggregate never has two events in flight. Enqueues on the replayed
 // aggregates wait for the replay's commit.
 func Replay(ctx context.Context, db DB, opts ReplayOptions) (int64, error) {
+	if err := checkReplayWindow(ctx, db, opts); err != nil {
+		return 0, err
+	}
+	var logPlan LogReplayPlan
+	if opts.AggregateID != "" {
+		var err error
+		if logPlan, err = PlanReplayLog(ctx, db, opts); err != nil {
+			return 0, err
+		}
+	}
 	var n int64
 	err := inTx(ctx, db, func(tx pgx.Tx) error {
 		var err error
 		n, err = replay(ctx, tx, opts)
 		return err
 	})
-	return n, err
+	if err != nil || logPlan.Events == 0 {
+		return n, err
+	}
+	if err := outbox.ReplayLogOrder(ctx, db, opts.AggregateType, opts.AggregateID, logPlan.FromSequence); err != nil {
+		if n > 0 {
+			return n, fmt.Errorf("outbox: replay: outbox_events' %d events are replayed, the log's are not: %w", n, logStateError(err))
+		}
+		return 0, logStateError(err)
+	}
+	return n + logPlan.Events, nil
 }
 
 // replay is [Replay] in tx; relays are woken when tx commits. Until then it
@@ -163,8 +209,9 @@ func (opts ReplayOptions) window() replayWindowArgs {
 	return replayWindowArgs(opts) // the same fields: the conversion breaks if they drift apart
 }
 
-// PlanReplay reports what [Replay] with opts would replay, without changing
-// anything, and refuses the same windows.
+// PlanReplay reports what [Replay] with opts would replay, outbox_events'
+// events and the log's order, without changing anything, and refuses the
+// same windows.
 func PlanReplay(ctx context.Context, db DB, opts ReplayOptions) (ReplayPlan, error) {
 	if err := checkReplayWindow(ctx, db, opts); err != nil {
 		return ReplayPlan{}, err
@@ -173,7 +220,19 @@ func PlanReplay(ctx context.Context, db DB, opts ReplayOptions) (ReplayPlan, err
 	if err != nil {
 		return ReplayPlan{}, fmt.Errorf("outbox: replay: counting events: %w", err)
 	}
-	return ReplayPlan{Events: c.Events, First: c.FirstOccurredAt, Last: c.LastOccurredAt}, nil
+	p := ReplayPlan{Events: c.Events, First: c.FirstOccurredAt, Last: c.LastOccurredAt}
+	if opts.AggregateID != "" {
+		if p.Log, err = PlanReplayLog(ctx, db, opts); err != nil {
+			return ReplayPlan{}, err
+		}
+		return p, nil
+	}
+	lg, err := outbox.LogStatus(ctx, db)
+	if err != nil {
+		return ReplayPlan{}, fmt.Errorf("outbox: replay: %w", err)
+	}
+	p.LogNeedsOrder = lg.Used
+	return p, nil
 }
 
 // checkReplayWindow refuses options Replay must not act on. It reads the

@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/outflow/outflow/outbox"
 )
 
 // LogReplayPlan is what [ReplayLog] would do to one order of the log source
-// (OUTFLOW_RELAY_SOURCE=log), as [PlanReplayLog] reports it.
+// (SourceLog), as [PlanReplayLog] reports it; [Replay] does it too, for the
+// order its window names.
 type LogReplayPlan struct {
 	// FromSequence is the order's first published log event that occurred
 	// in the window; 0 when none did (nothing to replay).
@@ -28,7 +27,7 @@ type LogReplayPlan struct {
 
 // PlanReplayLog reports what [ReplayLog] with opts would replay, without
 // changing anything, and refuses the same windows.
-func PlanReplayLog(ctx context.Context, pool *pgxpool.Pool, opts ReplayOptions) (LogReplayPlan, error) {
+func PlanReplayLog(ctx context.Context, db DB, opts ReplayOptions) (LogReplayPlan, error) {
 	switch {
 	case opts.AggregateID == "" || opts.AggregateType == "":
 		return LogReplayPlan{}, fmt.Errorf("%w: the log replays one order at a time: AggregateType and AggregateID are mandatory", ErrReplayWindow)
@@ -47,10 +46,10 @@ func PlanReplayLog(ctx context.Context, pool *pgxpool.Pool, opts ReplayOptions) 
 	// outbox.ReplayLogOrder refuses with outbox.ErrLogRangeRetiring (a
 	// retiring range ends after its first event) is refused here first;
 	// that check, under retention's lock, covers a range retired since.
-	if err := checkReplayHorizon(ctx, pool, opts.From); err != nil {
+	if err := checkReplayHorizon(ctx, db, opts.From); err != nil {
 		return LogReplayPlan{}, err
 	}
-	ranges, err := outbox.LogRangesOf(ctx, pool)
+	ranges, err := outbox.LogRangesOf(ctx, db)
 	if err != nil {
 		return LogReplayPlan{}, err
 	}
@@ -58,7 +57,7 @@ func PlanReplayLog(ctx context.Context, pool *pgxpool.Pool, opts ReplayOptions) 
 		return LogReplayPlan{}, fmt.Errorf("%w: From (%s) is before the log's retention horizon (%s): the log's events before it may be dropped; start the window at or after it",
 			ErrReplayWindow, opts.From.UTC().Format(time.RFC3339), ranges.Horizon.UTC().Format(time.RFC3339))
 	}
-	es, err := outbox.LogEvents(ctx, pool, opts.AggregateType, opts.AggregateID)
+	es, err := outbox.LogEvents(ctx, db, opts.AggregateType, opts.AggregateID)
 	if err != nil {
 		return LogReplayPlan{}, err
 	}
@@ -98,12 +97,12 @@ func PlanReplayLog(ctx context.Context, pool *pgxpool.Pool, opts ReplayOptions) 
 // operator skipped are not counted, and only their tombstones are
 // delivered again. It returns what it
 // replayed (Events 0: nothing in the window).
-func ReplayLog(ctx context.Context, pool *pgxpool.Pool, opts ReplayOptions) (LogReplayPlan, error) {
-	p, err := PlanReplayLog(ctx, pool, opts)
+func ReplayLog(ctx context.Context, db DB, opts ReplayOptions) (LogReplayPlan, error) {
+	p, err := PlanReplayLog(ctx, db, opts)
 	if err != nil || p.Events == 0 {
 		return p, err
 	}
-	if err := outbox.ReplayLogOrder(ctx, pool, opts.AggregateType, opts.AggregateID, p.FromSequence); err != nil {
+	if err := outbox.ReplayLogOrder(ctx, db, opts.AggregateType, opts.AggregateID, p.FromSequence); err != nil {
 		return LogReplayPlan{}, err
 	}
 	return p, nil

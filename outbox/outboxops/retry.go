@@ -20,6 +20,11 @@ import (
 type Change struct {
 	Before EventInfo
 	After  EventInfo
+	// Log is the event as the log had it before the change, with its
+	// partition and its order's hold, when it is the log's
+	// (Before.Source is SourceLog); nil for an event of outbox_events.
+	// Log.Redelivery says a skip gave up only a replay's redelivery.
+	Log *LogEvent
 }
 
 // Retry makes a quarantined or backing-off event available now: its attempts
@@ -31,6 +36,13 @@ type Change struct {
 //
 // A retried event that still cannot be published is quarantined again; its
 // aggregate's later events keep waiting until it is published or skipped.
+//
+// An event of the log source (outbox_log) is retried with the log's rules:
+// an event a quarantined hold owns retries that hold, which is taken out of
+// quarantine with its attempts back to 0 (outbox.RetryLogHold), and the
+// hold's worker publishes its head again. A published log event is refused
+// (replay it), and so is one its hold is still retrying on its own, each
+// with an error wrapping ErrEventState.
 func Retry(ctx context.Context, db DB, eventID uuid.UUID) (Change, error) {
 	var c Change
 	err := inTx(ctx, db, func(tx pgx.Tx) error {
@@ -45,6 +57,9 @@ func Retry(ctx context.Context, db DB, eventID uuid.UUID) (Change, error) {
 // when tx commits.
 func retry(ctx context.Context, tx pgx.Tx, eventID uuid.UUID) (Change, error) {
 	before, err := lockEvent(ctx, tx, eventID)
+	if errors.Is(err, outbox.ErrEventNotFound) {
+		return retryLog(ctx, tx, eventID, fmt.Errorf("outbox: retry: %w", err))
+	}
 	if err != nil {
 		return Change{}, fmt.Errorf("outbox: retry: %w", err)
 	}
@@ -63,6 +78,34 @@ func retry(ctx context.Context, tx pgx.Tx, eventID uuid.UUID) (Change, error) {
 		return Change{}, fmt.Errorf("outbox: retry %s: %w", eventID, err)
 	}
 	return finishChange(ctx, tx, before)
+}
+
+// retryLog is retry of an event outbox_events does not have (notFound says
+// so): the log's, whose quarantined hold it heads is retried.
+func retryLog(ctx context.Context, tx pgx.Tx, eventID uuid.UUID, notFound error) (Change, error) {
+	e, err := findLogEvent(ctx, tx, eventID, notFound)
+	if err != nil {
+		return Change{}, err
+	}
+	switch st := EventState(e.State()); st {
+	case StateQuarantined:
+	case StatePublished:
+		return Change{}, fmt.Errorf("outbox: retry %s: %w: the log's relay delivered it; to deliver it again use replay (outboxctl replay --from ... --to ... --aggregate-type %s --aggregate %s)",
+			eventID, ErrEventState, e.AggregateType, e.AggregateID)
+	case StateHeld:
+		return Change{}, fmt.Errorf("outbox: retry %s: %w: its order's log hold is not quarantined (attempts %d): the hold worker publishes it with backoff on its own",
+			eventID, ErrEventState, e.Attempts)
+	default:
+		return Change{}, fmt.Errorf("outbox: retry %s: %w: it is %s in the log", eventID, ErrEventState, st)
+	}
+	if err := outbox.RetryLogHold(ctx, tx, e.AggregateType, e.AggregateID); err != nil {
+		return Change{}, logStateError(err)
+	}
+	after, err := logEventAfter(ctx, tx, e)
+	if err != nil {
+		return Change{}, err
+	}
+	return Change{Before: logEventInfo(e), After: after, Log: &e}, nil
 }
 
 // finishChange wakes the relays at commit and reads the event after the

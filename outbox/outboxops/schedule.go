@@ -12,7 +12,6 @@ import (
 
 	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/internal/promreg"
-	"github.com/outflow/outflow/outbox"
 )
 
 // ScheduleIntervalDefault is the default of [ScheduleConfig.Interval].
@@ -34,12 +33,12 @@ type ScheduleConfig struct {
 	// BatchSize is the rows per batch, 1 to 100000. 0:
 	// [CleanupBatchSizeDefault].
 	BatchSize int
-	// Log runs the log source's retention too (outbox.RetainLog): ranges
-	// are made ahead of the log's sequence on every pass, whatever
-	// Retention, and ranges older than Retention are dropped when it is not
-	// 0. A process set up for the log source must set it, or an enqueue
-	// fails once the log's sequence passes its last range; a poll or cdc
-	// process whose producers may write to the log should too.
+	// Log is ignored: every pass runs the log's retention (ranges made
+	// ahead of its sequence, whatever Retention; ranges older than
+	// Retention dropped when it is not 0), since the database's source may
+	// become the log while the process runs.
+	//
+	// Deprecated: every schedule keeps the log; drop the field.
 	Log bool
 	// Failpoints injects faults at cleanup.mid_batch. Optional.
 	Failpoints *failpoints.Set
@@ -116,22 +115,22 @@ func (s *Schedule) Run(ctx context.Context) {
 	}
 }
 
-// Pass runs one pass: the cleanup unless Retention is 0 or another
-// process is running one, and the log's retention when Log is set. Errors
-// are logged; the next pass tries again.
+// Pass runs one pass: the cleanup and the log's retention
+// ([CleanupExclusive]) unless another process is running one, or the log's
+// retention alone when Retention is 0. Errors are logged; the next pass
+// tries again.
 func (s *Schedule) Pass(ctx context.Context) {
 	if s.cfg.Retention > 0 {
 		s.passEvents(ctx)
+		return
 	}
-	if s.cfg.Log {
-		s.passLog(ctx)
-	}
+	res, err := RetainLog(ctx, s.pool, 0)
+	s.logged(ctx, res, err)
 }
 
-// passLog runs one pass of the log's retention (its own lock: one process
-// at a time).
-func (s *Schedule) passLog(ctx context.Context) {
-	res, err := outbox.RetainLog(ctx, s.pool, outbox.LogRetentionOptions{Retention: s.cfg.Retention})
+// logged logs a pass of the log's retention (its own lock: one process at
+// a time).
+func (s *Schedule) logged(ctx context.Context, res LogRetentionResult, err error) {
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return // shutting down; the next start finishes the job
@@ -169,5 +168,8 @@ func (s *Schedule) passEvents(ctx context.Context) {
 	case res.EventsDeleted+res.InboxDeleted > 0:
 		s.logger.Info("retention cleanup", "events_deleted", res.EventsDeleted, "inbox_deleted", res.InboxDeleted,
 			"batches", res.Batches, "events_cutoff", res.EventsCutoff, "elapsed", time.Since(start).Round(time.Millisecond))
+	}
+	if ran && err == nil {
+		s.logged(ctx, res.Log, nil)
 	}
 }

@@ -52,7 +52,7 @@ func TestScheduleCleansOnEveryPass(t *testing.T) {
 	}, 5*time.Second, 20*time.Millisecond)
 }
 
-// TestScheduleMakesTheLogsRangesWithCleanupOff: with Log set the schedule
+// TestScheduleMakesTheLogsRangesWithCleanupOff: the schedule always
 // makes the log's ranges ahead of its sequence even with cleanup off
 // (Retention 0), so an enqueue never runs out of partitions.
 func TestScheduleMakesTheLogsRangesWithCleanupOff(t *testing.T) {
@@ -61,7 +61,7 @@ func TestScheduleMakesTheLogsRangesWithCleanupOff(t *testing.T) {
 	ctx := context.Background()
 	_, err := pool.Exec(ctx, `SELECT setval('outbox_log_pos', 25000000)`)
 	require.NoError(t, err)
-	runSchedule(t, pool, outboxops.ScheduleConfig{Interval: 50 * time.Millisecond, Log: true})
+	runSchedule(t, pool, outboxops.ScheduleConfig{Interval: 50 * time.Millisecond})
 	require.Eventually(t, func() bool {
 		r, err := outbox.LogRangesOf(ctx, pool)
 		return err == nil && r.Ahead == 2

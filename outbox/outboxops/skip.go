@@ -2,11 +2,14 @@ package outboxops
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/outflow/outflow/outbox"
 )
 
 // Skip records an operator's decision to give up on a quarantined event:
@@ -20,6 +23,15 @@ import (
 //
 // Only a quarantined event can be skipped; any other state is refused with an
 // error wrapping [ErrEventState], an unknown ID with outbox.ErrEventNotFound.
+//
+// An event of the log source (outbox_log) is skipped with the log's rules:
+// only the head of a quarantined hold, the event the hold is stuck on, may
+// be skipped (any other is refused with an error wrapping ErrEventState and
+// outbox.ErrNotLogHoldHead); it is recorded skipped and never published,
+// the hold hands its tombstone in its place and goes on with the order's
+// next event. The head of a replay's hold that was delivered before the
+// replay is a redelivery ([Change.Log].Redelivery): its skip gives up that
+// redelivery only, and the event stays published.
 func Skip(ctx context.Context, db DB, eventID uuid.UUID, reason, actor string) (Change, error) {
 	var c Change
 	err := inTx(ctx, db, func(tx pgx.Tx) error {
@@ -37,7 +49,9 @@ func Skip(ctx context.Context, db DB, eventID uuid.UUID, reason, actor string) (
 // must account for the skipped one in the same transaction, or it waits
 // for it forever (`outboxctl skip` settles the order app's projection so,
 // with orders.SettleSkippedTx). The returned Change names the aggregate and
-// sequence to settle.
+// sequence to settle; for the log's redelivery of an event delivered
+// before (Change.Log.Redelivery) there is nothing to settle: its consumers
+// had it.
 func SkipTx(ctx context.Context, tx pgx.Tx, eventID uuid.UUID, reason, actor string) (Change, error) {
 	reason, actor = strings.TrimSpace(reason), strings.TrimSpace(actor)
 	switch {
@@ -47,6 +61,9 @@ func SkipTx(ctx context.Context, tx pgx.Tx, eventID uuid.UUID, reason, actor str
 		return Change{}, fmt.Errorf("outbox: skip %s: an actor is mandatory: who decided the skip (recorded in skipped_by)", eventID)
 	}
 	before, err := lockEvent(ctx, tx, eventID)
+	if errors.Is(err, outbox.ErrEventNotFound) {
+		return skipLog(ctx, tx, eventID, reason, actor, fmt.Errorf("outbox: skip: %w", err))
+	}
 	if err != nil {
 		return Change{}, fmt.Errorf("outbox: skip: %w", err)
 	}
@@ -66,4 +83,22 @@ func SkipTx(ctx context.Context, tx pgx.Tx, eventID uuid.UUID, reason, actor str
 		return Change{}, fmt.Errorf("outbox: skip %s: %w", eventID, err)
 	}
 	return finishChange(ctx, tx, before)
+}
+
+// skipLog is SkipTx of an event outbox_events does not have (notFound says
+// so): the log's, skipped as the head of its order's quarantined hold
+// (outbox.SkipLogEventTx), under the hold's lock.
+func skipLog(ctx context.Context, tx pgx.Tx, eventID uuid.UUID, reason, actor string, notFound error) (Change, error) {
+	e, err := outbox.SkipLogEventTx(ctx, tx, eventID, actor, reason)
+	if errors.Is(err, outbox.ErrEventNotFound) {
+		return Change{}, notInLog(notFound)
+	}
+	if err != nil {
+		return Change{}, logStateError(err)
+	}
+	after, err := logEventAfter(ctx, tx, e)
+	if err != nil {
+		return Change{}, err
+	}
+	return Change{Before: logEventInfo(e), After: after, Log: &e}, nil
 }

@@ -43,6 +43,8 @@ var (
 	qOpsCleanupTryLock         = namedsql.Bind[lockKeyArgs, bool](queries, "OpsCleanupTryLock")
 	qOpsCleanupUnlock          = namedsql.Bind[lockKeyArgs, bool](queries, "OpsCleanupUnlock")
 	qOpsEventRow               = namedsql.Bind[eventIDArgs, string](queries, "OpsEventRow")
+	qOpsSource                 = namedsql.Bind[namedsql.NoArgs, SourceState](queries, "OpsSource")
+	qOpsSetSource              = namedsql.Bind[setSourceArgs, setSourceRow](queries, "OpsSetSource")
 )
 
 // statements describes every bound statement, for the test that has the
@@ -73,6 +75,8 @@ var statements = []namedsql.Info{
 	qOpsCleanupTryLock.Info(),
 	qOpsCleanupUnlock.Info(),
 	qOpsEventRow.Info(),
+	qOpsSource.Info(),
+	qOpsSetSource.Info(),
 }
 
 type statusRow struct {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/outflow/outflow/internal/namedsql"
+	"github.com/outflow/outflow/outbox"
 )
 
 // StatusReport is the outbox's state at one moment, for operators
@@ -13,6 +14,9 @@ import (
 type StatusReport struct {
 	// CheckedAt is the database's clock when the report was taken.
 	CheckedAt time.Time `json:"checked_at"`
+	// Source is the relay source the database records ([Source]): which
+	// one the relays follow and where Enqueue writes, with its last change.
+	Source SourceState `json:"source"`
 	// Pending counts unpublished events that are neither quarantined nor
 	// skipped, backing-off and blocked ones included.
 	Pending int64 `json:"pending"`
@@ -39,6 +43,20 @@ type StatusReport struct {
 	// published before it may be deleted, and a replay cannot start before
 	// it. Nil when cleanup never ran.
 	CleanupHorizon *time.Time `json:"cleanup_horizon"`
+	// Log is the log source's state (outbox_log): its cursors, leases,
+	// pending events, holds and ranges; nil when the log was never
+	// written (a database whose producers write outbox_events only).
+	Log *LogStatusReport `json:"log,omitempty"`
+	// CDCSlot is the cdc source's replication slot [StatusOptions.CDCSlot]
+	// names; nil when it does not exist.
+	CDCSlot *outbox.SlotStatus `json:"cdc_slot,omitempty"`
+}
+
+// StatusOptions configures [StatusOf].
+type StatusOptions struct {
+	// CDCSlot names the cdc source's replication slot to report on.
+	// Optional: defaulted to the relay's default (outbox.CDCSlotDefault).
+	CDCSlot string
 }
 
 // LeaseHolder is one relay's live leases.
@@ -59,9 +77,17 @@ type Throughput struct {
 }
 
 // Status reports the outbox's backlog, quarantine, leases and recent
-// throughput. Its queries visit unpublished rows and the last 15 minutes of
-// published ones only, so it stays cheap on a large table.
+// throughput, and the log source's state when the log was written. Its
+// queries visit unpublished rows and the last 15 minutes of published ones
+// only (the log's: the events after its cursors), so it stays cheap on a
+// large table. It is [StatusOf] with the default options.
 func Status(ctx context.Context, db DB) (StatusReport, error) {
+	return StatusOf(ctx, db, StatusOptions{})
+}
+
+// StatusOf is [Status] with the cdc source's replication slot too, when it
+// exists.
+func StatusOf(ctx context.Context, db DB, opts StatusOptions) (StatusReport, error) {
 	row, err := qOpsStatus.One(ctx, db, namedsql.NoArgs{})
 	if err != nil {
 		return StatusReport{}, fmt.Errorf("outbox: status: %w", err)
@@ -85,6 +111,23 @@ func Status(ctx context.Context, db DB) (StatusReport, error) {
 	}
 	for _, l := range leases {
 		s.Leases = append(s.Leases, LeaseHolder{Owner: deref(l.ClaimedBy), Events: l.Events, EarliestExpiry: l.EarliestExpiry})
+	}
+	slot, hasSlot, err := outbox.Slot(ctx, db, opts.CDCSlot)
+	if err != nil {
+		return StatusReport{}, fmt.Errorf("outbox: status: %w", err)
+	}
+	if hasSlot {
+		s.CDCSlot = &slot
+	}
+	lg, err := outbox.LogStatus(ctx, db)
+	if err != nil {
+		return StatusReport{}, err
+	}
+	if lg.Used {
+		s.Log = &lg
+	}
+	if s.Source, err = Source(ctx, db); err != nil {
+		return StatusReport{}, fmt.Errorf("outbox: status: %w", err)
 	}
 	return s, nil
 }

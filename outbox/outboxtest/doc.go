@@ -8,7 +8,8 @@
 // message listing what it found, in the manner of testify's require, and
 // takes the database as a [DB] (a *pgxpool.Pool, or a pgx.Tx to look inside
 // a transaction before it commits). The helpers bring no database of their
-// own: the test migrates one (outbox.Migrate) and passes it.
+// own: the test migrates one (outbox.Migrate) and passes it, or takes a
+// schema of its own in it ([NewSchema]).
 //
 // # Asserting what was enqueued
 //
@@ -26,6 +27,13 @@
 // to a [Recorder]: a publisher that records what it acknowledged, lets the
 // test decide each answer ([Recorder.Answer]), and waits for the n-th event
 // without polling ([Recorder.Wait]). The relay stops when the test ends.
+//
+// # An outbox per test
+//
+// [NewSchema] gives a test an outbox of its own in a fresh schema of the
+// database, so that no other relay (the service's own, another test's)
+// takes its events; [Holders] (and a timed-out [Recorder.Wait]) says who
+// holds the events that were not delivered.
 //
 // # Forcing a state
 //

@@ -86,3 +86,29 @@ SET published_at        = NULL,
     claim_until         = NULL,
     replay_requested_at = now()
 WHERE event_id = ANY(@event_ids::uuid[]);
+
+-- name: TestHolders :many
+-- Who holds the events that a waiting test has not seen delivered, by
+-- state: published (by which relay, when), leased (by which relay, until
+-- when), quarantined (the last error), skipped, or pending (no relay has
+-- claimed it), with counts; the oldest example of each.
+SELECT state, count(*) AS events, coalesce(min(holder), '') AS holder, coalesce(min(detail), '') AS detail
+FROM (
+    SELECT CASE
+               WHEN published_at IS NOT NULL THEN 'published'
+               WHEN skipped_at IS NOT NULL THEN 'skipped'
+               WHEN quarantined_at IS NOT NULL THEN 'quarantined'
+               WHEN claim_until > now() THEN 'leased'
+               ELSE 'pending'
+           END AS state,
+           claimed_by AS holder,
+           CASE
+               WHEN quarantined_at IS NOT NULL THEN last_error
+               WHEN claim_until > now() THEN 'until ' || claim_until::text
+               WHEN published_at IS NOT NULL THEN 'at ' || published_at::text
+               WHEN attempt_count > 0 THEN attempt_count::text || ' failed attempts, last: ' || coalesce(last_error, '')
+           END AS detail
+    FROM outbox_events
+) e
+GROUP BY state
+ORDER BY state;

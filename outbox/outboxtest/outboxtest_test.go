@@ -209,7 +209,7 @@ func TestWaitsFail(t *testing.T) {
 	require.NoError(t, rec.Publish(t.Context(), outbox.Event{ID: ev.ID}))
 	require.Len(t, rec.Wait(t, 1, time.Second), 1)
 	msg = failure(t, func(tb testing.TB) { rec.Wait(tb, 2, 50*time.Millisecond) })
-	require.Contains(t, msg, "1 events published within 50ms, want 2")
+	require.Contains(t, msg, "1 events published to this recorder within 50ms, want 2")
 }
 
 // TestForce: each change writes what the relay or an operator would, in

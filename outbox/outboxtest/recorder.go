@@ -24,6 +24,10 @@ type Recorder struct {
 	// call a real publisher, to record what that one accepted. Set it before
 	// the relay runs.
 	Answer func(ctx context.Context, e outbox.Event) error
+	// DB, when set, is the outbox the recorder's relay reads: a [Recorder.Wait]
+	// that times out says who holds its events ([Holders]). [RunRelay]
+	// sets it to the relay's pool when it is nil.
+	DB DB
 
 	mu       sync.Mutex
 	events   []outbox.Event
@@ -88,7 +92,17 @@ func (r *Recorder) Wait(t testing.TB, n int, within time.Duration) []outbox.Even
 		select {
 		case <-changed:
 		case <-timeout.C:
-			require.FailNow(t, fmt.Sprintf("outboxtest: %d events published within %s, want %d", got, within, n))
+			msg := fmt.Sprintf("outboxtest: %d events published to this recorder within %s, want %d", got, within, n)
+			if r.DB != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				held, err := Holders(ctx, r.DB)
+				cancel()
+				if err != nil {
+					held = "(could not read them: " + err.Error() + ")"
+				}
+				msg += "; the outbox's events: " + held
+			}
+			require.FailNow(t, msg)
 		}
 	}
 }

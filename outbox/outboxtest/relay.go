@@ -36,6 +36,9 @@ func RunRelay(t testing.TB, pool *pgxpool.Pool, rec *Recorder, cfg outbox.RelayC
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	if rec.DB == nil {
+		rec.DB = pool
+	}
 	r, err := outbox.NewRelay(pool, rec, cfg)
 	require.NoError(t, err, "outboxtest: build the relay")
 	return Run(t, r)

@@ -24,13 +24,22 @@ var (
 	qSetLeased          = namedsql.Bind[leasedArgs, namedsql.NoRows](queries, "TestSetLeased")
 	qSetSkipped         = namedsql.Bind[skippedArgs, namedsql.NoRows](queries, "TestSetSkipped")
 	qSetReplayRequested = namedsql.Bind[idsArgs, namedsql.NoRows](queries, "TestSetReplayRequested")
+	qHolders            = namedsql.Bind[namedsql.NoArgs, holderRow](queries, "TestHolders")
 )
 
 // statements describes every bound statement, for the test that has the
 // database check them.
 var statements = []namedsql.Info{
 	qEvents.Info(), qDeleteEvents.Info(), qSetOccurred.Info(), qSetPublished.Info(), qSetQuarantined.Info(),
-	qSetFailed.Info(), qSetLeased.Info(), qSetSkipped.Info(), qSetReplayRequested.Info(),
+	qSetFailed.Info(), qSetLeased.Info(), qSetSkipped.Info(), qSetReplayRequested.Info(), qHolders.Info(),
+}
+
+// holderRow is one state of TestHolders.
+type holderRow struct {
+	State  string `db:"state"`
+	Events int64  `db:"events"`
+	Holder string `db:"holder"`
+	Detail string `db:"detail"`
 }
 
 // matchArgs is a [Match]; EventID is nil for any event.

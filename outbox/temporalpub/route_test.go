@@ -167,3 +167,29 @@ func TestPublishersShareARegistry(t *testing.T) {
 	_, err := temporalpub.New(temporal.Client(), client.Options{}, temporalpub.Config{Routes: temporalpub.Routes{"X": {Workflow: "Y"}}, Registerer: clash})
 	require.ErrorContains(t, err, "outbox_replays_refused_total")
 }
+
+// TestNewFromClient: a caller holding only a client gets a publisher of
+// the SDK's default namespace, or of Config.Namespace, which reads that
+// namespace's retention; New refuses a Config.Namespace other than its
+// options'.
+func TestNewFromClient(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	routes := temporalpub.Routes{"X": {Workflow: "Y"}}
+	pub, err := temporalpub.NewFromClient(temporal.Client(), temporalpub.Config{Routes: routes})
+	require.NoError(t, err)
+	require.Equal(t, client.DefaultNamespace, pub.Namespace())
+	ret, err := pub.Retention(ctx)
+	require.NoError(t, err)
+	require.Positive(t, ret)
+
+	pub, err = temporalpub.NewFromClient(temporal.Client(), temporalpub.Config{Routes: routes, Namespace: "billing"})
+	require.NoError(t, err)
+	require.Equal(t, "billing", pub.Namespace())
+
+	_, err = temporalpub.New(temporal.Client(), client.Options{Namespace: "orders"}, temporalpub.Config{Routes: routes, Namespace: "billing"})
+	require.ErrorContains(t, err, `Config.Namespace "billing" is not the client's namespace "orders"`)
+	pub, err = temporalpub.New(temporal.Client(), client.Options{Namespace: "orders"}, temporalpub.Config{Routes: routes})
+	require.NoError(t, err)
+	require.Equal(t, "orders", pub.Namespace())
+}

@@ -47,6 +47,11 @@ type Config struct {
 	// task queue of its own (OUTFLOW_TASK_QUEUE). Optional: defaulted to
 	// "orders", the queue of outflow's order app.
 	TaskQueue string
+	// Namespace is the namespace the client starts workflows in, the one it
+	// was made with (client.Options.Namespace). Optional: defaulted to
+	// "default", as for the SDK. [New] takes it from the options it is
+	// given.
+	Namespace string
 	// Routes maps an event type to its workflow, task queue, search
 	// attributes and payload validation. Mandatory: the publisher knows no
 	// event types of its own. An event whose type is missing, or whose
@@ -108,9 +113,24 @@ var (
 // SDK's client does not tell its namespace (go.temporal.io/sdk v1.51 has no
 // accessor for it), and a namespace configured apart from the client could
 // only disagree with the one the starts go to, so the options the client
-// was made from are the source: a caller holding only a client passes
-// client.Options{Namespace: ns}.
+// was made from are the source. A caller holding only a client uses
+// [NewFromClient].
 func New(c client.Client, opts client.Options, cfg Config) (*Publisher, error) {
+	if opts.Namespace != "" && cfg.Namespace != "" && opts.Namespace != cfg.Namespace {
+		return nil, fmt.Errorf("temporalpub: Config.Namespace %q is not the client's namespace %q: leave Config.Namespace empty", cfg.Namespace, opts.Namespace)
+	}
+	if opts.Namespace != "" {
+		cfg.Namespace = opts.Namespace
+	}
+	return NewFromClient(c, cfg)
+}
+
+// NewFromClient is [New] for a caller holding only a client: the
+// publisher starts workflows through c in cfg.Namespace ("default" when
+// empty, the SDK's default), and every other setting has its default.
+//
+//	pub, err := temporalpub.NewFromClient(c, temporalpub.Config{Routes: routes})
+func NewFromClient(c client.Client, cfg Config) (*Publisher, error) {
 	if cfg.TaskQueue == "" {
 		cfg.TaskQueue = defaultTaskQueue
 	}
@@ -140,7 +160,7 @@ func New(c client.Client, opts client.Options, cfg Config) (*Publisher, error) {
 			return nil, err
 		}
 	}
-	namespace := opts.Namespace
+	namespace := cfg.Namespace
 	if namespace == "" {
 		namespace = client.DefaultNamespace
 	}
@@ -161,7 +181,8 @@ func New(c client.Client, opts client.Options, cfg Config) (*Publisher, error) {
 }
 
 // Namespace is the namespace the publisher starts workflows in and reads
-// the retention of: the namespace of the client options New was given.
+// the retention of: the namespace of the client options New was given, or
+// Config.Namespace.
 func (p *Publisher) Namespace() string { return p.retention.namespace }
 
 // Retention returns the namespace's retention as the publisher last read it
@@ -263,17 +284,8 @@ func (p *Publisher) Publish(ctx context.Context, e outbox.Event) error {
 			"delivery":           delivery,
 		},
 	}
-	input := EventInput{
-		EventID:       e.ID.String(),
-		EventType:     e.Type,
-		AggregateType: e.AggregateType,
-		AggregateID:   e.AggregateID,
-		Sequence:      e.Sequence,
-		SchemaVersion: e.SchemaVersion,
-		OccurredAt:    e.OccurredAt,
-		Payload:       e.Payload,
-		Delivery:      delivery,
-	}
+	input := InputOf(e)
+	input.Delivery = delivery
 	if route.Signal != "" {
 		return p.signal(ctx, e, route, opts, input)
 	}

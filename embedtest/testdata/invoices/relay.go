@@ -16,14 +16,15 @@ import (
 // RunRelay hands every committed event of db's outbox to Temporal, one
 // workflow per event with the event's ID as the workflow ID, until ctx
 // ends. c is a client made from opts (its namespace is the relay's); reg
-// receives the relay's metrics. Run as many as you like: they share the
-// work through leases.
+// receives the relay's metrics. The relay reads the source the database
+// records (poll by default; `outboxctl source set` changes it while it
+// runs). Run as many as you like: they share the work through leases.
 func RunRelay(ctx context.Context, db *pgxpool.Pool, c client.Client, opts client.Options, reg prometheus.Registerer) error {
 	pub, err := temporalpub.New(c, opts, temporalpub.Config{Routes: Routes(), Registerer: reg})
 	if err != nil {
 		return err
 	}
-	relay, err := outbox.NewRelay(db, pub, outbox.RelayConfig{Registerer: reg})
+	relay, err := outbox.NewSourceRelay(db, pub, outbox.SourceRelayConfig{RelayConfig: outbox.RelayConfig{Registerer: reg}})
 	if err != nil {
 		return err
 	}

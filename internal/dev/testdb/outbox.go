@@ -66,3 +66,30 @@ func SameLogPartition(t testing.TB, pool *pgxpool.Pool, prefix string, n int) ([
 		}
 	}
 }
+
+// EnqueueAsRead is [Enqueue] by a producer whose transaction read the relay
+// source source before an operator changed it to what the database says
+// now: the events go where source says (outbox_events for poll and cdc,
+// the log for log), the late write every relay must still publish in
+// sequence. Its transaction sets outbox_source to source for itself and
+// back before it commits, so the recorded source is what it was.
+func EnqueueAsRead(t testing.TB, pool *pgxpool.Pool, source string, events ...outbox.Event) []outbox.Event {
+	t.Helper()
+	ctx := context.Background()
+	var out []outbox.Event
+	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		was, err := qSetSourceFor.Value(ctx, tx, sourceArgs{Source: source})
+		if err != nil {
+			return err
+		}
+		if out, err = outbox.Enqueue(ctx, tx, events...); err != nil {
+			return err
+		}
+		_, err = qSetSourceFor.Value(ctx, tx, sourceArgs{Source: was})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("testdb: enqueue as a producer that read %s: %v", source, err)
+	}
+	return out
+}

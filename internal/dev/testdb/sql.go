@@ -20,6 +20,7 @@ var (
 	qTerminateSlotSessions = namedsql.Bind[databaseArgs, int64](queries, "TerminateSlotSessions")
 	qDropIdleSlots         = namedsql.Bind[databaseArgs, namedsql.NoRows](queries, "DropIdleSlots")
 	qLogPartition          = namedsql.Bind[aggregateArgs, int](queries, "LogPartition")
+	qSetSourceFor          = namedsql.Bind[sourceArgs, string](queries, "SetSourceFor")
 )
 
 // statements describes every bound statement, for the test that has the
@@ -31,6 +32,7 @@ var statements = []namedsql.Info{
 	qTerminateSlotSessions.Info(),
 	qDropIdleSlots.Info(),
 	qLogPartition.Info(),
+	qSetSourceFor.Info(),
 }
 
 // templateLock is the advisory lock key the template builders share.
@@ -47,4 +49,8 @@ type databaseArgs struct {
 type aggregateArgs struct {
 	AggregateType string `db:"aggregate_type"`
 	AggregateID   string `db:"aggregate_id"`
+}
+
+type sourceArgs struct {
+	Source string `db:"source"`
 }

@@ -31,3 +31,12 @@ WHERE database = @name AND NOT active;
 -- The log partition of an aggregate (SameLogPartition), on a migrated
 -- test database.
 SELECT outbox_log_partition(@aggregate_type, @aggregate_id);
+
+-- name: SetSourceFor :one
+-- Sets the recorded relay source to @source inside the caller's
+-- transaction (EnqueueAsRead, which sets it back before it commits) and
+-- returns the one it replaced.
+WITH old AS (SELECT source FROM outbox_source)
+UPDATE outbox_source SET source = @source
+FROM old
+RETURNING old.source AS was;

@@ -1,4 +1,4 @@
-package outboxops
+package service
 
 import (
 	"errors"
@@ -7,10 +7,12 @@ import (
 	"time"
 
 	"github.com/outflow/outflow/internal/cli"
+	"github.com/outflow/outflow/outbox/outboxops"
 )
 
-// The environment variables of a [Schedule], as a binary that runs a relay
-// reads them with [ScheduleConfigFromEnv].
+// The environment variables of an outboxops.Schedule, as a binary that runs
+// a relay reads them with [ScheduleConfigFromEnv]. Package outboxops is a
+// library and reads no environment: the binaries parse it, here.
 const (
 	RetentionEnv       = "OUTFLOW_RETENTION"
 	InboxRetentionEnv  = "OUTFLOW_INBOX_RETENTION"
@@ -21,15 +23,16 @@ const (
 // RetentionDefault is [RetentionEnv]'s default: 7 days.
 const RetentionDefault = 7 * 24 * time.Hour
 
-// ScheduleConfigFromEnv reads the retention part of a [ScheduleConfig]
-// through getenv, which a binary's main passes (os.Getenv): the package
-// never reads the environment itself. An unset variable keeps its default
-// (a retention of [RetentionDefault], the inbox's the same, a pass every
-// [ScheduleIntervalDefault], batches of [CleanupBatchSizeDefault]); 0 for
+// ScheduleConfigFromEnv reads the retention part of an
+// outboxops.ScheduleConfig through getenv, which a binary's main passes
+// (os.Getenv, or an Env's lookup). An unset variable keeps its default (a
+// retention of [RetentionDefault], the inbox's the same, a pass every
+// outboxops.ScheduleIntervalDefault, batches of
+// outboxops.CleanupBatchSizeDefault); 0 for
 // [RetentionEnv] turns the cleanup off. Every malformed value is reported at
 // once, each error naming its variable. The caller adds Log, the
 // failpoints, the registerer and the logger.
-func ScheduleConfigFromEnv(getenv func(string) string) (ScheduleConfig, error) {
+func ScheduleConfigFromEnv(getenv func(string) string) (outboxops.ScheduleConfig, error) {
 	var errs []error
 	duration := func(name string, def time.Duration, zeroOK bool) time.Duration {
 		v := getenv(name)
@@ -43,16 +46,16 @@ func ScheduleConfigFromEnv(getenv func(string) string) (ScheduleConfig, error) {
 		}
 		return d
 	}
-	cfg := ScheduleConfig{
+	cfg := outboxops.ScheduleConfig{
 		Retention:      duration(RetentionEnv, RetentionDefault, true),
 		InboxRetention: duration(InboxRetentionEnv, 0, false),
-		Interval:       duration(CleanupIntervalEnv, ScheduleIntervalDefault, false),
-		BatchSize:      CleanupBatchSizeDefault,
+		Interval:       duration(CleanupIntervalEnv, outboxops.ScheduleIntervalDefault, false),
+		BatchSize:      outboxops.CleanupBatchSizeDefault,
 	}
 	if v := getenv(CleanupBatchEnv); v != "" {
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 1 || n > cleanupBatchSizeMax {
-			errs = append(errs, fmt.Errorf("%s=%q: want an integer from 1 to %d", CleanupBatchEnv, v, cleanupBatchSizeMax))
+		if err != nil || n < 1 || n > outboxops.CleanupBatchSizeMax {
+			errs = append(errs, fmt.Errorf("%s=%q: want an integer from 1 to %d", CleanupBatchEnv, v, outboxops.CleanupBatchSizeMax))
 		} else {
 			cfg.BatchSize = n
 		}

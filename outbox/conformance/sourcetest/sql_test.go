@@ -1,0 +1,13 @@
+package sourcetest
+
+import (
+	"testing"
+
+	"github.com/outflow/outflow/internal/dev/testdb"
+)
+
+// TestStatements: every statement of sourcetest.sql is bound once and
+// described by a migrated PostgreSQL.
+func TestStatements(t *testing.T) {
+	testdb.CheckStatements(t, queries, qEndConnections.Info())
+}
