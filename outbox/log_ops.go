@@ -221,7 +221,7 @@ func skipLogHold(ctx context.Context, db beginner, aggregateType, aggregateID st
 // position: the order's later events may be in it, so the replay would
 // deliver part of them (retention marks a range under a lock this waits
 // for, and no range retires while the replay's hold owns its events). The
-// replay horizon (outboxops.ReplayLog's check) does not apply here.
+// replay horizon (outboxops.Replay's check) does not apply here.
 func ReplayLogOrder(ctx context.Context, db LogDB, aggregateType, aggregateID string, fromSequence int64) error {
 	agg := aggregateArgs{AggregateType: aggregateType, AggregateID: aggregateID}
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {

@@ -27,8 +27,9 @@ import (
 // told; the soak's oracle ([CheckOracle]) judges the run against it.
 //
 // On a log stack (Source "log") it acts over the log as outboxctl allows
-// there: it replays one order at a time (the log has no window replay),
-// which makes a hold, and follows the hold until it is released; it
+// there: it replays one order at a time (a window without an order covers
+// the log too, tested by outboxops; the soak names an order so its oracle
+// can follow the hold), which makes a hold, and follows the hold until it is released; it
 // retries quarantined holds one by one and in bulk (retry --quarantined);
 // it skips a quarantined poison hold's head.
 type Operator struct {
@@ -310,8 +311,8 @@ func (o *Operator) unexpected(a answer, args ...string) {
 var replayedN = regexp.MustCompile(`replayed (\d+) events`)
 
 // replayWindow replays a window of the last twenty seconds; over the log,
-// which replays one order at a time, a recent order's events from its
-// first on.
+// a recent order's events from its first on (one order, whose hold the
+// oracle follows).
 func (o *Operator) replayWindow(ctx context.Context) {
 	if o.log {
 		cs, err := qLateCancelCandidate.All(ctx, o.s.Pool, namedsql.NoArgs{})

@@ -101,9 +101,9 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 			return usagef(fs, "aggregates of %d types have the id %q (%s): say which with --aggregate-type", len(types), opts.AggregateID, strings.Join(types, ", "))
 		}
 	}
-	// The plan covers outbox_events' events and, when the window names an
-	// order, that order's events in the log, which the log replays through
-	// a hold (outboxops.PlanReplay), under the same replay horizon.
+	// The plan covers outbox_events' events and the log's, which the log
+	// replays an order at a time through a hold (outboxops.PlanReplay),
+	// under the same replay horizon.
 	plan, err := outboxops.PlanReplay(ctx, pool, opts)
 	if err != nil {
 		return err
@@ -115,8 +115,8 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	case opts.AggregateType != "":
 		scope = "all " + opts.AggregateType + " aggregates"
 	}
-	if plan.LogNeedsOrder {
-		fmt.Fprintln(env.stdout, "the log's events (relay source log) are replayed one order at a time: name it with --aggregate and --aggregate-type")
+	if plan.Log.HeldOrders > 0 {
+		fmt.Fprintf(env.stdout, "%d orders of the log (relay source log) are under a hold and left out: `outboxctl list --quarantined` shows why; retry or skip their holds, then replay them.\n", plan.Log.HeldOrders)
 	}
 	if plan.Total() == 0 {
 		fmt.Fprintf(env.stdout, "no published events of %s occurred in [%s, %s); nothing to replay\n",
@@ -127,9 +127,12 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(env.stdout, "%d published events of %s (occurred %s .. %s) will be delivered again.\n",
 			plan.Events, scope, plan.First.UTC().Format(time.RFC3339), plan.Last.UTC().Format(time.RFC3339))
 	}
-	if lp := plan.Log; lp.Events > 0 {
+	if lp := plan.Log; lp.Events > 0 && lp.FromSequence > 0 {
 		fmt.Fprintf(env.stdout, "%d published log events of %s (sequence %d on, occurred %s .. %s) will be delivered again, in order, through a hold: the log replays the order's events from its first in the window to the newest delivered.\n",
 			lp.Events, scope, lp.FromSequence, lp.First.UTC().Format(time.RFC3339), lp.Last.UTC().Format(time.RFC3339))
+	} else if lp.Events > 0 {
+		fmt.Fprintf(env.stdout, "%d published log events of %d orders of %s (occurred %s .. %s) will be delivered again, in order, through a hold per order: the log replays each order's events from its first in the window to the newest delivered.\n",
+			lp.Events, lp.Orders, scope, lp.First.UTC().Format(time.RFC3339), lp.Last.UTC().Format(time.RFC3339))
 	}
 	fmt.Fprintln(env.stdout, "Workflows that completed stay one run; failed, terminated or timed-out ones run again (effects stay single).")
 	total := plan.Total()

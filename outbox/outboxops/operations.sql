@@ -231,6 +231,23 @@ WHERE published_at IS NOT NULL
   AND (@aggregate_type = '' OR aggregate_type = @aggregate_type)
   AND (@aggregate_id = '' OR aggregate_id = @aggregate_id);
 
+-- name: OpsReplayLogOrders :many
+-- The orders of the log source (outbox_log) with an event whose occurred_at
+-- is in [@from, @to), of aggregate type @aggregate_type and aggregate
+-- @aggregate_id when those are not empty: the orders a replay of the window
+-- replays the log's tail of (each one's events are then read, and their
+-- states decided, by outbox.LogEvents). No index serves occurred_at on the
+-- log (its writes stay as cheap as they are): an operator's replay scans
+-- the log's ranges once.
+SELECT aggregate_type, aggregate_id
+FROM outbox_log
+WHERE occurred_at >= @from
+  AND occurred_at < @to
+  AND (@aggregate_type = '' OR aggregate_type = @aggregate_type)
+  AND (@aggregate_id = '' OR aggregate_id = @aggregate_id)
+GROUP BY aggregate_type, aggregate_id
+ORDER BY aggregate_type, aggregate_id;
+
 -- name: OpsReplay :many
 -- Published events whose occurred_at is in [@from, @to) (of aggregate type
 -- @aggregate_type and aggregate @aggregate_id when those are not empty)

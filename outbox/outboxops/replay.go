@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outflow/outflow/internal/namedsql"
-	"github.com/outflow/outflow/outbox"
 )
 
 // ReplayOptions selects the published events [Replay] delivers again.
@@ -37,14 +36,10 @@ type ReplayPlan struct {
 	// First and Last are the oldest and newest occurred_at among them; nil
 	// when there are none.
 	First, Last *time.Time
-	// Log is what the replay does to the log source's order the window
-	// names (AggregateType and AggregateID): its events from its first
-	// published one in the window on. Zero when the window names no order.
+	// Log is what the replay does to the log source's events: the orders
+	// with an event in the window (the one the window names, or every
+	// one), each from its first published event in the window on.
 	Log LogReplayPlan
-	// LogNeedsOrder says the window names no order while the log was
-	// written: the log replays one order at a time, so its events are not
-	// in this plan; name the order to replay them.
-	LogNeedsOrder bool
 }
 
 // Total is the number of events the replay delivers again: outbox_events'
@@ -63,18 +58,16 @@ var ErrReplayWindow = errors.New("outbox: invalid replay window")
 // in aggregate order. It returns the number of events replayed. Skipped,
 // quarantined and pending events are not touched.
 //
-// A window that names one aggregate (AggregateType and AggregateID) also
-// replays that order's events of the log source (outbox_log) with the
-// log's rules, as [ReplayLog] does: the order's published log events from
-// its first one in the window on, through a hold, the skipped ones only as
-// their tombstones. What the log refuses is refused before anything is
-// replayed: an order under a hold (outbox.ErrLogOrderHeld) and a window
-// from before the log's retention horizon. outbox_events' part commits
-// first, then the log's, each in a transaction of its own (savepoints of
-// the caller's when db is a pgx.Tx). The log replays one order at a time:
-// a window that names none replays outbox_events' events only
-// ([ReplayPlan.LogNeedsOrder] says whether the log has events to name an
-// order for).
+// The window covers the log source's events too (outbox_log), with the
+// log's rules: the log replays an order at a time, through a hold, from the
+// order's first published event in the window on (so its later events are
+// delivered again too), the skipped ones only as their tombstones; each
+// order's replay is a transaction of its own, after outbox_events' (as
+// savepoints of the caller's when db is a pgx.Tx). What the log refuses is
+// refused before anything is replayed: a window from before the log's
+// retention horizon, and, when the window names one order, an order under
+// a hold (outbox.ErrLogOrderHeld). A window that names no order leaves the
+// orders under a hold out ([LogReplayPlan.HeldOrders] counts them).
 //
 // # Semantics against Temporal
 //
@@ -118,15 +111,12 @@ func Replay(ctx context.Context, db DB, opts ReplayOptions) (int64, error) {
 	if err := checkReplayWindow(ctx, db, opts); err != nil {
 		return 0, err
 	}
-	var logPlan LogReplayPlan
-	if opts.AggregateID != "" {
-		var err error
-		if logPlan, err = PlanReplayLog(ctx, db, opts); err != nil {
-			return 0, err
-		}
+	logPlan, err := planReplayLog(ctx, db, opts)
+	if err != nil {
+		return 0, err
 	}
 	var n int64
-	err := inTx(ctx, db, func(tx pgx.Tx) error {
+	err = inTx(ctx, db, func(tx pgx.Tx) error {
 		var err error
 		n, err = replay(ctx, tx, opts)
 		return err
@@ -134,13 +124,14 @@ func Replay(ctx context.Context, db DB, opts ReplayOptions) (int64, error) {
 	if err != nil || logPlan.Events == 0 {
 		return n, err
 	}
-	if err := outbox.ReplayLogOrder(ctx, db, opts.AggregateType, opts.AggregateID, logPlan.FromSequence); err != nil {
-		if n > 0 {
-			return n, fmt.Errorf("outbox: replay: outbox_events' %d events are replayed, the log's are not: %w", n, logStateError(err))
+	m, err := replayLog(ctx, db, opts, logPlan)
+	if err != nil {
+		if n+m > 0 {
+			return n + m, fmt.Errorf("outbox: replay: %d events are replayed (outbox_events' %d, the log's %d), the rest of the log's are not: %w", n+m, n, m, logStateError(err))
 		}
 		return 0, logStateError(err)
 	}
-	return n + logPlan.Events, nil
+	return n + m, nil
 }
 
 // replay is [Replay] in tx; relays are woken when tx commits. Until then it
@@ -210,8 +201,8 @@ func (opts ReplayOptions) window() replayWindowArgs {
 }
 
 // PlanReplay reports what [Replay] with opts would replay, outbox_events'
-// events and the log's order, without changing anything, and refuses the
-// same windows.
+// events and the log's, without changing anything, and refuses the same
+// windows.
 func PlanReplay(ctx context.Context, db DB, opts ReplayOptions) (ReplayPlan, error) {
 	if err := checkReplayWindow(ctx, db, opts); err != nil {
 		return ReplayPlan{}, err
@@ -221,17 +212,9 @@ func PlanReplay(ctx context.Context, db DB, opts ReplayOptions) (ReplayPlan, err
 		return ReplayPlan{}, fmt.Errorf("outbox: replay: counting events: %w", err)
 	}
 	p := ReplayPlan{Events: c.Events, First: c.FirstOccurredAt, Last: c.LastOccurredAt}
-	if opts.AggregateID != "" {
-		if p.Log, err = PlanReplayLog(ctx, db, opts); err != nil {
-			return ReplayPlan{}, err
-		}
-		return p, nil
+	if p.Log, err = planReplayLog(ctx, db, opts); err != nil {
+		return ReplayPlan{}, err
 	}
-	lg, err := outbox.LogStatus(ctx, db)
-	if err != nil {
-		return ReplayPlan{}, fmt.Errorf("outbox: replay: %w", err)
-	}
-	p.LogNeedsOrder = lg.Used
 	return p, nil
 }
 

@@ -2,40 +2,62 @@ package outboxops
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/outflow/outflow/outbox"
 )
 
-// LogReplayPlan is what [ReplayLog] would do to one order of the log source
-// (SourceLog), as [PlanReplayLog] reports it; [Replay] does it too, for the
-// order its window names.
+// LogReplayPlan is what [Replay] does to the log source's events (SourceLog),
+// as [PlanReplay] reports it in [ReplayPlan.Log]: the log replays an order
+// from its first published event in the window on, through a hold.
 type LogReplayPlan struct {
-	// FromSequence is the order's first published log event that occurred
-	// in the window; 0 when none did (nothing to replay).
+	// FromSequence is, for a window that names one order, the order's
+	// first published log event that occurred in the window; 0 when none
+	// did, or when the window names no order (each order has its own).
 	FromSequence int64
-	// Events counts the order's published events from FromSequence on:
-	// the log replays an order's tail, so events that occurred after the
-	// window's end are delivered again too. Skipped events are not
-	// counted: the replay hands only their tombstones again.
+	// Events counts the published log events delivered again: each
+	// order's from its first in the window on (the log replays an order's
+	// tail, so events that occurred after the window's end are delivered
+	// again too). Skipped events are not counted: the replay hands only
+	// their tombstones again.
 	Events int64
-	// First and Last are the oldest and newest occurred_at among them; nil
-	// when there are none.
+	// Orders is the number of orders whose log events are delivered again.
+	Orders int64
+	// HeldOrders is the number of orders of a window that names no order
+	// that the replay leaves out: each is under a hold of the log (an event
+	// quarantined, skipped but not yet passed, or a replay still running).
+	// Name one with AggregateType and AggregateID to see why; retry or
+	// skip its hold first.
+	HeldOrders int64
+	// First and Last are the oldest and newest occurred_at among the
+	// events delivered again; nil when there are none.
 	First, Last *time.Time
+
+	orders []logOrderPlan
 }
 
-// PlanReplayLog reports what [ReplayLog] with opts would replay, without
-// changing anything, and refuses the same windows.
-func PlanReplayLog(ctx context.Context, db DB, opts ReplayOptions) (LogReplayPlan, error) {
-	switch {
-	case opts.AggregateID == "" || opts.AggregateType == "":
-		return LogReplayPlan{}, fmt.Errorf("%w: the log replays one order at a time: AggregateType and AggregateID are mandatory", ErrReplayWindow)
-	case opts.From.IsZero() || opts.To.IsZero():
-		return LogReplayPlan{}, fmt.Errorf("%w: both From and To are mandatory", ErrReplayWindow)
-	case !opts.To.After(opts.From):
-		return LogReplayPlan{}, fmt.Errorf("%w: To (%s) must be after From (%s)", ErrReplayWindow, opts.To.Format(time.RFC3339), opts.From.Format(time.RFC3339))
-	}
+// logOrder is one order of the log: a row of OpsReplayLogOrders.
+type logOrder struct {
+	AggregateType string `db:"aggregate_type"`
+	AggregateID   string `db:"aggregate_id"`
+}
+
+// logOrderPlan is what a replay does to one order of the log.
+type logOrderPlan struct {
+	logOrder
+	fromSequence, events int64
+}
+
+// planReplayLog reports what [Replay] with opts does to the log: the
+// orders with an event in the window (the one it names, or every one), each
+// from its first published event in the window on. An order under a hold is
+// refused when the window names it (outbox.ErrLogOrderHeld) and left out,
+// counted in HeldOrders, when it does not. It refuses a window from before
+// the replay horizon or the log's retention horizon, checked before the
+// log is read: the events retention dropped are no longer there to find.
+func planReplayLog(ctx context.Context, db DB, opts ReplayOptions) (LogReplayPlan, error) {
 	// Every replayed event occurred at or after From, so the replay
 	// horizon's check is the one outbox_events' replay makes. The cleanup
 	// horizon is outbox_events' retention; the log's is the newest seal of
@@ -57,53 +79,87 @@ func PlanReplayLog(ctx context.Context, db DB, opts ReplayOptions) (LogReplayPla
 		return LogReplayPlan{}, fmt.Errorf("%w: From (%s) is before the log's retention horizon (%s): the log's events before it may be dropped; start the window at or after it",
 			ErrReplayWindow, opts.From.UTC().Format(time.RFC3339), ranges.Horizon.UTC().Format(time.RFC3339))
 	}
-	es, err := outbox.LogEvents(ctx, db, opts.AggregateType, opts.AggregateID)
+	orders, err := qOpsReplayLogOrders.All(ctx, db, opts.window())
 	if err != nil {
-		return LogReplayPlan{}, err
+		return LogReplayPlan{}, fmt.Errorf("outbox: replay: finding the log's orders in the window: %w", err)
 	}
 	var p LogReplayPlan
-	for _, e := range es {
-		if e.Held {
-			return LogReplayPlan{}, fmt.Errorf("outbox: replay %s/%s: %w: its event %d (%s) is %s; retry or skip the hold first (outboxctl list --quarantined)",
-				opts.AggregateType, opts.AggregateID, outbox.ErrLogOrderHeld, e.Sequence, e.ID, e.State())
-		}
-		if e.State() != "published" {
+	for _, o := range orders {
+		op, err := planReplayLogOrder(ctx, db, o, opts, &p)
+		switch {
+		case errors.Is(err, outbox.ErrLogOrderHeld) && opts.AggregateID == "":
+			p.HeldOrders++
+			continue
+		case err != nil:
+			return LogReplayPlan{}, err
+		case op.events == 0:
 			continue
 		}
-		if p.FromSequence == 0 && !e.OccurredAt.Before(opts.From) && e.OccurredAt.Before(opts.To) {
-			p.FromSequence = e.Sequence
-		}
-		if p.FromSequence != 0 {
-			at := e.OccurredAt
-			if p.First == nil {
-				p.First = &at
-			}
-			p.Last = &at
-			p.Events++
+		p.Orders++
+		p.Events += op.events
+		p.orders = append(p.orders, op)
+		if opts.AggregateID != "" {
+			p.FromSequence = op.fromSequence
 		}
 	}
 	return p, nil
 }
 
-// ReplayLog delivers an order's published log events again from its first
-// one that occurred in [From, To) on, through [outbox.ReplayLogOrder]: a
-// hold whose worker publishes them in order, marked Event.Replay, with the
-// semantics against Temporal that [Replay] describes. The window must name
-// one order (AggregateType and AggregateID) and must not start before the
-// replay horizon or the log's retention horizon (the newest seal of a
-// range dropped or retiring); an order under a hold is refused
-// (outbox.ErrLogOrderHeld), and so is a replay that a range retired since
-// the plan would cut short (outbox.ErrLogRangeRetiring). The events an
-// operator skipped are not counted, and only their tombstones are
-// delivered again. It returns what it
-// replayed (Events 0: nothing in the window).
-func ReplayLog(ctx context.Context, db DB, opts ReplayOptions) (LogReplayPlan, error) {
-	p, err := PlanReplayLog(ctx, db, opts)
-	if err != nil || p.Events == 0 {
-		return p, err
+// planReplayLogOrder plans the replay of o's log events in opts's window,
+// adding their occurred_at to p's First and Last.
+func planReplayLogOrder(ctx context.Context, db DB, o logOrder, opts ReplayOptions, p *LogReplayPlan) (logOrderPlan, error) {
+	es, err := outbox.LogEvents(ctx, db, o.AggregateType, o.AggregateID)
+	if err != nil {
+		return logOrderPlan{}, err
 	}
-	if err := outbox.ReplayLogOrder(ctx, db, opts.AggregateType, opts.AggregateID, p.FromSequence); err != nil {
-		return LogReplayPlan{}, err
+	op := logOrderPlan{logOrder: o}
+	var first, last *time.Time
+	for _, e := range es {
+		if e.Held {
+			return logOrderPlan{}, fmt.Errorf("outbox: replay %s/%s: %w: its event %d (%s) is %s; retry or skip the hold first (outboxctl list --quarantined)",
+				o.AggregateType, o.AggregateID, outbox.ErrLogOrderHeld, e.Sequence, e.ID, e.State())
+		}
+		if e.State() != "published" {
+			continue
+		}
+		if op.fromSequence == 0 && !e.OccurredAt.Before(opts.From) && e.OccurredAt.Before(opts.To) {
+			op.fromSequence = e.Sequence
+		}
+		if op.fromSequence != 0 {
+			at := e.OccurredAt
+			if first == nil {
+				first = &at
+			}
+			last = &at
+			op.events++
+		}
 	}
-	return p, nil
+	if first != nil {
+		if p.First == nil || first.Before(*p.First) {
+			p.First = first
+		}
+		if p.Last == nil || last.After(*p.Last) {
+			p.Last = last
+		}
+	}
+	return op, nil
+}
+
+// replayLog replays the orders of p through holds (outbox.ReplayLogOrder),
+// one transaction each, and returns the events replayed. An order that came
+// under a hold since the plan is left out when the window names no order;
+// any other refusal stops the replay there.
+func replayLog(ctx context.Context, db DB, opts ReplayOptions, p LogReplayPlan) (int64, error) {
+	var n int64
+	for _, o := range p.orders {
+		err := outbox.ReplayLogOrder(ctx, db, o.AggregateType, o.AggregateID, o.fromSequence)
+		switch {
+		case errors.Is(err, outbox.ErrLogOrderHeld) && opts.AggregateID == "":
+			continue
+		case err != nil:
+			return n, fmt.Errorf("outbox: replay of %s/%s in the log: %w", o.AggregateType, o.AggregateID, err)
+		}
+		n += o.events
+	}
+	return n, nil
 }

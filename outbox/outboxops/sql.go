@@ -32,6 +32,7 @@ var (
 	qOpsCleanupHorizon         = namedsql.Bind[namedsql.NoArgs, *time.Time](queries, "OpsCleanupHorizon")
 	qOpsReplayCount            = namedsql.Bind[replayWindowArgs, replayCountRow](queries, "OpsReplayCount")
 	qOpsReplay                 = namedsql.Bind[replayWindowArgs, replayedLane](queries, "OpsReplay")
+	qOpsReplayLogOrders        = namedsql.Bind[replayWindowArgs, logOrder](queries, "OpsReplayLogOrders")
 	qOpsReplayLockLanes        = namedsql.Bind[replayLanesArgs, namedsql.NoRows](queries, "OpsReplayLockLanes")
 	qOpsReplayFence            = namedsql.Bind[replayFenceArgs, namedsql.NoRows](queries, "OpsReplayFence")
 	qOpsReplayHorizon          = namedsql.Bind[namedsql.NoArgs, replayHorizonRow](queries, "OpsReplayHorizon")
@@ -64,6 +65,7 @@ var statements = []namedsql.Info{
 	qOpsCleanupHorizon.Info(),
 	qOpsReplayCount.Info(),
 	qOpsReplay.Info(),
+	qOpsReplayLogOrders.Info(),
 	qOpsReplayLockLanes.Info(),
 	qOpsReplayFence.Info(),
 	qOpsReplayHorizon.Info(),

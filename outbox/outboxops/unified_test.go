@@ -200,7 +200,8 @@ func TestRetryAndSkipActOnBothTables(t *testing.T) {
 // whichever table holds its events, with the log's rules for the log's
 // (its tail through a hold, the skipped event not delivered), and refuses
 // what the log refuses: an order under a hold. A window that names no
-// order says the log's need one.
+// order replays both tables' events too, each order of the log through its
+// hold, and leaves an order under a hold out.
 func TestReplayActsOnBothTables(t *testing.T) {
 	t.Parallel()
 	b := newBothSources(t)
@@ -211,6 +212,12 @@ func TestReplayActsOnBothTables(t *testing.T) {
 	require.ErrorIs(t, err, outbox.ErrLogOrderHeld, "the log's order is under its quarantined hold")
 	_, err = outboxops.Replay(b.ctx, b.pool, window(b.logOrder))
 	require.ErrorIs(t, err, outbox.ErrLogOrderHeld)
+	all := window("")
+	all.AggregateType = ""
+	p, err := outboxops.PlanReplay(b.ctx, b.pool, all)
+	require.NoError(t, err, "a window that names no order leaves the held one out")
+	require.EqualValues(t, 1, p.Log.HeldOrders, "the log's order under its hold")
+	require.Zero(t, p.Log.Events)
 
 	for _, id := range []uuid.UUID{b.polled[0].ID, b.logged[0].ID} {
 		_, err := outboxops.Skip(b.ctx, b.pool, id, "no route, ever", "ada")
@@ -226,7 +233,7 @@ func TestReplayActsOnBothTables(t *testing.T) {
 		return l.Len() == 0 && s.Log != nil && s.Log.Holds == 0 && published(t, b.pool, b.polled[1].ID)
 	}, 30*time.Second, 20*time.Millisecond, "both orders' second events published")
 
-	p, err := outboxops.PlanReplay(b.ctx, b.pool, window(b.pollOrder))
+	p, err = outboxops.PlanReplay(b.ctx, b.pool, window(b.pollOrder))
 	require.NoError(t, err)
 	require.EqualValues(t, 1, p.Events, "the skipped event is not replayed")
 	require.Zero(t, p.Log.Events)
@@ -236,12 +243,12 @@ func TestReplayActsOnBothTables(t *testing.T) {
 	require.EqualValues(t, 1, p.Log.Events, "the log's skipped event is not replayed")
 	require.EqualValues(t, 2, p.Log.FromSequence)
 	require.EqualValues(t, 1, p.Total())
-	all := window("")
-	all.AggregateType = ""
 	p, err = outboxops.PlanReplay(b.ctx, b.pool, all)
 	require.NoError(t, err)
-	require.True(t, p.LogNeedsOrder, "the log replays one order at a time")
 	require.EqualValues(t, 1, p.Events)
+	require.EqualValues(t, 1, p.Log.Events, "a window that names no order covers the log's orders too")
+	require.EqualValues(t, 1, p.Log.Orders)
+	require.Zero(t, p.Log.HeldOrders)
 
 	n, err := outboxops.Replay(b.ctx, b.pool, window(b.pollOrder))
 	require.NoError(t, err)
@@ -254,6 +261,22 @@ func TestReplayActsOnBothTables(t *testing.T) {
 		n2, r2 := deliveries(b.rec, b.logged[1].ID)
 		return n1 == 2 && r1 == 1 && n2 == 2 && r2 == 1
 	}, 30*time.Second, 20*time.Millisecond, "each order's event delivered again, as a replay")
+
+	// A window that names no order: both tables' events again, the log's
+	// through its order's hold, once the last replay's hold is gone.
+	require.Eventually(t, func() bool {
+		s, err := outboxops.Status(b.ctx, b.pool)
+		require.NoError(t, err)
+		return s.Log != nil && s.Log.Holds == 0
+	}, 30*time.Second, 20*time.Millisecond, "the log order's replay hold released")
+	n, err = outboxops.Replay(b.ctx, b.pool, all)
+	require.NoError(t, err)
+	require.EqualValues(t, 2, n, "one event of each table")
+	require.Eventually(t, func() bool {
+		n1, r1 := deliveries(b.rec, b.polled[1].ID)
+		n2, r2 := deliveries(b.rec, b.logged[1].ID)
+		return n1 == 3 && r1 == 2 && n2 == 3 && r2 == 2
+	}, 30*time.Second, 20*time.Millisecond, "each order's event delivered again by the window's replay")
 	for _, id := range []uuid.UUID{b.polled[0].ID, b.logged[0].ID} {
 		n, _ := deliveries(b.rec, id)
 		require.Zero(t, n, "a skipped event is never published, not even by a replay")
