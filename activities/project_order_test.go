@@ -16,10 +16,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/dev/testlog"
 	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox/failpoints"
 	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/outboxtest"
 )

@@ -28,8 +28,8 @@ import (
 	"github.com/outflow/outflow/internal/dev/checkout"
 	"github.com/outflow/outflow/internal/dev/devserver"
 	"github.com/outflow/outflow/internal/dev/testdb"
-	"github.com/outflow/outflow/internal/schemaset"
 	"github.com/outflow/outflow/outbox/outboxtest"
+	"github.com/outflow/outflow/outbox/schemaset"
 )
 
 // serviceModule is the module path of testdata/invoices.

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/outflow/outflow/internal/promreg"
+	"github.com/outflow/outflow/outbox/promreg"
 )
 
 // DuplicatesMetric is the name of the counter of duplicate deliveries, with

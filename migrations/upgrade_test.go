@@ -21,9 +21,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/internal/dev/testdb"
-	"github.com/outflow/outflow/internal/schemaset"
 	"github.com/outflow/outflow/migrations"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/schemaset"
 )
 
 // legacyFiles are outflow's migrations as they were before the schema was

@@ -23,7 +23,7 @@ import (
 //     projection's steps (ApplyStepTx); the workflows' activities go through
 //     orders.ApplyStep;
 //   - outbox_events is read or written only by package outbox (and its
-//     subpackages, outbox/outboxtest for tests, and internal/relaysql, which
+//     subpackages, outbox/outboxtest for tests, and outbox/internal/relaysql, which
 //     holds the relay's statements for outbox and the benchmarks to bind);
 //     other packages use its
 //     functions (outbox.Enqueue, outbox.EventSequence,
@@ -66,7 +66,7 @@ var ownershipRules = []ownershipRule{
 	{
 		what:   "uses outbox_events",
 		match:  regexp.MustCompile(`(?i)\b(?:FROM|JOIN|UPDATE(?:\s+ONLY)?|INTO|USING|TRUNCATE(?:\s+TABLE)?(?:\s+ONLY)?)\s+` + table("outbox_events")),
-		owners: []string{"outbox/", "internal/relaysql/", "migrations/"},
+		owners: []string{"outbox/", "outbox/internal/relaysql/", "migrations/"},
 		exempt: []string{"testsuite/", "cmd/bench/", "bench/peers/"},
 		owner:  "package outbox (use its functions, e.g. outbox.EventSequence, outbox.AggregateEvents; in tests, outbox/outboxtest)",
 	},

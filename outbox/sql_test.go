@@ -8,7 +8,7 @@ import (
 )
 
 // TestStatements: every statement of the package's .sql files and of the
-// relay's (internal/relaysql) is bound once in sql.go, so none is reached by
+// relay's (outbox/internal/relaysql) is bound once in sql.go, so none is reached by
 // a name string and none is left over when its caller goes, and the database
 // describes each (prepared, not run) with the columns its row struct reads.
 // The placeholders were checked against the argument structs when the

@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/internal/dev/natsserver"
-	"github.com/outflow/outflow/internal/namedsql"
+	"github.com/outflow/outflow/outbox/namedsql"
 )
 
 // TestChaosSoakJetStream runs the stack with both sinks

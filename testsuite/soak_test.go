@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/internal/dev/pgcluster"
-	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/namedsql"
 	"github.com/outflow/outflow/providersim"
 )
 

@@ -21,8 +21,8 @@ import (
 
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/dev/ports"
-	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox/namedsql"
 	"github.com/outflow/outflow/outbox/outboxtest"
 	"github.com/outflow/outflow/providersim"
 )

@@ -15,8 +15,8 @@ import (
 
 	"github.com/outflow/outflow/internal/bench/benchstat"
 	"github.com/outflow/outflow/internal/dev/pgcluster"
-	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/namedsql"
 )
 
 // sourceEnv selects the relay sources the sources phase measures: unset

@@ -26,7 +26,7 @@ var publicPackages = []string{
 	module + "/outbox/temporalpub",
 	module + "/outbox/temporalpub/eventsignal",
 	module + "/inbox",
-	module + "/failpoints",
+	module + "/outbox/failpoints",
 }
 
 // ownPackages are the service's own: the binary, which is the whole service.
@@ -130,7 +130,7 @@ func TestCheckDepsFindsForbiddenImports(t *testing.T) {
 		{ImportPath: module + "/internal/namedsql"},
 		{ImportPath: module + "/outbox", Imports: []string{"context", module + "/internal/namedsql"}},
 		{ImportPath: module + "/inbox"},
-		{ImportPath: module + "/cmd/inventory", Imports: []string{module + "/outbox", module + "/inbox", module + "/failpoints"}},
+		{ImportPath: module + "/cmd/inventory", Imports: []string{module + "/outbox", module + "/inbox", module + "/outbox/failpoints"}},
 	}
 	require.Empty(t, checkDeps(clean), "an internal package linked through a public one is the public one's business")
 

@@ -18,10 +18,10 @@ import (
 	"github.com/outflow/outflow/internal/codec"
 	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/dev/testlog"
-	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/internal/natscodec"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/namedsql"
 	"github.com/outflow/outflow/outbox/natspub"
 )
 

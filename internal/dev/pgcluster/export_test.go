@@ -1,6 +1,6 @@
 package pgcluster
 
-import "github.com/outflow/outflow/internal/namedsql"
+import "github.com/outflow/outflow/outbox/namedsql"
 
 // QueriesForTest are the statements of pgcluster.sql.
 func QueriesForTest() namedsql.Queries { return queries }

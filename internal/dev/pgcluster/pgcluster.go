@@ -23,7 +23,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outflow/outflow/internal/dev/ports"
-	"github.com/outflow/outflow/internal/namedsql"
+	"github.com/outflow/outflow/outbox/namedsql"
 )
 
 // Options configure a cluster. The zero value starts a server on a free

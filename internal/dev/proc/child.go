@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/outbox/failpoints"
 )
 
 // childEnv names, in a child [RerunKilled] started, the test it runs.

@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/outbox/failpoints"
 )
 
 func sh(t *testing.T, logPath, script string) *Process {
@@ -143,7 +143,7 @@ func TestStartServerFailsWhenItExitsFirst(t *testing.T) {
 // parent set.
 func TestRerunKilled(t *testing.T) {
 	if IsChild(t) {
-		fps, err := failpoints.FromEnv()
+		fps, err := failpoints.Parse(os.Getenv(failpoints.EnvVar))
 		require.NoError(t, err)
 		require.Equal(t, "x", os.Getenv("PROC_TEST_CHILD_VALUE"))
 		_ = fps.Inject(context.Background(), failpoints.RelayAfterPublish)

@@ -1,6 +1,6 @@
 // Package promtest reads a metric's value from a Prometheus registry the way
 // a scrape would, for tests: a component registers its collectors on the
-// registry its test gives it (internal/promreg), and the test reads them
+// registry its test gives it (outbox/promreg), and the test reads them
 // back by name and labels.
 //
 //	require.Equal(t, 1.0, promtest.Value(t, reg, "inbox_duplicates_total", "consumer", "projection"))

@@ -3,7 +3,7 @@ package testdb
 import (
 	"embed"
 
-	"github.com/outflow/outflow/internal/namedsql"
+	"github.com/outflow/outflow/outbox/namedsql"
 )
 
 //go:embed testdb.sql

@@ -5,7 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outflow/outflow/internal/namedsql"
+	"github.com/outflow/outflow/outbox/namedsql"
 )
 
 // CheckStatements is the test of a package's SQL: every statement of loaded

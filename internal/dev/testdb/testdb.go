@@ -25,8 +25,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outflow/outflow/internal/schemaset"
 	"github.com/outflow/outflow/migrations"
+	"github.com/outflow/outflow/outbox/schemaset"
 )
 
 // DefaultURL is used when TEST_DATABASE_URL is unset.

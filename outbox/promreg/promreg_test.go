@@ -7,7 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/internal/promreg"
+	"github.com/outflow/outflow/outbox/promreg"
 )
 
 // TestTwoComponentsShareOneCollector: the second registration of the same

@@ -3,7 +3,7 @@
 // without a Relay to measure what the relay itself adds (its goroutines, mark
 // batching and bookkeeping) and what a claim costs as the table grows.
 //
-// It binds the statements of internal/relaysql, the ones package outbox binds,
+// It binds the statements of outbox/internal/relaysql, the ones package outbox binds,
 // with the arguments a polling relay gives them. The binding is checked
 // strictly when the package is initialised, as outbox's is: a placeholder
 // added to or renamed in relay.sql without a field here panics at the first
@@ -18,8 +18,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/outflow/outflow/internal/namedsql"
-	"github.com/outflow/outflow/internal/relaysql"
+	"github.com/outflow/outflow/outbox/internal/relaysql"
+	"github.com/outflow/outflow/outbox/namedsql"
 )
 
 // Querier is what a statement runs on: a *pgxpool.Pool, a *pgx.Conn or a

@@ -2,7 +2,7 @@
 // argument types of those both users bind ([ClaimArgs], [EventsArgs]). Package
 // outbox binds them to its own row types and runs them; the benchmarks and the
 // backlog test bind RelayClaim and RelayMark through
-// internal/bench/outboxbench to run them without a Relay. The statements live
+// outbox/outboxtest/outboxbench to run them without a Relay. The statements live
 // here rather than inside package outbox so that a benchmark imports what it
 // measures while no production binary links benchmark code.
 package relaysql
@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/outflow/outflow/internal/namedsql"
+	"github.com/outflow/outflow/outbox/namedsql"
 )
 
 //go:embed relay.sql
@@ -23,7 +23,7 @@ var files embed.FS
 var Queries = namedsql.MustLoad(files, "relay.sql")
 
 // ClaimArgs are RelayClaim's placeholders, which package outbox and the
-// benchmarks (internal/bench/outboxbench) bind the statement with.
+// benchmarks (outbox/outboxtest/outboxbench) bind the statement with.
 type ClaimArgs struct {
 	Owner       string `db:"owner"`
 	BatchSize   int    `db:"batch_size"`

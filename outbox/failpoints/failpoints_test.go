@@ -47,7 +47,7 @@ func TestInjectErrorAndSleep(t *testing.T) {
 func TestInjectCrash(t *testing.T) {
 	t.Parallel()
 	if os.Getenv("FAILPOINTS_CHILD") == "1" {
-		s, err := FromEnv()
+		s, err := Parse(os.Getenv(EnvVar))
 		if err != nil {
 			os.Exit(3)
 		}

@@ -1,6 +1,6 @@
 -- Statements of the relay, bound in outbox/sql.go to the Go struct of
 -- their named arguments (@name) and of their result row (columns by name);
--- internal/bench/outboxbench binds RelayClaim and RelayMark for the
+-- outbox/outboxtest/outboxbench binds RelayClaim and RelayMark for the
 -- benchmarks. Every write after the claim is fenced by claimed_by = @owner (the
 -- relay's owner), so a relay whose lease was taken over changes nothing of
 -- the new owner's.

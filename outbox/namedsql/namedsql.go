@@ -115,7 +115,7 @@ func MustLoadAll(fsys fs.FS) Queries {
 
 // MustMerge joins sets of statements into one, the way a package whose
 // statements live in more than one place (package outbox and the relay's
-// internal/relaysql) loads them in one set. It panics on a name two sets
+// outbox/internal/relaysql) loads them in one set. It panics on a name two sets
 // share.
 func MustMerge(sets ...Queries) Queries {
 	all := Queries{}

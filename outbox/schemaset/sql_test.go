@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/outflow/outflow/internal/dev/testdb"
-	"github.com/outflow/outflow/internal/schemaset"
+	"github.com/outflow/outflow/outbox/schemaset"
 )
 
 // TestStatements: every statement of schemaset.sql is bound in sql.go and
