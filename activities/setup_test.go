@@ -13,10 +13,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/outflow/outflow/inbox"
-	"github.com/outflow/outflow/internal/dev/promtest"
 	"github.com/outflow/outflow/internal/dev/testclock"
-	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox/failpoints"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/promtest"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 	"github.com/outflow/outflow/providersim"
 )
 

@@ -201,7 +201,7 @@ func TestCheckDepsOnAServiceThatNeedsTheOrderApp(t *testing.T) {
 package shortcut
 
 import (
-	_ "github.com/outflow/outflow/internal/dev/testdb"
+	_ "github.com/outflow/outflow/internal/cli"
 	_ "github.com/outflow/outflow/orders"
 )
 `), 0o644))
@@ -209,11 +209,10 @@ import (
 	joined := strings.Join(problems, "\n")
 	t.Logf("the check found:\n%s", joined)
 	for _, want := range []string{
-		serviceModule + "/shortcut imports " + outflowModule + "/internal/dev/testdb: an internal package of outflow",
+		serviceModule + "/shortcut imports " + outflowModule + "/internal/cli: an internal package of outflow",
 		serviceModule + "/shortcut imports " + outflowModule + "/orders: a package of outflow's order app",
 		"the build links " + outflowModule + "/orders, a package of outflow's order app (imported by " + serviceModule + "/shortcut)",
-		"the build links " + outflowModule + "/migrations, a package of outflow's order app (imported by " + outflowModule + "/internal/dev/testdb)",
-		"use of internal package " + outflowModule + "/internal/dev/testdb not allowed",
+		"use of internal package " + outflowModule + "/internal/cli not allowed",
 	} {
 		require.Contains(t, joined, want)
 	}

@@ -25,10 +25,10 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/outflow/outflow/inbox"
-	"github.com/outflow/outflow/internal/dev/checkout"
-	"github.com/outflow/outflow/internal/dev/devserver"
-	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox/outboxtest"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/checkout"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/devserver"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 	"github.com/outflow/outflow/outbox/schemaset"
 )
 

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/inbox"
-	"github.com/outflow/outflow/internal/dev/promtest"
-	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/promtest"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
 type testBundle struct {

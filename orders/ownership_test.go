@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/internal/dev/checkout"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/checkout"
 )
 
 // Each table has one owner, the only package whose SQL touches it that way:
@@ -143,9 +143,9 @@ var testExceptions = []struct{ file, rule, why string }{
 		"marks a range of the log retiring and not dropped, as an interrupted RetainLog pass leaves it, a state no outbox function stops at, for replay to refuse"},
 	{"workflows/devserver_test.go", "writes the orders table",
 		"inserts the order rows its workflows run for, without the order service"},
-	{"internal/dev/testdb/testdb_test.go", "records into processed_events",
+	{"outbox/outboxtest/dev/testdb/testdb_test.go", "records into processed_events",
 		"writes a row into one test database to prove another does not see it"},
-	{"internal/dev/testdb/testdb_test.go", "uses processed_events",
+	{"outbox/outboxtest/dev/testdb/testdb_test.go", "uses processed_events",
 		"counts that row in both databases"},
 	{"cmd/inventory/helpers_test.go", "uses processed_events",
 		"counts every inbox row of the inventory's consumer, to show a refused request wrote none, which the inbox's key lookup cannot"},

@@ -3,8 +3,8 @@ package outbox_test
 import (
 	"testing"
 
-	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
 // TestStatements: every statement of the package's .sql files and of the

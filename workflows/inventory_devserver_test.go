@@ -17,9 +17,9 @@ import (
 
 	"github.com/outflow/outflow/activities"
 	"github.com/outflow/outflow/handoff"
-	"github.com/outflow/outflow/internal/dev/devserver"
-	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox/failpoints"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/devserver"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 	"github.com/outflow/outflow/providersim"
 )
 

@@ -16,13 +16,13 @@ import (
 	"github.com/outflow/outflow/inbox"
 	"github.com/outflow/outflow/inbox/natsconsumer"
 	"github.com/outflow/outflow/internal/codec"
-	"github.com/outflow/outflow/internal/dev/testdb"
-	"github.com/outflow/outflow/internal/dev/testlog"
 	"github.com/outflow/outflow/internal/natscodec"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/namedsql"
 	"github.com/outflow/outflow/outbox/natspub"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testlog"
 )
 
 // TestFeedProjectsOrderEvents: an order's OrderCreated and OrderCancelled,

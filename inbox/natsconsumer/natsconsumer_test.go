@@ -16,11 +16,14 @@ import (
 
 	"github.com/outflow/outflow/inbox"
 	"github.com/outflow/outflow/inbox/natsconsumer"
-	"github.com/outflow/outflow/internal/dev/proc"
-	"github.com/outflow/outflow/internal/dev/testdb"
-	"github.com/outflow/outflow/internal/dev/testlog"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/failpoints"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/proc"
+	// The order app's tables in testdb's template (it migrates the sets
+	// the binary registers).
+	_ "github.com/outflow/outflow/migrations"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testlog"
 )
 
 // newInbox returns an inbox and its duplicates counter.

@@ -15,14 +15,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/internal/dev/proc"
-	"github.com/outflow/outflow/internal/dev/promtest"
-	"github.com/outflow/outflow/internal/dev/testdb"
-	"github.com/outflow/outflow/internal/dev/testlog"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/failpoints"
 	"github.com/outflow/outflow/outbox/natspub"
 	"github.com/outflow/outflow/outbox/outboxtest"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/proc"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/promtest"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testlog"
 )
 
 // TestRelayPublishesEachEventOnItsAggregatesSubject: a real relay publishes

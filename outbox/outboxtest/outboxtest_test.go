@@ -15,10 +15,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/namedsql"
 	"github.com/outflow/outflow/outbox/outboxtest"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
 func setup(t *testing.T) *pgxpool.Pool {

@@ -3,7 +3,7 @@ package schemaset_test
 import (
 	"testing"
 
-	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 	"github.com/outflow/outflow/outbox/schemaset"
 )
 

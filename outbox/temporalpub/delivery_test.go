@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
 
-	"github.com/outflow/outflow/internal/dev/promtest"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/promtest"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
 

@@ -11,7 +11,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/outflow/outflow/internal/dev/testlog"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testlog"
 	"github.com/outflow/outflow/outbox/temporalpub"
 
 	"github.com/google/uuid"

@@ -16,9 +16,9 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
 

@@ -22,10 +22,10 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/outflow/outflow/internal/dev/ports"
-	"github.com/outflow/outflow/internal/dev/promtest"
-	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/ports"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/promtest"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 	"github.com/outflow/outflow/outbox/temporalpub"
 	"github.com/outflow/outflow/outbox/temporalpub/eventsignal"
 )

@@ -20,11 +20,11 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/outflow/outflow/internal/dev/devserver"
-	"github.com/outflow/outflow/internal/dev/ports"
-	"github.com/outflow/outflow/internal/dev/promtest"
-	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/devserver"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/ports"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/promtest"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
 

@@ -3,8 +3,8 @@ package pgcluster_test
 import (
 	"testing"
 
-	"github.com/outflow/outflow/internal/dev/pgcluster"
-	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/pgcluster"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
 // TestStatements: every statement of pgcluster.sql is bound in sql.go and

@@ -11,8 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/internal/dev/pgcluster"
-	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/pgcluster"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
 // TestStartRestartStop: a throwaway cluster runs with wal_level=logical by

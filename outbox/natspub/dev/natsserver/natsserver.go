@@ -15,8 +15,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/outflow/outflow/internal/dev/ports"
-	"github.com/outflow/outflow/internal/dev/proc"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/ports"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/proc"
 )
 
 // Server is a running (or stopped) nats-server.

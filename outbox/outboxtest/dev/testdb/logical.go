@@ -10,7 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outflow/outflow/internal/dev/pgcluster"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/pgcluster"
 )
 
 // The shared server keeps wal_level=replica, so tests of logical decoding

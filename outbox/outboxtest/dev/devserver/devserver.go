@@ -43,8 +43,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"google.golang.org/protobuf/types/known/durationpb"
 
-	"github.com/outflow/outflow/internal/dev/checkout"
-	"github.com/outflow/outflow/internal/dev/ports"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/checkout"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/ports"
 )
 
 // CLIEnvVar names the Temporal CLI to run; the Makefile exports it.

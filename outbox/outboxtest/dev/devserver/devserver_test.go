@@ -15,8 +15,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/outflow/outflow/internal/dev/devserver"
-	"github.com/outflow/outflow/internal/dev/ports"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/devserver"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/ports"
 )
 
 // TestRestartKeepsStateAndSearchAttribute: a persisted server registers

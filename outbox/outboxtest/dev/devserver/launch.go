@@ -14,9 +14,8 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
-	"github.com/outflow/outflow/handoff"
-	"github.com/outflow/outflow/internal/dev/ports"
-	"github.com/outflow/outflow/internal/dev/proc"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/ports"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/proc"
 )
 
 // LaunchOptions configures a dev server run as a supervised child process
@@ -35,7 +34,7 @@ type LaunchOptions struct {
 	// through. Optional; only with UIPort.
 	UICodecEndpoint string
 	// LogFile receives the server's output, appended after a start banner
-	// (see internal/dev/proc), or created afresh with TruncateLog.
+	// (see outbox/outboxtest/dev/proc), or created afresh with TruncateLog.
 	LogFile     string
 	TruncateLog bool
 	// Env is the server's whole environment. Optional: defaulted to this
@@ -60,7 +59,7 @@ func (p *Process) Address() string { return p.addr }
 // UIURL is the Web UI's address, "" when headless.
 func (p *Process) UIURL() string { return p.uiURL }
 
-// Launch starts a dev server under internal/dev/proc and waits until its
+// Launch starts a dev server under outbox/outboxtest/dev/proc and waits until its
 // frontend answers health checks; when it does not, Launch stops it and
 // returns an error with the last lines of its log. The caller stops it.
 func Launch(ctx context.Context, o LaunchOptions) (*Process, error) {
@@ -121,12 +120,17 @@ func Launch(ctx context.Context, o LaunchOptions) (*Process, error) {
 	return &Process{Process: p, addr: addr, uiURL: uiURL}, nil
 }
 
+// OrderIDAttribute is the Keyword search attribute every dev server
+// registers: the order app's (handoff.SearchAttributeOrderID, which a test
+// of package handoff holds equal) and the one the library's tests route by.
+const OrderIDAttribute = "OrderId"
+
 // serverFlags are the start-dev flags every dev server of the repository
 // runs with, whoever launches it: the OrderId search attribute, SQLite in
 // WAL mode, and the caller's dynamic config.
 func serverFlags(o Options) []string {
 	flags := []string{
-		"--search-attribute", handoff.SearchAttributeOrderID + "=Keyword",
+		"--search-attribute", OrderIDAttribute + "=Keyword",
 		// WAL roughly doubles the start rate of workflows on SQLite.
 		"--sqlite-pragma", "journal_mode=WAL",
 		"--sqlite-pragma", "synchronous=NORMAL",

@@ -1,10 +1,11 @@
 // Package testdb gives each test its own freshly migrated PostgreSQL database.
 //
 // The first caller in a machine-wide critical section (an advisory lock)
-// builds a template database from the embedded migrations of both sets (the
-// outbox's and the order app's, as `outboxctl migrate` applies them); its
-// name carries a hash of the migration files, so a schema change builds a
-// new template. Each
+// builds a template database from the embedded migrations of every set
+// registered in the test binary (package schemaset: the outbox's always; an
+// application's, such as outflow's order app, when its test links the
+// package that registers them); its name carries a hash of those files, so
+// a schema change or another set builds a new template. Each
 // test then gets CREATE DATABASE ... TEMPLATE, which takes tens of
 // milliseconds, and the database is dropped when the test ends.
 //
@@ -25,7 +26,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outflow/outflow/migrations"
+	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/schemaset"
 )
 
@@ -162,9 +163,8 @@ func withDatabase(url, name string) string {
 	return out
 }
 
-// migrationsHash names the template after every migration set's files (the
-// outbox's and the order app's, registered by the packages migrations.Up
-// applies).
+// migrationsHash names the template after every registered migration set's
+// files: a binary that links more sets gets a template of its own.
 func migrationsHash() (string, error) {
 	return schemaset.Fingerprint(schemaset.All()...)
 }
@@ -199,7 +199,7 @@ func ensureTemplate(ctx context.Context, adminURL string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	_, err = migrations.Up(ctx, pool, nil)
+	err = migrateAll(ctx, pool)
 	pool.Close()
 	if err != nil {
 		return "", fmt.Errorf("migrate template: %w", err)
@@ -255,4 +255,17 @@ func ScratchEnv(env string) (drop func()) {
 	}
 	os.Setenv(env, url)
 	return drop
+}
+
+// migrateAll applies every registered set in the order of registration
+// (the outbox's first: a set registered by a package that imports outbox
+// comes after it), then the CDC source's publication, as `outboxctl
+// migrate` does.
+func migrateAll(ctx context.Context, pool *pgxpool.Pool) error {
+	for _, s := range schemaset.All() {
+		if _, err := s.Up(ctx, pool, nil); err != nil {
+			return fmt.Errorf("%s: %w", s.Table, err)
+		}
+	}
+	return outbox.MigrateCDC(ctx, pool)
 }

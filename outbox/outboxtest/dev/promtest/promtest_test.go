@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/internal/dev/promtest"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/promtest"
 )
 
 func TestValues(t *testing.T) {

@@ -22,8 +22,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/outflow/outflow/internal/dev/ports"
 	"github.com/outflow/outflow/outbox/namedsql"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/ports"
 )
 
 // Options configure a cluster. The zero value starts a server on a free
