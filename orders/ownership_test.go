@@ -80,13 +80,13 @@ var ownershipRules = []ownershipRule{
 	{
 		what:   "records into processed_events",
 		match:  regexp.MustCompile(`(?i)\b(?:INSERT\s+INTO|UPDATE(?:\s+ONLY)?|TRUNCATE(?:\s+TABLE)?(?:\s+ONLY)?|MERGE\s+INTO)\s+` + table("processed_events")),
-		owners: []string{"inbox/", "migrations/"},
+		owners: []string{"outbox/inbox/", "migrations/"},
 		owner:  "package inbox (inbox.Inbox.Record)",
 	},
 	{
 		what:   "uses processed_events",
 		match:  regexp.MustCompile(`(?i)\b(?:FROM|JOIN|UPDATE(?:\s+ONLY)?|INTO|USING|TRUNCATE(?:\s+TABLE)?(?:\s+ONLY)?)\s+` + table("processed_events")),
-		owners: []string{"inbox/", "outbox/outboxops/", "outbox/migrations/", "migrations/"},
+		owners: []string{"outbox/inbox/", "outbox/outboxops/", "outbox/migrations/", "migrations/"},
 		exempt: []string{"testsuite/"},
 		owner:  "package inbox (inbox.Inbox.Record, inbox.Inbox.Seen) and outboxops's retention cleanup (outboxops.Cleanup)",
 	},
@@ -345,7 +345,7 @@ func TestOwnershipRulesMatchSQLNotProse(t *testing.T) {
 			"/* DELETE FROM orders */\nvar q = \"SELECT orders_settled_through(1, '{}') FROM orders_archive\"\n",
 		"activities/x.sql": "-- None reads outbox_events: the projection never does UPDATE orders itself.\n" +
 			"SELECT 1 FROM processed_events_archive; /* JOIN outbox_events, INSERT INTO processed_events */",
-		"inbox/x.sql":              "INSERT INTO processed_events (consumer_name, event_id) VALUES (@c, @e) ON CONFLICT DO NOTHING;",
+		"outbox/inbox/x.sql":       "INSERT INTO processed_events (consumer_name, event_id) VALUES (@c, @e) ON CONFLICT DO NOTHING;",
 		"outbox/outboxops/y.sql":   "DELETE FROM processed_events WHERE (consumer_name, event_id) IN (SELECT consumer_name, event_id FROM processed_events p);",
 		"outbox/outboxops/z.sql":   "INSERT INTO outbox_cleanup_horizon AS h (singleton, deleted_before) VALUES (true, $1);",
 		"cmd/outboxctl/x_test.go":  "package main\nvar q = `SELECT count(*) FROM outbox_bulk_retries`\n",

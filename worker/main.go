@@ -33,13 +33,13 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/outflow/outflow/activities"
-	"github.com/outflow/outflow/inbox"
 	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/internal/personal"
 	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/internal/temporalclient"
 	"github.com/outflow/outflow/outbox/failpoints"
+	"github.com/outflow/outflow/outbox/inbox"
 	"github.com/outflow/outflow/workflows"
 )
 

@@ -17,9 +17,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/outflow/outflow/inbox"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/failpoints"
+	"github.com/outflow/outflow/outbox/inbox"
 )
 
 // InboxConsumer is the inbox consumer name of the inventory's requests: its

@@ -13,12 +13,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/inbox"
 	"github.com/outflow/outflow/inbox/natsconsumer"
 	"github.com/outflow/outflow/internal/codec"
 	"github.com/outflow/outflow/internal/natscodec"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/inbox"
 	"github.com/outflow/outflow/outbox/namedsql"
 	"github.com/outflow/outflow/outbox/natspub"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"

@@ -25,7 +25,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/outflow/outflow/inbox"
 	"github.com/outflow/outflow/inbox/natsconsumer"
 	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/codec"
@@ -35,6 +34,7 @@ import (
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/failpoints"
+	"github.com/outflow/outflow/outbox/inbox"
 	"github.com/outflow/outflow/outbox/namedsql"
 	"github.com/outflow/outflow/outbox/natspub"
 )

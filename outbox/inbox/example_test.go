@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/outflow/outflow/inbox"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/inbox"
 )
 
 // A consumer whose effect is in the database records the event in the

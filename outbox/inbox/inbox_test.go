@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/inbox"
+	"github.com/outflow/outflow/outbox/inbox"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/promtest"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
