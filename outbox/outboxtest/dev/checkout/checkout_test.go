@@ -9,11 +9,17 @@ import (
 )
 
 func TestRootFindsTheModuleNotAToolsModule(t *testing.T) {
-	t.Chdir("../../../tools/lint")
-	root, err := Root()
+	// From a tools module and from the library's module (outbox/go.mod):
+	// the checkout is the root module's directory.
+	here, err := os.Getwd()
 	require.NoError(t, err)
-	_, err = os.Stat(filepath.Join(root, "migrations"))
-	require.NoError(t, err, "root %s is outflow's checkout", root)
+	for _, dir := range []string{"../../../../tools/lint", "../../.."} {
+		t.Chdir(filepath.Join(here, dir))
+		root, err := Root()
+		require.NoError(t, err)
+		_, err = os.Stat(filepath.Join(root, "migrations"))
+		require.NoError(t, err, "root %s is outflow's checkout", root)
+	}
 
 	t.Chdir(t.TempDir())
 	_, err = Root()
