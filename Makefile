@@ -69,13 +69,15 @@ promtool: $(BIN)/promtool
 tools: $(TEMPORAL) $(TEMPORAL_SERVER) $(TEMPORAL_SQL_TOOL) $(TEMPORAL_UI_SERVER) $(BIN)/staticcheck $(BIN)/workflowcheck $(BIN)/promtool
 
 # LIB_MODULES are the library's modules (outbox/, and the JetStream sink,
-# a module of its own): the root's ./... does not reach into them.
+# a module of its own): the root's ./... does not reach into them. The root
+# requires both (replace directives), so one `go test` runs their packages
+# beside the root's, sharing one -p schedule as when they were one module.
 LIB_MODULES := outbox outbox/natspub
+LIB_PACKAGES := github.com/outflow/outflow/outbox/... github.com/outflow/outflow/outbox/natspub/...
 
 ## test: every test, unit and integration (real PostgreSQL, real Temporal dev server), of the root, the library's modules and the deploy module (compose, dashboard, alerts).
 test: $(TEMPORAL) $(BIN)/promtool $(TEMPORAL_SQL_TOOL)
-	$(GO) test -count=1 -timeout 40m ./...
-	for m in $(LIB_MODULES); do (cd $$m && $(GO) test -count=1 -timeout 20m ./...) || exit 1; done
+	$(GO) test -count=1 -timeout 40m ./... $(LIB_PACKAGES)
 	cd deploy && $(GO) test -count=1 -timeout 10m ./...
 
 ## lint: go vet, staticcheck and workflowcheck (the library's modules and the deploy module too).
