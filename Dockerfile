@@ -5,6 +5,9 @@
 FROM golang:1.26-bookworm AS build
 WORKDIR /src
 COPY go.mod go.sum ./
+# The library's modules, which go.mod replaces with these directories.
+COPY outbox/go.mod outbox/go.sum ./outbox/
+COPY outbox/natspub/go.mod outbox/natspub/go.sum ./outbox/natspub/
 RUN go mod download
 COPY . .
 RUN CGO_ENABLED=0 go build -trimpath -o /out/ ./worker ./starter ./cmd/orderapi ./cmd/providersim ./cmd/outboxctl ./cmd/codecserver ./cmd/inventory ./cmd/healthcheck

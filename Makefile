@@ -68,17 +68,25 @@ promtool: $(BIN)/promtool
 ## tools: build every tool binary into bin/ (Temporal CLI, server, SQL tool, UI server, staticcheck, workflowcheck, promtool).
 tools: $(TEMPORAL) $(TEMPORAL_SERVER) $(TEMPORAL_SQL_TOOL) $(TEMPORAL_UI_SERVER) $(BIN)/staticcheck $(BIN)/workflowcheck $(BIN)/promtool
 
-## test: every test, unit and integration (real PostgreSQL, real Temporal dev server), then the deploy module's (compose, dashboard, alerts).
+# LIB_MODULES are the library's modules (outbox/, and the JetStream sink,
+# a module of its own): the root's ./... does not reach into them. The root
+# requires both (replace directives), so one `go test` runs their packages
+# beside the root's, sharing one -p schedule as when they were one module.
+LIB_MODULES := outbox outbox/natspub
+LIB_PACKAGES := github.com/outflow/outflow/outbox/... github.com/outflow/outflow/outbox/natspub/...
+
+## test: every test, unit and integration (real PostgreSQL, real Temporal dev server), of the root, the library's modules and the deploy module (compose, dashboard, alerts).
 test: $(TEMPORAL) $(BIN)/promtool $(TEMPORAL_SQL_TOOL)
-	$(GO) test -count=1 -timeout 40m ./...
+	$(GO) test -count=1 -timeout 40m ./... $(LIB_PACKAGES)
 	cd deploy && $(GO) test -count=1 -timeout 10m ./...
 
-## lint: go vet, staticcheck and workflowcheck (the deploy module too).
+## lint: go vet, staticcheck and workflowcheck (the library's modules and the deploy module too).
 lint: $(BIN)/staticcheck $(BIN)/workflowcheck
 	$(GO) vet ./...
 	$(BIN)/staticcheck ./...
-	cd deploy && $(GO) vet ./... && $(BIN)/staticcheck ./...
-	$(BIN)/workflowcheck ./workflows/... ./outbox/temporalpub/eventsignal/...
+	for m in $(LIB_MODULES) deploy; do (cd $$m && $(GO) vet ./... && $(BIN)/staticcheck ./...) || exit 1; done
+	$(BIN)/workflowcheck ./workflows/...
+	cd outbox && $(BIN)/workflowcheck ./temporalpub/eventsignal/...
 
 ## clean: remove bin/ (the tool binaries; the next make builds them again).
 clean:

@@ -16,7 +16,7 @@ require (
 	go.temporal.io/sdk/contrib/envconfig v1.0.2
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.50.0
-	golang.org/x/time v0.3.0
+	golang.org/x/time v0.3.0 // indirect
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
 )
@@ -56,4 +56,14 @@ require (
 	golang.org/x/text v0.44.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20261110000943-09e21b237f2c // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261110000943-09e21b237f2c // indirect
+)
+
+require (
+	github.com/outflow/outflow/outbox v0.0.0-00010101000000-000000000000
+	github.com/outflow/outflow/outbox/natspub v0.0.0-00010101000000-000000000000
+)
+
+replace (
+	github.com/outflow/outflow/outbox => ./outbox
+	github.com/outflow/outflow/outbox/natspub => ./outbox/natspub
 )

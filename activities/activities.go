@@ -8,8 +8,8 @@ import (
 	"github.com/stripe/stripe-go/v76/client"
 	temporalclient "go.temporal.io/sdk/client"
 
-	"github.com/outflow/outflow/failpoints"
-	"github.com/outflow/outflow/inbox"
+	"github.com/outflow/outflow/outbox/failpoints"
+	"github.com/outflow/outflow/outbox/inbox"
 )
 
 // Activities holds the clients the saga's activities use. The worker builds

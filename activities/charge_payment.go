@@ -9,7 +9,7 @@ import (
 	"github.com/stripe/stripe-go/v76"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/outbox/failpoints"
 )
 
 // ChargeInput is what a charge needs. Every field goes into the provider

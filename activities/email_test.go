@@ -8,7 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/outbox/failpoints"
 	"github.com/outflow/outflow/providersim"
 )
 

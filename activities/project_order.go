@@ -10,8 +10,8 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/log"
 
-	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox/failpoints"
 )
 
 // OrderStep is one status change the projection applies for an event: the

@@ -16,12 +16,15 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/outflow/outflow/failpoints"
-	"github.com/outflow/outflow/internal/dev/testdb"
-	"github.com/outflow/outflow/internal/dev/testlog"
 	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox/failpoints"
 	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/outboxtest"
+	// The order app's tables in testdb's template (it migrates the sets
+	// the binary registers).
+	_ "github.com/outflow/outflow/migrations"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testlog"
 )
 
 // projectionFixture is a migrated database holding one pending order.

@@ -13,8 +13,8 @@ import (
 	"github.com/stripe/stripe-go/v76"
 	"github.com/stripe/stripe-go/v76/client"
 
-	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/internal/dev/testclock"
+	"github.com/outflow/outflow/outbox/failpoints"
 	"github.com/outflow/outflow/providersim"
 )
 

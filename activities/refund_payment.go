@@ -7,7 +7,7 @@ import (
 	"github.com/stripe/stripe-go/v76"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/outbox/failpoints"
 )
 
 // RefundInput is a full refund of one charge.

@@ -10,6 +10,7 @@ require (
 	github.com/grafana/grafana-foundation-sdk/go v0.0.22
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/outflow/outflow v0.0.0-00010101000000-000000000000
+	github.com/outflow/outflow/outbox v0.0.0-00010101000000-000000000000
 	github.com/prometheus/client_golang v1.25.0
 	github.com/prometheus/client_model v0.6.3
 	github.com/prometheus/common v0.72.1
@@ -121,4 +122,9 @@ require (
 	k8s.io/client-go v0.37.1 // indirect
 	k8s.io/klog/v2 v2.140.0 // indirect
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd // indirect
+)
+
+replace (
+	github.com/outflow/outflow/outbox => ../outbox
+	github.com/outflow/outflow/outbox/natspub => ../outbox/natspub
 )

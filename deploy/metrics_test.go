@@ -26,11 +26,11 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/outflow/outflow/activities"
-	"github.com/outflow/outflow/inbox"
 	"github.com/outflow/outflow/internal/routes"
 	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/orders/orderhttp"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/inbox"
 	"github.com/outflow/outflow/outbox/temporalpub"
 	"github.com/outflow/outflow/workflows"
 )

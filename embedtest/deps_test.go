@@ -16,8 +16,49 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// outflowModule is this repository's module path.
-const outflowModule = "github.com/outflow/outflow"
+// outflowModule is this repository's root module path (the order app's);
+// libraryModule is the library's, outbox/go.mod.
+const (
+	outflowModule = "github.com/outflow/outflow"
+	libraryModule = outflowModule + "/outbox"
+)
+
+// foreignModules are modules a service that imports only the library must
+// not find in its module graph (`go list -m all`): the order app's own
+// module, whose go.mod brings Stripe and the rest, Stripe's SDK, and NATS
+// (the JetStream sink is a module of its own, outbox/natspub).
+var foreignModules = []string{outflowModule, libraryModule + "/natspub", "github.com/stripe/stripe-go", "github.com/nats-io/"}
+
+// checkModules returns the modules of a service's graph that are
+// foreignModules (a path, or a prefix ending in "/" or a major version's
+// "/vN"), one message a module. None is a graph of the library alone.
+func checkModules(modules []string) []string {
+	var problems []string
+	for _, m := range modules {
+		for _, f := range foreignModules {
+			if m == f || (strings.HasSuffix(f, "/") && strings.HasPrefix(m, f)) || strings.HasPrefix(m, f+"/v") {
+				problems = append(problems, fmt.Sprintf("the module graph holds %s", m))
+			}
+		}
+	}
+	return problems
+}
+
+// TestCheckModules: the graph check passes the library's graph and names
+// the root module, Stripe and NATS.
+func TestCheckModules(t *testing.T) {
+	t.Parallel()
+	clean := []string{"example.com/invoices", libraryModule, "github.com/jackc/pgx/v5", "go.temporal.io/sdk", outflowModule + "x"}
+	require.Empty(t, checkModules(clean))
+	dirty := append(slices.Clone(clean), outflowModule, "github.com/stripe/stripe-go/v76", "github.com/nats-io/nats.go", "github.com/nats-io/nkeys", libraryModule+"/natspub")
+	require.Equal(t, []string{
+		"the module graph holds " + outflowModule,
+		"the module graph holds github.com/stripe/stripe-go/v76",
+		"the module graph holds github.com/nats-io/nats.go",
+		"the module graph holds github.com/nats-io/nkeys",
+		"the module graph holds " + libraryModule + "/natspub",
+	}, checkModules(dirty))
+}
 
 // publicPackages are the packages a service imports to adopt the outbox;
 // a service's own packages import nothing else of outflow's.
@@ -28,7 +69,7 @@ var publicPackages = []string{
 	outflowModule + "/outbox/temporalpub/eventsignal",
 	outflowModule + "/outbox/outboxtest",
 	outflowModule + "/outbox/conformance/sinktest",
-	outflowModule + "/inbox",
+	outflowModule + "/outbox/inbox",
 }
 
 // orderAppPackages are outflow's order app, built on the outbox: no package
@@ -147,9 +188,9 @@ func TestCheckDeps(t *testing.T) {
 		{ImportPath: outflowModule + "/internal/namedsql", Module: outflow},
 		{ImportPath: outflowModule + "/outbox", Module: outflow, Imports: []string{"context", outflowModule + "/internal/namedsql"}},
 		{ImportPath: outflowModule + "/outbox/temporalpub", Module: outflow, Imports: []string{outflowModule + "/outbox"}},
-		{ImportPath: outflowModule + "/inbox", Module: outflow, Imports: []string{outflowModule + "/internal/namedsql"}},
+		{ImportPath: outflowModule + "/outbox/inbox", Module: outflow, Imports: []string{outflowModule + "/internal/namedsql"}},
 		{ImportPath: svc, Module: mod(svc), Imports: []string{"context", outflowModule + "/outbox", outflowModule + "/outbox/temporalpub"}},
-		{ImportPath: svc + "_test [" + svc + ".test]", Module: mod(svc), Imports: []string{svc + " [" + svc + ".test]", outflowModule + "/inbox"}},
+		{ImportPath: svc + "_test [" + svc + ".test]", Module: mod(svc), Imports: []string{svc + " [" + svc + ".test]", outflowModule + "/outbox/inbox"}},
 	}
 	require.Empty(t, checkDeps(svc, clean))
 
@@ -195,13 +236,13 @@ func TestCheckDepsOnAServiceThatNeedsTheOrderApp(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	dir := writeModule(t)
+	dir := writeModule(t, true)
 	require.NoError(t, os.Mkdir(filepath.Join(dir, "shortcut"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "shortcut", "shortcut.go"), []byte(`// Package shortcut reuses what a service must not.
 package shortcut
 
 import (
-	_ "github.com/outflow/outflow/internal/dev/testdb"
+	_ "github.com/outflow/outflow/internal/cli"
 	_ "github.com/outflow/outflow/orders"
 )
 `), 0o644))
@@ -209,11 +250,10 @@ import (
 	joined := strings.Join(problems, "\n")
 	t.Logf("the check found:\n%s", joined)
 	for _, want := range []string{
-		serviceModule + "/shortcut imports " + outflowModule + "/internal/dev/testdb: an internal package of outflow",
+		serviceModule + "/shortcut imports " + outflowModule + "/internal/cli: an internal package of outflow",
 		serviceModule + "/shortcut imports " + outflowModule + "/orders: a package of outflow's order app",
 		"the build links " + outflowModule + "/orders, a package of outflow's order app (imported by " + serviceModule + "/shortcut)",
-		"the build links " + outflowModule + "/migrations, a package of outflow's order app (imported by " + outflowModule + "/internal/dev/testdb)",
-		"use of internal package " + outflowModule + "/internal/dev/testdb not allowed",
+		"use of internal package " + outflowModule + "/internal/cli not allowed",
 	} {
 		require.Contains(t, joined, want)
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,12 +25,12 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/outflow/outflow/inbox"
-	"github.com/outflow/outflow/internal/dev/checkout"
-	"github.com/outflow/outflow/internal/dev/devserver"
-	"github.com/outflow/outflow/internal/dev/testdb"
-	"github.com/outflow/outflow/internal/schemaset"
+	"github.com/outflow/outflow/outbox/inbox"
 	"github.com/outflow/outflow/outbox/outboxtest"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/checkout"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/devserver"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
+	"github.com/outflow/outflow/outbox/schemaset"
 )
 
 // serviceModule is the module path of testdata/invoices.
@@ -54,10 +55,12 @@ func TestServiceOutsideTheRepository(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	dir := writeModule(t)
+	dir := writeModule(t, false)
 
 	problems := checkDeps(serviceModule, goList(t, ctx, dir))
 	require.Empty(t, problems, "the service's build needs more than outflow's public packages:\n%s", strings.Join(problems, "\n"))
+	problems = checkModules(goListModules(t, ctx, dir))
+	require.Empty(t, problems, "the service's module graph holds what only the order app or the JetStream sink needs:\n%s", strings.Join(problems, "\n"))
 
 	srv := devserver.Start(t, devserver.Options{})
 	ns := "billing-" + strings.ReplaceAll(uuid.NewString(), "-", "")[:8]
@@ -99,10 +102,12 @@ func TestServiceOutsideTheRepository(t *testing.T) {
 }
 
 // writeModule copies testdata/invoices into a temporary directory outside
-// the repository and writes its go.mod: the service's module requiring
-// outflow, replaced by this checkout, and the requirements of outflow's own
-// go.mod (whose go.sum it copies), so the build needs only the module cache.
-func writeModule(t *testing.T) string {
+// the repository and writes its go.mod: the service's module requiring the
+// library's module (outbox/go.mod), replaced by this checkout's, and the
+// library's requirements (its go.sum copied), so the build needs only the
+// module cache. With withApp it also requires outflow's root module, the
+// order app's, as a service that reaches past the library would.
+func writeModule(t *testing.T, withApp bool) string {
 	t.Helper()
 	root, err := checkout.Root()
 	require.NoError(t, err)
@@ -110,19 +115,46 @@ func writeModule(t *testing.T) string {
 	src := filepath.Join(root, "embedtest", "testdata", "invoices")
 	require.NoError(t, os.CopyFS(dir, os.DirFS(src)))
 
-	goMod, err := os.ReadFile(filepath.Join(root, "go.mod"))
-	require.NoError(t, err)
-	goVersion, requires := parseGoMod(t, goMod)
-	var b strings.Builder
-	fmt.Fprintf(&b, "module %s\n\ngo %s\n\nrequire %s v0.0.0-00010101000000-000000000000\n\nrequire (\n", serviceModule, goVersion, outflowModule)
-	for _, r := range requires {
-		fmt.Fprintf(&b, "\t%s\n", r)
+	modules := []string{"outbox"} // the library's module, by directory
+	if withApp {
+		modules = append(modules, ".")
 	}
-	fmt.Fprintf(&b, ")\n\nreplace %s => %s\n", outflowModule, root)
+	var goVersion string
+	var requires []string
+	var goSum bytes.Buffer
+	for _, m := range modules {
+		goMod, err := os.ReadFile(filepath.Join(root, m, "go.mod"))
+		require.NoError(t, err)
+		v, reqs := parseGoMod(t, goMod)
+		goVersion = max(goVersion, v)
+		requires = append(requires, reqs...)
+		sum, err := os.ReadFile(filepath.Join(root, m, "go.sum"))
+		require.NoError(t, err)
+		goSum.Write(sum)
+	}
+	// Outflow's own modules are replaced by this checkout's directories.
+	replaces := map[string]string{libraryModule: filepath.Join(root, "outbox")}
+	if withApp {
+		replaces[outflowModule] = root
+		replaces[libraryModule+"/natspub"] = filepath.Join(root, "outbox", "natspub")
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "module %s\n\ngo %s\n\nrequire (\n", serviceModule, goVersion)
+	for _, m := range slices.Sorted(maps.Keys(replaces)) {
+		fmt.Fprintf(&b, "\t%s v0.0.0-00010101000000-000000000000\n", m)
+	}
+	for _, r := range slices.Compact(slices.Sorted(slices.Values(requires))) {
+		if path, _, _ := strings.Cut(r, " "); replaces[path] == "" {
+			fmt.Fprintf(&b, "\t%s\n", r)
+		}
+	}
+	b.WriteString(")\n\nreplace (\n")
+	for _, m := range slices.Sorted(maps.Keys(replaces)) {
+		fmt.Fprintf(&b, "\t%s => %s\n", m, replaces[m])
+	}
+	b.WriteString(")\n")
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.mod"), []byte(b.String()), 0o644))
-	goSum, err := os.ReadFile(filepath.Join(root, "go.sum"))
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.sum"), goSum, 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "go.sum"), goSum.Bytes(), 0o644))
 	return dir
 }
 
@@ -149,8 +181,8 @@ func parseGoMod(t *testing.T, goMod []byte) (goVersion string, requires []string
 		}
 	}
 	require.NoError(t, sc.Err())
-	require.NotEmpty(t, goVersion, "outflow's go.mod has no go directive")
-	require.NotEmpty(t, requires, "outflow's go.mod has no requirements")
+	require.NotEmpty(t, goVersion, "a go.mod of outflow has no go directive")
+	require.NotEmpty(t, requires, "a go.mod of outflow has no requirements")
 	return goVersion, requires
 }
 
@@ -182,6 +214,19 @@ func goList(t *testing.T, ctx context.Context, dir string) []listedPackage {
 	require.True(t, slices.ContainsFunc(pkgs, func(p listedPackage) bool { return p.ImportPath == serviceModule }),
 		"go list did not list %s", serviceModule)
 	return pkgs
+}
+
+// goListModules is `go list -m all` of the service: every module of its
+// graph, by path.
+func goListModules(t *testing.T, ctx context.Context, dir string) []string {
+	t.Helper()
+	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Path}}", "all")
+	cmd.Dir, cmd.Env = dir, goEnv(nil)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	require.NoError(t, err, "go list -m all in %s: %s", dir, stderr.String())
+	return strings.Fields(string(out))
 }
 
 // goRun runs `go args...` in the service's directory and fails t with its

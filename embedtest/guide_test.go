@@ -11,7 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/internal/dev/checkout"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/checkout"
 )
 
 // TestGuideIsTheTestedService: every Go and SQL block of docs/embedding.md

@@ -20,7 +20,7 @@
 // the outbox's (`outboxctl migrate` on any other database); [Check] and [CheckOutbox] are the
 // binaries' start-up checks. A database migrated before the split (one
 // goose_db_version holding versions 1 to 10) is adopted in place: see
-// package internal/schemaset.
+// package outbox/schemaset.
 //
 // goose was chosen over jackc/tern because its Provider API takes an fs.FS
 // and a store on any version table, and reports pending versions without
@@ -39,8 +39,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outflow/outflow/internal/schemaset"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/schemaset"
 )
 
 //go:embed *.sql

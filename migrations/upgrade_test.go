@@ -20,10 +20,10 @@ import (
 	"github.com/pressly/goose/v3"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/internal/dev/testdb"
-	"github.com/outflow/outflow/internal/schemaset"
 	"github.com/outflow/outflow/migrations"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
+	"github.com/outflow/outflow/outbox/schemaset"
 )
 
 // legacyFiles are outflow's migrations as they were before the schema was

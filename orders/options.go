@@ -3,8 +3,8 @@ package orders
 import (
 	"context"
 
-	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/failpoints"
 )
 
 // Option configures one of the order service's writes: those that run

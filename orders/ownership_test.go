@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/internal/dev/checkout"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/checkout"
 )
 
 // Each table has one owner, the only package whose SQL touches it that way:
@@ -23,7 +23,7 @@ import (
 //     projection's steps (ApplyStepTx); the workflows' activities go through
 //     orders.ApplyStep;
 //   - outbox_events is read or written only by package outbox (and its
-//     subpackages, outbox/outboxtest for tests, and internal/relaysql, which
+//     subpackages, outbox/outboxtest for tests, and outbox/internal/relaysql, which
 //     holds the relay's statements for outbox and the benchmarks to bind);
 //     other packages use its
 //     functions (outbox.Enqueue, outbox.EventSequence,
@@ -66,7 +66,7 @@ var ownershipRules = []ownershipRule{
 	{
 		what:   "uses outbox_events",
 		match:  regexp.MustCompile(`(?i)\b(?:FROM|JOIN|UPDATE(?:\s+ONLY)?|INTO|USING|TRUNCATE(?:\s+TABLE)?(?:\s+ONLY)?)\s+` + table("outbox_events")),
-		owners: []string{"outbox/", "internal/relaysql/", "migrations/"},
+		owners: []string{"outbox/", "outbox/internal/relaysql/", "migrations/"},
 		exempt: []string{"testsuite/", "cmd/bench/", "bench/peers/"},
 		owner:  "package outbox (use its functions, e.g. outbox.EventSequence, outbox.AggregateEvents; in tests, outbox/outboxtest)",
 	},
@@ -80,13 +80,13 @@ var ownershipRules = []ownershipRule{
 	{
 		what:   "records into processed_events",
 		match:  regexp.MustCompile(`(?i)\b(?:INSERT\s+INTO|UPDATE(?:\s+ONLY)?|TRUNCATE(?:\s+TABLE)?(?:\s+ONLY)?|MERGE\s+INTO)\s+` + table("processed_events")),
-		owners: []string{"inbox/", "migrations/"},
+		owners: []string{"outbox/inbox/", "migrations/"},
 		owner:  "package inbox (inbox.Inbox.Record)",
 	},
 	{
 		what:   "uses processed_events",
 		match:  regexp.MustCompile(`(?i)\b(?:FROM|JOIN|UPDATE(?:\s+ONLY)?|INTO|USING|TRUNCATE(?:\s+TABLE)?(?:\s+ONLY)?)\s+` + table("processed_events")),
-		owners: []string{"inbox/", "outbox/outboxops/", "outbox/migrations/", "migrations/"},
+		owners: []string{"outbox/inbox/", "outbox/outboxops/", "outbox/migrations/", "migrations/"},
 		exempt: []string{"testsuite/"},
 		owner:  "package inbox (inbox.Inbox.Record, inbox.Inbox.Seen) and outboxops's retention cleanup (outboxops.Cleanup)",
 	},
@@ -143,9 +143,9 @@ var testExceptions = []struct{ file, rule, why string }{
 		"marks a range of the log retiring and not dropped, as an interrupted RetainLog pass leaves it, a state no outbox function stops at, for replay to refuse"},
 	{"workflows/devserver_test.go", "writes the orders table",
 		"inserts the order rows its workflows run for, without the order service"},
-	{"internal/dev/testdb/testdb_test.go", "records into processed_events",
+	{"outbox/outboxtest/dev/testdb/testdb_test.go", "records into processed_events",
 		"writes a row into one test database to prove another does not see it"},
-	{"internal/dev/testdb/testdb_test.go", "uses processed_events",
+	{"outbox/outboxtest/dev/testdb/testdb_test.go", "uses processed_events",
 		"counts that row in both databases"},
 	{"cmd/inventory/helpers_test.go", "uses processed_events",
 		"counts every inbox row of the inventory's consumer, to show a refused request wrote none, which the inbox's key lookup cannot"},
@@ -345,7 +345,7 @@ func TestOwnershipRulesMatchSQLNotProse(t *testing.T) {
 			"/* DELETE FROM orders */\nvar q = \"SELECT orders_settled_through(1, '{}') FROM orders_archive\"\n",
 		"activities/x.sql": "-- None reads outbox_events: the projection never does UPDATE orders itself.\n" +
 			"SELECT 1 FROM processed_events_archive; /* JOIN outbox_events, INSERT INTO processed_events */",
-		"inbox/x.sql":              "INSERT INTO processed_events (consumer_name, event_id) VALUES (@c, @e) ON CONFLICT DO NOTHING;",
+		"outbox/inbox/x.sql":       "INSERT INTO processed_events (consumer_name, event_id) VALUES (@c, @e) ON CONFLICT DO NOTHING;",
 		"outbox/outboxops/y.sql":   "DELETE FROM processed_events WHERE (consumer_name, event_id) IN (SELECT consumer_name, event_id FROM processed_events p);",
 		"outbox/outboxops/z.sql":   "INSERT INTO outbox_cleanup_horizon AS h (singleton, deleted_before) VALUES (true, $1);",
 		"cmd/outboxctl/x_test.go":  "package main\nvar q = `SELECT count(*) FROM outbox_bulk_retries`\n",

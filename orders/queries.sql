@@ -1,4 +1,4 @@
--- Statements of the orders package, loaded by name (internal/namedsql) with
+-- Statements of the orders package, loaded by name (outbox/namedsql) with
 -- the package's other .sql files (sql.go), where each is bound to the Go
 -- struct of its named arguments (@name) and of its result row. Only this package's
 -- .sql files write the orders table, and outbox_events is read only through

@@ -1,5 +1,5 @@
 -- Statements for the shipping address (OrderCreated schema v2), loaded by
--- name (internal/namedsql) with the package's other .sql files (sql.go).
+-- name (outbox/namedsql) with the package's other .sql files (sql.go).
 
 -- name: InsertOrderWithShippingAddress :one
 -- InsertOrder plus the shipping address (jsonb), for an order that has one;

@@ -5,7 +5,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/outflow/outflow/internal/namedsql"
+	"github.com/outflow/outflow/outbox/namedsql"
 )
 
 // sqlFiles are the package's statements: queries.sql (the commands and the
@@ -17,7 +17,7 @@ import (
 var sqlFiles embed.FS
 
 // The package's statements, bound to their Go types when the package is
-// initialised (internal/namedsql): a placeholder without its argument field
+// initialised (outbox/namedsql): a placeholder without its argument field
 // panics at start, and the package's test has the database check every
 // statement's columns against its row type.
 var (

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/outflow/outflow/inbox"
+	"github.com/outflow/outflow/outbox/inbox"
 )
 
 // Step is one status change the order projection applies for an event. One

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/inbox"
+	"github.com/outflow/outflow/outbox/inbox"
 	"github.com/outflow/outflow/outbox/outboxtest"
 )
 

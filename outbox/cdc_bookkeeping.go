@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/outflow/outflow/internal/relaysql"
+	"github.com/outflow/outflow/outbox/internal/relaysql"
 )
 
 // markLoop marks acknowledged events published in batches (MarkBatchSize,

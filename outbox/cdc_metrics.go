@@ -7,7 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/outflow/outflow/internal/promreg"
+	"github.com/outflow/outflow/outbox/promreg"
 )
 
 // SlotStatus is the CDC relay's replication slot as PostgreSQL reports it

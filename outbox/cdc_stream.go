@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgproto3"
 
-	"github.com/outflow/outflow/failpoints"
-	"github.com/outflow/outflow/internal/relaysql"
+	"github.com/outflow/outflow/outbox/failpoints"
+	"github.com/outflow/outflow/outbox/internal/relaysql"
 )
 
 // cdcTxn is one committed transaction the stream received: its outbox

@@ -9,7 +9,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/outflow/outflow/internal/relaysql"
+	"github.com/outflow/outflow/outbox/internal/relaysql"
 )
 
 // claimed is an event this relay holds a lease on.
@@ -29,7 +29,7 @@ type batchSender interface {
 
 // claim takes a batch of claimable events in one short transaction of two
 // statements, RelayClaim then RelayClaimVerify (see
-// internal/relaysql/relay.sql: the second gives back what an operator's
+// outbox/internal/relaysql/relay.sql: the second gives back what an operator's
 // concurrent replay made unclaimable), and
 // returns them with the lease's local deadline. The transaction costs two
 // round trips, BEGIN and the claim pipelined in the first, the
@@ -136,7 +136,7 @@ func (r *Relay) claimOn(ctx context.Context, c batchSender, own, all bool, n int
 }
 
 // claimArgs are RelayClaim's arguments for a claim by owner under cfg: the
-// relay's own, and the benchmark's (internal/bench/outboxbench).
+// relay's own, and the benchmark's (outbox/outboxtest/outboxbench).
 func claimArgs(owner string, cfg *RelayConfig) relaysql.ClaimArgs {
 	return relaysql.ClaimArgs{
 		Owner:       owner,

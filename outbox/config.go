@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/outbox/failpoints"
 )
 
 // The defaults of [RelayConfig], which [NewRelay] gives the fields left zero.
@@ -145,7 +145,7 @@ type RelayConfig struct {
 	ProbeMax time.Duration
 	// Failpoints injects faults at relay.after_claim, relay.after_publish and
 	// relay.before_mark_commit. Defaults to nil: none. The starter passes
-	// failpoints.FromEnv().
+	// failpoints.Parse(os.Getenv(failpoints.EnvVar)).
 	Failpoints *failpoints.Set
 }
 

@@ -8,8 +8,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/outflow/outflow/internal/namedsql"
-	"github.com/outflow/outflow/internal/relaysql"
+	"github.com/outflow/outflow/outbox/internal/relaysql"
+	"github.com/outflow/outflow/outbox/namedsql"
 )
 
 // Statement-level hooks for the lease-fencing tests.

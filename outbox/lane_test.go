@@ -9,9 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
 // TestQuarantineHoldsBackItsAggregateUntilRetryOrSkip is the quarantine lane

@@ -7,8 +7,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/outflow/outflow/internal/namedsql"
-	"github.com/outflow/outflow/internal/promreg"
+	"github.com/outflow/outflow/outbox/namedsql"
+	"github.com/outflow/outflow/outbox/promreg"
 )
 
 // logMetrics are the log source's gauges, named in docs/reference.md. Its

@@ -14,8 +14,8 @@ import (
 	"github.com/pressly/goose/v3/database"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
 // The log source's retention (RetainLog): model/log.pml's RETIRE rule

@@ -7,9 +7,9 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/outflow/outflow/failpoints"
-	"github.com/outflow/outflow/internal/namedsql"
-	"github.com/outflow/outflow/internal/relaysql"
+	"github.com/outflow/outflow/outbox/failpoints"
+	"github.com/outflow/outflow/outbox/internal/relaysql"
+	"github.com/outflow/outflow/outbox/namedsql"
 )
 
 // mark records acknowledged events as published in one statement and one

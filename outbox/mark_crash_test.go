@@ -9,9 +9,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/internal/dev/pgcluster"
-	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/pgcluster"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
 // TestMarkLostToAPostgresCrash crashes PostgreSQL (immediate stop) right

@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outflow/outflow/internal/namedsql"
-	"github.com/outflow/outflow/internal/schemaset"
+	"github.com/outflow/outflow/outbox/namedsql"
+	"github.com/outflow/outflow/outbox/schemaset"
 )
 
 // migrationFiles are the outbox's own migrations (goose SQL files). Their

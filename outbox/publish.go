@@ -5,7 +5,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/outflow/outflow/failpoints"
+	"github.com/outflow/outflow/outbox/failpoints"
 )
 
 // Publisher hands one event to the downstream system (Temporal, in outflow).

@@ -5,8 +5,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox/conformance/sourcetest"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
 // TestSourceConformance runs the source conformance suite

@@ -9,14 +9,14 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/outflow/outflow/internal/namedsql"
-	"github.com/outflow/outflow/internal/relaysql"
+	"github.com/outflow/outflow/outbox/internal/relaysql"
+	"github.com/outflow/outflow/outbox/namedsql"
 )
 
 // sqlFiles are the package's statements: queries.sql (Enqueue), cdc.sql (the
 // CDC source) and lookup.sql (the read-only lookups other packages use
 // instead of reading outbox_events). The relay's own, relay.sql, are in
-// internal/relaysql, where the benchmarks reach them too; the operator's
+// outbox/internal/relaysql, where the benchmarks reach them too; the operator's
 // statements are package outboxops's own.
 //
 //go:embed *.sql
@@ -28,7 +28,7 @@ var sqlFiles embed.FS
 var queries = namedsql.MustMerge(namedsql.MustLoadAll(sqlFiles), relaysql.Queries)
 
 // Every statement is bound to the Go types sqlc would have generated for it
-// with namedsql.Bind (internal/namedsql), the layer every package uses: the
+// with namedsql.Bind (outbox/namedsql), the layer every package uses: the
 // placeholders are checked against the argument struct when the package is
 // initialised, and TestStatementsMatchTheirGoTypes has the database check
 // the result columns against the row type.
@@ -66,7 +66,7 @@ type aggregateArgs struct {
 	AggregateID   string `db:"aggregate_id"`
 }
 
-// The relay's statements (internal/relaysql/relay.sql).
+// The relay's statements (outbox/internal/relaysql/relay.sql).
 var (
 	qRelayClaim       = namedsql.Bind[relaysql.ClaimArgs, claimRow](queries, "RelayClaim")
 	qRelayClaimVerify = namedsql.Bind[relaysql.EventsArgs, uuid.UUID](queries, "RelayClaimVerify")

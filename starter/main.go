@@ -96,12 +96,12 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	"google.golang.org/grpc"
 
-	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/internal/temporalclient"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/failpoints"
 	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
@@ -111,7 +111,7 @@ func main() { service.Main("starter", &command, "relay failed", run) }
 func run(logger *slog.Logger, env *service.Env) error {
 	// Every setting is read, and a malformed one refused (exit status 2,
 	// plain lines), before the database or Temporal is dialled.
-	fps, err := failpoints.FromEnv()
+	fps, err := failpoints.Parse(os.Getenv(failpoints.EnvVar))
 	if err != nil {
 		env.Fail(fmt.Errorf("%s: %w", failpoints.EnvVar, err))
 	}

@@ -18,11 +18,11 @@ import (
 	sdktemporal "go.temporal.io/sdk/temporal"
 
 	"github.com/outflow/outflow/handoff"
-	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
 

@@ -13,12 +13,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/internal/codec"
 	"github.com/outflow/outflow/internal/natscodec"
 	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/internal/temporalclient"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/failpoints"
 	"github.com/outflow/outflow/outbox/natspub"
 )
 

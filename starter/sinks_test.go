@@ -14,12 +14,12 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/outflow/outflow/internal/codec"
-	"github.com/outflow/outflow/internal/dev/natstest"
-	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/natscodec"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/natspub"
+	"github.com/outflow/outflow/outbox/natspub/dev/natstest"
 	"github.com/outflow/outflow/outbox/outboxops"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
 // TestSinksRejectUnknownValue: a sink outflow does not know stops the

@@ -13,10 +13,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/internal/bench/outboxbench"
-	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/namedsql"
+	"github.com/outflow/outflow/outbox/outboxtest/outboxbench"
 )
 
 // TestBacklogRecovery stops the relays, lets a backlog of 20,000 events build
@@ -258,7 +258,7 @@ func subplan(node map[string]any, name string) string {
 }
 
 // explainClaim runs the relay's own claim statement (RelayClaim, through
-// internal/bench/outboxbench, bound exactly as the relay binds it) under EXPLAIN
+// outbox/outboxtest/outboxbench, bound exactly as the relay binds it) under EXPLAIN
 // ANALYZE in a transaction it rolls back.
 func explainClaim(ctx context.Context, t *testing.T, s *Stack) claimPlan {
 	t.Helper()

@@ -7,8 +7,8 @@ import (
 	"path/filepath"
 	"sync"
 
-	"github.com/outflow/outflow/internal/dev/checkout"
-	"github.com/outflow/outflow/internal/dev/devserver"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/checkout"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/devserver"
 )
 
 // Binaries are the paths of outflow's programs built for a test run.

@@ -4,8 +4,8 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/outflow/outflow/internal/codec"
-	"github.com/outflow/outflow/internal/dev/devserver"
 	"github.com/outflow/outflow/internal/personal"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/devserver"
 )
 
 // TestCodecKeys is the OUTFLOW_CODEC_KEYS every stack's processes run with

@@ -8,8 +8,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/internal/codec"
+	"github.com/outflow/outflow/outbox/failpoints"
 	"github.com/outflow/outflow/providersim"
 )
 

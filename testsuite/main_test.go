@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
 func TestMain(m *testing.M) {

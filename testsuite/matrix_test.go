@@ -10,9 +10,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/failpoints"
-	"github.com/outflow/outflow/internal/dev/testdb"
-	"github.com/outflow/outflow/internal/namedsql"
+	"github.com/outflow/outflow/outbox/failpoints"
+	"github.com/outflow/outflow/outbox/namedsql"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 	"github.com/outflow/outflow/providersim"
 )
 

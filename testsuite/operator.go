@@ -15,7 +15,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/outflow/outflow/internal/namedsql"
+	"github.com/outflow/outflow/outbox/namedsql"
 )
 
 // Operator is the on-call engineer of the chaos soak. While the kills run it
@@ -590,7 +590,7 @@ type listedJSON struct {
 // permanent errors.
 // abandonedError is in the last error of an event the relay quarantined
 // because every relay that claimed it lost its lease before recording an
-// outcome (internal/relaysql's RelayClaim).
+// outcome (outbox/internal/relaysql's RelayClaim).
 const abandonedError = "lost its lease before recording an outcome"
 
 // overdueError is in the last error of an event whose publish ran out of

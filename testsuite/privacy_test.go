@@ -23,8 +23,8 @@ import (
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/outflow/outflow/internal/codec"
-	"github.com/outflow/outflow/internal/dev/devserver"
 	"github.com/outflow/outflow/outbox/outboxtest"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/devserver"
 )
 
 // customer is one buyer of the privacy test, with personal data that must

@@ -3,10 +3,10 @@ package testsuite
 import (
 	"strings"
 
-	"github.com/outflow/outflow/internal/dev/proc"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/proc"
 )
 
-// startProcess runs bin under internal/dev/proc with env on top of a minimal
+// startProcess runs bin under outbox/outboxtest/dev/proc with env on top of a minimal
 // inherited environment ([baseEnv]), its output appended to logPath, which
 // the test prints when it fails.
 func startProcess(name, bin, logPath string, env []string, args ...string) (*proc.Process, error) {

@@ -11,9 +11,9 @@ import (
 	"go.temporal.io/sdk/client"
 
 	"github.com/outflow/outflow/internal/dev/cluster"
-	"github.com/outflow/outflow/internal/dev/devserver"
-	"github.com/outflow/outflow/internal/dev/ports"
-	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/devserver"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/ports"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
 // TemporalBackendEnvVar selects the Temporal the suites run against:

@@ -20,10 +20,10 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/outflow/outflow/handoff"
-	"github.com/outflow/outflow/internal/dev/ports"
-	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox/namedsql"
 	"github.com/outflow/outflow/outbox/outboxtest"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/ports"
 	"github.com/outflow/outflow/providersim"
 )
 

@@ -33,13 +33,13 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/outflow/outflow/activities"
-	"github.com/outflow/outflow/failpoints"
-	"github.com/outflow/outflow/inbox"
 	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/internal/personal"
 	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/internal/temporalclient"
+	"github.com/outflow/outflow/outbox/failpoints"
+	"github.com/outflow/outflow/outbox/inbox"
 	"github.com/outflow/outflow/workflows"
 )
 
@@ -87,7 +87,7 @@ func run(ctx context.Context, logger *slog.Logger, env *service.Env) error {
 	// Every setting is read, and a malformed one refused (exit status 2,
 	// plain lines), before the database or Temporal is dialled.
 	taskQueue := service.TaskQueue(env)
-	fps, err := failpoints.FromEnv()
+	fps, err := failpoints.Parse(os.Getenv(failpoints.EnvVar))
 	if err != nil {
 		env.Fail(fmt.Errorf("%w (check %s)", err, failpoints.EnvVar))
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 
-	"github.com/outflow/outflow/internal/promreg"
+	"github.com/outflow/outflow/outbox/promreg"
 )
 
 // promHandler is a client.MetricsHandler that exports the Temporal SDK's

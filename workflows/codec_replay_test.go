@@ -15,9 +15,9 @@ import (
 
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/codec"
-	"github.com/outflow/outflow/internal/dev/devserver"
 	"github.com/outflow/outflow/internal/personal"
 	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/devserver"
 )
 
 // The encrypted histories (testdata/encrypted/*.json) were recorded with

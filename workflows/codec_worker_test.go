@@ -14,8 +14,8 @@ import (
 
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/codec"
-	"github.com/outflow/outflow/internal/dev/devserver"
 	"github.com/outflow/outflow/internal/personal"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/devserver"
 )
 
 // TestWorkerWithoutTheKeyFailsTheTaskNotTheWorkflow: a worker that lacks

@@ -21,11 +21,14 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/outflow/outflow/activities"
-	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/handoff"
-	"github.com/outflow/outflow/internal/dev/devserver"
-	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox/failpoints"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/devserver"
+	// The order app's tables in testdb's template (it migrates the sets
+	// the binary registers).
+	_ "github.com/outflow/outflow/migrations"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 	"github.com/outflow/outflow/providersim"
 )
 

@@ -16,10 +16,10 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/outflow/outflow/activities"
-	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/handoff"
-	"github.com/outflow/outflow/internal/dev/devserver"
-	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/outbox/failpoints"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/devserver"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 	"github.com/outflow/outflow/providersim"
 )
 

@@ -5,18 +5,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/routes"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/converter"
 
 	"github.com/outflow/outflow/activities"
-	"github.com/outflow/outflow/internal/dev/devserver"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxtest"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/devserver"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/outflow/outflow/internal/bench/benchcmd"
 	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/database"
-	"github.com/outflow/outflow/internal/dev/devserver"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/devserver"
 )
 
 // config sizes the run. The defaults take about eighteen minutes on two cores;

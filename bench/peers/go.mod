@@ -13,6 +13,8 @@ require (
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/nats-io/nats.go v1.55.0
 	github.com/outflow/outflow v0.0.0-00010101000000-000000000000
+	github.com/outflow/outflow/outbox v0.0.0-00010101000000-000000000000
+	github.com/outflow/outflow/outbox/natspub v0.0.0-00010101000000-000000000000
 	github.com/riverqueue/river v0.51.2
 	github.com/riverqueue/river/riverdriver/riverpgxv5 v0.51.2
 	github.com/stretchr/testify v1.12.1
@@ -75,4 +77,9 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20261110000943-09e21b237f2c // indirect
 	google.golang.org/grpc v1.85.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
+)
+
+replace (
+	github.com/outflow/outflow/outbox => ../../outbox
+	github.com/outflow/outflow/outbox/natspub => ../../outbox/natspub
 )

@@ -50,7 +50,7 @@ import (
 	"github.com/outflow/outflow/internal/bench/benchcmd"
 	"github.com/outflow/outflow/internal/bench/benchstat"
 	"github.com/outflow/outflow/internal/database"
-	"github.com/outflow/outflow/internal/dev/pgcluster"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/pgcluster"
 )
 
 // quietLogger takes the contenders' own logs: warnings and errors only.

@@ -1,5 +1,5 @@
 -- Statements of the peers bench itself, bound to their Go types in sql.go
--- (internal/namedsql).
+-- (outbox/namedsql).
 -- They read the server's statistics; the contenders' own SQL is theirs.
 
 -- name: WALPosition :one

@@ -3,7 +3,7 @@ package main
 import (
 	"embed"
 
-	"github.com/outflow/outflow/internal/namedsql"
+	"github.com/outflow/outflow/outbox/namedsql"
 )
 
 //go:embed peers.sql

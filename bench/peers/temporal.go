@@ -6,10 +6,10 @@ import (
 	"io"
 	"time"
 
-	"github.com/outflow/outflow/internal/dev/devserver"
 	"github.com/outflow/outflow/internal/routes"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/devserver"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
 

@@ -1,7 +1,7 @@
 -- Statements of the benchmark itself, bound to their Go types in sql.go
--- (internal/namedsql).
+-- (outbox/namedsql).
 -- They only ever run on the bench's own scratch databases. The relay's
--- statements come from internal/bench/outboxbench, the order insert from
+-- statements come from outbox/outboxtest/outboxbench, the order insert from
 -- orders.SQL, so the bench measures exactly the SQL the product sends.
 
 -- name: SeedPending :exec

@@ -9,9 +9,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outflow/outflow/internal/bench/benchstat"
-	"github.com/outflow/outflow/internal/bench/outboxbench"
-	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/namedsql"
+	"github.com/outflow/outflow/outbox/outboxtest/outboxbench"
 )
 
 // measureClaimScale checks that a claim's cost follows the batch, not the

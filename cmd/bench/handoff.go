@@ -13,10 +13,10 @@ import (
 
 	"github.com/outflow/outflow/internal/bench/benchdb"
 	"github.com/outflow/outflow/internal/bench/benchstat"
-	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/internal/routes"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/namedsql"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
 

@@ -11,15 +11,15 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outflow/outflow/internal/bench/benchstat"
-	"github.com/outflow/outflow/internal/bench/outboxbench"
-	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/namedsql"
+	"github.com/outflow/outflow/outbox/outboxtest/outboxbench"
 )
 
 // measureRelayNoop measures what the relay costs on the database path alone:
 // relay_noop_events_per_s is the relay with a publisher that acknowledges at
 // once, draining a backlog; raw_claim_mark_per_s is the relay's own claim and
-// mark statements (internal/bench/outboxbench) driven in a tight loop over the same
+// mark statements (outbox/outboxtest/outboxbench) driven in a tight loop over the same
 // backlog with nothing else. Their ratio is the relay's overhead: its
 // goroutines, mark batching and bookkeeping.
 func (b *bench) measureRelayNoop(ctx context.Context) error {

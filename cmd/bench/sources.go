@@ -14,9 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outflow/outflow/internal/bench/benchstat"
-	"github.com/outflow/outflow/internal/dev/pgcluster"
-	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/namedsql"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/pgcluster"
 )
 
 // sourceEnv selects the relay sources the sources phase measures: unset

@@ -26,9 +26,9 @@ import (
 	"time"
 
 	"github.com/outflow/outflow/internal/cli"
-	"github.com/outflow/outflow/internal/dev/checkout"
 	"github.com/outflow/outflow/internal/dev/cluster"
-	"github.com/outflow/outflow/internal/dev/ports"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/checkout"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/ports"
 )
 
 // command is what `cluster -h` shows.

@@ -26,12 +26,12 @@ import (
 
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/codec"
-	"github.com/outflow/outflow/internal/dev/devserver"
-	"github.com/outflow/outflow/internal/dev/testdb"
-	"github.com/outflow/outflow/internal/dev/testlog"
 	"github.com/outflow/outflow/internal/personal"
 	"github.com/outflow/outflow/internal/routes"
 	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/devserver"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testlog"
 )
 
 // TestTemporalCLIDecodesThroughTheCodecServer: a history written with the

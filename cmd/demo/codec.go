@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/outflow/outflow/internal/codec"
-	"github.com/outflow/outflow/internal/dev/ports"
-	"github.com/outflow/outflow/internal/dev/proc"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/ports"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/proc"
 )
 
 // demoCodec is the payload encryption of the demo: a master key, the codec

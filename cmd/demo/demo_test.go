@@ -15,10 +15,10 @@ import (
 
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/codec"
-	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/personal"
 	"github.com/outflow/outflow/migrations"
 	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 	"github.com/outflow/outflow/providersim"
 	"github.com/outflow/outflow/workflows"
 )

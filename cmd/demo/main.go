@@ -18,9 +18,9 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outflow/outflow/internal/cli"
-	"github.com/outflow/outflow/internal/dev/checkout"
-	"github.com/outflow/outflow/internal/dev/ports"
-	"github.com/outflow/outflow/internal/dev/proc"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/checkout"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/ports"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/proc"
 	"github.com/outflow/outflow/providersim"
 )
 

@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/outflow/outflow/internal/dev/ports"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/ports"
 )
 
 // metricsPorts are where the demo's starter, worker and inventory serve /metrics

@@ -5,7 +5,7 @@ import (
 	"path/filepath"
 
 	"github.com/outflow/outflow/internal/database"
-	"github.com/outflow/outflow/internal/dev/pgcluster"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/pgcluster"
 )
 
 // ensurePostgres reuses DATABASE_URL, else the local default server, else

@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/outflow/outflow/internal/dev/proc"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/proc"
 )
 
-// startChild runs bin under internal/dev/proc with env added to the demo's
+// startChild runs bin under outbox/outboxtest/dev/proc with env added to the demo's
 // own environment, its output going to a fresh .data/logs/<name>.log. The
 // child has a process group of its own: Ctrl-C in the terminal reaches the
 // demo, which then stops its children in order instead of all dying at once.

@@ -25,8 +25,8 @@ var publicPackages = []string{
 	module + "/outbox/outboxops",
 	module + "/outbox/temporalpub",
 	module + "/outbox/temporalpub/eventsignal",
-	module + "/inbox",
-	module + "/failpoints",
+	module + "/outbox/inbox",
+	module + "/outbox/failpoints",
 }
 
 // ownPackages are the service's own: the binary, which is the whole service.
@@ -117,7 +117,7 @@ func TestImportsOnlyPublicPackages(t *testing.T) {
 	}
 	require.Contains(t, paths, module+"/cmd/inventory", "go list listed the service's build")
 	require.Contains(t, paths, module+"/outbox")
-	require.Contains(t, paths, module+"/inbox")
+	require.Contains(t, paths, module+"/outbox/inbox")
 	require.Empty(t, checkDeps(pkgs))
 }
 
@@ -129,8 +129,8 @@ func TestCheckDepsFindsForbiddenImports(t *testing.T) {
 	clean := []listedPackage{
 		{ImportPath: module + "/internal/namedsql"},
 		{ImportPath: module + "/outbox", Imports: []string{"context", module + "/internal/namedsql"}},
-		{ImportPath: module + "/inbox"},
-		{ImportPath: module + "/cmd/inventory", Imports: []string{module + "/outbox", module + "/inbox", module + "/failpoints"}},
+		{ImportPath: module + "/outbox/inbox"},
+		{ImportPath: module + "/cmd/inventory", Imports: []string{module + "/outbox", module + "/outbox/inbox", module + "/outbox/failpoints"}},
 	}
 	require.Empty(t, checkDeps(clean), "an internal package linked through a public one is the public one's business")
 

@@ -17,9 +17,12 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxtest"
+	// The order app's tables in testdb's template (it migrates the sets
+	// the binary registers).
+	_ "github.com/outflow/outflow/migrations"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 	"github.com/outflow/outflow/outbox/temporalpub"
 	"github.com/outflow/outflow/outbox/temporalpub/eventsignal"
 )

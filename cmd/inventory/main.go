@@ -51,8 +51,8 @@ import (
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
-	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/failpoints"
 	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
@@ -230,7 +230,7 @@ func configFromEnv(getenv func(string) string) (config, error) {
 		errs = append(errs, err)
 	}
 	c.retention = retention
-	fp, err := failpoints.FromEnv()
+	fp, err := failpoints.Parse(os.Getenv(failpoints.EnvVar))
 	if err != nil {
 		errs = append(errs, fmt.Errorf("%s=%q: %w", failpoints.EnvVar, getenv(failpoints.EnvVar), err))
 	}

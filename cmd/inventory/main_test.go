@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/outflow/outflow/internal/dev/devserver"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/devserver"
 )
 
 // temporal is the dev server this package's tests share; each test has its

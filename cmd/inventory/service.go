@@ -17,9 +17,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/outflow/outflow/failpoints"
-	"github.com/outflow/outflow/inbox"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/failpoints"
+	"github.com/outflow/outflow/outbox/inbox"
 )
 
 // InboxConsumer is the inbox consumer name of the inventory's requests: its
@@ -43,7 +43,7 @@ type ServiceConfig struct {
 	// Logger logs failed requests. Optional: defaulted to no logging.
 	Logger *slog.Logger
 	// Failpoints is where failpoints.InventoryAfterCommit is looked up
-	// (the binary passes failpoints.FromEnv()). Optional: none.
+	// (the binary passes failpoints.Parse(os.Getenv(failpoints.EnvVar))). Optional: none.
 	Failpoints *failpoints.Set
 	// Enqueuer writes the service's events. Optional: nil is
 	// outbox.Enqueue, which writes where the database's relay source says.

@@ -32,11 +32,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/orders/orderhttp"
+	"github.com/outflow/outflow/outbox/failpoints"
 )
 
 // AddrDefault is ORDERAPI_ADDR's default.
@@ -104,7 +104,7 @@ func run(args []string) error {
 	cfg := configFromEnv(env)
 	// A malformed OUTFLOW_FAILPOINTS stops the binary before it serves: a
 	// typo must not silently test nothing.
-	fps, err := failpoints.FromEnv()
+	fps, err := failpoints.Parse(os.Getenv(failpoints.EnvVar))
 	if err != nil {
 		env.Fail(fmt.Errorf("%s=%q: %w", failpoints.EnvVar, os.Getenv(failpoints.EnvVar), err))
 	}

@@ -17,10 +17,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/stripe/stripe-go/v76/webhook"
 
-	"github.com/outflow/outflow/internal/dev/proc"
-	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox/outboxtest"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/proc"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
 const orderBody = `{"customer_email":"ann@example.com","currency":"usd","payment_method":"pm_card_visa",` +

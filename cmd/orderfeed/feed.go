@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outflow/outflow/inbox/natsconsumer"
-	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox/namedsql"
 )
 
 //go:embed feed.sql

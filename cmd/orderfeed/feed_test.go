@@ -13,16 +13,16 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/inbox"
 	"github.com/outflow/outflow/inbox/natsconsumer"
 	"github.com/outflow/outflow/internal/codec"
-	"github.com/outflow/outflow/internal/dev/testdb"
-	"github.com/outflow/outflow/internal/dev/testlog"
-	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/internal/natscodec"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/inbox"
+	"github.com/outflow/outflow/outbox/namedsql"
 	"github.com/outflow/outflow/outbox/natspub"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testlog"
 )
 
 // TestFeedProjectsOrderEvents: an order's OrderCreated and OrderCancelled,

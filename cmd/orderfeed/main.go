@@ -25,17 +25,17 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/outflow/outflow/failpoints"
-	"github.com/outflow/outflow/inbox"
 	"github.com/outflow/outflow/inbox/natsconsumer"
 	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/codec"
 	"github.com/outflow/outflow/internal/database"
-	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/internal/natscodec"
 	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/failpoints"
+	"github.com/outflow/outflow/outbox/inbox"
+	"github.com/outflow/outflow/outbox/namedsql"
 	"github.com/outflow/outflow/outbox/natspub"
 )
 
@@ -67,7 +67,7 @@ var command = cli.Command{
 func main() { service.Main("orderfeed", &command, "orderfeed failed", run) }
 
 func run(logger *slog.Logger, env *service.Env) error {
-	fps, err := failpoints.FromEnv()
+	fps, err := failpoints.Parse(os.Getenv(failpoints.EnvVar))
 	if err != nil {
 		env.Fail(fmt.Errorf("%s: %w", failpoints.EnvVar, err))
 	}

@@ -56,12 +56,12 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/internal/temporalclient"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/failpoints"
 )
 
 // command is one outboxctl subcommand.
@@ -172,7 +172,7 @@ func runIn(ctx context.Context, args []string, stdout, stderr io.Writer, environ
 		fmt.Fprintf(stderr, "outboxctl: %v\n", err)
 		return 2
 	}
-	fps, err := failpoints.FromEnv()
+	fps, err := failpoints.Parse(os.Getenv(failpoints.EnvVar))
 	if err != nil {
 		fmt.Fprintf(stderr, "outboxctl: %s: %v\n", failpoints.EnvVar, err)
 		return 2

@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/internal/database"
-	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/migrations"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
 // TestMain stops the private wal_level=logical server that the CDC slot

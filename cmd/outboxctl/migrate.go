@@ -6,8 +6,8 @@ import (
 	"slices"
 
 	"github.com/outflow/outflow/internal/database"
-	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/migrations"
+	"github.com/outflow/outflow/outbox/namedsql"
 )
 
 func databaseURL() string { return database.URL() }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/outflow/outflow/internal/namedsql"
+	"github.com/outflow/outflow/outbox/namedsql"
 )
 
 // missingTables returns those of tables the database lacks. outboxctl's

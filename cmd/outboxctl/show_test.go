@@ -13,8 +13,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/outflow/outflow/internal/dev/devserver"
 	"github.com/outflow/outflow/outbox/outboxtest"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/devserver"
 )
 
 // ctlIn runs outboxctl against b's database with the Temporal client's

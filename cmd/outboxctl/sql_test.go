@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
 // TestStatements: every statement of outboxctl's .sql files is bound in

@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
-	"github.com/outflow/outflow/internal/dev/testlog"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testlog"
 )
 
 // droppingListener closes the first drop connections it accepts at once,

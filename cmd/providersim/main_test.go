@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/outflow/outflow/internal/dev/testlog"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testlog"
 	"github.com/outflow/outflow/providersim"
 )
 

@@ -15,10 +15,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/inbox/natsconsumer"
-	"github.com/outflow/outflow/internal/dev/natstest"
-	"github.com/outflow/outflow/internal/dev/testlog"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/natspub"
+	"github.com/outflow/outflow/outbox/natspub/dev/natstest"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testlog"
 )
 
 // connect dials the server; the connection closes when the test ends.

@@ -14,13 +14,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/failpoints"
-	"github.com/outflow/outflow/inbox"
 	"github.com/outflow/outflow/inbox/natsconsumer"
-	"github.com/outflow/outflow/internal/dev/proc"
-	"github.com/outflow/outflow/internal/dev/testdb"
-	"github.com/outflow/outflow/internal/dev/testlog"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/failpoints"
+	"github.com/outflow/outflow/outbox/inbox"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/proc"
+	// The order app's tables in testdb's template (it migrates the sets
+	// the binary registers).
+	_ "github.com/outflow/outflow/migrations"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testlog"
 )
 
 // newInbox returns an inbox and its duplicates counter.
@@ -202,7 +205,7 @@ func TestCrashAfterCommitAppliesOnce(t *testing.T) {
 func crashChild(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	fps, err := failpoints.FromEnv()
+	fps, err := failpoints.Parse(os.Getenv(failpoints.EnvVar))
 	require.NoError(t, err)
 	pool, err := pgxpool.New(ctx, os.Getenv("CHILD_DATABASE_URL"))
 	require.NoError(t, err)

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/internal/dev/checkout"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/checkout"
 )
 
 const module = "github.com/outflow/outflow"
@@ -41,8 +41,14 @@ var codecOnly = []string{
 	module + "/cmd/orderfeed",
 }
 
-// supportRooms are the directories of code that no production binary links.
-var supportRooms = []string{module + "/internal/dev/", module + "/internal/bench/"}
+// supportRooms are the directories of code that no production binary links:
+// the example's dev and bench helpers, and the library's test helpers (its
+// dev helpers, one copy, live under outboxtest; the JetStream ones under
+// natspub/dev).
+var supportRooms = []string{
+	module + "/internal/dev/", module + "/internal/bench/",
+	module + "/outbox/outboxtest/", module + "/outbox/natspub/dev/",
+}
 
 // graph is what `go list` says of the module's packages.
 type graph struct {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/internal/dev/checkout"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/checkout"
 )
 
 // producers are the directories of code that writes events: the order

@@ -13,8 +13,8 @@ import (
 
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/codec"
-	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/personal"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
 // Once forget-customer has committed, no process encrypts with the erased

@@ -1,6 +1,6 @@
 package codec
 
-import "github.com/outflow/outflow/internal/namedsql"
+import "github.com/outflow/outflow/outbox/namedsql"
 
 // QueriesForTest are the statements of the package's .sql files.
 func QueriesForTest() namedsql.Queries { return queries }

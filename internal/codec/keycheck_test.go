@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/internal/codec"
-	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/personal"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
 // A process whose master keys cannot unwrap its database's customer keys

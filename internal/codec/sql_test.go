@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/outflow/outflow/internal/codec"
-	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
 // TestStatements: every statement of the package's .sql files is bound once

@@ -12,8 +12,8 @@ import (
 	"github.com/outflow/outflow/activities"
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/codec"
-	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/internal/personal"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
 // The customer_keys table: concurrent encoders of one new customer agree on

@@ -17,7 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/internal/dev/checkout"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/checkout"
 )
 
 // The budgets: a README read in a few minutes, and all Markdown together

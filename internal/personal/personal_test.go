@@ -15,8 +15,8 @@ import (
 
 	"github.com/outflow/outflow/activities"
 	"github.com/outflow/outflow/handoff"
-	"github.com/outflow/outflow/internal/dev/checkout"
 	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/checkout"
 )
 
 // personalJSONNames are field names that hold personal data in outflow's

@@ -1,9 +1,9 @@
 package service
 
 import (
-	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/cli"
+	"github.com/outflow/outflow/outbox/failpoints"
 )
 
 // The environment variables several binaries read, as their -h lists them

@@ -12,10 +12,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/outflow/outflow/failpoints"
-	"github.com/outflow/outflow/inbox"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/failpoints"
+	"github.com/outflow/outflow/outbox/inbox"
 )
 
 // DefaultMaxBodyBytes is the default request body limit: a 100-line order is

@@ -8,7 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/outflow/outflow/internal/promreg"
+	"github.com/outflow/outflow/outbox/promreg"
 )
 
 // metrics are the API's Prometheus series.

@@ -8,8 +8,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/stripe/stripe-go/v76/webhook"
 
-	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox/failpoints"
 )
 
 // webhookMaxBodyBytes is the limit of a webhook's body: Stripe's events are

@@ -10,11 +10,11 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/internal/dev/natsserver"
-	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/conformance/sinktest"
 	"github.com/outflow/outflow/outbox/natspub"
+	"github.com/outflow/outflow/outbox/natspub/dev/natsserver"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
 // maxMsgSize is the conformance stream's max_msg_size: the largest message

@@ -10,7 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/internal/dev/natstest"
+	"github.com/outflow/outflow/outbox/natspub/dev/natstest"
 )
 
 // connect dials the server; the connection closes when the test ends.

@@ -100,8 +100,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/outflow/outflow/failpoints"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/failpoints"
 )
 
 // The defaults of [Config], and of the starter's OUTFLOW_NATS_* variables.

@@ -15,14 +15,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/failpoints"
-	"github.com/outflow/outflow/internal/dev/proc"
-	"github.com/outflow/outflow/internal/dev/promtest"
-	"github.com/outflow/outflow/internal/dev/testdb"
-	"github.com/outflow/outflow/internal/dev/testlog"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/failpoints"
 	"github.com/outflow/outflow/outbox/natspub"
 	"github.com/outflow/outflow/outbox/outboxtest"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/proc"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/promtest"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testlog"
 )
 
 // TestRelayPublishesEachEventOnItsAggregatesSubject: a real relay publishes
@@ -247,7 +247,7 @@ func TestRelayCrashAfterPubAck(t *testing.T) {
 func crashChild(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	fps, err := failpoints.FromEnv()
+	fps, err := failpoints.Parse(os.Getenv(failpoints.EnvVar))
 	require.NoError(t, err)
 	pool, err := pgxpool.New(ctx, os.Getenv("CHILD_DATABASE_URL"))
 	require.NoError(t, err)

@@ -9,9 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outflow/outflow/failpoints"
-	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/failpoints"
+	"github.com/outflow/outflow/outbox/namedsql"
 )
 
 // The tables [Cleanup] deletes from, as [CleanupBatch.Table] names them.
@@ -43,7 +43,7 @@ type CleanupOptions struct {
 	OnBatch func(CleanupBatch)
 	// Failpoints injects faults at cleanup.mid_batch (after a batch, before
 	// the next). Optional: nil injects none (a binary passes
-	// failpoints.FromEnv(), the library never reads the environment).
+	// failpoints.Parse(os.Getenv(failpoints.EnvVar)), the library never reads the environment).
 	Failpoints *failpoints.Set
 }
 

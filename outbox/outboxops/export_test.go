@@ -1,6 +1,6 @@
 package outboxops
 
-import "github.com/outflow/outflow/internal/namedsql"
+import "github.com/outflow/outflow/outbox/namedsql"
 
 // QueriesForTest are the statements of operations.sql.
 func QueriesForTest() namedsql.Queries { return queries }

@@ -10,8 +10,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/outflow/outflow/failpoints"
-	"github.com/outflow/outflow/internal/promreg"
+	"github.com/outflow/outflow/outbox/failpoints"
+	"github.com/outflow/outflow/outbox/promreg"
 )
 
 // ScheduleIntervalDefault is the default of [ScheduleConfig.Interval].

@@ -3,8 +3,8 @@ package outboxops_test
 import (
 	"testing"
 
-	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox/outboxops"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
 // TestStatements: every statement of operations.sql is bound once in

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/namedsql"
 )
 
 // StatusReport is the outbox's state at one moment, for operators

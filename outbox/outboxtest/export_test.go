@@ -1,6 +1,6 @@
 package outboxtest
 
-import "github.com/outflow/outflow/internal/namedsql"
+import "github.com/outflow/outflow/outbox/namedsql"
 
 // QueriesForTest are the statements of outboxtest.sql.
 func QueriesForTest() namedsql.Queries { return queries }

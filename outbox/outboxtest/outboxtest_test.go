@@ -15,10 +15,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/internal/dev/testdb"
-	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/namedsql"
 	"github.com/outflow/outflow/outbox/outboxtest"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
 func setup(t *testing.T) *pgxpool.Pool {
@@ -312,7 +312,7 @@ func TestNoApplicationDependencies(t *testing.T) {
 	const module = "github.com/outflow/outflow/"
 	allowed := deps("github.com/outflow/outflow/outbox")
 	allowed[module+"outbox/outboxtest"] = true
-	allowed[module+"internal/namedsql"] = true
+	allowed[module+"outbox/namedsql"] = true
 	var extra []string
 	for p := range deps("github.com/outflow/outflow/outbox/outboxtest") {
 		if strings.HasPrefix(p, module) && !allowed[p] {

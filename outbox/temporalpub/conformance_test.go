@@ -19,10 +19,10 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/outflow/outflow/internal/dev/devserver"
-	"github.com/outflow/outflow/internal/dev/ports"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/conformance/sinktest"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/devserver"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/ports"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
 

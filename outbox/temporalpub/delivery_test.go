@@ -11,9 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/api/serviceerror"
 
-	"github.com/outflow/outflow/handoff"
-	"github.com/outflow/outflow/internal/dev/promtest"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/promtest"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
 
@@ -48,11 +47,11 @@ func TestDeliveryKindsAndTheRetentionHorizon(t *testing.T) {
 
 	first := event(false)
 	require.NoError(t, young.Publish(ctx, first))
-	require.Equal(t, handoff.DeliveryFirst, memoValue[string](t, describe(t, first.ID), "delivery"))
+	require.Equal(t, temporalpub.DeliveryFirst, memoValue[string](t, describe(t, first.ID), "delivery"))
 
 	replay := event(true)
 	require.NoError(t, young.Publish(ctx, replay))
-	require.Equal(t, handoff.DeliveryReplay, memoValue[string](t, describe(t, replay.ID), "delivery"))
+	require.Equal(t, temporalpub.DeliveryReplay, memoValue[string](t, describe(t, replay.ID), "delivery"))
 	summary, _ := userMetadata(t, temporal.Client(), replay.ID)
 	require.Equal(t, "Payment of order "+replay.AggregateID+": ", summary[:len("Payment of order "+replay.AggregateID+": ")])
 	require.True(t, strings.HasSuffix(summary, " (replay)"), "a replay says so in its summary: %q", summary)

@@ -11,8 +11,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
-	"github.com/outflow/outflow/internal/dev/testlog"
-	"github.com/outflow/outflow/internal/routes"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testlog"
 	"github.com/outflow/outflow/outbox/temporalpub"
 
 	"github.com/google/uuid"
@@ -23,7 +22,6 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxtest"
 )
@@ -53,9 +51,9 @@ func enqueueErr(pool *pgxpool.Pool, events ...outbox.Event) ([]outbox.Event, err
 
 func orderCreated(t *testing.T, orderID string) outbox.Event {
 	t.Helper()
-	e, err := outbox.NewEvent(orders.AggregateType, orderID, orders.EventOrderCreated, orders.OrderCreatedVersion, orders.OrderCreated{
+	e, err := outbox.NewEvent(orderAggregate, orderID, eventOrderCreated, 1, orderCreatedPayload{
 		OrderID: orderID, CustomerEmail: "ada@example.com", Currency: "usd", PaymentMethod: "pm_card_visa",
-		Amount: 2500, Items: []orders.Item{{SKU: "SKU-1", Quantity: 2, UnitAmount: 1250}},
+		Amount: 2500, Items: []orderItem{{SKU: "SKU-1", Quantity: 2, UnitAmount: 1250}},
 	})
 	require.NoError(t, err)
 	return e
@@ -63,8 +61,8 @@ func orderCreated(t *testing.T, orderID string) outbox.Event {
 
 func orderCancelled(t *testing.T, orderID string, created uuid.UUID) outbox.Event {
 	t.Helper()
-	e, err := outbox.NewEvent(orders.AggregateType, orderID, orders.EventOrderCancelled, orders.OrderCancelledVersion,
-		orders.OrderCancelled{OrderID: orderID, CreatedEventID: created.String(), Reason: "test"})
+	e, err := outbox.NewEvent(orderAggregate, orderID, eventOrderCancelled, 1,
+		orderCancelledPayload{OrderID: orderID, CreatedEventID: created.String(), Reason: "test"})
 	require.NoError(t, err)
 	return e
 }
@@ -171,7 +169,7 @@ func countOn(t *testing.T, tq string, want int) {
 func newPublisher(t testing.TB, c client.Client, cfg temporalpub.Config) *temporalpub.Publisher {
 	t.Helper()
 	if cfg.Routes == nil {
-		cfg.Routes = routes.Orders()
+		cfg.Routes = orderRoutes()
 	}
 	p, err := temporalpub.New(c, client.Options{}, cfg)
 	require.NoError(t, err)

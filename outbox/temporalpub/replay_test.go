@@ -16,17 +16,16 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/outflow/outflow/handoff"
-	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
 
 // replayProbe is a stand-in for OrderCreatedWorkflow, registered under its
 // name on the test's own task queue: it completes, fails or blocks forever
 // by the prefix of the order ID, so each terminal state can be replayed.
-func replayProbe(ctx workflow.Context, in handoff.EventInput) error {
+func replayProbe(ctx workflow.Context, in temporalpub.EventInput) error {
 	switch {
 	case strings.HasPrefix(in.AggregateID, "fail-"):
 		return sdktemporal.NewNonRetryableApplicationError("probe fails on purpose", "ProbeFailure", nil)
@@ -50,12 +49,12 @@ func TestReplaySemanticsAgainstTemporal(t *testing.T) {
 	tc := temporal.Client()
 
 	w := worker.New(tc, tq, worker.Options{})
-	w.RegisterWorkflowWithOptions(replayProbe, workflow.RegisterOptions{Name: handoff.OrderCreatedWorkflowName})
+	w.RegisterWorkflowWithOptions(replayProbe, workflow.RegisterOptions{Name: orderCreatedWorkflow})
 	require.NoError(t, w.Start())
 	t.Cleanup(w.Stop)
 
 	// No payload validation: the probe ignores the payload.
-	routes := map[string]temporalpub.Route{"OrderCreated": {Workflow: handoff.OrderCreatedWorkflowName}}
+	routes := map[string]temporalpub.Route{"OrderCreated": {Workflow: orderCreatedWorkflow}}
 	newRelay := func() {
 		r, err := outbox.NewRelay(pool, newPublisher(t, tc, temporalpub.Config{TaskQueue: tq, Routes: routes}),
 			outbox.RelayConfig{Logger: quietLogger(), PollInterval: 100 * time.Millisecond})

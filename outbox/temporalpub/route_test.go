@@ -16,11 +16,9 @@ import (
 	"go.temporal.io/sdk/converter"
 	sdktemporal "go.temporal.io/sdk/temporal"
 
-	"github.com/outflow/outflow/handoff"
-	"github.com/outflow/outflow/internal/dev/promtest"
-	"github.com/outflow/outflow/internal/dev/testdb"
-	"github.com/outflow/outflow/internal/routes"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/promtest"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
 
@@ -49,12 +47,12 @@ func TestRoutesWithoutSearchAttributesOnANamespaceWithoutOrderId(t *testing.T) {
 	defer c.Close()
 	attrs, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: ns})
 	require.NoError(t, err)
-	require.NotContains(t, attrs.GetCustomAttributes(), handoff.SearchAttributeOrderID)
+	require.NotContains(t, attrs.GetCustomAttributes(), searchAttributeOrderID)
 
 	// What the publisher used to send with every start: refused here.
 	_, err = c.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
 		ID: uuid.NewString(), TaskQueue: taskQueue(t),
-		TypedSearchAttributes: sdktemporal.NewSearchAttributes(routes.OrderIDKey.ValueSet("o-1")),
+		TypedSearchAttributes: sdktemporal.NewSearchAttributes(orderIDKey.ValueSet("o-1")),
 	}, "InvoiceWorkflow")
 	var invalid *serviceerror.InvalidArgument
 	require.ErrorAs(t, err, &invalid, "a start with OrderId on a namespace without it")
@@ -96,12 +94,12 @@ func TestRoutesWithoutSearchAttributesOnANamespaceWithoutOrderId(t *testing.T) {
 		}
 		require.Equal(t, wantType, info.GetType().GetName())
 		require.Equal(t, wantQueue, info.GetTaskQueue())
-		require.NotContains(t, info.GetSearchAttributes().GetIndexedFields(), handoff.SearchAttributeOrderID)
+		require.NotContains(t, info.GetSearchAttributes().GetIndexedFields(), searchAttributeOrderID)
 		var aggregateType, delivery string
 		require.NoError(t, dc.FromPayload(info.GetMemo().GetFields()["aggregate_type"], &aggregateType))
 		require.NoError(t, dc.FromPayload(info.GetMemo().GetFields()["delivery"], &delivery))
 		require.Equal(t, "invoice", aggregateType)
-		require.Equal(t, handoff.DeliveryFirst, delivery)
+		require.Equal(t, temporalpub.DeliveryFirst, delivery)
 		summary, details := userMetadata(t, c, e.ID)
 		require.Equal(t, e.Type+" invoice "+e.AggregateID, summary, "a route without Describe: the default summary")
 		require.Empty(t, details)
@@ -140,7 +138,7 @@ func TestRouteSearchAttributes(t *testing.T) {
 	require.Equal(t, "sku-s-1", searchAttribute(t, describe(t, counted.ID), attr))
 	fields := describe(t, moved.ID).GetSearchAttributes().GetIndexedFields()
 	require.NotContains(t, fields, attr)
-	require.NotContains(t, fields, handoff.SearchAttributeOrderID, "the publisher adds no attribute of its own")
+	require.NotContains(t, fields, searchAttributeOrderID, "the publisher adds no attribute of its own")
 }
 
 // TestPublishersShareARegistry: two publishers on one Registerer (two relays

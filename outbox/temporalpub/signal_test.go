@@ -22,11 +22,10 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/outflow/outflow/handoff"
-	"github.com/outflow/outflow/internal/dev/ports"
-	"github.com/outflow/outflow/internal/dev/promtest"
-	"github.com/outflow/outflow/internal/dev/testdb"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/ports"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/promtest"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 	"github.com/outflow/outflow/outbox/temporalpub"
 	"github.com/outflow/outflow/outbox/temporalpub/eventsignal"
 )
@@ -296,7 +295,7 @@ func TestClosedWorkflowFallback(t *testing.T) {
 	info := describe(t, late.ID)
 	require.Equal(t, "LateStockEvent", info.GetType().GetName())
 	require.Equal(t, b.tq, info.GetTaskQueue())
-	require.Equal(t, handoff.DeliveryFirst, memoValue[string](t, info, "delivery"))
+	require.Equal(t, temporalpub.DeliveryFirst, memoValue[string](t, info, "delivery"))
 	require.Equal(t, agg, memoValue[string](t, info, "aggregate_id"))
 	hist := temporal.Client().GetWorkflowHistory(ctx, late.ID.String(), "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	first, err := hist.Next()

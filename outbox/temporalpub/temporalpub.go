@@ -37,8 +37,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/outflow/outflow/internal/promreg"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/promreg"
 )
 
 // Config configures a [Publisher].

@@ -20,13 +20,11 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/outflow/outflow/handoff"
-	"github.com/outflow/outflow/internal/dev/devserver"
-	"github.com/outflow/outflow/internal/dev/ports"
-	"github.com/outflow/outflow/internal/dev/promtest"
-	"github.com/outflow/outflow/internal/dev/testdb"
-	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/devserver"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/ports"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/promtest"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
 
@@ -54,26 +52,26 @@ func TestEveryEventGetsOneWorkflow(t *testing.T) {
 
 	for _, e := range events {
 		info := describe(t, e.ID)
-		want := handoff.OrderCreatedWorkflowName
-		if e.Type == orders.EventOrderCancelled {
-			want = handoff.OrderCancelledWorkflowName
+		want := orderCreatedWorkflow
+		if e.Type == eventOrderCancelled {
+			want = orderCancelledWorkflow
 		}
 		require.Equal(t, want, info.GetType().GetName())
 		require.Equal(t, tq, info.GetTaskQueue())
-		require.Equal(t, e.AggregateID, searchAttribute(t, info, handoff.SearchAttributeOrderID))
+		require.Equal(t, e.AggregateID, searchAttribute(t, info, searchAttributeOrderID))
 		require.Equal(t, e.AggregateID, memoValue[string](t, info, "aggregate_id"))
 		require.Equal(t, "order", memoValue[string](t, info, "aggregate_type"))
 		require.Equal(t, e.Sequence, memoValue[int64](t, info, "aggregate_sequence"))
 		require.Equal(t, 1, memoValue[int](t, info, "schema_version"))
 		require.Equal(t, e.Type, memoValue[string](t, info, "event_type"))
 
-		// What the Temporal UI shows (routes.Orders' Describe): the order
+		// What the Temporal UI shows (orderRoutes' Describe): the order
 		// and its total, never the customer's email or payment method.
 		summary, details := userMetadata(t, temporal.Client(), e.ID)
 		require.Contains(t, details, "**Event** "+e.ID.String())
 		require.NotContains(t, summary+details, "@", "no email address")
 		require.NotContains(t, summary+details, "pm_", "no payment method")
-		if e.Type == orders.EventOrderCreated {
+		if e.Type == eventOrderCreated {
 			require.Regexp(t, `^Payment of order `+e.AggregateID+`: \d+\.\d\d [A-Z]{3}$`, summary)
 		} else {
 			require.Equal(t, "Cancel of order "+e.AggregateID, summary)
@@ -91,7 +89,7 @@ func TestEveryEventGetsOneWorkflow(t *testing.T) {
 		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
-	}, handoff.OrderCreatedWorkflowName)
+	}, orderCreatedWorkflow)
 	require.True(t, temporalpub.IsAlreadyStarted(err), "got %v", err)
 	require.True(t, temporalpub.IsAlreadyStarted(fmt.Errorf("wrapped: %w", err)), "detected through wrapping")
 	countOn(t, tq, len(events))
@@ -284,7 +282,7 @@ func TestTemporalUnavailable(t *testing.T) {
 	for range 10 {
 		events = append(events, testdb.Enqueue(t, pool, orderCreated(t, uuid.NewString()))...)
 	}
-	poisonEvent, err := outbox.NewEvent(orders.AggregateType, uuid.NewString(), "OrderTeleported", 1, map[string]string{})
+	poisonEvent, err := outbox.NewEvent(orderAggregate, uuid.NewString(), "OrderTeleported", 1, map[string]string{})
 	require.NoError(t, err)
 	poison := testdb.Enqueue(t, pool, poisonEvent)[0]
 	reg := prometheus.NewRegistry()
@@ -404,7 +402,7 @@ func TestPublishRejectsUnroutableEventsPermanently(t *testing.T) {
 	bad.Payload = []byte(`{}`)
 	err = pub.Publish(context.Background(), bad)
 	require.ErrorIs(t, err, outbox.ErrPermanent)
-	require.ErrorIs(t, err, orders.ErrInvalidPayload)
+	require.ErrorIs(t, err, errInvalidPayload)
 	require.False(t, temporalpub.IsAlreadyStarted(errors.New("other")))
 }
 

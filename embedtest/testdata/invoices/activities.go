@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/outflow/outflow/inbox"
+	"github.com/outflow/outflow/outbox/inbox"
 )
 
 // LedgerConsumer is the inbox's name for the ledger posting: one name per

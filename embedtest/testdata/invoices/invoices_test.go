@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"example.com/invoices"
-	"github.com/outflow/outflow/inbox"
+	"github.com/outflow/outflow/outbox/inbox"
 	"github.com/outflow/outflow/outbox/outboxtest"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )

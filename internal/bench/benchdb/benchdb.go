@@ -15,9 +15,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outflow/outflow/internal/namedsql"
 	"github.com/outflow/outflow/migrations"
 	"github.com/outflow/outflow/orders"
+	"github.com/outflow/outflow/outbox/namedsql"
 )
 
 //go:embed benchdb.sql

@@ -1,4 +1,4 @@
--- Statements of internal/bench/benchdb, loaded by name (internal/namedsql).
+-- Statements of internal/bench/benchdb, loaded by name (outbox/namedsql).
 
 -- name: ServerVersion :one
 SELECT current_setting('server_version');

@@ -3,7 +3,7 @@ package benchdb
 import (
 	"testing"
 
-	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
 // TestStatements: every statement of benchdb.sql is bound and reads the

@@ -46,8 +46,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/outflow/outflow/internal/dev/checkout"
-	"github.com/outflow/outflow/internal/dev/proc"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/checkout"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/proc"
 )
 
 // Environment variables naming the binaries; the Makefile exports them.

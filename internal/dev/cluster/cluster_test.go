@@ -22,7 +22,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/encoding/protowire"
 
-	"github.com/outflow/outflow/internal/dev/testdb"
+	// The order app's tables in testdb's template (it migrates the sets
+	// the binary registers).
+	_ "github.com/outflow/outflow/migrations"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
 // TestConfigIsWhatTheServerReads renders the configuration and, when

@@ -6,10 +6,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/outflow/outflow/internal/dev/proc"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/proc"
 )
 
-// startProc starts a node or the UI server under internal/dev/proc, its
+// startProc starts a node or the UI server under outbox/outboxtest/dev/proc, its
 // output appended to logPath. The child dies with the parent, so a killed
 // `go test` or `make cluster` leaves no server holding PostgreSQL
 // connections and ports; its process group of its own lets a terminal's

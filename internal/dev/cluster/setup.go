@@ -20,8 +20,8 @@ import (
 
 	commonpb "go.temporal.io/api/common/v1"
 
-	"github.com/outflow/outflow/internal/dev/ports"
 	"github.com/outflow/outflow/internal/routes"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/ports"
 )
 
 // startNode starts node n and waits until its frontend answers health

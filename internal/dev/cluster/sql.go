@@ -3,7 +3,7 @@ package cluster
 import (
 	"embed"
 
-	"github.com/outflow/outflow/internal/namedsql"
+	"github.com/outflow/outflow/outbox/namedsql"
 )
 
 //go:embed cluster.sql

@@ -3,7 +3,7 @@ package sourcetest
 import (
 	"testing"
 
-	"github.com/outflow/outflow/internal/dev/testdb"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
 // TestStatements: every statement of sourcetest.sql is bound once and

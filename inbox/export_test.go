@@ -1,9 +1,0 @@
-package inbox
-
-import "github.com/outflow/outflow/internal/namedsql"
-
-// QueriesForTest are the statements of inbox.sql.
-func QueriesForTest() namedsql.Queries { return queries }
-
-// StatementsForTest describes the package's bound statements.
-func StatementsForTest() []namedsql.Info { return statements }

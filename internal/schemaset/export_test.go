@@ -1,9 +1,0 @@
-package schemaset
-
-import "github.com/outflow/outflow/internal/namedsql"
-
-// QueriesForTest are the statements of schemaset.sql.
-func QueriesForTest() namedsql.Queries { return queries }
-
-// StatementsForTest describes the package's bound statements.
-func StatementsForTest() []namedsql.Info { return statements }
