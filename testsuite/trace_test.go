@@ -106,7 +106,7 @@ func spanAttr(s *tracepb.Span, key string) string {
 }
 
 // TestOneTraceFromTheRequestToTheCharge runs the order API, a starter
-// (poll source) and a worker as processes exporting OTLP/gRPC, by the
+// (for each source: poll, cdc, log) and a worker as processes exporting OTLP/gRPC, by the
 // standard OTEL_* variables only, to a real receiver: the request's server
 // span (outflow-orderapi), the relay's publish of the order's event
 // (outflow-starter, a child of the request's span, which wrote the event),
@@ -114,10 +114,18 @@ func spanAttr(s *tracepb.Span, key string) string {
 // activity spans (outflow-worker) are one trace.
 func TestOneTraceFromTheRequestToTheCharge(t *testing.T) {
 	t.Parallel()
+	for _, source := range []string{"poll", "cdc", "log"} {
+		t.Run(source, func(t *testing.T) {
+			t.Parallel()
+			oneTraceFromTheRequestToTheCharge(t, NewStackWith(t, SharedEnv(t), StackOptions{Source: source}))
+		})
+	}
+}
+
+func oneTraceFromTheRequestToTheCharge(t *testing.T, s *Stack) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	rcv := startOTLPReceiver(t)
-	s := NewStack(t)
 	otel := []string{
 		"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + rcv.addr, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
 		"OTEL_BSP_SCHEDULE_DELAY=100", "OTEL_TRACES_SAMPLER=always_on",
