@@ -15,6 +15,8 @@ import (
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
+
+	"github.com/outflow/outflow/failpoints"
 )
 
 // otlpReceiver is a real OTLP/gRPC trace receiver (the collector's
@@ -105,6 +107,15 @@ func spanAttr(s *tracepb.Span, key string) string {
 	return ""
 }
 
+func intAttr(s *tracepb.Span, key string) int64 {
+	for _, kv := range s.GetAttributes() {
+		if kv.GetKey() == key {
+			return kv.GetValue().GetIntValue()
+		}
+	}
+	return 0
+}
+
 // TestOneTraceFromTheRequestToTheCharge runs the order API, a starter
 // (for each source: poll, cdc, log) and a worker as processes exporting OTLP/gRPC, by the
 // standard OTEL_* variables only, to a real receiver: the request's server
@@ -117,12 +128,20 @@ func TestOneTraceFromTheRequestToTheCharge(t *testing.T) {
 	for _, source := range []string{"poll", "cdc", "log"} {
 		t.Run(source, func(t *testing.T) {
 			t.Parallel()
-			oneTraceFromTheRequestToTheCharge(t, NewStackWith(t, SharedEnv(t), StackOptions{Source: source}))
+			oneTraceFromTheRequestToTheCharge(t, NewStackWith(t, SharedEnv(t), StackOptions{Source: source}), false)
 		})
 	}
+	// The relay dies between the workflow's start and the event's mark
+	// (relay.after_publish): the next starter publishes the event again,
+	// and that redelivery stays in the request's trace, a child of the
+	// enqueuing span, as its second attempt.
+	t.Run("poll-crash-after-publish", func(t *testing.T) {
+		t.Parallel()
+		oneTraceFromTheRequestToTheCharge(t, NewStack(t), true)
+	})
 }
 
-func oneTraceFromTheRequestToTheCharge(t *testing.T, s *Stack) {
+func oneTraceFromTheRequestToTheCharge(t *testing.T, s *Stack, crash bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	rcv := startOTLPReceiver(t)
@@ -132,11 +151,19 @@ func oneTraceFromTheRequestToTheCharge(t *testing.T, s *Stack) {
 	}
 	s.OrderAPIEnv, s.RelayEnv, s.WorkerEnv = otel, otel, otel
 	s.Start("orderapi", "")
-	s.Start("starter", "")
+	fp := ""
+	if crash {
+		fp = failpoints.RelayAfterPublish + "=crash"
+	}
+	starter := s.Start("starter", fp)
 	s.Start("worker", "")
 
 	order, err := s.API().Create(ctx, "trace-"+uuid.NewString(), "pm_card_visa")
 	require.NoError(t, err)
+	if crash {
+		require.NoError(t, starter.WaitKilled(ctx))
+		s.Start("starter", "")
+	}
 	require.NoError(t, WaitStatus(ctx, s, order.OrderID, "confirmed", 2*time.Minute))
 
 	const within = 30 * time.Second
@@ -153,6 +180,9 @@ func oneTraceFromTheRequestToTheCharge(t *testing.T, s *Stack) {
 	}
 	pub := rcv.find(t, within, "the starter's publish of OrderCreated in the request's trace", inTrace("outflow-starter", "outbox publish OrderCreated"))
 	require.Equal(t, req.span.GetSpanId(), pub.span.GetParentSpanId(), "the publish is a child of the span that enqueued the event")
+	if crash { // the crashed relay's spans died with it: this is the redelivery
+		require.EqualValues(t, 2, intAttr(pub.span, "outflow.publish.attempt"), "the redelivery is the second attempt")
+	}
 	rcv.find(t, within, "the starter's workflow start in the request's trace", inTrace("outflow-starter", "StartWorkflow:"))
 	rcv.find(t, within, "the worker's workflow span in the request's trace", inTrace("outflow-worker", "RunWorkflow:"))
 	rcv.find(t, within, "the worker's charge activity span in the request's trace", inTrace("outflow-worker", "RunActivity:ChargePayment"))
