@@ -122,7 +122,8 @@ func intAttr(s *tracepb.Span, key string) int64 {
 // span (outflow-orderapi), the relay's publish of the order's event
 // (outflow-starter, a child of the request's span, which wrote the event),
 // the workflow start it made, and the worker's workflow and ChargePayment
-// activity spans (outflow-worker) are one trace.
+// activity spans and the charge's HTTP request to the (simulated) Stripe
+// API (outflow-worker) are one trace.
 func TestOneTraceFromTheRequestToTheCharge(t *testing.T) {
 	t.Parallel()
 	for _, source := range []string{"poll", "cdc", "log"} {
@@ -185,5 +186,10 @@ func oneTraceFromTheRequestToTheCharge(t *testing.T, s *Stack, crash bool) {
 	}
 	rcv.find(t, within, "the starter's workflow start in the request's trace", inTrace("outflow-starter", "StartWorkflow:"))
 	rcv.find(t, within, "the worker's workflow span in the request's trace", inTrace("outflow-worker", "RunWorkflow:"))
-	rcv.find(t, within, "the worker's charge activity span in the request's trace", inTrace("outflow-worker", "RunActivity:ChargePayment"))
+	charge := rcv.find(t, within, "the worker's charge activity span in the request's trace", inTrace("outflow-worker", "RunActivity:ChargePayment"))
+	rcv.find(t, within, "the charge's request to the provider, a child of the activity's span", func(s receivedSpan) bool {
+		return s.service == "outflow-worker" && string(s.span.GetTraceId()) == traceID &&
+			s.span.GetKind() == tracepb.Span_SPAN_KIND_CLIENT && string(s.span.GetParentSpanId()) == string(charge.span.GetSpanId()) &&
+			strings.Contains(spanAttr(s.span, "url.full"), "/v1/payment_intents")
+	})
 }
