@@ -46,6 +46,11 @@ type Config struct {
 	// an unknown outcome, reconciled by the workflow. Optional: defaulted
 	// to 20 seconds.
 	HTTPTimeout time.Duration
+	// Transport carries the provider and inventory requests. Defaults to
+	// nil: http.DefaultTransport. The worker sets otelhttp's while tracing
+	// is on, so each Stripe, email and inventory call is a span of its
+	// activity's.
+	Transport http.RoundTripper
 }
 
 // simulatorKey is sent when only STRIPE_API_BASE is set: the simulator wants
@@ -101,7 +106,7 @@ func (c *Config) validate() error {
 func NewStripe(cfg Config) *client.API {
 	cfg.setDefaults()
 	bc := &stripe.BackendConfig{
-		HTTPClient:        &http.Client{Timeout: cfg.HTTPTimeout},
+		HTTPClient:        &http.Client{Timeout: cfg.HTTPTimeout, Transport: cfg.Transport},
 		MaxNetworkRetries: stripe.Int64(0),
 		// Declines are normal business; the activities report errors.
 		LeveledLogger: &stripe.LeveledLogger{Level: stripe.LevelNull},
@@ -129,7 +134,7 @@ func New(cfg Config) (*Activities, error) {
 	}
 	var inv *InventoryClient
 	if cfg.InventoryURL != "" {
-		inv = &InventoryClient{BaseURL: cfg.InventoryURL, HTTP: &http.Client{Timeout: cfg.HTTPTimeout}}
+		inv = &InventoryClient{BaseURL: cfg.InventoryURL, HTTP: &http.Client{Timeout: cfg.HTTPTimeout, Transport: cfg.Transport}}
 	}
 	return &Activities{
 		Inventory:              inv,
@@ -140,7 +145,7 @@ func New(cfg Config) (*Activities, error) {
 			BaseURL: cfg.EmailAPIBase,
 			APIKey:  cfg.EmailAPIKey,
 			From:    cfg.EmailFrom,
-			HTTP:    &http.Client{Timeout: cfg.HTTPTimeout},
+			HTTP:    &http.Client{Timeout: cfg.HTTPTimeout, Transport: cfg.Transport},
 		},
 	}, nil
 }

@@ -35,7 +35,7 @@ var legacyFiles embed.FS
 
 // The versions each set records, goose's 0 first.
 var (
-	outboxVersions = []int64{0, 1, 2, 4, 6, 10, 12, 13, 14, 15, 16, 17, 18}
+	outboxVersions = []int64{0, 1, 2, 4, 6, 10, 12, 13, 14, 15, 16, 17, 18, 19}
 	ordersVersions = []int64{0, 1, 2, 3, 5, 7, 8, 11}
 )
 
@@ -190,7 +190,8 @@ func rowsAsText(t *testing.T, ctx context.Context, pool *pgxpool.Pool) map[strin
 // 00015 added the empty outbox_log_relays; its 00016 added
 // outbox_events.skip_published_at (NULL, printed empty, on every old row);
 // its 00017 only a function; its 00018 the one row of outbox_source, poll
-// (read back from the server: it records when it was made).
+// (read back from the server: it records when it was made); its 00019
+// outbox_events.trace_context (NULL, printed empty, on every old row).
 func withNewColumns(t *testing.T, ctx context.Context, pool *pgxpool.Pool, rows map[string][]string) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
@@ -202,7 +203,7 @@ func withNewColumns(t *testing.T, ctx context.Context, pool *pgxpool.Pool, rows 
 			case "outbox_sequences", "outbox_bulk_retries":
 				r = strings.TrimSuffix(r, ")") + ",0)"
 			case "outbox_events":
-				r = strings.TrimSuffix(r, ")") + ",)"
+				r = strings.TrimSuffix(r, ")") + ",,)"
 			}
 			out[table] = append(out[table], r)
 		}
@@ -382,8 +383,8 @@ func TestUpgradeFromTheLegacySchemaWithData(t *testing.T) {
 	report, err := migrations.Up(ctx, pool, nil)
 	require.NoError(t, err)
 	require.EqualValues(t, 10, report.Outbox.Adopted)
-	require.Equal(t, above(outboxVersions, 10), report.Outbox.Applied, "the outbox's tables were all there but 00012's to 00018's")
-	require.EqualValues(t, 18, report.Outbox.Version)
+	require.Equal(t, above(outboxVersions, 10), report.Outbox.Applied, "the outbox's tables were all there but 00012's to 00019's")
+	require.EqualValues(t, 19, report.Outbox.Version)
 	require.EqualValues(t, 10, report.Orders.Adopted)
 	require.Equal(t, above(ordersVersions, 10), report.Orders.Applied, "the order app's tables were all there but 00011's columns")
 	require.EqualValues(t, 11, report.Orders.Version)

@@ -90,6 +90,9 @@ func createOrderTx(ctx context.Context, tx pgx.Tx, p CreateOrderParams, ids orde
 		return CreateOrderResult{}, err
 	}
 	ev.ID = ids.createdEvent
+	// The request's trace goes with the event (EnqueueBatch has no context
+	// to take it from): the workflow it starts continues that trace.
+	ev.TraceContext = outbox.CaptureTraceContext(ctx, nil)
 	// The order row and its event go to the server in one round trip, so the
 	// outbox adds work on the server but no extra network wait.
 	b := &pgx.Batch{}

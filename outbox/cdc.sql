@@ -18,7 +18,7 @@
 -- them itself, and hands the event to the sweeper otherwise. An event cleanup already deleted is
 -- not returned.
 SELECT e.event_id, e.aggregate_type, e.aggregate_id, e.aggregate_sequence,
-       e.event_type, e.schema_version, e.payload, e.occurred_at,
+       e.event_type, e.schema_version, e.payload, e.occurred_at, e.trace_context,
        CASE WHEN e.published_at IS NOT NULL OR e.skipped_at IS NOT NULL THEN 'done'
             WHEN e.quarantined_at IS NOT NULL
               OR e.attempt_count > 0

@@ -639,5 +639,5 @@ type streamFailure struct {
 // publishOne publishes e and runs cdc.after_publish after the
 // acknowledgement, as Relay.publishOne does for relay.after_publish.
 func (s *stream) publishOne(ctx context.Context, e *cdcEvent) error {
-	return publishAcked(ctx, s.c.pub, e.Event, s.c.cfg.Failpoints, failpoints.CDCAfterPublish)
+	return publishAcked(ctx, &s.c.cfg.RelayConfig, 1, s.c.pub, e.Event, s.c.cfg.Failpoints, failpoints.CDCAfterPublish)
 }

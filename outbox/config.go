@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/outflow/outflow/outbox/failpoints"
 )
@@ -147,6 +149,17 @@ type RelayConfig struct {
 	// relay.before_mark_commit. Defaults to nil: none. The starter passes
 	// failpoints.Parse(os.Getenv(failpoints.EnvVar)).
 	Failpoints *failpoints.Set
+	// TracerProvider makes the span of each publish, in the trace the event
+	// was written in (Event.TraceContext): a first delivery and its
+	// redeliveries are children of the enqueuing span, an operator's replay
+	// a new trace linked to it (the reason is at startPublishSpan, in
+	// trace.go). The publisher gets the span in its context and hands it on
+	// downstream. Defaults to otel's global provider (a no-op until a main
+	// sets one).
+	TracerProvider trace.TracerProvider
+	// Propagator reads Event.TraceContext. Defaults to otel's global
+	// propagator.
+	Propagator propagation.TextMapPropagator
 }
 
 func (c *RelayConfig) setDefaults() error {

@@ -54,6 +54,21 @@
 // retention cleanup) is package outbox/outboxops, which cmd/outboxctl
 // exposes; docs/operations.md is the operator's guide.
 //
+// # Tracing
+//
+// [Enqueue] stores the caller's OpenTelemetry trace context (W3C
+// traceparent, tracestate, baggage) with the event, in its transaction
+// (Event.TraceContext; nothing when the context has no span), and every
+// source's publish is a span of that trace: the request that wrote an
+// event and the workflow it started are one trace. An operator's replay
+// starts a new trace linked to the original instead (see
+// RelayConfig.TracerProvider). The package never reads the environment:
+// it uses the propagator and tracer provider of its configuration, or
+// otel's globals, which a main sets up from the standard OTEL_* variables.
+// The Temporal publisher hands the span on through Temporal's headers when
+// the client has go.temporal.io/sdk/contrib/opentelemetry's tracing
+// interceptor; natspub writes it into the message's headers.
+//
 // # Testing
 //
 // A service's tests assert what its transactions enqueued, and run a relay

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"go.opentelemetry.io/otel/propagation"
 
 	"github.com/outflow/outflow/outbox/namedsql"
 )
@@ -30,8 +31,13 @@ import (
 // A payload larger than [MaxPayloadBytesDefault] is refused with
 // [ErrPayloadTooLarge] before anything is sent (an [Enqueuer] sets its own
 // limit).
+//
+// An event whose TraceContext is unset gets ctx's trace context (through
+// otel's global propagator; an [Enqueuer]'s own when configured), so the
+// relay's publish continues the caller's trace: nothing when ctx has no
+// valid span.
 func Enqueue(ctx context.Context, tx pgx.Tx, events ...Event) ([]Event, error) {
-	return enqueueTo(ctx, tx, qEnqueueAggregate, MaxPayloadBytesDefault, events)
+	return enqueueTo(ctx, tx, nil, qEnqueueAggregate, MaxPayloadBytesDefault, events)
 }
 
 // EnqueueTx is [Enqueue] for the common case, a caller that needs nothing
@@ -44,10 +50,11 @@ func EnqueueTx(ctx context.Context, tx pgx.Tx, events ...Event) error {
 
 // enqueueTo is Enqueue through stmt, EnqueueAggregate (outbox_events) or
 // EnqueueLogAggregate (outbox_log), refusing payloads over maxPayload bytes.
-func enqueueTo(ctx context.Context, tx pgx.Tx, stmt enqueueStmt, maxPayload int, events []Event) ([]Event, error) {
+func enqueueTo(ctx context.Context, tx pgx.Tx, prop propagation.TextMapPropagator, stmt enqueueStmt, maxPayload int, events []Event) ([]Event, error) {
 	if len(events) == 0 {
 		return nil, nil
 	}
+	events = captureTraces(ctx, prop, events)
 	b := &pgx.Batch{}
 	q, err := enqueueBatchTo(b, stmt, maxPayload, events)
 	if err != nil {
@@ -111,6 +118,9 @@ func enqueueBatchTo(b *pgx.Batch, stmt enqueueStmt, maxPayload int, events []Eve
 			EventTypes:     make([]string, len(l.idx)),
 			SchemaVersions: make([]int32, len(l.idx)),
 			Payloads:       make([]string, len(l.idx)),
+		}
+		if a.TraceContexts, err = traceContextsArg(out, l.idx); err != nil {
+			return nil, fmt.Errorf("outbox: enqueue %s/%s: trace context: %w", l.aggType, l.aggID, err)
 		}
 		for j, i := range l.idx {
 			a.EventIDs[j], a.EventTypes[j], a.SchemaVersions[j], a.Payloads[j] = out[i].ID, out[i].Type, int32(out[i].SchemaVersion), string(out[i].Payload)

@@ -48,6 +48,14 @@ type Event struct {
 	// in the event's place in its aggregate's lane, and only to a
 	// [SkipPublisher] (never to Publish). Ignored by Enqueue.
 	Skipped bool
+	// TraceContext is the trace the event was written in: the enqueuing
+	// caller's propagation headers (W3C traceparent and tracestate, baggage
+	// when present), nil when the caller had no span. Enqueue fills it from
+	// its context when unset ([CaptureTraceContext]); the relay's publish
+	// continues that trace (a replay links to it instead: see
+	// RelayConfig.TracerProvider). Keep personal data out of baggage: it is
+	// stored with the event.
+	TraceContext map[string]string
 }
 
 // ErrInvalidEvent is wrapped by every validation error of [Enqueue].

@@ -113,7 +113,7 @@ WHERE partition = @partition;
 -- migrations/00017): the event goes to a hold that waits for it (mutant
 -- switch_log_ignores_poll).
 SELECT l.pos, l.gate, l.event_id, l.aggregate_type, l.aggregate_id, l.aggregate_sequence,
-       l.event_type, l.schema_version, l.payload, l.occurred_at,
+       l.event_type, l.schema_version, l.payload, l.occurred_at, l.trace_context,
        EXISTS (SELECT 1 FROM outbox_unpublished_predecessors(l.aggregate_type, l.aggregate_id, l.aggregate_sequence)) AS waits
 FROM outbox_log l
 WHERE partition = @partition
@@ -234,11 +234,12 @@ SELECT h.aggregate_type, h.aggregate_id, h.from_gate, h.from_pos, h.attempts,
        coalesce((head.gate, head.pos) <= (h.replay_gate, h.replay_pos), false) AS replay,
        EXISTS (SELECT 1 FROM outbox_log_skips s WHERE s.pos = head.pos) AS skipped,
        head.pos AS head_pos, head.gate AS head_gate, head.event_id, head.aggregate_sequence,
-       head.event_type, head.schema_version, head.payload, head.occurred_at,
+       head.event_type, head.schema_version, head.payload, head.occurred_at, head.trace_context,
        coalesce(EXISTS (SELECT 1 FROM outbox_unpublished_predecessors(h.aggregate_type, h.aggregate_id, head.aggregate_sequence)), false) AS waits
 FROM outbox_log_holds h
 LEFT JOIN LATERAL (
-    SELECT l.pos, l.gate, l.event_id, l.aggregate_sequence, l.event_type, l.schema_version, l.payload, l.occurred_at
+    SELECT l.pos, l.gate, l.event_id, l.aggregate_sequence, l.event_type, l.schema_version, l.payload, l.occurred_at,
+           l.trace_context
     FROM outbox_log l
     WHERE l.aggregate_type = h.aggregate_type
       AND l.aggregate_id = h.aggregate_id

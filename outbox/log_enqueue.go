@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // ErrLogNoRange is wrapped by an enqueue to the log that found no range
@@ -55,6 +56,9 @@ type EnqueueConfig struct {
 	// quarantine (see MaxPayloadBytesDefault). Negative is a mistake:
 	// every enqueue fails, saying so.
 	MaxPayloadBytes int
+	// Propagator writes the caller's trace context into Event.TraceContext
+	// (see [CaptureTraceContext]). Optional: otel's global propagator.
+	Propagator propagation.TextMapPropagator
 }
 
 // Enqueuer writes events inside the caller's transaction, like [Enqueue],
@@ -75,7 +79,7 @@ func (q *Enqueuer) Enqueue(ctx context.Context, tx pgx.Tx, events ...Event) ([]E
 	if err != nil {
 		return nil, err
 	}
-	return enqueueTo(ctx, tx, q.stmt(), limit, events)
+	return enqueueTo(ctx, tx, q.propagator(), q.stmt(), limit, events)
 }
 
 // EnqueueBatch is [EnqueueBatch] with the enqueuer's configuration.
@@ -97,6 +101,13 @@ func (q *Enqueuer) maxPayload() (int, error) {
 			q.cfg.MaxPayloadBytes, MaxPayloadBytesDefault)
 	}
 	return q.cfg.MaxPayloadBytes, nil
+}
+
+func (q *Enqueuer) propagator() propagation.TextMapPropagator {
+	if q == nil {
+		return nil
+	}
+	return q.cfg.Propagator
 }
 
 func (q *Enqueuer) stmt() enqueueStmt {

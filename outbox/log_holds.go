@@ -161,13 +161,13 @@ func (r *LogRelay) holdPublish(ctx, bk context.Context, p *logPartition, h logHo
 	row := logRow{Pos: *h.HeadPos, Gate: *h.HeadGate, eventRow: eventRow{
 		EventID: *h.EventID, AggregateType: h.AggregateType, AggregateID: h.AggregateID,
 		AggregateSequence: *h.AggregateSequence, EventType: *h.EventType, SchemaVersion: *h.SchemaVersion,
-		Payload: h.Payload, OccurredAt: *h.OccurredAt,
+		Payload: h.Payload, OccurredAt: *h.OccurredAt, TraceContext: h.TraceContext,
 	}}
 	l := lease{deadline: time.Unix(0, p.leaseEnd.Load())}
 	e := row.event()
 	e.Replay = h.Replay   // delivered before: an operator's replay
 	e.Skipped = h.Skipped // an operator's skip: its tombstone
-	o := r.attemptLog(ctx, bk, l, e)
+	o := r.attemptLog(ctx, bk, l, e, h.Attempts+1)
 	attempt := h.Attempts + 1
 	a := logHoldOutcomeArgs{
 		AggregateType: h.AggregateType, AggregateID: h.AggregateID, FromGate: h.FromGate, FromPos: h.FromPos,

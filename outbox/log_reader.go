@@ -304,7 +304,7 @@ func (r *LogRelay) publishBatch(ctx, bk context.Context, v logView) ([]bool, []l
 						mu.Unlock()
 						continue
 					}
-					o := r.attemptLog(ctx, bk, v.lease, v.rows[i].event())
+					o := r.attemptLog(ctx, bk, v.lease, v.rows[i].event(), 1)
 					if o.skipped {
 						stop.Store(true)
 						break
@@ -345,7 +345,7 @@ func (r *LogRelay) publishBatch(ctx, bk context.Context, v logView) ([]bool, []l
 // attemptLog publishes one event, or returns it unattempted (skipped): the
 // relay is shutting down, the breaker is open, or too little of the lease
 // is left for a whole publish, as the polling relay's attempt.
-func (r *LogRelay) attemptLog(ctx, bk context.Context, l lease, e Event) outcome {
+func (r *LogRelay) attemptLog(ctx, bk context.Context, l lease, e Event, attempt int) outcome {
 	c := claimed{Event: e}
 	if ctx.Err() != nil || !r.base.sink.closed() || r.base.pace.acquire(ctx) != nil {
 		return outcome{c: c, skipped: true}
@@ -358,7 +358,7 @@ func (r *LogRelay) attemptLog(ctx, bk context.Context, l lease, e Event) outcome
 	}
 	w := r.base.sink.watch(deadline)
 	pctx, cancel := context.WithDeadline(withCall(bk, call), deadline)
-	err := publishAcked(pctx, r.pub, c.Event, nil, "")
+	err := publishAcked(pctx, &r.cfg.RelayConfig, attempt, r.pub, c.Event, nil, "")
 	err = w.judge(err, e.ID, pctx.Err() != nil, call)
 	cancel()
 	r.base.pace.done(classify(err), err == nil, call)

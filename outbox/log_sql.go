@@ -182,21 +182,22 @@ type logAfterArgs struct {
 
 // logHoldRow is a hold due now and its head (nil fields: no head).
 type logHoldRow struct {
-	AggregateType     string     `db:"aggregate_type"`
-	AggregateID       string     `db:"aggregate_id"`
-	FromGate          int64      `db:"from_gate"`
-	FromPos           int64      `db:"from_pos"`
-	Attempts          int        `db:"attempts"`
-	Replay            bool       `db:"replay"`
-	Skipped           bool       `db:"skipped"`
-	HeadPos           *int64     `db:"head_pos"`
-	HeadGate          *int64     `db:"head_gate"`
-	EventID           *uuid.UUID `db:"event_id"`
-	AggregateSequence *int64     `db:"aggregate_sequence"`
-	EventType         *string    `db:"event_type"`
-	SchemaVersion     *int       `db:"schema_version"`
-	Payload           []byte     `db:"payload"`
-	OccurredAt        *time.Time `db:"occurred_at"`
+	AggregateType     string            `db:"aggregate_type"`
+	AggregateID       string            `db:"aggregate_id"`
+	FromGate          int64             `db:"from_gate"`
+	FromPos           int64             `db:"from_pos"`
+	Attempts          int               `db:"attempts"`
+	Replay            bool              `db:"replay"`
+	Skipped           bool              `db:"skipped"`
+	HeadPos           *int64            `db:"head_pos"`
+	HeadGate          *int64            `db:"head_gate"`
+	EventID           *uuid.UUID        `db:"event_id"`
+	AggregateSequence *int64            `db:"aggregate_sequence"`
+	EventType         *string           `db:"event_type"`
+	SchemaVersion     *int              `db:"schema_version"`
+	Payload           []byte            `db:"payload"`
+	OccurredAt        *time.Time        `db:"occurred_at"`
+	TraceContext      map[string]string `db:"trace_context"`
 	// Waits: an earlier event of the order is unpublished in
 	// outbox_events; the head waits (LogHoldWait).
 	Waits bool `db:"waits"`

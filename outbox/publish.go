@@ -72,7 +72,7 @@ func Permanent(err error) error {
 // publishOne publishes one claimed event and runs the relay.after_publish
 // failpoint after the acknowledgement.
 func (r *Relay) publishOne(ctx context.Context, c claimed) error {
-	return publishAcked(ctx, r.pub, c.Event, r.cfg.Failpoints, failpoints.RelayAfterPublish)
+	return publishAcked(ctx, &r.cfg, c.attempt, r.pub, c.Event, r.cfg.Failpoints, failpoints.RelayAfterPublish)
 }
 
 // publishAcked publishes e through pub and runs the failpoint afterPublish
@@ -80,12 +80,16 @@ func (r *Relay) publishOne(ctx context.Context, c claimed) error {
 // so a crash there is the ACK gap and the event will be published again. A
 // panicking publisher is a failed publish, not a dead relay. Every source
 // publishes through it. A skipped event's tombstone goes to PublishSkip, and
-// is acknowledged at once by a publisher that takes none.
-func publishAcked(ctx context.Context, pub Publisher, e Event, fps *failpoints.Set, afterPublish string) (err error) {
+// is acknowledged at once by a publisher that takes none. The publish is a
+// span of the event's trace, attempt its attempt counting this one
+// (startPublishSpan), traced through cfg's tracer provider.
+func publishAcked(ctx context.Context, cfg *RelayConfig, attempt int, pub Publisher, e Event, fps *failpoints.Set, afterPublish string) (err error) {
+	ctx, span := startPublishSpan(ctx, cfg, e, attempt)
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("outbox: publisher panicked: %v", p)
 		}
+		endPublishSpan(span, err)
 	}()
 	if e.Skipped {
 		err = publishSkip(ctx, pub, e)

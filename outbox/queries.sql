@@ -11,6 +11,8 @@
 -- the transaction ends), inserts the events with them in the given order
 -- (the arrays are parallel, one element per event), and queues a NOTIFY
 -- that PostgreSQL delivers only if the transaction commits. One round trip.
+-- @trace_contexts is the events' trace contexts (migration 00019), empty
+-- when none has one: unnest pads the shorter array with NULLs.
 -- For the log the upsert also stamps the lane gate and each event gets its
 -- partition and a position, exactly as EnqueueLogAggregate below, which
 -- explains why; for outbox_events the gate is left as it is (0 never
@@ -31,23 +33,25 @@ WITH src AS (
     RETURNING last_sequence, last_gate
 ), ins AS (
     INSERT INTO outbox_events (event_id, aggregate_type, aggregate_id, aggregate_sequence,
-                               event_type, schema_version, payload)
+                               event_type, schema_version, payload, trace_context)
     SELECT e.event_id, @aggregate_type, @aggregate_id, seq.last_sequence - cardinality(@event_ids::uuid[]) + e.ord,
-           e.event_type, e.schema_version, e.payload
+           e.event_type, e.schema_version, e.payload, e.trace_context
     FROM src, seq,
-         unnest(@event_ids::uuid[], @event_types::text[], @schema_versions::int[], @payloads::jsonb[])
-             WITH ORDINALITY AS e(event_id, event_type, schema_version, payload, ord)
+         unnest(@event_ids::uuid[], @event_types::text[], @schema_versions::int[], @payloads::jsonb[],
+                @trace_contexts::jsonb[])
+             WITH ORDINALITY AS e(event_id, event_type, schema_version, payload, trace_context, ord)
     WHERE NOT src.log
     RETURNING event_id, aggregate_sequence, occurred_at
 ), ins_log AS (
     INSERT INTO outbox_log (pos, gate, partition, event_id, aggregate_type, aggregate_id, aggregate_sequence,
-                            event_type, schema_version, payload)
+                            event_type, schema_version, payload, trace_context)
     SELECT nextval('outbox_log_pos'), seq.last_gate, outbox_log_partition(@aggregate_type, @aggregate_id),
            e.event_id, @aggregate_type, @aggregate_id, seq.last_sequence - cardinality(@event_ids::uuid[]) + e.ord,
-           e.event_type, e.schema_version, e.payload
+           e.event_type, e.schema_version, e.payload, e.trace_context
     FROM src, seq,
-         unnest(@event_ids::uuid[], @event_types::text[], @schema_versions::int[], @payloads::jsonb[])
-             WITH ORDINALITY AS e(event_id, event_type, schema_version, payload, ord)
+         unnest(@event_ids::uuid[], @event_types::text[], @schema_versions::int[], @payloads::jsonb[],
+                @trace_contexts::jsonb[])
+             WITH ORDINALITY AS e(event_id, event_type, schema_version, payload, trace_context, ord)
     WHERE src.log
     RETURNING event_id, aggregate_sequence, occurred_at
 ), wake AS (
@@ -84,13 +88,14 @@ WITH seq AS (
     RETURNING last_sequence, last_gate
 ), ins AS (
     INSERT INTO outbox_log (pos, gate, partition, event_id, aggregate_type, aggregate_id, aggregate_sequence,
-                            event_type, schema_version, payload)
+                            event_type, schema_version, payload, trace_context)
     SELECT nextval('outbox_log_pos'), seq.last_gate, outbox_log_partition(@aggregate_type, @aggregate_id),
            e.event_id, @aggregate_type, @aggregate_id, seq.last_sequence - cardinality(@event_ids::uuid[]) + e.ord,
-           e.event_type, e.schema_version, e.payload
+           e.event_type, e.schema_version, e.payload, e.trace_context
     FROM seq,
-         unnest(@event_ids::uuid[], @event_types::text[], @schema_versions::int[], @payloads::jsonb[])
-             WITH ORDINALITY AS e(event_id, event_type, schema_version, payload, ord)
+         unnest(@event_ids::uuid[], @event_types::text[], @schema_versions::int[], @payloads::jsonb[],
+                @trace_contexts::jsonb[])
+             WITH ORDINALITY AS e(event_id, event_type, schema_version, payload, trace_context, ord)
     RETURNING event_id, aggregate_sequence, occurred_at
 ), wake AS (
     SELECT pg_notify('outbox_log', outbox_log_partition(@aggregate_type, @aggregate_id)::text) AS sent

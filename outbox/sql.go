@@ -91,6 +91,8 @@ type eventRow struct {
 	SchemaVersion     int       `db:"schema_version"`
 	Payload           []byte    `db:"payload"`
 	OccurredAt        time.Time `db:"occurred_at"`
+	// TraceContext is NULL (nil) when the event was written without a span.
+	TraceContext map[string]string `db:"trace_context"`
 }
 
 func (r eventRow) event() Event {
@@ -103,6 +105,7 @@ func (r eventRow) event() Event {
 		SchemaVersion: r.SchemaVersion,
 		Payload:       r.Payload,
 		OccurredAt:    r.OccurredAt,
+		TraceContext:  r.TraceContext,
 	}
 }
 
@@ -161,6 +164,8 @@ type enqueueAggregateArgs struct {
 	EventTypes     []string    `db:"event_types"`
 	SchemaVersions []int32     `db:"schema_versions"`
 	Payloads       []string    `db:"payloads"`
+	// TraceContexts are JSON objects or NULL; empty when no event has one.
+	TraceContexts []*string `db:"trace_contexts"`
 }
 
 type enqueuedRow struct {

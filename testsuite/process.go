@@ -21,7 +21,7 @@ func baseEnv() []string {
 	return proc.Environ(func(k string) bool {
 		switch {
 		case k == "DATABASE_URL", strings.HasPrefix(k, "TEMPORAL_"), strings.HasPrefix(k, "OUTFLOW_"),
-			strings.HasPrefix(k, "STRIPE_"), strings.HasPrefix(k, "EMAIL_"), k == "METRICS_ADDR",
+			strings.HasPrefix(k, "STRIPE_"), strings.HasPrefix(k, "EMAIL_"), strings.HasPrefix(k, "OTEL_"), k == "METRICS_ADDR",
 			k == "ORDERAPI_ADDR", k == "ORDERAPI_TOKEN", k == "PROVIDERSIM_ADDR":
 			return true
 		}

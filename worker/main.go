@@ -28,6 +28,7 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
@@ -37,6 +38,7 @@ import (
 	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/internal/personal"
 	"github.com/outflow/outflow/internal/service"
+	"github.com/outflow/outflow/internal/telemetry"
 	"github.com/outflow/outflow/internal/temporalclient"
 	"github.com/outflow/outflow/outbox/failpoints"
 	"github.com/outflow/outflow/outbox/inbox"
@@ -94,6 +96,9 @@ func run(ctx context.Context, logger *slog.Logger, env *service.Env) error {
 	actsCfg := activities.ConfigFromEnv()
 	actsCfg.InventoryURL = env.String("INVENTORY_URL", "")
 	actsCfg.InventoryAnswerTimeout = env.Duration("INVENTORY_ANSWER_TIMEOUT", activities.DefaultInventoryAnswerTimeout, false)
+	if telemetry.Enabled() { // the provider and inventory calls are spans of their activities'
+		actsCfg.Transport = otelhttp.NewTransport(http.DefaultTransport)
+	}
 	actsCfg.AuthenticationTimeout = env.Duration("PAYMENT_AUTHENTICATION_TIMEOUT", activities.DefaultAuthenticationTimeout, false)
 	if u := actsCfg.InventoryURL; u != "" {
 		if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {

@@ -48,6 +48,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.temporal.io/sdk/client"
 	tlog "go.temporal.io/sdk/log"
 
@@ -121,7 +122,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: -h lists the environment variables and their defaults\n", name)
 		return 2
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	logger := slog.New(traceHandler{slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel})})
+	stopTracing, tp, err := startTracing(context.Background(), os.Getenv, logger)
+	cfg.tracing = tp != nil
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", name, err)
+		return 2
+	}
+	defer stopTracing()
 	if err := serve(cfg, logger); err != nil {
 		logger.Error("inventory failed", "err", err)
 		return 1
@@ -182,6 +190,8 @@ func versionText() string {
 
 // config is the binary's environment.
 type config struct {
+	// tracing: OTEL_EXPORTER_OTLP_ENDPOINT turned tracing on (startTracing).
+	tracing     bool
 	databaseURL string
 	addr        string
 	metricsAddr string
@@ -310,8 +320,12 @@ func serve(cfg config, logger *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("listen on INVENTORY_ADDR=%s: %w", cfg.addr, err)
 	}
+	var h http.Handler = svc.Handler()
+	if cfg.tracing {
+		h = otelhttp.NewHandler(h, "inventory")
+	}
 	srv := &http.Server{
-		Handler:           svc.Handler(),
+		Handler:           h,
 		ReadHeaderTimeout: 5 * time.Second,
 		ReadTimeout:       15 * time.Second,
 		WriteTimeout:      30 * time.Second,

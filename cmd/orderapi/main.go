@@ -32,9 +32,12 @@ import (
 	"syscall"
 	"time"
 
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
+
 	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/internal/service"
+	"github.com/outflow/outflow/internal/telemetry"
 	"github.com/outflow/outflow/orders/orderhttp"
 	"github.com/outflow/outflow/outbox/failpoints"
 )
@@ -118,6 +121,14 @@ func run(args []string) error {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	// Tracing (the standard OTEL_* variables; off without an endpoint): a
+	// request's span is the parent of the order's outbox event, and so of
+	// the workflow it starts.
+	stopTracing, err := telemetry.Start(ctx, os.Getenv, telemetry.ServiceOrderAPI, logger)
+	if err != nil {
+		return cli.Config(err)
+	}
+	defer stopTracing()
 
 	pool, err := database.OpenChecked(ctx, database.URL())
 	if err != nil {
@@ -137,6 +148,9 @@ func run(args []string) error {
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return fmt.Errorf("listen on ORDERAPI_ADDR=%s: %w", cfg.addr, err)
+	}
+	if telemetry.Enabled() {
+		handler = otelhttp.NewHandler(handler, "orderapi")
 	}
 	srv := &http.Server{
 		Handler:           handler,

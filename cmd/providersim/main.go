@@ -24,6 +24,7 @@ import (
 
 	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/service"
+	"github.com/outflow/outflow/internal/telemetry"
 	"github.com/outflow/outflow/providersim"
 )
 
@@ -83,6 +84,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err := env.Err(); err != nil {
 		return err
 	}
+	stopTracing, err := telemetry.Start(ctx, getenv, telemetry.ServiceProviderSim, logger)
+	if err != nil {
+		return cli.Config(err)
+	}
+	defer stopTracing()
 
 	sim := providersim.New(providersim.Options{Logger: logger, WebhookURL: webhookURL, WebhookSecret: webhookSecret})
 	url, err := sim.Start(addr)

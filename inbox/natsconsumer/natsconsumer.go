@@ -89,6 +89,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/outflow/outflow/outbox/failpoints"
 	"github.com/outflow/outflow/outbox/inbox"
@@ -284,6 +288,16 @@ func (c *Consumer) handle(ctx context.Context, msg jetstream.Msg) {
 		}
 		return
 	}
+	// The trace the relay's publish put in the headers (natspub) goes on
+	// in the consumer's span, through otel's global propagator and tracer
+	// provider (no-ops while tracing is off).
+	ctx = otel.GetTextMapPropagator().Extract(ctx, propagation.HeaderCarrier(msg.Headers()))
+	ctx, span := otel.Tracer("github.com/outflow/outflow/inbox/natsconsumer").Start(ctx, "inbox apply "+m.EventType,
+		trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(
+			attribute.String("outflow.consumer", c.cfg.Name), attribute.String("outflow.event.id", m.EventID.String()),
+			attribute.String("outflow.aggregate.type", m.AggregateType), attribute.String("outflow.aggregate.id", m.AggregateID),
+			attribute.Int64("outflow.event.sequence", m.Sequence), attribute.Bool("outflow.publish.replay", m.Replay)))
+	defer span.End()
 	log := c.cfg.Logger.With("consumer", c.cfg.Name, "event_id", m.EventID, "event_type", m.EventType,
 		"aggregate_type", m.AggregateType, "aggregate_id", m.AggregateID, "sequence", m.Sequence)
 	if m.Skipped {

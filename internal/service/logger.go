@@ -5,6 +5,8 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+
+	"github.com/outflow/outflow/internal/telemetry"
 )
 
 // ErrorKey is the log attribute every outflow binary puts an error under,
@@ -24,7 +26,8 @@ const (
 )
 
 // NewLogger returns the binary's logger, writing to w at the level and in
-// the format the environment selects. A malformed setting is recorded in env
+// the format the environment selects; a record logged with a span in its
+// context carries trace_id and span_id (telemetry.LogHandler). A malformed setting is recorded in env
 // (and the default used), so the binary can refuse to start on it.
 func NewLogger(w io.Writer, env *Env) *slog.Logger {
 	var level slog.Level
@@ -36,10 +39,10 @@ func NewLogger(w io.Writer, env *Env) *slog.Logger {
 	opts := &slog.HandlerOptions{Level: level}
 	switch format := env.String(LogFormatEnv, LogFormatDefault); format {
 	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts))
+		return slog.New(telemetry.LogHandler(slog.NewJSONHandler(w, opts)))
 	case "text":
 	default:
 		env.Fail(fmt.Errorf("%s=%q: want text or json", LogFormatEnv, format))
 	}
-	return slog.New(slog.NewTextHandler(w, opts))
+	return slog.New(telemetry.LogHandler(slog.NewTextHandler(w, opts)))
 }

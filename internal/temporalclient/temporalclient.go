@@ -18,9 +18,11 @@ import (
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
+	otelinterceptor "go.temporal.io/sdk/contrib/opentelemetry"
 
 	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/codec"
+	"github.com/outflow/outflow/internal/telemetry"
 )
 
 // Option adds to what [ClientOptions] loads.
@@ -142,6 +144,17 @@ func ClientOptions(opts ...Option) (client.Options, error) {
 	if dc != nil {
 		o.DataConverter = dc
 		o.FailureConverter = dc.FailureConverter()
+	}
+	if telemetry.Enabled() {
+		// Tracing is on (telemetry.Setup): a workflow start or signal
+		// carries the caller's span in Temporal's headers, and a worker
+		// made from this client continues it in its workflow and activity
+		// spans (the interceptor is also a worker interceptor).
+		ti, err := otelinterceptor.NewTracingInterceptor(otelinterceptor.TracerOptions{})
+		if err != nil {
+			return client.Options{}, fmt.Errorf("the Temporal tracing interceptor: %w", err)
+		}
+		o.Interceptors = append(o.Interceptors, ti)
 	}
 	return o, nil
 }

@@ -99,6 +99,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/failpoints"
@@ -449,8 +452,14 @@ func (p *Publisher) PublishSkip(ctx context.Context, e outbox.Event) error {
 // publish publishes m, the message of e (what: "event", or "tombstone of
 // event"), and
 // returns nil on a PubAck, duplicate or not; it then runs the
-// jetstream.after_ack failpoint.
+// jetstream.after_ack failpoint. The trace context of ctx (the relay's
+// publish span) goes in m's headers (traceparent, tracestate, baggage)
+// through otel's global propagator, so the consumer (inbox/natsconsumer)
+// continues the trace; nothing is added while tracing is off.
 func (p *Publisher) publish(ctx context.Context, e outbox.Event, m *nats.Msg, what string) error {
+	if trace.SpanContextFromContext(ctx).IsValid() {
+		otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(m.Header))
+	}
 	ack, err := p.js.PublishMsg(ctx, m, jetstream.WithExpectStream(p.stream))
 	if err != nil {
 		return whoseFault(fmt.Errorf("natspub: publish %s %s (%s) to %s on stream %s: %w", what, e.ID, e.Type, m.Subject, p.stream, err))

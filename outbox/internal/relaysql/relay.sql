@@ -101,7 +101,7 @@ SET claimed_by    = @owner,
 FROM candidates c
 WHERE o.event_id = c.event_id AND NOT c.exhausted
 RETURNING o.event_id, o.aggregate_type, o.aggregate_id, o.aggregate_sequence,
-          o.event_type, o.schema_version, o.payload, o.occurred_at,
+          o.event_type, o.schema_version, o.payload, o.occurred_at, o.trace_context,
           o.attempt_count, c.took_over, o.replay_requested_at IS NOT NULL AS replay,
           o.skipped_at IS NOT NULL AS skipped;
 
