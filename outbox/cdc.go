@@ -100,7 +100,7 @@ func (c *CDCConfig) validate() error {
 // itself, so one aggregate's events are published in sequence order, one at
 // a time, and different aggregates concurrently (MaxInFlight). The stream
 // leases what it publishes, as a polling relay's claim does (CDCLease, one
-// statement per batch, under [CDCStreamOwner]), and the database confirms in
+// statement per batch, under [cdcStreamOwner]), and the database confirms in
 // the lease's transaction that every unpublished predecessor is under the
 // stream's lease too (CDCLeaseVerify): the lease is what other relays and an
 // operator's replay see, so a replayed predecessor waits until the stream's
@@ -127,7 +127,7 @@ type CDCRelay struct {
 	pool *pgxpool.Pool
 	pub  Publisher
 	cfg  CDCConfig
-	// streamOwner is the stream's claimant name (CDCStreamOwner), apart
+	// streamOwner is the stream's claimant name (cdcStreamOwner), apart
 	// from the sweeper's Owner.
 	streamOwner string
 	sweeper     *Relay
@@ -174,7 +174,7 @@ func NewCDCRelay(pool *pgxpool.Pool, pub Publisher, cfg CDCConfig) (*CDCRelay, e
 		pool:        pool,
 		pub:         pub,
 		cfg:         cfg,
-		streamOwner: CDCStreamOwner(cfg.Owner),
+		streamOwner: cdcStreamOwner(cfg.Owner),
 		sweeper:     sweeperRelay,
 		sweep:       sw,
 		replConfig:  rc,
@@ -193,14 +193,14 @@ func CDCApplicationName(owner string) string {
 	return name
 }
 
-// CDCStreamOwner is the claimant name, written to claimed_by, of the stream
+// cdcStreamOwner is the claimant name, written to claimed_by, of the stream
 // of the CDC relay called owner: the stream leases what it publishes under
 // this name, its sweeper claims under owner, so that neither counts the
 // other's events as its own.
-func CDCStreamOwner(owner string) string { return owner + "/stream" }
+func cdcStreamOwner(owner string) string { return owner + "/stream" }
 
 // Owner returns the relay's identity, as its sweeper writes it to
-// claimed_by; the stream writes [CDCStreamOwner] of it.
+// claimed_by; the stream writes [cdcStreamOwner] of it.
 func (c *CDCRelay) Owner() string { return c.cfg.Owner }
 
 // Config returns the relay's configuration with defaults applied.
@@ -237,12 +237,12 @@ type dropSlotArgs struct {
 	Slot string `db:"slot"`
 }
 
-// DropIdleCDCSlot drops the CDC source's replication slot (slot; ""
+// dropIdleCDCSlot drops the CDC source's replication slot (slot; ""
 // means [CDCSlotDefault]) when no relay streams it, and returns its name,
 // or "" when it does not exist or a relay streams it. A database that left
 // the cdc source needs its slot gone: a slot nobody streams retains WAL
 // for ever.
-func DropIdleCDCSlot(ctx context.Context, pool *pgxpool.Pool, slot string) (string, error) {
+func dropIdleCDCSlot(ctx context.Context, pool *pgxpool.Pool, slot string) (string, error) {
 	slot = cmp.Or(slot, CDCSlotDefault)
 	names, err := qCDCDropIdleSlot.All(ctx, pool, dropSlotArgs{Slot: slot})
 	if err != nil {

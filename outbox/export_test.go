@@ -200,3 +200,9 @@ func LogSharesForTest(caps []int) []int {
 // MigrationFilesForTest are the outbox's migrations, for the test that
 // migrates a database an earlier version left behind.
 var MigrationFilesForTest = mustSub(migrationFiles, "migrations")
+
+// CDCStreamOwnerForTest is the claimant name the CDC stream writes.
+func CDCStreamOwnerForTest(owner string) string { return cdcStreamOwner(owner) }
+
+// ListenerApplicationNameForTest is the listener connection's application_name.
+func ListenerApplicationNameForTest(owner string) string { return listenerApplicationName(owner) }

@@ -12,16 +12,16 @@ import (
 	"github.com/outflow/outflow/outbox/namedsql"
 )
 
-// Runner is a relay of any source: [Relay], [CDCRelay], [LogRelay],
-// [LogSwitch] and [LogLeave] run until ctx ends, under their owner's name.
+// Runner is a relay of any source: [Relay], [CDCRelay], [LogRelay] and
+// [SourceRelay] run until ctx ends, under their owner's name.
 type Runner interface {
 	Run(ctx context.Context) error
 	Owner() string
 }
 
-// LogLeave is the poll or cdc source of a database whose producers wrote to
+// logLeave is the poll or cdc source of a database whose producers wrote to
 // the log before (OUTFLOW_RELAY_SOURCE=log, switched back): the reverse of
-// [LogSwitch]. When the log holds events no relay published, a [LogRelay]
+// [logSwitch]. When the log holds events no relay published, a [LogRelay]
 // publishes them first, and main (the [Relay] or [CDCRelay] of
 // outbox_events) starts only once none is left that it can publish.
 // Whatever runs when, the lane rule across both tables (migrations/00017)
@@ -43,7 +43,7 @@ type Runner interface {
 // small query): an event a producer writes there (OUTFLOW_RELAY_SOURCE=log
 // before its starter) starts the log relay beside main, with an error
 // line, instead of waiting unseen.
-type LogLeave struct {
+type logLeave struct {
 	pool *pgxpool.Pool
 	pub  Publisher
 	cfg  LogConfig
@@ -54,11 +54,11 @@ type LogLeave struct {
 	switchedAt atomic.Int64
 }
 
-// NewLogLeave returns main behind the log's drain and sweeper: cfg is the
+// newLogLeave returns main behind the log's drain and sweeper: cfg is the
 // log relay's, with main's RelayConfig (the same publisher, breaker,
 // metrics and failpoints; the owner is main's when cfg names none). It
 // connects nothing: Run looks at the log.
-func NewLogLeave(pool *pgxpool.Pool, pub Publisher, cfg LogConfig, main Runner) (*LogLeave, error) {
+func newLogLeave(pool *pgxpool.Pool, pub Publisher, cfg LogConfig, main Runner) (*logLeave, error) {
 	if cfg.Owner == "" {
 		cfg.Owner = main.Owner()
 	}
@@ -68,21 +68,21 @@ func NewLogLeave(pool *pgxpool.Pool, pub Publisher, cfg LogConfig, main Runner) 
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &LogLeave{pool: pool, pub: pub, cfg: cfg, main: main}, nil
+	return &logLeave{pool: pool, pub: pub, cfg: cfg, main: main}, nil
 }
 
 // Owner returns the relay's identity (main's and the log relay's).
-func (s *LogLeave) Owner() string { return s.cfg.Owner }
+func (s *logLeave) Owner() string { return s.cfg.Owner }
 
 // Config returns the log relay's configuration with defaults applied (its
 // RelayConfig is main's).
-func (s *LogLeave) Config() LogConfig { return s.cfg }
+func (s *logLeave) Config() LogConfig { return s.cfg }
 
 // Run runs main alone while the log was never written, and a log relay
 // beside it once it is; on a database whose log was written, a log relay
 // until the log holds nothing main can publish after it, and then main
 // beside it; until ctx ends or either fails.
-func (s *LogLeave) Run(ctx context.Context) error {
+func (s *logLeave) Run(ctx context.Context) error {
 	start := time.Now()
 	left, err := s.left(ctx)
 	if err != nil {
@@ -125,7 +125,7 @@ func (s *LogLeave) Run(ctx context.Context) error {
 // waitUsed returns once the log has been written (LogLeaveUsed, every
 // LogSwitchCheckInterval), naming it in an error line, or when ctx ends;
 // mainStopped closes when main stops (an error).
-func (s *LogLeave) waitUsed(ctx context.Context, mainStopped <-chan struct{}) error {
+func (s *logLeave) waitUsed(ctx context.Context, mainStopped <-chan struct{}) error {
 	for {
 		t := time.NewTimer(LogSwitchCheckInterval)
 		select {
@@ -155,7 +155,7 @@ func (s *LogLeave) waitUsed(ctx context.Context, mainStopped <-chan struct{}) er
 
 // noteLate logs e as a warning when it was written to the log after the
 // drain ended: its producer still writes there.
-func (s *LogLeave) noteLate(e Event) {
+func (s *logLeave) noteLate(e Event) {
 	if !lateEvent(&s.switchedAt, e) {
 		return
 	}
@@ -182,7 +182,7 @@ func (l logLeaveLeft) unpublished() int64 { return l.Pending + l.Holds }
 // drain waits until the log relay (running; stopped closes when it ends)
 // left the log no unpublished event outside a quarantined hold or a hold
 // that waits for outbox_events, counting every LogSwitchCheckInterval.
-func (s *LogLeave) drain(ctx context.Context, left logLeaveLeft, stopped <-chan struct{}) error {
+func (s *logLeave) drain(ctx context.Context, left logLeaveLeft, stopped <-chan struct{}) error {
 	logger := s.cfg.Logger
 	if left.unpublished() > 0 {
 		logger.Info("log source left: draining the log with the log relay before reading outbox_events",
@@ -215,7 +215,7 @@ func (s *LogLeave) drain(ctx context.Context, left logLeaveLeft, stopped <-chan 
 	return nil
 }
 
-func (s *LogLeave) left(ctx context.Context) (logLeaveLeft, error) {
+func (s *logLeave) left(ctx context.Context) (logLeaveLeft, error) {
 	l, err := qLogLeaveLeft.One(ctx, s.pool, namedsql.NoArgs{})
 	if err != nil {
 		return logLeaveLeft{}, fmt.Errorf("outbox: counting what the log holds: %w", err)

@@ -117,9 +117,9 @@ func (c *LogConfig) validate() error {
 // began. The reader then looks again soon rather than at the safety poll,
 // and outbox_log_horizon_age_seconds says how long it has been held.
 //
-// A database switching to the log runs it behind a [LogSwitch], which
-// drains outbox_events first, and a poll or cdc relay of a database whose
-// log was used runs one behind a [LogLeave]. Retention ([RetainLog]) makes
+// A [SourceRelay] of a database switching to the log runs it after
+// draining outbox_events, and a poll or cdc relay of a database whose log
+// was used runs one first. Retention ([RetainLog]) makes
 // the log's range partitions ahead of its sequence and drops whole ranges
 // that every cursor passed (docs/operations.md, "Retention of the log").
 type LogRelay struct {

@@ -13,8 +13,8 @@ import (
 	"github.com/outflow/outflow/outbox/namedsql"
 )
 
-// LogRangesAheadDefault is the default of [LogRetentionOptions.Ahead].
-const LogRangesAheadDefault = 2
+// logRangesAheadDefault is the default of [LogRetentionOptions.Ahead].
+const logRangesAheadDefault = 2
 
 // LogRetentionOptions configures [RetainLog].
 type LogRetentionOptions struct {
@@ -24,7 +24,7 @@ type LogRetentionOptions struct {
 	Retention time.Duration
 	// Ahead is how many whole ranges (outbox_log_range_width() positions
 	// each) are kept made beyond the one outbox_log_pos is in, 1 to 100.
-	// Optional: defaulted to [LogRangesAheadDefault].
+	// Optional: defaulted to 2.
 	Ahead int
 }
 
@@ -69,9 +69,9 @@ type LogRetentionResult struct {
 // reports Busy.
 func RetainLog(ctx context.Context, pool *pgxpool.Pool, opts LogRetentionOptions) (LogRetentionResult, error) {
 	var res LogRetentionResult
-	opts.Ahead = cmp.Or(opts.Ahead, LogRangesAheadDefault)
+	opts.Ahead = cmp.Or(opts.Ahead, logRangesAheadDefault)
 	if opts.Ahead < 1 || opts.Ahead > 100 {
-		return res, fmt.Errorf("outbox: log retention: %d ranges ahead is out of range; use 1 to 100 (default %d)", opts.Ahead, LogRangesAheadDefault)
+		return res, fmt.Errorf("outbox: log retention: %d ranges ahead is out of range; use 1 to 100 (default %d)", opts.Ahead, logRangesAheadDefault)
 	}
 	if opts.Retention < 0 {
 		return res, fmt.Errorf("outbox: log retention: retention %s is negative; use 0 to keep every range", opts.Retention)

@@ -13,7 +13,7 @@ import (
 	"github.com/outflow/outflow/outbox/namedsql"
 )
 
-// LogSwitchCheckInterval is how often a [LogSwitch] draining outbox_events
+// LogSwitchCheckInterval is how often a [logSwitch] draining outbox_events
 // counts what is left there.
 const LogSwitchCheckInterval = time.Second
 
@@ -21,7 +21,7 @@ const LogSwitchCheckInterval = time.Second
 // names.
 const logSwitchNamed = 20
 
-// LogSwitch is the log source as a database switches to it: a polling
+// logSwitch is the log source as a database switches to it: a polling
 // [Relay] publishes what outbox_events still holds, and the [LogRelay]
 // starts once nothing is left there that the polling relay can publish.
 // Each order's events in outbox_events precede its events in the log (its
@@ -53,7 +53,7 @@ const logSwitchNamed = 20
 // logged as a warning naming its order. Idle, the sweeper costs a claim
 // per PollInterval and its gauges, and keeps outbox_events' alerts (oldest
 // pending event, quarantined) working.
-type LogSwitch struct {
+type logSwitch struct {
 	pool *pgxpool.Pool
 	poll *Relay
 	log  *LogRelay
@@ -64,16 +64,16 @@ type LogSwitch struct {
 	switchedAt atomic.Int64
 }
 
-// NewLogSwitch returns the log source of a database switching to it: the
+// newLogSwitch returns the log source of a database switching to it: the
 // [LogRelay] of cfg, preceded by a polling [Relay] of cfg.RelayConfig
 // (the same publisher, owner, breaker, metrics and failpoints) while
 // outbox_events holds unpublished events.
-func NewLogSwitch(pool *pgxpool.Pool, pub Publisher, cfg LogConfig) (*LogSwitch, error) {
+func newLogSwitch(pool *pgxpool.Pool, pub Publisher, cfg LogConfig) (*logSwitch, error) {
 	log, err := NewLogRelay(pool, pub, cfg)
 	if err != nil {
 		return nil, err
 	}
-	s := &LogSwitch{pool: pool, log: log, cfg: log.Config()}
+	s := &logSwitch{pool: pool, log: log, cfg: log.Config()}
 	poll, err := NewRelay(pool, notedPublisher{pub: pub, note: s.noteLate}, log.Config().RelayConfig)
 	if err != nil {
 		return nil, err
@@ -84,7 +84,7 @@ func NewLogSwitch(pool *pgxpool.Pool, pub Publisher, cfg LogConfig) (*LogSwitch,
 
 // noteLate logs e as a warning when it was written to outbox_events after
 // the switch: its producer still (or again) writes there.
-func (s *LogSwitch) noteLate(e Event) {
+func (s *logSwitch) noteLate(e Event) {
 	if !lateEvent(&s.switchedAt, e) {
 		return
 	}
@@ -96,14 +96,14 @@ func (s *LogSwitch) noteLate(e Event) {
 }
 
 // Owner returns the relay's identity (the polling relay's and the log's).
-func (s *LogSwitch) Owner() string { return s.cfg.Owner }
+func (s *logSwitch) Owner() string { return s.cfg.Owner }
 
 // Config returns the log relay's configuration with defaults applied.
-func (s *LogSwitch) Config() LogConfig { return s.cfg }
+func (s *logSwitch) Config() LogConfig { return s.cfg }
 
 // Run starts the polling relay, waits until it drained outbox_events, then
 // runs the log relay beside it until ctx ends or either fails.
-func (s *LogSwitch) Run(ctx context.Context) error {
+func (s *logSwitch) Run(ctx context.Context) error {
 	return runSwitched(ctx, switchRun{
 		sweeper: "the poll relay of the log source", runSweeper: s.poll.Run,
 		drain: s.drain,
@@ -112,7 +112,7 @@ func (s *LogSwitch) Run(ctx context.Context) error {
 	})
 }
 
-// switchRun is a source switch ([LogSwitch], [LogLeave]): the old source's
+// switchRun is a source switch ([logSwitch], [logLeave]): the old source's
 // relay (the sweeper) runs throughout, drain waits until it has published
 // what the old source holds (it watches sweeperStopped), then the new
 // source's relay (main) runs beside it.
@@ -237,7 +237,7 @@ func (l logSwitchLeft) unpublished() int64 { return l.Unpublished }
 // drain waits until the polling relay (running; pollStopped closes when it ends)
 // left outbox_events no event it can publish (logSwitchLeft.Unpublished),
 // counting every LogSwitchCheckInterval.
-func (s *LogSwitch) drain(ctx context.Context, pollStopped <-chan struct{}) error {
+func (s *logSwitch) drain(ctx context.Context, pollStopped <-chan struct{}) error {
 	logger := s.cfg.Logger
 	left, err := s.left(ctx)
 	if err != nil {
@@ -281,7 +281,7 @@ func (s *LogSwitch) drain(ctx context.Context, pollStopped <-chan struct{}) erro
 	return nil
 }
 
-func (s *LogSwitch) left(ctx context.Context) (logSwitchLeft, error) {
+func (s *logSwitch) left(ctx context.Context) (logSwitchLeft, error) {
 	l, err := qLogSwitchLeft.One(ctx, s.pool, namedsql.NoArgs{})
 	if err != nil {
 		return logSwitchLeft{}, fmt.Errorf("outbox: counting what outbox_events holds: %w", err)

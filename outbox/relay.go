@@ -77,7 +77,7 @@ func newRelay(pool *pgxpool.Pool, pub Publisher, cfg RelayConfig, backlog bool) 
 	if lc.RuntimeParams == nil {
 		lc.RuntimeParams = map[string]string{}
 	}
-	lc.RuntimeParams["application_name"] = ListenerApplicationName(cfg.Owner)
+	lc.RuntimeParams["application_name"] = listenerApplicationName(cfg.Owner)
 	var probe func(context.Context) error
 	if p, ok := pub.(Prober); ok {
 		probe = p.Probe
@@ -97,9 +97,9 @@ func newRelay(pool *pgxpool.Pool, pub Publisher, cfg RelayConfig, backlog bool) 
 	}, nil
 }
 
-// ListenerApplicationName is the application_name of the listener connection
+// listenerApplicationName is the application_name of the listener connection
 // of the relay called owner, as pg_stat_activity shows it.
-func ListenerApplicationName(owner string) string {
+func listenerApplicationName(owner string) string {
 	name := "outbox-listen " + owner
 	if len(name) > 63 { // PostgreSQL's NAMEDATALEN-1
 		name = name[:63]

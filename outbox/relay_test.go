@@ -238,7 +238,7 @@ func waitListener(t *testing.T, pool *pgxpool.Pool, owner string) int32 {
 	eventually(t, 10*time.Second, func() bool {
 		err := pool.QueryRow(context.Background(),
 			`SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND query ILIKE 'LISTEN%' AND state = 'idle'`,
-			outbox.ListenerApplicationName(owner)).Scan(&pid)
+			outbox.ListenerApplicationNameForTest(owner)).Scan(&pid)
 		return err == nil
 	}, "listener of %s connected", owner)
 	return pid

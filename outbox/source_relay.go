@@ -32,10 +32,10 @@ type SourceRelayConfig struct {
 // (looked up every [LogSwitchCheckInterval]), stops it and runs the new
 // one's, without a restart. A switch is one relay's stop and another's
 // start, as a restart is: each source's relay publishes what the other
-// table still holds first and keeps sweeping it ([LogSwitch],
-// [LogLeave]), and an order's lane runs across both tables, so nothing is
+// table still holds first and keeps sweeping it ([logSwitch],
+// [logLeave]), and an order's lane runs across both tables, so nothing is
 // stranded, reordered or published twice. When it leaves cdc it drops the
-// replication slot once no relay streams it ([DropIdleCDCSlot]).
+// replication slot once no relay streams it ([dropIdleCDCSlot]).
 type SourceRelay struct {
 	pool *pgxpool.Pool
 	pub  Publisher
@@ -99,14 +99,14 @@ func (s *SourceRelay) Run(ctx context.Context) error {
 	}
 }
 
-// build makes source's relay: for log the switch to it ([LogSwitch]), for
-// poll and cdc their relay behind [LogLeave]; cdc is checked first
+// build makes source's relay: for log the switch to it ([logSwitch]), for
+// poll and cdc their relay behind [logLeave]; cdc is checked first
 // ([CheckCDC]), so a server without wal_level=logical fails saying so.
 func (s *SourceRelay) build(ctx context.Context, source string) (Runner, RelayConfig, error) {
 	cfg := s.cfg.RelayConfig
 	switch source {
 	case "log":
-		r, err := NewLogSwitch(s.pool, s.pub, LogConfig{RelayConfig: cfg})
+		r, err := newLogSwitch(s.pool, s.pub, LogConfig{RelayConfig: cfg})
 		if err != nil {
 			return nil, cfg, err
 		}
@@ -119,7 +119,7 @@ func (s *SourceRelay) build(ctx context.Context, source string) (Runner, RelayCo
 		if err != nil {
 			return nil, cfg, err
 		}
-		r, err := NewLogLeave(s.pool, s.pub, LogConfig{RelayConfig: cfg}, main)
+		r, err := newLogLeave(s.pool, s.pub, LogConfig{RelayConfig: cfg}, main)
 		if err != nil {
 			return nil, cfg, err
 		}
@@ -129,7 +129,7 @@ func (s *SourceRelay) build(ctx context.Context, source string) (Runner, RelayCo
 		if err != nil {
 			return nil, cfg, err
 		}
-		r, err := NewLogLeave(s.pool, s.pub, LogConfig{RelayConfig: cfg}, main)
+		r, err := newLogLeave(s.pool, s.pub, LogConfig{RelayConfig: cfg}, main)
 		if err != nil {
 			return nil, cfg, err
 		}
@@ -172,7 +172,7 @@ func (s *SourceRelay) watch(ctx context.Context, source string, done <-chan erro
 // unless a relay still streams it (another process that has not followed
 // yet: the last to leave drops it).
 func (s *SourceRelay) dropIdleSlot(ctx context.Context) {
-	dropped, err := DropIdleCDCSlot(ctx, s.pool, s.cfg.CDCSlot)
+	dropped, err := dropIdleCDCSlot(ctx, s.pool, s.cfg.CDCSlot)
 	switch {
 	case errors.Is(err, context.Canceled):
 	case err != nil:
