@@ -15,6 +15,7 @@ import (
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/encoding/prototext"
 
 	"github.com/outflow/outflow/outbox/failpoints"
 )
@@ -159,7 +160,9 @@ func oneTraceFromTheRequestToTheCharge(t *testing.T, s *Stack, crash bool) {
 	starter := s.Start("starter", fp)
 	s.Start("worker", "")
 
-	order, err := s.API().Create(ctx, "trace-"+uuid.NewString(), "pm_card_visa")
+	// A customer of this test alone, whose email no span may carry.
+	email := "trace-" + uuid.NewString()[:8] + "@customers.example"
+	order, err := s.API().As(email).Create(ctx, "trace-"+uuid.NewString(), "pm_card_visa")
 	require.NoError(t, err)
 	if crash {
 		require.NoError(t, starter.WaitKilled(ctx))
@@ -192,4 +195,25 @@ func oneTraceFromTheRequestToTheCharge(t *testing.T, s *Stack, crash bool) {
 			s.span.GetKind() == tracepb.Span_SPAN_KIND_CLIENT && string(s.span.GetParentSpanId()) == string(charge.span.GetSpanId()) &&
 			strings.Contains(spanAttr(s.span, "url.full"), "/v1/payment_intents")
 	})
+	// Personal data stays out of the trace, as out of the histories: no
+	// span (name, attributes, events, links, status) of any service carries
+	// the customer's email or the order's lines.
+	require.Empty(t, rcv.carrying(email, "SKU-1"), "spans carrying the customer's personal data")
+}
+
+// carrying lists the received spans whose text (name, attributes, events,
+// links, status) contains one of needles.
+func (r *otlpReceiver) carrying(needles ...string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, s := range r.spans {
+		text := prototext.Format(s.span)
+		for _, n := range needles {
+			if strings.Contains(text, n) {
+				out = append(out, fmt.Sprintf("%s %q carries %q", s.service, s.span.GetName(), n))
+			}
+		}
+	}
+	return out
 }
