@@ -133,8 +133,8 @@ bench-peers: $(TEMPORAL)
 
 ## test-peers: the peers bench's lint and tests (bench/peers, a module that make lint and make test do not reach).
 # Every contender drains a small backlog exactly once, the out-of-order count on a known
-# sequence, the overlapping-transactions round on every contender. About 25 seconds once
-# River and Watermill are built.
+# sequence, the overlapping-transactions round on every contender, the effect round (a Temporal
+# dev server) for outflow and DBOS. About a minute once River, Watermill and DBOS are built.
 .PHONY: test-peers
 test-peers: $(BIN)/staticcheck
 	cd bench/peers && $(GO) vet ./... && $(BIN)/staticcheck ./...

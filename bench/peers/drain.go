@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -39,7 +40,11 @@ func seed(ctx context.Context, c Contender, cfg *pgxpool.Config, p Profile, even
 // drainResult is one drain of a backlog.
 type drainResult struct {
 	elapsed time.Duration
-	tally   tally
+	// start is when the contender was started; ids are the backlog's
+	// events.
+	start time.Time
+	ids   []uuid.UUID
+	tally tally
 	// statements, walBytes and deadTuples are what the drain cost the
 	// database, from Start until the consumer stopped and disconnected.
 	statements, walBytes, deadTuples int64
@@ -100,7 +105,10 @@ func (b *bench) drain(ctx context.Context, c Contender, cfg *pgxpool.Config, p P
 	wctx, cancel := context.WithTimeout(ctx, drainTimeout)
 	waitErr := rec.wait(wctx)
 	cancel()
-	res := drainResult{elapsed: time.Since(start), enqueueWALBytes: walSeeded - walSeed, enqueueDeadTuples: churnBefore - churnSeed}
+	res := drainResult{elapsed: time.Since(start), start: start, enqueueWALBytes: walSeeded - walSeed, enqueueDeadTuples: churnBefore - churnSeed}
+	for _, e := range events {
+		res.ids = append(res.ids, e.ID)
+	}
 	// Untimed: let the contender record the last deliveries (outflow's
 	// marks, River's completions, Watermill's offset) before it stops, so a
 	// stop in the middle does not leave them to be delivered again.

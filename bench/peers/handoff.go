@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -19,6 +20,12 @@ const handoffTimeout = time.Minute
 // contender runs with p; it returns, per order after the warm-up, the time
 // from the return of its COMMIT to the sink's receipt of its event.
 func (b *bench) handoff(ctx context.Context, c Contender, cfg *pgxpool.Config, p Profile, rate int, d time.Duration, next Sink) ([]time.Duration, error) {
+	return b.handoffUntil(ctx, c, cfg, p, rate, d, next, nil)
+}
+
+// handoffUntil is [bench.handoff] timed to each event's effect's first step
+// (effect) rather than the sink's receipt; nil effect: the receipt.
+func (b *bench) handoffUntil(ctx context.Context, c Contender, cfg *pgxpool.Config, p Profile, rate int, d time.Duration, next Sink, effect *effects) ([]time.Duration, error) {
 	consumer, err := openPool(ctx, cfg, nil)
 	if err != nil {
 		return nil, err
@@ -83,13 +90,24 @@ func (b *bench) handoff(ctx context.Context, c Contender, cfg *pgxpool.Config, p
 		return nil, fmt.Errorf("%s: %d of %d events reached the sink within %s of the last commit",
 			c.Name(), rec.tally().distinct, total, handoffTimeout)
 	}
+	arrival := rec.arrival
+	if effect != nil {
+		ids := make([]uuid.UUID, len(commits))
+		for i, cm := range commits {
+			ids[i] = cm.event.ID
+		}
+		if _, err := effect.waitAll(wctx, ids); err != nil {
+			return nil, fmt.Errorf("%s: %w within %s of the last commit", c.Name(), err, handoffTimeout)
+		}
+		arrival = effect.startedAt
+	}
 	// Untimed: the next phase must not get this one's deliveries again.
 	if err := settle(ctx, c, cfg); err != nil {
 		return nil, err
 	}
 	out := make([]time.Duration, 0, total-warm)
 	for _, cm := range commits[warm:] {
-		got, _ := rec.arrival(cm.event.ID)
+		got, _ := arrival(cm.event.ID)
 		out = append(out, got.Sub(cm.at))
 	}
 	return out, nil

@@ -63,6 +63,8 @@ type bench struct {
 	cfg      config
 	srv      *server
 	temporal *temporal
+	// effects runs the effect round's workflow, nil without -temporal.
+	effects *effectWorker
 	// jetstream is the -jetstream phase's stream, nil without it.
 	jetstream *jetstreamBench
 	res       *results
@@ -135,6 +137,10 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 				b.progress("warning: %v", err)
 			}
 		}()
+		if b.effects, err = t.startEffects(); err != nil {
+			return err
+		}
+		defer b.effects.w.Stop()
 	}
 	if cfg.jetstream {
 		j, err := startJetStream(ctx)
@@ -259,7 +265,7 @@ func (b *bench) round(ctx context.Context, c Contender, r int) error {
 	}
 	b.progress("  p50 %.1f ms, p99 %.1f ms", benchstat.Ms(benchstat.Percentile(lat, 50)), benchstat.Ms(benchstat.Percentile(lat, 99)))
 	b.res.addSamples(c.Name(), "temporal_handoff", lat)
-	return nil
+	return b.effectRound(ctx, c, dbcfg, layout)
 }
 
 // peerModules are the peers' modules whose versions the header names.
@@ -340,5 +346,8 @@ func (b *bench) notes(cs []Contender) {
 		b.res.note("temporal: a dev server in memory from bin/temporal, a task queue without a worker; every contender's "+
 			"handler calls outflow's temporalpub.Publisher (ExecuteWorkflow, workflow ID = event id); drain of %d events, "+
 			"handoff at %d/s for %s, tuned settings.", b.cfg.temporalEvents, b.cfg.temporalRate, b.cfg.temporalDuration)
+		b.res.note("effect_started: from the COMMIT to the first step of the effect running, the drain and handoff of the " +
+			"temporal phase again; for outflow, River and Watermill a Temporal workflow's first activity (a worker of the " +
+			"same dev server), for DBOS its own workflow's step (DBOS runs the workflow in the consumer's process).")
 	}
 }

@@ -60,6 +60,9 @@ var figures = []figure{
 	{suffix: "temporal_events_per_s"},
 	{suffix: "temporal_handoff_p50_ms", decimals: 1, combine: pooledP50, samples: "temporal_handoff"},
 	{suffix: "temporal_handoff_p99_ms", decimals: 1, combine: pooledP99, samples: "temporal_handoff"},
+	{suffix: "effect_started_per_s"},
+	{suffix: "effect_started_p50_ms", decimals: 1, combine: pooledP50, samples: "effect_started"},
+	{suffix: "effect_started_p99_ms", decimals: 1, combine: pooledP99, samples: "effect_started"},
 }
 
 // results collects every contender's per-round values and latency samples.
