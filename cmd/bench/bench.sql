@@ -113,3 +113,14 @@ SELECT n_tup_upd + n_tup_del FROM pg_stat_user_tables WHERE relname = 'outbox_ev
 SELECT coalesce(sum(n_tup_upd + n_tup_del), 0)::bigint
 FROM pg_stat_user_tables
 WHERE relname IN ('outbox_log_cursors', 'outbox_log_holds', 'outbox_log_relays', 'outbox_log_default');
+
+-- name: SeedTraceContexts :exec
+-- Gives every unpublished event a W3C trace context, as Enqueue records
+-- one inside a traced request: a traceparent whose trace id is derived from
+-- the event id, sampled (flags 01) for a fraction @sampled of them, as a
+-- request's sampler decided.
+UPDATE outbox_events
+SET trace_context = jsonb_build_object('traceparent',
+        '00-' || md5(event_id::text) || '-' || substr(md5(aggregate_id), 1, 16) || '-' ||
+        CASE WHEN random() < @sampled::float8 THEN '01' ELSE '00' END)
+WHERE published_at IS NULL;

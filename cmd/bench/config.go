@@ -16,7 +16,7 @@ import (
 )
 
 // phases, in the order they run; -only selects some of them.
-var phases = []string{"handoff", "latency", "noop", "write", "claim", "idle", "sources"}
+var phases = []string{"handoff", "latency", "noop", "write", "trace", "claim", "idle", "sources"}
 
 // config sizes every measurement. The full run takes about three minutes on
 // two cores; -quick about one, with figures that are noisier but of the same

@@ -29,6 +29,11 @@ type drainResult struct {
 // from the moment Run is called until n events are acknowledged and none is
 // left unpublished (marks trail acknowledgements by Config.MarkDelay).
 func drain(ctx context.Context, pool *pgxpool.Pool, pub outbox.Publisher, n int, logger *slog.Logger) (drainResult, error) {
+	return drainWith(ctx, pool, pub, n, outbox.RelayConfig{Logger: logger})
+}
+
+// drainWith is [drain] with a relay configured by cfg.
+func drainWith(ctx context.Context, pool *pgxpool.Pool, pub outbox.Publisher, n int, cfg outbox.RelayConfig) (drainResult, error) {
 	var (
 		acked, failed atomic.Int64
 		done          = make(chan struct{})
@@ -43,7 +48,7 @@ func drain(ctx context.Context, pool *pgxpool.Pool, pub outbox.Publisher, n int,
 		}
 		return nil
 	})
-	relay, err := outbox.NewRelay(pool, counted, outbox.RelayConfig{Logger: logger})
+	relay, err := outbox.NewRelay(pool, counted, cfg)
 	if err != nil {
 		return drainResult{}, err
 	}

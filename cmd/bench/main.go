@@ -2,7 +2,7 @@
 // a baseline taken in the same run, because absolute times drift on a shared
 // machine and ratios do not:
 //
-//	go run ./cmd/bench [-quick] [-only handoff,latency,noop,write,claim,idle,sources] [-cpuprofile FILE]
+//	go run ./cmd/bench [-quick] [-only handoff,latency,noop,write,trace,claim,idle,sources] [-cpuprofile FILE]
 //	make bench
 //
 // It uses DATABASE_URL (default postgres://postgres@127.0.0.1:5432/postgres)
@@ -137,6 +137,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		{"latency", b.measureLatency},
 		{"noop", b.measureRelayNoop},
 		{"write", b.measureWriteOverhead},
+		{"trace", b.measureTracing},
 		{"claim", b.measureClaimScale},
 		{"idle", b.measureIdleQueries},
 		{"sources", b.measureSources},

@@ -20,6 +20,7 @@ var (
 	qVacuumScratch        = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "VacuumScratch")
 	qCheckpoint           = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "Checkpoint")
 	qTruncateOutbox       = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "TruncateOutbox")
+	qSeedTraceContexts    = namedsql.Bind[seedTraceArgs, namedsql.NoRows](queries, "SeedTraceContexts")
 	qCountPending         = namedsql.Bind[namedsql.NoArgs, int64](queries, "CountPending")
 	qDatabaseTransactions = namedsql.Bind[databaseArgs, int64](queries, "DatabaseTransactions")
 	qStreamingSessions    = namedsql.Bind[applicationArgs, int64](queries, "StreamingSessions")
@@ -38,6 +39,7 @@ var (
 // database check them.
 var statements = []namedsql.Info{
 	qSeedPending.Info(),
+	qSeedTraceContexts.Info(),
 	qSeedPublished.Info(),
 	qAnalyzeOutbox.Info(),
 	qVacuumScratch.Info(),
@@ -62,6 +64,12 @@ var statements = []namedsql.Info{
 type seedArgs struct {
 	Events     int `db:"events"`
 	Aggregates int `db:"aggregates"`
+}
+
+// seedTraceArgs are SeedTraceContexts': the fraction of events whose
+// trace was sampled.
+type seedTraceArgs struct {
+	Sampled float64 `db:"sampled"`
 }
 
 type seedPublishedArgs struct {
