@@ -102,7 +102,7 @@ up:
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
 .PHONY: build
 build:
-	$(GO) build -ldflags "-X github.com/outflow/outflow/internal/cli.version=$(VERSION)" -o $(BIN)/ ./worker ./starter ./cmd/...
+	$(GO) build -ldflags "-X github.com/outflow/outflow/internal/cli.version=$(VERSION) -X main.version=$(VERSION)" -o $(BIN)/ ./worker ./starter ./cmd/...
 
 ## demo: the main job: prepares what is missing, runs the stack, places the scripted orders, prints the summary.
 # DEMO_EXIT=1 exits after the table.

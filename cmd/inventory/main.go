@@ -28,6 +28,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -155,22 +156,24 @@ func printHelp(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintln(w, "\nA malformed setting stops it before it serves (exit status 2). docs/inventory.md is the guide, docs/reference.md the HTTP API.")
 }
 
+// version is the release a build is of, set by the Makefile's builds with
+// -ldflags "-X main.version=v0.1.0" (git describe); empty, the module
+// version from the build information stands.
+var version string
+
 // versionText is what --version prints: the binary, module and version,
 // the VCS revision and the Go version, from the build information.
 func versionText() string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return name + "\nrevision unknown (no build information in this binary)\n"
+		return name + " " + cmp.Or(version, "(devel)") + "\nrevision unknown (no build information in this binary)\n"
 	}
 	settings := map[string]string{}
 	for _, s := range bi.Settings {
 		settings[s.Key] = s.Value
 	}
 	var b strings.Builder
-	v := bi.Main.Version
-	if v == "" {
-		v = "(devel)"
-	}
+	v := cmp.Or(version, bi.Main.Version, "(devel)")
 	fmt.Fprintf(&b, "%s %s %s\n", name, bi.Main.Path, v)
 	if rev := settings["vcs.revision"]; rev != "" {
 		fmt.Fprintf(&b, "revision %s", rev)
