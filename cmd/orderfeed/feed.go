@@ -9,9 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/outflow/outflow/inbox/natsconsumer"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox/namedsql"
+	"github.com/outflow/outflow/outbox/natspub/natsconsumer"
 )
 
 //go:embed feed.sql

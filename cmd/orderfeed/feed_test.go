@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/inbox/natsconsumer"
 	"github.com/outflow/outflow/internal/codec"
 	"github.com/outflow/outflow/internal/natscodec"
 	"github.com/outflow/outflow/orders"
@@ -21,6 +20,7 @@ import (
 	"github.com/outflow/outflow/outbox/inbox"
 	"github.com/outflow/outflow/outbox/namedsql"
 	"github.com/outflow/outflow/outbox/natspub"
+	"github.com/outflow/outflow/outbox/natspub/natsconsumer"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/testlog"
 )

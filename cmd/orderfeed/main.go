@@ -1,6 +1,6 @@
 // Command orderfeed is the example consumer of the JetStream sink: it reads
 // the order events the starter publishes to NATS JetStream
-// (OUTFLOW_SINKS=jetstream) with package inbox/natsconsumer, and keeps one
+// (OUTFLOW_SINKS=jetstream) with package natspub/natsconsumer, and keeps one
 // row per order in its own table order_feed (status, amount, currency,
 // created and cancelled times), each event applied once and in the order's
 // sequence, until SIGINT or SIGTERM.
@@ -25,7 +25,6 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/outflow/outflow/inbox/natsconsumer"
 	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/codec"
 	"github.com/outflow/outflow/internal/database"
@@ -37,6 +36,7 @@ import (
 	"github.com/outflow/outflow/outbox/inbox"
 	"github.com/outflow/outflow/outbox/namedsql"
 	"github.com/outflow/outflow/outbox/natspub"
+	"github.com/outflow/outflow/outbox/natspub/natsconsumer"
 )
 
 // consumerName is the durable consumer's and the inbox's name: stable.

@@ -34,7 +34,7 @@
 // ([Publisher.PublishSkip]), in its place in the aggregate's lane: the same
 // subject and headers, Nats-Msg-Id the event's ID, Outflow-Skipped: true,
 // and no body. A consumer that applies each aggregate's events in sequence
-// (inbox/natsconsumer) takes it as the sequence given up and goes on with
+// (natspub/natsconsumer) takes it as the sequence given up and goes on with
 // the next, instead of waiting for it for ever. An event the stream did
 // store before it was skipped (both sinks, Temporal refused it) keeps that
 // message: within the duplicate window the stream drops the tombstone as a
@@ -47,7 +47,7 @@
 // instead of the payload, so that personal data reaches the stream
 // encrypted; a consumer decodes it with the matching [PayloadDecoder].
 //
-// Package inbox/natsconsumer reads them back.
+// Package natspub/natsconsumer reads them back.
 //
 // # The duplicate window
 //
@@ -454,7 +454,7 @@ func (p *Publisher) PublishSkip(ctx context.Context, e outbox.Event) error {
 // returns nil on a PubAck, duplicate or not; it then runs the
 // jetstream.after_ack failpoint. The trace context of ctx (the relay's
 // publish span) goes in m's headers (traceparent, tracestate, baggage)
-// through otel's global propagator, so the consumer (inbox/natsconsumer)
+// through otel's global propagator, so the consumer (natspub/natsconsumer)
 // continues the trace; nothing is added while tracing is off.
 func (p *Publisher) publish(ctx context.Context, e outbox.Event, m *nats.Msg, what string) error {
 	if trace.SpanContextFromContext(ctx).IsValid() {

@@ -14,10 +14,10 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/inbox/natsconsumer"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/natspub"
 	"github.com/outflow/outflow/outbox/natspub/dev/natstest"
+	"github.com/outflow/outflow/outbox/natspub/natsconsumer"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/testlog"
 )
 

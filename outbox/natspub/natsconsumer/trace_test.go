@@ -14,7 +14,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/outflow/outflow/inbox/natsconsumer"
+	"github.com/outflow/outflow/outbox/natspub/natsconsumer"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 

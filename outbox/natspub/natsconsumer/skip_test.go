@@ -13,10 +13,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/inbox/natsconsumer"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/natspub"
 	"github.com/outflow/outflow/outbox/natspub/dev/natstest"
+	"github.com/outflow/outflow/outbox/natspub/natsconsumer"
 	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/outboxtest"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"

@@ -14,14 +14,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/inbox/natsconsumer"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/failpoints"
 	"github.com/outflow/outflow/outbox/inbox"
+	"github.com/outflow/outflow/outbox/natspub/natsconsumer"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/proc"
 	// The order app's tables in testdb's template (it migrates the sets
 	// the binary registers).
-	_ "github.com/outflow/outflow/migrations"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/testlog"
 )
