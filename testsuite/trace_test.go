@@ -217,3 +217,50 @@ func (r *otlpReceiver) carrying(needles ...string) []string {
 	}
 	return out
 }
+
+// TestTheSagaAcrossTheInventoryIsOneTrace: with the inventory service in
+// the saga, its reservation is part of the order's trace: the worker's call
+// to the inventory carries the span (the worker's transport), the
+// inventory's outbox event keeps it, and the inventory's relay publishes
+// the answer to the saga as a signal in the request's trace, through
+// Temporal's propagation on the inventory's own client.
+func TestTheSagaAcrossTheInventoryIsOneTrace(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	s := NewStack(t)
+	inv, _ := setInventoryStack(t, s)
+	rcv := startOTLPReceiver(t)
+	otel := []string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + rcv.addr, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
+		"OTEL_BSP_SCHEDULE_DELAY=100", "OTEL_TRACES_SAMPLER=always_on",
+	}
+	s.OrderAPIEnv, s.RelayEnv = otel, otel
+	s.WorkerEnv = append(s.WorkerEnv, otel...)
+	s.InventoryEnv = append(s.InventoryEnv, otel...)
+	for _, p := range []string{"inventory", "orderapi", "starter", "worker"} {
+		s.Start(p, "")
+	}
+	inv.setStock(ctx, t, "SKU-1", 2)
+
+	order, err := s.API().Create(ctx, "trace-inv-"+uuid.NewString(), "pm_card_visa")
+	require.NoError(t, err)
+	require.NoError(t, WaitStatus(ctx, s, order.OrderID, "confirmed", 2*time.Minute))
+
+	const within = 30 * time.Second
+	req := rcv.find(t, within, "the order API's POST /orders server span", func(s receivedSpan) bool {
+		return s.service == "outflow-orderapi" && s.span.GetKind() == tracepb.Span_SPAN_KIND_SERVER &&
+			spanAttr(s.span, "http.request.method") == "POST"
+	})
+	traceID := string(req.span.GetTraceId())
+	inTrace := func(service, prefix string) func(receivedSpan) bool {
+		return func(s receivedSpan) bool {
+			return s.service == service && string(s.span.GetTraceId()) == traceID && strings.HasPrefix(s.span.GetName(), prefix)
+		}
+	}
+	pub := rcv.find(t, within, "the inventory relay's publish of StockReserved in the request's trace",
+		inTrace("outflow-inventory", "outbox publish StockReserved"))
+	rcv.find(t, within, "the inventory's signal to the saga, a child of that publish", func(s receivedSpan) bool {
+		return inTrace("outflow-inventory", "SignalWorkflow:")(s) && string(s.span.GetParentSpanId()) == string(pub.span.GetSpanId())
+	})
+}

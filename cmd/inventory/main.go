@@ -51,6 +51,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.temporal.io/sdk/client"
+	otelinterceptor "go.temporal.io/sdk/contrib/opentelemetry"
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/outflow/outflow/outbox"
@@ -290,6 +291,15 @@ func serve(cfg config, logger *slog.Logger) error {
 	// keeps the events until it answers.
 	topts := cfg.temporal
 	topts.Logger = tlog.NewStructuredLogger(logger.With("component", "temporal"))
+	if cfg.tracing {
+		// The saga's signals and the late-event workflows carry the span
+		// of the publish that sent them, as the starter's do.
+		ti, err := otelinterceptor.NewTracingInterceptor(otelinterceptor.TracerOptions{})
+		if err != nil {
+			return fmt.Errorf("the Temporal tracing interceptor: %w", err)
+		}
+		topts.Interceptors = append(topts.Interceptors, ti)
+	}
 	tc, err := client.NewLazyClient(topts)
 	if err != nil {
 		return fmt.Errorf("temporal client: %w", err)
