@@ -264,3 +264,42 @@ func TestTheSagaAcrossTheInventoryIsOneTrace(t *testing.T) {
 		return inTrace("outflow-inventory", "SignalWorkflow:")(s) && string(s.span.GetParentSpanId()) == string(pub.span.GetSpanId())
 	})
 }
+
+// TestTheJetStreamHopKeepsTheTrace: with the JetStream sink beside
+// Temporal, the relay's publish to the stream carries the request's trace
+// in the message's headers, and the consumer (cmd/orderfeed) applies the
+// event in a span of that trace, a child of the publish.
+func TestTheJetStreamHopKeepsTheTrace(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	s := NewStack(t)
+	rcv := startOTLPReceiver(t)
+	otel := []string{
+		"OTEL_EXPORTER_OTLP_ENDPOINT=http://" + rcv.addr, "OTEL_EXPORTER_OTLP_PROTOCOL=grpc",
+		"OTEL_BSP_SCHEDULE_DELAY=100", "OTEL_TRACES_SAMPLER=always_on",
+	}
+	s.OrderAPIEnv, s.RelayEnv, s.WorkerEnv, s.FeedEnv = otel, otel, otel, otel
+	s.UseJetStream(JetStreamURLDefault)
+	for _, p := range []string{"orderapi", "starter", "worker", "orderfeed"} {
+		s.Start(p, "")
+	}
+	order, err := s.API().Create(ctx, "trace-js-"+uuid.NewString(), "pm_card_visa")
+	require.NoError(t, err)
+	require.NoError(t, WaitStatus(ctx, s, order.OrderID, "confirmed", 2*time.Minute))
+
+	const within = 30 * time.Second
+	req := rcv.find(t, within, "the order API's POST /orders server span", func(s receivedSpan) bool {
+		return s.service == "outflow-orderapi" && s.span.GetKind() == tracepb.Span_SPAN_KIND_SERVER &&
+			spanAttr(s.span, "http.request.method") == "POST"
+	})
+	traceID := string(req.span.GetTraceId())
+	apply := rcv.find(t, within, "the consumer's apply of OrderCreated in the request's trace", func(s receivedSpan) bool {
+		return s.service == "outflow-orderfeed" && string(s.span.GetTraceId()) == traceID &&
+			strings.HasPrefix(s.span.GetName(), "inbox apply OrderCreated")
+	})
+	rcv.find(t, within, "the relay's publish that the apply continues", func(s receivedSpan) bool {
+		return s.service == "outflow-starter" && string(s.span.GetSpanId()) == string(apply.span.GetParentSpanId()) &&
+			strings.HasPrefix(s.span.GetName(), "outbox publish OrderCreated")
+	})
+}
