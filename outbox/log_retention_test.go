@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
@@ -297,11 +298,11 @@ func TestLogRetentionMigratesADefaultPartition(t *testing.T) {
 	_, err = p.UpTo(ctx, 13)
 	require.NoError(t, err)
 	b := &testBundle{pool: pool, rec: newRecorder(nil)}
-	old := enqueueLog(t, pool, testdb.Event(t, "old-1", "E1"), testdb.Event(t, "old-1", "E2"))
+	old := enqueueLogAt13(t, pool, testdb.Event(t, "old-1", "E1"), testdb.Event(t, "old-1", "E2"))
 	require.Equal(t, "outbox_log_default", partitionOf(t, pool, old[0]))
 	_, err = pool.Exec(ctx, `SELECT setval('outbox_log_pos', $1)`, int64(3*logRangeWidth/2))
 	require.NoError(t, err)
-	late := enqueueLog(t, pool, testdb.Event(t, "old-1", "E3"))
+	late := enqueueLogAt13(t, pool, testdb.Event(t, "old-1", "E3"))
 
 	require.NoError(t, outbox.Migrate(ctx, pool))
 	for _, e := range append(old, late...) {
@@ -321,6 +322,45 @@ func TestLogRetentionMigratesADefaultPartition(t *testing.T) {
 	retainLog(t, pool, time.Hour)
 	ageSeals(t, pool)
 	retainUntilDropped(t, pool, time.Hour, "outbox_log_r0")
+}
+
+// enqueueLogAt13 writes events of one order to the log in one statement,
+// as the version whose schema ended at migration 13 did: today's Enqueue
+// also writes the trace context, a column that schema lacks (00019).
+func enqueueLogAt13(t *testing.T, pool *pgxpool.Pool, events ...outbox.Event) []outbox.Event {
+	t.Helper()
+	args := pgx.NamedArgs{"aggregate_type": events[0].AggregateType, "aggregate_id": events[0].AggregateID}
+	var ids []uuid.UUID
+	var types, payloads []string
+	var versions []int32
+	for i := range events {
+		if events[i].ID == uuid.Nil { // as Enqueue does
+			events[i].ID = uuid.Must(uuid.NewV7())
+		}
+		e := events[i]
+		require.Equal(t, events[0].AggregateID, e.AggregateID, "one order")
+		ids, types, versions, payloads = append(ids, e.ID), append(types, e.Type), append(versions, int32(e.SchemaVersion)), append(payloads, string(e.Payload))
+	}
+	args["event_ids"], args["event_types"], args["schema_versions"], args["payloads"] = ids, types, versions, payloads
+	_, err := pool.Exec(context.Background(), `
+WITH seq AS (
+    INSERT INTO outbox_sequences AS s (aggregate_type, aggregate_id, last_sequence, last_gate)
+    VALUES (@aggregate_type, @aggregate_id, cardinality(@event_ids::uuid[]), pg_current_xact_id()::text::bigint)
+    ON CONFLICT (aggregate_type, aggregate_id)
+    DO UPDATE SET last_sequence = s.last_sequence + EXCLUDED.last_sequence,
+                  last_gate     = greatest(s.last_gate, EXCLUDED.last_gate)
+    RETURNING last_sequence, last_gate
+)
+INSERT INTO outbox_log (pos, gate, partition, event_id, aggregate_type, aggregate_id, aggregate_sequence,
+                        event_type, schema_version, payload)
+SELECT nextval('outbox_log_pos'), seq.last_gate, outbox_log_partition(@aggregate_type, @aggregate_id),
+       e.event_id, @aggregate_type, @aggregate_id, seq.last_sequence - cardinality(@event_ids::uuid[]) + e.ord,
+       e.event_type, e.schema_version, e.payload
+FROM seq,
+     unnest(@event_ids::uuid[], @event_types::text[], @schema_versions::int[], @payloads::jsonb[])
+         WITH ORDINALITY AS e(event_id, event_type, schema_version, payload, ord)`, args)
+	require.NoError(t, err)
+	return events
 }
 
 // TestLogRetentionBesideALiveRelay: retention passes with a retention of
