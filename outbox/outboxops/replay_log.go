@@ -55,11 +55,13 @@ type logOrderPlan struct {
 // from its first published event in the window on. An order under a hold is
 // refused when the window names it (outbox.ErrLogOrderHeld) and left out,
 // counted in HeldOrders, when it does not. It refuses a window from before
-// the replay horizon or the log's retention horizon, checked before the
-// log is read: the events retention dropped are no longer there to find.
+// the log's retention horizon, checked before the log is read: the events
+// retention dropped are no longer there to find. Its callers have checked
+// the window itself and the replay horizon (checkReplayWindow).
 func planReplayLog(ctx context.Context, db DB, opts ReplayOptions) (LogReplayPlan, error) {
 	// Every replayed event occurred at or after From, so the replay
-	// horizon's check is the one outbox_events' replay makes. The cleanup
+	// horizon's check is the one outbox_events' replay makes, which both
+	// callers ran first (checkReplayWindow). The cleanup
 	// horizon is outbox_events' retention; the log's is the newest seal of
 	// a range dropped or retiring (outbox.RetainLog): its events before it
 	// may be gone, so a window from before it is refused rather than
@@ -68,9 +70,6 @@ func planReplayLog(ctx context.Context, db DB, opts ReplayOptions) (LogReplayPla
 	// outbox.ReplayLogOrder refuses with outbox.ErrLogRangeRetiring (a
 	// retiring range ends after its first event) is refused here first;
 	// that check, under retention's lock, covers a range retired since.
-	if err := checkReplayHorizon(ctx, db, opts.From); err != nil {
-		return LogReplayPlan{}, err
-	}
 	ranges, err := outbox.LogRangesOf(ctx, db)
 	if err != nil {
 		return LogReplayPlan{}, err
