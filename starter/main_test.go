@@ -126,9 +126,12 @@ func TestCrashAfterClaimLeaseExpires(t *testing.T) {
 		require.Equal(t, owner, outboxtest.RequireEnqueued(t, pool, outboxtest.Match{ID: e.ID}).ClaimedBy,
 			"published by the relay that took the lease over")
 	}
-	metrics := scrape(t, metricsAddr)
+	// The relay adds to outbox_published_total only once its mark's COMMIT
+	// has returned, so the rows can read published a moment before the
+	// counter does: wait for it. The take-overs were counted before any
+	// publish began.
+	metrics := waitMetric(t, metricsAddr, "outbox_published_total", float64(len(events)), 10*time.Second)
 	require.Equal(t, float64(len(events)), metricValue(t, metrics, "outbox_expired_leases_total"))
-	require.Equal(t, float64(len(events)), metricValue(t, metrics, "outbox_published_total"))
 	require.Contains(t, metrics, "outbox_handoff_latency_seconds_bucket")
 	next.terminate(t)
 	requireWorkflowCount(t, tq, len(events))
@@ -378,6 +381,21 @@ func scrape(t *testing.T, addr string) string {
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	return string(body)
+}
+
+// waitMetric scrapes addr until the metric name reads want, and returns
+// that scrape.
+func waitMetric(t *testing.T, addr, name string, want float64, within time.Duration) string {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		metrics := scrape(t, addr)
+		if got := metricValue(t, metrics, name); got == want || time.Now().After(deadline) {
+			require.Equal(t, want, got, "%s after %s", name, within)
+			return metrics
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 func metricValue(t *testing.T, metrics, name string) float64 {
