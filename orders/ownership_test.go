@@ -33,7 +33,7 @@ import (
 //     written only by package outbox, whose LogRelay and hold commands keep
 //     the protocol of model/log.pml (every change of a partition's holds
 //     locks its cursor row first); other packages use its functions
-//     (outbox.Enqueuer, outbox.LogHolds, outbox.RetryLogHold, ...);
+//     (outbox.Enqueuer, outboxops.LogHolds, outboxops.RetryLogHold, ...);
 //   - processed_events, the inbox, is written only by package inbox
 //     (Inbox.Record); it is read only there and by package outbox/outboxops,
 //     whose retention cleanup deletes old rows of events no longer retained
@@ -75,7 +75,7 @@ var ownershipRules = []ownershipRule{
 		match:  regexp.MustCompile(`(?i)\b(?:FROM|JOIN|UPDATE(?:\s+ONLY)?|INTO|USING|TRUNCATE(?:\s+TABLE)?(?:\s+ONLY)?)\s+` + table(`outbox_log(?:_\w+)?`)),
 		owners: []string{"outbox/", "migrations/"},
 		exempt: []string{"testsuite/", "cmd/bench/", "bench/peers/"},
-		owner:  "package outbox (outbox.Enqueuer with EnqueueConfig.Log, outbox.LogRelay, outbox.LogHolds, outbox.RetryLogHold, outbox.SkipLogHold)",
+		owner:  "package outbox (outbox.Enqueuer with EnqueueConfig.Log, outbox.LogRelay, outboxops.LogHolds, outboxops.RetryLogHold, outboxops.SkipLogHold)",
 	},
 	{
 		what:   "records into processed_events",

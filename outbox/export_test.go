@@ -176,12 +176,6 @@ func (r *LogRelay) HoldStepForTest(ctx context.Context, partition int) (worked b
 	return r.holdStep(ctx, p)
 }
 
-// LogEventByIDStatementForTest is the operator's lookup of a log event by
-// id (LogOpEvents) and its arguments, for EXPLAIN.
-func LogEventByIDStatementForTest(id uuid.UUID) (string, []any) {
-	return qLogOpEvents.SQL(), qLogOpEvents.Args(logOpEventsArgs{EventIDs: []uuid.UUID{id}})
-}
-
 // LogSharesForTest is logShares for relays with the MaxPartitions caps, in
 // owner order.
 func LogSharesForTest(caps []int) []int {

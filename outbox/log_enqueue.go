@@ -13,7 +13,7 @@ import (
 
 // ErrLogNoRange is wrapped by an enqueue to the log that found no range
 // partition of outbox_log for its position: the log's retention pass
-// ([RetainLog]) makes the ranges ahead of the sequence, and none ran for
+// (outboxops.RetainLog) makes the ranges ahead of the sequence, and none ran for
 // long enough. The starter runs it every OUTFLOW_CLEANUP_INTERVAL (a
 // service of its own runs outboxops.Schedule with Log set); `outboxctl
 // cleanup` runs one pass now. Nothing was written: the caller's

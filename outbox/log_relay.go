@@ -105,8 +105,8 @@ func (c *LogConfig) validate() error {
 // of the polling relay, and releases the hold once it has caught up with
 // the cursor (H1-H4), arming the epoch so a reader whose view still had the
 // hold cannot advance over what it skipped. An operator retries or skips a
-// quarantined hold ([RetryLogHold], [SkipLogHold]) and replays an order
-// ([ReplayLogOrder]), which puts it under a hold too. A sink fault is never
+// quarantined hold (outboxops.RetryLogHold, outboxops.SkipLogHold) and replays an order
+// (outboxops.ReplayLogOrder), which puts it under a hold too. A sink fault is never
 // the event's (fault.go): the batch stops there and the relay's breaker
 // counts it. A reader that dies mid-batch leaves tries counted: its
 // successor reads a window of one, and one that dies again isolates the
@@ -119,7 +119,7 @@ func (c *LogConfig) validate() error {
 //
 // A [SourceRelay] of a database switching to the log runs it after
 // draining outbox_events, and a poll or cdc relay of a database whose log
-// was used runs one first. Retention ([RetainLog]) makes
+// was used runs one first. Retention (outboxops.RetainLog) makes
 // the log's range partitions ahead of its sequence and drops whole ranges
 // that every cursor passed (docs/operations.md, "Retention of the log").
 type LogRelay struct {

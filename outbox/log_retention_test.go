@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
@@ -27,9 +28,9 @@ import (
 const logRangeWidth = 10_000_000
 
 // retainLog runs one pass with retention and returns what it did.
-func retainLog(t *testing.T, pool *pgxpool.Pool, retention time.Duration) outbox.LogRetentionResult {
+func retainLog(t *testing.T, pool *pgxpool.Pool, retention time.Duration) outboxops.LogRetentionResult {
 	t.Helper()
-	res, err := outbox.RetainLog(context.Background(), pool, outbox.LogRetentionOptions{Retention: retention})
+	res, err := outboxops.RetainLog(context.Background(), pool, outboxops.LogRetentionOptions{Retention: retention})
 	require.NoError(t, err)
 	return res
 }
@@ -81,7 +82,7 @@ func TestLogRetentionKeepsRangesAhead(t *testing.T) {
 	t.Parallel()
 	b := setup(t, nil)
 	ctx := context.Background()
-	r, err := outbox.LogRangesOf(ctx, b.pool)
+	r, err := outboxops.LogRangesOf(ctx, b.pool)
 	require.NoError(t, err)
 	require.Equal(t, int64(3), r.Kept)
 	require.Equal(t, int64(2), r.Ahead)
@@ -91,7 +92,7 @@ func TestLogRetentionKeepsRangesAhead(t *testing.T) {
 	require.NoError(t, err)
 	e := enqueueLog(t, b.pool, testdb.Event(t, "ahead-1", "E1"))
 	require.Equal(t, "outbox_log_r2", partitionOf(t, b.pool, e[0]))
-	r, err = outbox.LogRangesOf(ctx, b.pool)
+	r, err = outboxops.LogRangesOf(ctx, b.pool)
 	require.NoError(t, err)
 	require.Zero(t, r.Ahead, "the sequence is in the last range")
 
@@ -99,7 +100,7 @@ func TestLogRetentionKeepsRangesAhead(t *testing.T) {
 	require.Equal(t, 2, res.Made)
 	require.Equal(t, 2, res.Sealed, "r0 and r1 are behind the sequence")
 	require.Empty(t, res.Dropped, "retention 0 drops nothing")
-	r, err = outbox.LogRangesOf(ctx, b.pool)
+	r, err = outboxops.LogRangesOf(ctx, b.pool)
 	require.NoError(t, err)
 	require.Equal(t, int64(2), r.Ahead)
 	require.Zero(t, retainLog(t, b.pool, 0).Made, "a second pass makes nothing")
@@ -194,7 +195,7 @@ func TestLogRetentionDropsOnlyWhatNoOneNeeds(t *testing.T) {
 	require.NoError(t, err)
 
 	// A hold (an operator's replay) owns ret-1's events.
-	require.NoError(t, outbox.ReplayLogOrder(ctx, b.pool, "order", "ret-1", 1))
+	require.NoError(t, outboxops.ReplayLogOrder(ctx, b.pool, "order", "ret-1", 1))
 	require.Zero(t, retainLog(t, b.pool, time.Hour).Retired, "a hold owns events of r0")
 	_, err = b.pool.Exec(ctx, `DELETE FROM outbox_log_holds`)
 	require.NoError(t, err)
@@ -202,10 +203,10 @@ func TestLogRetentionDropsOnlyWhatNoOneNeeds(t *testing.T) {
 	retainUntilDropped(t, b.pool, time.Hour, "outbox_log_r0")
 	exists, _ := rangeTable(t, b.pool, "outbox_log_r0")
 	require.False(t, exists)
-	r, err := outbox.LogRangesOf(ctx, b.pool)
+	r, err := outboxops.LogRangesOf(ctx, b.pool)
 	require.NoError(t, err)
 	require.NotNil(t, r.Horizon)
-	require.ErrorIs(t, outbox.ReplayLogOrder(ctx, b.pool, "order", "ret-1", 1), outbox.ErrNoLogEvent, "its events are gone")
+	require.ErrorIs(t, outboxops.ReplayLogOrder(ctx, b.pool, "order", "ret-1", 1), outboxops.ErrNoLogEvent, "its events are gone")
 
 	// The log goes on in r1.
 	b.rec = newRecorder(nil)
@@ -248,7 +249,7 @@ func TestLogRetentionFinishesAnInterruptedDrop(t *testing.T) {
 		b := setup(t, nil)
 		enqueueLog(t, b.pool, testdb.Event(t, "pend-1", "E1"))
 		retiringR0(t, b.pool)
-		require.ErrorIs(t, outbox.ReplayLogOrder(ctx, b.pool, "order", "pend-1", 1), outbox.ErrLogRangeRetiring, "r0 is retiring")
+		require.ErrorIs(t, outboxops.ReplayLogOrder(ctx, b.pool, "order", "pend-1", 1), outboxops.ErrLogRangeRetiring, "r0 is retiring")
 
 		// A reader's open transaction makes the detach wait in its second
 		// transaction; the detaching session is killed there.
@@ -376,7 +377,7 @@ func TestLogRetentionBesideALiveRelay(t *testing.T) {
 	passes := make(chan error, 1)
 	go func() {
 		for ctx.Err() == nil {
-			if _, err := outbox.RetainLog(ctx, b.pool, outbox.LogRetentionOptions{Retention: time.Millisecond}); err != nil && ctx.Err() == nil {
+			if _, err := outboxops.RetainLog(ctx, b.pool, outboxops.LogRetentionOptions{Retention: time.Millisecond}); err != nil && ctx.Err() == nil {
 				passes <- err
 				return
 			}
@@ -399,7 +400,7 @@ func TestLogRetentionBesideALiveRelay(t *testing.T) {
 		_, err := b.pool.Exec(context.Background(), `SELECT setval('outbox_log_pos', $1)`, int64(round+1)*logRangeWidth+1)
 		require.NoError(t, err)
 		eventually(t, 30*time.Second, func() bool {
-			r, err := outbox.LogRangesOf(context.Background(), b.pool)
+			r, err := outboxops.LogRangesOf(context.Background(), b.pool)
 			return err == nil && r.Ahead >= 1
 		}, "a range ahead")
 	}
@@ -449,7 +450,7 @@ func TestLogReplayRefusedWhileItsTailRetires(t *testing.T) {
 	_, err = retire.Exec(ctx, `UPDATE outbox_log_ranges SET retiring_at = now() WHERE lo = $1`, int64(logRangeWidth))
 	require.NoError(t, err)
 	replayed := make(chan error, 1)
-	go func() { replayed <- outbox.ReplayLogOrder(ctx, b.pool, "order", "tail-1", 1) }()
+	go func() { replayed <- outboxops.ReplayLogOrder(ctx, b.pool, "order", "tail-1", 1) }()
 	eventually(t, 30*time.Second, func() bool {
 		var waiting bool
 		err := b.pool.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
@@ -458,13 +459,13 @@ func TestLogReplayRefusedWhileItsTailRetires(t *testing.T) {
 	}, "the replay waits for retention's lock")
 	require.NoError(t, retire.Commit(ctx))
 	err = <-replayed
-	require.ErrorIs(t, err, outbox.ErrLogRangeRetiring)
+	require.ErrorIs(t, err, outboxops.ErrLogRangeRetiring)
 	require.Empty(t, logHolds(t, b.pool), "nothing replayed")
 
 	retainUntilDropped(t, b.pool, time.Hour, "outbox_log_r1")
-	require.ErrorIs(t, outbox.ReplayLogOrder(ctx, b.pool, "order", "tail-1", 1), outbox.ErrLogRangeRetiring, "r1 dropped: sequence 2 is gone")
+	require.ErrorIs(t, outboxops.ReplayLogOrder(ctx, b.pool, "order", "tail-1", 1), outboxops.ErrLogRangeRetiring, "r1 dropped: sequence 2 is gone")
 	require.Empty(t, logHolds(t, b.pool))
 
-	require.NoError(t, outbox.ReplayLogOrder(ctx, b.pool, "order", "tail-2", 1), "wholly after the dropped range")
+	require.NoError(t, outboxops.ReplayLogOrder(ctx, b.pool, "order", "tail-2", 1), "wholly after the dropped range")
 	require.Len(t, logHolds(t, b.pool), 1)
 }

@@ -10,33 +10,26 @@ import (
 
 // The log relay source's statements (log.sql), bound to their Go types.
 var (
-	qLogTake         = namedsql.Bind[logTakeArgs, int](queries, "LogTake")
-	qLogCursor       = namedsql.Bind[logCursorArgs, logCursorRow](queries, "LogCursor")
-	qLogHoldsView    = namedsql.Bind[logPartitionArgs, aggregateKey](queries, "LogHoldsView")
-	qLogBatch        = namedsql.Bind[logBatchArgs, logRow](queries, "LogBatch")
-	qLogTry          = namedsql.Bind[logTryArgs, int](queries, "LogTry")
-	qLogAdvance      = namedsql.Bind[logAdvanceArgs, logAdvanceRow](queries, "LogAdvance")
-	qLogRefused      = namedsql.Bind[logOwnedArgs, int64](queries, "LogRefused")
-	qLogRelease      = namedsql.Bind[logOwnedArgs, namedsql.NoRows](queries, "LogRelease")
-	qLogFence        = namedsql.Bind[logFenceArgs, logKey](queries, "LogFence")
-	qLogHoldNext     = namedsql.Bind[logAfterArgs, logHoldRow](queries, "LogHoldNext")
-	qLogHoldsDue     = namedsql.Bind[logPartitionArgs, float64](queries, "LogHoldsDue")
-	qLogHoldAttempt  = namedsql.Bind[logHoldAttemptArgs, namedsql.NoRows](queries, "LogHoldAttempt")
-	qLogHoldRelease  = namedsql.Bind[logHoldKeyArgs, int64](queries, "LogHoldRelease")
-	qLogHoldWait     = namedsql.Bind[logHoldWaitArgs, namedsql.NoRows](queries, "LogHoldWait")
-	qLogHoldOutcome  = namedsql.Bind[logHoldOutcomeArgs, bool](queries, "LogHoldOutcome")
-	qLogOpLock       = namedsql.Bind[aggregateArgs, logKey](queries, "LogOpLock")
-	qLogOpRetry      = namedsql.Bind[aggregateArgs, int](queries, "LogOpRetry")
-	qLogOpSkip       = namedsql.Bind[logOpSkipArgs, logOpSkipRow](queries, "LogOpSkip")
-	qLogHolds        = namedsql.Bind[namedsql.NoArgs, LogHold](queries, "LogHolds")
-	qLogListen       = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "LogListen")
-	qLogWaiting      = namedsql.Bind[logAfterArgs, bool](queries, "LogWaiting")
-	qLogOpReplayLock = namedsql.Bind[aggregateArgs, logKey](queries, "LogOpReplayLock")
-	qLogOpHeld       = namedsql.Bind[aggregateArgs, bool](queries, "LogOpHeld")
-	qLogOpReplay     = namedsql.Bind[logOpReplayArgs, logKey](queries, "LogOpReplay")
-	qLogGauges       = namedsql.Bind[namedsql.NoArgs, logGaugesRow](queries, "LogGauges")
-	qLogBeat         = namedsql.Bind[logBeatArgs, logRelayRow](queries, "LogBeat")
-	qLogUnregister   = namedsql.Bind[logUnregisterArgs, namedsql.NoRows](queries, "LogUnregister")
+	qLogTake        = namedsql.Bind[logTakeArgs, int](queries, "LogTake")
+	qLogCursor      = namedsql.Bind[logCursorArgs, logCursorRow](queries, "LogCursor")
+	qLogHoldsView   = namedsql.Bind[logPartitionArgs, aggregateKey](queries, "LogHoldsView")
+	qLogBatch       = namedsql.Bind[logBatchArgs, logRow](queries, "LogBatch")
+	qLogTry         = namedsql.Bind[logTryArgs, int](queries, "LogTry")
+	qLogAdvance     = namedsql.Bind[logAdvanceArgs, logAdvanceRow](queries, "LogAdvance")
+	qLogRefused     = namedsql.Bind[logOwnedArgs, int64](queries, "LogRefused")
+	qLogRelease     = namedsql.Bind[logOwnedArgs, namedsql.NoRows](queries, "LogRelease")
+	qLogFence       = namedsql.Bind[logFenceArgs, logKey](queries, "LogFence")
+	qLogHoldNext    = namedsql.Bind[logAfterArgs, logHoldRow](queries, "LogHoldNext")
+	qLogHoldsDue    = namedsql.Bind[logPartitionArgs, float64](queries, "LogHoldsDue")
+	qLogHoldAttempt = namedsql.Bind[logHoldAttemptArgs, namedsql.NoRows](queries, "LogHoldAttempt")
+	qLogHoldRelease = namedsql.Bind[logHoldKeyArgs, int64](queries, "LogHoldRelease")
+	qLogHoldWait    = namedsql.Bind[logHoldWaitArgs, namedsql.NoRows](queries, "LogHoldWait")
+	qLogHoldOutcome = namedsql.Bind[logHoldOutcomeArgs, bool](queries, "LogHoldOutcome")
+	qLogListen      = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "LogListen")
+	qLogWaiting     = namedsql.Bind[logAfterArgs, bool](queries, "LogWaiting")
+	qLogGauges      = namedsql.Bind[namedsql.NoArgs, logGaugesRow](queries, "LogGauges")
+	qLogBeat        = namedsql.Bind[logBeatArgs, logRelayRow](queries, "LogBeat")
+	qLogUnregister  = namedsql.Bind[logUnregisterArgs, namedsql.NoRows](queries, "LogUnregister")
 )
 
 type logGaugesRow struct {
@@ -53,9 +46,9 @@ type logGaugesRow struct {
 var logStatements = []namedsql.Info{
 	qLogTake.Info(), qLogCursor.Info(), qLogHoldsView.Info(), qLogBatch.Info(), qLogTry.Info(),
 	qLogAdvance.Info(), qLogRefused.Info(), qLogRelease.Info(), qLogFence.Info(), qLogHoldNext.Info(),
-	qLogHoldAttempt.Info(), qLogHoldRelease.Info(), qLogHoldOutcome.Info(), qLogOpLock.Info(),
-	qLogOpRetry.Info(), qLogOpSkip.Info(), qLogHolds.Info(), qLogListen.Info(), qLogWaiting.Info(), qLogGauges.Info(),
-	qLogOpReplayLock.Info(), qLogOpHeld.Info(), qLogOpReplay.Info(), qLogHoldsDue.Info(),
+	qLogHoldAttempt.Info(), qLogHoldRelease.Info(), qLogHoldOutcome.Info(),
+	qLogListen.Info(), qLogWaiting.Info(), qLogGauges.Info(),
+	qLogHoldsDue.Info(),
 	qLogBeat.Info(), qLogUnregister.Info(), qLogHoldWait.Info(),
 }
 
@@ -242,29 +235,4 @@ type logHoldOutcomeArgs struct {
 	MaxAttempts   int    `db:"max_attempts"`
 	DelayMS       int64  `db:"delay_ms"`
 	Error         string `db:"error"`
-}
-
-type logOpReplayArgs struct {
-	AggregateType string `db:"aggregate_type"`
-	AggregateID   string `db:"aggregate_id"`
-	Sequence      int64  `db:"sequence"`
-	Gate          int64  `db:"gate"`
-	Pos           int64  `db:"pos"`
-}
-
-// logOpSkipRow is a skip's head (nil: the hold had none) and whether it
-// was a replay's redelivery of an event delivered before (no skip
-// recorded).
-type logOpSkipRow struct {
-	EventID    *uuid.UUID `db:"event_id"`
-	Redelivery bool       `db:"redelivery"`
-}
-
-type logOpSkipArgs struct {
-	AggregateType string `db:"aggregate_type"`
-	AggregateID   string `db:"aggregate_id"`
-	Gate          int64  `db:"gate"`
-	Pos           int64  `db:"pos"`
-	SkippedBy     string `db:"skipped_by"`
-	Reason        string `db:"reason"`
 }

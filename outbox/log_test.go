@@ -20,6 +20,7 @@ import (
 
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/failpoints"
+	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/promtest"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
@@ -149,7 +150,7 @@ func waitLogPublished(t *testing.T, pool *pgxpool.Pool, ids ...uuid.UUID) {
 	t.Helper()
 	eventually(t, 30*time.Second, func() bool {
 		for _, id := range ids {
-			e, err := outbox.LogEventByID(context.Background(), pool, id)
+			e, err := outboxops.LogEventByID(context.Background(), pool, id)
 			require.NoError(t, err)
 			if e.State() != "published" {
 				return false
@@ -159,9 +160,9 @@ func waitLogPublished(t *testing.T, pool *pgxpool.Pool, ids ...uuid.UUID) {
 	}, "published, the cursor past them")
 }
 
-func logHolds(t *testing.T, pool *pgxpool.Pool) []outbox.LogHold {
+func logHolds(t *testing.T, pool *pgxpool.Pool) []outboxops.HeldOrder {
 	t.Helper()
-	hs, err := outbox.LogHolds(context.Background(), pool)
+	hs, err := outboxops.LogHolds(context.Background(), pool)
 	require.NoError(t, err)
 	return hs
 }
@@ -329,7 +330,7 @@ func TestLogPoisonHoldsOnlyItsOrder(t *testing.T) {
 	require.Equal(t, []int64{1}, b.rec.sequencesOf()[bad])
 
 	// Retry while it still fails: quarantined again, nothing skipped.
-	require.NoError(t, outbox.RetryLogHold(ctx, b.pool, "order", bad))
+	require.NoError(t, outboxops.RetryLogHold(ctx, b.pool, "order", bad))
 	eventually(t, 30*time.Second, func() bool {
 		hs := logHolds(t, b.pool)
 		return len(hs) == 1 && hs[0].Quarantined && b.rec.callsFor(written[1].ID) >= 2
@@ -337,7 +338,7 @@ func TestLogPoisonHoldsOnlyItsOrder(t *testing.T) {
 
 	// Skip it: the order's later events follow, in sequence, and the hold
 	// is released.
-	skipped, err := outbox.SkipLogHold(ctx, b.pool, "order", bad, "ops@test", "no route, ever")
+	skipped, err := outboxops.SkipLogHold(ctx, b.pool, "order", bad, "ops@test", "no route, ever")
 	require.NoError(t, err)
 	require.Equal(t, written[1].ID, skipped)
 	enqueueLog(t, b.pool, testdb.Event(t, bad, "E4"))
@@ -345,7 +346,7 @@ func TestLogPoisonHoldsOnlyItsOrder(t *testing.T) {
 		return len(b.rec.sequencesOf()[bad]) == 3 && len(logHolds(t, b.pool)) == 0
 	}, "the order's later events delivered after the skip, the hold released")
 	require.Equal(t, []int64{1, 3, 4}, b.rec.sequencesOf()[bad])
-	require.ErrorIs(t, outbox.RetryLogHold(ctx, b.pool, "order", bad), outbox.ErrNoQuarantinedHold)
+	require.ErrorIs(t, outboxops.RetryLogHold(ctx, b.pool, "order", bad), outboxops.ErrNoQuarantinedHold)
 	logUntouched(t, b.pool)
 }
 
@@ -387,7 +388,7 @@ func TestLogTransientFailureRetriesThroughTheHold(t *testing.T) {
 	mu.Lock()
 	failures["stuck"] = 0
 	mu.Unlock()
-	require.NoError(t, outbox.RetryLogHold(ctx, b.pool, "order", "stuck"))
+	require.NoError(t, outboxops.RetryLogHold(ctx, b.pool, "order", "stuck"))
 	eventually(t, 30*time.Second, func() bool {
 		return len(b.rec.sequencesOf()["stuck"]) == 3 && len(logHolds(t, b.pool)) == 0
 	}, "retried: delivered in sequence, the hold released")
@@ -566,7 +567,7 @@ func TestLogCrashLoopIsolatesTheEvent(t *testing.T) {
 	require.Contains(t, hs[0].LastError, "isolated")
 	require.Empty(t, b.rec.sequencesOf()[killer], "an isolated event is not published")
 
-	require.NoError(t, outbox.RetryLogHold(ctx, b.pool, "order", killer))
+	require.NoError(t, outboxops.RetryLogHold(ctx, b.pool, "order", killer))
 	eventually(t, 30*time.Second, func() bool {
 		return len(b.rec.sequencesOf()[killer]) == 2 && len(logHolds(t, b.pool)) == 0
 	}, "retried: delivered in sequence")
@@ -678,13 +679,13 @@ func TestLogReplay(t *testing.T) {
 		return len(b.rec.sequencesOf()["r-1"]) == 3 && len(logHolds(t, b.pool)) == 1
 	}, "delivered, the bad order held")
 
-	require.ErrorIs(t, outbox.ReplayLogOrder(ctx, b.pool, "order", "r-bad", 1), outbox.ErrLogOrderHeld)
-	require.ErrorIs(t, outbox.ReplayLogOrder(ctx, b.pool, "order", "r-1", 9), outbox.ErrNoLogEvent)
-	require.NoError(t, outbox.ReplayLogOrder(ctx, b.pool, "order", "r-1", 2))
+	require.ErrorIs(t, outboxops.ReplayLogOrder(ctx, b.pool, "order", "r-bad", 1), outboxops.ErrLogOrderHeld)
+	require.ErrorIs(t, outboxops.ReplayLogOrder(ctx, b.pool, "order", "r-1", 9), outboxops.ErrNoLogEvent)
+	require.NoError(t, outboxops.ReplayLogOrder(ctx, b.pool, "order", "r-1", 2))
 	eventually(t, 30*time.Second, func() bool {
 		return len(b.rec.sequencesOf()["r-1"]) == 5 && len(logHolds(t, b.pool)) == 1
 	}, "replayed, the replay's hold released: %v", stringer(func() string {
-		hs, err := outbox.LogHolds(context.Background(), b.pool)
+		hs, err := outboxops.LogHolds(context.Background(), b.pool)
 		return fmt.Sprintf("r-1 delivered %v, holds %+v (%v)", b.rec.sequencesOf()["r-1"], hs, err)
 	}))
 	require.Equal(t, []int64{1, 2, 3, 2, 3}, b.rec.sequencesOf()["r-1"])
@@ -720,7 +721,7 @@ func TestLogReplayWaitsForTheBatchInFlight(t *testing.T) {
 
 	enqueueLog(t, b.pool, testdb.Event(t, ids[0], "E3"))
 	inFlight := readLog(t, r, part, 1)
-	require.NoError(t, outbox.ReplayLogOrder(ctx, b.pool, "order", ids[0], 1))
+	require.NoError(t, outboxops.ReplayLogOrder(ctx, b.pool, "order", ids[0], 1))
 	worked, err := r.HoldStepForTest(ctx, part)
 	require.NoError(t, err)
 	require.False(t, worked, "the replay's hold waits for the batch in flight")
@@ -986,34 +987,6 @@ func TestLogHoldWorkerAsksForALease(t *testing.T) {
 	require.Equal(t, seq(2), b.rec.sequencesOf()["l-1"])
 }
 
-// TestLogEventByIDUsesItsIndex: the operator's lookup of a log event by id
-// (outboxctl show) finds it through outbox_log_event_idx, not by scanning
-// the log.
-func TestLogEventByIDUsesItsIndex(t *testing.T) {
-	t.Parallel()
-	b := setup(t, nil)
-	ctx := context.Background()
-	_, err := b.pool.Exec(ctx, `
-		INSERT INTO outbox_log (pos, gate, partition, event_id, aggregate_type, aggregate_id, aggregate_sequence,
-		                        event_type, schema_version, payload)
-		SELECT nextval('outbox_log_pos'), 1, outbox_log_partition('order', 'x-' || i), gen_random_uuid(), 'order', 'x-' || i, 1, 'E', 1, '{}'
-		FROM generate_series(1, 5000) i`)
-	require.NoError(t, err)
-	_, err = b.pool.Exec(ctx, `ANALYZE outbox_log`)
-	require.NoError(t, err)
-	ev := enqueueLog(t, b.pool, testdb.Event(t, "x-show", "E1"))[0]
-
-	sql, args := outbox.LogEventByIDStatementForTest(ev.ID)
-	indexes, seqScans := explain(t, b, "log event by id", sql, args)
-	// Every row is in the first range (outbox_log_r0); the later ranges
-	// are empty.
-	require.Contains(t, indexes, "outbox_log_r0_event_id_idx", "the event is found by its index")
-	require.NotContains(t, seqScans, "outbox_log_r0")
-	got, err := outbox.LogEventByID(ctx, b.pool, ev.ID)
-	require.NoError(t, err)
-	require.Equal(t, ev.ID, got.ID)
-}
-
 // TestLogRelaysShareThePartitions: relays share the partitions evenly,
 // while events flow: a second relay started beside one that holds all
 // sixteen gets eight of them; once it stops the first takes all back; with
@@ -1113,7 +1086,7 @@ func TestLogReplayPassesTheSkipped(t *testing.T) {
 		hs := logHolds(t, b.pool)
 		return len(hs) == 1 && hs[0].Quarantined
 	}, "sequence 2 quarantined")
-	skipped, err := outbox.SkipLogHold(ctx, b.pool, "order", "sk-1", "ops@test", "no route, ever")
+	skipped, err := outboxops.SkipLogHold(ctx, b.pool, "order", "sk-1", "ops@test", "no route, ever")
 	require.NoError(t, err)
 	require.Equal(t, evs[1].ID, skipped)
 	eventually(t, 30*time.Second, func() bool {
@@ -1123,18 +1096,18 @@ func TestLogReplayPassesTheSkipped(t *testing.T) {
 	// The publisher would take it now: only the skip keeps it out.
 	poison.Delete(evs[1].ID)
 
-	require.NoError(t, outbox.ReplayLogOrder(ctx, b.pool, "order", "sk-1", 1))
+	require.NoError(t, outboxops.ReplayLogOrder(ctx, b.pool, "order", "sk-1", 1))
 	eventually(t, 30*time.Second, func() bool {
 		return b.rec.ackedIDs()[evs[2].ID] == 2 && len(logHolds(t, b.pool)) == 0
 	}, "replayed, the replay's hold released")
 	require.Equal(t, []int64{1, 3, 1, 3}, b.rec.sequencesOf()["sk-1"], "the skipped sequence 2 is never published")
 
-	require.NoError(t, outbox.ReplayLogOrder(ctx, b.pool, "order", "sk-1", 2))
+	require.NoError(t, outboxops.ReplayLogOrder(ctx, b.pool, "order", "sk-1", 2))
 	eventually(t, 30*time.Second, func() bool {
 		return b.rec.ackedIDs()[evs[2].ID] == 3 && len(logHolds(t, b.pool)) == 0
 	}, "replayed from the skipped event, the replay's hold released")
 	require.Equal(t, []int64{1, 3, 1, 3, 3}, b.rec.sequencesOf()["sk-1"])
-	e, err := outbox.LogEventByID(ctx, b.pool, evs[1].ID)
+	e, err := outboxops.LogEventByID(ctx, b.pool, evs[1].ID)
 	require.NoError(t, err)
 	require.Equal(t, "skipped", e.State())
 }
@@ -1159,24 +1132,24 @@ func TestLogSkipOfARedelivery(t *testing.T) {
 	waitLogPublished(t, b.pool, evs[0].ID, evs[1].ID)
 
 	refuse.Store(evs[0].ID, true)
-	require.NoError(t, outbox.ReplayLogOrder(ctx, b.pool, "order", "rd-1", 1))
+	require.NoError(t, outboxops.ReplayLogOrder(ctx, b.pool, "order", "rd-1", 1))
 	eventually(t, 30*time.Second, func() bool {
 		hs := logHolds(t, b.pool)
 		return len(hs) == 1 && hs[0].Quarantined
 	}, "the redelivery of sequence 1 quarantined")
 	require.True(t, logHolds(t, b.pool)[0].Replay)
-	e, err := outbox.LogEventByID(ctx, b.pool, evs[0].ID)
+	e, err := outboxops.LogEventByID(ctx, b.pool, evs[0].ID)
 	require.NoError(t, err)
 	require.True(t, e.Head)
 	require.True(t, e.Redelivery, "the head is a redelivery")
 
-	skipped, err := outbox.SkipLogHold(ctx, b.pool, "order", "rd-1", "ops@test", "its workflow type is gone")
+	skipped, err := outboxops.SkipLogHold(ctx, b.pool, "order", "rd-1", "ops@test", "its workflow type is gone")
 	require.NoError(t, err)
 	require.Equal(t, evs[0].ID, skipped)
 	eventually(t, 30*time.Second, func() bool {
 		return b.rec.ackedIDs()[evs[1].ID] == 2 && len(logHolds(t, b.pool)) == 0
 	}, "the replay went on with sequence 2, its hold released")
-	e, err = outbox.LogEventByID(ctx, b.pool, evs[0].ID)
+	e, err = outboxops.LogEventByID(ctx, b.pool, evs[0].ID)
 	require.NoError(t, err)
 	require.Equal(t, "published", e.State(), "delivered before the replay: a skip of its redelivery does not unpublish it")
 	require.Nil(t, e.SkippedAt)
@@ -1185,7 +1158,7 @@ func TestLogSkipOfARedelivery(t *testing.T) {
 	require.Zero(t, skips)
 
 	refuse.Delete(evs[0].ID)
-	require.NoError(t, outbox.ReplayLogOrder(ctx, b.pool, "order", "rd-1", 1))
+	require.NoError(t, outboxops.ReplayLogOrder(ctx, b.pool, "order", "rd-1", 1))
 	eventually(t, 30*time.Second, func() bool {
 		return b.rec.ackedIDs()[evs[1].ID] == 3 && len(logHolds(t, b.pool)) == 0
 	}, "replayed again")
@@ -1281,7 +1254,7 @@ func TestLogHungPublishHoldsOnlyItsOrder(t *testing.T) {
 		acked := b.rec.ackedIDs()
 		return acked[others[0].ID] > 0 && acked[others[1].ID] > 0
 	}, "the partition's other orders flow on past the hung event")
-	var hs []outbox.LogHold
+	var hs []outboxops.HeldOrder
 	eventually(t, 30*time.Second, func() bool {
 		hs = logHolds(t, b.pool)
 		return len(hs) == 1 && hs[0].Quarantined

@@ -73,7 +73,7 @@ var skipSources = []skipSource{
 			return outbox.NewLogRelay(pool, pub, outbox.LogConfig{RelayConfig: cfg})
 		},
 		skip: func(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID) error {
-			_, err := outbox.SkipLogEvent(ctx, pool, id, "ops", "handled by hand")
+			_, err := outboxops.SkipLogEvent(ctx, pool, id, "ops", "handled by hand")
 			return err
 		},
 	},

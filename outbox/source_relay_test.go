@@ -178,7 +178,7 @@ func TestSourceRelaySwitchesPollLogCDCPoll(t *testing.T) {
 		if first[e.ID] {
 			if !e.Replay {
 				table := "outbox_events"
-				if _, err := outbox.LogEventByID(ctx, pool, e.ID); err == nil {
+				if _, err := outboxops.LogEventByID(ctx, pool, e.ID); err == nil {
 					table = "outbox_log"
 				}
 				redelivered = append(redelivered, fmt.Sprintf("%s (%s #%d, %s)", e.ID, e.AggregateID, e.Sequence, table))

@@ -53,7 +53,7 @@ var statements = append([]namedsql.Info{
 	qCDCSort.Info(), qCDCLease.Info(), qCDCLeaseVerify.Info(), qCDCMark.Info(), qCDCTakeFailed.Info(),
 	qCDCWALLevel.Info(), qCDCDropIdleSlot.Info(), qCDCPublicationExist.Info(), qCDCPublicationLock.Info(), qCDCPublicationMake.Info(),
 	qCDCCreateSlot.Info(), qCDCSlot.Info(),
-}, slices.Concat(logStatements, logStatusStatements, logSwitchStatements, logRetentionStatements)...)
+}, slices.Concat(logStatements, logSwitchStatements)...)
 
 // The lookups other packages use (lookup.sql).
 var (

@@ -59,7 +59,7 @@
 //	OUTFLOW_RETENTION        Keep published events this long; default 168h (7 days); 0 disables.
 //	                         The log source (`outboxctl source set log`) drops its log's range
 //	                         partitions sealed longer ago than this, once no cursor, hold or
-//	                         open writer needs them (outbox.RetainLog).
+//	                         open writer needs them (outboxops.RetainLog).
 //	OUTFLOW_INBOX_RETENTION  Keep processed_events rows this long, at least OUTFLOW_RETENTION; default the same.
 //	OUTFLOW_CLEANUP_INTERVAL Time between passes; default 10m.
 //	OUTFLOW_CLEANUP_BATCH    Rows per batch (one short transaction each); default 1000.

@@ -77,7 +77,7 @@ func waitStarted(t *testing.T, d time.Duration, why string, events ...outbox.Eve
 func waitReaderHolds(t *testing.T, pool *pgxpool.Pool, e outbox.Event) {
 	t.Helper()
 	ctx := context.Background()
-	infos, err := outbox.LogEvents(ctx, pool, e.AggregateType, e.AggregateID)
+	infos, err := outboxops.LogEvents(ctx, pool, e.AggregateType, e.AggregateID)
 	require.NoError(t, err)
 	partition := -1
 	for _, i := range infos {
@@ -87,7 +87,7 @@ func waitReaderHolds(t *testing.T, pool *pgxpool.Pool, e outbox.Event) {
 	}
 	require.NotEqual(t, -1, partition, "event %s is in the log", e.ID)
 	require.Eventually(t, func() bool {
-		st, err := outbox.LogStatus(ctx, pool)
+		st, err := outboxops.LogStatus(ctx, pool)
 		require.NoError(t, err)
 		return st.Partitions[partition].Tries == 1
 	}, 30*time.Second, 20*time.Millisecond, "the log's reader never read partition %d", partition)
@@ -125,7 +125,7 @@ func TestRelaySourceLogSwitchesPastAQuarantine(t *testing.T) {
 
 	// 4 waits under a hold of the log, behind 3, which waits behind 2.
 	require.Eventually(t, func() bool {
-		hs, err := outbox.LogHolds(context.Background(), pool)
+		hs, err := outboxops.LogHolds(context.Background(), pool)
 		require.NoError(t, err)
 		return len(hs) == 1 && hs[0].AggregateID == order && !hs[0].Quarantined && strings.Contains(hs[0].LastError, "outbox_events")
 	}, 30*time.Second, 20*time.Millisecond, "the order's log event waits under a hold for its events in outbox_events")
@@ -140,7 +140,7 @@ func TestRelaySourceLogSwitchesPastAQuarantine(t *testing.T) {
 	// The hold is released when 4's publish is recorded, a moment after its
 	// workflow starts: wait for that before stopping the starter.
 	require.Eventually(t, func() bool {
-		hs, err := outbox.LogHolds(context.Background(), pool)
+		hs, err := outboxops.LogHolds(context.Background(), pool)
 		require.NoError(t, err)
 		return len(hs) == 0
 	}, 30*time.Second, 20*time.Millisecond, "the order's hold was released")

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/namedsql"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/pgcluster"
 	"github.com/outflow/outflow/providersim"
@@ -143,7 +144,7 @@ func holdHorizon(ctx context.Context, t *testing.T, s *Stack, op *Operator, d ti
 		return ctx.Err()
 	case <-time.After(d):
 	}
-	st, err := outbox.LogStatus(ctx, s.Pool)
+	st, err := outboxops.LogStatus(ctx, s.Pool)
 	if err != nil {
 		return err
 	}

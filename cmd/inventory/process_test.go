@@ -202,7 +202,7 @@ func TestRetentionKeepsTheInventorysDatabase(t *testing.T) {
 	require.NoError(t, err)
 	p = startInventory(t, bin, env...)
 	require.Eventually(t, func() bool {
-		r, err := outbox.LogRangesOf(t.Context(), db)
+		r, err := outboxops.LogRangesOf(t.Context(), db)
 		return err == nil && r.Ahead == 2
 	}, 20*time.Second, 100*time.Millisecond, "two ranges ahead of the log's sequence")
 	p.RequireStopped(t)

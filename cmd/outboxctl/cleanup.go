@@ -63,7 +63,7 @@ func runCleanup(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	fmt.Fprintf(env.stdout, "deleted %d events published before %s and %d inbox rows processed before %s\n",
 		res.EventsDeleted, res.EventsCutoff.UTC().Format(time.RFC3339), res.InboxDeleted, res.InboxCutoff.UTC().Format(time.RFC3339))
-	lres, err := outboxops.RetainLog(ctx, pool, *retention)
+	lres, err := outboxops.RetainLog(ctx, pool, outboxops.LogRetentionOptions{Retention: *retention})
 	env.logger.Info("outboxctl: log retention", "actor", env.actor, "retention", *retention,
 		"ranges_made", lres.Made, "ranges_sealed", lres.Sealed, "ranges_dropped", lres.Dropped, "busy", lres.Busy, "error", err)
 	switch {

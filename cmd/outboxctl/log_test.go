@@ -101,7 +101,7 @@ func (b *testBundle) waitLogPublished(t *testing.T, ids ...uuid.UUID) {
 	t.Helper()
 	eventually(t, 30*time.Second, func() bool {
 		for _, id := range ids {
-			e, err := outbox.LogEventByID(b.ctx, b.pool, id)
+			e, err := outboxops.LogEventByID(b.ctx, b.pool, id)
 			require.NoError(t, err)
 			if e.State() != "published" {
 				return false
@@ -128,7 +128,7 @@ func TestLogOperatorCommands(t *testing.T) {
 	rec := &logRecorder{poison: map[uuid.UUID]bool{evs[0].ID: true}}
 	b.runLogRelay(t, rec)
 	eventually(t, 30*time.Second, func() bool {
-		hs, err := outbox.LogHolds(b.ctx, b.pool)
+		hs, err := outboxops.LogHolds(b.ctx, b.pool)
 		require.NoError(t, err)
 		n, _ := rec.published(evs[2].ID)
 		return n == 1 && len(hs) == 1 && hs[0].Quarantined
@@ -142,7 +142,7 @@ func TestLogOperatorCommands(t *testing.T) {
 	require.Contains(t, r.stdout, "horizon age")
 	require.Contains(t, r.stdout, "partition 15")
 	var st struct {
-		Log *outbox.LogStatusReport `json:"log"`
+		Log *outboxops.LogStatusReport `json:"log"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(b.ok(t, "status", "--json").stdout), &st))
 	require.NotNil(t, st.Log)
@@ -183,7 +183,7 @@ func TestLogOperatorCommands(t *testing.T) {
 	require.Contains(t, r.stdout, "retried the log hold of order/"+bad)
 	require.Contains(t, r.stderr, "log hold retried")
 	eventually(t, 30*time.Second, func() bool {
-		hs, err := outbox.LogHolds(b.ctx, b.pool)
+		hs, err := outboxops.LogHolds(b.ctx, b.pool)
 		require.NoError(t, err)
 		return len(hs) == 1 && hs[0].Quarantined && hs[0].Attempts > 0
 	}, "retried and quarantined again")
@@ -198,7 +198,7 @@ func TestLogOperatorCommands(t *testing.T) {
 		WHERE reason = 'route fixed (OPS-6)'`).Scan(&events, &logHolds, &finished))
 	require.Equal(t, []any{int64(0), int64(1), true}, []any{events, logHolds, finished}, "the audit row counts the log's hold")
 	eventually(t, 30*time.Second, func() bool {
-		hs, err := outbox.LogHolds(b.ctx, b.pool)
+		hs, err := outboxops.LogHolds(b.ctx, b.pool)
 		require.NoError(t, err)
 		return len(hs) == 1 && hs[0].Quarantined && hs[0].Attempts > 0
 	}, "bulk-retried and quarantined again")
@@ -219,7 +219,7 @@ func TestLogOperatorCommands(t *testing.T) {
 	require.Contains(t, r.stderr, "log event skipped")
 	eventually(t, 30*time.Second, func() bool {
 		n, _ := rec.published(evs[1].ID)
-		hs, err := outbox.LogHolds(b.ctx, b.pool)
+		hs, err := outboxops.LogHolds(b.ctx, b.pool)
 		require.NoError(t, err)
 		return n == 1 && len(hs) == 0
 	}, "the order's next event delivered, the hold released")
@@ -286,7 +286,7 @@ func TestLogListPending(t *testing.T) {
 	rec := &logRecorder{retry: map[uuid.UUID]bool{evs[0].ID: true}}
 	b.runLogRelayRetrying(t, rec, time.Minute, 100)
 	eventually(t, 30*time.Second, func() bool {
-		hs, err := outbox.LogHolds(b.ctx, b.pool)
+		hs, err := outboxops.LogHolds(b.ctx, b.pool)
 		require.NoError(t, err)
 		n, _ := rec.published(evs[2].ID)
 		return n == 1 && len(hs) == 1 && hs[0].Attempts >= 1 && !hs[0].Quarantined
@@ -325,7 +325,7 @@ func TestLogReplayPassesASkippedEvent(t *testing.T) {
 	rec := &logRecorder{poison: map[uuid.UUID]bool{evs[1].ID: true}}
 	b.runLogRelay(t, rec)
 	eventually(t, 30*time.Second, func() bool {
-		hs, err := outbox.LogHolds(b.ctx, b.pool)
+		hs, err := outboxops.LogHolds(b.ctx, b.pool)
 		require.NoError(t, err)
 		return len(hs) == 1 && hs[0].Quarantined
 	}, "sequence 2 quarantined")
@@ -341,7 +341,7 @@ func TestLogReplayPassesASkippedEvent(t *testing.T) {
 	require.Contains(t, r.stdout, "replayed 2 events")
 	eventually(t, 30*time.Second, func() bool {
 		n, replays := rec.published(evs[2].ID)
-		hs, err := outbox.LogHolds(b.ctx, b.pool)
+		hs, err := outboxops.LogHolds(b.ctx, b.pool)
 		require.NoError(t, err)
 		return n == 2 && replays == 1 && len(hs) == 0
 	}, "sequence 3 delivered again, the replay's hold released")
@@ -369,7 +369,7 @@ func TestLogSkipOfARedelivery(t *testing.T) {
 	rec.mu.Unlock()
 	b.ok(t, replayWindow(order)...)
 	eventually(t, 30*time.Second, func() bool {
-		hs, err := outbox.LogHolds(b.ctx, b.pool)
+		hs, err := outboxops.LogHolds(b.ctx, b.pool)
 		require.NoError(t, err)
 		return len(hs) == 1 && hs[0].Quarantined && hs[0].Replay
 	}, "the redelivery of sequence 1 quarantined")
@@ -381,7 +381,7 @@ func TestLogSkipOfARedelivery(t *testing.T) {
 	require.Contains(t, r.stderr, "redelivery skipped")
 	eventually(t, 30*time.Second, func() bool {
 		n, replays := rec.published(evs[1].ID)
-		hs, err := outbox.LogHolds(b.ctx, b.pool)
+		hs, err := outboxops.LogHolds(b.ctx, b.pool)
 		require.NoError(t, err)
 		return n == 2 && replays == 1 && len(hs) == 0
 	}, "the replay went on with sequence 2, its hold released")
@@ -414,7 +414,7 @@ func TestLogReplayRefusedWhileRetentionDropsItsTail(t *testing.T) {
 	require.Equal(t, 1, r.code, "stdout: %s", r.stdout)
 	require.Contains(t, r.stderr, "before the log's retention horizon")
 	require.Contains(t, r.stderr, "start the window at or after it")
-	hs, err := outbox.LogHolds(b.ctx, b.pool)
+	hs, err := outboxops.LogHolds(b.ctx, b.pool)
 	require.NoError(t, err)
 	require.Empty(t, hs, "nothing replayed")
 }

@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
 
@@ -49,7 +48,7 @@ func TestSourceCommand(t *testing.T) {
 	require.Equal(t, "faster drains", st.Reason)
 
 	logged := b.enqueue(t, "o-1", "OrderCancelled")[0]
-	_, err = outbox.LogEventByID(b.ctx, b.pool, logged.ID)
+	_, err = outboxops.LogEventByID(b.ctx, b.pool, logged.ID)
 	require.NoError(t, err, "the producers' next enqueue follows the recorded source: the event is in the log")
 	r = b.ok(t, "source")
 	require.Contains(t, r.stdout, "log:           1 to publish")

@@ -9,7 +9,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/failpoints"
 	"github.com/outflow/outflow/outbox/namedsql"
 )
@@ -205,18 +204,6 @@ func CleanupExclusive(ctx context.Context, pool *pgxpool.Pool, opts CleanupOptio
 	if res, err = Cleanup(ctx, pool, opts); err != nil {
 		return res, true, err
 	}
-	res.Log, err = RetainLog(ctx, pool, opts.Retention)
+	res.Log, err = RetainLog(ctx, pool, LogRetentionOptions{Retention: opts.Retention})
 	return res, true, err
-}
-
-// LogRetentionResult is what [RetainLog] did to the log's ranges.
-type LogRetentionResult = outbox.LogRetentionResult
-
-// RetainLog is the log source's retention alone ([CleanupExclusive] runs
-// it after [Cleanup]'s): one pass of outbox.RetainLog, which makes the log's range
-// partitions ahead of its sequence and, when retention is positive, drops
-// those sealed longer ago than it, under a lock of its own (Busy: another
-// process was running a pass). [Schedule] runs it every interval.
-func RetainLog(ctx context.Context, pool *pgxpool.Pool, retention time.Duration) (LogRetentionResult, error) {
-	return outbox.RetainLog(ctx, pool, outbox.LogRetentionOptions{Retention: retention})
 }

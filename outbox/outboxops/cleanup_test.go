@@ -10,7 +10,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
@@ -184,7 +183,7 @@ func TestCleanupExclusiveKeepsTheLog(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, ran)
 	require.Positive(t, res.Log.Made, "the pass made the log's ranges ahead")
-	r, err := outbox.LogRangesOf(ctx, pool)
+	r, err := outboxops.LogRangesOf(ctx, pool)
 	require.NoError(t, err)
 	require.EqualValues(t, 2, r.Ahead, "two ranges ahead of the log's sequence")
 }

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/outflow/outflow/outbox"
 )
 
 // ListOptions selects the events [List] returns. Pending and Quarantined
@@ -124,7 +122,7 @@ func ListAll(ctx context.Context, db DB, opts ListOptions) (Listing, error) {
 	switch {
 	case room <= 0:
 	case opts.Quarantined:
-		holds, err := outbox.QuarantinedLogHolds(ctx, db, outbox.LogHoldFilter{AggregateType: opts.AggregateType})
+		holds, err := QuarantinedLogHolds(ctx, db, LogHoldFilter{AggregateType: opts.AggregateType})
 		if err != nil {
 			return Listing{}, fmt.Errorf("outbox: list: %w", err)
 		}
@@ -134,7 +132,7 @@ func ListAll(ctx context.Context, db DB, opts ListOptions) (Listing, error) {
 			}
 		}
 	case opts.Pending:
-		l.LogEvents, err = outbox.PendingLogEvents(ctx, db, outbox.PendingLogFilter{
+		l.LogEvents, err = PendingLogEvents(ctx, db, PendingLogFilter{
 			AggregateType: opts.AggregateType, AggregateID: opts.AggregateID, Limit: room})
 		if err != nil {
 			return Listing{}, fmt.Errorf("outbox: list: %w", err)

@@ -17,18 +17,8 @@ import (
 // that outbox_events does not have is looked for in the log, where the
 // log's own rules apply (only the head of a quarantined hold is retried or
 // skipped, a replay delivers an order's tail through a hold). These are
-// the log's types as the functions report them.
-type (
-	// LogEvent is one event of the log with its place (partition, key)
-	// and its order's hold.
-	LogEvent = outbox.LogEventInfo
-	// LogHold is a quarantined hold of the log with the event it is stuck
-	// on (its head).
-	LogHold = outbox.QuarantinedLogHold
-	// LogStatusReport is the log's cursors, leases, pending events, holds
-	// and ranges.
-	LogStatusReport = outbox.LogStatusReport
-)
+// the log's types as the functions report them: [LogEvent], [LogHold],
+// [HeldOrder], [LogStatusReport] (log_views.go, log_commands.go).
 
 // StateHeld is a log event's state when its order's hold owns it and is
 // not quarantined: the hold's worker publishes it (after a backoff, or as
@@ -50,7 +40,7 @@ func logEventInfo(e LogEvent) EventInfo {
 
 // stateError is a refusal of the log's for an event's state: it wraps
 // [ErrEventState] as outbox_events' refusals do, and the log's own error
-// (outbox.ErrNotLogHoldHead, outbox.ErrNoQuarantinedHold), whose message
+// (ErrNotLogHoldHead, ErrNoQuarantinedHold), whose message
 // it keeps.
 type stateError struct{ err error }
 
@@ -60,7 +50,7 @@ func (e stateError) Unwrap() []error { return []error{ErrEventState, e.err} }
 // logStateError wraps err in a stateError when it is a refusal for the
 // hold's state.
 func logStateError(err error) error {
-	if errors.Is(err, outbox.ErrNotLogHoldHead) || errors.Is(err, outbox.ErrNoQuarantinedHold) || errors.Is(err, outbox.ErrLogOrderHeld) {
+	if errors.Is(err, ErrNotLogHoldHead) || errors.Is(err, ErrNoQuarantinedHold) || errors.Is(err, ErrLogOrderHeld) {
 		return stateError{err}
 	}
 	return err
@@ -69,7 +59,7 @@ func logStateError(err error) error {
 // logEventAfter reads the log event id back in tx after a change of its
 // hold, for [Change.After].
 func logEventAfter(ctx context.Context, tx pgx.Tx, before LogEvent) (EventInfo, error) {
-	after, err := outbox.LogEventByID(ctx, tx, before.ID)
+	after, err := LogEventByID(ctx, tx, before.ID)
 	if err != nil {
 		return EventInfo{}, fmt.Errorf("outbox: reading log event %s back: %w", before.ID, err)
 	}
@@ -85,7 +75,7 @@ func notInLog(notFound error) error {
 // findLogEvent is the log event id, or notInLog(notFound) when the log
 // does not have it either.
 func findLogEvent(ctx context.Context, db outbox.LookupDB, id uuid.UUID, notFound error) (LogEvent, error) {
-	e, err := outbox.LogEventByID(ctx, db, id)
+	e, err := LogEventByID(ctx, db, id)
 	if errors.Is(err, outbox.ErrEventNotFound) {
 		return LogEvent{}, notInLog(notFound)
 	}

@@ -66,7 +66,7 @@ var ErrReplayWindow = errors.New("outbox: invalid replay window")
 // savepoints of the caller's when db is a pgx.Tx). What the log refuses is
 // refused before anything is replayed: a window from before the log's
 // retention horizon, and, when the window names one order, an order under
-// a hold (outbox.ErrLogOrderHeld). A window that names no order leaves the
+// a hold (ErrLogOrderHeld). A window that names no order leaves the
 // orders under a hold out ([LogReplayPlan.HeldOrders] counts them).
 //
 // # Semantics against Temporal

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"time"
-
-	"github.com/outflow/outflow/outbox"
 )
 
 // LogReplayPlan is what [Replay] does to the log source's events (SourceLog),
@@ -53,7 +51,7 @@ type logOrderPlan struct {
 // planReplayLog reports what [Replay] with opts does to the log: the
 // orders with an event in the window (the one it names, or every one), each
 // from its first published event in the window on. An order under a hold is
-// refused when the window names it (outbox.ErrLogOrderHeld) and left out,
+// refused when the window names it (ErrLogOrderHeld) and left out,
 // counted in HeldOrders, when it does not. It refuses a window from before
 // the log's retention horizon, checked before the log is read: the events
 // retention dropped are no longer there to find. Its callers have checked
@@ -63,14 +61,14 @@ func planReplayLog(ctx context.Context, db DB, opts ReplayOptions) (LogReplayPla
 	// horizon's check is the one outbox_events' replay makes, which both
 	// callers ran first (checkReplayWindow). The cleanup
 	// horizon is outbox_events' retention; the log's is the newest seal of
-	// a range dropped or retiring (outbox.RetainLog): its events before it
+	// a range dropped or retiring (RetainLog): its events before it
 	// may be gone, so a window from before it is refused rather than
 	// replayed in part. An event at a position below a range's end
 	// occurred before that range's seal, so every replay that
-	// outbox.ReplayLogOrder refuses with outbox.ErrLogRangeRetiring (a
+	// ReplayLogOrder refuses with ErrLogRangeRetiring (a
 	// retiring range ends after its first event) is refused here first;
 	// that check, under retention's lock, covers a range retired since.
-	ranges, err := outbox.LogRangesOf(ctx, db)
+	ranges, err := LogRangesOf(ctx, db)
 	if err != nil {
 		return LogReplayPlan{}, err
 	}
@@ -86,7 +84,7 @@ func planReplayLog(ctx context.Context, db DB, opts ReplayOptions) (LogReplayPla
 	for _, o := range orders {
 		op, err := planReplayLogOrder(ctx, db, o, opts, &p)
 		switch {
-		case errors.Is(err, outbox.ErrLogOrderHeld) && opts.AggregateID == "":
+		case errors.Is(err, ErrLogOrderHeld) && opts.AggregateID == "":
 			p.HeldOrders++
 			continue
 		case err != nil:
@@ -107,7 +105,7 @@ func planReplayLog(ctx context.Context, db DB, opts ReplayOptions) (LogReplayPla
 // planReplayLogOrder plans the replay of o's log events in opts's window,
 // adding their occurred_at to p's First and Last.
 func planReplayLogOrder(ctx context.Context, db DB, o logOrder, opts ReplayOptions, p *LogReplayPlan) (logOrderPlan, error) {
-	es, err := outbox.LogEvents(ctx, db, o.AggregateType, o.AggregateID)
+	es, err := LogEvents(ctx, db, o.AggregateType, o.AggregateID)
 	if err != nil {
 		return logOrderPlan{}, err
 	}
@@ -116,7 +114,7 @@ func planReplayLogOrder(ctx context.Context, db DB, o logOrder, opts ReplayOptio
 	for _, e := range es {
 		if e.Held {
 			return logOrderPlan{}, fmt.Errorf("outbox: replay %s/%s: %w: its event %d (%s) is %s; retry or skip the hold first (outboxctl list --quarantined)",
-				o.AggregateType, o.AggregateID, outbox.ErrLogOrderHeld, e.Sequence, e.ID, e.State())
+				o.AggregateType, o.AggregateID, ErrLogOrderHeld, e.Sequence, e.ID, e.State())
 		}
 		if e.State() != "published" {
 			continue
@@ -144,16 +142,16 @@ func planReplayLogOrder(ctx context.Context, db DB, o logOrder, opts ReplayOptio
 	return op, nil
 }
 
-// replayLog replays the orders of p through holds (outbox.ReplayLogOrder),
+// replayLog replays the orders of p through holds (ReplayLogOrder),
 // one transaction each, and returns the events replayed. An order that came
 // under a hold since the plan is left out when the window names no order;
 // any other refusal stops the replay there.
 func replayLog(ctx context.Context, db DB, opts ReplayOptions, p LogReplayPlan) (int64, error) {
 	var n int64
 	for _, o := range p.orders {
-		err := outbox.ReplayLogOrder(ctx, db, o.AggregateType, o.AggregateID, o.fromSequence)
+		err := ReplayLogOrder(ctx, db, o.AggregateType, o.AggregateID, o.fromSequence)
 		switch {
-		case errors.Is(err, outbox.ErrLogOrderHeld) && opts.AggregateID == "":
+		case errors.Is(err, ErrLogOrderHeld) && opts.AggregateID == "":
 			continue
 		case err != nil:
 			return n, fmt.Errorf("outbox: replay of %s/%s in the log: %w", o.AggregateType, o.AggregateID, err)

@@ -39,7 +39,7 @@ type Change struct {
 //
 // An event of the log source (outbox_log) is retried with the log's rules:
 // an event a quarantined hold owns retries that hold, which is taken out of
-// quarantine with its attempts back to 0 (outbox.RetryLogHold), and the
+// quarantine with its attempts back to 0 (RetryLogHold), and the
 // hold's worker publishes its head again. A published log event is refused
 // (replay it), and so is one its hold is still retrying on its own, each
 // with an error wrapping ErrEventState.
@@ -98,7 +98,7 @@ func retryLog(ctx context.Context, tx pgx.Tx, eventID uuid.UUID, notFound error)
 	default:
 		return Change{}, fmt.Errorf("outbox: retry %s: %w: it is %s in the log", eventID, ErrEventState, st)
 	}
-	if err := outbox.RetryLogHold(ctx, tx, e.AggregateType, e.AggregateID); err != nil {
+	if err := RetryLogHold(ctx, tx, e.AggregateType, e.AggregateID); err != nil {
 		return Change{}, logStateError(err)
 	}
 	after, err := logEventAfter(ctx, tx, e)
@@ -147,8 +147,8 @@ func (f RetryFilter) since() *time.Time {
 
 // logFilter is f as it selects the log source's quarantined holds,
 // quarantined at or before until (any time when zero).
-func (f RetryFilter) logFilter(until time.Time) outbox.LogHoldFilter {
-	return outbox.LogHoldFilter{Since: f.Since, Until: until, ErrorContains: f.ErrorContains, AggregateType: f.AggregateType}
+func (f RetryFilter) logFilter(until time.Time) LogHoldFilter {
+	return LogHoldFilter{Since: f.Since, Until: until, ErrorContains: f.ErrorContains, AggregateType: f.AggregateType}
 }
 
 // RetryPlanSample is the most events [RetryPlan.Sample] holds.
@@ -168,7 +168,7 @@ type RetryPlan struct {
 	// LogHolds are the log source's quarantined holds the filter selects
 	// (outbox_log_holds), oldest quarantine first, each with the event it
 	// is stuck on; [RetryQuarantined] retries them after the events.
-	LogHolds []outbox.QuarantinedLogHold
+	LogHolds []LogHold
 }
 
 // PlanRetryQuarantined counts the events [RetryQuarantined] would retry with
@@ -186,7 +186,7 @@ func PlanRetryQuarantined(ctx context.Context, db DB, f RetryFilter) (RetryPlan,
 		p.Events, p.First, p.Last = r.Matching, r.FirstQuarantinedAt, r.LastQuarantinedAt
 		p.Sample = append(p.Sample, r.eventInfo())
 	}
-	if p.LogHolds, err = outbox.QuarantinedLogHolds(ctx, db, f.logFilter(time.Time{})); err != nil {
+	if p.LogHolds, err = QuarantinedLogHolds(ctx, db, f.logFilter(time.Time{})); err != nil {
 		return RetryPlan{}, fmt.Errorf("outbox: planning a bulk retry: %w", err)
 	}
 	return p, nil
@@ -240,7 +240,7 @@ type RetryResult struct {
 	Batches int
 	// LogHolds are the log source's quarantined holds it retried after the
 	// events (counted in the audit row's log_holds).
-	LogHolds []outbox.QuarantinedLogHold
+	LogHolds []LogHold
 }
 
 // RetryQuarantined does what [Retry] does to every quarantined event the
@@ -258,7 +258,7 @@ type RetryResult struct {
 //
 // The log source's quarantined holds the filter selects (quarantined by
 // the retry's start) are retried after the events, like
-// outbox.RetryLogHold, each in a transaction of its own.
+// RetryLogHold, each in a transaction of its own.
 //
 // The retry is audited: before the first batch it writes a row of
 // outbox_bulk_retries with Actor, Reason and the filter, and each batch adds
@@ -328,7 +328,7 @@ func RetryQuarantined(ctx context.Context, db DB, opts RetryQuarantinedOptions) 
 	// The log source's quarantined holds, after the events: each in a
 	// transaction of its own that locks its partition's cursor row (the
 	// log protocol's rule), the count then added to the audit row.
-	holds, err := outbox.RetryQuarantinedLogHolds(ctx, db, f.logFilter(res.StartedAt))
+	holds, err := RetryQuarantinedLogHolds(ctx, db, f.logFilter(res.StartedAt))
 	res.LogHolds = holds
 	if len(holds) > 0 {
 		aerr := inTx(ctx, db, func(tx pgx.Tx) error {

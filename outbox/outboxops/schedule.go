@@ -52,7 +52,7 @@ type ScheduleConfig struct {
 
 // Schedule runs retention passes on a database, one per interval: the
 // cleanup of outbox_events and processed_events ([CleanupExclusive]) and
-// the log's ranges (outbox.RetainLog). Every process that runs a relay may
+// the log's ranges (RetainLog). Every process that runs a relay may
 // run one; advisory locks let one of them work at a time.
 type Schedule struct {
 	pool    *pgxpool.Pool
@@ -124,7 +124,7 @@ func (s *Schedule) Pass(ctx context.Context) {
 		s.passEvents(ctx)
 		return
 	}
-	res, err := RetainLog(ctx, s.pool, 0)
+	res, err := RetainLog(ctx, s.pool, LogRetentionOptions{})
 	s.logged(ctx, res, err)
 }
 

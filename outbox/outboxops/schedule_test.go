@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/outboxtest"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/promtest"
@@ -63,7 +62,7 @@ func TestScheduleMakesTheLogsRangesWithCleanupOff(t *testing.T) {
 	require.NoError(t, err)
 	runSchedule(t, pool, outboxops.ScheduleConfig{Interval: 50 * time.Millisecond})
 	require.Eventually(t, func() bool {
-		r, err := outbox.LogRangesOf(ctx, pool)
+		r, err := outboxops.LogRangesOf(ctx, pool)
 		return err == nil && r.Ahead == 2
 	}, 10*time.Second, 20*time.Millisecond, "two ranges ahead of the sequence")
 }

@@ -27,7 +27,7 @@ import (
 // An event of the log source (outbox_log) is skipped with the log's rules:
 // only the head of a quarantined hold, the event the hold is stuck on, may
 // be skipped (any other is refused with an error wrapping ErrEventState and
-// outbox.ErrNotLogHoldHead); it is recorded skipped and never published,
+// ErrNotLogHoldHead); it is recorded skipped and never published,
 // the hold hands its tombstone in its place and goes on with the order's
 // next event. The head of a replay's hold that was delivered before the
 // replay is a redelivery ([Change.Log].Redelivery): its skip gives up that
@@ -87,9 +87,9 @@ func SkipTx(ctx context.Context, tx pgx.Tx, eventID uuid.UUID, reason, actor str
 
 // skipLog is SkipTx of an event outbox_events does not have (notFound says
 // so): the log's, skipped as the head of its order's quarantined hold
-// (outbox.SkipLogEventTx), under the hold's lock.
+// (SkipLogEventTx), under the hold's lock.
 func skipLog(ctx context.Context, tx pgx.Tx, eventID uuid.UUID, reason, actor string, notFound error) (Change, error) {
-	e, err := outbox.SkipLogEventTx(ctx, tx, eventID, actor, reason)
+	e, err := SkipLogEventTx(ctx, tx, eventID, actor, reason)
 	if errors.Is(err, outbox.ErrEventNotFound) {
 		return Change{}, notInLog(notFound)
 	}

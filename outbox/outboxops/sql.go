@@ -9,13 +9,14 @@ import (
 	"github.com/outflow/outflow/outbox/namedsql"
 )
 
-//go:embed operations.sql
+//go:embed *.sql
 var sqlFiles embed.FS
 
-// The package's statements (operations.sql), bound to their Go types when the
+// The package's statements (operations.sql; log.sql and log_retention.sql
+// for the log source), bound to their Go types when the
 // package is initialised.
 var (
-	queries = namedsql.MustLoad(sqlFiles, "operations.sql")
+	queries = namedsql.MustLoadAll(sqlFiles)
 
 	qOpsStatus                 = namedsql.Bind[namedsql.NoArgs, statusRow](queries, "OpsStatus")
 	qOpsLeases                 = namedsql.Bind[namedsql.NoArgs, leaseRow](queries, "OpsLeases")
@@ -50,7 +51,7 @@ var (
 
 // statements describes every bound statement, for the test that has the
 // database check them.
-var statements = []namedsql.Info{
+var statements = append([]namedsql.Info{
 	qOpsStatus.Info(),
 	qOpsLeases.Info(),
 	qOpsList.Info(),
@@ -79,7 +80,7 @@ var statements = []namedsql.Info{
 	qOpsEventRow.Info(),
 	qOpsSource.Info(),
 	qOpsSetSource.Info(),
-}
+}, logStatements...)
 
 type statusRow struct {
 	CheckedAt               time.Time  `db:"checked_at"`

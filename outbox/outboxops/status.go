@@ -119,7 +119,7 @@ func StatusOf(ctx context.Context, db DB, opts StatusOptions) (StatusReport, err
 	if hasSlot {
 		s.CDCSlot = &slot
 	}
-	lg, err := outbox.LogStatus(ctx, db)
+	lg, err := LogStatus(ctx, db)
 	if err != nil {
 		return StatusReport{}, err
 	}

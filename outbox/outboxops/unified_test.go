@@ -170,7 +170,7 @@ func TestRetryAndSkipActOnBothTables(t *testing.T) {
 	// Skip: only the hold's head in the log, then both orders go on.
 	_, err = outboxops.Skip(b.ctx, b.pool, b.logged[1].ID, "not the head", "ada")
 	require.ErrorIs(t, err, outboxops.ErrEventState)
-	require.ErrorIs(t, err, outbox.ErrNotLogHoldHead)
+	require.ErrorIs(t, err, outboxops.ErrNotLogHoldHead)
 	c, err = outboxops.Skip(b.ctx, b.pool, b.polled[0].ID, "no route, ever", "ada")
 	require.NoError(t, err)
 	require.Nil(t, c.Log)
@@ -209,9 +209,9 @@ func TestReplayActsOnBothTables(t *testing.T) {
 		return outboxops.ReplayOptions{From: time.Now().Add(-time.Hour), To: time.Now().Add(time.Hour), AggregateType: "order", AggregateID: order}
 	}
 	_, err := outboxops.PlanReplay(b.ctx, b.pool, window(b.logOrder))
-	require.ErrorIs(t, err, outbox.ErrLogOrderHeld, "the log's order is under its quarantined hold")
+	require.ErrorIs(t, err, outboxops.ErrLogOrderHeld, "the log's order is under its quarantined hold")
 	_, err = outboxops.Replay(b.ctx, b.pool, window(b.logOrder))
-	require.ErrorIs(t, err, outbox.ErrLogOrderHeld)
+	require.ErrorIs(t, err, outboxops.ErrLogOrderHeld)
 	all := window("")
 	all.AggregateType = ""
 	p, err := outboxops.PlanReplay(b.ctx, b.pool, all)

@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/outboxtest"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/promtest"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
@@ -166,10 +167,10 @@ func TestOversizedEventOnTheLogHoldsOnlyItsOrder(t *testing.T) {
 
 	require.Eventually(t, func() bool { return workflowsExist(healthy) }, time.Minute, 100*time.Millisecond,
 		"the partition's other orders are delivered")
-	var holds []outbox.LogHold
+	var holds []outboxops.HeldOrder
 	held2 := func() bool { return len(holds) == 2 && holds[0].Quarantined && holds[1].Quarantined }
 	assert.Eventually(t, func() bool {
-		holds, err = outbox.LogHolds(context.Background(), pool)
+		holds, err = outboxops.LogHolds(context.Background(), pool)
 		require.NoError(t, err)
 		return held2()
 	}, 30*time.Second, 20*time.Millisecond)

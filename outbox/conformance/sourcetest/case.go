@@ -402,7 +402,7 @@ func (c *tcase) state(e outbox.Event) string {
 			return s
 		}
 	}
-	l, err := outbox.LogEventByID(ctx, c.pool, e.ID)
+	l, err := outboxops.LogEventByID(ctx, c.pool, e.ID)
 	if err != nil {
 		return "unknown: " + err.Error()
 	}

@@ -388,7 +388,7 @@ func (s Source) longTransaction(t *testing.T) {
 	late := orders[0]
 	byPartition := map[int]string{}
 	for _, e := range c.written() {
-		l, err := outbox.LogEventByID(c.ctx, c.pool, e.ID)
+		l, err := outboxops.LogEventByID(c.ctx, c.pool, e.ID)
 		if errors.Is(err, outbox.ErrEventNotFound) {
 			break // not in the log: no partitions
 		}
@@ -448,7 +448,7 @@ func (s Source) retentionRacingReplay(t *testing.T) {
 				retained = fmt.Errorf("retention cleanup: %w", err)
 				return
 			}
-			if _, err := outboxops.RetainLog(c.ctx, c.pool, time.Millisecond); err != nil {
+			if _, err := outboxops.RetainLog(c.ctx, c.pool, outboxops.LogRetentionOptions{Retention: time.Millisecond}); err != nil {
 				retained = fmt.Errorf("log retention: %w", err)
 				return
 			}
@@ -474,8 +474,8 @@ func (s Source) retentionRacingReplay(t *testing.T) {
 		require.EqualValues(t, 3, n, "order %s: a replay racing retention replays its whole window (3 events) or is refused, never part of it", o)
 	}
 	for _, err := range refusals {
-		require.True(t, errors.Is(err, outboxops.ErrReplayWindow) || errors.Is(err, outbox.ErrLogRangeRetiring),
-			"a replay is refused because retention reached its window (outboxops.ErrReplayWindow, outbox.ErrLogRangeRetiring), not for another reason: %v", err)
+		require.True(t, errors.Is(err, outboxops.ErrReplayWindow) || errors.Is(err, outboxops.ErrLogRangeRetiring),
+			"a replay is refused because retention reached its window (outboxops.ErrReplayWindow, outboxops.ErrLogRangeRetiring), not for another reason: %v", err)
 	}
 	c.waitFor(func() bool {
 		for o, n := range accepted {

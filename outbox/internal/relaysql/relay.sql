@@ -248,3 +248,39 @@ SELECT count(*) FILTER (WHERE quarantined_at IS NULL)                           
 FROM outbox_events
 WHERE published_at IS NULL
   AND skipped_at IS NULL;
+
+-- name: LogGauges :one
+-- The log source's gauges, read every GaugeInterval (never per scrape).
+-- horizon_age_seconds: how long the oldest transaction on the server that
+-- holds an xid (a session's, or a prepared transaction) has been open: the
+-- horizon cannot pass it, so every log event committed after it waits.
+-- Sessions of other roles show their xid only to a role with
+-- pg_read_all_stats (pg_monitor). pending: committed events after the
+-- cursors, readable or waiting for the horizon; oldest_pending_age_seconds
+-- the age of the oldest of the partitions' next events (each partition's
+-- first after its cursor: 16 index probes), which grows when a partition
+-- stalls for any reason (no relay owns it, the horizon, a sink outage).
+-- holds, quarantined: the orders under a hold, and those waiting for an
+-- operator. ranges_ahead: the ranges of outbox_log made wholly beyond
+-- outbox_log_pos (RetainLog keeps 2; at 0 the enqueues fail once the
+-- current range is full).
+SELECT coalesce(extract(epoch FROM now() - least(
+           (SELECT min(xact_start) FROM pg_stat_activity WHERE backend_xid IS NOT NULL),
+           (SELECT min(prepared) FROM pg_prepared_xacts))), 0)::float8 AS horizon_age_seconds,
+       (SELECT count(*)
+        FROM outbox_log_cursors c
+        JOIN outbox_log l ON l.partition = c.partition AND (l.gate, l.pos) > (c.gate, c.pos)) AS pending,
+       coalesce(extract(epoch FROM now() - (
+           SELECT min(n.occurred_at)
+           FROM outbox_log_cursors c
+           CROSS JOIN LATERAL (
+               SELECT l.occurred_at
+               FROM outbox_log l
+               WHERE l.partition = c.partition AND (l.gate, l.pos) > (c.gate, c.pos)
+               ORDER BY l.gate, l.pos
+               LIMIT 1
+           ) n)), 0)::float8 AS oldest_pending_age_seconds,
+       (SELECT count(*) FROM outbox_log_holds) AS holds,
+       (SELECT count(*) FROM outbox_log_holds WHERE quarantined_at IS NOT NULL) AS quarantined,
+       (SELECT count(*) FROM outbox_log_ranges
+        WHERE dropped_at IS NULL AND lo > (SELECT last_value FROM outbox_log_pos)) AS ranges_ahead;

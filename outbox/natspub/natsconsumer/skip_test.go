@@ -61,7 +61,7 @@ func TestConsumerSeesAnOperatorsSkip(t *testing.T) {
 			},
 			enq: outbox.NewEnqueuer(outbox.EnqueueConfig{Log: true}),
 			skip: func(ctx context.Context, pool *pgxpool.Pool, id uuid.UUID) error {
-				_, err := outbox.SkipLogEvent(ctx, pool, id, "ops", "larger than the stream's max_msg_size; handled by hand")
+				_, err := outboxops.SkipLogEvent(ctx, pool, id, "ops", "larger than the stream's max_msg_size; handled by hand")
 				return err
 			},
 		},

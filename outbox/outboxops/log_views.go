@@ -1,4 +1,4 @@
-package outbox
+package outboxops
 
 import (
 	"context"
@@ -8,25 +8,14 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 
+	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/namedsql"
 )
 
 // The operator's views of the log source (outboxctl status, list, show,
 // retry --quarantined, replay): reads only, beside the commands of
-// log_ops.go that change the holds.
-
-var (
-	qLogOpPartitions  = namedsql.Bind[namedsql.NoArgs, logPartitionRow](queries, "LogOpPartitions")
-	qLogOpQuarantined = namedsql.Bind[logHoldFilterArgs, QuarantinedLogHold](queries, "LogOpQuarantined")
-	qLogOpEvents      = namedsql.Bind[logOpEventsArgs, LogEventInfo](queries, "LogOpEvents")
-	qLogOpPending     = namedsql.Bind[logOpPendingArgs, uuid.UUID](queries, "LogOpPending")
-)
-
-// logStatusStatements are log_status.go's statements, for the test that has
-// the database check them.
-var logStatusStatements = []namedsql.Info{qLogOpPartitions.Info(), qLogOpQuarantined.Info(), qLogOpEvents.Info(), qLogOpPending.Info()}
+// log_commands.go that change the holds.
 
 type logPartitionRow struct {
 	LogPartitionStatus
@@ -106,7 +95,7 @@ type LogStatusReport struct {
 // LogStatus reports the log source's cursors, leases, pending events and
 // holds, and the horizon's age. Its counts visit the events after the
 // cursors only.
-func LogStatus(ctx context.Context, db LookupDB) (LogStatusReport, error) {
+func LogStatus(ctx context.Context, db outbox.LookupDB) (LogStatusReport, error) {
 	g, err := qLogGauges.One(ctx, db, namedsql.NoArgs{})
 	if err != nil {
 		return LogStatusReport{}, fmt.Errorf("outbox: log status: %w", err)
@@ -155,9 +144,9 @@ func (f LogHoldFilter) args() logHoldFilterArgs {
 	return a
 }
 
-// QuarantinedLogHold is a quarantined hold of the log source with its head:
+// LogHold is a quarantined hold of the log source with its head:
 // the event its hold worker publishes next, which [SkipLogHold] gives up.
-type QuarantinedLogHold struct {
+type LogHold struct {
 	AggregateType string    `db:"aggregate_type" json:"aggregate_type"`
 	AggregateID   string    `db:"aggregate_id" json:"aggregate_id"`
 	Partition     int       `db:"partition" json:"partition"`
@@ -174,17 +163,9 @@ type QuarantinedLogHold struct {
 	OccurredAt *time.Time `db:"occurred_at" json:"occurred_at,omitempty"`
 }
 
-// LogDB is what the operator's log functions that may join a caller's
-// transaction need: *pgxpool.Pool, *pgx.Conn and pgx.Tx (Begin then opens a
-// savepoint) satisfy it.
-type LogDB interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}
-
 // QuarantinedLogHolds lists the quarantined holds f selects, oldest
 // quarantine first, each with its head.
-func QuarantinedLogHolds(ctx context.Context, db LogDB, f LogHoldFilter) ([]QuarantinedLogHold, error) {
+func QuarantinedLogHolds(ctx context.Context, db DB, f LogHoldFilter) ([]LogHold, error) {
 	hs, err := qLogOpQuarantined.All(ctx, db, f.args())
 	if err != nil {
 		return nil, fmt.Errorf("outbox: list quarantined log holds: %w", err)
@@ -198,12 +179,12 @@ func QuarantinedLogHolds(ctx context.Context, db LogDB, f LogHoldFilter) ([]Quar
 // first, and returns those it retried. A hold an operator or the hold worker
 // changed since the list is left alone. outboxops.RetryQuarantined calls it
 // after the quarantined events and audits the count.
-func RetryQuarantinedLogHolds(ctx context.Context, db LogDB, f LogHoldFilter) ([]QuarantinedLogHold, error) {
+func RetryQuarantinedLogHolds(ctx context.Context, db DB, f LogHoldFilter) ([]LogHold, error) {
 	hs, err := QuarantinedLogHolds(ctx, db, f)
 	if err != nil {
 		return nil, err
 	}
-	var done []QuarantinedLogHold
+	var done []LogHold
 	for _, h := range hs {
 		err := retryLogHold(ctx, db, h.AggregateType, h.AggregateID)
 		if errors.Is(err, ErrNoQuarantinedHold) {
@@ -217,9 +198,9 @@ func RetryQuarantinedLogHolds(ctx context.Context, db LogDB, f LogHoldFilter) ([
 	return done, nil
 }
 
-// LogEventInfo is one event of the log with its state, as [LogEvents] and
+// LogEvent is one event of the log with its state, as [LogEvents] and
 // [LogEventByID] report it.
-type LogEventInfo struct {
+type LogEvent struct {
 	ID            uuid.UUID `db:"event_id" json:"event_id"`
 	Pos           int64     `db:"pos" json:"pos"`
 	Gate          int64     `db:"gate" json:"gate"`
@@ -260,7 +241,7 @@ type LogEventInfo struct {
 // states: "skipped", "quarantined" (its order's hold is quarantined and
 // owns it), "held" (its hold will publish it), "published" (the cursor
 // passed it, no hold owns it), "pending" (after the cursor).
-func (e LogEventInfo) State() string {
+func (e LogEvent) State() string {
 	switch {
 	case e.SkippedAt != nil:
 		return "skipped"
@@ -277,7 +258,7 @@ func (e LogEventInfo) State() string {
 
 // LogEvents lists the log events of aggregateType/aggregateID with their
 // states, in key order (which is sequence order).
-func LogEvents(ctx context.Context, db LookupDB, aggregateType, aggregateID string) ([]LogEventInfo, error) {
+func LogEvents(ctx context.Context, db outbox.LookupDB, aggregateType, aggregateID string) ([]LogEvent, error) {
 	es, err := qLogOpEvents.All(ctx, db, logOpEventsArgs{AggregateType: aggregateType, AggregateID: aggregateID})
 	if err != nil {
 		return nil, fmt.Errorf("outbox: list the log events of %s/%s: %w", aggregateType, aggregateID, err)
@@ -302,7 +283,7 @@ type PendingLogFilter struct {
 // not listed ([QuarantinedLogHolds] has them), nor skipped ones. A long
 // backlog costs no more than the answer: each partition is read up to
 // Limit events after its cursor.
-func PendingLogEvents(ctx context.Context, db LookupDB, f PendingLogFilter) ([]LogEventInfo, error) {
+func PendingLogEvents(ctx context.Context, db outbox.LookupDB, f PendingLogFilter) ([]LogEvent, error) {
 	if f.Limit < 1 {
 		return nil, fmt.Errorf("outbox: pending log events: limit %d must be positive", f.Limit)
 	}
@@ -319,22 +300,22 @@ func PendingLogEvents(ctx context.Context, db LookupDB, f PendingLogFilter) ([]L
 	}
 	// A relay may have moved on between the two reads: what it published
 	// (or a hold quarantined) meanwhile is no longer pending.
-	return slices.DeleteFunc(es, func(e LogEventInfo) bool { s := e.State(); return s != "pending" && s != "held" }), nil
+	return slices.DeleteFunc(es, func(e LogEvent) bool { s := e.State(); return s != "pending" && s != "held" }), nil
 }
 
 // LogEventByID returns the log event eventID with its state, or an error
 // wrapping [ErrEventNotFound], through the log's index on event_id.
-func LogEventByID(ctx context.Context, db LookupDB, eventID uuid.UUID) (LogEventInfo, error) {
+func LogEventByID(ctx context.Context, db outbox.LookupDB, eventID uuid.UUID) (LogEvent, error) {
 	return logEventByID(ctx, db, eventID)
 }
 
-func logEventByID(ctx context.Context, db namedsql.Querier, eventID uuid.UUID) (LogEventInfo, error) {
+func logEventByID(ctx context.Context, db namedsql.Querier, eventID uuid.UUID) (LogEvent, error) {
 	es, err := qLogOpEvents.All(ctx, db, logOpEventsArgs{EventIDs: []uuid.UUID{eventID}})
 	if err != nil {
-		return LogEventInfo{}, fmt.Errorf("outbox: look up log event %s: %w", eventID, err)
+		return LogEvent{}, fmt.Errorf("outbox: look up log event %s: %w", eventID, err)
 	}
 	if len(es) == 0 {
-		return LogEventInfo{}, fmt.Errorf("%w: %s is not in the log", ErrEventNotFound, eventID)
+		return LogEvent{}, fmt.Errorf("%w: %s is not in the log", ErrEventNotFound, eventID)
 	}
 	return es[0], nil
 }

@@ -1,4 +1,4 @@
-package outbox
+package outboxops
 
 import (
 	"cmp"
@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/namedsql"
 )
 
@@ -185,7 +186,7 @@ type LogRanges struct {
 }
 
 // LogRangesOf reads the log's ranges.
-func LogRangesOf(ctx context.Context, db LookupDB) (LogRanges, error) {
+func LogRangesOf(ctx context.Context, db outbox.LookupDB) (LogRanges, error) {
 	r, err := qLogRanges.One(ctx, db, namedsql.NoArgs{})
 	if err != nil {
 		return LogRanges{}, fmt.Errorf("outbox: the log's ranges: %w", err)

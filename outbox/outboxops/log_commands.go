@@ -1,4 +1,4 @@
-package outbox
+package outboxops
 
 import (
 	"context"
@@ -14,15 +14,15 @@ import (
 
 // The operator's commands on the log source's holds (model/log.pml's
 // Operator, O1 and O2). Each is one transaction that first locks the cursor
-// row of the hold's partition, as every change of a partition's holds does.
-// They live beside the relay because they are steps of its protocol;
-// outboxctl's retry, skip and replay call them (log_status.go has the
-// operator's views).
+// row of the hold's partition, as every change of a partition's holds does
+// (the relay's own changes in package outbox too: the lock is the protocol's
+// seam). Retry, Skip and Replay call them for the log's events
+// (log_views.go has the operator's views).
 
-// LogHold is a hold of the log source: an order in trouble, whose events
+// HeldOrder is a hold of the log source: an order in trouble, whose events
 // from (FromGate, FromPos) on the partition's hold worker publishes in order
 // while the reader skips them.
-type LogHold struct {
+type HeldOrder struct {
 	AggregateType string `db:"aggregate_type"`
 	AggregateID   string `db:"aggregate_id"`
 	Partition     int    `db:"partition"`
@@ -56,7 +56,7 @@ var ErrLogRangeRetiring = errors.New("outbox: the replay reaches a range of the 
 var ErrNoQuarantinedHold = errors.New("outbox: the order has no quarantined hold")
 
 // LogHolds lists every hold of the log source, by partition and order.
-func LogHolds(ctx context.Context, pool *pgxpool.Pool) ([]LogHold, error) {
+func LogHolds(ctx context.Context, pool *pgxpool.Pool) ([]HeldOrder, error) {
 	hs, err := qLogHolds.All(ctx, pool, namedsql.NoArgs{})
 	if err != nil {
 		return nil, fmt.Errorf("outbox: list log holds: %w", err)
@@ -67,13 +67,8 @@ func LogHolds(ctx context.Context, pool *pgxpool.Pool) ([]LogHold, error) {
 // RetryLogHold takes the quarantined hold of aggregateType/aggregateID out
 // of quarantine with its attempts back to 0 (O1): the hold worker publishes
 // its head again at once. ErrNoQuarantinedHold when there is none.
-func RetryLogHold(ctx context.Context, db LogDB, aggregateType, aggregateID string) error {
+func RetryLogHold(ctx context.Context, db DB, aggregateType, aggregateID string) error {
 	return retryLogHold(ctx, db, aggregateType, aggregateID)
-}
-
-// beginner opens a transaction: a pool's, or a savepoint of a pgx.Tx.
-type beginner interface {
-	Begin(ctx context.Context) (pgx.Tx, error)
 }
 
 // retryLogHold is RetryLogHold on db.
@@ -101,7 +96,7 @@ func retryLogHold(ctx context.Context, db beginner, aggregateType, aggregateID s
 // takes the hold out of quarantine (O2): the hold worker hands the skip's
 // tombstone ([SkipPublisher]) in the event's place, then goes on with the
 // order's next event, or releases the hold. The head of a replay's hold that was
-// delivered before the replay ([LogEventInfo].Redelivery) is not recorded
+// delivered before the replay ([LogEvent].Redelivery) is not recorded
 // skipped: only its redelivery is given up, and it stays published. It
 // returns the head's ID (uuid.Nil: the hold had no head left).
 // ErrNoQuarantinedHold when there is none.
@@ -126,8 +121,8 @@ var ErrNotLogHoldHead = errors.New("outbox: the event is not the head of a quara
 // eventID, checked under the hold's lock, so the skip gives up exactly the
 // event the operator named. Errors wrap [ErrEventNotFound] (not in the
 // log), [ErrNotLogHoldHead] or [ErrNoQuarantinedHold].
-func SkipLogEvent(ctx context.Context, pool *pgxpool.Pool, eventID uuid.UUID, skippedBy, reason string) (LogEventInfo, error) {
-	var e LogEventInfo
+func SkipLogEvent(ctx context.Context, pool *pgxpool.Pool, eventID uuid.UUID, skippedBy, reason string) (LogEvent, error) {
+	var e LogEvent
 	err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
 		var err error
 		e, err = SkipLogEventTx(ctx, tx, eventID, skippedBy, reason)
@@ -142,10 +137,10 @@ func SkipLogEvent(ctx context.Context, pool *pgxpool.Pool, eventID uuid.UUID, sk
 // It returns the event as it was before the skip; Redelivery says the skip
 // gave up only a replay's redelivery of it (nothing for its consumers to
 // settle: they had it).
-func SkipLogEventTx(ctx context.Context, tx pgx.Tx, eventID uuid.UUID, skippedBy, reason string) (LogEventInfo, error) {
+func SkipLogEventTx(ctx context.Context, tx pgx.Tx, eventID uuid.UUID, skippedBy, reason string) (LogEvent, error) {
 	e, err := logEventByID(ctx, tx, eventID)
 	if err != nil {
-		return LogEventInfo{}, err
+		return LogEvent{}, err
 	}
 	sk, err := skipLogHold(ctx, tx, e.AggregateType, e.AggregateID, eventID, skippedBy, reason)
 	if err != nil {
@@ -222,7 +217,7 @@ func skipLogHold(ctx context.Context, db beginner, aggregateType, aggregateID st
 // deliver part of them (retention marks a range under a lock this waits
 // for, and no range retires while the replay's hold owns its events). The
 // replay horizon (outboxops.Replay's check) does not apply here.
-func ReplayLogOrder(ctx context.Context, db LogDB, aggregateType, aggregateID string, fromSequence int64) error {
+func ReplayLogOrder(ctx context.Context, db DB, aggregateType, aggregateID string, fromSequence int64) error {
 	agg := aggregateArgs{AggregateType: aggregateType, AggregateID: aggregateID}
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		cur, err := qLogOpReplayLock.All(ctx, tx, agg)
