@@ -191,7 +191,9 @@ func startStarter(t *testing.T, dbURL, taskQueue string, env ...string) *process
 	pr, pw := io.Pipe()
 	cmd.Stdout, cmd.Stderr = pw, pw
 	require.NoError(t, cmd.Start())
+	scanned := make(chan struct{})
 	go func() {
+		defer close(scanned)
 		sc := bufio.NewScanner(pr)
 		sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
 		for sc.Scan() {
@@ -204,6 +206,10 @@ func startStarter(t *testing.T, dbURL, taskQueue string, env ...string) *process
 	go func() {
 		p.err = cmd.Wait()
 		_ = pw.Close()
+		// Wait returns once the scanner took the last bytes from the
+		// pipe, not once it appended them: done waits for the scanner,
+		// so output() after done holds the process's last line.
+		<-scanned
 		close(p.done)
 	}()
 	t.Cleanup(func() {
