@@ -79,10 +79,10 @@ func registeredMetrics(t *testing.T) map[string]bool {
 	starter := &recorder{Registry: service.NewRegistry()}
 	pub, err := temporalpub.New(tc, client.Options{}, temporalpub.Config{Routes: routes.Orders(), Registerer: starter})
 	require.NoError(t, err)
-	_, err = outbox.NewCDCRelay(pool, pub, outbox.CDCConfig{RelayConfig: outbox.RelayConfig{Registerer: starter}})
+	_, err = outbox.NewRelay(pool, pub, outbox.RelayConfig{Registerer: starter, Source: "cdc"})
 	require.NoError(t, err)
 	// The log source (OUTFLOW_RELAY_SOURCE=log) registers its own gauges.
-	_, err = outbox.NewLogRelay(pool, pub, outbox.LogConfig{RelayConfig: outbox.RelayConfig{Registerer: starter}})
+	_, err = outbox.NewRelay(pool, pub, outbox.RelayConfig{Registerer: starter, Source: "log"})
 	require.NoError(t, err)
 	starter.addTo(t, names)
 

@@ -75,7 +75,7 @@ var ownershipRules = []ownershipRule{
 		match:  regexp.MustCompile(`(?i)\b(?:FROM|JOIN|UPDATE(?:\s+ONLY)?|INTO|USING|TRUNCATE(?:\s+TABLE)?(?:\s+ONLY)?)\s+` + table(`outbox_log(?:_\w+)?`)),
 		owners: []string{"outbox/", "migrations/"},
 		exempt: []string{"testsuite/", "cmd/bench/", "bench/peers/"},
-		owner:  "package outbox (outbox.Enqueuer with EnqueueConfig.Log, outbox.LogRelay, outboxops.LogHolds, outboxops.RetryLogHold, outboxops.SkipLogHold)",
+		owner:  "package outbox (outbox.Enqueuer with EnqueueConfig.Log, outbox.Relay, outboxops.LogHolds, outboxops.RetryLogHold, outboxops.SkipLogHold)",
 	},
 	{
 		what:   "records into processed_events",

@@ -19,22 +19,22 @@ import (
 
 // The defaults of [CDCConfig].
 const (
-	// CDCSlotDefault is the default of CDCConfig.Slot: the logical
+	// CDCSlotDefault is the default of RelayConfig.CDCSlot: the logical
 	// replication slot the stream reads.
 	CDCSlotDefault = "outflow_outbox"
-	// CDCPublicationDefault is the default of CDCConfig.Publication, created
+	// CDCPublicationDefault is the default of RelayConfig.CDCPublication, created
 	// by [MigrateCDC] (inserts into outbox_events).
 	CDCPublicationDefault = "outflow_outbox"
-	// CDCGraceDefault is the default of CDCConfig.Grace.
+	// CDCGraceDefault is the default of RelayConfig.CDCGrace.
 	CDCGraceDefault = 10 * time.Second
-	// CDCStatusIntervalDefault is the default of CDCConfig.StatusInterval.
+	// CDCStatusIntervalDefault is the default of RelayConfig.CDCStatusInterval.
 	CDCStatusIntervalDefault = time.Second
-	// CDCStandbyRetryDefault is the default of CDCConfig.StandbyRetry.
+	// CDCStandbyRetryDefault is the default of RelayConfig.CDCStandbyRetry.
 	CDCStandbyRetryDefault = 2 * time.Second
 )
 
-// CDCConfig tunes a [CDCRelay]. The zero value is ready to use.
-type CDCConfig struct {
+// cdcConfig tunes a [cdcRelay] (RelayConfig.CDC*).
+type cdcConfig struct {
 	// RelayConfig holds what the stream shares with its sweeper (a polling
 	// relay, see [CDCRelay]): Owner, BatchSize (the most events one sort
 	// statement reads), Lease, PublishTimeout, MaxInFlight, MaxAttempts,
@@ -63,7 +63,7 @@ type CDCConfig struct {
 	StandbyRetry time.Duration
 }
 
-func (c *CDCConfig) setDefaults() error {
+func (c *cdcConfig) setDefaults() error {
 	if err := c.RelayConfig.setDefaults(); err != nil {
 		return err
 	}
@@ -75,17 +75,17 @@ func (c *CDCConfig) setDefaults() error {
 	return nil
 }
 
-func (c *CDCConfig) validate() error {
+func (c *cdcConfig) validate() error {
 	if err := c.RelayConfig.validate(); err != nil {
 		return err
 	}
 	switch {
 	case c.Grace < 10*time.Millisecond:
-		return fmt.Errorf("outbox: CDCConfig.Grace %s is too short; use at least 10ms (default %s)", c.Grace, CDCGraceDefault)
+		return fmt.Errorf("outbox: RelayConfig.CDCGrace %s is too short; use at least 10ms (default %s)", c.Grace, CDCGraceDefault)
 	case c.StatusInterval < 10*time.Millisecond:
-		return fmt.Errorf("outbox: CDCConfig.StatusInterval %s is too short; use at least 10ms (default %s)", c.StatusInterval, CDCStatusIntervalDefault)
+		return fmt.Errorf("outbox: RelayConfig.CDCStatusInterval %s is too short; use at least 10ms (default %s)", c.StatusInterval, CDCStatusIntervalDefault)
 	case c.StandbyRetry < 10*time.Millisecond:
-		return fmt.Errorf("outbox: CDCConfig.StandbyRetry %s is too short; use at least 10ms (default %s)", c.StandbyRetry, CDCStandbyRetryDefault)
+		return fmt.Errorf("outbox: RelayConfig.CDCStandbyRetry %s is too short; use at least 10ms (default %s)", c.StandbyRetry, CDCStandbyRetryDefault)
 	}
 	return nil
 }
@@ -123,14 +123,14 @@ func (c *CDCConfig) validate() error {
 //
 // PostgreSQL lets one session stream a slot at a time: a second CDCRelay on
 // the same slot waits as a standby and takes over when the first dies.
-type CDCRelay struct {
+type cdcRelay struct {
 	pool *pgxpool.Pool
 	pub  Publisher
-	cfg  CDCConfig
+	cfg  cdcConfig
 	// streamOwner is the stream's claimant name (cdcStreamOwner), apart
 	// from the sweeper's Owner.
 	streamOwner string
-	sweeper     *Relay
+	sweeper     *pollRelay
 	sweep       *sweeper
 	replConfig  *pgconn.Config
 	metrics     *metrics
@@ -144,9 +144,9 @@ type CDCRelay struct {
 // NewCDCRelay returns a CDC relay over pool that publishes through pub, with
 // cfg's zero fields defaulted. It opens a replication connection
 // (replication=database) from pool's configuration when it runs.
-func NewCDCRelay(pool *pgxpool.Pool, pub Publisher, cfg CDCConfig) (*CDCRelay, error) {
+func newCDCRelay(pool *pgxpool.Pool, pub Publisher, cfg cdcConfig) (*cdcRelay, error) {
 	if pool == nil || pub == nil {
-		return nil, errors.New("outbox: NewCDCRelay needs a pool and a Publisher")
+		return nil, errors.New("outbox: NewRelay needs a pool and a Publisher")
 	}
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
@@ -154,7 +154,7 @@ func NewCDCRelay(pool *pgxpool.Pool, pub Publisher, cfg CDCConfig) (*CDCRelay, e
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	sweeperRelay, err := NewRelay(pool, pub, cfg.RelayConfig)
+	sweeperRelay, err := newPollRelay(pool, pub, cfg.RelayConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -170,7 +170,7 @@ func NewCDCRelay(pool *pgxpool.Pool, pub Publisher, cfg CDCConfig) (*CDCRelay, e
 	}
 	rc.RuntimeParams["replication"] = "database"
 	rc.RuntimeParams["application_name"] = CDCApplicationName(cfg.Owner)
-	return &CDCRelay{
+	return &cdcRelay{
 		pool:        pool,
 		pub:         pub,
 		cfg:         cfg,
@@ -201,10 +201,10 @@ func cdcStreamOwner(owner string) string { return owner + "/stream" }
 
 // Owner returns the relay's identity, as its sweeper writes it to
 // claimed_by; the stream writes [cdcStreamOwner] of it.
-func (c *CDCRelay) Owner() string { return c.cfg.Owner }
+func (c *cdcRelay) Owner() string { return c.cfg.Owner }
 
 // Config returns the relay's configuration with defaults applied.
-func (c *CDCRelay) Config() CDCConfig { return c.cfg }
+func (c *cdcRelay) Config() cdcConfig { return c.cfg }
 
 // ErrWALLevel is wrapped by the error [CDCRelay.Run] returns when the server
 // does not run with wal_level=logical.
@@ -260,9 +260,9 @@ func dropIdleCDCSlot(ctx context.Context, pool *pgxpool.Pool, slot string) (stri
 // serve CDC (see [CheckCDC]); every later failure (a lost connection, a slot
 // streamed by another relay, a restarted server) is retried after
 // StandbyRetry.
-func (c *CDCRelay) Run(ctx context.Context) error {
+func (c *cdcRelay) Run(ctx context.Context) error {
 	if !c.running.CompareAndSwap(false, true) {
-		return errors.New("outbox: CDCRelay.Run called twice; create one CDCRelay per loop")
+		return errors.New("outbox: the cdc relay's Run called twice; create one Relay per loop")
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	err := CheckCDC(cctx, c.pool, c.cfg.Publication)
@@ -321,7 +321,7 @@ func (c *CDCRelay) Run(ctx context.Context) error {
 var errSlotActive = errors.New("outbox cdc: the slot is streamed by another session")
 
 // ensureSlot creates the slot when it is missing and returns its status.
-func (c *CDCRelay) ensureSlot(ctx context.Context) (SlotStatus, bool, error) {
+func (c *cdcRelay) ensureSlot(ctx context.Context) (SlotStatus, bool, error) {
 	st, found, err := slotStatus(ctx, c.pool, c.cfg.Slot)
 	if err != nil || found {
 		return st, false, err
@@ -353,7 +353,7 @@ func slotStatus(ctx context.Context, db reader, name string) (SlotStatus, bool, 
 // young ones included, until a claim finds none: what committed before the
 // slot's consistent point (or while no slot existed) reaches the publisher
 // even though the stream never sees it.
-func (c *CDCRelay) backfill(ctx context.Context) (int, error) {
+func (c *cdcRelay) backfill(ctx context.Context) (int, error) {
 	total := 0
 	for ctx.Err() == nil {
 		n, _, err := c.sweeper.cycle(ctx, true)

@@ -81,7 +81,7 @@ func newCDCMetrics(reg prometheus.Registerer) (*cdcMetrics, error) {
 	return m, nil
 }
 
-func (c *CDCRelay) slotGaugeLoop(ctx context.Context) {
+func (c *cdcRelay) slotGaugeLoop(ctx context.Context) {
 	t := time.NewTicker(c.cfg.GaugeInterval)
 	defer t.Stop()
 	for {
@@ -96,7 +96,7 @@ func (c *CDCRelay) slotGaugeLoop(ctx context.Context) {
 	}
 }
 
-func (c *CDCRelay) refreshSlotGauges(ctx context.Context) error {
+func (c *cdcRelay) refreshSlotGauges(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	st, ok, err := slotStatus(ctx, c.pool, c.cfg.Slot)

@@ -41,7 +41,7 @@ const maxUnsettled = 4096
 // session runs one streaming session: it makes sure the slot exists, stands
 // by when another session streams it, backfills, then streams until an
 // error or ctx's end. streamed reports whether replication started.
-func (c *CDCRelay) session(ctx context.Context) (streamed bool, err error) {
+func (c *cdcRelay) session(ctx context.Context) (streamed bool, err error) {
 	bk := context.WithoutCancel(ctx)
 	sctx, cancel := context.WithTimeout(ctx, bookkeepingTimeout)
 	slot, created, err := c.ensureSlot(sctx)
@@ -110,7 +110,7 @@ func pgIdent(name string) string {
 // only user of the replication connection), the sorter, the lanes' workers
 // and the marker.
 type stream struct {
-	c     *CDCRelay
+	c     *cdcRelay
 	wm    *watermark
 	lanes *lanes
 	txns  chan *cdcTxn
@@ -122,7 +122,7 @@ type stream struct {
 	dropped   []uuid.UUID
 }
 
-func newStream(c *CDCRelay, start pglogrepl.LSN) *stream {
+func newStream(c *cdcRelay, start pglogrepl.LSN) *stream {
 	return &stream{
 		c:     c,
 		wm:    newWatermark(start),

@@ -37,12 +37,12 @@ type batchSender interface {
 //
 // all makes a CDC relay's sweeper claim like a polling relay, young events
 // included (its backfill); a polling relay ignores it.
-func (r *Relay) claim(ctx context.Context, all bool) ([]claimed, lease, error) {
+func (r *pollRelay) claim(ctx context.Context, all bool) ([]claimed, lease, error) {
 	return r.claimN(ctx, all, r.cfg.BatchSize, nil)
 }
 
 // claimN is claim of at most n events (at most BatchSize), none of held.
-func (r *Relay) claimN(ctx context.Context, all bool, n int, held []uuid.UUID) ([]claimed, lease, error) {
+func (r *pollRelay) claimN(ctx context.Context, all bool, n int, held []uuid.UUID) ([]claimed, lease, error) {
 	// The local deadline is measured from before the statement is sent, so it
 	// ends no later than claim_until, which the database computes from its
 	// own now() at claim time.
@@ -64,7 +64,7 @@ func (r *Relay) claimN(ctx context.Context, all bool, n int, held []uuid.UUID) (
 // claimOn runs the claim's statements on c. own says whether c is outside
 // any transaction, so that the claim begins and commits its own; otherwise
 // c's transaction is the caller's to end.
-func (r *Relay) claimOn(ctx context.Context, c batchSender, own, all bool, n int, held []uuid.UUID) ([]claimed, error) {
+func (r *pollRelay) claimOn(ctx context.Context, c batchSender, own, all bool, n int, held []uuid.UUID) ([]claimed, error) {
 	var batch []claimed
 	b := &pgx.Batch{}
 	if own {

@@ -160,6 +160,34 @@ type RelayConfig struct {
 	// Propagator reads Event.TraceContext. Defaults to otel's global
 	// propagator.
 	Propagator propagation.TextMapPropagator
+
+	// Source is the relay's source: "" (the default) follows the one the
+	// database records (outbox_source, where the producers' [Enqueue]
+	// reads it too; `outboxctl source set` changes it) and switches when
+	// an operator changes it. "poll", "cdc" or "log" reads that source
+	// alone and never switches: for tests and benchmarks of one source,
+	// since the producers keep writing where the database says.
+	Source string
+	// CDCSlot, CDCPublication, CDCGrace, CDCStatusInterval and
+	// CDCStandbyRetry tune the cdc source: its replication slot (created
+	// when missing) and publication, how old an unpublished event must be
+	// before the sweeper takes it without the stream's hand, how often the
+	// stream confirms its position, and how long a relay waits to try the
+	// slot again when another streams it. Defaults: [CDCSlotDefault],
+	// [CDCPublicationDefault], [CDCGraceDefault], [CDCStatusIntervalDefault],
+	// [CDCStandbyRetryDefault]; the durations at least 10ms.
+	CDCSlot, CDCPublication                      string
+	CDCGrace, CDCStatusInterval, CDCStandbyRetry time.Duration
+	// LogMaxPartitions is the most of the log source's [LogPartitions]
+	// this relay reads at once (default all; the live relays share them
+	// evenly), LogShareDelay how long it must hold more than its share
+	// before it gives a partition back (default the Lease).
+	LogMaxPartitions int
+	LogShareDelay    time.Duration
+	// Started, when set, hears each source's relay as it starts, with the
+	// source and the relay's configuration (defaults applied): a process
+	// logs it.
+	Started func(source string, cfg RelayConfig)
 }
 
 func (c *RelayConfig) setDefaults() error {
@@ -201,6 +229,8 @@ func (c *RelayConfig) validate() error {
 	case c.PublishTimeout <= 0 || c.PublishTimeout > c.Lease/2:
 		return fmt.Errorf("outbox: RelayConfig.PublishTimeout %s must be positive and at most half of RelayConfig.Lease %s, so every publish ends well before its lease can be taken over; lower PublishTimeout or raise Lease",
 			c.PublishTimeout, c.Lease)
+	case c.Source != "" && c.Source != "poll" && c.Source != "cdc" && c.Source != "log":
+		return fmt.Errorf("outbox: RelayConfig.Source %q is not a source; use \"\" (follow the database's record), poll, cdc or log", c.Source)
 	case c.MaxInFlight < 1:
 		return fmt.Errorf("outbox: RelayConfig.MaxInFlight %d must be at least 1 (default %d)", c.MaxInFlight, MaxInFlightDefault)
 	case c.PollInterval < pollIntervalMin:

@@ -25,20 +25,23 @@
 // re-checks its batch in a fresh snapshot), so an aggregate has at most one
 // event in flight even under READ COMMITTED.
 //
-// # Two sources
+// # One relay, three sources
 //
-// [Relay] polls: it claims committed events with a lease. [CDCRelay] reads
-// them from PostgreSQL's logical replication log instead (a slot on the
-// publication of outbox_events inserts, plugin pgoutput, wal_level=logical)
-// and claims nothing: it sorts each received batch with one statement,
-// publishes one lane per aggregate, marks in batches, and confirms the
-// slot's position only over a contiguous prefix of settled transactions.
-// What the stream cannot publish in order (a failed publish, an aggregate
-// whose earlier event it does not hold, a replay) goes to its sweeper, a
-// Relay whose claim leaves young events to the stream; the sweeper also
-// backfills every unpublished event before each streaming session, after
-// the slot exists, so the hand-over leaves no gap. Both sources write the
-// same columns, so every operation below works the same under either.
+// [NewRelay] makes the one relay; its source is a value of [RelayConfig]:
+// by default the one the database records (poll, cdc or log; `outboxctl
+// source set` changes it while producers and relays run, and [Enqueue]
+// writes where it says). Every source shares the relay's loop (pipeline,
+// breaker, throttle, attempts, backoff, quarantine, metrics) and differs
+// only in how it finds each lane's next events and records their delivery.
+// poll claims committed events of outbox_events with a lease. cdc reads
+// them from PostgreSQL's logical replication log (a slot on the
+// publication of outbox_events inserts, wal_level=logical), sorts each
+// received batch with one statement, and confirms the slot's position only
+// over a contiguous prefix of settled transactions; what the stream cannot
+// publish in order goes to its sweeper, a poll relay that leaves young
+// events to the stream. log reads an append-only, partitioned outbox_log
+// by cursor, and puts an order in trouble under a hold. poll and cdc write
+// the same columns; outboxops acts on whichever table holds an event.
 //
 // # Schema
 //

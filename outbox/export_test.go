@@ -14,7 +14,7 @@ import (
 
 // Statement-level hooks for the lease-fencing tests.
 
-func (r *Relay) ClaimForTest(ctx context.Context) (events []Event, tookOver []bool, err error) {
+func (r *pollRelay) ClaimForTest(ctx context.Context) (events []Event, tookOver []bool, err error) {
 	batch, _, err := r.claim(ctx, false)
 	for _, c := range batch {
 		events = append(events, c.Event)
@@ -23,16 +23,16 @@ func (r *Relay) ClaimForTest(ctx context.Context) (events []Event, tookOver []bo
 	return events, tookOver, err
 }
 
-func (r *Relay) MarkForTest(ctx context.Context, ids ...uuid.UUID) (int, error) {
+func (r *pollRelay) MarkForTest(ctx context.Context, ids ...uuid.UUID) (int, error) {
 	marked, err := r.mark(ctx, ids)
 	return len(marked), err
 }
 
-func (r *Relay) ReleaseForTest(ctx context.Context, ids ...uuid.UUID) (int64, error) {
+func (r *pollRelay) ReleaseForTest(ctx context.Context, ids ...uuid.UUID) (int64, error) {
 	return r.release(ctx, ids)
 }
 
-func (r *Relay) FailForTest(ctx context.Context, id uuid.UUID, msg string) (int, error) {
+func (r *pollRelay) FailForTest(ctx context.Context, id uuid.UUID, msg string) (int, error) {
 	got, err := r.recordFailures(ctx, []failure{{c: claimed{Event: Event{ID: id}, attempt: 1}, err: errors.New(msg)}})
 	return len(got), err
 }
@@ -47,7 +47,7 @@ func (c RelayConfig) ValidateForTest() error {
 // ClaimInTxForTest runs the relay's claim (both statements) inside the
 // caller's transaction, which the test commits or rolls back, so it can hold
 // a claim uncommitted.
-func (r *Relay) ClaimInTxForTest(ctx context.Context, tx pgx.Tx) ([]Event, error) {
+func (r *pollRelay) ClaimInTxForTest(ctx context.Context, tx pgx.Tx) ([]Event, error) {
 	batch, err := r.claimOn(ctx, tx, false, false, r.cfg.BatchSize, nil)
 	var events []Event
 	for _, c := range batch {
@@ -59,18 +59,18 @@ func (r *Relay) ClaimInTxForTest(ctx context.Context, tx pgx.Tx) ([]Event, error
 // VerifyClaimInTxForTest runs only the claim's verification statement
 // (RelayClaimVerify) on ids inside the caller's transaction and returns the
 // IDs it gave back.
-func (r *Relay) VerifyClaimInTxForTest(ctx context.Context, tx pgx.Tx, ids ...uuid.UUID) ([]uuid.UUID, error) {
+func (r *pollRelay) VerifyClaimInTxForTest(ctx context.Context, tx pgx.Tx, ids ...uuid.UUID) ([]uuid.UUID, error) {
 	return qRelayClaimVerify.All(ctx, tx, relaysql.EventsArgs{Owner: r.cfg.Owner, EventIDs: ids})
 }
 
 // ClaimStatementForTest returns the claim statement (RelayClaim) as the
 // package loaded it and its arguments as the relay binds them, for EXPLAIN.
-func (r *Relay) ClaimStatementForTest() (string, []any) {
+func (r *pollRelay) ClaimStatementForTest() (string, []any) {
 	return qRelayClaim.SQL(), qRelayClaim.Args(claimArgs(r.cfg.Owner, &r.cfg))
 }
 
 // VerifyStatementForTest is ClaimStatementForTest for RelayClaimVerify.
-func (r *Relay) VerifyStatementForTest(ids ...uuid.UUID) (string, []any) {
+func (r *pollRelay) VerifyStatementForTest(ids ...uuid.UUID) (string, []any) {
 	return qRelayClaimVerify.SQL(), qRelayClaimVerify.Args(relaysql.EventsArgs{Owner: r.cfg.Owner, EventIDs: ids})
 }
 
@@ -87,7 +87,7 @@ func (c RelayConfig) WithDefaultsForTest() (RelayConfig, error) {
 }
 
 // ClaimExceptForTest claims like Run's pipeline, leaving out held.
-func (r *Relay) ClaimExceptForTest(ctx context.Context, held ...uuid.UUID) ([]Event, error) {
+func (r *pollRelay) ClaimExceptForTest(ctx context.Context, held ...uuid.UUID) ([]Event, error) {
 	batch, _, err := r.claimN(ctx, false, r.cfg.BatchSize, held)
 	events := make([]Event, len(batch))
 	for i, c := range batch {
@@ -121,7 +121,7 @@ func (b *LogBatchForTest) Epoch() int64 { return b.v.cursor.Epoch }
 func (b *LogBatchForTest) Tries() int   { return b.v.cursor.Tries }
 
 // TakeForTest is R1: the partitions this relay took.
-func (r *LogRelay) TakeForTest(ctx context.Context) ([]int, error) {
+func (r *logRelay) TakeForTest(ctx context.Context) ([]int, error) {
 	ps, err := r.take(ctx, r.cfg.MaxPartitions)
 	var ids []int
 	for _, p := range ps {
@@ -131,7 +131,7 @@ func (r *LogRelay) TakeForTest(ctx context.Context) ([]int, error) {
 }
 
 // ReadForTest is R2 on a partition this relay took.
-func (r *LogRelay) ReadForTest(ctx context.Context, partition int) (*LogBatchForTest, error) {
+func (r *logRelay) ReadForTest(ctx context.Context, partition int) (*LogBatchForTest, error) {
 	r.mu.Lock()
 	p := r.parts[partition]
 	r.mu.Unlock()
@@ -146,7 +146,7 @@ func (r *LogRelay) ReadForTest(ctx context.Context, partition int) (*LogBatchFor
 }
 
 // PublishForTest is R3 (or the isolation) on a batch read.
-func (r *LogRelay) PublishForTest(ctx context.Context, b *LogBatchForTest) {
+func (r *logRelay) PublishForTest(ctx context.Context, b *LogBatchForTest) {
 	if b.v.isolating() {
 		b.done, b.failed = r.isolate(b.v)
 		return
@@ -155,7 +155,7 @@ func (r *LogRelay) PublishForTest(ctx context.Context, b *LogBatchForTest) {
 }
 
 // AdvanceForTest is R4 on a batch published; refused reports a moved epoch.
-func (r *LogRelay) AdvanceForTest(ctx context.Context, b *LogBatchForTest) (refused bool, err error) {
+func (r *logRelay) AdvanceForTest(ctx context.Context, b *LogBatchForTest) (refused bool, err error) {
 	return r.advance(ctx, b.p, b.v, b.done, b.failed)
 }
 
@@ -166,7 +166,7 @@ var ErrLogLeaseLostForTest = errLogLeaseLost
 // HoldStepForTest is one step of a partition's hold worker (H1, then H2
 // and H3 when it publishes); worked is false when there was nothing to do
 // or the step waits for the reader's batch in flight.
-func (r *LogRelay) HoldStepForTest(ctx context.Context, partition int) (worked bool, err error) {
+func (r *logRelay) HoldStepForTest(ctx context.Context, partition int) (worked bool, err error) {
 	r.mu.Lock()
 	p := r.parts[partition]
 	r.mu.Unlock()
@@ -200,3 +200,19 @@ func CDCStreamOwnerForTest(owner string) string { return cdcStreamOwner(owner) }
 
 // ListenerApplicationNameForTest is the listener connection's application_name.
 func ListenerApplicationNameForTest(owner string) string { return listenerApplicationName(owner) }
+
+// One source's relay and settings, for the tests of that source's rules
+// (the public [Relay] takes the source as RelayConfig.Source).
+type (
+	PollRelay = pollRelay
+	CDCRelay  = cdcRelay
+	CDCConfig = cdcConfig
+	LogRelay  = logRelay
+	LogConfig = logConfig
+)
+
+var (
+	NewPollRelay = newPollRelay
+	NewCDCRelay  = newCDCRelay
+	NewLogRelay  = newLogRelay
+)

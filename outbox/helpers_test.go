@@ -79,12 +79,12 @@ func setup(t *testing.T, fn func(ctx context.Context, e outbox.Event) error) *te
 func quietLogger() *slog.Logger { return testlog.Logger() }
 
 // newRelay builds a relay with test-friendly defaults over b's pool.
-func (b *testBundle) newRelay(t *testing.T, cfg outbox.RelayConfig) *outbox.Relay {
+func (b *testBundle) newRelay(t *testing.T, cfg outbox.RelayConfig) *outbox.PollRelay {
 	t.Helper()
 	if cfg.Logger == nil {
 		cfg.Logger = quietLogger()
 	}
-	r, err := outbox.NewRelay(b.pool, b.rec, cfg)
+	r, err := outbox.NewPollRelay(b.pool, b.rec, cfg)
 	require.NoError(t, err)
 	return r
 }
@@ -97,7 +97,7 @@ func run(t *testing.T, r outboxtest.Runner) (stop func()) {
 }
 
 // claimIDs runs r's claim and returns the IDs of the events it claimed.
-func claimIDs(t *testing.T, r *outbox.Relay) []uuid.UUID {
+func claimIDs(t *testing.T, r *outbox.PollRelay) []uuid.UUID {
 	t.Helper()
 	got, _, err := r.ClaimForTest(context.Background())
 	require.NoError(t, err)
@@ -106,7 +106,7 @@ func claimIDs(t *testing.T, r *outbox.Relay) []uuid.UUID {
 
 // markOne marks the event id published as r, and requires that r's lease
 // let it.
-func markOne(t *testing.T, r *outbox.Relay, id uuid.UUID, msgAndArgs ...any) {
+func markOne(t *testing.T, r *outbox.PollRelay, id uuid.UUID, msgAndArgs ...any) {
 	t.Helper()
 	n, err := r.MarkForTest(context.Background(), id)
 	require.NoError(t, err)

@@ -19,7 +19,7 @@ var listenBackoff = Backoff{Base: 100 * time.Millisecond, Max: 5 * time.Second}
 // with backoff and wakes the relay once more right after LISTEN succeeds:
 // notifications sent while it was away are lost, and that claim finds their
 // events. It returns when ctx ends.
-func (r *Relay) listen(ctx context.Context) {
+func (r *pollRelay) listen(ctx context.Context) {
 	l := listener{config: r.listenConfig, stmt: qRelayListen, channel: NotifyChannel, logger: r.cfg.Logger, owner: r.cfg.Owner}
 	l.run(ctx, func(string) { r.wakeUp() })
 }
@@ -90,7 +90,7 @@ func (l listener) session(ctx context.Context, notify func(string)) (connected b
 }
 
 // wakeUp asks the relay loop to claim now; wake-ups coalesce.
-func (r *Relay) wakeUp() {
+func (r *pollRelay) wakeUp() {
 	select {
 	case r.wake <- struct{}{}:
 	default:

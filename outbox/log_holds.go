@@ -18,7 +18,7 @@ import (
 // fences a stale owner and serialises the worker with the advance.
 
 // holdWorker works p's holds until ctx ends.
-func (r *LogRelay) holdWorker(ctx context.Context, p *logPartition) {
+func (r *logRelay) holdWorker(ctx context.Context, p *logPartition) {
 	failures := 0
 	for ctx.Err() == nil {
 		worked := false
@@ -59,7 +59,7 @@ func (r *LogRelay) holdWorker(ctx context.Context, p *logPartition) {
 // head's attempt counted, or the hold quarantined with its attempts used
 // up, or released when it has caught up with the cursor: H4), then H2 and
 // H3 for an attempt. It reports whether there was a hold to work on.
-func (r *LogRelay) holdStep(ctx context.Context, p *logPartition) (bool, error) {
+func (r *logRelay) holdStep(ctx context.Context, p *logPartition) (bool, error) {
 	bk := context.WithoutCancel(ctx)
 	dueIn, err := qLogHoldsDue.All(ctx, r.pool, logPartitionArgs{Partition: p.id})
 	if err != nil || len(dueIn) == 0 {
@@ -157,7 +157,7 @@ func (r *LogRelay) holdStep(ctx context.Context, p *logPartition) (bool, error) 
 
 // holdPublish is H2 and H3: the head's publish under the partition's lease,
 // then its outcome, fenced by the owner.
-func (r *LogRelay) holdPublish(ctx, bk context.Context, p *logPartition, h logHoldRow) error {
+func (r *logRelay) holdPublish(ctx, bk context.Context, p *logPartition, h logHoldRow) error {
 	row := logRow{Pos: *h.HeadPos, Gate: *h.HeadGate, eventRow: eventRow{
 		EventID: *h.EventID, AggregateType: h.AggregateType, AggregateID: h.AggregateID,
 		AggregateSequence: *h.AggregateSequence, EventType: *h.EventType, SchemaVersion: *h.SchemaVersion,

@@ -12,8 +12,8 @@ import (
 	"github.com/outflow/outflow/outbox/namedsql"
 )
 
-// Runner is a relay of any source: [Relay], [CDCRelay], [LogRelay] and
-// [SourceRelay] run until ctx ends, under their owner's name.
+// Runner is a relay: [Relay], and each source's relay inside it, run until
+// ctx ends, under their owner's name.
 type Runner interface {
 	Run(ctx context.Context) error
 	Owner() string
@@ -46,7 +46,7 @@ type Runner interface {
 type logLeave struct {
 	pool *pgxpool.Pool
 	pub  Publisher
-	cfg  LogConfig
+	cfg  logConfig
 	main Runner
 	// switchedAt is when the log's drain ended (unix nanoseconds; 0
 	// before): a log event that occurred after it was written by a
@@ -58,7 +58,7 @@ type logLeave struct {
 // log relay's, with main's RelayConfig (the same publisher, breaker,
 // metrics and failpoints; the owner is main's when cfg names none). It
 // connects nothing: Run looks at the log.
-func newLogLeave(pool *pgxpool.Pool, pub Publisher, cfg LogConfig, main Runner) (*logLeave, error) {
+func newLogLeave(pool *pgxpool.Pool, pub Publisher, cfg logConfig, main Runner) (*logLeave, error) {
 	if cfg.Owner == "" {
 		cfg.Owner = main.Owner()
 	}
@@ -76,7 +76,7 @@ func (s *logLeave) Owner() string { return s.cfg.Owner }
 
 // Config returns the log relay's configuration with defaults applied (its
 // RelayConfig is main's).
-func (s *logLeave) Config() LogConfig { return s.cfg }
+func (s *logLeave) Config() logConfig { return s.cfg }
 
 // Run runs main alone while the log was never written, and a log relay
 // beside it once it is; on a database whose log was written, a log relay
@@ -91,8 +91,8 @@ func (s *logLeave) Run(ctx context.Context) error {
 		}
 		return err
 	}
-	newLog := func() (*LogRelay, error) {
-		return NewLogRelay(s.pool, notedPublisher{pub: s.pub, note: s.noteLate}, s.cfg)
+	newLog := func() (*logRelay, error) {
+		return newLogRelay(s.pool, notedPublisher{pub: s.pub, note: s.noteLate}, s.cfg)
 	}
 	if !left.Used {
 		return runSwitched(ctx, switchRun{

@@ -67,7 +67,7 @@ func newLogMetrics(reg prometheus.Registerer) (*logMetrics, error) {
 }
 
 // gaugeLoop refreshes the gauges every GaugeInterval until ctx ends.
-func (r *LogRelay) gaugeLoop(ctx context.Context) {
+func (r *logRelay) gaugeLoop(ctx context.Context) {
 	t := time.NewTicker(r.cfg.GaugeInterval)
 	defer t.Stop()
 	for {
@@ -82,7 +82,7 @@ func (r *LogRelay) gaugeLoop(ctx context.Context) {
 	}
 }
 
-func (r *LogRelay) refreshGauges(ctx context.Context) error {
+func (r *logRelay) refreshGauges(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	g, err := qLogGauges.One(ctx, r.pool, namedsql.NoArgs{})

@@ -68,7 +68,7 @@ const (
 // cycle reads one batch of p (R2), publishes it (R3) and advances (R4). It
 // reports what the reader does next, and errLogLeaseLost when p is no
 // longer this relay's.
-func (r *LogRelay) cycle(ctx context.Context, p *logPartition) (logNext, error) {
+func (r *logRelay) cycle(ctx context.Context, p *logPartition) (logNext, error) {
 	// The bookkeeping outlives a shutdown signal: what was published is
 	// advanced over.
 	bk := context.WithoutCancel(ctx)
@@ -119,7 +119,7 @@ var errLogDied = errors.New("outbox: the partition's reader died at a failpoint"
 
 // dieAt runs the failpoint name; its error makes the reader die (its batch
 // left in flight for the hold worker, its lease to expire).
-func (r *LogRelay) dieAt(ctx context.Context, p *logPartition, name string) error {
+func (r *logRelay) dieAt(ctx context.Context, p *logPartition, name string) error {
 	if err := r.cfg.Failpoints.Inject(ctx, name); err != nil {
 		return fmt.Errorf("%w: %w", errLogDied, err)
 	}
@@ -133,7 +133,7 @@ func (r *LogRelay) dieAt(ctx context.Context, p *logPartition, name string) erro
 // log.sql). A read that finds nothing writes nothing. The window is
 // BatchSize at a fresh position and 1 once a batch died there. retry: the
 // epoch moved under the read, read again.
-func (r *LogRelay) read(ctx context.Context, p *logPartition) (v logView, retry bool, err error) {
+func (r *logRelay) read(ctx context.Context, p *logPartition) (v logView, retry bool, err error) {
 	v = logView{held: map[aggregateKey]bool{}}
 	// From before the cursor is read until the advance: the hold worker
 	// publishes only for the orders this view holds (mayPublish).
@@ -219,7 +219,7 @@ func (r *LogRelay) read(ctx context.Context, p *logPartition) (v logView, retry 
 // isolate is the read that isolates its event (R2 with tries at 2): it is
 // not published; it fails into a quarantined hold, with its attempts used
 // up, unless its order is under a hold already (then it is the hold's).
-func (r *LogRelay) isolate(v logView) ([]bool, []logFailure) {
+func (r *logRelay) isolate(v logView) ([]bool, []logFailure) {
 	row := v.rows[0]
 	done := []bool{true}
 	if v.held[aggregateKey{row.AggregateType, row.AggregateID}] {
@@ -243,7 +243,7 @@ func (r *LogRelay) isolate(v logView) ([]bool, []logFailure) {
 // again). An event that failed in an earlier batch whose advance did not
 // record it (v.failedAhead) fails again without a publish: its attempt was
 // spent. It returns which events are done and the failed orders.
-func (r *LogRelay) publishBatch(ctx, bk context.Context, v logView) ([]bool, []logFailure) {
+func (r *logRelay) publishBatch(ctx, bk context.Context, v logView) ([]bool, []logFailure) {
 	type lane struct {
 		key aggregateKey
 		idx []int
@@ -345,7 +345,7 @@ func (r *LogRelay) publishBatch(ctx, bk context.Context, v logView) ([]bool, []l
 // attemptLog publishes one event, or returns it unattempted (skipped): the
 // relay is shutting down, the breaker is open, or too little of the lease
 // is left for a whole publish, as the polling relay's attempt.
-func (r *LogRelay) attemptLog(ctx, bk context.Context, l lease, e Event, attempt int) outcome {
+func (r *logRelay) attemptLog(ctx, bk context.Context, l lease, e Event, attempt int) outcome {
 	c := claimed{Event: e}
 	if ctx.Err() != nil || !r.base.sink.closed() || r.base.pace.acquire(ctx) != nil {
 		return outcome{c: c, skipped: true}
@@ -373,7 +373,7 @@ func (r *LogRelay) attemptLog(ctx, bk context.Context, l lease, e Event, attempt
 // errLogLeaseLost when the partition is someone else's. The failures it
 // does not record (beyond the prefix, or all of them when refused) are
 // kept for the next read (logPartition.failedAhead).
-func (r *LogRelay) advance(ctx context.Context, p *logPartition, v logView, done []bool, failed []logFailure) (refused bool, err error) {
+func (r *logRelay) advance(ctx context.Context, p *logPartition, v logView, done []bool, failed []logFailure) (refused bool, err error) {
 	defer p.endBatch()
 	prefix := 0
 	for prefix < len(done) && done[prefix] {

@@ -19,11 +19,11 @@ import (
 // hash of the aggregate), both fixed by the migration that made them.
 const LogPartitions = 16
 
-// LogMaxPartitionsDefault is the default of LogConfig.MaxPartitions: all.
+// LogMaxPartitionsDefault is the default of RelayConfig.LogMaxPartitions: all.
 const LogMaxPartitionsDefault = LogPartitions
 
-// LogConfig tunes a [LogRelay]. The zero value is ready to use.
-type LogConfig struct {
+// logConfig tunes a [logRelay] (RelayConfig.Log*).
+type logConfig struct {
 	// RelayConfig holds what the log source shares with the polling relay:
 	// Owner (written to a partition's cursor row as its lease holder),
 	// BatchSize (the read window), Lease (a partition's), PublishTimeout,
@@ -52,7 +52,7 @@ type LogConfig struct {
 	ShareDelay time.Duration
 }
 
-func (c *LogConfig) setDefaults() error {
+func (c *logConfig) setDefaults() error {
 	if err := c.RelayConfig.setDefaults(); err != nil {
 		return err
 	}
@@ -65,15 +65,15 @@ func (c *LogConfig) setDefaults() error {
 	return nil
 }
 
-func (c *LogConfig) validate() error {
+func (c *logConfig) validate() error {
 	if err := c.RelayConfig.validate(); err != nil {
 		return err
 	}
 	if c.MaxPartitions < 1 || c.MaxPartitions > LogPartitions {
-		return fmt.Errorf("outbox: LogConfig.MaxPartitions %d is out of range; use 1 to %d (default %d)", c.MaxPartitions, LogPartitions, LogMaxPartitionsDefault)
+		return fmt.Errorf("outbox: RelayConfig.LogMaxPartitions %d is out of range; use 1 to %d (default %d)", c.MaxPartitions, LogPartitions, LogMaxPartitionsDefault)
 	}
 	if c.ShareDelay < 0 {
-		return fmt.Errorf("outbox: LogConfig.ShareDelay %s is negative; use 0 for the default (the Lease) or a positive duration", c.ShareDelay)
+		return fmt.Errorf("outbox: RelayConfig.LogShareDelay %s is negative; use 0 for the default (the Lease) or a positive duration", c.ShareDelay)
 	}
 	return nil
 }
@@ -117,19 +117,19 @@ func (c *LogConfig) validate() error {
 // began. The reader then looks again soon rather than at the safety poll,
 // and outbox_log_horizon_age_seconds says how long it has been held.
 //
-// A [SourceRelay] of a database switching to the log runs it after
+// A [Relay] of a database switching to the log runs it after
 // draining outbox_events, and a poll or cdc relay of a database whose log
 // was used runs one first. Retention (outboxops.RetainLog) makes
 // the log's range partitions ahead of its sequence and drops whole ranges
 // that every cursor passed (docs/operations.md, "Retention of the log").
-type LogRelay struct {
+type logRelay struct {
 	pool *pgxpool.Pool
 	pub  Publisher
-	cfg  LogConfig
+	cfg  logConfig
 	// base is a polling relay that never runs: its breaker, throttle,
 	// backoff, probe and metrics are the log source's, so the three
 	// sources behave the same toward a sink.
-	base    *Relay
+	base    *pollRelay
 	metrics *logMetrics
 	running atomic.Bool
 
@@ -229,9 +229,9 @@ var errLogLeaseLost = errors.New("outbox: the partition's lease is lost")
 // NewLogRelay returns a log relay over pool that publishes through pub, with
 // cfg's zero fields defaulted. It opens one dedicated connection from
 // pool's configuration for LISTEN.
-func NewLogRelay(pool *pgxpool.Pool, pub Publisher, cfg LogConfig) (*LogRelay, error) {
+func newLogRelay(pool *pgxpool.Pool, pub Publisher, cfg logConfig) (*logRelay, error) {
 	if pool == nil || pub == nil {
-		return nil, errors.New("outbox: NewLogRelay needs a pool and a Publisher")
+		return nil, errors.New("outbox: NewRelay needs a pool and a Publisher")
 	}
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
@@ -247,19 +247,19 @@ func NewLogRelay(pool *pgxpool.Pool, pub Publisher, cfg LogConfig) (*LogRelay, e
 	if err != nil {
 		return nil, err
 	}
-	return &LogRelay{pool: pool, pub: pub, cfg: cfg, base: base, metrics: m, parts: map[int]*logPartition{}}, nil
+	return &logRelay{pool: pool, pub: pub, cfg: cfg, base: base, metrics: m, parts: map[int]*logPartition{}}, nil
 }
 
 // Owner returns the relay's identity, as written to a partition's cursor.
-func (r *LogRelay) Owner() string { return r.cfg.Owner }
+func (r *logRelay) Owner() string { return r.cfg.Owner }
 
 // Config returns the relay's configuration with defaults applied.
-func (r *LogRelay) Config() LogConfig { return r.cfg }
+func (r *logRelay) Config() logConfig { return r.cfg }
 
 // Run relays until ctx ends, then shuts down gracefully: each partition's
 // reader finishes its batch's publishes, advances over what is done and
 // gives its lease back. It returns an error only when called twice.
-func (r *LogRelay) Run(ctx context.Context) error {
+func (r *logRelay) Run(ctx context.Context) error {
 	if !r.running.CompareAndSwap(false, true) {
 		return errors.New("outbox: LogRelay.Run called twice; create one LogRelay per loop")
 	}
@@ -307,7 +307,7 @@ func (r *LogRelay) Run(ctx context.Context) error {
 
 // take takes free partitions (R1), up to share (and MaxPartitions) read at
 // once, and registers them as running.
-func (r *LogRelay) take(ctx context.Context, share int) ([]*logPartition, error) {
+func (r *logRelay) take(ctx context.Context, share int) ([]*logPartition, error) {
 	r.mu.Lock()
 	running := make([]int, 0, len(r.parts))
 	for id := range r.parts {
@@ -348,7 +348,7 @@ func (r *LogRelay) take(ctx context.Context, share int) ([]*logPartition, error)
 
 // notified wakes the reader of the partition a NOTIFY names, or every
 // reader ("": the listener has just connected).
-func (r *LogRelay) notified(payload string) {
+func (r *logRelay) notified(payload string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if payload == "" {
@@ -375,7 +375,7 @@ func wakeChan(ch chan struct{}) {
 // readPartition runs p's reader and its hold worker until ctx ends or the
 // relay gives p back (then it gives the lease back, after the batch in
 // flight advanced), or the lease is found lost.
-func (r *LogRelay) readPartition(ctx context.Context, p *logPartition) {
+func (r *logRelay) readPartition(ctx context.Context, p *logPartition) {
 	hctx, hstop := context.WithCancel(ctx)
 	var hw sync.WaitGroup
 	hw.Go(func() { r.holdWorker(hctx, p) })

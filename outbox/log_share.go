@@ -41,7 +41,7 @@ func logShares(relays []logRelayRow) map[string]int {
 
 // share renews this relay's row of the registry and returns its share of
 // the partitions and the number of live relays.
-func (r *LogRelay) share(ctx context.Context) (share, relays int, err error) {
+func (r *logRelay) share(ctx context.Context) (share, relays int, err error) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 	defer cancel()
 	rows, err := qLogBeat.All(cctx, r.pool, logBeatArgs{
@@ -60,7 +60,7 @@ func (r *LogRelay) share(ctx context.Context) (share, relays int, err error) {
 // releases the lease (readPartition). A partition already being given back
 // counts as gone. It prefers a partition without holds (whose hold worker
 // has nothing to stop), then the highest.
-func (r *LogRelay) giveBack(share int, now time.Time) {
+func (r *logRelay) giveBack(share int, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	keeping := 0
@@ -101,7 +101,7 @@ func logReleaseFirst(p, q *logPartition) bool {
 }
 
 // leave deletes this relay's row of the registry at a graceful shutdown.
-func (r *LogRelay) leave(ctx context.Context) {
+func (r *logRelay) leave(ctx context.Context) {
 	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), bookkeepingTimeout)
 	defer cancel()
 	if _, err := qLogUnregister.Exec(cctx, r.pool, logUnregisterArgs{Owner: r.cfg.Owner}); err != nil {

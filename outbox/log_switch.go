@@ -55,9 +55,9 @@ const logSwitchNamed = 20
 // pending event, quarantined) working.
 type logSwitch struct {
 	pool *pgxpool.Pool
-	poll *Relay
-	log  *LogRelay
-	cfg  LogConfig
+	poll *pollRelay
+	log  *logRelay
+	cfg  logConfig
 	// switchedAt is when the drain ended (unix nanoseconds; 0 before):
 	// an event that occurred after it was written by a producer left on
 	// the poll source.
@@ -68,13 +68,13 @@ type logSwitch struct {
 // [LogRelay] of cfg, preceded by a polling [Relay] of cfg.RelayConfig
 // (the same publisher, owner, breaker, metrics and failpoints) while
 // outbox_events holds unpublished events.
-func newLogSwitch(pool *pgxpool.Pool, pub Publisher, cfg LogConfig) (*logSwitch, error) {
-	log, err := NewLogRelay(pool, pub, cfg)
+func newLogSwitch(pool *pgxpool.Pool, pub Publisher, cfg logConfig) (*logSwitch, error) {
+	log, err := newLogRelay(pool, pub, cfg)
 	if err != nil {
 		return nil, err
 	}
 	s := &logSwitch{pool: pool, log: log, cfg: log.Config()}
-	poll, err := NewRelay(pool, notedPublisher{pub: pub, note: s.noteLate}, log.Config().RelayConfig)
+	poll, err := newPollRelay(pool, notedPublisher{pub: pub, note: s.noteLate}, log.Config().RelayConfig)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +99,7 @@ func (s *logSwitch) noteLate(e Event) {
 func (s *logSwitch) Owner() string { return s.cfg.Owner }
 
 // Config returns the log relay's configuration with defaults applied.
-func (s *logSwitch) Config() LogConfig { return s.cfg }
+func (s *logSwitch) Config() logConfig { return s.cfg }
 
 // Run starts the polling relay, waits until it drained outbox_events, then
 // runs the log relay beside it until ctx ends or either fails.

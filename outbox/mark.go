@@ -15,7 +15,7 @@ import (
 // mark records acknowledged events as published in one statement and one
 // transaction, fenced by the owner: rows whose lease another relay took over
 // are left alone. It returns the IDs it marked.
-func (r *Relay) mark(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
+func (r *pollRelay) mark(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}

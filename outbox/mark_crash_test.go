@@ -41,7 +41,7 @@ func TestMarkLostToAPostgresCrash(t *testing.T) {
 	b := &testBundle{pool: pool, url: url, rec: newRecorder(nil)}
 	// A short lease: the claim reached the disk before the lost mark, so the
 	// event waits for that lease to run out, as after any relay's crash.
-	relay := func() *outbox.Relay {
+	relay := func() *outbox.PollRelay {
 		return b.newRelay(t, outbox.RelayConfig{Owner: "relay-" + uuid.NewString()[:8], BatchSize: 1, Lease: 2 * time.Second})
 	}
 	crash := func() {
@@ -50,7 +50,7 @@ func TestMarkLostToAPostgresCrash(t *testing.T) {
 		pool = open()
 		b.pool = pool
 	}
-	claimAndMark := func(r *outbox.Relay, want uuid.UUID) {
+	claimAndMark := func(r *outbox.PollRelay, want uuid.UUID) {
 		got, _, err := r.ClaimForTest(ctx)
 		require.NoError(t, err)
 		require.Len(t, got, 1)

@@ -101,7 +101,7 @@ func (m *metrics) byFault(vec *prometheus.CounterVec) {
 }
 
 // refreshGauges recomputes the backlog gauges with one bounded query.
-func (r *Relay) refreshGauges(ctx context.Context) error {
+func (r *pollRelay) refreshGauges(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	g, err := qRelayGauges.One(ctx, r.pool, namedsql.NoArgs{})

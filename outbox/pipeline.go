@@ -43,7 +43,7 @@ type job struct {
 // attempt publishes j's event, or returns it unattempted (skipped): the
 // relay is shutting down, its sink's breaker is open, or too little of the
 // lease is left for a whole publish, also after waiting for the throttle.
-func (r *Relay) attempt(ctx, bk context.Context, j job) outcome {
+func (r *pollRelay) attempt(ctx, bk context.Context, j job) outcome {
 	if ctx.Err() != nil || !r.sink.closed() || r.pace.acquire(ctx) != nil {
 		return outcome{c: j.c, skipped: true}
 	}
@@ -66,7 +66,7 @@ func (r *Relay) attempt(ctx, bk context.Context, j job) outcome {
 // records (the event's fault), releases with the attempt given back (the
 // sink's fault) and releases of what was never attempted.
 type books struct {
-	r          *Relay
+	r          *pollRelay
 	bk         context.Context
 	acks       []uuid.UUID
 	failures   []failure
@@ -78,7 +78,7 @@ type books struct {
 	retryAts []time.Time
 }
 
-func (r *Relay) newBooks(bk context.Context) *books { return &books{r: r, bk: bk} }
+func (r *pollRelay) newBooks(bk context.Context) *books { return &books{r: r, bk: bk} }
 
 // add books one outcome and reports whether enough acknowledgements wait
 // for a mark now (MarkBatchSize).
@@ -134,7 +134,7 @@ func (b *books) flush() (settled []uuid.UUID, marked bool) {
 // pipeline is Run's moving parts besides the claimer: the workers and the
 // bookkeeper, and the count of claimed events not yet settled.
 type pipeline struct {
-	r       *Relay
+	r       *pollRelay
 	jobs    chan job
 	results chan outcome
 	workers sync.WaitGroup
@@ -158,7 +158,7 @@ func (p *pipeline) markDelay() time.Duration {
 	return p.r.cfg.MarkDelay
 }
 
-func (r *Relay) startPipeline(ctx, bk context.Context) *pipeline {
+func (r *pollRelay) startPipeline(ctx, bk context.Context) *pipeline {
 	p := &pipeline{
 		r:       r,
 		jobs:    make(chan job, r.cfg.pipelineCapacity()),
@@ -232,7 +232,7 @@ func (p *pipeline) claim(ctx, bk context.Context, n int) (int, error) {
 // afterClaim runs the relay.after_claim failpoint on a claimed batch; when
 // it answers with an error, the batch is released unattempted and the error
 // returned.
-func (r *Relay) afterClaim(ctx, bk context.Context, batch []claimed) error {
+func (r *pollRelay) afterClaim(ctx, bk context.Context, batch []claimed) error {
 	err := r.cfg.Failpoints.Inject(ctx, failpoints.RelayAfterClaim)
 	if err == nil {
 		return nil

@@ -71,7 +71,7 @@ func Permanent(err error) error {
 
 // publishOne publishes one claimed event and runs the relay.after_publish
 // failpoint after the acknowledgement.
-func (r *Relay) publishOne(ctx context.Context, c claimed) error {
+func (r *pollRelay) publishOne(ctx context.Context, c claimed) error {
 	return publishAcked(ctx, &r.cfg, c.attempt, r.pub, c.Event, r.cfg.Failpoints, failpoints.RelayAfterPublish)
 }
 

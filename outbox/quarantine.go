@@ -27,7 +27,7 @@ func (f failure) permanent() bool { return errors.Is(f.err, ErrPermanent) }
 // never claimed again until an operator acts, and it holds back its
 // aggregate's later events (they still see an unpublished predecessor).
 // It returns the events it changed and whether each was quarantined.
-func (r *Relay) recordFailures(ctx context.Context, fs []failure) (map[uuid.UUID]bool, error) {
+func (r *pollRelay) recordFailures(ctx context.Context, fs []failure) (map[uuid.UUID]bool, error) {
 	if len(fs) == 0 {
 		return nil, nil
 	}

@@ -106,5 +106,5 @@ ORDER BY ins.aggregate_sequence;
 
 -- name: RelaySource :one
 -- The database's relay source (outbox_source, migration 00018), which a
--- SourceRelay follows; poll when the row is missing.
+-- Relay follows; poll when the row is missing.
 SELECT coalesce((SELECT source FROM outbox_source), 'poll') AS source;

@@ -20,7 +20,7 @@ import (
 // backoff or quarantine, and claims again. Run it in as many processes as
 // you like: leases and SKIP LOCKED keep them off each other's events, and the
 // claim keeps one lane per aggregate.
-type Relay struct {
+type pollRelay struct {
 	pool         *pgxpool.Pool
 	pub          Publisher
 	cfg          RelayConfig
@@ -53,13 +53,13 @@ const bookkeepingTimeout = 15 * time.Second
 // NewRelay returns a relay over pool that publishes through pub, with cfg's
 // zero fields defaulted. The relay also opens one dedicated connection from
 // pool's configuration for LISTEN.
-func NewRelay(pool *pgxpool.Pool, pub Publisher, cfg RelayConfig) (*Relay, error) {
+func newPollRelay(pool *pgxpool.Pool, pub Publisher, cfg RelayConfig) (*pollRelay, error) {
 	return newRelay(pool, pub, cfg, true)
 }
 
 // newRelay is NewRelay; backlog registers the gauges of outbox_events'
 // backlog (a log relay's base relay does not: see newMetrics).
-func newRelay(pool *pgxpool.Pool, pub Publisher, cfg RelayConfig, backlog bool) (*Relay, error) {
+func newRelay(pool *pgxpool.Pool, pub Publisher, cfg RelayConfig, backlog bool) (*pollRelay, error) {
 	if pool == nil || pub == nil {
 		return nil, errors.New("outbox: NewRelay needs a pool and a Publisher")
 	}
@@ -82,7 +82,7 @@ func newRelay(pool *pgxpool.Pool, pub Publisher, cfg RelayConfig, backlog bool) 
 	if p, ok := pub.(Prober); ok {
 		probe = p.Probe
 	}
-	return &Relay{
+	return &pollRelay{
 		sink:         newBreaker(&cfg, m.sinkUp),
 		pace:         newThrottle(&cfg, m.throttled),
 		probe:        probe,
@@ -108,16 +108,16 @@ func listenerApplicationName(owner string) string {
 }
 
 // Owner returns the relay's identity, as written to claimed_by.
-func (r *Relay) Owner() string { return r.cfg.Owner }
+func (r *pollRelay) Owner() string { return r.cfg.Owner }
 
 // Config returns the relay's configuration with defaults applied.
-func (r *Relay) Config() RelayConfig { return r.cfg }
+func (r *pollRelay) Config() RelayConfig { return r.cfg }
 
 // Run relays until ctx ends, then shuts down gracefully: it stops claiming,
 // lets in-flight publishes finish (each bounded by PublishTimeout), marks the
 // acknowledged events, releases the claims it never attempted, and returns
 // nil. It returns an error only when called twice.
-func (r *Relay) Run(ctx context.Context) error {
+func (r *pollRelay) Run(ctx context.Context) error {
 	if !r.running.CompareAndSwap(false, true) {
 		return errors.New("outbox: Relay.Run called twice; create one Relay per loop")
 	}
@@ -199,7 +199,7 @@ func (r *Relay) Run(ctx context.Context) error {
 	return nil
 }
 
-func (r *Relay) gaugeLoop(ctx context.Context) {
+func (r *pollRelay) gaugeLoop(ctx context.Context) {
 	t := time.NewTicker(r.cfg.GaugeInterval)
 	defer t.Stop()
 	for {
@@ -216,7 +216,7 @@ func (r *Relay) gaugeLoop(ctx context.Context) {
 
 // wakeAt has an idle loop claim again at each of ts (dropped when the loop
 // is behind: its safety poll covers them).
-func (r *Relay) wakeAt(ts []time.Time) {
+func (r *pollRelay) wakeAt(ts []time.Time) {
 	if len(ts) == 0 {
 		return
 	}
@@ -289,7 +289,7 @@ type outcome struct {
 // cycle claims one batch and sees every event in it through: published and
 // marked, failed and recorded, or released. It returns the batch size and
 // the retry times it set. all is claim's.
-func (r *Relay) cycle(ctx context.Context, all bool) (int, []time.Time, error) {
+func (r *pollRelay) cycle(ctx context.Context, all bool) (int, []time.Time, error) {
 	// Bookkeeping must outlive a shutdown signal: what was published gets
 	// marked, what was not gets released. The claim too: a claim cancelled
 	// after its commit would leave leases this relay does not know it holds.
@@ -310,7 +310,7 @@ func (r *Relay) cycle(ctx context.Context, all bool) (int, []time.Time, error) {
 // records each outcome; acknowledgements are marked in batches as they come.
 // It is the backfill's way (a CDC relay's sweeper drains everything before
 // its stream starts); Run keeps its pipeline full across claims instead.
-func (r *Relay) process(ctx, bk context.Context, batch []claimed, l lease) []time.Time {
+func (r *pollRelay) process(ctx, bk context.Context, batch []claimed, l lease) []time.Time {
 	jobs := make(chan job, len(batch))
 	for _, c := range batch {
 		jobs <- job{c: c, l: l}
@@ -347,7 +347,7 @@ func (r *Relay) process(ctx, bk context.Context, batch []claimed, l lease) []tim
 	return b.retryAts
 }
 
-func (r *Relay) flushAcks(bk context.Context, acks []uuid.UUID) {
+func (r *pollRelay) flushAcks(bk context.Context, acks []uuid.UUID) {
 	if len(acks) == 0 {
 		return
 	}
@@ -370,7 +370,7 @@ func (r *Relay) flushAcks(bk context.Context, acks []uuid.UUID) {
 
 // flushFailures records failed publishes and returns when the retried ones
 // become available again.
-func (r *Relay) flushFailures(bk context.Context, fs []failure) []time.Time {
+func (r *pollRelay) flushFailures(bk context.Context, fs []failure) []time.Time {
 	if len(fs) == 0 {
 		return nil
 	}

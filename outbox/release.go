@@ -13,7 +13,7 @@ import (
 // release gives back claims that were never attempted, fenced by the owner:
 // a claim another relay took over is not touched. It returns the number of
 // events released.
-func (r *Relay) release(ctx context.Context, ids []uuid.UUID) (int64, error) {
+func (r *pollRelay) release(ctx context.Context, ids []uuid.UUID) (int64, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
@@ -33,7 +33,7 @@ const throttleRetry = time.Second
 // f: its error says that no attempt was counted, and a throttled event waits
 // a moment before it is claimed again. A sink that is down needs no delay:
 // the breaker stops the claims.
-func (r *Relay) sinkFailure(c claimed, err error, f fault) failure {
+func (r *pollRelay) sinkFailure(c claimed, err error, f fault) failure {
 	var delay time.Duration
 	if f == faultThrottle {
 		delay = Backoff{Base: throttleRetry, Max: throttleRetry}.Delay(1)
@@ -46,7 +46,7 @@ func (r *Relay) sinkFailure(c claimed, err error, f fault) failure {
 // returned and the error recorded (RelaySinkRelease), and returns when the
 // delayed ones become available again. A failed release is logged: the
 // leases expire, and the attempts counted at claim stay counted.
-func (r *Relay) releaseSinkFaults(bk context.Context, owner string, fs []failure) []time.Time {
+func (r *pollRelay) releaseSinkFaults(bk context.Context, owner string, fs []failure) []time.Time {
 	if len(fs) == 0 {
 		return nil
 	}

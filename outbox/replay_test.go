@@ -145,7 +145,7 @@ func TestClaimVerificationGivesBackWhatAReplayOvertook(t *testing.T) {
 	require.Equal(t, []uuid.UUID{evs[0].ID}, claimIDs(t, rA))
 	markOne(t, rA, evs[0].ID)
 
-	staleClaim := func(r *outbox.Relay, between func()) []uuid.UUID {
+	staleClaim := func(r *outbox.PollRelay, between func()) []uuid.UUID {
 		t.Helper()
 		tx, err := b.pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
 		require.NoError(t, err)
@@ -159,7 +159,7 @@ func TestClaimVerificationGivesBackWhatAReplayOvertook(t *testing.T) {
 		require.NoError(t, tx.Commit(ctx))
 		return ids(got)
 	}
-	verify := func(r *outbox.Relay, ids ...uuid.UUID) []uuid.UUID {
+	verify := func(r *outbox.PollRelay, ids ...uuid.UUID) []uuid.UUID {
 		t.Helper()
 		var released []uuid.UUID
 		require.NoError(t, pgx.BeginFunc(ctx, b.pool, func(tx pgx.Tx) error {

@@ -159,7 +159,7 @@ func TestSinkOutageCostsNoAttempts(t *testing.T) {
 				} else {
 					b := setup(t, nil)
 					pool = b.pool
-					r, err := outbox.NewRelay(pool, s.publisher(), cfg)
+					r, err := outbox.NewPollRelay(pool, s.publisher(), cfg)
 					require.NoError(t, err)
 					run(t, r)
 				}
@@ -232,7 +232,7 @@ func TestThrottledSinkSlowsTheRelay(t *testing.T) {
 	})
 	b := setup(t, nil)
 	reg := prometheus.NewRegistry()
-	r, err := outbox.NewRelay(b.pool, s.publisher(), outbox.RelayConfig{
+	r, err := outbox.NewPollRelay(b.pool, s.publisher(), outbox.RelayConfig{
 		Registerer: reg, MaxAttempts: 1, MaxInFlight: 16, PollInterval: 50 * time.Millisecond, Logger: quietLogger()})
 	require.NoError(t, err)
 	var all []uuid.UUID
@@ -304,7 +304,7 @@ func TestDatabaseFailingUnderAPublishCostsNoAttempt(t *testing.T) {
 		return fmt.Errorf("codec: read a customer key: %w", err)
 	})
 	reg := prometheus.NewRegistry()
-	r, err := outbox.NewRelay(b.pool, s.publisher(), outbox.RelayConfig{
+	r, err := outbox.NewPollRelay(b.pool, s.publisher(), outbox.RelayConfig{
 		Registerer: reg, MaxAttempts: 1, RetryBase: 10 * time.Millisecond, RetryMax: 20 * time.Millisecond,
 		ProbeBase: 10 * time.Millisecond, ProbeMax: 20 * time.Millisecond, PollInterval: 50 * time.Millisecond, Logger: quietLogger(),
 	})

@@ -52,7 +52,7 @@ var skipSources = []skipSource{
 		name: "poll",
 		db:   testdb.New,
 		relay: func(_ *testing.T, pool *pgxpool.Pool, pub outbox.Publisher, cfg outbox.RelayConfig) (outbox.Runner, error) {
-			return outbox.NewRelay(pool, pub, cfg)
+			return outbox.NewPollRelay(pool, pub, cfg)
 		},
 		skip: skipEvent,
 	},

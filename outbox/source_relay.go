@@ -11,57 +11,94 @@ import (
 	"github.com/outflow/outflow/outbox/namedsql"
 )
 
-// SourceRelayConfig configures a [SourceRelay]: the relay's settings,
-// shared by every source, and the cdc source's own.
-type SourceRelayConfig struct {
-	RelayConfig
-	// CDCSlot and CDCGrace are the cdc source's [CDCConfig].Slot and
-	// Grace, used while the database's source is cdc. Optional.
-	CDCSlot  string
-	CDCGrace time.Duration
-	// Started, when set, hears each source's relay as it starts, with the
-	// source and the relay's configuration (defaults applied): a process
-	// logs it.
-	Started func(source string, cfg RelayConfig)
-}
-
-// SourceRelay relays the events of a database whose source is recorded in
-// the database (table outbox_source: poll, cdc or log; `outboxctl source
-// set` changes it), where the producers' [Enqueue] reads it too. It runs
-// the recorded source's relay and, when an operator changes the source
-// (looked up every [LogSwitchCheckInterval]), stops it and runs the new
-// one's, without a restart. A switch is one relay's stop and another's
-// start, as a restart is: each source's relay publishes what the other
-// table still holds first and keeps sweeping it ([logSwitch],
+// Relay hands every committed event to a [Publisher], in each aggregate's
+// order, at least once. Its source is a value of its [RelayConfig]: by
+// default the one the database records (table outbox_source: poll, cdc or
+// log; `outboxctl source set` changes it), where the producers' [Enqueue]
+// reads it too. It runs that source's relay and, when an operator changes
+// the source (looked up every [LogSwitchCheckInterval]), stops it and runs
+// the new one's, without a restart. A switch is one relay's stop and
+// another's start, as a restart is: each source's relay publishes what the
+// other table still holds first and keeps sweeping it ([logSwitch],
 // [logLeave]), and an order's lane runs across both tables, so nothing is
 // stranded, reordered or published twice. When it leaves cdc it drops the
 // replication slot once no relay streams it ([dropIdleCDCSlot]).
-type SourceRelay struct {
-	pool *pgxpool.Pool
-	pub  Publisher
-	cfg  SourceRelayConfig
+//
+// Every source shares the relay's loop: the pipeline, the breaker, the
+// throttle, attempts, backoff, quarantine and metrics (relay.go,
+// pipeline.go, publish.go); a source differs only in how it finds each
+// lane's next events and records their delivery (poll: relay.go and
+// claim.go; cdc: cdc*.go; log: log_*.go).
+type Relay struct {
+	pool  *pgxpool.Pool
+	pub   Publisher
+	cfg   RelayConfig
+	fixed Runner // cfg.Source's relay, when the source is fixed
 }
 
-// NewSourceRelay returns the relay of pool's recorded source, publishing
-// to pub. It connects nothing: Run reads the source.
-func NewSourceRelay(pool *pgxpool.Pool, pub Publisher, cfg SourceRelayConfig) (*SourceRelay, error) {
-	if err := cfg.RelayConfig.setDefaults(); err != nil {
+// NewRelay returns the relay of pool, publishing to pub. With
+// cfg.Source "" it connects nothing: Run reads the database's source.
+func NewRelay(pool *pgxpool.Pool, pub Publisher, cfg RelayConfig) (*Relay, error) {
+	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	if err := cfg.RelayConfig.validate(); err != nil {
+	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	return &SourceRelay{pool: pool, pub: pub, cfg: cfg}, nil
+	r := &Relay{pool: pool, pub: pub, cfg: cfg}
+	// Every source's own settings are checked now, not at a switch.
+	cc, lc := cfg.cdcConfig(), cfg.logConfig()
+	if err := cc.setDefaults(); err != nil {
+		return nil, err
+	}
+	if err := cc.validate(); err != nil {
+		return nil, err
+	}
+	if err := lc.setDefaults(); err != nil {
+		return nil, err
+	}
+	if err := lc.validate(); err != nil {
+		return nil, err
+	}
+	var err error
+	switch cfg.Source {
+	case "poll":
+		r.fixed, err = newPollRelay(pool, pub, cfg)
+	case "cdc":
+		r.fixed, err = newCDCRelay(pool, pub, cc)
+	case "log":
+		r.fixed, err = newLogRelay(pool, pub, lc)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// cdcConfig and logConfig are the cdc and log sources' settings of c.
+func (c RelayConfig) cdcConfig() cdcConfig {
+	return cdcConfig{RelayConfig: c, Slot: c.CDCSlot, Publication: c.CDCPublication, Grace: c.CDCGrace,
+		StatusInterval: c.CDCStatusInterval, StandbyRetry: c.CDCStandbyRetry}
+}
+
+func (c RelayConfig) logConfig() logConfig {
+	return logConfig{RelayConfig: c, MaxPartitions: c.LogMaxPartitions, ShareDelay: c.LogShareDelay}
 }
 
 // Owner returns the relay's identity, every source's relay's.
-func (s *SourceRelay) Owner() string { return s.cfg.Owner }
+func (s *Relay) Owner() string { return s.cfg.Owner }
 
 // Config returns the relay's configuration with defaults applied.
-func (s *SourceRelay) Config() SourceRelayConfig { return s.cfg }
+func (s *Relay) Config() RelayConfig { return s.cfg }
 
 // Run relays until ctx ends or a source's relay fails.
-func (s *SourceRelay) Run(ctx context.Context) error {
+func (s *Relay) Run(ctx context.Context) error {
+	if s.fixed != nil {
+		if s.cfg.Started != nil {
+			s.cfg.Started(s.cfg.Source, s.cfg)
+		}
+		return s.fixed.Run(ctx)
+	}
 	source, err := qRelaySource.One(ctx, s.pool, namedsql.NoArgs{})
 	if err != nil {
 		if ctx.Err() != nil {
@@ -102,11 +139,11 @@ func (s *SourceRelay) Run(ctx context.Context) error {
 // build makes source's relay: for log the switch to it ([logSwitch]), for
 // poll and cdc their relay behind [logLeave]; cdc is checked first
 // ([CheckCDC]), so a server without wal_level=logical fails saying so.
-func (s *SourceRelay) build(ctx context.Context, source string) (Runner, RelayConfig, error) {
-	cfg := s.cfg.RelayConfig
+func (s *Relay) build(ctx context.Context, source string) (Runner, RelayConfig, error) {
+	cfg := s.cfg
 	switch source {
 	case "log":
-		r, err := newLogSwitch(s.pool, s.pub, LogConfig{RelayConfig: cfg})
+		r, err := newLogSwitch(s.pool, s.pub, cfg.logConfig())
 		if err != nil {
 			return nil, cfg, err
 		}
@@ -115,21 +152,21 @@ func (s *SourceRelay) build(ctx context.Context, source string) (Runner, RelayCo
 		if err := CheckCDC(ctx, s.pool, ""); err != nil {
 			return nil, cfg, fmt.Errorf("relay source cdc: %w", err)
 		}
-		main, err := NewCDCRelay(s.pool, s.pub, CDCConfig{RelayConfig: cfg, Slot: s.cfg.CDCSlot, Grace: s.cfg.CDCGrace})
+		main, err := newCDCRelay(s.pool, s.pub, cfg.cdcConfig())
 		if err != nil {
 			return nil, cfg, err
 		}
-		r, err := newLogLeave(s.pool, s.pub, LogConfig{RelayConfig: cfg}, main)
+		r, err := newLogLeave(s.pool, s.pub, cfg.logConfig(), main)
 		if err != nil {
 			return nil, cfg, err
 		}
 		return r, r.Config().RelayConfig, nil
 	case "poll":
-		main, err := NewRelay(s.pool, s.pub, cfg)
+		main, err := newPollRelay(s.pool, s.pub, cfg)
 		if err != nil {
 			return nil, cfg, err
 		}
-		r, err := newLogLeave(s.pool, s.pub, LogConfig{RelayConfig: cfg}, main)
+		r, err := newLogLeave(s.pool, s.pub, cfg.logConfig(), main)
 		if err != nil {
 			return nil, cfg, err
 		}
@@ -141,7 +178,7 @@ func (s *SourceRelay) build(ctx context.Context, source string) (Runner, RelayCo
 // watch returns the recorded source once it differs from source, or ""
 // when ctx ends or the relay stops (done; its error is returned then). A
 // failed look-up is logged and retried.
-func (s *SourceRelay) watch(ctx context.Context, source string, done <-chan error) (string, error) {
+func (s *Relay) watch(ctx context.Context, source string, done <-chan error) (string, error) {
 	t := time.NewTicker(LogSwitchCheckInterval)
 	defer t.Stop()
 	for {
@@ -171,7 +208,7 @@ func (s *SourceRelay) watch(ctx context.Context, source string, done <-chan erro
 // dropIdleSlot drops the cdc source's slot once this relay left cdc,
 // unless a relay still streams it (another process that has not followed
 // yet: the last to leave drops it).
-func (s *SourceRelay) dropIdleSlot(ctx context.Context) {
+func (s *Relay) dropIdleSlot(ctx context.Context) {
 	dropped, err := dropIdleCDCSlot(ctx, s.pool, s.cfg.CDCSlot)
 	switch {
 	case errors.Is(err, context.Canceled):

@@ -47,9 +47,9 @@ func TestSourceRelaySwitchesPollLogCDCPoll(t *testing.T) {
 	rctx, stopRelays := context.WithCancel(ctx)
 	defer func() { stopRelays(); relays.Wait() }()
 	for i := range 2 {
-		r, err := outbox.NewSourceRelay(pool, rec, outbox.SourceRelayConfig{
-			RelayConfig: outbox.RelayConfig{Owner: fmt.Sprintf("relay-%d", i), Logger: quietLogger(), Lease: 3 * time.Second,
-				PollInterval: 100 * time.Millisecond, MarkDelay: 5 * time.Millisecond},
+		r, err := outbox.NewRelay(pool, rec, outbox.RelayConfig{
+			Owner: fmt.Sprintf("relay-%d", i), Logger: quietLogger(), Lease: 3 * time.Second,
+			PollInterval: 100 * time.Millisecond, MarkDelay: 5 * time.Millisecond,
 			CDCSlot: slot, CDCGrace: time.Second,
 			Started: func(source string, cfg outbox.RelayConfig) {
 				startedMu.Lock()

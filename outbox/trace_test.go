@@ -101,13 +101,11 @@ func testTraceThroughTheRelay(t *testing.T, source string) {
 
 	pub := &tracedPublisher{calls: map[uuid.UUID][]trace.SpanContext{}, bags: map[uuid.UUID][]baggage.Baggage{},
 		failFirst: map[uuid.UUID]bool{traced.ID: true}}
-	r, err := outbox.NewSourceRelay(pool, pub, outbox.SourceRelayConfig{
-		RelayConfig: outbox.RelayConfig{
-			Owner: "trace-" + source, Logger: quietLogger(), Lease: 2 * time.Second,
-			PollInterval: 50 * time.Millisecond, RetryBase: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond,
-			MaxAttempts: 5, MarkDelay: 5 * time.Millisecond,
-			TracerProvider: tp, Propagator: prop,
-		},
+	r, err := outbox.NewRelay(pool, pub, outbox.RelayConfig{
+		Owner: "trace-" + source, Logger: quietLogger(), Lease: 2 * time.Second,
+		PollInterval: 50 * time.Millisecond, RetryBase: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond,
+		MaxAttempts: 5, MarkDelay: 5 * time.Millisecond,
+		TracerProvider: tp, Propagator: prop,
 		CDCSlot: "trace_" + strings.ReplaceAll(uuid.NewString()[:8], "-", ""), CDCGrace: 200 * time.Millisecond,
 	})
 	require.NoError(t, err)

@@ -248,7 +248,8 @@ func run(logger *slog.Logger, env *service.Env) error {
 			"metrics_addr", metricsAddr, "failpoints", os.Getenv(failpoints.EnvVar),
 			"retention", ccfg.Retention, "cleanup_interval", ccfg.Interval, "replay_horizon", orDefault(os.Getenv("OUTFLOW_REPLAY_HORIZON"), "namespace retention"))...)...)
 	}
-	relay, err := outbox.NewSourceRelay(pool, pub, outbox.SourceRelayConfig{RelayConfig: cfg, CDCSlot: cdcSlot, CDCGrace: cdcGrace, Started: started})
+	cfg.CDCSlot, cfg.CDCGrace, cfg.Started = cdcSlot, cdcGrace, started
+	relay, err := outbox.NewRelay(pool, pub, cfg)
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ const SourceEnv = "OUTFLOW_RELAY_SOURCE"
 // databases on one server need different names.
 const CDCSlotEnv = "OUTFLOW_CDC_SLOT"
 
-// CDCGraceEnv is the CDC source's grace period (outbox.CDCConfig.Grace).
+// CDCGraceEnv is the CDC source's grace period (outbox.RelayConfig.CDCGrace).
 const CDCGraceEnv = "OUTFLOW_CDC_GRACE"
 
 // sourceFromEnv reads the deprecated OUTFLOW_RELAY_SOURCE: "" when unset.

@@ -59,7 +59,7 @@ func enqueueOutflow(ctx context.Context, tx pgx.Tx, q *outbox.Enqueuer, order *p
 }
 
 func (outflowPoll) Start(ctx context.Context, pool *pgxpool.Pool, sink Sink, _ Profile) (func(context.Context) error, error) {
-	relay, err := outbox.NewRelay(pool, sinkPublisher(sink), outbox.RelayConfig{Logger: quietLogger})
+	relay, err := outbox.NewRelay(pool, sinkPublisher(sink), outbox.RelayConfig{Logger: quietLogger, Source: "poll"})
 	if err != nil {
 		return nil, err
 	}

@@ -35,7 +35,7 @@ func slotName(pool *pgxpool.Pool) string {
 
 func (outflowCDC) Start(ctx context.Context, pool *pgxpool.Pool, sink Sink, _ Profile) (func(context.Context) error, error) {
 	slot := slotName(pool)
-	relay, err := outbox.NewCDCRelay(pool, sinkPublisher(sink), outbox.CDCConfig{RelayConfig: outbox.RelayConfig{Logger: quietLogger}, Slot: slot})
+	relay, err := outbox.NewRelay(pool, sinkPublisher(sink), outbox.RelayConfig{Logger: quietLogger, Source: "cdc", CDCSlot: slot})
 	if err != nil {
 		return nil, err
 	}

@@ -40,8 +40,8 @@ const (
 )
 
 // logConfig is the log relay's configuration in profile p.
-func logConfig(p Profile) outbox.LogConfig {
-	cfg := outbox.LogConfig{RelayConfig: outbox.RelayConfig{Logger: quietLogger}}
+func logConfig(p Profile) outbox.RelayConfig {
+	cfg := outbox.RelayConfig{Logger: quietLogger, Source: "log"}
 	if p == Tuned {
 		cfg.BatchSize, cfg.MaxInFlight = logTunedBatch, logTunedInFlight
 	}
@@ -49,7 +49,7 @@ func logConfig(p Profile) outbox.LogConfig {
 }
 
 func (outflowLog) Start(ctx context.Context, pool *pgxpool.Pool, sink Sink, p Profile) (func(context.Context) error, error) {
-	relay, err := outbox.NewLogRelay(pool, sinkPublisher(sink), logConfig(p))
+	relay, err := outbox.NewRelay(pool, sinkPublisher(sink), logConfig(p))
 	if err != nil {
 		return nil, err
 	}

@@ -39,7 +39,7 @@ func (b *bench) measureIdleQueries(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	relay, err := outbox.NewRelay(pool, outbox.PublisherFunc(noopPublish), outbox.RelayConfig{Logger: b.logger})
+	relay, err := outbox.NewRelay(pool, outbox.PublisherFunc(noopPublish), outbox.RelayConfig{Logger: b.logger, Source: "poll"})
 	if err != nil {
 		pool.Close()
 		return err

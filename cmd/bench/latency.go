@@ -36,7 +36,7 @@ func (b *bench) measureLatency(ctx context.Context) error {
 	// A poll interval far beyond the run: only NOTIFY wakes the relay.
 	const poll = 10 * time.Minute
 	handoff, total, warm, err := b.trickleHandoffs(ctx, dbcfg, nil, func(ctx context.Context, pool *pgxpool.Pool, pub outbox.Publisher) (func(), error) {
-		relay, err := outbox.NewRelay(pool, pub, outbox.RelayConfig{PollInterval: poll, Logger: b.logger})
+		relay, err := outbox.NewRelay(pool, pub, outbox.RelayConfig{PollInterval: poll, Logger: b.logger, Source: "poll"})
 		if err != nil {
 			return nil, err
 		}

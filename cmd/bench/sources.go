@@ -154,24 +154,12 @@ func (b *bench) logicalServer(ctx context.Context) (*server, func(), error) {
 // startSource runs a relay of source over pool until the returned stop; a
 // cdc relay is running once its stream is up.
 func (b *bench) startSource(ctx context.Context, source string, pool *pgxpool.Pool, pub outbox.Publisher) (func(), error) {
-	cfg := outbox.RelayConfig{Logger: b.logger}
-	switch source {
-	case "poll":
-		relay, err := outbox.NewRelay(pool, pub, cfg)
-		if err != nil {
-			return nil, err
-		}
-		return runInBackground(ctx, relay.Run), nil
-	case "log":
-		relay, err := outbox.NewLogRelay(pool, pub, outbox.LogConfig{RelayConfig: cfg})
-		if err != nil {
-			return nil, err
-		}
-		return runInBackground(ctx, relay.Run), nil
-	}
-	relay, err := outbox.NewCDCRelay(pool, pub, outbox.CDCConfig{RelayConfig: cfg, Slot: benchSlot})
+	relay, err := outbox.NewRelay(pool, pub, outbox.RelayConfig{Logger: b.logger, Source: source, CDCSlot: benchSlot})
 	if err != nil {
 		return nil, err
+	}
+	if source != "cdc" {
+		return runInBackground(ctx, relay.Run), nil
 	}
 	stop := runInBackground(ctx, relay.Run)
 	deadline := time.Now().Add(time.Minute)

@@ -13,12 +13,12 @@
 // change, an inbox row (package inbox, keyed by the request's
 // Idempotency-Key), the answer stored under that key, and an outbox event
 // (StockReserved, StockRejected or StockReleased); the answer is written
-// only after the commit. The relay (outbox.NewSourceRelay with the temporalpub
+// only after the commit. The relay (outbox.NewRelay with the temporalpub
 // publisher of [Routes]) delivers each event as a signal to the workflow
 // the reserve request named, the saga, which receives them through package
 // eventsignal, each event once. Where the events go (outbox_events or the
 // append-only log) and which relay reads them is the database's recorded
-// source (`outboxctl source set`), followed by outbox.NewSourceRelay.
+// source (`outboxctl source set`), followed by outbox.NewRelay.
 //
 // Configuration is the environment (`inventory -h` lists it, touching
 // nothing); at start it migrates its database (its own tables and the
@@ -313,8 +313,7 @@ func serve(cfg config, logger *slog.Logger) error {
 	}
 	// The relay of the database's recorded source (outboxctl source set),
 	// which the service's outbox.Enqueue writes to as well.
-	relay, err := outbox.NewSourceRelay(db, pub, outbox.SourceRelayConfig{
-		RelayConfig: outbox.RelayConfig{Registerer: reg, Logger: logger, Failpoints: cfg.failpoints}})
+	relay, err := outbox.NewRelay(db, pub, outbox.RelayConfig{Registerer: reg, Logger: logger, Failpoints: cfg.failpoints})
 	if err != nil {
 		return err
 	}

@@ -75,7 +75,7 @@ var actionSources = []actionSource{
 		name:  "poll",
 		setup: setup,
 		relay: func(t *testing.T, b *testBundle, pub outbox.Publisher) outbox.Runner {
-			r, err := outbox.NewRelay(b.pool, pub, actionRelayConfig())
+			r, err := outbox.NewRelay(b.pool, pub, withSource(actionRelayConfig(), "poll", nil))
 			require.NoError(t, err)
 			return r
 		},
@@ -89,14 +89,13 @@ var actionSources = []actionSource{
 			return &testBundle{ctx: ctx, pool: pool, url: url}
 		},
 		relay: func(t *testing.T, b *testBundle, pub outbox.Publisher) outbox.Runner {
-			r, err := outbox.NewCDCRelay(b.pool, pub, outbox.CDCConfig{
-				RelayConfig: actionRelayConfig(),
-				Slot:        "outflow_actions_" + uuid.NewString()[:8],
+			r, err := outbox.NewRelay(b.pool, pub, withSource(actionRelayConfig(), "cdc", func(c *outbox.RelayConfig) {
+				c.CDCSlot = "outflow_actions_" + uuid.NewString()[:8]
 				// The sweeper publishes what the stream was not handed (a
 				// retried or replayed event) once it is this old.
-				Grace:          200 * time.Millisecond,
-				StatusInterval: 50 * time.Millisecond, StandbyRetry: 100 * time.Millisecond,
-			})
+				c.CDCGrace = 200 * time.Millisecond
+				c.CDCStatusInterval, c.CDCStandbyRetry = 50*time.Millisecond, 100*time.Millisecond
+			}))
 			require.NoError(t, err)
 			return r
 		},
@@ -106,7 +105,7 @@ var actionSources = []actionSource{
 		setup:   setup,
 		enqueue: outbox.EnqueueConfig{Log: true},
 		relay: func(t *testing.T, b *testBundle, pub outbox.Publisher) outbox.Runner {
-			r, err := outbox.NewLogRelay(b.pool, pub, outbox.LogConfig{RelayConfig: actionRelayConfig()})
+			r, err := outbox.NewRelay(b.pool, pub, withSource(actionRelayConfig(), "log", nil))
 			require.NoError(t, err)
 			return r
 		},
@@ -118,6 +117,15 @@ func actionRelayConfig() outbox.RelayConfig {
 		PollInterval: 100 * time.Millisecond, RetryBase: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond,
 		MaxAttempts: 2, Logger: quiet(),
 	}
+}
+
+// withSource is cfg reading source alone, with set's changes.
+func withSource(cfg outbox.RelayConfig, source string, set func(*outbox.RelayConfig)) outbox.RelayConfig {
+	cfg.Source = source
+	if set != nil {
+		set(&cfg)
+	}
+	return cfg
 }
 
 // TestOperatorActions: on every source, through outboxctl,

@@ -81,10 +81,10 @@ func (b *testBundle) runLogRelay(t *testing.T, rec *logRecorder) {
 // retry (at most 5 times that) and its attempts.
 func (b *testBundle) runLogRelayRetrying(t *testing.T, rec *logRecorder, retry time.Duration, attempts int) {
 	t.Helper()
-	r, err := outbox.NewLogRelay(b.pool, rec, outbox.LogConfig{RelayConfig: outbox.RelayConfig{
+	r, err := outbox.NewRelay(b.pool, rec, outbox.RelayConfig{
 		PollInterval: 100 * time.Millisecond, RetryBase: retry, RetryMax: 5 * retry,
-		MaxAttempts: attempts, Logger: quiet(),
-	}})
+		MaxAttempts: attempts, Logger: quiet(), Source: "log",
+	})
 	require.NoError(t, err)
 	outboxtest.Run(t, r)
 }

@@ -71,10 +71,12 @@ func newBothSources(t *testing.T) *bothSources {
 	b.pub = &poisoned{ids: map[uuid.UUID]bool{b.polled[0].ID: true, b.logged[0].ID: true}}
 	b.rec = &outboxtest.Recorder{Answer: b.pub.answer}
 	cfg := outbox.RelayConfig{PollInterval: 50 * time.Millisecond, RetryBase: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond, MaxAttempts: 2}
+	cfg.Source = "poll"
 	poll, err := outbox.NewRelay(b.pool, b.rec, cfg)
 	require.NoError(t, err)
 	outboxtest.Run(t, poll)
-	lr, err := outbox.NewLogRelay(b.pool, b.rec, outbox.LogConfig{RelayConfig: cfg})
+	cfg.Source = "log"
+	lr, err := outbox.NewRelay(b.pool, b.rec, cfg)
 	require.NoError(t, err)
 	outboxtest.Run(t, lr)
 	b.waitQuarantined(t)

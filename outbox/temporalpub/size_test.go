@@ -147,10 +147,10 @@ func TestOversizedEventOnTheLogHoldsOnlyItsOrder(t *testing.T) {
 	pool, _ := testdb.New(t)
 	tq := taskQueue(t)
 	reg := prometheus.NewRegistry()
-	r, err := outbox.NewLogRelay(pool, newPublisher(t, throttleClient(t), temporalpub.Config{TaskQueue: tq, Routes: blobRoutes}),
+	r, err := outbox.NewRelay(pool, newPublisher(t, throttleClient(t), temporalpub.Config{TaskQueue: tq, Routes: blobRoutes}),
 		// A window of two: the oversized events fill the first batch, so the
 		// partition's other orders are read only once the cursor passes them.
-		outbox.LogConfig{RelayConfig: outbox.RelayConfig{Logger: quietLogger(), Registerer: reg, PollInterval: 100 * time.Millisecond, BatchSize: 2}})
+		outbox.RelayConfig{Logger: quietLogger(), Registerer: reg, PollInterval: 100 * time.Millisecond, BatchSize: 2, Source: "log"})
 	require.NoError(t, err)
 	orders, part := testdb.SameLogPartition(t, pool, tq, 5)
 	logQ := outbox.NewEnqueuer(outbox.EnqueueConfig{Log: true})

@@ -24,7 +24,7 @@ func RunRelay(ctx context.Context, db *pgxpool.Pool, c client.Client, opts clien
 	if err != nil {
 		return err
 	}
-	relay, err := outbox.NewSourceRelay(db, pub, outbox.SourceRelayConfig{RelayConfig: outbox.RelayConfig{Registerer: reg}})
+	relay, err := outbox.NewRelay(db, pub, outbox.RelayConfig{Registerer: reg})
 	if err != nil {
 		return err
 	}

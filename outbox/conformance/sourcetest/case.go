@@ -79,13 +79,11 @@ func (c *tcase) on(t *testing.T) *tcase { return &tcase{t: t, caseState: c.caseS
 
 // config is the relays' configuration in every case: short intervals, so
 // each case takes seconds.
-func (c *tcase) config(owner string) outbox.SourceRelayConfig {
-	return outbox.SourceRelayConfig{
-		RelayConfig: outbox.RelayConfig{
-			Owner: owner, Logger: c.s.Logger, Lease: lease,
-			PollInterval: 50 * time.Millisecond, RetryBase: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond,
-			MaxAttempts: 3, MarkDelay: 5 * time.Millisecond,
-		},
+func (c *tcase) config(owner string) outbox.RelayConfig {
+	return outbox.RelayConfig{
+		Owner: owner, Logger: c.s.Logger, Lease: lease,
+		PollInterval: 50 * time.Millisecond, RetryBase: 10 * time.Millisecond, RetryMax: 50 * time.Millisecond,
+		MaxAttempts: 3, MarkDelay: 5 * time.Millisecond,
 		CDCSlot: c.slot, CDCGrace: 200 * time.Millisecond,
 	}
 }
@@ -94,7 +92,7 @@ func (c *tcase) config(owner string) outbox.SourceRelayConfig {
 // until the test ends.
 func (c *tcase) relay(owner string, pub outbox.Publisher, pool *pgxpool.Pool) (stop func()) {
 	c.t.Helper()
-	r, err := outbox.NewSourceRelay(pool, pub, c.config(owner))
+	r, err := outbox.NewRelay(pool, pub, c.config(owner))
 	require.NoError(c.t, err, "build relay %s", owner)
 	return outboxtest.Run(c.t, r)
 }
@@ -145,7 +143,7 @@ func (c *tcase) dyingRelay(owner string) *dyingRelay {
 }
 
 func (d *dyingRelay) start() {
-	r, err := outbox.NewSourceRelay(d.pool, outbox.PublisherFunc(d.pub), d.c.config(d.name))
+	r, err := outbox.NewRelay(d.pool, outbox.PublisherFunc(d.pub), d.c.config(d.name))
 	require.NoError(d.c.t, err)
 	go func() {
 		defer close(d.dead)

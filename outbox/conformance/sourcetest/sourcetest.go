@@ -13,7 +13,7 @@
 //
 // The suite is source-agnostic: every case records the source in the
 // database (outboxops.SetSource), writes with the producers' plain
-// [outbox.Enqueue] and runs [outbox.NewSourceRelay], which reads the
+// [outbox.Enqueue] and runs [outbox.NewRelay], which reads the
 // recorded source; an operator's action is the one the action table of
 // docs/operations.md names, on whichever table holds the event. The cases,
 // each a subtest whose name says the rule:

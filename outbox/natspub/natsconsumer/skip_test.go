@@ -54,8 +54,8 @@ func TestConsumerSeesAnOperatorsSkip(t *testing.T) {
 		{
 			name: "log",
 			relay: func(t *testing.T, pool *pgxpool.Pool, pub outbox.Publisher) outbox.Runner {
-				r, err := outbox.NewLogRelay(pool, pub, outbox.LogConfig{RelayConfig: outbox.RelayConfig{
-					PollInterval: 50 * time.Millisecond, Logger: testlog.Logger()}})
+				r, err := outbox.NewRelay(pool, pub, outbox.RelayConfig{
+					PollInterval: 50 * time.Millisecond, Logger: testlog.Logger(), Source: "log"})
 				require.NoError(t, err)
 				return r
 			},
