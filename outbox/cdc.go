@@ -169,7 +169,7 @@ func newCDCRelay(pool *pgxpool.Pool, pub Publisher, cfg cdcConfig) (*cdcRelay, e
 		rc.RuntimeParams = map[string]string{}
 	}
 	rc.RuntimeParams["replication"] = "database"
-	rc.RuntimeParams["application_name"] = CDCApplicationName(cfg.Owner)
+	rc.RuntimeParams["application_name"] = cdcApplicationName(cfg.Owner)
 	return &cdcRelay{
 		pool:        pool,
 		pub:         pub,
@@ -185,7 +185,7 @@ func newCDCRelay(pool *pgxpool.Pool, pub Publisher, cfg cdcConfig) (*cdcRelay, e
 
 // CDCApplicationName is the application_name of the replication connection
 // of the CDC relay called owner, as pg_stat_replication shows it.
-func CDCApplicationName(owner string) string {
+func cdcApplicationName(owner string) string {
 	name := "outbox-cdc " + owner
 	if len(name) > 63 {
 		name = name[:63]
@@ -208,7 +208,7 @@ func (c *cdcRelay) Config() cdcConfig { return c.cfg }
 
 // ErrWALLevel is wrapped by the error [CDCRelay.Run] returns when the server
 // does not run with wal_level=logical.
-var ErrWALLevel = errors.New("outbox: the CDC relay source needs wal_level=logical")
+var errWALLevel = errors.New("outbox: the CDC relay source needs wal_level=logical")
 
 // CheckCDC reports whether the server behind pool can serve the CDC relay
 // source: wal_level=logical and the publication ([MigrateCDC] creates the
@@ -220,7 +220,7 @@ func CheckCDC(ctx context.Context, pool *pgxpool.Pool, publication string) error
 	}
 	if level != "logical" {
 		return fmt.Errorf("%w; the server runs with wal_level=%s. Set wal_level = logical (postgresql.conf, ALTER SYSTEM SET wal_level = logical, or postgres -c wal_level=logical) and restart PostgreSQL, or use the polling source (`outboxctl source set poll`)",
-			ErrWALLevel, level)
+			errWALLevel, level)
 	}
 	publication = cmp.Or(publication, CDCPublicationDefault)
 	ok, err := qCDCPublicationExist.One(ctx, pool, publicationArgs{Publication: publication})
@@ -321,7 +321,7 @@ func (c *cdcRelay) Run(ctx context.Context) error {
 var errSlotActive = errors.New("outbox cdc: the slot is streamed by another session")
 
 // ensureSlot creates the slot when it is missing and returns its status.
-func (c *cdcRelay) ensureSlot(ctx context.Context) (SlotStatus, bool, error) {
+func (c *cdcRelay) ensureSlot(ctx context.Context) (slotState, bool, error) {
 	st, found, err := slotStatus(ctx, c.pool, c.cfg.Slot)
 	if err != nil || found {
 		return st, false, err
@@ -340,12 +340,11 @@ func (c *cdcRelay) ensureSlot(ctx context.Context) (SlotStatus, bool, error) {
 }
 
 // slotStatus reads the slot called name of pool's database.
-func slotStatus(ctx context.Context, db reader, name string) (SlotStatus, bool, error) {
+func slotStatus(ctx context.Context, db reader, name string) (slotState, bool, error) {
 	rows, err := qCDCSlot.All(ctx, db, slotArgs{SlotName: name})
 	if err != nil || len(rows) == 0 {
-		return SlotStatus{}, false, err
+		return slotState{}, false, err
 	}
-	rows[0].Name = name
 	return rows[0], true, nil
 }
 

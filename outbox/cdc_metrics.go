@@ -10,37 +10,16 @@ import (
 	"github.com/outflow/outflow/outbox/promreg"
 )
 
-// SlotStatus is the CDC relay's replication slot as PostgreSQL reports it
-// (pg_replication_slots), for metrics and `outboxctl status`.
-type SlotStatus struct {
-	Name string `db:"-" json:"name"`
-	// Active: a session streams the slot now.
-	Active bool `db:"active" json:"active"`
-	// ConfirmedFlushLSN is where a restarted stream resumes.
-	ConfirmedFlushLSN string `db:"confirmed_flush_lsn" json:"confirmed_flush_lsn"`
-	// LagBytes is the server's WAL position minus the confirmed position.
-	LagBytes int64 `db:"lag_bytes" json:"lag_bytes"`
-	// RetainedBytes is the WAL the slot keeps from being recycled.
-	RetainedBytes int64 `db:"retained_bytes" json:"retained_wal_bytes"`
-	// WALStatus is reserved, extended, unreserved or lost (the slot can no
-	// longer stream: see docs/operations.md).
-	WALStatus string `db:"wal_status" json:"wal_status"`
-	// MaxSlotWALKeepSizeBytes is the server's max_slot_wal_keep_size; -1
-	// when unlimited.
-	MaxSlotWALKeepSizeBytes int64 `db:"max_slot_wal_keep_size_bytes" json:"max_slot_wal_keep_size_bytes"`
-}
-
-// Slot returns the status of the CDC slot called name (empty: the default)
-// in db's database; false when it does not exist.
-func Slot(ctx context.Context, db LookupDB, name string) (SlotStatus, bool, error) {
-	if name == "" {
-		name = CDCSlotDefault
-	}
-	st, ok, err := slotStatus(ctx, db, name)
-	if err != nil {
-		return st, false, fmt.Errorf("outbox: read slot %s: %w", name, err)
-	}
-	return st, ok, nil
+// slotState is the cdc slot's state as the relay reads it (CDCSlot;
+// outboxops.Slot is the operator's view of the same statement).
+type slotState struct {
+	Active            bool   `db:"active"`
+	ConfirmedFlushLSN string `db:"confirmed_flush_lsn"`
+	LagBytes          int64  `db:"lag_bytes"`
+	RetainedBytes     int64  `db:"retained_bytes"`
+	WALStatus         string `db:"wal_status"`
+	// MaxSlotWALKeepSizeBytes is -1 when unlimited.
+	MaxSlotWALKeepSizeBytes int64 `db:"max_slot_wal_keep_size_bytes"`
 }
 
 // cdcMetrics are the CDC source's gauges, named in docs/reference.md.

@@ -96,7 +96,7 @@ func currentLSN(t *testing.T, pool *pgxpool.Pool) pglogrepl.LSN {
 
 func confirmedLSN(t *testing.T, pool *pgxpool.Pool, slot string) pglogrepl.LSN {
 	t.Helper()
-	st, ok, err := outbox.Slot(context.Background(), pool, slot)
+	st, ok, err := outboxops.Slot(context.Background(), pool, slot)
 	require.NoError(t, err)
 	require.True(t, ok, "slot %s exists", slot)
 	lsn, err := pglogrepl.ParseLSN(st.ConfirmedFlushLSN)

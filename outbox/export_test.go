@@ -216,3 +216,11 @@ var (
 	NewCDCRelay  = newCDCRelay
 	NewLogRelay  = newLogRelay
 )
+
+var (
+	CDCApplicationName = cdcApplicationName
+	ErrLogNoRange      = errLogNoRange
+	ErrWALLevel        = errWALLevel
+)
+
+const LogPartitions = logPartitions

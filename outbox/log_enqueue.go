@@ -18,7 +18,7 @@ import (
 // service of its own runs outboxops.Schedule with Log set); `outboxctl
 // cleanup` runs one pass now. Nothing was written: the caller's
 // transaction fails and may be retried once a range exists.
-var ErrLogNoRange = errors.New("outbox: the log has no range partition for the next position; " +
+var errLogNoRange = errors.New("outbox: the log has no range partition for the next position; " +
 	"its retention pass makes them ahead of the sequence (the starter's cleanup schedule, outboxops.Schedule with Log set, or `outboxctl cleanup` now)")
 
 // explainLogNoRange wraps PostgreSQL's "no partition of relation
@@ -28,8 +28,8 @@ var ErrLogNoRange = errors.New("outbox: the log has no range partition for the n
 func explainLogNoRange(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23514" && strings.Contains(pgErr.Message, `no partition of relation "outbox_log"`) &&
-		!errors.Is(err, ErrLogNoRange) {
-		return fmt.Errorf("%w: %w", ErrLogNoRange, err)
+		!errors.Is(err, errLogNoRange) {
+		return fmt.Errorf("%w: %w", errLogNoRange, err)
 	}
 	return err
 }

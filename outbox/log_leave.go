@@ -127,7 +127,7 @@ func (s *logLeave) Run(ctx context.Context) error {
 // mainStopped closes when main stops (an error).
 func (s *logLeave) waitUsed(ctx context.Context, mainStopped <-chan struct{}) error {
 	for {
-		t := time.NewTimer(LogSwitchCheckInterval)
+		t := time.NewTimer(sourceCheckInterval)
 		select {
 		case <-ctx.Done():
 			t.Stop()

@@ -17,10 +17,10 @@ import (
 // LogPartitions is the number of the log source's partitions: the rows of
 // outbox_log_cursors, and the modulus of outbox_log_partition (a stable
 // hash of the aggregate), both fixed by the migration that made them.
-const LogPartitions = 16
+const logPartitions = 16
 
 // LogMaxPartitionsDefault is the default of RelayConfig.LogMaxPartitions: all.
-const LogMaxPartitionsDefault = LogPartitions
+const logMaxPartitionsDefault = logPartitions
 
 // logConfig tunes a [logRelay] (RelayConfig.Log*).
 type logConfig struct {
@@ -57,7 +57,7 @@ func (c *logConfig) setDefaults() error {
 		return err
 	}
 	if c.MaxPartitions == 0 {
-		c.MaxPartitions = LogMaxPartitionsDefault
+		c.MaxPartitions = logMaxPartitionsDefault
 	}
 	if c.ShareDelay == 0 {
 		c.ShareDelay = c.Lease
@@ -69,8 +69,8 @@ func (c *logConfig) validate() error {
 	if err := c.RelayConfig.validate(); err != nil {
 		return err
 	}
-	if c.MaxPartitions < 1 || c.MaxPartitions > LogPartitions {
-		return fmt.Errorf("outbox: RelayConfig.LogMaxPartitions %d is out of range; use 1 to %d (default %d)", c.MaxPartitions, LogPartitions, LogMaxPartitionsDefault)
+	if c.MaxPartitions < 1 || c.MaxPartitions > logPartitions {
+		return fmt.Errorf("outbox: RelayConfig.LogMaxPartitions %d is out of range; use 1 to %d (default %d)", c.MaxPartitions, logPartitions, logMaxPartitionsDefault)
 	}
 	if c.ShareDelay < 0 {
 		return fmt.Errorf("outbox: RelayConfig.LogShareDelay %s is negative; use 0 for the default (the Lease) or a positive duration", c.ShareDelay)

@@ -23,7 +23,7 @@ import (
 // MaxPartitions leaves goes to the others.
 func logShares(relays []logRelayRow) map[string]int {
 	shares := make(map[string]int, len(relays))
-	for left := LogPartitions; left > 0; {
+	for left := logPartitions; left > 0; {
 		gave := false
 		for _, rl := range relays {
 			if left > 0 && shares[rl.Owner] < rl.MaxPartitions {

@@ -15,7 +15,7 @@ import (
 
 // LogSwitchCheckInterval is how often a [logSwitch] draining outbox_events
 // counts what is left there.
-const LogSwitchCheckInterval = time.Second
+const sourceCheckInterval = time.Second
 
 // logSwitchNamed is how many quarantined events the switch's error line
 // names.
@@ -179,7 +179,7 @@ func waitDrained[T interface{ unpublished() int64 }](ctx context.Context, stoppe
 	count func(context.Context) (T, error), stoppedErr error, failed func(error), progress func(T)) (T, error) {
 	lastLog := time.Now()
 	for left.unpublished() > 0 && ctx.Err() == nil {
-		t := time.NewTimer(LogSwitchCheckInterval)
+		t := time.NewTimer(sourceCheckInterval)
 		select {
 		case <-ctx.Done():
 		case <-stopped:

@@ -179,7 +179,7 @@ func (s *Relay) build(ctx context.Context, source string) (Runner, RelayConfig, 
 // when ctx ends or the relay stops (done; its error is returned then). A
 // failed look-up is logged and retried.
 func (s *Relay) watch(ctx context.Context, source string, done <-chan error) (string, error) {
-	t := time.NewTicker(LogSwitchCheckInterval)
+	t := time.NewTicker(sourceCheckInterval)
 	defer t.Stop()
 	for {
 		select {

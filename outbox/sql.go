@@ -195,7 +195,7 @@ var (
 	qCDCPublicationLock  = namedsql.Bind[lockKeyArgs, namedsql.NoRows](queries, "CDCPublicationLock")
 	qCDCPublicationMake  = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "CDCPublicationCreate")
 	qCDCCreateSlot       = namedsql.Bind[slotArgs, string](queries, "CDCCreateSlot")
-	qCDCSlot             = namedsql.Bind[slotArgs, SlotStatus](queries, "CDCSlot")
+	qCDCSlot             = namedsql.Bind[slotArgs, slotState](queries, "CDCSlot")
 )
 
 type eventIDsArgs struct {

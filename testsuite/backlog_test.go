@@ -16,6 +16,7 @@ import (
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/namedsql"
+	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/outboxtest/outboxbench"
 )
 
@@ -123,7 +124,7 @@ func TestBacklogRecoveryCDC(t *testing.T) {
 	s := NewCDCStack(t)
 	s.Start("starter", "")
 	require.Eventually(t, func() bool {
-		_, ok, err := outbox.Slot(ctx, s.Pool, s.Slot)
+		_, ok, err := outboxops.Slot(ctx, s.Pool, s.Slot)
 		return err == nil && ok
 	}, time.Minute, 50*time.Millisecond, "the first cdc starter creates the slot")
 	s.Proc("starter").Stop(10 * time.Second)
@@ -132,7 +133,7 @@ func TestBacklogRecoveryCDC(t *testing.T) {
 	buildBacklog(ctx, t, s, events/perOrder, perOrder)
 	var end string
 	require.NoError(t, s.Pool.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&end))
-	before, _, err := outbox.Slot(ctx, s.Pool, s.Slot)
+	before, _, err := outboxops.Slot(ctx, s.Pool, s.Slot)
 	require.NoError(t, err)
 	t.Logf("backlog of %d events built in %s; slot lag %d bytes", events, time.Since(start).Round(time.Millisecond), before.LagBytes)
 	require.Positive(t, before.LagBytes)
@@ -150,10 +151,10 @@ func TestBacklogRecoveryCDC(t *testing.T) {
 	// And its lag recovers: the relay's marks are WAL too, which the
 	// publication does not stream; the position passes them as the server
 	// reports it has sent them.
-	var after outbox.SlotStatus
+	var after outboxops.SlotStatus
 	require.Eventually(t, func() bool {
 		var err error
-		after, _, err = outbox.Slot(ctx, s.Pool, s.Slot)
+		after, _, err = outboxops.Slot(ctx, s.Pool, s.Slot)
 		return err == nil && after.LagBytes < 1<<20
 	}, 2*time.Minute, 200*time.Millisecond, "the slot's lag recovers (under 1 MiB)")
 	t.Logf("cdc backlog drained in %s (%.0f events/s); slot lag %d -> %d bytes",

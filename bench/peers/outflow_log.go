@@ -68,10 +68,10 @@ func (outflowLog) Settings(p Profile) string {
 	batch, inFlight, how := outbox.BatchSizeDefault, outbox.MaxInFlightDefault, "LogConfig{}"
 	if cfg.BatchSize != 0 {
 		batch, inFlight = cfg.BatchSize, cfg.MaxInFlight
-		how = "LogConfig{BatchSize, MaxInFlight} (OUTFLOW_RELAY_BATCH, OUTFLOW_RELAY_IN_FLIGHT: its documented throughput settings)"
+		how = "RelayConfig{BatchSize, MaxInFlight} (OUTFLOW_RELAY_BATCH, OUTFLOW_RELAY_IN_FLIGHT: its documented throughput settings)"
 	}
-	return fmt.Sprintf("%s: all %d partitions read by one relay, a window of %d events, "+
+	return fmt.Sprintf("%s: all 16 partitions read by one relay, a window of %d events, "+
 		"MaxInFlight %d publishes at once (one at a time per order), one cursor advance per batch, LISTEN/NOTIFY wake-ups with a %s safety poll; "+
 		"events written by outbox.NewEnqueuer(EnqueueConfig{Log: true})",
-		how, outbox.LogMaxPartitionsDefault, batch, inFlight, outbox.PollIntervalDefault)
+		how, batch, inFlight, outbox.PollIntervalDefault)
 }

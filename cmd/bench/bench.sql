@@ -78,11 +78,6 @@ SELECT (SELECT count(*)
 -- reading does not count itself.
 SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = @database;
 
--- name: StreamingSessions :one
--- Replication sessions of application_name @application_name that stream (the
--- cdc relay's).
-SELECT count(*) FROM pg_stat_replication WHERE application_name = @application_name AND state = 'streaming';
-
 -- name: DropSlot :exec
 SELECT pg_drop_replication_slot(@slot);
 

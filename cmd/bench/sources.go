@@ -16,6 +16,7 @@ import (
 	"github.com/outflow/outflow/internal/bench/benchstat"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/namedsql"
+	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/pgcluster"
 )
 
@@ -164,8 +165,8 @@ func (b *bench) startSource(ctx context.Context, source string, pool *pgxpool.Po
 	stop := runInBackground(ctx, relay.Run)
 	deadline := time.Now().Add(time.Minute)
 	for {
-		n, err := qStreamingSessions.Value(ctx, pool, applicationArgs{ApplicationName: outbox.CDCApplicationName(relay.Owner())})
-		if err == nil && n > 0 {
+		slot, _, err := outboxops.Slot(ctx, pool, benchSlot)
+		if err == nil && slot.Active {
 			break
 		}
 		if time.Now().After(deadline) || ctx.Err() != nil {

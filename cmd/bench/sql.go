@@ -23,7 +23,6 @@ var (
 	qSeedTraceContexts    = namedsql.Bind[seedTraceArgs, namedsql.NoRows](queries, "SeedTraceContexts")
 	qCountPending         = namedsql.Bind[namedsql.NoArgs, int64](queries, "CountPending")
 	qDatabaseTransactions = namedsql.Bind[databaseArgs, int64](queries, "DatabaseTransactions")
-	qStreamingSessions    = namedsql.Bind[applicationArgs, int64](queries, "StreamingSessions")
 	qDropSlot             = namedsql.Bind[slotArgs, namedsql.NoRows](queries, "DropSlot")
 	qNotify               = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "Notify")
 	qSlotPassed           = namedsql.Bind[slotPassedArgs, bool](queries, "SlotPassed")
@@ -47,7 +46,6 @@ var statements = []namedsql.Info{
 	qTruncateOutbox.Info(),
 	qCountPending.Info(),
 	qDatabaseTransactions.Info(),
-	qStreamingSessions.Info(),
 	qDropSlot.Info(),
 	qNotify.Info(),
 	qSlotPassed.Info(),
@@ -78,10 +76,6 @@ type seedPublishedArgs struct {
 
 type databaseArgs struct {
 	Database string `db:"database"`
-}
-
-type applicationArgs struct {
-	ApplicationName string `db:"application_name"`
 }
 
 type slotArgs struct {

@@ -148,7 +148,7 @@ func TestLogOperatorCommands(t *testing.T) {
 	require.NotNil(t, st.Log)
 	require.True(t, st.Log.Used)
 	require.EqualValues(t, 1, st.Log.Quarantined)
-	require.Len(t, st.Log.Partitions, outbox.LogPartitions)
+	require.Len(t, st.Log.Partitions, 16, "the log's sixteen partitions")
 
 	// list --quarantined, text and JSON
 	r = b.ok(t, "list", "--quarantined")

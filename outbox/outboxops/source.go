@@ -103,7 +103,7 @@ type setSourceRow struct {
 // decided; mandatory) for reason. It takes effect at once, while producers
 // and relays run: the producers' next enqueue writes where source says,
 // and every starter follows within a second
-// (outbox.LogSwitchCheckInterval), publishing what the old source still
+// (every second), publishing what the old source still
 // holds first and sweeping it afterwards, so nothing is stranded, reordered
 // or published twice across the change (an order's lane runs across both
 // tables). A transaction that read the old source and commits after the

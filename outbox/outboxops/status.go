@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/namedsql"
 )
 
@@ -49,7 +48,7 @@ type StatusReport struct {
 	Log *LogStatusReport `json:"log,omitempty"`
 	// CDCSlot is the cdc source's replication slot [StatusOptions.CDCSlot]
 	// names; nil when it does not exist.
-	CDCSlot *outbox.SlotStatus `json:"cdc_slot,omitempty"`
+	CDCSlot *SlotStatus `json:"cdc_slot,omitempty"`
 }
 
 // StatusOptions configures [StatusOf].
@@ -112,7 +111,7 @@ func StatusOf(ctx context.Context, db DB, opts StatusOptions) (StatusReport, err
 	for _, l := range leases {
 		s.Leases = append(s.Leases, LeaseHolder{Owner: deref(l.ClaimedBy), Events: l.Events, EarliestExpiry: l.EarliestExpiry})
 	}
-	slot, hasSlot, err := outbox.Slot(ctx, db, opts.CDCSlot)
+	slot, hasSlot, err := Slot(ctx, db, opts.CDCSlot)
 	if err != nil {
 		return StatusReport{}, fmt.Errorf("outbox: status: %w", err)
 	}

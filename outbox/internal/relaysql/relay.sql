@@ -284,3 +284,20 @@ SELECT coalesce(extract(epoch FROM now() - least(
        (SELECT count(*) FROM outbox_log_holds WHERE quarantined_at IS NOT NULL) AS quarantined,
        (SELECT count(*) FROM outbox_log_ranges
         WHERE dropped_at IS NULL AND lo > (SELECT last_value FROM outbox_log_pos)) AS ranges_ahead;
+
+-- name: CDCSlot :many
+-- The slot @slot_name of this database, if it exists: whether a relay streams
+-- it, how far its confirmed position trails the server's WAL (lag) and how
+-- much WAL it holds back from recycling (retained, from its restart_lsn),
+-- its wal_status ('lost' once max_slot_wal_keep_size removed WAL it needed)
+-- and max_slot_wal_keep_size in bytes (-1: unlimited).
+SELECT s.active,
+       coalesce(s.confirmed_flush_lsn::text, '0/0') AS confirmed_flush_lsn,
+       coalesce((pg_current_wal_lsn() - s.confirmed_flush_lsn)::bigint, 0) AS lag_bytes,
+       coalesce((pg_current_wal_lsn() - s.restart_lsn)::bigint, 0) AS retained_bytes,
+       coalesce(s.wal_status, '') AS wal_status,
+       (SELECT CASE WHEN setting::bigint < 0 THEN -1 ELSE setting::bigint * 1024 * 1024 END
+        FROM pg_settings WHERE name = 'max_slot_wal_keep_size') AS max_slot_wal_keep_size_bytes
+FROM pg_replication_slots s
+WHERE s.slot_name = @slot_name
+  AND s.database = current_database();

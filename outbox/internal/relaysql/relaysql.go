@@ -4,7 +4,9 @@
 // backlog test bind RelayClaim and RelayMark through
 // outbox/outboxtest/outboxbench to run them without a Relay. The statements live
 // here rather than inside package outbox so that a benchmark imports what it
-// measures while no production binary links benchmark code.
+// measures while no production binary links benchmark code. LogGauges and
+// CDCSlot are here too, as package outboxops reads them for the operator's
+// status beside the relay's own use.
 package relaysql
 
 import (

@@ -1,0 +1,56 @@
+package outboxops
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/internal/relaysql"
+	"github.com/outflow/outflow/outbox/namedsql"
+)
+
+// qCDCSlot is the relay's own slot statement (package outbox checks it),
+// read here for the status.
+var qCDCSlot = namedsql.Bind[slotArgs, SlotStatus](relaysql.Queries, "CDCSlot")
+
+type slotArgs struct {
+	SlotName string `db:"slot_name"`
+}
+
+// SlotStatus is the cdc source's replication slot as PostgreSQL reports it
+// (pg_replication_slots), for `outboxctl status`.
+type SlotStatus struct {
+	Name string `db:"-" json:"name"`
+	// Active: a session streams the slot now.
+	Active bool `db:"active" json:"active"`
+	// ConfirmedFlushLSN is where a restarted stream resumes.
+	ConfirmedFlushLSN string `db:"confirmed_flush_lsn" json:"confirmed_flush_lsn"`
+	// LagBytes is the server's WAL position minus the confirmed position.
+	LagBytes int64 `db:"lag_bytes" json:"lag_bytes"`
+	// RetainedBytes is the WAL the slot keeps from being recycled.
+	RetainedBytes int64 `db:"retained_bytes" json:"retained_wal_bytes"`
+	// WALStatus is reserved, extended, unreserved or lost (the slot can no
+	// longer stream: see docs/operations.md).
+	WALStatus string `db:"wal_status" json:"wal_status"`
+	// MaxSlotWALKeepSizeBytes is the server's max_slot_wal_keep_size; -1
+	// when unlimited.
+	MaxSlotWALKeepSizeBytes int64 `db:"max_slot_wal_keep_size_bytes" json:"max_slot_wal_keep_size_bytes"`
+}
+
+// Slot returns the status of the cdc source's slot called name (empty: the
+// default, outbox.CDCSlotDefault) in db's database; false when it does not
+// exist.
+func Slot(ctx context.Context, db outbox.LookupDB, name string) (SlotStatus, bool, error) {
+	if name == "" {
+		name = outbox.CDCSlotDefault
+	}
+	rows, err := qCDCSlot.All(ctx, db, slotArgs{SlotName: name})
+	if err != nil {
+		return SlotStatus{}, false, fmt.Errorf("outbox: read slot %s: %w", name, err)
+	}
+	if len(rows) == 0 {
+		return SlotStatus{}, false, nil
+	}
+	rows[0].Name = name
+	return rows[0], true, nil
+}
