@@ -22,7 +22,7 @@ func (r *logRelay) holdWorker(ctx context.Context, p *logPartition) {
 	failures := 0
 	for ctx.Err() == nil {
 		worked := false
-		if r.base.sink.closed() {
+		if r.core.sink.closed() {
 			var err error
 			worked, err = r.holdStep(ctx, p)
 			switch {
@@ -182,19 +182,19 @@ func (r *logRelay) holdPublish(ctx, bk context.Context, p *logPartition, h logHo
 	case o.skipped:
 		a.Outcome, a.Error = "sink", "not attempted: the relay was stopping, its breaker open or its lease short; no attempt counted"
 	case o.err == nil:
-		r.base.sink.acked()
-		r.base.metrics.published.Inc()
+		r.core.sink.acked()
+		r.core.metrics.published.Inc()
 		a.Outcome = "acked"
 	default:
 		f := classify(o.err)
-		r.base.metrics.publishErrors[f].Inc()
+		r.core.metrics.publishErrors[f].Inc()
 		a.Error = truncate(o.err.Error(), 1000)
 		if f == faultEvent {
 			a.Outcome, a.Permanent = "failed", errors.Is(o.err, ErrPermanent) && !h.Skipped
-			a.DelayMS = r.base.backoff.Delay(attempt).Milliseconds()
+			a.DelayMS = r.core.backoff.Delay(attempt).Milliseconds()
 		} else {
 			if f == faultSink {
-				r.base.sink.sinkFault(o.err)
+				r.core.sink.sinkFault(o.err)
 			}
 			a.Outcome = "sink"
 			a.Error = truncate(fmt.Sprintf("%s fault, no attempt counted: %v", f, o.err), 1000)

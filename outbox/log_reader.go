@@ -310,17 +310,17 @@ func (r *logRelay) publishBatch(ctx, bk context.Context, v logView) ([]bool, []l
 						break
 					}
 					if o.err == nil {
-						r.base.sink.acked()
-						r.base.metrics.handoff.Observe(o.acked.Sub(v.rows[i].OccurredAt).Seconds())
-						r.base.metrics.published.Inc()
+						r.core.sink.acked()
+						r.core.metrics.handoff.Observe(o.acked.Sub(v.rows[i].OccurredAt).Seconds())
+						r.core.metrics.published.Inc()
 						done[i] = true
 						continue
 					}
 					f := classify(o.err)
-					r.base.metrics.publishErrors[f].Inc()
+					r.core.metrics.publishErrors[f].Inc()
 					if f != faultEvent {
 						if f == faultSink {
-							r.base.sink.sinkFault(o.err)
+							r.core.sink.sinkFault(o.err)
 						}
 						stop.Store(true)
 						break
@@ -331,7 +331,7 @@ func (r *logRelay) publishBatch(ctx, bk context.Context, v logView) ([]bool, []l
 					failures = append(failures, logFailure{
 						i: i, row: v.rows[i], err: o.err, attempts: 1,
 						quarantined: permanent || r.cfg.MaxAttempts <= 1,
-						delay:       r.base.backoff.Delay(1), at: time.Now(),
+						delay:       r.core.backoff.Delay(1), at: time.Now(),
 					})
 					mu.Unlock()
 				}
@@ -347,21 +347,21 @@ func (r *logRelay) publishBatch(ctx, bk context.Context, v logView) ([]bool, []l
 // is left for a whole publish, as the polling relay's attempt.
 func (r *logRelay) attemptLog(ctx, bk context.Context, l lease, e Event, attempt int) outcome {
 	c := claimed{Event: e}
-	if ctx.Err() != nil || !r.base.sink.closed() || r.base.pace.acquire(ctx) != nil {
+	if ctx.Err() != nil || !r.core.sink.closed() || r.core.pace.acquire(ctx) != nil {
 		return outcome{c: c, skipped: true}
 	}
 	call := &publishCall{}
 	deadline, ok := l.publishDeadline(time.Now(), r.cfg.PublishTimeout, r.cfg.Lease/10)
 	if !ok {
-		r.base.pace.done(faultEvent, false, call)
+		r.core.pace.done(faultEvent, false, call)
 		return outcome{c: c, skipped: true}
 	}
-	w := r.base.sink.watch(deadline)
+	w := r.core.sink.watch(deadline)
 	pctx, cancel := context.WithDeadline(withCall(bk, call), deadline)
 	err := publishAcked(pctx, &r.cfg.RelayConfig, attempt, r.pub, c.Event, nil, "")
 	err = w.judge(err, e.ID, pctx.Err() != nil, call)
 	cancel()
-	r.base.pace.done(classify(err), err == nil, call)
+	r.core.pace.done(classify(err), err == nil, call)
 	return outcome{c: c, err: err, acked: time.Now()}
 }
 

@@ -126,10 +126,9 @@ type logRelay struct {
 	pool *pgxpool.Pool
 	pub  Publisher
 	cfg  logConfig
-	// base is a polling relay that never runs: its breaker, throttle,
-	// backoff, probe and metrics are the log source's, so the three
-	// sources behave the same toward a sink.
-	base    *pollRelay
+	// core is what every source shares toward the sink: the breaker,
+	// throttle, backoff, probe and publish metrics.
+	core    *core
 	metrics *logMetrics
 	running atomic.Bool
 
@@ -239,7 +238,7 @@ func newLogRelay(pool *pgxpool.Pool, pub Publisher, cfg logConfig) (*logRelay, e
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	base, err := newRelay(pool, pub, cfg.RelayConfig, false)
+	c, err := newCore(pool, pub, cfg.RelayConfig, false)
 	if err != nil {
 		return nil, err
 	}
@@ -247,7 +246,7 @@ func newLogRelay(pool *pgxpool.Pool, pub Publisher, cfg logConfig) (*logRelay, e
 	if err != nil {
 		return nil, err
 	}
-	return &logRelay{pool: pool, pub: pub, cfg: cfg, base: base, metrics: m, parts: map[int]*logPartition{}}, nil
+	return &logRelay{pool: pool, pub: pub, cfg: cfg, core: c, metrics: m, parts: map[int]*logPartition{}}, nil
 }
 
 // Owner returns the relay's identity, as written to a partition's cursor.
@@ -271,7 +270,7 @@ func (r *logRelay) Run(ctx context.Context) error {
 	defer r.leave(ctx)
 	defer wg.Wait()
 	defer stop()
-	l := listener{config: r.base.listenConfig, stmt: qLogListen, channel: "outbox_log", logger: r.cfg.Logger, owner: r.cfg.Owner}
+	l := listener{config: r.core.listenConfig, stmt: qLogListen, channel: "outbox_log", logger: r.cfg.Logger, owner: r.cfg.Owner}
 	wg.Go(func() { l.run(bg, r.notified) })
 	if r.cfg.Registerer != nil {
 		wg.Go(func() { r.gaugeLoop(bg) })
@@ -279,7 +278,7 @@ func (r *logRelay) Run(ctx context.Context) error {
 
 	failures := 0
 	for ctx.Err() == nil {
-		if !r.base.sink.closed() && !r.base.sink.probeUntilClosed(ctx, r.base.probe, r.cfg.PublishTimeout) {
+		if !r.core.sink.closed() && !r.core.sink.probeUntilClosed(ctx, r.core.probe, r.cfg.PublishTimeout) {
 			break
 		}
 		share, _, err := r.share(ctx)
@@ -398,7 +397,7 @@ func (r *logRelay) readPartition(ctx context.Context, p *logPartition) {
 	}()
 	failures, horizon := 0, 0
 	for ctx.Err() == nil && !p.release.Load() {
-		if !r.base.sink.closed() {
+		if !r.core.sink.closed() {
 			// Run probes the sink; the reader waits for the breaker.
 			sleep(ctx, r.cfg.PollInterval)
 			continue

@@ -14,29 +14,37 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// Relay hands committed outbox events to a [Publisher]: it claims a batch
-// with a durable lease, publishes outside any transaction, marks the
-// acknowledged events published (fenced by its owner), records failures with
-// backoff or quarantine, and claims again. Run it in as many processes as
-// you like: leases and SKIP LOCKED keep them off each other's events, and the
-// claim keeps one lane per aggregate.
-type pollRelay struct {
+// core is what every source's relay shares toward the sink: its settings,
+// the publish metrics, the retry backoff, the breaker on the publisher's
+// downstream and its probe, the throttle, and the configuration of the
+// LISTEN connection. The poll relay embeds it; the log relay holds one; a
+// cdc relay's stream shares its sweeper's. So the three sources behave the
+// same toward a sink.
+type core struct {
 	pool         *pgxpool.Pool
 	pub          Publisher
 	cfg          RelayConfig
 	listenConfig *pgx.ConnConfig
 	metrics      *metrics
 	backoff      Backoff
-	wake         chan struct{}
+	sink         *breaker
+	pace         *throttle
+	probe        func(context.Context) error // nil: the publisher is no Prober
+}
+
+// pollRelay hands committed outbox events to a [Publisher]: it claims a
+// batch with a durable lease, publishes outside any transaction, marks the
+// acknowledged events published (fenced by its owner), records failures
+// with backoff or quarantine, and claims again. Run it in as many processes
+// as you like: leases and SKIP LOCKED keep them off each other's events,
+// and the claim keeps one lane per aggregate.
+type pollRelay struct {
+	*core
+	wake chan struct{}
 	// retryAts brings retry times recorded outside the loop (a CDC stream's
 	// failures) to an idle loop.
 	retryAts chan []time.Time
 	running  atomic.Bool
-	// sink is the breaker on the publisher's downstream, pace its
-	// throttle; a CDC relay's stream shares its sweeper's.
-	sink  *breaker
-	pace  *throttle
-	probe func(context.Context) error // nil: the publisher is no Prober
 	// sweep is set on the sweeper of a CDC relay (see cdc.go): its claims
 	// leave young events to the stream, and it does not LISTEN (every
 	// insert notifies, and the stream has those events).
@@ -50,16 +58,20 @@ var errorBackoff = Backoff{Base: 100 * time.Millisecond, Max: 5 * time.Second}
 // context detached from Run's, so a shutdown still records what it published.
 const bookkeepingTimeout = 15 * time.Second
 
-// NewRelay returns a relay over pool that publishes through pub, with cfg's
-// zero fields defaulted. The relay also opens one dedicated connection from
-// pool's configuration for LISTEN.
+// newPollRelay returns a poll relay over pool that publishes through pub,
+// with cfg's zero fields defaulted. It also opens one dedicated connection
+// from pool's configuration for LISTEN.
 func newPollRelay(pool *pgxpool.Pool, pub Publisher, cfg RelayConfig) (*pollRelay, error) {
-	return newRelay(pool, pub, cfg, true)
+	c, err := newCore(pool, pub, cfg, true)
+	if err != nil {
+		return nil, err
+	}
+	return &pollRelay{core: c, wake: make(chan struct{}, 1), retryAts: make(chan []time.Time, 64)}, nil
 }
 
-// newRelay is NewRelay; backlog registers the gauges of outbox_events'
-// backlog (a log relay's base relay does not: see newMetrics).
-func newRelay(pool *pgxpool.Pool, pub Publisher, cfg RelayConfig, backlog bool) (*pollRelay, error) {
+// newCore is a relay's shared part; backlog registers the gauges of
+// outbox_events' backlog (the log relay's does not: see newMetrics).
+func newCore(pool *pgxpool.Pool, pub Publisher, cfg RelayConfig, backlog bool) (*core, error) {
 	if pool == nil || pub == nil {
 		return nil, errors.New("outbox: NewRelay needs a pool and a Publisher")
 	}
@@ -82,7 +94,7 @@ func newRelay(pool *pgxpool.Pool, pub Publisher, cfg RelayConfig, backlog bool) 
 	if p, ok := pub.(Prober); ok {
 		probe = p.Probe
 	}
-	return &pollRelay{
+	return &core{
 		sink:         newBreaker(&cfg, m.sinkUp),
 		pace:         newThrottle(&cfg, m.throttled),
 		probe:        probe,
@@ -92,8 +104,6 @@ func newRelay(pool *pgxpool.Pool, pub Publisher, cfg RelayConfig, backlog bool) 
 		listenConfig: lc,
 		metrics:      m,
 		backoff:      Backoff{Base: cfg.RetryBase, Max: cfg.RetryMax},
-		wake:         make(chan struct{}, 1),
-		retryAts:     make(chan []time.Time, 64),
 	}, nil
 }
 
