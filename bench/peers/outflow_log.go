@@ -10,7 +10,7 @@ import (
 	"github.com/outflow/outflow/outbox"
 )
 
-// outflowLog is outflow's relay with the log source (outbox.LogRelay,
+// outflowLog is outflow's relay with the log source (RelayConfig.Source "log",
 // OUTFLOW_RELAY_SOURCE=log): the producer's outbox.Enqueuer with
 // EnqueueConfig.Log writes each event to the append-only outbox_log in the
 // order's round trip, and the relay reads each of the log's partitions in

@@ -398,7 +398,7 @@ func (s Source) switches(t *testing.T) {
 // transaction), never lose the open one's event when it commits last.
 func (s Source) longTransaction(t *testing.T) {
 	c := s.newCase(t)
-	orders := c.orders(20) // more than outbox.LogPartitions: two share one
+	orders := c.orders(20) // more than the log's 16 partitions: two share one
 	for _, o := range orders {
 		c.enqueue(o, 1)
 	}
