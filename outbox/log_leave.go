@@ -84,12 +84,9 @@ func (s *logLeave) Config() logConfig { return s.cfg }
 // beside it; until ctx ends or either fails.
 func (s *logLeave) Run(ctx context.Context) error {
 	start := time.Now()
-	left, err := s.left(ctx)
+	left, err := readRetrying(ctx, s.cfg.Logger, s.cfg.Owner, "log source left: counting what the log holds", s.left)
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil // stopped before it began
-		}
-		return err
+		return nil // stopped before it began
 	}
 	newLog := func() (*logRelay, error) {
 		return newLogRelay(s.pool, notedPublisher{pub: s.pub, note: s.noteLate}, s.cfg)

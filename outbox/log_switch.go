@@ -239,9 +239,9 @@ func (l logSwitchLeft) unpublished() int64 { return l.Unpublished }
 // counting every LogSwitchCheckInterval.
 func (s *logSwitch) drain(ctx context.Context, pollStopped <-chan struct{}) error {
 	logger := s.cfg.Logger
-	left, err := s.left(ctx)
+	left, err := readRetrying(ctx, s.cfg.Logger, s.cfg.Owner, "log source: counting what outbox_events holds", s.left)
 	if err != nil {
-		return err
+		return nil // ctx ended
 	}
 	if left.Unpublished > 0 {
 		logger.Info("log source: draining outbox_events with the poll relay before reading the log",

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -99,12 +100,10 @@ func (s *Relay) Run(ctx context.Context) error {
 		}
 		return s.fixed.Run(ctx)
 	}
-	source, err := qRelaySource.One(ctx, s.pool, namedsql.NoArgs{})
+	source, err := readRetrying(ctx, s.cfg.Logger, s.cfg.Owner, "relay source: reading the database's source (outbox_source; `outboxctl migrate --outbox-only` makes it)",
+		func(ctx context.Context) (string, error) { return qRelaySource.One(ctx, s.pool, namedsql.NoArgs{}) })
 	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		return fmt.Errorf("outbox: read the database's relay source (outbox_source; `outboxctl migrate --outbox-only` makes it): %w", err)
+		return nil // ctx ended
 	}
 	for {
 		r, cfg, err := s.build(ctx, source)
@@ -216,5 +215,27 @@ func (s *Relay) dropIdleSlot(ctx context.Context) {
 		s.cfg.Logger.Error("relay source: left cdc, but dropping its idle replication slot failed; drop it by hand, or it retains WAL", "owner", s.cfg.Owner, "error", err)
 	case dropped != "":
 		s.cfg.Logger.Info("relay source: left cdc; dropped its replication slot, which no relay streams any more", "owner", s.cfg.Owner, "slot", dropped)
+	}
+}
+
+// readRetrying runs read until it succeeds or ctx ends (its error then),
+// logging each failure and waiting errorBackoff between tries: a relay
+// starting while its database drops connections (a failover, a restart, an
+// idle-killer) waits for it, as its loop does, instead of dying.
+func readRetrying[T any](ctx context.Context, logger *slog.Logger, owner, what string, read func(context.Context) (T, error)) (T, error) {
+	for failures := 1; ; failures++ {
+		v, err := read(ctx)
+		if err == nil || ctx.Err() != nil {
+			return v, ctx.Err()
+		}
+		delay := errorBackoff.Delay(failures)
+		logger.Error(what+" failed; retrying", "owner", owner, "retry_in", delay, "error", err)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return v, ctx.Err()
+		case <-t.C:
+		}
 	}
 }

@@ -2,6 +2,7 @@ package outbox_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/outbox"
@@ -201,4 +203,59 @@ func TestSourceRelaySwitchesPollLogCDCPoll(t *testing.T) {
 	}
 	startedMu.Unlock()
 	t.Logf("%d events (%d in the log), %d deliveries, %d replays, %d redeliveries %v", len(want), inLog, len(rec.Events()), replays.Load(), len(redelivered), redelivered)
+}
+
+// TestRelayStartsWhileTheDatabaseDropsConnections: a relay that starts
+// while its database refuses it (a failover, a restart, an idle-killer
+// terminating backends) waits for the database instead of dying, both at
+// its first read (the recorded source) and at its source's first count (a
+// poll relay's look at what the log holds): the chaos soaks restart a
+// relay and terminate backends at once. Each subtest fails the pool's
+// acquisitions in [from, to] as a terminated backend would.
+func TestRelayStartsWhileTheDatabaseDropsConnections(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		from, to int64
+	}{
+		{"the recorded source's read", 1, 3},
+		{"the log's first count", 2, 4},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, url := testdb.New(t)
+			cfg, err := pgxpool.ParseConfig(url)
+			require.NoError(t, err)
+			var acquired, refused atomic.Int64
+			cfg.PrepareConn = func(context.Context, *pgx.Conn) (bool, error) {
+				if n := acquired.Add(1); n >= tc.from && n <= tc.to {
+					refused.Add(1)
+					return false, errors.New("FATAL: terminating connection due to administrator command (SQLSTATE 57P01)")
+				}
+				return true, nil
+			}
+			pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+			require.NoError(t, err)
+			defer pool.Close()
+			rec := newRecorder(nil)
+			r, err := outbox.NewRelay(pool, rec, outbox.RelayConfig{Logger: quietLogger(), PollInterval: 50 * time.Millisecond})
+			require.NoError(t, err)
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- r.Run(ctx) }()
+			alive := func() {
+				select {
+				case err := <-done:
+					require.NoError(t, err, "the relay died of a refused connection at its start")
+					require.Fail(t, "the relay stopped")
+				default:
+				}
+			}
+			eventually(t, 10*time.Second, func() bool { alive(); return refused.Load() == tc.to-tc.from+1 }, "the refusals happen")
+			e := enqueueWith(t, testdb.Open(t, url), outbox.NewEnqueuer(outbox.EnqueueConfig{}), testdb.Event(t, "o-"+uuid.NewString()[:8], "E1"))[0]
+			eventually(t, 10*time.Second, func() bool { alive(); return rec.callsFor(e.ID) > 0 },
+				"the event is delivered once the database takes connections again")
+			cancel()
+			require.NoError(t, <-done)
+		})
+	}
 }
