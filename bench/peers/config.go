@@ -14,8 +14,8 @@ import (
 	"github.com/outflow/outflow/outbox/outboxtest/dev/devserver"
 )
 
-// config sizes the run. The defaults take about eighteen minutes on two cores;
-// -events 2000 -orders 200 -rounds 1 -duration 3s -temporal=false is a run of about a
+// config sizes the run. The defaults take about half an hour on two cores;
+// -events 2000 -orders 200 -rounds 1 -duration 3s -held-horizon 0 -temporal=false is a run of about a
 // minute.
 type config struct {
 	// events and orders size each drain's backlog: events over orders,
@@ -50,6 +50,10 @@ type config struct {
 	// overlapOrders is how many orders the overlapping-transactions round
 	// writes, two transactions each.
 	overlapOrders int
+	// heldHorizon is how long the held-horizon round holds a transaction
+	// open (0: no such round); heldRate is its orders per second.
+	heldHorizon time.Duration
+	heldRate    int
 	// roundRobin lays the backlog out round robin instead of at random.
 	roundRobin bool
 	// only names the contenders to run (default all).
@@ -62,7 +66,7 @@ type config struct {
 // command is what `go run . -h` shows.
 var command = cli.Command{
 	Name:    "peers",
-	Summary: "outflow's relay (its poll, cdc and log sources), River, Watermill and DBOS doing the same job on the PostgreSQL of DATABASE_URL, each in scratch databases peers_<contender>_<pid>_r<round> created and dropped on that server.",
+	Summary: "outflow's relay (its poll, cdc and log sources), River, Watermill and DBOS doing the same job on the PostgreSQL of DATABASE_URL, each in scratch databases peers_<contender>_<pid>_r<round>[_held] created and dropped on that server.",
 	Usage:   "[flags]   (make bench-peers PEERS_FLAGS='...' at the repository root)",
 	Env: []cli.Var{
 		{Name: "DATABASE_URL", Default: database.DefaultURL, Meaning: "the PostgreSQL server of the scratch databases (the role needs CREATEDB)"},
@@ -84,6 +88,11 @@ func parseFlags(args []string, stdout, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.rounds, "rounds", 2, "rounds; the contenders' order alternates between rounds")
 	fs.IntVar(&c.writePairs, "write-pairs", 500, "order-only and order+enqueue transactions timed per contender and round")
 	fs.IntVar(&c.overlapOrders, "overlap-orders", 200, "orders of the overlapping-transactions round (two transactions each)")
+	fs.DurationVar(&c.heldHorizon, "held-horizon", 60*time.Second, "held-horizon round: how long another session of the contender's database holds a transaction with an xid open "+
+		"(the server's snapshot horizon and the database's vacuum horizon held back) while orders arrive at -held-rate; "+
+		"reports the longest gap between deliveries during the hold, the p99 commit to delivery from the hold until recovery, "+
+		"the time from the release until every order committed by then is delivered, and the dead tuples and bytes of the contender's queue tables after it; 0 skips the round")
+	fs.IntVar(&c.heldRate, "held-rate", 100, "arrival rate of the held-horizon round, orders/s")
 	fs.BoolVar(&c.temporal, "temporal", true, "also measure with Temporal as the sink (starts a dev server from bin/temporal)")
 	fs.IntVar(&c.temporalEvents, "temporal-events", 1000, "events in the Temporal drain's backlog")
 	fs.IntVar(&c.temporalRate, "temporal-rate", 20, "arrival rate of the Temporal handoff, orders/s")
@@ -105,6 +114,8 @@ func parseFlags(args []string, stdout, stderr io.Writer) (config, error) {
 		return config{}, fmt.Errorf("-duration and -temporal-duration must be at least 1s")
 	case c.overlapOrders < 1:
 		return config{}, fmt.Errorf("-overlap-orders must be at least 1")
+	case c.heldHorizon < 0 || c.heldRate < 1:
+		return config{}, fmt.Errorf("-held-horizon must not be negative and -held-rate must be at least 1")
 	case c.rounds < 1 || c.writePairs < 1 || c.temporalEvents < 10 || c.jetstreamEvents < 10:
 		return config{}, fmt.Errorf("-rounds and -write-pairs must be at least 1, -temporal-events and -jetstream-events at least 10")
 	}

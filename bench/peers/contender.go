@@ -70,6 +70,10 @@ type Contender interface {
 	Pending(ctx context.Context, pool *pgxpool.Pool) (int64, error)
 	// Settings says how p configures the contender, for the report's notes.
 	Settings(p Profile) string
+	// Tables are the contender's own queue/outbox tables, as LIKE patterns
+	// on schema.table: the held-horizon round reports their dead tuples and
+	// size.
+	Tables() []string
 }
 
 // pending runs a contender's Pending statement.

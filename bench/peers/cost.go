@@ -44,25 +44,33 @@ func churn(ctx context.Context, cfg *pgxpool.Config) (int64, error) {
 		return 0, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	if err := statsAlone(ctx, conn); err != nil {
+		return 0, err
+	}
+	return qTupleChurn.Value(ctx, conn, namedsql.NoArgs{})
+}
+
+// statsAlone waits until conn is the only client of its database, so that
+// every backend that worked has exited and flushed its statistics, and
+// clears conn's statistics snapshot.
+func statsAlone(ctx context.Context, conn *pgx.Conn) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		others, err := qOtherClients.Value(ctx, conn, namedsql.NoArgs{})
 		if err != nil {
-			return 0, err
+			return err
 		}
 		if others == 0 {
 			break
 		}
 		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("%d clients still connected to %s after 30s", others, cfg.ConnConfig.Database)
+			return fmt.Errorf("%d clients still connected to %s after 30s", others, conn.Config().Database)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	// An exiting backend leaves pg_stat_activity just before it flushes its
 	// statistics (both are exit callbacks, in that order); give it a moment.
 	time.Sleep(250 * time.Millisecond)
-	if _, err := qClearStatsSnapshot.Exec(ctx, conn, namedsql.NoArgs{}); err != nil {
-		return 0, err
-	}
-	return qTupleChurn.Value(ctx, conn, namedsql.NoArgs{})
+	_, err := qClearStatsSnapshot.Exec(ctx, conn, namedsql.NoArgs{})
+	return err
 }

@@ -215,6 +215,9 @@ func (*dbosQueue) Pending(ctx context.Context, pool *pgxpool.Pool) (int64, error
 	return pending(ctx, pool, qDBOSPending)
 }
 
+// Tables: DBOS's system schema (workflow_status is its queue).
+func (*dbosQueue) Tables() []string { return []string{dbosSchema + ".%"} }
+
 func (*dbosQueue) Settings(p Profile) string {
 	s := fmt.Sprintf("DBOS Transact Go %s; system schema %q in the contender's database (WithEnqueueTransaction needs it there); "+
 		"one workflow per event, enqueued in the order's transaction, its one step the sink's call (WithStepMaxRetries %d); "+

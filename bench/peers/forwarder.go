@@ -72,6 +72,8 @@ func (watermillSQL) JetStream(t jetstreamTarget) Contender { return watermillFor
 // jetstream_* figures.
 func (watermillForwarder) Name() string { return watermillSQL{}.Name() }
 
+func (watermillForwarder) Tables() []string { return watermillSQL{}.Tables() }
+
 // Install creates both topics' tables (watermillSQL's Install).
 func (watermillForwarder) Install(ctx context.Context, pool *pgxpool.Pool) error {
 	return watermillSQL{}.Install(ctx, pool)

@@ -21,13 +21,15 @@
 //  4. overlap: -overlap-orders orders, each written by two transactions of
 //     which the one holding the earlier xid writes the later sequence,
 //     counting deliveries out of their order's sequence;
-//  5. with -jetstream, the drain, the handoff and the overlap again with a
+//  5. held horizon (-held-horizon, -held-rate): orders arriving while another
+//     session holds a transaction with an xid open, in a database of its own;
+//  6. with -jetstream, the drain, the handoff and the overlap again with a
 //     sink that publishes each event to a NATS JetStream stream as the
 //     starter's jetstream sink does (outbox/natspub, the PubAck the
 //     acknowledgement), Watermill with its own forwarder and watermill-nats'
 //     publisher instead, a consumer of the stream checking each order's
 //     sequence;
-//  6. with -temporal, the drain and the handoff again with a sink that starts
+//  7. with -temporal, the drain and the handoff again with a sink that starts
 //     a workflow per event on a Temporal dev server started from bin/temporal.
 //
 // It is a module of its own so that River, Watermill and DBOS never enter
@@ -242,6 +244,12 @@ func (b *bench) round(ctx context.Context, c Contender, r int) error {
 	b.progress("  %d out of order, %d duplicates", ov.outOfOrder, ov.deliveries-ov.distinct)
 	b.res.add(c.Name(), "overlap_out_of_order", float64(ov.outOfOrder))
 
+	if b.cfg.heldHorizon > 0 {
+		if _, err := b.heldRound(ctx, c, r); err != nil {
+			return err
+		}
+	}
+
 	if b.jetstream != nil {
 		if err := b.jetstreamRound(ctx, c, dbcfg, r, layout); err != nil {
 			return err
@@ -327,6 +335,14 @@ func (b *bench) notes(cs []Contender) {
 		"and commits; then A enqueues sequence 2 and commits; B's xid checked above A's), written one order after another "+
 		"through the contender's API while it runs with the tuned settings; overlap_out_of_order counts the deliveries "+
 		"whose sequence is below one already delivered for the same order, summed over rounds.", b.cfg.overlapOrders)
+	if b.cfg.heldHorizon > 0 {
+		b.res.note("held_horizon: %d orders/s (tuned settings, no-op sink) into a database of its own; after 1 s another session "+
+			"begins, takes an xid (pg_current_xact_id()) and idles %s, then rolls back; orders keep arriving until every order "+
+			"committed by the release is delivered (recovery_s, from the release). stall_s is the longest gap between deliveries "+
+			"during the hold (its start and end count as deliveries); p99_ms is commit to delivery of the orders committed from "+
+			"the hold's start to recovery; dead_tuples (n_dead_tup) and table_bytes (pg_total_relation_size) are the contender's "+
+			"queue tables' once its backends exited; every committed order must be delivered or the run fails.", b.cfg.heldRate, b.cfg.heldHorizon)
+	}
 	b.res.note("handoff: %d orders/s for %s after 1 s of warm-up, each an order and its event in one transaction; from the "+
 		"return of COMMIT to the sink's call, percentiles of all rounds' samples.", b.cfg.rate, b.cfg.duration)
 	if b.jetstream != nil {

@@ -95,6 +95,10 @@ func (outflowPoll) Pending(ctx context.Context, pool *pgxpool.Pool) (int64, erro
 	return pending(ctx, pool, qOutflowPending)
 }
 
+func (outflowPoll) Tables() []string {
+	return []string{"public.outbox_events", "public.outbox_sequences"}
+}
+
 func (outflowPoll) Settings(Profile) string {
 	return fmt.Sprintf("RelayConfig{} for both profiles: batch %d, MaxInFlight %d, marks of %d or after %s, "+
 		"LISTEN/NOTIFY wake-ups with a %s safety poll",

@@ -63,6 +63,11 @@ func (outflowLog) Pending(ctx context.Context, pool *pgxpool.Pool) (int64, error
 	return pending(ctx, pool, qOutflowLogPending)
 }
 
+// Tables: the log's partitions and its cursors, leases, holds and skips.
+func (outflowLog) Tables() []string {
+	return []string{"public.outbox\\_log%", "public.outbox_sequences"}
+}
+
 func (outflowLog) Settings(p Profile) string {
 	cfg := logConfig(p)
 	batch, inFlight, how := outbox.BatchSizeDefault, outbox.MaxInFlightDefault, "LogConfig{}"

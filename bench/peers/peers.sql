@@ -76,3 +76,12 @@ SELECT pg_current_xact_id()::text::bigint;
 -- name: DropSlot :exec
 -- outflow_cdc's slot, once its relay stopped.
 SELECT pg_drop_replication_slot(@slot);
+
+-- name: QueueTables :one
+-- The held-horizon round: dead row versions (n_dead_tup) and total size
+-- (heap, indexes and TOAST) of the contender's own queue/outbox tables,
+-- named by LIKE patterns on schema.table (Contender.Tables).
+SELECT coalesce(sum(n_dead_tup), 0)::bigint AS dead_tuples,
+       coalesce(sum(pg_total_relation_size(relid)), 0)::bigint AS table_bytes
+FROM pg_stat_user_tables
+WHERE schemaname || '.' || relname LIKE ANY (@tables::text[]);

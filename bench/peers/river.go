@@ -141,6 +141,9 @@ func (*riverQueue) Pending(ctx context.Context, pool *pgxpool.Pool) (int64, erro
 	return pending(ctx, pool, qRiverPending)
 }
 
+// Tables: river_job and River's other tables (leader, queue, migrations).
+func (*riverQueue) Tables() []string { return []string{"public.river\\_%"} }
+
 func (*riverQueue) Settings(p Profile) string {
 	s := fmt.Sprintf("Queues{default: MaxWorkers %d} (River's getting-started value; there is no default), "+
 		"FetchCooldown %s, FetchPollInterval %s, LISTEN/NOTIFY on insert",

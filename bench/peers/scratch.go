@@ -37,7 +37,11 @@ func (s *server) walPosition(ctx context.Context) (int64, error) {
 // (the orders table every contender writes) and the contender's own, and
 // returns a pool configuration for it.
 func (s *server) scratch(ctx context.Context, c Contender, round int) (string, *pgxpool.Config, error) {
-	name := fmt.Sprintf("peers_%s_%d_r%d", c.Name(), os.Getpid(), round)
+	return s.scratchNamed(ctx, c, fmt.Sprintf("peers_%s_%d_r%d", c.Name(), os.Getpid(), round))
+}
+
+// scratchNamed is [server.scratch] with the database's name given.
+func (s *server) scratchNamed(ctx context.Context, c Contender, name string) (string, *pgxpool.Config, error) {
 	cfg, err := s.Create(ctx, name)
 	if err != nil {
 		return "", nil, err

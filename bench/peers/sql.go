@@ -21,6 +21,7 @@ var (
 	qAnalyze            = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "Analyze")
 	qDropSlot           = namedsql.Bind[slotArgs, namedsql.NoRows](queries, "DropSlot")
 	qTransactionID      = namedsql.Bind[namedsql.NoArgs, int64](queries, "TransactionID")
+	qQueueTables        = namedsql.Bind[tablesArgs, queueTables](queries, "QueueTables")
 
 	// The contenders' Pending statements, each on its own contender's tables.
 	qOutflowPending    = namedsql.Bind[namedsql.NoArgs, int64](queries, "OutflowPending")
@@ -44,6 +45,7 @@ var statements = []namedsql.Info{
 	qAnalyze.Info(),
 	qDropSlot.Info(),
 	qTransactionID.Info(),
+	qQueueTables.Info(),
 	qOutflowPending.Info(),
 	qOutflowLogPending.Info(),
 	qRiverPending.Info(),
@@ -57,4 +59,15 @@ type pendingStmt = namedsql.Stmt[namedsql.NoArgs, int64]
 
 type slotArgs struct {
 	Slot string `db:"slot"`
+}
+
+// tablesArgs are LIKE patterns on schema.table.
+type tablesArgs struct {
+	Tables []string `db:"tables"`
+}
+
+// queueTables is what QueueTables reads.
+type queueTables struct {
+	DeadTuples int64 `db:"dead_tuples"`
+	TableBytes int64 `db:"table_bytes"`
 }

@@ -154,6 +154,9 @@ func (watermillSQL) Pending(ctx context.Context, pool *pgxpool.Pool) (int64, err
 	return pending(ctx, pool, qWatermillPending)
 }
 
+// Tables: both topics' messages and offsets tables.
+func (watermillSQL) Tables() []string { return []string{"public.watermill\\_%"} }
+
 func (watermillSQL) Settings(p Profile) string {
 	if p == Tuned {
 		return fmt.Sprintf("SubscribeBatchSize %d (documented as the performance knob), PollInterval %s; "+
