@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/outflow/outflow/outbox/internal/relaysql"
 	"github.com/outflow/outflow/outbox/namedsql"
 )
 
@@ -27,19 +28,10 @@ var (
 	qLogHoldOutcome = namedsql.Bind[logHoldOutcomeArgs, bool](queries, "LogHoldOutcome")
 	qLogListen      = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "LogListen")
 	qLogWaiting     = namedsql.Bind[logAfterArgs, bool](queries, "LogWaiting")
-	qLogGauges      = namedsql.Bind[namedsql.NoArgs, logGaugesRow](queries, "LogGauges")
+	qLogGauges      = namedsql.Bind[namedsql.NoArgs, relaysql.LogGaugesRow](queries, "LogGauges")
 	qLogBeat        = namedsql.Bind[logBeatArgs, logRelayRow](queries, "LogBeat")
 	qLogUnregister  = namedsql.Bind[logUnregisterArgs, namedsql.NoRows](queries, "LogUnregister")
 )
-
-type logGaugesRow struct {
-	HorizonAgeSeconds float64 `db:"horizon_age_seconds"`
-	Pending           int64   `db:"pending"`
-	OldestPendingAge  float64 `db:"oldest_pending_age_seconds"`
-	Holds             int64   `db:"holds"`
-	Quarantined       int64   `db:"quarantined"`
-	RangesAhead       int64   `db:"ranges_ahead"`
-}
 
 // logStatements are the log source's statements, for the test that has
 // the database check them.

@@ -27,7 +27,7 @@ var (
 
 	// qLogGauges is the relay's own gauges statement (package outbox
 	// checks it), read here for the status.
-	qLogGauges = namedsql.Bind[namedsql.NoArgs, logGaugesRow](relaysql.Queries, "LogGauges")
+	qLogGauges = namedsql.Bind[namedsql.NoArgs, relaysql.LogGaugesRow](relaysql.Queries, "LogGauges")
 )
 
 // logStatements are log.sql's and log_retention.sql's, for the test that
@@ -37,15 +37,6 @@ var logStatements = slices.Concat([]namedsql.Info{
 	qLogOpHeld.Info(), qLogOpReplay.Info(), qLogOpPartitions.Info(), qLogOpQuarantined.Info(),
 	qLogOpEvents.Info(), qLogOpPending.Info(),
 }, logRetentionStatements)
-
-type logGaugesRow struct {
-	HorizonAgeSeconds float64 `db:"horizon_age_seconds"`
-	Pending           int64   `db:"pending"`
-	OldestPendingAge  float64 `db:"oldest_pending_age_seconds"`
-	Holds             int64   `db:"holds"`
-	Quarantined       int64   `db:"quarantined"`
-	RangesAhead       int64   `db:"ranges_ahead"`
-}
 
 type aggregateArgs struct {
 	AggregateType string `db:"aggregate_type"`

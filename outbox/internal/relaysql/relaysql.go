@@ -47,3 +47,14 @@ type EventsArgs struct {
 	Owner    string      `db:"owner"`
 	EventIDs []uuid.UUID `db:"event_ids"`
 }
+
+// LogGaugesRow is LogGauges' row: the log relay's gauges and, in package
+// outboxops, the status's counts.
+type LogGaugesRow struct {
+	HorizonAgeSeconds float64 `db:"horizon_age_seconds"`
+	Pending           int64   `db:"pending"`
+	OldestPendingAge  float64 `db:"oldest_pending_age_seconds"`
+	Holds             int64   `db:"holds"`
+	Quarantined       int64   `db:"quarantined"`
+	RangesAhead       int64   `db:"ranges_ahead"`
+}
