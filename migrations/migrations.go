@@ -8,8 +8,8 @@
 //   - the outbox's own tables (outbox_events, outbox_sequences,
 //     processed_events, outbox_cleanup_horizon, outbox_replay_horizon,
 //     outbox_bulk_retries), embedded in package outbox and applied by
-//     outbox.Migrate, versions in outflow_schema_version; plus the CDC
-//     relay source's publication (outbox.MigrateCDC);
+//     outbox.Migrate, versions in outflow_schema_version, and the cdc
+//     relay source's publication;
 //   - the order app's tables (orders, idempotency_keys, customer_keys,
 //     customer_key_erasures), the files of this package, versions in
 //     [OrdersVersionTable]. Their backfills read outbox_events, so they run
@@ -39,7 +39,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outflow/outflow/outbox"
+	_ "github.com/outflow/outflow/outbox" // registers the outbox's schema set, which outboxSet looks up
 	"github.com/outflow/outflow/outbox/schemaset"
 )
 
@@ -94,7 +94,7 @@ type Report struct {
 // 3 migrations: 00001_init.sql, ...; now at version 3", or "already up to
 // date at version N".
 func (r Report) Lines() []string {
-	out := []string{describe(outboxSet(), r.Outbox) + "; publication " + outbox.CDCPublicationDefault + " present"}
+	out := []string{describe(outboxSet(), r.Outbox)}
 	if r.OrdersApplied {
 		out = append(out, describe(orders, r.Orders))
 	}
@@ -136,17 +136,13 @@ func Up(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) (Report, e
 	return r, nil
 }
 
-// UpOutbox applies only the outbox's schema and its CDC publication: what
+// UpOutbox applies only the outbox's schema (its cdc publication too): what
 // the relay (starter) and outboxctl need on a database that holds a team's
 // own tables instead of the order app's.
 func UpOutbox(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger) (Report, error) {
 	var r Report
 	var err error
 	if r.Outbox, err = outboxSet().Up(ctx, pool, logger); err != nil {
-		return r, err
-	}
-	// The schema is current now; MigrateCDC's own Migrate finds nothing to do.
-	if err := outbox.MigrateCDC(ctx, pool); err != nil {
 		return r, err
 	}
 	return r, nil

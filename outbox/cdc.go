@@ -14,23 +14,15 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outflow/outflow/outbox/namedsql"
+	"github.com/outflow/outflow/outbox/internal/relaysql"
 )
 
-// The defaults of [CDCConfig].
+// The defaults of the cdc source's knobs (RelayConfig.CDC*); the slot's
+// and the publication's are relaysql's, which outboxops shares.
 const (
-	// CDCSlotDefault is the default of RelayConfig.CDCSlot: the logical
-	// replication slot the stream reads.
-	CDCSlotDefault = "outflow_outbox"
-	// CDCPublicationDefault is the default of RelayConfig.CDCPublication, created
-	// by [MigrateCDC] (inserts into outbox_events).
-	CDCPublicationDefault = "outflow_outbox"
-	// CDCGraceDefault is the default of RelayConfig.CDCGrace.
-	CDCGraceDefault = 10 * time.Second
-	// CDCStatusIntervalDefault is the default of RelayConfig.CDCStatusInterval.
-	CDCStatusIntervalDefault = time.Second
-	// CDCStandbyRetryDefault is the default of RelayConfig.CDCStandbyRetry.
-	CDCStandbyRetryDefault = 2 * time.Second
+	cdcGraceDefault          = 10 * time.Second
+	cdcStatusIntervalDefault = time.Second
+	cdcStandbyRetryDefault   = 2 * time.Second
 )
 
 // cdcConfig tunes a [cdcRelay] (RelayConfig.CDC*).
@@ -44,22 +36,22 @@ type cdcConfig struct {
 	// sweeper's. Defaults as documented on RelayConfig.
 	RelayConfig
 	// Slot is the logical replication slot; created when missing. Defaults
-	// to [CDCSlotDefault].
+	// to relaysql.CDCSlotDefault ("outflow_outbox").
 	Slot string
 	// Publication is the publication streamed. Defaults to
-	// [CDCPublicationDefault].
+	// relaysql.CDCPublicationDefault ("outflow_outbox", made by the
+	// outbox's migrations).
 	Publication string
 	// Grace is how old an unpublished event must be before the sweeper takes
 	// it without being handed it: the stream's head start on every event it
-	// received. Defaults to [CDCGraceDefault] (10 seconds).
+	// received. Defaults to 10 seconds.
 	Grace time.Duration
 	// StatusInterval is how often the stream confirms its position to the
-	// server (standby status update). Defaults to [CDCStatusIntervalDefault]
-	// (1 second).
+	// server (standby status update). Defaults to one second.
 	StatusInterval time.Duration
 	// StandbyRetry is how long a relay waits before trying the slot again
 	// when another relay streams it, or after a failed session. Defaults to
-	// [CDCStandbyRetryDefault] (2 seconds).
+	// 2 seconds.
 	StandbyRetry time.Duration
 }
 
@@ -67,11 +59,11 @@ func (c *cdcConfig) setDefaults() error {
 	if err := c.RelayConfig.setDefaults(); err != nil {
 		return err
 	}
-	c.Slot = cmp.Or(c.Slot, CDCSlotDefault)
-	c.Publication = cmp.Or(c.Publication, CDCPublicationDefault)
-	c.Grace = cmp.Or(c.Grace, CDCGraceDefault)
-	c.StatusInterval = cmp.Or(c.StatusInterval, CDCStatusIntervalDefault)
-	c.StandbyRetry = cmp.Or(c.StandbyRetry, CDCStandbyRetryDefault)
+	c.Slot = cmp.Or(c.Slot, relaysql.CDCSlotDefault)
+	c.Publication = cmp.Or(c.Publication, relaysql.CDCPublicationDefault)
+	c.Grace = cmp.Or(c.Grace, cdcGraceDefault)
+	c.StatusInterval = cmp.Or(c.StatusInterval, cdcStatusIntervalDefault)
+	c.StandbyRetry = cmp.Or(c.StandbyRetry, cdcStandbyRetryDefault)
 	return nil
 }
 
@@ -81,11 +73,11 @@ func (c *cdcConfig) validate() error {
 	}
 	switch {
 	case c.Grace < 10*time.Millisecond:
-		return fmt.Errorf("outbox: RelayConfig.CDCGrace %s is too short; use at least 10ms (default %s)", c.Grace, CDCGraceDefault)
+		return fmt.Errorf("outbox: RelayConfig.CDCGrace %s is too short; use at least 10ms (default %s)", c.Grace, cdcGraceDefault)
 	case c.StatusInterval < 10*time.Millisecond:
-		return fmt.Errorf("outbox: RelayConfig.CDCStatusInterval %s is too short; use at least 10ms (default %s)", c.StatusInterval, CDCStatusIntervalDefault)
+		return fmt.Errorf("outbox: RelayConfig.CDCStatusInterval %s is too short; use at least 10ms (default %s)", c.StatusInterval, cdcStatusIntervalDefault)
 	case c.StandbyRetry < 10*time.Millisecond:
-		return fmt.Errorf("outbox: RelayConfig.CDCStandbyRetry %s is too short; use at least 10ms (default %s)", c.StandbyRetry, CDCStandbyRetryDefault)
+		return fmt.Errorf("outbox: RelayConfig.CDCStandbyRetry %s is too short; use at least 10ms (default %s)", c.StandbyRetry, cdcStandbyRetryDefault)
 	}
 	return nil
 }
@@ -206,44 +198,17 @@ func (c *cdcRelay) Owner() string { return c.cfg.Owner }
 // Config returns the relay's configuration with defaults applied.
 func (c *cdcRelay) Config() cdcConfig { return c.cfg }
 
-// ErrWALLevel is wrapped by the error [CDCRelay.Run] returns when the server
-// does not run with wal_level=logical.
-var errWALLevel = errors.New("outbox: the CDC relay source needs wal_level=logical")
-
-// CheckCDC reports whether the server behind pool can serve the CDC relay
-// source: wal_level=logical and the publication ([MigrateCDC] creates the
-// default one). Its errors say what to change.
-func CheckCDC(ctx context.Context, pool *pgxpool.Pool, publication string) error {
-	level, err := qCDCWALLevel.One(ctx, pool, namedsql.NoArgs{})
-	if err != nil {
-		return fmt.Errorf("outbox: read wal_level: %w", err)
-	}
-	if level != "logical" {
-		return fmt.Errorf("%w; the server runs with wal_level=%s. Set wal_level = logical (postgresql.conf, ALTER SYSTEM SET wal_level = logical, or postgres -c wal_level=logical) and restart PostgreSQL, or use the polling source (`outboxctl source set poll`)",
-			errWALLevel, level)
-	}
-	publication = cmp.Or(publication, CDCPublicationDefault)
-	ok, err := qCDCPublicationExist.One(ctx, pool, publicationArgs{Publication: publication})
-	if err != nil {
-		return fmt.Errorf("outbox: look up publication %s: %w", publication, err)
-	}
-	if !ok {
-		return fmt.Errorf("outbox: the publication %s does not exist; create it with outbox.MigrateCDC or `outboxctl migrate` (`outboxctl migrate --outbox-only` on a database without outflow's order app)", publication)
-	}
-	return nil
-}
-
 type dropSlotArgs struct {
 	Slot string `db:"slot"`
 }
 
 // dropIdleCDCSlot drops the CDC source's replication slot (slot; ""
-// means [CDCSlotDefault]) when no relay streams it, and returns its name,
+// means relaysql.CDCSlotDefault) when no relay streams it, and returns its name,
 // or "" when it does not exist or a relay streams it. A database that left
 // the cdc source needs its slot gone: a slot nobody streams retains WAL
 // for ever.
 func dropIdleCDCSlot(ctx context.Context, pool *pgxpool.Pool, slot string) (string, error) {
-	slot = cmp.Or(slot, CDCSlotDefault)
+	slot = cmp.Or(slot, relaysql.CDCSlotDefault)
 	names, err := qCDCDropIdleSlot.All(ctx, pool, dropSlotArgs{Slot: slot})
 	if err != nil {
 		return "", fmt.Errorf("outbox: drop the idle replication slot %s: %w", slot, err)
@@ -257,7 +222,7 @@ func dropIdleCDCSlot(ctx context.Context, pool *pgxpool.Pool, slot string) (stri
 // Run relays until ctx ends, then shuts down gracefully: in-flight publishes
 // finish, acknowledged events are marked, the settled position is confirmed
 // and the sweeper stops. It returns an error at once when the server cannot
-// serve CDC (see [CheckCDC]); every later failure (a lost connection, a slot
+// serve CDC (see relaysql.CheckCDC); every later failure (a lost connection, a slot
 // streamed by another relay, a restarted server) is retried after
 // StandbyRetry.
 func (c *cdcRelay) Run(ctx context.Context) error {
@@ -265,7 +230,7 @@ func (c *cdcRelay) Run(ctx context.Context) error {
 		return errors.New("outbox: the cdc relay's Run called twice; create one Relay per loop")
 	}
 	cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	err := CheckCDC(cctx, c.pool, c.cfg.Publication)
+	err := relaysql.CheckCDC(cctx, c.pool, c.cfg.Publication)
 	cancel()
 	if err != nil {
 		return err

@@ -156,27 +156,6 @@ WHERE event_id = ANY(@event_ids::uuid[])
   AND (claimed_by = @stream_owner OR claim_until < now())
 RETURNING event_id, attempt_count;
 
--- name: CDCWALLevel :one
--- The server's wal_level: the stream needs 'logical'.
-SELECT current_setting('wal_level') AS wal_level;
-
--- name: CDCPublicationExists :one
-SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = @publication);
-
--- name: CDCPublicationLock :exec
--- MigrateCDC's check and create run under the outbox schema's advisory lock,
--- so two at once (or one beside Migrate) create the publication once.
-SELECT pg_advisory_xact_lock(@lock_key);
-
--- name: CDCPublicationCreate :exec
--- The publication the CDC relay source streams (CDCPublicationDefault;
--- outflow's migration 00009 until the outbox got its own schema): inserts
--- into outbox_events only, since an event is immutable once written and the
--- relay's own updates (claims, marks) must not come back to it. CREATE
--- PUBLICATION works under any wal_level; streaming it needs wal_level=logical,
--- which the relay checks at start.
-CREATE PUBLICATION outflow_outbox FOR TABLE outbox_events WITH (publish = 'insert');
-
 -- name: CDCCreateSlot :one
 -- Creates the stream's logical replication slot for the pgoutput plugin and
 -- returns its consistent point: every transaction that commits after it is

@@ -173,9 +173,10 @@ type RelayConfig struct {
 	// when missing) and publication, how old an unpublished event must be
 	// before the sweeper takes it without the stream's hand, how often the
 	// stream confirms its position, and how long a relay waits to try the
-	// slot again when another streams it. Defaults: [CDCSlotDefault],
-	// [CDCPublicationDefault], [CDCGraceDefault], [CDCStatusIntervalDefault],
-	// [CDCStandbyRetryDefault]; the durations at least 10ms.
+	// slot again when another streams it. Defaults: the slot and the
+	// publication outflow_outbox (outboxops.CDCSlotDefault and
+	// CDCPublicationDefault; Migrate makes that publication), 10s, 1s and 2s;
+	// the durations at least 10ms.
 	CDCSlot, CDCPublication                      string
 	CDCGrace, CDCStatusInterval, CDCStandbyRetry time.Duration
 	// LogMaxPartitions is the most of the log source's [LogPartitions]

@@ -47,9 +47,9 @@
 //
 // [Migrate] creates the outbox's own tables and nothing of the application's,
 // recording its versions in outflow_schema_version beside whatever the
-// application's migrations use (goose's goose_db_version included);
-// [MigrateCDC] adds the publication the CDC source streams, and [CheckSchema]
-// lets a binary refuse a database it was not built for.
+// application's migrations use (goose's goose_db_version included), and the
+// publication the cdc source streams; [CheckSchema] lets a binary refuse a
+// database it was not built for.
 //
 // # Operations
 //

@@ -220,7 +220,7 @@ var (
 var (
 	CDCApplicationName = cdcApplicationName
 	ErrLogNoRange      = errLogNoRange
-	ErrWALLevel        = errWALLevel
+	ErrWALLevel        = relaysql.ErrWALLevel
 )
 
 const LogPartitions = logPartitions

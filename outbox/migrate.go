@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"io/fs"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outflow/outflow/outbox/namedsql"
 	"github.com/outflow/outflow/outbox/schemaset"
 )
 
@@ -53,11 +51,13 @@ func mustSub(fsys fs.FS, dir string) fs.FS {
 // tables outbox_events, outbox_sequences, processed_events (the inbox),
 // outbox_cleanup_horizon, outbox_replay_horizon and outbox_bulk_retries,
 // the lane functions outbox_unpublished_predecessors and
-// outbox_unpublished_log_predecessors, and the log source's tables. It records its
+// outbox_unpublished_log_predecessors, the log source's tables, and the
+// publication outflow_outbox the cdc source streams (inserts into
+// outbox_events; it costs nothing until a replication slot streams it). It
+// needs to own outbox_events, which it made. It records its
 // versions in the table outflow_schema_version, so the application's own
 // migrations, goose's default goose_db_version included, live beside it
-// without either seeing the other's versions. The CDC relay source's
-// publication is [MigrateCDC]'s.
+// without either seeing the other's versions.
 //
 // Call it before the relay or Enqueue first runs, from a deploy step or at
 // start-up: it is idempotent, and concurrent calls (every replica starting
@@ -71,34 +71,6 @@ func mustSub(fsys fs.FS, dir string) fs.FS {
 func Migrate(ctx context.Context, db *pgxpool.Pool) error {
 	_, err := schema.Up(ctx, db, nil)
 	return err
-}
-
-// MigrateCDC is [Migrate] plus what the CDC relay source ([CDCRelay]) needs
-// of the database: the publication [CDCPublicationDefault] of outbox_events
-// inserts, created when missing. Creating a publication works under any
-// wal_level and costs nothing until a replication slot streams it, but it
-// needs the owner of outbox_events, so it is a step of its own.
-// Idempotent and safe to run concurrently, like Migrate. A publication of
-// another name (CDCConfig.Publication) is the caller's to create.
-func MigrateCDC(ctx context.Context, db *pgxpool.Pool) error {
-	if err := Migrate(ctx, db); err != nil {
-		return err
-	}
-	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
-		if _, err := qCDCPublicationLock.Exec(ctx, tx, lockKeyArgs{LockKey: schema.LockID()}); err != nil {
-			return err
-		}
-		exists, err := qCDCPublicationExist.One(ctx, tx, publicationArgs{Publication: CDCPublicationDefault})
-		if err != nil || exists {
-			return err
-		}
-		_, err = qCDCPublicationMake.Exec(ctx, tx, namedsql.NoArgs{})
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("outbox: create the publication %s: %w", CDCPublicationDefault, err)
-	}
-	return nil
 }
 
 // CheckSchema returns an error wrapping [ErrSchemaOutdated], naming the

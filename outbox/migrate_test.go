@@ -15,12 +15,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
 // outboxVersions are the versions Migrate records: the numbers of outflow's
 // single sequence the outbox's migrations were cut from, and goose's 0.
-var outboxVersions = []int64{0, 1, 2, 4, 6, 10, 12, 13, 14, 15, 16, 17, 18, 19}
+var outboxVersions = []int64{0, 1, 2, 4, 6, 10, 12, 13, 14, 15, 16, 17, 18, 19, 20}
 
 // outboxTables are every table of the outbox's schema and its version table.
 var outboxTables = []string{
@@ -60,8 +61,8 @@ func versionRows(t *testing.T, ctx context.Context, pool *pgxpool.Pool, table st
 }
 
 // TestMigrateAppliesOnlyTheOutboxSchema: on an empty database Migrate makes
-// the outbox's tables and no order app table, no goose_db_version and no
-// publication; CheckSchema refuses the database before (without creating
+// the outbox's tables, the cdc source's publication and no order app
+// table and no goose_db_version; CheckSchema refuses the database before (without creating
 // anything) and accepts it after; a second Migrate changes nothing.
 func TestMigrateAppliesOnlyTheOutboxSchema(t *testing.T) {
 	t.Parallel()
@@ -76,9 +77,11 @@ func TestMigrateAppliesOnlyTheOutboxSchema(t *testing.T) {
 	require.NoError(t, outbox.Migrate(ctx, pool))
 	require.Equal(t, outboxTables, tablesOf(t, ctx, pool))
 	require.Equal(t, outboxVersions, versionRows(t, ctx, pool, "outflow_schema_version"))
-	var publications int
-	require.NoError(t, pool.QueryRow(ctx, `SELECT count(*) FROM pg_publication`).Scan(&publications))
-	require.Zero(t, publications, "the CDC publication is MigrateCDC's")
+	rows, err := pool.Query(ctx, `SELECT pubname FROM pg_publication ORDER BY 1`)
+	require.NoError(t, err)
+	publications, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	require.Equal(t, []string{outboxops.CDCPublicationDefault}, publications, "the cdc source's publication, and no other")
 	require.NoError(t, outbox.CheckSchema(ctx, pool))
 
 	require.NoError(t, outbox.Migrate(ctx, pool))
@@ -99,35 +102,26 @@ func TestMigrateAppliesOnlyTheOutboxSchema(t *testing.T) {
 // the other, and each migration is applied and recorded once.
 func TestMigrateConcurrently(t *testing.T) {
 	t.Parallel()
-	for _, name := range []string{"Migrate", "MigrateCDC"} {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			ctx, pool := emptyDB(t)
-			migrate := outbox.Migrate
-			if name == "MigrateCDC" {
-				migrate = outbox.MigrateCDC
-			}
-			var wg sync.WaitGroup
-			errs := make([]error, 2)
-			for i := range errs {
-				wg.Go(func() { errs[i] = migrate(ctx, pool) })
-			}
-			wg.Wait()
-			require.NoError(t, errs[0])
-			require.NoError(t, errs[1])
-			require.Equal(t, outboxVersions, versionRows(t, ctx, pool, "outflow_schema_version"))
-			require.NoError(t, outbox.CheckSchema(ctx, pool))
-		})
+	ctx, pool := emptyDB(t)
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		wg.Go(func() { errs[i] = outbox.Migrate(ctx, pool) })
 	}
+	wg.Wait()
+	require.NoError(t, errs[0])
+	require.NoError(t, errs[1])
+	require.Equal(t, outboxVersions, versionRows(t, ctx, pool, "outflow_schema_version"))
+	require.NoError(t, outbox.CheckSchema(ctx, pool))
 }
 
-// TestMigrateCDCCreatesThePublication: the publication the CDC source
+// TestMigrateCreatesThePublication: the publication the cdc source
 // streams, of outbox_events inserts only, created once however often asked.
-func TestMigrateCDCCreatesThePublication(t *testing.T) {
+func TestMigrateCreatesThePublication(t *testing.T) {
 	t.Parallel()
 	ctx, pool := emptyDB(t)
 	for range 2 {
-		require.NoError(t, outbox.MigrateCDC(ctx, pool))
+		require.NoError(t, outbox.Migrate(ctx, pool))
 	}
 	var insert, update, del, truncate bool
 	var tables string
@@ -135,7 +129,7 @@ func TestMigrateCDCCreatesThePublication(t *testing.T) {
 		SELECT p.pubinsert, p.pubupdate, p.pubdelete, p.pubtruncate, string_agg(t.tablename, ',')
 		FROM pg_publication p JOIN pg_publication_tables t USING (pubname)
 		WHERE p.pubname = $1
-		GROUP BY 1, 2, 3, 4`, outbox.CDCPublicationDefault).Scan(&insert, &update, &del, &truncate, &tables))
+		GROUP BY 1, 2, 3, 4`, outboxops.CDCPublicationDefault).Scan(&insert, &update, &del, &truncate, &tables))
 	require.Equal(t, []bool{true, false, false, false}, []bool{insert, update, del, truncate})
 	require.Equal(t, "outbox_events", tables)
 	require.Equal(t, outboxVersions, versionRows(t, ctx, pool, "outflow_schema_version"))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outflow/outflow/outbox/internal/relaysql"
 	"github.com/outflow/outflow/outbox/namedsql"
 )
 
@@ -137,7 +138,7 @@ func (s *Relay) Run(ctx context.Context) error {
 
 // build makes source's relay: for log the switch to it ([logSwitch]), for
 // poll and cdc their relay behind [logLeave]; cdc is checked first
-// ([CheckCDC]), so a server without wal_level=logical fails saying so.
+// (relaysql.CheckCDC), so a server without wal_level=logical fails saying so.
 func (s *Relay) build(ctx context.Context, source string) (Runner, RelayConfig, error) {
 	cfg := s.cfg
 	switch source {
@@ -148,7 +149,7 @@ func (s *Relay) build(ctx context.Context, source string) (Runner, RelayConfig, 
 		}
 		return r, r.Config().RelayConfig, nil
 	case "cdc":
-		if err := CheckCDC(ctx, s.pool, ""); err != nil {
+		if err := relaysql.CheckCDC(ctx, s.pool, ""); err != nil {
 			return nil, cfg, fmt.Errorf("relay source cdc: %w", err)
 		}
 		main, err := newCDCRelay(s.pool, s.pub, cfg.cdcConfig())

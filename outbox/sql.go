@@ -51,9 +51,9 @@ var statements = append([]namedsql.Info{
 	qRelayRelease.Info(), qRelaySinkRelease.Info(), qRelayListen.Info(), qRelayGauges.Info(),
 	qEnqueueAggregate.Info(), qEnqueueLogAggregate.Info(), qRelaySource.Info(),
 	qCDCSort.Info(), qCDCLease.Info(), qCDCLeaseVerify.Info(), qCDCMark.Info(), qCDCTakeFailed.Info(),
-	qCDCWALLevel.Info(), qCDCDropIdleSlot.Info(), qCDCPublicationExist.Info(), qCDCPublicationLock.Info(), qCDCPublicationMake.Info(),
+	qCDCDropIdleSlot.Info(),
 	qCDCCreateSlot.Info(), qCDCSlot.Info(),
-}, slices.Concat(logStatements, logSwitchStatements)...)
+}, slices.Concat(logStatements, logSwitchStatements, relaysql.Statements)...)
 
 // The lookups other packages use (lookup.sql).
 var (
@@ -178,24 +178,16 @@ type eventIDArgs struct {
 	EventID uuid.UUID `db:"event_id"`
 }
 
-type lockKeyArgs struct {
-	LockKey int64 `db:"lock_key"`
-}
-
 // The CDC relay source's statements (cdc.sql).
 var (
-	qCDCSort             = namedsql.Bind[eventIDsArgs, cdcSortRow](queries, "CDCSort")
-	qCDCLease            = namedsql.Bind[cdcLeaseArgs, uuid.UUID](queries, "CDCLease")
-	qCDCLeaseVerify      = namedsql.Bind[relaysql.EventsArgs, cdcVerifyRow](queries, "CDCLeaseVerify")
-	qCDCMark             = namedsql.Bind[relaysql.EventsArgs, uuid.UUID](queries, "CDCMark")
-	qCDCTakeFailed       = namedsql.Bind[cdcTakeFailedArgs, cdcTakenRow](queries, "CDCTakeFailed")
-	qCDCWALLevel         = namedsql.Bind[namedsql.NoArgs, string](queries, "CDCWALLevel")
-	qCDCDropIdleSlot     = namedsql.Bind[dropSlotArgs, string](queries, "CDCDropIdleSlot")
-	qCDCPublicationExist = namedsql.Bind[publicationArgs, bool](queries, "CDCPublicationExists")
-	qCDCPublicationLock  = namedsql.Bind[lockKeyArgs, namedsql.NoRows](queries, "CDCPublicationLock")
-	qCDCPublicationMake  = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "CDCPublicationCreate")
-	qCDCCreateSlot       = namedsql.Bind[slotArgs, string](queries, "CDCCreateSlot")
-	qCDCSlot             = namedsql.Bind[slotArgs, slotState](queries, "CDCSlot")
+	qCDCSort         = namedsql.Bind[eventIDsArgs, cdcSortRow](queries, "CDCSort")
+	qCDCLease        = namedsql.Bind[cdcLeaseArgs, uuid.UUID](queries, "CDCLease")
+	qCDCLeaseVerify  = namedsql.Bind[relaysql.EventsArgs, cdcVerifyRow](queries, "CDCLeaseVerify")
+	qCDCMark         = namedsql.Bind[relaysql.EventsArgs, uuid.UUID](queries, "CDCMark")
+	qCDCTakeFailed   = namedsql.Bind[cdcTakeFailedArgs, cdcTakenRow](queries, "CDCTakeFailed")
+	qCDCDropIdleSlot = namedsql.Bind[dropSlotArgs, string](queries, "CDCDropIdleSlot")
+	qCDCCreateSlot   = namedsql.Bind[slotArgs, string](queries, "CDCCreateSlot")
+	qCDCSlot         = namedsql.Bind[slotArgs, slotState](queries, "CDCSlot")
 )
 
 type eventIDsArgs struct {
@@ -235,10 +227,6 @@ type cdcTakeFailedArgs struct {
 type cdcTakenRow struct {
 	EventID      uuid.UUID `db:"event_id"`
 	AttemptCount int       `db:"attempt_count"`
-}
-
-type publicationArgs struct {
-	Publication string `db:"publication"`
 }
 
 type slotArgs struct {

@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outflow/outflow/internal/service"
-	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
 
@@ -25,7 +24,7 @@ import (
 const SourceEnv = "OUTFLOW_RELAY_SOURCE"
 
 // CDCSlotEnv names the CDC source's replication slot; default
-// outbox.CDCSlotDefault. Slots are server-wide: relays of different
+// outboxops.CDCSlotDefault. Slots are server-wide: relays of different
 // databases on one server need different names.
 const CDCSlotEnv = "OUTFLOW_CDC_SLOT"
 
@@ -60,13 +59,8 @@ func adoptEnvSource(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger
 			"; unset "+SourceEnv+" (`outboxctl source` prints the source, `outboxctl source set` changes it)", "source", source)
 		return nil
 	}
-	if source == outboxops.SourceCDC {
-		if err := outbox.CheckCDC(ctx, pool, ""); err != nil {
-			return fmt.Errorf("%s=cdc: %w", SourceEnv, err)
-		}
-	}
 	if _, err := outboxops.SetSource(ctx, pool, source, "starter ("+SourceEnv+", deprecated)", "set by a starter's "+SourceEnv); err != nil {
-		return err
+		return fmt.Errorf("%s=%s: %w", SourceEnv, source, err)
 	}
 	logger.Warn(SourceEnv+" is deprecated: this starter recorded its value in the database, which said "+st.Source+
 		", so producers and every starter now use "+source+"; unset "+SourceEnv+" and use `outboxctl source set` instead",

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
 )
 
 // outflowCDC is outflow's relay with the cdc source (outbox.CDCRelay): the
@@ -70,5 +71,5 @@ func (outflowCDC) Settings(Profile) string {
 	return fmt.Sprintf("CDCConfig{} for both profiles: the publication %s streamed from a slot of the scratch database "+
 		"(pgoutput), per-order lanes, marks of %d or after %s; its polling sweeper (grace %s) with RelayConfig{} "+
 		"backfills a backlog before streaming",
-		outbox.CDCPublicationDefault, outbox.MarkBatchSizeDefault, outbox.MarkDelayDefault, outbox.CDCGraceDefault)
+		outboxops.CDCPublicationDefault, outbox.MarkBatchSizeDefault, outbox.MarkDelayDefault, "10s")
 }

@@ -60,8 +60,8 @@ import (
 	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/internal/temporalclient"
-	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/failpoints"
+	"github.com/outflow/outflow/outbox/outboxops"
 )
 
 // command is one outboxctl subcommand.
@@ -132,7 +132,7 @@ func main() {
 var environment = cli.Vars(
 	[]cli.Var{
 		service.DatabaseVar(database.DefaultURL, "the outbox (and the order app's tables where it has them); --database-url overrides it"),
-		{Name: "OUTFLOW_CDC_SLOT", Default: outbox.CDCSlotDefault, Meaning: "status: the cdc relay source's replication slot to report on"},
+		{Name: "OUTFLOW_CDC_SLOT", Default: outboxops.CDCSlotDefault, Meaning: "status: the cdc relay source's replication slot to report on"},
 	},
 	temporalclient.Vars(), // show and forget-customer ask Temporal about an event's workflow
 	temporalclient.CodecVars(),

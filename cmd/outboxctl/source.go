@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
 
@@ -63,10 +62,8 @@ func runSource(ctx context.Context, env *cliEnv, args []string) error {
 		fmt.Fprintf(env.stdout, "the source is %s already; nothing to change\n", to)
 		return nil
 	}
-	if to == outboxops.SourceCDC {
-		if err := outbox.CheckCDC(ctx, pool, ""); err != nil {
-			return fmt.Errorf("%w; nothing was changed", err)
-		}
+	if err := outboxops.CheckSource(ctx, pool, to); err != nil {
+		return fmt.Errorf("%w; nothing was changed", err)
 	}
 	fmt.Fprintf(env.stdout, "plan: %s → %s\n", st.Source, to)
 	fmt.Fprintf(env.stdout, "  producers write to %s from their next transaction; one that read the old source writes where it read\n", table(to))

@@ -9,6 +9,19 @@ import (
 	"github.com/outflow/outflow/outbox/namedsql"
 )
 
+// The cdc source's objects in the database, by default: the replication
+// slot a relay streams (outbox.RelayConfig.CDCSlot's default) and the
+// publication it streams (RelayConfig.CDCPublication's), which the outbox's
+// migrations make.
+const (
+	CDCSlotDefault        = relaysql.CDCSlotDefault
+	CDCPublicationDefault = relaysql.CDCPublicationDefault
+)
+
+// ErrWALLevel is wrapped by the error of a switch to the cdc source
+// ([SetSource]) on a server without wal_level=logical.
+var ErrWALLevel = relaysql.ErrWALLevel
+
 // qCDCSlot is the relay's own slot statement (package outbox checks it),
 // read here for the status.
 var qCDCSlot = namedsql.Bind[slotArgs, SlotStatus](relaysql.Queries, "CDCSlot")
@@ -38,11 +51,11 @@ type SlotStatus struct {
 }
 
 // Slot returns the status of the cdc source's slot called name (empty: the
-// default, outbox.CDCSlotDefault) in db's database; false when it does not
+// default, [CDCSlotDefault]) in db's database; false when it does not
 // exist.
 func Slot(ctx context.Context, db outbox.LookupDB, name string) (SlotStatus, bool, error) {
 	if name == "" {
-		name = outbox.CDCSlotDefault
+		name = CDCSlotDefault
 	}
 	rows, err := qCDCSlot.All(ctx, db, slotArgs{SlotName: name})
 	if err != nil {

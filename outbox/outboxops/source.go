@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/outflow/outflow/outbox/internal/relaysql"
 	"github.com/outflow/outflow/outbox/namedsql"
 )
 
@@ -110,10 +111,10 @@ type setSourceRow struct {
 // change wrote where it read; that event is published in sequence too.
 //
 // A change to [SourceLog] makes the log's partitions ahead of its
-// sequence in the same transaction. A change to [SourceCDC] is checked
-// first by the caller (outbox.CheckCDC: wal_level=logical and the
-// publication); SetSource does not, as it may run in a transaction of a
-// connection that cannot see the server's settings the way a relay does.
+// sequence in the same transaction. A change to [SourceCDC] is refused,
+// changing nothing, on a server the cdc source cannot stream from: one
+// without wal_level=logical (the error wraps [ErrWALLevel]) or a database
+// without the outbox's publication; the error says what to change.
 func SetSource(ctx context.Context, db DB, source, actor, reason string) (SourceChange, error) {
 	var c SourceChange
 	err := inTx(ctx, db, func(tx pgx.Tx) error {
@@ -122,6 +123,22 @@ func SetSource(ctx context.Context, db DB, source, actor, reason string) (Source
 		return err
 	})
 	return c, err
+}
+
+// CheckSource reports whether the server behind db can serve source: for
+// [SourceCDC], wal_level=logical and the outbox's publication (the error
+// wraps [ErrWALLevel] on a server without the one, names the fix for
+// either); poll and log need nothing more than the outbox's schema.
+// [SetSource] checks it too: call it first to refuse before anything else.
+func CheckSource(ctx context.Context, db namedsql.Querier, source string) error {
+	src, err := ParseSource(source)
+	if err != nil {
+		return err
+	}
+	if src == SourceCDC {
+		return relaysql.CheckCDC(ctx, db, "")
+	}
+	return nil
 }
 
 // SetSourceTx is [SetSource] inside the caller's transaction: the change
@@ -133,6 +150,9 @@ func SetSourceTx(ctx context.Context, tx pgx.Tx, source, actor, reason string) (
 	}
 	if strings.TrimSpace(actor) == "" {
 		return SourceChange{}, errors.New("outbox: a source change needs an actor (who decided it), recorded in outbox_source.changed_by")
+	}
+	if err := CheckSource(ctx, tx, src); err != nil {
+		return SourceChange{}, fmt.Errorf("%w; the source was not changed", err)
 	}
 	row, err := qOpsSetSource.One(ctx, tx, setSourceArgs{Source: src, ChangedBy: actor, Reason: reason})
 	if err != nil {

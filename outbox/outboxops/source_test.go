@@ -10,6 +10,7 @@ import (
 
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
 // enqueueOne commits one event of aggregate agg with the plain
@@ -44,7 +45,7 @@ func inLog(t *testing.T, pool *pgxpool.Pool, e outbox.Event) bool {
 // sequence runs on across the change.
 func TestEnqueueFollowsTheRecordedSource(t *testing.T) {
 	ctx := context.Background()
-	pool := setup(t)
+	pool := testdb.Open(t, testdb.NewURLOn(t, testdb.Logical(t))) // the cdc source needs wal_level=logical
 
 	st, err := outboxops.Source(ctx, pool)
 	require.NoError(t, err)
@@ -74,6 +75,32 @@ func TestEnqueueFollowsTheRecordedSource(t *testing.T) {
 	third := enqueueOne(t, pool, "o-1")
 	require.False(t, inLog(t, pool, third), "cdc: outbox_events")
 	require.Equal(t, second.Sequence+1, third.Sequence)
+}
+
+// TestSetSourceCDCNeedsLogicalWAL: on a server without wal_level=logical
+// (the shared one: replica) a switch to cdc, which no relay could follow,
+// is refused, says what to change, and changes nothing; nor does a switch
+// on a database without the outbox's publication.
+func TestSetSourceCDCNeedsLogicalWAL(t *testing.T) {
+	ctx := context.Background()
+	pool := setup(t)
+	_, err := outboxops.SetSource(ctx, pool, outboxops.SourceCDC, "ops@example.com", "")
+	require.ErrorIs(t, err, outboxops.ErrWALLevel)
+	require.ErrorContains(t, err, "wal_level=replica")
+	require.ErrorContains(t, err, "the source was not changed")
+	st, err := outboxops.Source(ctx, pool)
+	require.NoError(t, err)
+	require.Equal(t, outboxops.SourcePoll, st.Source)
+
+	logical := testdb.Open(t, testdb.NewURLOn(t, testdb.Logical(t)))
+	_, err = logical.Exec(ctx, `DROP PUBLICATION `+outboxops.CDCPublicationDefault)
+	require.NoError(t, err)
+	_, err = outboxops.SetSource(ctx, logical, outboxops.SourceCDC, "ops@example.com", "")
+	require.ErrorContains(t, err, "the publication "+outboxops.CDCPublicationDefault+" does not exist")
+	require.ErrorContains(t, err, "CREATE PUBLICATION")
+	st, err = outboxops.Source(ctx, logical)
+	require.NoError(t, err)
+	require.Equal(t, outboxops.SourcePoll, st.Source)
 }
 
 // TestSetSourceRefusesWhatItDoesNotKnow: an unknown source or a missing

@@ -54,7 +54,7 @@ type StatusReport struct {
 // StatusOptions configures [StatusOf].
 type StatusOptions struct {
 	// CDCSlot names the cdc source's replication slot to report on.
-	// Optional: defaulted to the relay's default (outbox.CDCSlotDefault).
+	// Optional: defaulted to the relay's default ([CDCSlotDefault]).
 	CDCSlot string
 }
 

@@ -14,7 +14,8 @@
 // goose_db_version) made both sets. Each set kept the numbers of the
 // migrations it was cut from (legacy 00001 and 00002 made tables of both
 // and became a file of each set under the same number; 00009, the CDC
-// publication, became outbox.MigrateCDC), so adopting a legacy database is
+// publication, is kept by the outbox's 00020, which makes it only where it
+// is missing), so adopting a legacy database is
 // exact: a set whose version table is missing (or holds only goose's
 // version 0) while its legacy tables exist, beside a goose_db_version whose
 // versions are exactly 1..N with N at most LegacyMaxVersion, records its own

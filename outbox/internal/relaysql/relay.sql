@@ -301,3 +301,10 @@ SELECT s.active,
 FROM pg_replication_slots s
 WHERE s.slot_name = @slot_name
   AND s.database = current_database();
+
+-- name: CDCWALLevel :one
+-- The server's wal_level: the cdc source's stream needs 'logical'.
+SELECT current_setting('wal_level') AS wal_level;
+
+-- name: CDCPublicationExists :one
+SELECT EXISTS (SELECT 1 FROM pg_publication WHERE pubname = @publication);

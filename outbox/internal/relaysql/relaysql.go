@@ -6,11 +6,16 @@
 // here rather than inside package outbox so that a benchmark imports what it
 // measures while no production binary links benchmark code. LogGauges and
 // CDCSlot are here too, as package outboxops reads them for the operator's
-// status beside the relay's own use.
+// status beside the relay's own use, and so is [CheckCDC], which a relay
+// runs at start and outboxops before a switch to the cdc source.
 package relaysql
 
 import (
+	"cmp"
+	"context"
 	"embed"
+	"errors"
+	"fmt"
 
 	"github.com/google/uuid"
 
@@ -57,4 +62,59 @@ type LogGaugesRow struct {
 	Holds             int64   `db:"holds"`
 	Quarantined       int64   `db:"quarantined"`
 	RangesAhead       int64   `db:"ranges_ahead"`
+}
+
+// The cdc source's objects in the database, by default.
+const (
+	// CDCSlotDefault is the logical replication slot the cdc source
+	// streams (RelayConfig.CDCSlot's default).
+	CDCSlotDefault = "outflow_outbox"
+	// CDCPublicationDefault is the publication it streams
+	// (RelayConfig.CDCPublication's default), made by the outbox's
+	// migration 00020.
+	CDCPublicationDefault = "outflow_outbox"
+)
+
+// ErrWALLevel is wrapped by [CheckCDC]'s error on a server without
+// wal_level=logical.
+var ErrWALLevel = errors.New("outbox: the cdc relay source needs wal_level=logical")
+
+// PublicationArgs name a publication.
+type PublicationArgs struct {
+	Publication string `db:"publication"`
+}
+
+var (
+	qCDCWALLevel          = namedsql.Bind[namedsql.NoArgs, string](Queries, "CDCWALLevel")
+	qCDCPublicationExists = namedsql.Bind[PublicationArgs, bool](Queries, "CDCPublicationExists")
+)
+
+// Statements are the statements this package runs itself, for the test
+// that has the database check every bound statement.
+var Statements = []namedsql.Info{qCDCWALLevel.Info(), qCDCPublicationExists.Info()}
+
+// CheckCDC reports whether the server behind db can serve the cdc relay
+// source: wal_level=logical and the publication ("" means
+// [CDCPublicationDefault]). Its errors say what to change.
+func CheckCDC(ctx context.Context, db namedsql.Querier, publication string) error {
+	level, err := qCDCWALLevel.One(ctx, db, namedsql.NoArgs{})
+	if err != nil {
+		return fmt.Errorf("outbox: read wal_level: %w", err)
+	}
+	if level != "logical" {
+		return fmt.Errorf("%w; the server runs with wal_level=%s. Set wal_level = logical (postgresql.conf, ALTER SYSTEM SET wal_level = logical, or postgres -c wal_level=logical) and restart PostgreSQL, or use the polling source (`outboxctl source set poll`)",
+			ErrWALLevel, level)
+	}
+	publication = cmp.Or(publication, CDCPublicationDefault)
+	ok, err := qCDCPublicationExists.One(ctx, db, PublicationArgs{Publication: publication})
+	if err != nil {
+		return fmt.Errorf("outbox: look up publication %s: %w", publication, err)
+	}
+	if !ok {
+		if publication == CDCPublicationDefault {
+			return fmt.Errorf("outbox: the publication %s does not exist; the outbox's migrations make it (outbox.Migrate or `outboxctl migrate`): if they ran, it was dropped since, and `CREATE PUBLICATION %s FOR TABLE outbox_events WITH (publish = 'insert')` makes it again", publication, publication)
+		}
+		return fmt.Errorf("outbox: the publication %s (RelayConfig.CDCPublication) does not exist; make it with `CREATE PUBLICATION %s FOR TABLE outbox_events WITH (publish = 'insert')`, or leave CDCPublication empty for the outbox's own, %s", publication, publication, CDCPublicationDefault)
+	}
+	return nil
 }

@@ -26,7 +26,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outflow/outflow/outbox"
+	_ "github.com/outflow/outflow/outbox" // registers the outbox's schema set, which migrateAll applies first
 	"github.com/outflow/outflow/outbox/schemaset"
 )
 
@@ -259,13 +259,12 @@ func ScratchEnv(env string) (drop func()) {
 
 // migrateAll applies every registered set in the order of registration
 // (the outbox's first: a set registered by a package that imports outbox
-// comes after it), then the CDC source's publication, as `outboxctl
-// migrate` does.
+// comes after it), as `outboxctl migrate` does.
 func migrateAll(ctx context.Context, pool *pgxpool.Pool) error {
 	for _, s := range schemaset.All() {
 		if _, err := s.Up(ctx, pool, nil); err != nil {
 			return fmt.Errorf("%s: %w", s.Table, err)
 		}
 	}
-	return outbox.MigrateCDC(ctx, pool)
+	return nil
 }
