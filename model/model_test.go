@@ -1,5 +1,6 @@
 // Package model is the Promela model of the outbox relay's protocol
-// (relay.pml; cdc.pml and log.pml for the other relay sources; signal.pml
+// (loop.pml: the loop every source shares; relay.pml with poll.pml: the
+// poll relay; cdc.pml and log.pml for the other relay sources; signal.pml
 // for a signal route) and its mutants (mutants/*.pml); this test checks
 // them with SPIN. See README.md for what is modelled, the properties and the figures.
 package model
