@@ -1,6 +1,6 @@
 /*
  * The CDC relay source, model-checked: the stream (stream.pml) beside its
- * sweeper (relay.pml's Relay, whose claim already leaves the stream young
+ * sweeper (poll.pml's Relay, whose claim already leaves the stream young
  * events: the model lets it claim any, so Grace, hand-offs, retries,
  * replays and the backfill are all covered), a standby that takes the slot
  * when the stream's process dies, and the operator's retry, skip and

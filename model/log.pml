@@ -3,7 +3,9 @@
  * model, checked with SPIN: the outbox as an append-only log read by a
  * per-partition cursor. README.md ("The log source") maps each step to the
  * protocol the Go code implements, states the properties and lists what
- * the model abstracts away.
+ * the model abstracts away. The relay's loop (attempts, the bounds, the
+ * refusal rule) is loop.pml, shared with relay.pml; this file is the log
+ * source's part.
  *
  * Actors, one proctype each: Producer (the enqueue transactions, which take
  * their xid before the order's lane lock, and one unrelated transaction that
@@ -31,8 +33,8 @@
  *                             payload as a publish, not its tombstone, so
  *                             the skip's hold or a replay over the skip
  *                             publishes it
- *   LOG_REFUSAL_AS_SINK_FAULT an event the sink refuses for good (REFUSED)
- *                             is taken for the sink's fault: no hold, the
+ *   REFUSAL_AS_SINK_FAULT     loop.pml's rule, here: an event the sink
+ *                             refuses for good (REFUSED) makes no hold, the
  *                             batch stops there, the partition stalls
  * With RETENTION (the Retention proctype: retention dropping a range of
  * positions, RetainLog):
@@ -85,8 +87,6 @@
 #define RELEASES 0        /* graceful releases by a live reader, all readers together */
 #endif
 #define WMAX 2            /* the read window (OUTFLOW_BATCH_SIZE), halved per crash at one position */
-#define MAX_ATTEMPTS 2    /* a hold's attempts before quarantine */
-#define NOEV 255
 
 #if ORDERS == 1
 #define ORD(e) 0
@@ -97,31 +97,19 @@
 #endif
 #define BIT(o) (1 << (o))
 
-#ifdef LIVENESS
+/* The shared loop (loop.pml): MAX_ATTEMPTS (a hold's attempts before
+ * quarantine), the bounds, the refusal rule. The liveness run's faults:
+ * crashes, stalls and sink faults. */
 #ifndef MAX_FAULTS
 #define MAX_FAULTS 1
 #endif
-#define FAULT_OK   (faults < MAX_FAULTS)
-#define FAULT      faults++
-#else
-#define FAULT_OK   true
-#define FAULT      skip
-#endif
-#ifndef MAX_OPS
-#define MAX_OPS 1
-#endif
-#define OP_OK      (ops < MAX_OPS)
-#define OP         ops++
+#include "loop.pml"
 
 /* cowner: NOBODY, a live reader 1..READERS, or DEAD (a crashed process's
  * owner id: owners are unique per process start). */
-#define NOBODY 0
 #define DEAD   (READERS+1)
 #define LIVE_OWNER(w) ((w) >= 1 && (w) <= READERS)
-/* the cursor's lease: claimed until >= now() (LIVE) or not */
-#define NONE    0
-#define LIVE    1
-#define EXPIRED 2
+/* the cursor's lease (claimed until >= now(): LIVE, or not): loop.pml's */
 
 /* ------------------------------------------------------- the transactions */
 
@@ -173,11 +161,7 @@ byte hrep[ORDERS];       /* a replay's hold: the cursor when it was made (its ev
 bool pub[EVENTS];        /* published since committed or since last replayed */
 bool firstpub[EVENTS];   /* ever published */
 bool skipped[EVENTS];    /* skipped by an operator */
-byte ops;
 byte rels;               /* releases so far (RELEASES) */
-#ifdef LIVENESS
-byte faults;
-#endif
 
 /* ----------------------------------------------------- the switch (SWITCH) */
 
@@ -455,32 +439,20 @@ inline crash(w) {
 #else
 #define KILLS(e) false
 #endif
-/* REFUSED: the event the sink refuses for good, whoever publishes it and
- * however often (a payload over the sink's size limit; a publish that
- * always runs out of time while the sink answers the others). It is never
- * published. RULE the refusal is the event's own fault (temporalpub's
- * tooLarge, fault.go's errOverdue): its order goes to a hold, quarantined
- * (at once for a permanent refusal, after MAX_ATTEMPTS for an overdue
- * publish: the model lets the hold worker take either). Unlike the sink's
- * faults it is not bounded by MAX_FAULTS: it is the event's answer, every
- * time. */
-#ifdef REFUSED
-#define REFUSES(e) ((e) == REFUSED)
-#else
-#define REFUSES(e) false
-#endif
-#ifdef LOG_REFUSAL_AS_SINK_FAULT
+/* REFUSED, the event the sink refuses for good (loop.pml's rule): never
+ * published; its order goes to a hold, quarantined (at once for a
+ * permanent refusal, after MAX_ATTEMPTS for an overdue publish: the model
+ * lets the hold worker take either). */
+#ifdef REFUSAL_AS_SINK_FAULT
 /* mutant: the refusal taken for the sink's fault, as a throttle or a
  * timeout was before issue 37: the batch stops there, no hold */
 #define REFUSE_ONE(x, idx) \
 	printf("reader %d: %d.%d refused for good, taken for the sink's fault: the batch stops\n", r, ORD(x), seq[x]); goto advance
-#define OWN_ERR(e) !REFUSES(e)
 #else
 #define REFUSE_ONE(x, idx) \
 	printf("reader %d: %d.%d refused for good (its own fault): its order goes to a hold\n", r, ORD(x), seq[x]); \
 	failed = failed | BIT(ORD(x)); \
 	if :: ORD(x) == 0 -> f0 = x :: else -> f1 = x fi; np = idx + 1
-#define OWN_ERR(e) true
 #endif
 #define PUBLISH_ONE(x, idx) \
 	if \
@@ -778,7 +750,7 @@ end_holds:
 		:: !KILLS(hw_e) && OWN_ERR(hw_e) -> printf("holds: %d.%d fails (transient)\n", hw_o, seq[hw_e]); hw_st = HW_FAIL
 		:: !KILLS(hw_e) && OWN_ERR(hw_e) -> printf("holds: %d.%d fails (permanent)\n", hw_o, seq[hw_e]); hw_st = HW_PERM
 		:: !KILLS(hw_e) && FAULT_OK -> FAULT; printf("holds: %d.%d: the sink's fault\n", hw_o, seq[hw_e]); hw_st = HW_SINK
-#ifdef LOG_REFUSAL_AS_SINK_FAULT
+#ifdef REFUSAL_AS_SINK_FAULT
 		:: REFUSES(hw_e) -> printf("holds: %d.%d refused for good, taken for the sink's fault\n", hw_o, seq[hw_e]); hw_st = HW_SINK
 #endif
 		:: KILLS(hw_e) -> printf("holds: publishing %d.%d kills the process\n", hw_o, seq[hw_e]); crash(hw_tok)
@@ -1041,15 +1013,6 @@ proctype Switch() {
 ltl settle { <> [] (SETTLED(0) && SETTLED(1) && PSETTLED_ALL) }
 #else
 ltl settle { <> [] (SETTLED(0) && SETTLED(1) && SETTLED(2) && PSETTLED_ALL) }
-#endif
-
-#ifdef LIVENESS
-proctype Idle() {
-end_idle:
-	do
-	:: timeout
-	od
-}
 #endif
 
 init {

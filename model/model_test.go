@@ -1,5 +1,6 @@
 // Package model is the Promela model of the outbox relay's protocol
-// (relay.pml; cdc.pml and log.pml for the other relay sources; signal.pml
+// (loop.pml: the loop every source shares; relay.pml with poll.pml: the
+// poll relay; cdc.pml and log.pml for the other relay sources; signal.pml
 // for a signal route) and its mutants (mutants/*.pml); this test checks
 // them with SPIN. See README.md for what is modelled, the properties and the figures.
 package model
@@ -319,9 +320,10 @@ func runCheck(t *testing.T, spin, cc string, c check) string {
 		t.Fatalf("pan reported no verdict:\n%s", report)
 	}
 	stored, _ := field(report, `(\d+) states, stored`)
+	transitions, _ := field(report, `(\S+) transitions`)
 	mem, _ := field(report, `([\d.]+)\s+total actual memory usage`)
-	summary := fmt.Sprintf("%-52s errors %s, %s states stored, %s MB, %.1fs (cpu %.1fs)",
-		c.name, errs, stored, mem, elapsed.Seconds(), cpu.Seconds())
+	summary := fmt.Sprintf("%-52s errors %s, %s states stored, %s transitions, %s MB, %.1fs (cpu %.1fs)",
+		c.name, errs, stored, transitions, mem, elapsed.Seconds(), cpu.Seconds())
 	t.Log(summary)
 	for _, bad := range []string{"max search depth too small", "out of memory", "reached -DMEMLIM bound", "aborting"} {
 		if strings.Contains(report, bad) && errs == "0" {

@@ -9,7 +9,7 @@
  * in flight, and while an earlier outcome waits to be written. The
  * bookkeeper writes each booked outcome later, fenced by claimed_by = PIPE
  * (RelayMark, RelayFail, RelaySinkRelease, RelayRelease), and then removes
- * the event from the open set. The other relays are relay.pml's Relay.
+ * the event from the open set. The other relays are poll.pml's Relay.
  *
  * So one owner holds claims of several claims at once, and an outcome of an
  * earlier claim can be written after a later claim of the same owner: also

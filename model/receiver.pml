@@ -3,7 +3,7 @@
  * -DSIGNAL (signal.pml): Temporal's side of Publisher.signal
  * (outbox/temporalpub/temporalpub.go) and the workflow it signals, which
  * receives through an eventsignal.Receiver
- * (outbox/temporalpub/eventsignal/eventsignal.go). The relay is relay.pml's
+ * (outbox/temporalpub/eventsignal/eventsignal.go). The relay is poll.pml's
  * Relay, unchanged but for the outcomes of its Publish call (R4) and of a
  * call in flight when it crashes.
  *
@@ -41,7 +41,7 @@
  * precondition is that no event older than the retention signals a
  * workflow (behind it Temporal forgets a closed run, and Signal-With-Start
  * would start a new one), and the replay horizon is the start route's code
- * (Publisher.delivery, before the route is chosen), which relay.pml checks.
+ * (Publisher.delivery, before the route is chosen), which poll.pml checks.
  *
  * Rules (RULE below), each the #ifdef of a mutant (mutants/sig_*.pml).
  */

@@ -5,15 +5,16 @@
  * under READ COMMITTED. README.md maps each step to the SQL statement or Go
  * function it stands for, states the guarantees and lists the assumptions.
  *
- * Actors, one proctype each: Relay (outbox/relay.go, claim.go, mark.go,
- * publish.go, release.go, quarantine.go and relay.sql), Operator
- * (outbox/outboxops/retry.go, skip.go, replay.go and operations.sql), Producer
- * (Enqueue), Clock (lease expiry) and Temporal (the namespace retention).
- * The start of a workflow is the inline temporal_start, run inside the
- * relay's publish step (outbox/temporalpub). With -DSIGNAL (signal.pml)
- * the events go by a signal route instead: receiver.pml models Temporal's
- * Signal-With-Start and the target workflow with its eventsignal Receiver,
- * and the publish step's outcomes are a signal's.
+ * This file is what the sources on outbox_events share: the committed
+ * database, the Temporal sink (the inline temporal_start, run inside a
+ * publish step: outbox/temporalpub), and the processes Clock (lease
+ * expiry), Producer (Enqueue), Temporal (the namespace retention) and
+ * Operator (outbox/outboxops/retry.go, skip.go, replay.go, operations.sql).
+ * It includes the relay's loop (loop.pml, shared with log.pml) and each
+ * source's part: poll.pml (the Relay process: the poll claim, also the CDC
+ * sweeper), stream.pml with -DCDC (cdc.pml), pipeline.pml with -DPIPELINE,
+ * receiver.pml with -DSIGNAL (signal.pml: the events go by a signal route,
+ * and the publish step's outcomes are a signal's).
  *
  * Each atomic block is one step: one SQL statement, one COMMIT, or one
  * outcome of a Publish call. Any other process may run between two steps,
@@ -25,9 +26,10 @@
  * Properties: the asserts marked in capitals (safety) and the LTL formula
  * `settle` (liveness, with -DLIVENESS, under weak fairness).
  *
- * Mutants (mutants/*.pml) define one of the macros tested with #ifdef below
- * (NO_*, MARK_BEFORE_PUBLISH, LEASE_SHORTER_THAN_PUBLISH, PRE_FIX_MUTANT)
- * and include this file: each #ifdef marks a protective rule.
+ * Mutants (mutants/*.pml) define one of the macros tested with #ifdef
+ * (NO_*, LEASE_SHORTER_THAN_PUBLISH, PRE_FIX_MUTANT here; poll.pml's,
+ * stream.pml's, pipeline.pml's and receiver.pml's) and include this file:
+ * each #ifdef marks a protective rule.
  */
 
 /* ------------------------------------------------------------------ sizes */
@@ -45,30 +47,15 @@
 #define INITIAL 1         /* events per order committed before the run; the others are enqueued during it */
 #endif
 #define NEV (ORDERS*EPO)
-#define MAX_ATTEMPTS 2    /* OUTFLOW_MAX_ATTEMPTS (Config.MaxAttempts) */
-#define NOEV 255
 
-/* Bounds. The safety run bounds only the operator (MAX_OPS commands, replay,
- * retry or skip); crashes, stalls and lease expiries are unbounded. The
- * liveness run also bounds the faults, so that weak fairness can make
- * progress: at most MAX_FAULTS relay crashes, stalls (a relay gives a live
- * claim back unattempted) and expiries of a live relay's lease, together. A
- * crashed relay's lease always expires in the end. */
-#ifdef LIVENESS
+/* The liveness run's faults (loop.pml): relay crashes, stalls (a relay
+ * gives a live claim back unattempted), sink faults and expiries of a live
+ * relay's lease. A crashed relay's lease always expires in the end. The
+ * operator's commands: replay, retry or skip. */
 #ifndef MAX_FAULTS
 #define MAX_FAULTS 2
 #endif
-#define FAULT_OK   (faults < MAX_FAULTS)
-#define FAULT      faults++
-#else
-#define FAULT_OK   true
-#define FAULT      skip
-#endif
-#ifndef MAX_OPS
-#define MAX_OPS 1
-#endif
-#define OP_OK      (ops < MAX_OPS)
-#define OP         ops++
+#include "loop.pml"
 
 /* The protocol as it stood before the READ COMMITTED replay fix (commit
  * 893e71c): a one-statement claim, a replay without lane lock and fence. */
@@ -83,7 +70,6 @@
 /* claimed_by: NOBODY (NULL), a live relay 1..RELAYS, or DEAD: the owner id
  * of a relay process that crashed. Owners are unique per process start
  * (owner.go), so no live relay writes as DEAD. */
-#define NOBODY 0
 #define DEAD   (RELAYS+1)
 
 #ifdef CDC
@@ -93,10 +79,7 @@
 #define SDEAD  (RELAYS+3)
 #endif
 
-/* claim_until: NULL, >= now() (live) or < now() (expired). */
-#define NONE    0
-#define LIVE    1
-#define EXPIRED 2
+/* claim_until: NONE, LIVE or EXPIRED (loop.pml). */
 
 /* rowlock: FREE, or held FOR UPDATE by relay r's claim transaction. */
 #define FREE 0
@@ -136,36 +119,15 @@ bool retention;      /* the namespace retention has passed (Temporal process) */
 bool started[NEV];   /* a run of the event was ever started */
 bool delivered[NEV]; /* handed to Temporal since the event last became unpublished */
 byte inflight[RELAYS+1]; /* the event relay r's Publish call runs for, or NOEV */
-byte ops;            /* operator commands so far */
-#ifdef LIVENESS
-byte faults;         /* crashes, stalls and live-lease expiries so far */
-#endif
 
 #if defined(SIGNAL) && (defined(CDC) || defined(PIPELINE))
 #error "the signal route (-DSIGNAL) is modelled with the classic relay only"
 #endif
 
-/* REFUSED: the event the sink refuses for good, at every publish (a payload
- * over its size limit; a publish that always runs out of time while the
- * sink answers the others). It is never started. RULE the refusal is the
- * event's own fault (temporalpub's tooLarge, fault.go's errOverdue): its
- * attempts count, and it is quarantined (at once when permanent). Unlike
- * the sink's faults it is not bounded by MAX_FAULTS: it is the event's
- * answer, every time. Mutant REFUSAL_AS_SINK_FAULT takes it for the sink's
- * fault: no attempt counted, claimed and given back for ever. */
-#ifdef REFUSED
-#if defined(SIGNAL) || defined(CDC)
+/* REFUSED, the event the sink refuses for good (loop.pml): never started;
+ * mutant REFUSAL_AS_SINK_FAULT claims and gives it back for ever. */
+#if defined(REFUSED) && (defined(SIGNAL) || defined(CDC))
 #error "REFUSED is modelled with the classic and the pipelined relay"
-#endif
-#define REFUSES(e) ((e) == REFUSED)
-#else
-#define REFUSES(e) false
-#endif
-/* an outcome of the event's own for e (the mutant takes none for REFUSED) */
-#ifdef REFUSAL_AS_SINK_FAULT
-#define OWN_ERR(e) !REFUSES(e)
-#else
-#define OWN_ERR(e) true
 #endif
 
 #ifdef PIPELINE
@@ -241,34 +203,8 @@ bool pl_cexp;        /* its local deadline has passed */
 #error "EPO must be 2 or 3"
 #endif
 
-/* RULE the lane rule, in RelayClaim and RelayClaimVerify */
-#ifdef NO_LANE_RULE
-#define LANE_BLOCKED(e) false
-#else
-#define LANE_BLOCKED(e) PRED_UNPUBLISHED(e)
-#endif
-/* RULE a replayed event waits for its successors' live leases (RelayClaim
- * and RelayClaimVerify) */
-#ifdef NO_SUCCESSOR_PROBE
-#define PROBE_BLOCKED(e) false
-#else
-#define PROBE_BLOCKED(e) (replay[e] && SUCC_LEASED(e))
-#endif
-/* RULE an expired lease may be taken over: claim_until IS NULL OR
- * claim_until < now() */
-#ifdef NO_TAKEOVER
-#define LEASE_FREE(e) (lease[e] == NONE)
-#else
-#define LEASE_FREE(e) (lease[e] != LIVE)
-#endif
-
-/* RelayClaim's conditions on the candidate row's own columns, which
- * EvalPlanQual re-checks on the newest version of a locked row (available_at
- * is abstracted: a backoff is a delay, and full jitter may draw 0). */
-#define OWN_OK(e)   (exists[e] && !pub[e] && !quar[e] && !skipped[e] && LEASE_FREE(e))
-/* A candidate of RelayClaim, as the statement's snapshot sees it: its own
- * columns and the subqueries. */
-#define CAND(e)     (OWN_OK(e) && !LANE_BLOCKED(e) && !PROBE_BLOCKED(e) && SWEEPER_TAKES(e))
+/* The poll claim's rules (the lane rule, the successor probe, takeover,
+ * CAND): poll.pml. */
 
 /* A plain UPDATE (RelayMark, RelayFail, RelayRelease) waits for a claim
  * transaction's FOR UPDATE row lock; the replay's FOR KEY SHARE does not
@@ -329,371 +265,7 @@ inline temporal_start(t, isReplay) {
 #ifdef SIGNAL
 #include "receiver.pml"
 #endif
-/* A CDC relay's sweeper may take any event (Grace is abstracted); a
- * polling relay takes any. */
-#ifndef SWEEPER_TAKES
-#define SWEEPER_TAKES(e) true
-#endif
-
-/* ------------------------------------------------------------------ Relay */
-
-/* A crash of relay r at any step, and its restart (a new process, a new
- * owner id): its uncommitted claim transaction rolls back, a Publish call in
- * flight reached Temporal before its deadline or never does, and its
- * committed leases stay until they expire. */
-inline crash(r) {
-	printf("relay %d: CRASH and restart\n", r);
-	if
-	:: e != NOEV && rowlock[e] == r -> rowlock[e] = FREE
-	:: else
-	fi;
-	if
-	:: inflight[r] != NOEV ->
-#ifdef SIGNAL
-		signal_in_flight(e);
-#else
-		if
-		:: !(rep && retention && !WF(e)) -> temporal_start(e, rep)
-		:: true
-		fi;
-#endif
-		inflight[r] = NOEV
-	:: else
-	fi;
-	d_step {
-		for (i : 0 .. NEV-1) {
-			if
-			:: owner[i] == r -> owner[i] = DEAD
-			:: else
-			fi
-		}
-		e = NOEV; rep = 0; tx = 0; perm = 0; i = 0
-	}
-}
-#define OR_CRASH :: atomic { FAULT_OK -> FAULT; crash(r) }; goto idle
-
-/* What the claim transaction did to its locked row, uncommitted. */
-#define TX_CLAIM      1  /* claimed: claimed_by = me, claim_until, attempt_count+1 */
-#define TX_QUARANTINE 2  /* abandoned (lease expired with the attempts used up): quarantined */
-#define TX_GIVEBACK   3  /* claimed, then given back by RelayClaimVerify */
-
-#define PICK(c) :: CAND(c) -> e = c
-
-proctype Relay(byte r) {
-	byte e = NOEV;   /* the event of this claim (BatchSize 1) */
-	byte tx;         /* TX_*: the claim transaction's uncommitted write */
-	bool rep;        /* the claim's "replay" column: an operator's replay */
-	bool perm;       /* the publish error is permanent */
-	byte i;
-
-idle:
-end_idle:
-	/* R1 RelayClaim (claim.go claimOn: BEGIN; RelayClaim), the statement's
-	 * snapshot: its candidates, judged with the subqueries (predecessors,
-	 * successors' leases) as of now. The relay waits (NOTIFY, poll) until
-	 * there is one. The model picks the candidate the statement will lock
-	 * (ORDER BY available_at, occurred_at, LIMIT BatchSize = 1): any, since
-	 * any order is possible. If the row is locked when the statement reaches
-	 * it, SKIP LOCKED moves on to the next candidate: the run where the model
-	 * picked that one. */
-	atomic {
-		ANY(CAND) ->
-		if
-		EACH(PICK)
-		fi;
-		printf("relay %d: RelayClaim snapshot picks %d.%d\n", r, EV(e))
-	};
-
-	/* R2 RelayClaim, later in the same statement: FOR UPDATE OF e SKIP
-	 * LOCKED. A row another transaction locks is skipped; a row changed since
-	 * the snapshot is re-checked by EvalPlanQual on its own columns only
-	 * (OWN_OK), not the subqueries. The CTE then quarantines the row if
-	 * abandoned or claims it. Then RelayClaimVerify, a new statement with a
-	 * new snapshot taken while the row lock is held: a just-claimed event
-	 * with an unpublished, unskipped predecessor, or a replayed one whose
-	 * successor is now under a live lease, is given back. Uncommitted. */
-	if
-	:: atomic {
-		if
-		:: rowlock[e] == FREE && OWN_OK(e)
-		:: else ->
-			printf("relay %d: RelayClaim skips %d.%d (locked, or changed: EvalPlanQual)\n", r, EV(e));
-			e = NOEV; goto idle /* COMMIT of an empty claim */
-		fi;
-		rowlock[e] = r;
-		rep = replay[e];
-		if
-		:: owner[e] != NOBODY && att[e] >= MAX_ATTEMPTS -> tx = TX_QUARANTINE
-#ifndef NO_CLAIM_VERIFY
-		/* RULE RelayClaimVerify */
-		:: else -> tx = ((LANE_BLOCKED(e) || PROBE_BLOCKED(e)) -> TX_GIVEBACK : TX_CLAIM)
-#else
-		:: else -> tx = TX_CLAIM
-#endif
-		fi;
-		if
-		:: tx == TX_CLAIM -> printf("relay %d: RelayClaim locks and claims %d.%d (uncommitted)\n", r, EV(e))
-		:: tx == TX_QUARANTINE -> printf("relay %d: RelayClaim locks %d.%d, abandoned: quarantines it (uncommitted)\n", r, EV(e))
-		:: tx == TX_GIVEBACK -> printf("relay %d: RelayClaim claims %d.%d, RelayClaimVerify gives it back (uncommitted)\n", r, EV(e))
-		fi
-	   }
-	OR_CRASH
-	fi;
-
-	/* R3 COMMIT of the claim: its writes become visible, its row lock goes.
-	 * Then process (relay.go): publishDeadline (lease.go) starts a publish
-	 * only with PublishTimeout to spare in the lease; a relay that stalled
-	 * until too little was left (or is shutting down) goes to R7 instead. */
-	if
-	:: atomic {
-		if
-		:: tx == TX_CLAIM ->
-			printf("relay %d: claim of %d.%d commits (lease)\n", r, EV(e));
-			d_step {
-				/* ONE LIVE LEASE PER ORDER: no other event of the order is
-				 * under a live lease when this one gets its lease */
-				for (i : 0 .. EPO-1) {
-					assert(FIRST(ORD(e)) + i == e || lease[FIRST(ORD(e)) + i] != LIVE)
-				}
-				i = 0;
-				owner[e] = r; lease[e] = LIVE; att[e]++; rowlock[e] = FREE; tx = 0
-			}
-		:: tx == TX_QUARANTINE ->
-			quar[e] = 1; owner[e] = NOBODY; lease[e] = NONE; att[e] = 0; rowlock[e] = FREE;
-			printf("relay %d: abandoned %d.%d quarantined, committed\n", r, EV(e));
-			e = NOEV; tx = 0; rep = 0; goto idle
-		:: tx == TX_GIVEBACK ->
-			owner[e] = NOBODY; lease[e] = NONE; rowlock[e] = FREE;
-			printf("relay %d: %d.%d given back by RelayClaimVerify, committed\n", r, EV(e));
-			e = NOEV; tx = 0; rep = 0; goto idle
-		fi;
-#ifdef MARK_BEFORE_PUBLISH
-		goto markfirst
-#else
-		if
-		:: printf("relay %d: Publish %d.%d starts (replay: %d)\n", r, EV(e), rep);
-		   d_step {
-			/* ONE EVENT IN FLIGHT PER ORDER: no Publish call of another
-			 * event (or of this one) of the order runs */
-			for (i : 1 .. RELAYS) {
-				assert(inflight[i] == NOEV || ORD(inflight[i]) != ORD(e))
-			}
-#ifdef CDC
-			assert(sinflight == NOEV || ORD(sinflight) != ORD(e));
-#endif
-			assert(!SLOT_PUBORD(ORD(e)));
-			i = 0;
-			inflight[r] = e
-		   }
-		:: FAULT_OK -> FAULT; goto stalled
-		fi
-#endif
-	   }
-	OR_CRASH
-	fi;
-
-	/* R4 publishOne -> temporalpub.Publish: the call returns. */
-publishing:
-	if
-	:: atomic {
-		inflight[r] = NOEV;
-		if
-		:: FAULT_OK -> FAULT;
-			/* Temporal unreachable (Unavailable, DeadlineExceeded, ...:
-			 * the sink's fault, fault.go), nothing started. A fault in the
-			 * liveness run: the sink answers in the end. R6' (release.go:
-			 * releaseSinkFaults, RelaySinkRelease) gives the claim back
-			 * with its attempt, fenced by claimed_by: in the model that is
-			 * R7's effect (the backoff and last_error are abstracted), so
-			 * it goes there and shares R7's states. */
-			printf("relay %d: Publish %d.%d failed (unreachable: the sink's fault)\n", r, EV(e));
-			goto stalled
-		:: OWN_ERR(e) ->
-			/* the event's own transient error (one that is no service
-			 * error, e.g. a payload the data converter cannot encode; a
-			 * publish that ran out of time while the sink acknowledged
-			 * others), nothing started: its attempts count */
-			printf("relay %d: Publish %d.%d failed (the event's own, transient)\n", r, EV(e));
-			perm = 0; goto failed
-		:: !WF(e) && OWN_ERR(e) ->
-			/* no route or an invalid payload, and no workflow of this ID
-			 * (permanentUnlessStarted): a permanent error */
-			printf("relay %d: Publish %d.%d failed (permanent)\n", r, EV(e));
-			perm = 1; goto failed
-		/* temporalpub.delivery: a replay of an event older than the replay
-		 * horizon (at most the retention) is acknowledged without a start.
-		 * Once the retention has passed, a replayed event may be that old;
-		 * one whose workflow Temporal forgot certainly is. */
-		:: rep && retention ->
-			printf("relay %d: replay of %d.%d older than the horizon: acknowledged without a start\n", r, EV(e));
-			delivered[e] = 1; goto acked
-#ifdef SIGNAL
-		/* a signal route: temporalpub Publisher.signal, Signal-With-Start
-		 * (receiver.pml). Accepted: the signal is in the target's run (a
-		 * new run if there was none). */
-		:: SIG_ACCEPTS(e) ->
-			temporal_signal(e); goto acked
-		:: SIG_ACCEPTS(e) && FAULT_OK -> FAULT;
-			/* accepted, but the answer lost: the sink's fault */
-			temporal_signal(e);
-			printf("relay %d: ... but the answer to %d.%d was lost (the sink's fault)\n", r, EV(e));
-			goto stalled
-		/* refused: the target closed (IsAlreadyStarted under
-		 * REJECT_DUPLICATE). RULE the refusal is the event's, and final:
-		 * the ClosedWorkflow's start, or outbox.Permanent */
-		:: SIG_REFUSED(e) ->
-			printf("temporal: signal of %d.%d refused: the order's workflow already closed\n", EV(e));
-#if defined(CLOSED_AS_DELIVERED)
-			/* mutant: the refusal taken for an acknowledgement, as start
-			 * takes "already started" */
-			printf("relay %d: %d.%d acknowledged (the refusal taken for a duplicate)\n", r, EV(e));
-			goto acked
-#elif defined(CLOSED_AS_SINK_FAULT)
-			/* mutant: the refusal taken for the sink's fault (no attempt
-			 * counted: RelaySinkRelease, R7's step) */
-			printf("relay %d: %d.%d given back (the refusal taken for the sink's fault)\n", r, EV(e));
-			goto stalled
-#elif defined(CLOSED_WORKFLOW)
-			/* Publisher.signal -> Publisher.start(ClosedWorkflow) */
-			closed_workflow_start(e); goto acked
-		:: SIG_REFUSED(e) && FAULT_OK -> FAULT;
-			/* refused; the ClosedWorkflow's start then reached Temporal
-			 * with its answer lost, or never did: the sink's fault */
-			printf("temporal: signal of %d.%d refused: the order's workflow already closed\n", EV(e));
-			if
-			:: closed_workflow_start(e)
-			:: true
-			fi;
-			printf("relay %d: ... the start of %d.%d's ClosedWorkflow unanswered (the sink's fault)\n", r, EV(e));
-			goto stalled
-#else
-			/* outbox.Permanent: RelayFail quarantines it at once */
-			printf("relay %d: Publish %d.%d failed (permanent: its workflow already closed)\n", r, EV(e));
-			perm = 1; goto failed
-#endif
-#else
-		:: !(rep && retention && !WF(e)) && !REFUSES(e) ->
-			temporal_start(e, rep); goto acked
-#ifdef REFUSAL_AS_SINK_FAULT
-		:: REFUSES(e) ->
-			/* mutant: the refusal taken for the sink's fault (no attempt
-			 * counted: RelaySinkRelease, R7's step) */
-			printf("relay %d: Publish %d.%d refused for good, taken for the sink's fault\n", r, EV(e));
-			goto stalled
-#endif
-		:: !(rep && retention && !WF(e)) && !REFUSES(e) && FAULT_OK -> FAULT;
-			/* started, but the answer lost (DeadlineExceeded, a cut
-			 * connection): the sink's fault too */
-			temporal_start(e, rep);
-			printf("relay %d: ... but the answer to %d.%d was lost (the sink's fault)\n", r, EV(e));
-			goto stalled
-#endif
-		fi
-	   }
-	OR_CRASH
-	fi;
-
-acked:
-	/* R5 flushAcks -> mark (mark.go): RelayMark in its own transaction, WHERE
-	 * claimed_by = owner AND published_at IS NULL. If the lease expired and
-	 * was taken over meanwhile, it changes nothing. */
-	if
-	:: atomic {
-		UPDATABLE(e) ->
-#ifdef NO_OWNER_FENCE
-		if
-		:: !pub[e] ->
-#else
-		/* RULE the owner fence */
-		if
-		:: owner[e] == r && !pub[e] ->
-#endif
-			printf("relay %d: RelayMark %d.%d published\n", r, EV(e));
-			/* FENCED MARK: the mark comes from the relay the row names as
-			 * its claimant (no other relay took it over, no operator
-			 * cleared it) */
-			assert(owner[e] == r);
-			/* NOTHING LOST: the event reached Temporal since it last became
-			 * unpublished */
-			assert(delivered[e]);
-			pub[e] = 1; lease[e] = NONE; replay[e] = 0; owner[e] = NOBODY; att[e] = 0
-		:: else ->
-			printf("relay %d: RelayMark %d.%d: 0 rows (fenced)\n", r, EV(e))
-		fi;
-		e = NOEV; rep = 0; goto idle
-	   }
-	OR_CRASH
-	fi;
-
-failed:
-	/* R6 flushFailures -> recordFailures (quarantine.go): RelayFail, fenced
-	 * likewise: quarantined when permanent or the attempts are used up,
-	 * otherwise a backoff (available_at later: abstracted). */
-	if
-	:: atomic {
-		UPDATABLE(e) ->
-		if
-		:: owner[e] == r && !pub[e] ->
-			if
-			:: perm || att[e] >= MAX_ATTEMPTS -> quar[e] = 1; att[e] = 0
-			:: else
-			fi;
-			owner[e] = NOBODY; lease[e] = NONE;
-			printf("relay %d: RelayFail %d.%d (quarantined: %d)\n", r, EV(e), quar[e])
-		:: else ->
-			printf("relay %d: RelayFail %d.%d: 0 rows (fenced)\n", r, EV(e))
-		fi;
-		e = NOEV; rep = 0; perm = 0; goto idle
-	   }
-	OR_CRASH
-	fi;
-
-stalled:
-	/* R7 process: a claim never attempted goes back, RelayRelease
-	 * (release.go), fenced by claimed_by: lease cleared, attempt returned.
-	 * Also R6', the sink's fault after R4 (RelaySinkRelease), whose effect
-	 * on the model's state is the same.
-	 * Meanwhile the lease may have expired and been taken over. */
-	if
-	:: atomic {
-		UPDATABLE(e) ->
-		if
-		:: owner[e] == r && !pub[e] ->
-			owner[e] = NOBODY; lease[e] = NONE;
-			if
-			:: att[e] > 0 -> att[e]--
-			:: else
-			fi;
-			printf("relay %d: RelayRelease %d.%d\n", r, EV(e))
-		:: else ->
-			printf("relay %d: RelayRelease %d.%d: 0 rows (fenced)\n", r, EV(e))
-		fi;
-		e = NOEV; rep = 0; goto idle
-	   }
-	OR_CRASH
-	fi;
-
-#ifdef MARK_BEFORE_PUBLISH
-markfirst:
-	/* mutant: RelayMark right after the claim, then the publish */
-	if
-	:: atomic {
-		UPDATABLE(e) ->
-		if
-		:: owner[e] == r && !pub[e] ->
-			printf("relay %d: RelayMark %d.%d published, before its publish\n", r, EV(e));
-			/* NOTHING LOST (as in R5) */
-			assert(delivered[e]);
-			pub[e] = 1; lease[e] = NONE; replay[e] = 0; owner[e] = NOBODY; att[e] = 0
-		:: else
-		fi;
-		inflight[r] = e
-	   }
-	OR_CRASH
-	fi;
-	goto publishing
-#endif
-}
+#include "poll.pml"
 
 #ifdef PIPELINE
 #include "pipeline.pml"
@@ -888,19 +460,6 @@ end_operator:
 #endif
 
 ltl settle { <> [] ALL(SETTLED) }
-
-#ifdef LIVENESS
-/* When every other process is blocked for good (a stuck lane, or the
- * end), time still passes. Without this step such a run would end in a
- * deadlock, and pan's search for fair acceptance cycles (-a -f) does not
- * report a run that ends; with it, the run goes on with nothing settling. */
-proctype Idle() {
-end_idle:
-	do
-	:: timeout
-	od
-}
-#endif
 
 /* ------------------------------------------------------------------- init */
 

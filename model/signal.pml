@@ -1,6 +1,6 @@
 /*
- * A signal route (temporalpub.Route.Signal), model-checked: the relay of
- * relay.pml delivers each event as a signal to its order's workflow with
+ * A signal route (temporalpub.Route.Signal), model-checked: the Relay of
+ * poll.pml delivers each event as a signal to its order's workflow with
  * Signal-With-Start, and that workflow receives through an
  * eventsignal.Receiver (receiver.pml), in every interleaving of relays,
  * crashes, lease expiry, enqueues, the operator's retry, skip and replay,

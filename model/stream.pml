@@ -5,8 +5,8 @@
  * verifies the lease in a fresh snapshot, admits an event into its lane
  * only behind predecessors it holds itself, and marks fenced by its owner.
  * Included by relay.pml when CDC is defined (cdc.pml): the sweeper is
- * relay.pml's Relay, the operator, the clock, the producer and Temporal are
- * relay.pml's too. README.md maps each step (S1..S9) to the code.
+ * poll.pml's Relay, the operator, the clock, the producer and Temporal are
+ * relay.pml's. README.md maps each step (S1..S9) to the code.
  *
  * Rules a mutant removes (mutants/cdc_*.pml), each marked RULE below:
  *   CDC_NO_LEASE            the stream as it stood before the fix: no lease,
