@@ -291,6 +291,21 @@ func (c *tcase) waitFor(cond func() bool, what string) {
 	}
 }
 
+// streaming waits, on the cdc source, until a relay streams the case's
+// slot: the events enqueued after it reach the stream, not only the
+// sweeper's backfill, so a case sees the stream's own handling of a
+// failure. A no-op on the other sources.
+func (c *tcase) streaming() {
+	c.t.Helper()
+	if c.s.Name != "cdc" {
+		return
+	}
+	c.waitFor(func() bool {
+		active, err := qSlotActive.Value(c.ctx, c.pool, slotArgs{SlotName: c.slot})
+		return err == nil && active
+	}, "a cdc relay streams slot "+c.slot)
+}
+
 // waitDelivered waits until every event of evs was acknowledged at least
 // once; it fails naming the ones that were not, with their states.
 func (c *tcase) waitDelivered(evs []outbox.Event) {

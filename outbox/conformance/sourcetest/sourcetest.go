@@ -179,6 +179,7 @@ func (s Source) atLeastOnce(t *testing.T) {
 	evs := c.prepare(order, 3)
 	flaky.Store(evs[1].ID)
 	c.relay("relay-0", c.rec, c.pool)
+	c.streaming() // the stream, not only the backfill, meets the failure
 	evs = c.enqueueEvents(evs...)
 	c.enqueue(other, 3)
 	c.waitDelivered(c.written())
@@ -266,6 +267,7 @@ func (s Source) poison(t *testing.T) {
 	evs := c.prepare(order, 3)
 	c.refuse(evs[1].ID)
 	c.relay("relay-0", c.rec, c.pool)
+	c.streaming() // the stream, not only the backfill, meets the failure
 	evs = c.enqueueEvents(evs...)
 	c.waitQuarantined(evs[1])
 	later := c.enqueue(other, 2)
