@@ -75,6 +75,7 @@ require (
 )
 
 require (
+	github.com/exaring/otelpgx v0.13.0
 	github.com/outflow/outflow/outbox v0.0.0-00010101000000-000000000000
 	github.com/outflow/outflow/outbox/natspub v0.0.0-00010101000000-000000000000
 )

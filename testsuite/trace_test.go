@@ -182,6 +182,10 @@ func oneTraceFromTheRequestToTheCharge(t *testing.T, s *Stack, crash bool) {
 			return s.service == service && string(s.span.GetTraceId()) == traceID && strings.HasPrefix(s.span.GetName(), prefix)
 		}
 	}
+	rcv.find(t, within, "the order API's write of the outbox event, a database span in the request's trace", func(s receivedSpan) bool {
+		return s.service == "outflow-orderapi" && string(s.span.GetTraceId()) == traceID && s.span.GetKind() == tracepb.Span_SPAN_KIND_CLIENT &&
+			spanAttr(s.span, "db.system.name") == "postgresql" && strings.Contains(spanAttr(s.span, "db.query.text"), "outbox_")
+	})
 	pub := rcv.find(t, within, "the starter's publish of OrderCreated in the request's trace", inTrace("outflow-starter", "outbox publish OrderCreated"))
 	require.Equal(t, req.span.GetSpanId(), pub.span.GetParentSpanId(), "the publish is a child of the span that enqueued the event")
 	if crash { // the crashed relay's spans died with it: this is the redelivery

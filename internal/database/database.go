@@ -1,7 +1,8 @@
 // Package database opens outflow's PostgreSQL pool the same way in every
 // binary: DATABASE_URL (pgx/v5 syntax) with a local default, a bounded
-// connect timeout, and a schema check of the migration sets the binary
-// needs that names `outboxctl migrate`.
+// connect timeout, a schema check of the migration sets the binary needs
+// that names `outboxctl migrate`, and, while tracing is on, its statements
+// as spans.
 package database
 
 import (
@@ -10,8 +11,10 @@ import (
 	"os"
 	"time"
 
+	"github.com/exaring/otelpgx"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/outflow/outflow/internal/telemetry"
 	"github.com/outflow/outflow/migrations"
 )
 
@@ -26,11 +29,17 @@ func URL() string {
 	return DefaultURL
 }
 
-// Open connects to url and pings it.
+// Open connects to url and pings it. While tracing is on
+// (telemetry.Enabled), each statement is a span of the request, publish or
+// activity whose context runs it (otelpgx: never a trace of its own, and
+// the statement's text without its parameters, so no personal data).
 func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("database: DATABASE_URL is not a valid PostgreSQL URL: %w", err)
+	}
+	if telemetry.Enabled() {
+		cfg.ConnConfig.Tracer = otelpgx.NewTracer()
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
