@@ -48,15 +48,10 @@ WITH candidates AS (
       )
       -- The lane goes on in the log (migrations/00017): while a database
       -- switches between the poll or cdc source and the log, an earlier
-      -- event of the order may be unpublished there. A log that holds no
-      -- row (a database that never used it) holds no predecessor: the first
-      -- test is one probe per statement (an InitPlan, in this statement's
-      -- snapshot, as the second's), which spares every candidate the probe
-      -- of each of the log's partitions.
-      AND (NOT EXISTS (SELECT 1 FROM outbox_log)
-           OR NOT EXISTS (
-               SELECT 1 FROM outbox_unpublished_log_predecessors(e.aggregate_type, e.aggregate_id, e.aggregate_sequence)
-           ))
+      -- event of the order may be unpublished there.
+      AND NOT EXISTS (
+          SELECT 1 FROM outbox_unpublished_log_predecessors(e.aggregate_type, e.aggregate_id, e.aggregate_sequence)
+      )
       -- An operator's replay makes an earlier event unpublished again, maybe
       -- while a later one of its aggregate is being published: a replayed
       -- event also waits for its successors' live leases, so the lane still
@@ -137,9 +132,9 @@ WHERE o.event_id = ANY(@event_ids::uuid[])
   AND (EXISTS (
            SELECT 1 FROM outbox_unpublished_predecessors(o.aggregate_type, o.aggregate_id, o.aggregate_sequence)
        )
-       OR (EXISTS (SELECT 1 FROM outbox_log) AND EXISTS ( -- as RelayClaim's
+       OR EXISTS (
            SELECT 1 FROM outbox_unpublished_log_predecessors(o.aggregate_type, o.aggregate_id, o.aggregate_sequence)
-       ))
+       )
        -- RelayClaim's successor-lease probe, in this fresher snapshot.
        OR (o.replay_requested_at IS NOT NULL AND EXISTS (
            SELECT 1
