@@ -301,8 +301,8 @@ func (c *tcase) streaming() {
 		return
 	}
 	c.waitFor(func() bool {
-		active, err := qSlotActive.Value(c.ctx, c.pool, slotArgs{SlotName: c.slot})
-		return err == nil && active
+		slot, ok, err := outboxops.Slot(c.ctx, c.pool, c.slot)
+		return err == nil && ok && slot.Active
 	}, "a cdc relay streams slot "+c.slot)
 }
 

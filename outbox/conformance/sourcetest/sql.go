@@ -14,13 +14,8 @@ var sqlFiles embed.FS
 var (
 	queries         = namedsql.MustLoad(sqlFiles, "sourcetest.sql")
 	qEndConnections = namedsql.Bind[endConnectionsArgs, namedsql.NoRows](queries, "SourcetestEndConnections")
-	qSlotActive     = namedsql.Bind[slotArgs, bool](queries, "SourcetestSlotActive")
 )
 
 type endConnectionsArgs struct {
 	ApplicationName string `db:"application_name"`
-}
-
-type slotArgs struct {
-	SlotName string `db:"slot_name"`
 }

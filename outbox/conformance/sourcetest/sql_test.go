@@ -9,5 +9,5 @@ import (
 // TestStatements: every statement of sourcetest.sql is bound once and
 // described by a migrated PostgreSQL.
 func TestStatements(t *testing.T) {
-	testdb.CheckStatements(t, queries, qEndConnections.Info(), qSlotActive.Info())
+	testdb.CheckStatements(t, queries, qEndConnections.Info())
 }
