@@ -31,6 +31,8 @@ SELECT e.event_id, e.aggregate_type, e.aggregate_id, e.aggregate_sequence,
              UNION ALL
              SELECT q.event_id
              FROM outbox_unpublished_log_predecessors(e.aggregate_type, e.aggregate_id, e.aggregate_sequence) q
+             -- RelayClaim's gate: a never-used log sequence, no log row.
+             WHERE (SELECT pg_sequence_last_value('outbox_log_pos') IS NOT NULL)
             )::uuid[] AS blockers
 FROM outbox_events e
 WHERE e.event_id = ANY(@event_ids::uuid[]);

@@ -123,9 +123,12 @@ func TestBacklogRecoveryCDC(t *testing.T) {
 	defer cancel()
 	s := NewCDCStack(t)
 	s.Start("starter", "")
+	// A slot being created is listed before it is consistent (no confirmed
+	// position yet: creation waits for the server's running transactions),
+	// and a stop then drops it; wait for the made slot.
 	require.Eventually(t, func() bool {
-		_, ok, err := outboxops.Slot(ctx, s.Pool, s.Slot)
-		return err == nil && ok
+		st, ok, err := outboxops.Slot(ctx, s.Pool, s.Slot)
+		return err == nil && ok && st.ConfirmedFlushLSN != "0/0"
 	}, time.Minute, 50*time.Millisecond, "the first cdc starter creates the slot")
 	s.Proc("starter").Stop(10 * time.Second)
 
@@ -133,8 +136,9 @@ func TestBacklogRecoveryCDC(t *testing.T) {
 	buildBacklog(ctx, t, s, events/perOrder, perOrder)
 	var end string
 	require.NoError(t, s.Pool.QueryRow(ctx, "SELECT pg_current_wal_lsn()::text").Scan(&end))
-	before, _, err := outboxops.Slot(ctx, s.Pool, s.Slot)
+	before, ok, err := outboxops.Slot(ctx, s.Pool, s.Slot)
 	require.NoError(t, err)
+	require.True(t, ok, "the slot the first starter made is kept")
 	t.Logf("backlog of %d events built in %s; slot lag %d bytes", events, time.Since(start).Round(time.Millisecond), before.LagBytes)
 	require.Positive(t, before.LagBytes)
 

@@ -48,10 +48,16 @@ WITH candidates AS (
       )
       -- The lane goes on in the log (migrations/00017): while a database
       -- switches between the poll or cdc source and the log, an earlier
-      -- event of the order may be unpublished there.
-      AND NOT EXISTS (
-          SELECT 1 FROM outbox_unpublished_log_predecessors(e.aggregate_type, e.aggregate_id, e.aggregate_sequence)
-      )
+      -- event of the order may be unpublished there. Every log row takes
+      -- outbox_log_pos's next value before it is written, so while the
+      -- sequence was never used (a database that never used the log) the
+      -- log holds no row, committed or not: the first test is one look per
+      -- statement (an InitPlan, read after this statement's snapshot was
+      -- taken), which spares each candidate the probe of every partition.
+      AND ((SELECT pg_sequence_last_value('outbox_log_pos') IS NULL)
+           OR NOT EXISTS (
+               SELECT 1 FROM outbox_unpublished_log_predecessors(e.aggregate_type, e.aggregate_id, e.aggregate_sequence)
+           ))
       -- An operator's replay makes an earlier event unpublished again, maybe
       -- while a later one of its aggregate is being published: a replayed
       -- event also waits for its successors' live leases, so the lane still
@@ -132,9 +138,9 @@ WHERE o.event_id = ANY(@event_ids::uuid[])
   AND (EXISTS (
            SELECT 1 FROM outbox_unpublished_predecessors(o.aggregate_type, o.aggregate_id, o.aggregate_sequence)
        )
-       OR EXISTS (
+       OR ((SELECT pg_sequence_last_value('outbox_log_pos') IS NOT NULL) AND EXISTS ( -- as RelayClaim's
            SELECT 1 FROM outbox_unpublished_log_predecessors(o.aggregate_type, o.aggregate_id, o.aggregate_sequence)
-       )
+       ))
        -- RelayClaim's successor-lease probe, in this fresher snapshot.
        OR (o.replay_requested_at IS NOT NULL AND EXISTS (
            SELECT 1
