@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -27,6 +28,9 @@ const (
 	// consumerURLEnv is the contender's scratch database.
 	consumerURLEnv = "OUTFLOW_PEERS_CONSUMER_URL"
 )
+
+// errConsumerUsage is a consumer child started without its database.
+var errConsumerUsage = errors.New("the crash round's consumer needs " + consumerEnv + " and " + consumerURLEnv)
 
 // consumerChild runs this process as the crash round's consumer, and
 // exits, when its parent started it as one (consumerEnv set); it returns

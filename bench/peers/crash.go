@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -276,15 +275,16 @@ func (b *bench) killDrain(ctx context.Context, c Contender, cfg *pgxpool.Config,
 	}
 	first.Kill()
 	killed := time.Now()
+	// Every delivery of the killed consumer is in the log now.
+	if err := log.read(); err != nil {
+		return crashResult{}, err
+	}
+	res := crashResult{undelivered: n - rec.tally().distinct}
 	second, err := startConsumer(c, cfg, log.path)
 	if err != nil {
 		return crashResult{}, err
 	}
 	defer killIfRunning(second)
-	if err := log.read(); err != nil {
-		return crashResult{}, err
-	}
-	res := crashResult{undelivered: n - rec.tally().distinct}
 	if err := crashWait(ctx, c, cfg, rec, killed); err != nil {
 		return crashResult{}, err
 	}
@@ -361,9 +361,6 @@ func crashWait(ctx context.Context, c Contender, cfg *pgxpool.Config, rec *recor
 	}
 	return nil
 }
-
-// errConsumerUsage is a consumer child started without its variables.
-var errConsumerUsage = errors.New("the crash round's consumer needs " + consumerEnv + " and " + consumerURLEnv)
 
 // startConsumer starts this binary as the crash round's consumer of c on
 // the database of cfg, its output (and so its deliveries) appended to
