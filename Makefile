@@ -122,11 +122,13 @@ soak: $(TEMPORAL)
 bench:
 	$(GO) run ./cmd/bench $(BENCH_FLAGS)
 
-## bench-peers: outflow's relay (poll, cdc and log) beside River and Watermill doing the same job (about 18 minutes).
+## bench-peers: outflow's relay (poll, cdc and log) beside River and Watermill doing the same job (about 35 minutes).
 # docs/performance.md, "Beside the peers". bench/peers is a module of its own, so River
 # and Watermill never enter go.mod. Uses DATABASE_URL (scratch databases peers_*, dropped
-# afterwards) and starts a Temporal dev server from bin/temporal. About 18 minutes on two
-# cores; PEERS_FLAGS='-events 2000 -orders 200 -rounds 1 -duration 3s' for a short run (go run . -h).
+# afterwards) and starts a Temporal dev server from bin/temporal. About 35 minutes on two
+# cores, 15 of them the crash round (a throwaway cluster restarted, the consumer killed;
+# -crash=false skips it); PEERS_FLAGS='-events 2000 -orders 200 -rounds 1 -duration 3s
+# -crash=false' for a short run (go run . -h).
 .PHONY: bench-peers
 bench-peers: $(TEMPORAL)
 	cd bench/peers && $(GO) run . $(PEERS_FLAGS)
@@ -134,7 +136,8 @@ bench-peers: $(TEMPORAL)
 ## test-peers: the peers bench's lint and tests (bench/peers, a module that make lint and make test do not reach).
 # Every contender drains a small backlog exactly once, the out-of-order count on a known
 # sequence, the overlapping-transactions round on every contender, the effect round (a Temporal
-# dev server) for outflow and DBOS. About a minute once River, Watermill and DBOS are built.
+# dev server) for outflow and DBOS, the crash round (a restart, a kill) for outflow's sources.
+# About a minute once River, Watermill and DBOS are built.
 .PHONY: test-peers
 test-peers: $(BIN)/staticcheck
 	cd bench/peers && $(GO) vet ./... && $(BIN)/staticcheck ./...

@@ -15,7 +15,7 @@ import (
 )
 
 // config sizes the run. The defaults take about half an hour on two cores;
-// -events 2000 -orders 200 -rounds 1 -duration 3s -held-horizon 0 -temporal=false is a run of about a
+// -events 2000 -orders 200 -rounds 1 -duration 3s -held-horizon 0 -crash=false -temporal=false is a run of about a
 // minute.
 type config struct {
 	// events and orders size each drain's backlog: events over orders,
@@ -54,6 +54,10 @@ type config struct {
 	// open (0: no such round); heldRate is its orders per second.
 	heldHorizon time.Duration
 	heldRate    int
+	// crash runs the crash-recovery round (PostgreSQL restarted, the
+	// consumer killed, each mid-drain); crashEvents is its backlog.
+	crash       bool
+	crashEvents int
 	// roundRobin lays the backlog out round robin instead of at random.
 	roundRobin bool
 	// only names the contenders to run (default all).
@@ -92,6 +96,10 @@ func parseFlags(args []string, stdout, stderr io.Writer) (config, error) {
 		"(the server's snapshot horizon and the database's vacuum horizon held back) while orders arrive at -held-rate; "+
 		"reports the longest gap between deliveries during the hold, the p99 commit to delivery from the hold until recovery, "+
 		"the time from the release until every order committed by then is delivered, and the dead tuples and bytes of the contender's queue tables after it; 0 skips the round")
+	fs.BoolVar(&c.crash, "crash", true, "crash-recovery round: a backlog of -crash-events drained with the tuned settings, once with PostgreSQL restarted (pg_ctl -m fast, "+
+		"on a throwaway cluster of its own) and once with the consumer's process killed (SIGKILL) and started again, each after a quarter was delivered; "+
+		"reports the time to the first delivery after it, and the events lost, delivered twice and out of their order's sequence")
+	fs.IntVar(&c.crashEvents, "crash-events", 20000, "events in each crash drain's backlog (over a tenth as many orders)")
 	fs.IntVar(&c.heldRate, "held-rate", 100, "arrival rate of the held-horizon round, orders/s")
 	fs.BoolVar(&c.temporal, "temporal", true, "also measure with Temporal as the sink (starts a dev server from bin/temporal)")
 	fs.IntVar(&c.temporalEvents, "temporal-events", 1000, "events in the Temporal drain's backlog")
@@ -116,6 +124,8 @@ func parseFlags(args []string, stdout, stderr io.Writer) (config, error) {
 		return config{}, fmt.Errorf("-overlap-orders must be at least 1")
 	case c.heldHorizon < 0 || c.heldRate < 1:
 		return config{}, fmt.Errorf("-held-horizon must not be negative and -held-rate must be at least 1")
+	case c.crash && c.crashEvents < 100:
+		return config{}, fmt.Errorf("-crash-events must be at least 100")
 	case c.rounds < 1 || c.writePairs < 1 || c.temporalEvents < 10 || c.jetstreamEvents < 10:
 		return config{}, fmt.Errorf("-rounds and -write-pairs must be at least 1, -temporal-events and -jetstream-events at least 10")
 	}

@@ -23,13 +23,16 @@
 //     counting deliveries out of their order's sequence;
 //  5. held horizon (-held-horizon, -held-rate): orders arriving while another
 //     session holds a transaction with an xid open, in a database of its own;
-//  6. with -jetstream, the drain, the handoff and the overlap again with a
+//  6. crash (-crash, -crash-events): a backlog drained while PostgreSQL
+//     is restarted (fast shutdown, on a throwaway cluster), and again while
+//     the consumer's process is killed and started again;
+//  7. with -jetstream, the drain, the handoff and the overlap again with a
 //     sink that publishes each event to a NATS JetStream stream as the
 //     starter's jetstream sink does (outbox/natspub, the PubAck the
 //     acknowledgement), Watermill with its own forwarder and watermill-nats'
 //     publisher instead, a consumer of the stream checking each order's
 //     sequence;
-//  7. with -temporal, the drain and the handoff again with a sink that starts
+//  8. with -temporal, the drain and the handoff again with a sink that starts
 //     a workflow per event on a Temporal dev server started from bin/temporal.
 //
 // It is a module of its own so that River, Watermill and DBOS never enter
@@ -58,7 +61,10 @@ import (
 // quietLogger takes the contenders' own logs: warnings and errors only.
 var quietLogger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 
-func main() { benchcmd.Main("peers", parseFlags, run) }
+func main() {
+	consumerChild() // the crash round's consumer, in a process of its own
+	benchcmd.Main("peers", parseFlags, run)
+}
 
 // bench is what every phase shares.
 type bench struct {
@@ -72,6 +78,9 @@ type bench struct {
 	res       *results
 	stderr    io.Writer
 	start     time.Time
+	// crash is the crash round's throwaway cluster, started by its first
+	// round.
+	crash *crashCluster
 	// throwaway says why the contenders run on a throwaway cluster, if so.
 	throwaway string
 }
@@ -156,6 +165,11 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 			}
 		}()
 	}
+	defer func() {
+		if b.crash != nil {
+			b.crash.close(func(err error) { b.progress("warning: %v", err) })
+		}
+	}()
 	cs := cfg.selected()
 	names := make([]string, len(cs))
 	for i, c := range cs {
@@ -246,6 +260,12 @@ func (b *bench) round(ctx context.Context, c Contender, r int) error {
 
 	if b.cfg.heldHorizon > 0 {
 		if _, err := b.heldRound(ctx, c, r); err != nil {
+			return err
+		}
+	}
+
+	if b.cfg.crash {
+		if err := b.crashRound(ctx, c, r, layout); err != nil {
 			return err
 		}
 	}
@@ -342,6 +362,19 @@ func (b *bench) notes(cs []Contender) {
 			"during the hold (its start and end count as deliveries); p99_ms is commit to delivery of the orders committed from "+
 			"the hold's start to recovery; dead_tuples (n_dead_tup) and table_bytes (pg_total_relation_size) are the contender's "+
 			"queue tables' once its backends exited; every committed order must be delivered or the run fails.", b.cfg.heldRate, b.cfg.heldHorizon)
+	}
+	if b.cfg.crash {
+		n, m := b.crashSize()
+		b.res.note("crash: a backlog of %d events over %d orders per round in a database of its own, tuned settings, no-op sink, "+
+			"each crash once %d were delivered. restart: the consumer in this process, on a throwaway cluster (initdb, wal_level=logical, "+
+			"fsync=off) restarted with pg_ctl -m fast -w restart (every connection cut); kill: the consumer alone in a child process "+
+			"(this binary again, its sink writing each delivery to its log before returning), killed with SIGKILL and a new one started "+
+			"at once, on DATABASE_URL's server. first_delivery_s is from the crash's end (the restarted postmaster's start, "+
+			"pg_postmaster_start_time(); the killed consumer reaped) to the first delivery after it, median of rounds (n/a: none came); "+
+			"lost counts the backlog's events undelivered %s after the crash's end, or once the contender had nothing pending and "+
+			"delivered nothing for %s; duplicates are deliveries beyond an event's first; out_of_order counts events whose first "+
+			"delivery came after a later event of their order (a redelivered batch counts as duplicates, not here); the last three "+
+			"summed over rounds.", n, m, n/crashFraction, crashTimeout, crashQuiet)
 	}
 	b.res.note("handoff: %d orders/s for %s after 1 s of warm-up, each an order and its event in one transaction; from the "+
 		"return of COMMIT to the sink's call, percentiles of all rounds' samples.", b.cfg.rate, b.cfg.duration)

@@ -73,6 +73,11 @@ ANALYZE;
 -- assigned now if it has none yet (an xid8 as bigint).
 SELECT pg_current_xact_id()::text::bigint;
 
+-- name: PostmasterStart :one
+-- The crash round: when the restarted server's postmaster started, the
+-- earliest a contender could reach it again.
+SELECT pg_postmaster_start_time();
+
 -- name: DropSlot :exec
 -- outflow_cdc's slot, once its relay stopped.
 SELECT pg_drop_replication_slot(@slot);

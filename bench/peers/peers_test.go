@@ -277,7 +277,7 @@ func TestStreamReaderCountsAnOrderOutOfSequence(t *testing.T) {
 	}
 	seen, err := reader.wait(ctx)
 	require.NoError(t, err)
-	require.Equal(t, tally{distinct: 3, deliveries: 3, outOfOrder: 1}, seen)
+	require.Equal(t, tally{distinct: 3, deliveries: 3, outOfOrder: 1, firstOutOfOrder: 1}, seen)
 }
 
 // TestWatermillForwarderDrainsToJetStream drains a small backlog through

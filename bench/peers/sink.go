@@ -48,6 +48,12 @@ type recorder struct {
 	expect map[uuid.UUID]bool
 	// others counts the deliveries of events outside expect.
 	others int
+	// firstLate counts the first deliveries of events that a later event
+	// of their order overtook (redeliveries aside).
+	firstLate int
+	// times are the counted deliveries' arrival times, in arrival order:
+	// the crash round's first delivery after the crash.
+	times []time.Time
 }
 
 func newRecorder(next Sink, want int) *recorder {
@@ -72,22 +78,44 @@ func (r *recorder) Deliver(ctx context.Context, e Event) error {
 			return err
 		}
 	}
-	now := time.Now()
+	r.deliverAt(e, time.Now())
+	return nil
+}
+
+// deliverAt records a delivery of e that arrived at now: a consumer in
+// another process (the crash round's) says when its sink got each event.
+func (r *recorder) deliverAt(e Event, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.expect != nil && !r.expect[e.ID] {
 		r.others++
-		return nil
+		return
 	}
 	r.deliveries++
-	r.order.observe(e.OrderID, e.Seq)
+	r.times = append(r.times, now)
+	late := r.order.observe(e.OrderID, e.Seq)
 	if _, seen := r.arrived[e.ID]; !seen {
+		if late {
+			r.firstLate++
+		}
 		r.arrived[e.ID] = now
 		if len(r.arrived) == r.want {
 			close(r.done)
 		}
 	}
-	return nil
+}
+
+// firstAfter is the arrival time of the first counted delivery after t.
+func (r *recorder) firstAfter(t time.Time) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var first time.Time
+	for _, at := range r.times {
+		if at.After(t) && (first.IsZero() || at.Before(first)) {
+			first = at
+		}
+	}
+	return first, !first.IsZero()
 }
 
 // wait returns when want distinct events have arrived, or the context ends.
@@ -106,12 +134,16 @@ type tally struct {
 	// others are the deliveries of events a backlog recorder does not
 	// count.
 	others int
+	// firstOutOfOrder counts the outOfOrder deliveries that were an
+	// event's first: the crash round's figure, where a redelivered batch
+	// (an order's 1 after its 4 again) is counted as duplicates instead.
+	firstOutOfOrder int
 }
 
 func (r *recorder) tally() tally {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return tally{distinct: len(r.arrived), deliveries: r.deliveries, outOfOrder: r.order.outOfOrder, others: r.others}
+	return tally{distinct: len(r.arrived), deliveries: r.deliveries, outOfOrder: r.order.outOfOrder, others: r.others, firstOutOfOrder: r.firstLate}
 }
 
 // arrival is when event id first arrived.

@@ -2,6 +2,7 @@ package main
 
 import (
 	"embed"
+	"time"
 
 	"github.com/outflow/outflow/outbox/namedsql"
 )
@@ -22,6 +23,7 @@ var (
 	qDropSlot           = namedsql.Bind[slotArgs, namedsql.NoRows](queries, "DropSlot")
 	qTransactionID      = namedsql.Bind[namedsql.NoArgs, int64](queries, "TransactionID")
 	qQueueTables        = namedsql.Bind[tablesArgs, queueTables](queries, "QueueTables")
+	qPostmasterStart    = namedsql.Bind[namedsql.NoArgs, time.Time](queries, "PostmasterStart")
 
 	// The contenders' Pending statements, each on its own contender's tables.
 	qOutflowPending    = namedsql.Bind[namedsql.NoArgs, int64](queries, "OutflowPending")
@@ -46,6 +48,7 @@ var statements = []namedsql.Info{
 	qDropSlot.Info(),
 	qTransactionID.Info(),
 	qQueueTables.Info(),
+	qPostmasterStart.Info(),
 	qOutflowPending.Info(),
 	qOutflowLogPending.Info(),
 	qRiverPending.Info(),
