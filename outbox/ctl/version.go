@@ -16,6 +16,10 @@ const ModulePath = "github.com/outflow/outflow/outbox"
 // build in a checkout, go run).
 const ReleaseVersion = "v0.1.0"
 
+// unversioned is the version a module required through a replace directive
+// is built at (a build of the library's binary from outflow's root module).
+const unversioned = "v0.0.0-00010101000000-000000000000"
+
 // Version is what the library's `outboxctl --version` prints: the
 // binary, its module and version (the build information's, as `go install
 // github.com/outflow/outflow/outbox/cmd/outboxctl@v0.1.0` stamps it, or
@@ -31,8 +35,12 @@ func Version() string {
 
 func versionOf(bi *debug.BuildInfo) string {
 	v := ReleaseVersion
-	if bi.Main.Path == ModulePath && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		v = bi.Main.Version
+	switch bi.Main.Version {
+	case "", "(devel)", unversioned:
+	default:
+		if bi.Main.Path == ModulePath {
+			v = bi.Main.Version
+		}
 	}
 	settings := map[string]string{}
 	for _, s := range bi.Settings {
@@ -49,6 +57,8 @@ func versionOf(bi *debug.BuildInfo) string {
 			b.WriteString(" modified")
 		}
 		b.WriteString("\n")
+	} else {
+		b.WriteString("revision unknown (built without VCS stamping: go run, go test, or go build -buildvcs=false)\n")
 	}
 	fmt.Fprintf(&b, "go %s\n", bi.GoVersion)
 	return b.String()
