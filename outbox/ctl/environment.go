@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"strings"
 
 	"go.temporal.io/sdk/client"
@@ -92,10 +93,15 @@ func NewLogger(w io.Writer, getenv func(string) string) (*slog.Logger, error) {
 }
 
 // temporalOptions is the default [App.TemporalOptions]: TEMPORAL_ADDRESS
-// and TEMPORAL_NAMESPACE, or the SDK's defaults.
+// and TEMPORAL_NAMESPACE, or the SDK's defaults; an address that is no
+// host:port is a [ConfigError].
 func temporalOptions(getenv func(string) string) (client.Options, error) {
-	return client.Options{
+	o := client.Options{
 		HostPort:  cmp.Or(getenv("TEMPORAL_ADDRESS"), client.DefaultHostPort),
 		Namespace: cmp.Or(getenv("TEMPORAL_NAMESPACE"), client.DefaultNamespace),
-	}, nil
+	}
+	if _, _, err := net.SplitHostPort(o.HostPort); err != nil {
+		return o, &ConfigError{Err: fmt.Errorf("TEMPORAL_ADDRESS=%q: want host:port, e.g. temporal.internal:7233 (%v)", o.HostPort, err)}
+	}
+	return o, nil
 }

@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"bytes"
@@ -7,7 +7,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/outbox/ctl"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
 
@@ -27,7 +26,7 @@ func TestSourceCommand(t *testing.T) {
 
 	// Not a terminal, no --yes: the plan, then a dry run.
 	var out, errb bytes.Buffer
-	env := &ctl.Env{Stdout: &out, Stderr: &errb, Logger: quiet(), DatabaseURL: b.url, Stdin: strings.NewReader(""), Actor: "test@host"}
+	env := &Env{Stdout: &out, Stderr: &errb, Logger: quiet(), DatabaseURL: b.url, Stdin: strings.NewReader(""), Actor: "test@host"}
 	require.NoError(t, commands["source"].Run(b.ctx, env, []string{"set", "log", "--reason", "faster drains"}))
 	require.Contains(t, out.String(), "plan: poll → log")
 	require.Contains(t, out.String(), "producers write to the log (outbox_log) from their next transaction")

@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/outbox/ctl"
 	"github.com/outflow/outflow/outbox/outboxtest"
 )
 
@@ -86,7 +85,7 @@ func TestRetryQuarantined(t *testing.T) {
 
 	// Not a terminal, no --yes: a dry run.
 	var out, errb bytes.Buffer
-	env := &ctl.Env{Stdout: &out, Stderr: &errb, Logger: quiet(), DatabaseURL: b.url, Stdin: strings.NewReader(""), Actor: "test@host"}
+	env := &Env{Stdout: &out, Stderr: &errb, Logger: quiet(), DatabaseURL: b.url, Stdin: strings.NewReader(""), Actor: "test@host"}
 	require.NoError(t, commands["retry"].Run(b.ctx, env, args))
 	require.Contains(t, out.String(), `2 quarantined events (all order aggregates, last_error contains "unavailable", quarantined since`)
 	require.Contains(t, out.String(), outage[0].ID.String())

@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"bytes"
@@ -13,7 +13,6 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
 
-	"github.com/outflow/outflow/outbox/ctl"
 	"github.com/outflow/outflow/outbox/outboxtest"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/devserver"
 )
@@ -86,7 +85,7 @@ func TestShowWithoutTemporal(t *testing.T) {
 	start := time.Now()
 	r := b.ctlIn(t, environ, "show", ev.ID.String())
 	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	require.Less(t, time.Since(start), ctl.TemporalTimeout+5*time.Second)
+	require.Less(t, time.Since(start), TemporalTimeout+5*time.Second)
 	var cols []string
 	rows, err := b.pool.Query(b.ctx, `SELECT column_name FROM information_schema.columns WHERE table_name = 'outbox_events' AND table_schema = current_schema() ORDER BY ordinal_position`)
 	require.NoError(t, err)

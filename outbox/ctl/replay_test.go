@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"bytes"
@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/outbox"
-	"github.com/outflow/outflow/outbox/ctl"
 	"github.com/outflow/outflow/outbox/outboxtest"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
@@ -40,7 +39,7 @@ func TestReplay(t *testing.T) {
 	// Not a terminal, no --yes: a dry run, nothing changed (it was a
 	// refusal with exit status 2 before every command took one rule).
 	var out, errb bytes.Buffer
-	env := &ctl.Env{Stdout: &out, Stderr: &errb, Logger: quiet(), DatabaseURL: b.url, Stdin: strings.NewReader(""), Actor: "test"}
+	env := &Env{Stdout: &out, Stderr: &errb, Logger: quiet(), DatabaseURL: b.url, Stdin: strings.NewReader(""), Actor: "test"}
 	require.NoError(t, commands["replay"].Run(b.ctx, env, args[1:]))
 	require.Contains(t, out.String(), "2 published events of aggregate order/o-replay")
 	require.Contains(t, out.String(), "dry run (stdin is not a terminal, so there is nobody to confirm): nothing was replayed; pass --yes to replay these 2 events")
