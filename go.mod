@@ -24,7 +24,7 @@ require (
 	go.temporal.io/sdk/contrib/envconfig v1.0.2
 	go.temporal.io/sdk/contrib/opentelemetry v0.8.1
 	go.uber.org/goleak v1.3.0
-	golang.org/x/sys v0.50.0
+	golang.org/x/sys v0.50.0 // indirect
 	golang.org/x/time v0.3.0 // indirect
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
@@ -78,6 +78,7 @@ require (
 	github.com/exaring/otelpgx v0.13.0
 	github.com/outflow/outflow/outbox v0.0.0-00010101000000-000000000000
 	github.com/outflow/outflow/outbox/natspub v0.0.0-00010101000000-000000000000
+	golang.org/x/mod v0.42.0
 )
 
 replace (

@@ -11,6 +11,11 @@
 // the order app's OrderId search attribute; then it checks from outside what
 // they left: one workflow run, one inbox row, the event published.
 //
+// TestInstallOutboxctlFromOutside runs the operator binary's install line,
+// `go install github.com/outflow/outflow/outbox/cmd/outboxctl@v0.1.0`, from
+// outside any module against a file-based module proxy holding this
+// checkout's library.
+//
 // testdata/invoices is the tested version of the guide: its code and the
 // guide's are the same.
 package embedtest

@@ -94,30 +94,11 @@ type Report struct {
 // 3 migrations: 00001_init.sql, ...; now at version 3", or "already up to
 // date at version N".
 func (r Report) Lines() []string {
-	out := []string{describe(outboxSet(), r.Outbox)}
+	out := []string{outboxSet().Describe(r.Outbox)}
 	if r.OrdersApplied {
-		out = append(out, describe(orders, r.Orders))
+		out = append(out, orders.Describe(r.Orders))
 	}
 	return out
-}
-
-func describe(s *schemaset.Set, r schemaset.Result) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s schema (%s): ", s.Name, s.Table)
-	if r.Adopted > 0 {
-		fmt.Fprintf(&b, "adopted from %s at version %d; ", schemaset.LegacyTable, r.Adopted)
-	}
-	switch n := len(r.Applied); n {
-	case 0:
-		fmt.Fprintf(&b, "already up to date at version %d", r.Version)
-	default:
-		what := "migrations"
-		if n == 1 {
-			what = "migration"
-		}
-		fmt.Fprintf(&b, "applied %d %s: %s; now at version %d", n, what, strings.Join(r.AppliedFiles, ", "), r.Version)
-	}
-	return b.String()
 }
 
 // Up brings a whole outflow database up to date: the outbox's schema and

@@ -17,6 +17,7 @@ import (
 
 	"github.com/outflow/outflow/internal/codec"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/ctl"
 )
 
 // waitPoll is how often --wait asks again.
@@ -30,29 +31,29 @@ const waitPoll = 2 * time.Second
 // not published yet). Temporal, not the order's status, says which: an order
 // is projected cancelled or payment_failed before its last email, whose
 // workflow reads the customer's data after that.
-func runForgetCustomer(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet(env, "forget-customer", "forget-customer EMAIL --reason TEXT [--actor NAME] [--wait DURATION | --force] [--yes]\n\n"+
+func runForgetCustomer(ctx context.Context, env *ctl.Env, args []string) error {
+	fs := ctl.NewFlagSet(env, "forget-customer", "forget-customer EMAIL --reason TEXT [--actor NAME] [--wait DURATION | --force] [--yes]\n\n"+
 		"Order app only: erases the data key of one of the order service's customers (tables orders, customer_keys).")
 	reason := fs.String("reason", "", "why this customer is forgotten (mandatory; recorded in customer_key_erasures)")
-	actor := fs.String("actor", env.actor, "who decided it (recorded in customer_key_erasures)")
+	actor := fs.String("actor", env.Actor, "who decided it (recorded in customer_key_erasures)")
 	wait := fs.Duration("wait", 0, "wait up to this long for the customer's workflows to finish (default: refuse at once, naming them)")
 	force := fs.Bool("force", false, "forget even while workflows of the customer still need the key: they fail (docs/privacy.md), and their orders are settled by hand")
-	yes := yesFlag(fs)
-	pos, err := parse(env, fs, args)
+	yes := ctl.YesFlag(fs)
+	pos, err := ctl.Parse(env, fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) != 1 || !strings.Contains(pos[0], "@") {
-		return usagef(fs, "want exactly one EMAIL, the address the customer ordered with, got %d arguments", len(pos))
+		return ctl.Usagef(fs, "want exactly one EMAIL, the address the customer ordered with, got %d arguments", len(pos))
 	}
 	if *force && *wait > 0 {
-		return usagef(fs, "--force and --wait exclude each other: --wait waits for the workflows, --force does not")
+		return ctl.Usagef(fs, "--force and --wait exclude each other: --wait waits for the workflows, --force does not")
 	}
 	email := codec.NormalizeEmail(pos[0])
-	if err := auditArgs(fs, *reason, *actor, "it is the audit (e.g. --reason \"GDPR art. 17 request, ticket PRIV-7\")"); err != nil {
+	if err := ctl.AuditArgs(fs, *reason, *actor, "it is the audit (e.g. --reason \"GDPR art. 17 request, ticket PRIV-7\")"); err != nil {
 		return err
 	}
-	pool, err := openDB(ctx, env)
+	pool, err := ctl.OpenDB(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -65,9 +66,9 @@ func runForgetCustomer(ctx context.Context, env *cliEnv, args []string) error {
 		return fmt.Errorf("nothing was forgotten: forget-customer erases the data key of a customer of the order app, and this database has no order app (no table %s); "+
 			"point --database-url (DATABASE_URL) at the order app's database", strings.Join(missing, ", "))
 	}
-	fmt.Fprintf(env.stdout, "plan: erase the data key of the customer (subject %s), by %s: %q; every payload of theirs in any Temporal history becomes unreadable (refused while their workflows still need it, unless --force)\n",
+	fmt.Fprintf(env.Stdout, "plan: erase the data key of the customer (subject %s), by %s: %q; every payload of theirs in any Temporal history becomes unreadable (refused while their workflows still need it, unless --force)\n",
 		hex.EncodeToString(codec.SubjectHash(email))[:16], *actor, *reason)
-	if ok, err := proceed(env, *yes, change{question: "Forget this customer? [y/N] ", done: "forgotten", todo: "forget this customer"}); !ok {
+	if ok, err := ctl.Proceed(env, *yes, ctl.Change{Question: "Forget this customer? [y/N] ", Done: "forgotten", Todo: "forget this customer"}); !ok {
 		return err
 	}
 	g := &keyGuard{env: env, email: email, force: *force}
@@ -92,7 +93,7 @@ func runForgetCustomer(ctx context.Context, env *cliEnv, args []string) error {
 		if !time.Now().Before(deadline) {
 			return g.refusal(*wait)
 		}
-		env.logger.Info("outboxctl: waiting for the customer's workflows", "workflows", len(g.needing), "first", g.needing[0].String())
+		env.Logger.Info("outboxctl: waiting for the customer's workflows", "workflows", len(g.needing), "first", g.needing[0].String())
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -104,28 +105,28 @@ func runForgetCustomer(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	subject := hex.EncodeToString(codec.SubjectHash(email))[:16]
 	if e.KeyID == nil {
-		env.logger.Info("outboxctl: customer forget recorded, no key to erase", "subject", subject, "actor", *actor, "reason", *reason, "audit_id", e.ID)
-		fmt.Fprintf(env.stdout, "no customer key to erase: nothing of this customer is encrypted under a key of its own")
+		env.Logger.Info("outboxctl: customer forget recorded, no key to erase", "subject", subject, "actor", *actor, "reason", *reason, "audit_id", e.ID)
+		fmt.Fprintf(env.Stdout, "no customer key to erase: nothing of this customer is encrypted under a key of its own")
 		if len(e.Earlier) > 0 {
-			fmt.Fprintf(env.stdout, " (forgotten before, on %s by %s)", e.Earlier[0].ErasedAt.UTC().Format("2006-01-02 15:04:05Z"), e.Earlier[0].ErasedBy)
+			fmt.Fprintf(env.Stdout, " (forgotten before, on %s by %s)", e.Earlier[0].ErasedAt.UTC().Format("2006-01-02 15:04:05Z"), e.Earlier[0].ErasedBy)
 		}
-		fmt.Fprintf(env.stdout, "; the request is recorded (audit id %d)\n", e.ID)
+		fmt.Fprintf(env.Stdout, "; the request is recorded (audit id %d)\n", e.ID)
 	} else {
 		key := codec.CustomerKeyPrefix + e.KeyID.String()
-		env.logger.Info("outboxctl: customer forgotten", "key_id", key, "subject", subject, "actor", *actor, "reason", *reason, "audit_id", e.ID)
-		fmt.Fprintf(env.stdout, "forgot customer key %s (made %s): every payload encrypted with it, in every Temporal history, is unreadable from now on; "+
+		env.Logger.Info("outboxctl: customer forgotten", "key_id", key, "subject", subject, "actor", *actor, "reason", *reason, "audit_id", e.ID)
+		fmt.Fprintf(env.Stdout, "forgot customer key %s (made %s): every payload encrypted with it, in every Temporal history, is unreadable from now on; "+
 			"no process encrypts with it any more (a new order of the customer gets a new key), and running workers, relays and codec servers that cached it for decoding drop it within %s (audit id %d, by %s: %q)\n",
 			key, e.KeyCreatedAt.UTC().Format("2006-01-02 15:04:05Z"), codec.CacheTTL, e.ID, *actor, *reason)
 	}
 	if len(g.needing) > 0 {
-		env.logger.Warn("outboxctl: customer forgotten with --force while workflows still needed the key", "workflows", len(g.needing), "audit_id", e.ID)
-		fmt.Fprintf(env.stdout, "--force: %d workflows still needed the key and will fail when they next read the customer's data; settle their orders by hand (docs/privacy.md):\n", len(g.needing))
+		env.Logger.Warn("outboxctl: customer forgotten with --force while workflows still needed the key", "workflows", len(g.needing), "audit_id", e.ID)
+		fmt.Fprintf(env.Stdout, "--force: %d workflows still needed the key and will fail when they next read the customer's data; settle their orders by hand (docs/privacy.md):\n", len(g.needing))
 		for _, w := range g.needing {
-			fmt.Fprintf(env.stdout, "  %s\n", w)
+			fmt.Fprintf(env.Stdout, "  %s\n", w)
 		}
 	}
 	if g.orders > 0 {
-		fmt.Fprintf(env.stdout, "note: PostgreSQL still holds the customer's %d orders (the system of record, with the address); erasing or anonymising them is the order service's decision (retention law), not this key's\n", g.orders)
+		fmt.Fprintf(env.Stdout, "note: PostgreSQL still holds the customer's %d orders (the system of record, with the address); erasing or anonymising them is the order service's decision (retention law), not this key's\n", g.orders)
 	}
 	return nil
 }
@@ -136,7 +137,7 @@ var errStillNeeded = errors.New("workflows still need the customer key")
 // keyGuard finds the workflows of a customer's orders that still need the
 // customer's key.
 type keyGuard struct {
-	env   *cliEnv
+	env   *ctl.Env
 	email string
 	// force: a workflow Temporal cannot be asked about counts as running,
 	// instead of stopping the erasure.
@@ -210,13 +211,13 @@ func (g *keyGuard) running(ctx context.Context, workflowID string) (bool, error)
 		return false, g.dialErr
 	}
 	if g.temporal == nil {
-		o, err := g.env.temporalOptions()
+		o, err := g.env.TemporalOptions()
 		if err != nil {
 			return false, err
 		}
-		o.Logger = tlog.NewStructuredLogger(g.env.logger)
-		dctx, cancel := context.WithTimeout(ctx, dialPatience)
-		c, err := dialTemporal(dctx, o)
+		o.Logger = tlog.NewStructuredLogger(g.env.Logger)
+		dctx, cancel := context.WithTimeout(ctx, ctl.DialPatience)
+		c, err := ctl.DialTemporal(dctx, o)
 		cancel()
 		if err != nil && g.force {
 			g.dialErr = fmt.Errorf("no answer from Temporal (%s): %w", o.HostPort, err)

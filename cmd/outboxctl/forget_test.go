@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os/exec"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -9,6 +10,7 @@ import (
 	"github.com/outflow/outflow/internal/codec"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox/outboxtest"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/proc"
 )
 
 // TestForgetCustomer: the customer's key is erased (their payloads no longer
@@ -54,6 +56,14 @@ func TestForgetCustomer(t *testing.T) {
 	// deleted them): no workflow is left to ask Temporal about.
 	b.exec(t, `UPDATE orders SET status = 'confirmed' WHERE id = $1`, created.OrderID)
 	require.EqualValues(t, 1, outboxtest.DeleteEvents(t, b.pool, outboxtest.Match{AggregateType: orders.AggregateType, AggregateID: created.OrderID.String()}))
+	// The binary without --yes, stdin no terminal: a dry run that forgets
+	// nothing (the library's TestEveryChangeDryRunsWithoutYes has the
+	// other commands).
+	exe := proc.Build(t, "outboxctl", ".")
+	out, err := exec.CommandContext(b.ctx, exe, "forget-customer", "ada@example.com", "--reason", "GDPR request PRIV-7", "--database-url", b.url).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "dry run (stdin is not a terminal, so there is nobody to confirm): nothing was forgotten")
+	require.NoError(t, dc().FromPayloads(ada, &in), "the dry run forgot nothing")
 	r = b.ok(t, "forget-customer", "ADA@example.com ", "--reason", "GDPR request PRIV-7", "--actor", "dpo", "--yes")
 	require.Contains(t, r.stdout, "forgot customer key "+string(ada.Payloads[0].Metadata[codec.MetadataKeyID]))
 	require.Contains(t, r.stdout, "PostgreSQL still holds the customer's 1 orders")

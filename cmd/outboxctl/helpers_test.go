@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"testing"
 	"time"
 
@@ -82,12 +81,6 @@ func (b *testBundle) quarantine(t *testing.T, id uuid.UUID, lastError string) {
 	outboxtest.Force(t, b.pool, outboxtest.Match{ID: id}, outboxtest.SetQuarantined(0, lastError))
 }
 
-// force writes changes onto one event (see outboxtest.Force).
-func (b *testBundle) force(t *testing.T, id uuid.UUID, changes ...outboxtest.Change) {
-	t.Helper()
-	outboxtest.Force(t, b.pool, outboxtest.Match{ID: id}, changes...)
-}
-
 // runRelay runs a real relay over b's database until the test ends and
 // returns the publisher that records what it acknowledged.
 func (b *testBundle) runRelay(t *testing.T) *outboxtest.Recorder {
@@ -105,6 +98,14 @@ func (b *testBundle) waitPublished(t *testing.T, ids ...uuid.UUID) {
 	}
 }
 
+// enqueueTyped commits one event of an aggregate of any type.
+func (b *testBundle) enqueueTyped(t *testing.T, aggregateType, aggregateID, eventType string) outbox.Event {
+	t.Helper()
+	e, err := outbox.NewEvent(aggregateType, aggregateID, eventType, 1, map[string]string{"id": aggregateID})
+	require.NoError(t, err)
+	return testdb.Enqueue(t, b.pool, e)[0]
+}
+
 func idsOf(evs ...outbox.Event) []uuid.UUID {
 	out := make([]uuid.UUID, len(evs))
 	for i, e := range evs {
@@ -112,5 +113,3 @@ func idsOf(evs ...outbox.Event) []uuid.UUID {
 	}
 	return out
 }
-
-func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }

@@ -15,6 +15,7 @@ import (
 	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/migrations"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/ctl"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
@@ -59,12 +60,12 @@ func TestMigrateBringsAnEmptyDatabaseUp(t *testing.T) {
 		"order app schema (outflow_orders_schema_version): already up to date at version 11\n",
 	}} {
 		var out, errb bytes.Buffer
-		env := &cliEnv{stdout: &out, stderr: &errb, logger: nil, databaseURL: url}
+		env := &ctl.Env{Stdout: &out, Stderr: &errb, Logger: nil, DatabaseURL: url}
 		args := []string{"--order-app"}
 		if i == 1 {
 			args = nil
 		}
-		require.NoError(t, runMigrate(ctx, env, args), errb.String())
+		require.NoError(t, commands["migrate"].Run(ctx, env, args), errb.String())
 		require.Equal(t, strings.Join(want, ""), out.String(), "run %d", i)
 	}
 	pool, err := database.OpenChecked(ctx, url)

@@ -9,7 +9,7 @@ import (
 //go:embed *.sql
 var sqlFiles embed.FS
 
-// outboxctl's own statements (forget.sql, migrate.sql, orderapp.sql), bound to their Go
+// outboxctl's own statements (forget.sql, orderapp.sql), bound to their Go
 // types when the package is initialised. The outbox's statements are
 // package outbox's and outboxops'; these are the order-specific parts'.
 var (
@@ -17,7 +17,6 @@ var (
 
 	qCustomerOrders = namedsql.Bind[customerOrdersArgs, string](queries, "CustomerOrders")
 	qMissingTables  = namedsql.Bind[missingTablesArgs, string](queries, "MissingTables")
-	qDatabaseName   = namedsql.Bind[namedsql.NoArgs, string](queries, "DatabaseName")
 )
 
 // statements describes every bound statement, for the test that has the
@@ -25,7 +24,6 @@ var (
 var statements = []namedsql.Info{
 	qCustomerOrders.Info(),
 	qMissingTables.Info(),
-	qDatabaseName.Info(),
 }
 
 type customerOrdersArgs struct {

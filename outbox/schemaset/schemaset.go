@@ -113,6 +113,28 @@ type Result struct {
 	Version int64
 }
 
+// Describe says what r, a result of s.Up, did, for an operator: "applied
+// 3 migrations: 00001_init.sql, ...; now at version 3", or "already up to
+// date at version N", after the set's name and table.
+func (s *Set) Describe(r Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s schema (%s): ", s.Name, s.Table)
+	if r.Adopted > 0 {
+		fmt.Fprintf(&b, "adopted from %s at version %d; ", LegacyTable, r.Adopted)
+	}
+	switch n := len(r.Applied); n {
+	case 0:
+		fmt.Fprintf(&b, "already up to date at version %d", r.Version)
+	default:
+		what := "migrations"
+		if n == 1 {
+			what = "migration"
+		}
+		fmt.Fprintf(&b, "applied %d %s: %s; now at version %d", n, what, strings.Join(r.AppliedFiles, ", "), r.Version)
+	}
+	return b.String()
+}
+
 // registry holds the sets of the packages linked in, by version table.
 var registry []*Set
 

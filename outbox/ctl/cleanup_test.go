@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"context"
@@ -119,7 +119,7 @@ func TestCleanup(t *testing.T) {
 func TestCleanupCrashMidBatch(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	exe := proc.Build(t, "outboxctl", ".")
+	exe := proc.Build(t, "outboxctl", "../cmd/outboxctl")
 	s := b.seedCleanup(t, 25)
 
 	cleanup := func(failpoints string) (*exec.Cmd, []byte, error) {

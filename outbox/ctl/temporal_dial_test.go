@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"context"
@@ -72,7 +72,7 @@ func TestDialTemporalWaitsOutDroppedConnections(t *testing.T) {
 	ln := serveFrontend(t, 3)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	c, err := dialTemporal(ctx, client.Options{HostPort: ln.Addr().String(), Logger: quiet})
+	c, err := DialTemporal(ctx, client.Options{HostPort: ln.Addr().String(), Logger: quiet})
 	require.NoError(t, err, "three dropped connections are waited out")
 	c.Close()
 	require.GreaterOrEqual(t, ln.accepted.Load(), int64(4))
@@ -81,7 +81,7 @@ func TestDialTemporalWaitsOutDroppedConnections(t *testing.T) {
 	ctx, cancel = context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	start := time.Now()
-	_, err = dialTemporal(ctx, client.Options{HostPort: never.Addr().String(), Logger: quiet})
+	_, err = DialTemporal(ctx, client.Options{HostPort: never.Addr().String(), Logger: quiet})
 	require.Error(t, err)
 	require.Equal(t, codes.Unavailable, serviceerror.ToStatus(err).Code(), "%v", err)
 	require.Contains(t, err.Error(), "failed reaching server")

@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"bufio"
@@ -12,21 +12,18 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/outflow/outflow/internal/cli"
-	"github.com/outflow/outflow/internal/database"
 )
 
-// newFlagSet returns a subcommand's flag set: errors and usage go to stderr,
+// NewFlagSet returns a subcommand's flag set: errors and usage go to stderr,
 // and --database-url mirrors DATABASE_URL (its password masked wherever
 // it is shown).
-func newFlagSet(env *cliEnv, name, synopsis string) *flag.FlagSet {
+func NewFlagSet(env *Env, name, synopsis string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(env.stderr)
-	fs.Var(urlValue{&env.databaseURL}, "database-url", "PostgreSQL `URL`, pgx/v5 syntax; overrides DATABASE_URL")
+	fs.SetOutput(env.Stderr)
+	fs.Var(urlValue{&env.DatabaseURL}, "database-url", "PostgreSQL `URL`, pgx/v5 syntax; overrides DATABASE_URL")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: outboxctl %s\n\nflags:\n", synopsis)
-		cli.PrintFlags(fs.Output(), fs)
+		printFlags(fs.Output(), fs)
 		fmt.Fprintln(fs.Output(), "\n`outboxctl -h` lists the environment variables.")
 	}
 	return fs
@@ -40,7 +37,7 @@ func (v urlValue) String() string {
 	if v.url == nil {
 		return ""
 	}
-	return database.Redact(*v.url)
+	return Redact(*v.url)
 }
 
 func (v urlValue) Set(s string) error {
@@ -48,27 +45,27 @@ func (v urlValue) Set(s string) error {
 	return nil
 }
 
-// parse parses flags that may come before, between or after the positional
+// Parse parses flags that may come before, between or after the positional
 // arguments (`skip EVENT_ID --reason TEXT`), and returns the positionals. A
 // bad flag is a usage error, printed with the usage; -h prints the command's
-// usage on stdout and is flag.ErrHelp.
-func parse(env *cliEnv, fs *flag.FlagSet, args []string) ([]string, error) {
+// usage on stdout and is flag.ErrHelp; any other usage error is [ErrUsage].
+func Parse(env *Env, fs *flag.FlagSet, args []string) ([]string, error) {
 	usage := fs.Usage
 	fs.Usage = func() {} // printed below, where it belongs
 	defer func() { fs.Usage = usage }()
 	var pos []string
 	for {
-		if err := cli.ParseFlags(fs, args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				out := fs.Output()
-				fs.SetOutput(env.stdout)
+				fs.SetOutput(env.Stdout)
 				usage()
 				fs.SetOutput(out)
 				return nil, err
 			}
 			fmt.Fprintf(fs.Output(), "outboxctl %s: %v\n", fs.Name(), err)
 			usage() // on stderr, after the error
-			return nil, errUsage
+			return nil, ErrUsage
 		}
 		if fs.NArg() == 0 {
 			return pos, nil
@@ -78,43 +75,45 @@ func parse(env *cliEnv, fs *flag.FlagSet, args []string) ([]string, error) {
 	}
 }
 
-// usagef prints a usage error with the command's usage and returns errUsage
+// usagef prints a usage error with the command's usage and returns ErrUsage
 // (exit status 2).
-func usagef(fs *flag.FlagSet, format string, args ...any) error {
+func Usagef(fs *flag.FlagSet, format string, args ...any) error {
 	fmt.Fprintf(fs.Output(), "outboxctl %s: %s\n\n", fs.Name(), fmt.Sprintf(format, args...))
 	fs.Usage()
-	return errUsage
+	return ErrUsage
 }
 
 // eventIDArg parses the single EVENT_ID argument.
 func eventIDArg(fs *flag.FlagSet, pos []string) (uuid.UUID, error) {
 	if len(pos) != 1 {
-		return uuid.Nil, usagef(fs, "want exactly one EVENT_ID, got %d arguments (find event ids with `outboxctl list --quarantined`)", len(pos))
+		return uuid.Nil, Usagef(fs, "want exactly one EVENT_ID, got %d arguments (find event ids with `outboxctl list --quarantined`)", len(pos))
 	}
 	id, err := uuid.Parse(pos[0])
 	if err != nil {
-		return uuid.Nil, usagef(fs, "EVENT_ID %q is not a UUID (event ids look like 01912d4e-7c1a-7b3e-9f00-5e2a8c4d1b2f; find them with `outboxctl list`)", pos[0])
+		return uuid.Nil, Usagef(fs, "EVENT_ID %q is not a UUID (event ids look like 01912d4e-7c1a-7b3e-9f00-5e2a8c4d1b2f; find them with `outboxctl list`)", pos[0])
 	}
 	return id, nil
 }
 
-// openDB opens the database and refuses an outdated outbox schema (and an
-// outdated order app schema where the database has one), naming
-// `outboxctl migrate`: the commands also run on a service's own database
-// without the order app, where those of the order app say what is missing.
-func openDB(ctx context.Context, env *cliEnv) (*pgxpool.Pool, error) {
-	return database.OpenCheckedOutbox(ctx, env.databaseURL)
+// OpenDB opens env's database and refuses an outdated schema, naming
+// `outboxctl migrate`: the outbox's, and whatever else [App.OpenDB] checks
+// (the order app's tables, in the root's binary).
+func OpenDB(ctx context.Context, env *Env) (*pgxpool.Pool, error) {
+	if env.app != nil && env.app.OpenDB != nil {
+		return env.app.OpenDB(ctx, env.DatabaseURL)
+	}
+	return OpenOutbox(ctx, env.DatabaseURL)
 }
 
-// auditArgs checks the audit flags of a command that destroys something:
+// AuditArgs checks the audit flags of a command that destroys something:
 // --reason is mandatory (why says what to write, with an example) and
 // --actor may not be blanked.
-func auditArgs(fs *flag.FlagSet, reason, actor, why string) error {
+func AuditArgs(fs *flag.FlagSet, reason, actor, why string) error {
 	if strings.TrimSpace(reason) == "" {
-		return usagef(fs, "--reason is mandatory: %s", why)
+		return Usagef(fs, "--reason is mandatory: %s", why)
 	}
 	if strings.TrimSpace(actor) == "" {
-		return usagef(fs, "--actor may not be empty")
+		return Usagef(fs, "--actor may not be empty")
 	}
 	return nil
 }
@@ -132,26 +131,26 @@ func timeArg(fs *flag.FlagSet, name, value string, now time.Time) (time.Time, er
 	if d, err := time.ParseDuration(value); err == nil && d >= 0 {
 		return now.Add(-d), nil
 	}
-	return time.Time{}, usagef(fs, "%s %q: want %s", name, value, timeForms)
+	return time.Time{}, Usagef(fs, "%s %q: want %s", name, value, timeForms)
 }
 
-// yesFlag adds --yes to a command that changes data (see proceed).
-func yesFlag(fs *flag.FlagSet) *bool {
+// YesFlag adds --yes to a command that changes data (see [Proceed]).
+func YesFlag(fs *flag.FlagSet) *bool {
 	return fs.Bool("yes", false, "act without asking; without --yes a terminal is asked, and without a terminal the command only prints its plan and changes nothing (a dry run, exit status 0)")
 }
 
-// change is what a command that changes data would do, for [proceed].
-type change struct {
-	// question is asked at a terminal, e.g. "Retry 2 events? [y/N] ".
-	question string
-	// done is what nothing was when the command does not act, e.g.
+// Change is what a command that changes data would do, for [Proceed].
+type Change struct {
+	// Question is asked at a terminal, e.g. "Retry 2 events? [y/N] ".
+	Question string
+	// Done is what nothing was when the command does not act, e.g.
 	// "retried".
-	done string
-	// todo is what --yes would do, e.g. "retry these 2 events".
-	todo string
+	Done string
+	// Todo is what --yes would do, e.g. "retry these 2 events".
+	Todo string
 }
 
-// proceed is the one rule of every command that changes data (retry, skip,
+// Proceed is the one rule of every command that changes data (retry, skip,
 // replay, cleanup, source set, forget-customer), asked once the command
 // has printed its plan: with --yes (yes) it acts; at a terminal it asks;
 // with neither it is a dry run: it says that nothing was changed and what
@@ -159,20 +158,20 @@ type change struct {
 // "no" at the terminal is an error (exit status 1) that says nothing was
 // done. migrate is not such a command: it only adds what the binaries
 // need, and scripts run it.
-func proceed(env *cliEnv, yes bool, c change) (bool, error) {
+func Proceed(env *Env, yes bool, c Change) (bool, error) {
 	if yes {
 		return true, nil
 	}
-	if !env.interactive {
-		fmt.Fprintf(env.stdout, "dry run (stdin is not a terminal, so there is nobody to confirm): nothing was %s; pass --yes to %s\n", c.done, c.todo)
+	if !env.Interactive {
+		fmt.Fprintf(env.Stdout, "dry run (stdin is not a terminal, so there is nobody to confirm): nothing was %s; pass --yes to %s\n", c.Done, c.Todo)
 		return false, nil
 	}
-	ok, err := confirm(env, c.question)
+	ok, err := confirm(env, c.Question)
 	if err != nil {
 		return false, err
 	}
 	if !ok {
-		return false, fmt.Errorf("not confirmed; nothing was %s", c.done)
+		return false, fmt.Errorf("not confirmed; nothing was %s", c.Done)
 	}
 	return true, nil
 }
@@ -190,9 +189,9 @@ func rehearse(ctx context.Context, pool *pgxpool.Pool, do func(tx pgx.Tx) error)
 }
 
 // confirm asks question on stderr and reads a yes or no from stdin.
-func confirm(env *cliEnv, question string) (bool, error) {
-	fmt.Fprint(env.stderr, question)
-	line, err := bufio.NewReader(env.stdin).ReadString('\n')
+func confirm(env *Env, question string) (bool, error) {
+	fmt.Fprint(env.Stderr, question)
+	line, err := bufio.NewReader(env.Stdin).ReadString('\n')
 	if err != nil && line == "" {
 		return false, fmt.Errorf("reading the confirmation: %w", err)
 	}

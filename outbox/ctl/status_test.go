@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"encoding/json"

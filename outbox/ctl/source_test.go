@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"bytes"
@@ -26,8 +26,8 @@ func TestSourceCommand(t *testing.T) {
 
 	// Not a terminal, no --yes: the plan, then a dry run.
 	var out, errb bytes.Buffer
-	env := &cliEnv{stdout: &out, stderr: &errb, logger: quiet(), databaseURL: b.url, stdin: strings.NewReader(""), actor: "test@host"}
-	require.NoError(t, runSource(b.ctx, env, []string{"set", "log", "--reason", "faster drains"}))
+	env := &Env{Stdout: &out, Stderr: &errb, Logger: quiet(), DatabaseURL: b.url, Stdin: strings.NewReader(""), Actor: "test@host"}
+	require.NoError(t, commands["source"].Run(b.ctx, env, []string{"set", "log", "--reason", "faster drains"}))
 	require.Contains(t, out.String(), "plan: poll → log")
 	require.Contains(t, out.String(), "producers write to the log (outbox_log) from their next transaction")
 	require.Contains(t, out.String(), "dry run (stdin is not a terminal, so there is nobody to confirm): nothing was changed; pass --yes to switch to log")
@@ -36,8 +36,8 @@ func TestSourceCommand(t *testing.T) {
 	require.Equal(t, outboxops.SourcePoll, st.Source, "a dry run changes nothing")
 
 	// A terminal answering "n": nothing changed.
-	env.interactive, env.stdin = true, strings.NewReader("n\n")
-	require.ErrorContains(t, runSource(b.ctx, env, []string{"set", "log"}), "not confirmed; nothing was changed")
+	env.Interactive, env.Stdin = true, strings.NewReader("n\n")
+	require.ErrorContains(t, commands["source"].Run(b.ctx, env, []string{"set", "log"}), "not confirmed; nothing was changed")
 
 	r = b.ok(t, "source", "set", "log", "--yes", "--reason", "faster drains", "--actor", "ops@example.com")
 	require.Contains(t, r.stdout, "relay source: poll → log at ")

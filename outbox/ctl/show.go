@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"bytes"
@@ -19,9 +19,9 @@ import (
 	"github.com/outflow/outflow/outbox/outboxops"
 )
 
-// temporalTimeout bounds show's questions to Temporal: an unreachable
+// TemporalTimeout bounds show's questions to Temporal: an unreachable
 // Temporal delays the answer by at most this.
-const temporalTimeout = 5 * time.Second
+const TemporalTimeout = 5 * time.Second
 
 // shown is what `show --json` prints: stable field names, the columns under
 // their own names.
@@ -62,11 +62,11 @@ type workflowRun struct {
 // runShow prints one event whole: every column of its row (the last error
 // unabridged), its state, and the runs of its workflow from Temporal, or
 // why Temporal could not say (the row is shown all the same).
-func runShow(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet(env, "show", "show EVENT_ID [--json] [--temporal=false]")
+func runShow(ctx context.Context, env *Env, args []string) error {
+	fs := NewFlagSet(env, "show", "show EVENT_ID [--json] [--temporal=false]")
 	asJSON := fs.Bool("json", false, "print one JSON object: event (every column), state, temporal (address, namespace, workflow_runs, error)")
 	askTemporal := fs.Bool("temporal", true, "ask Temporal (TEMPORAL_* variables) for the event's workflow runs")
-	pos, err := parse(env, fs, args)
+	pos, err := Parse(env, fs, args)
 	if err != nil {
 		return err
 	}
@@ -77,11 +77,11 @@ func runShow(ctx context.Context, env *cliEnv, args []string) error {
 	var topts client.Options
 	if *askTemporal {
 		// A malformed TEMPORAL_* setting is refused before anything is read.
-		if topts, err = env.temporalOptions(); err != nil {
+		if topts, err = env.TemporalOptions(); err != nil {
 			return err
 		}
 	}
-	pool, err := openDB(ctx, env)
+	pool, err := OpenDB(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -106,23 +106,23 @@ func runShow(ctx context.Context, env *cliEnv, args []string) error {
 		out.Temporal = temporalAnswer{Error: "not asked (--temporal=false)"}
 	}
 	if *asJSON {
-		enc := json.NewEncoder(env.stdout)
+		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
-	return writeShown(env.stdout, out)
+	return writeShown(env.Stdout, out)
 }
 
 // workflowRuns asks Temporal for the runs of workflow id; an unreachable
 // Temporal is an answer too (Error), never a failure of show.
-func workflowRuns(ctx context.Context, env *cliEnv, o client.Options, id uuid.UUID) temporalAnswer {
+func workflowRuns(ctx context.Context, env *Env, o client.Options, id uuid.UUID) temporalAnswer {
 	a := temporalAnswer{Address: o.HostPort, Namespace: o.Namespace, Runs: []workflowRun{}}
-	if env.logger != nil {
-		o.Logger = tlog.NewStructuredLogger(env.logger.With("component", "temporal-client"))
+	if env.Logger != nil {
+		o.Logger = tlog.NewStructuredLogger(env.Logger.With("component", "temporal-client"))
 	}
-	tctx, cancel := context.WithTimeout(ctx, temporalTimeout)
+	tctx, cancel := context.WithTimeout(ctx, TemporalTimeout)
 	defer cancel()
-	c, err := dialTemporal(tctx, o)
+	c, err := DialTemporal(tctx, o)
 	if err != nil {
 		a.Error = fmt.Sprintf("Temporal is unreachable: %v", err)
 		return a

@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"context"
@@ -16,8 +16,8 @@ import (
 // runReplay delivers the published events of a window again, after
 // printing the plan (proceed; see outboxops.Replay for the semantics
 // against Temporal).
-func runReplay(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet(env, "replay", "replay --from TIME [--to TIME] [--aggregate ID] [--aggregate-type TYPE] [--yes]\n\n"+
+func runReplay(ctx context.Context, env *Env, args []string) error {
+	fs := NewFlagSet(env, "replay", "replay --from TIME [--to TIME] [--aggregate ID] [--aggregate-type TYPE] [--yes]\n\n"+
 		"TIME is "+timeForms+";\n"+
 		"so `replay --since 2h` replays the last two hours.")
 	var from, to string
@@ -27,13 +27,13 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	fs.StringVar(&to, "until", "", "the same as --to: a `TIME`")
 	aggregate := fs.String("aggregate", "", "only this aggregate's events (e.g. an order id)")
 	aggregateType := fs.String("aggregate-type", "", "only aggregates of this type (e.g. order); with --aggregate, its type, which may be left out when one type only has an aggregate of that id")
-	yes := yesFlag(fs)
-	pos, err := parse(env, fs, args)
+	yes := YesFlag(fs)
+	pos, err := Parse(env, fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
-		return usagef(fs, "replay takes no arguments, got %q", pos)
+		return Usagef(fs, "replay takes no arguments, got %q", pos)
 	}
 	var opts outboxops.ReplayOptions
 	opts.AggregateID = *aggregate
@@ -45,7 +45,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	fs.Visit(func(f *flag.Flag) { typeSet = typeSet || f.Name == "aggregate-type" })
 	if typeSet {
 		if *aggregateType == "" {
-			return usagef(fs, "--aggregate-type must not be empty")
+			return Usagef(fs, "--aggregate-type must not be empty")
 		}
 		opts.AggregateType = *aggregateType
 	}
@@ -54,9 +54,9 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	fromName, toName := "--from", "--to"
 	switch {
 	case given["from"] && given["since"]:
-		return usagef(fs, "--from and --since are one flag: give one")
+		return Usagef(fs, "--from and --since are one flag: give one")
 	case given["to"] && given["until"]:
-		return usagef(fs, "--to and --until are one flag: give one")
+		return Usagef(fs, "--to and --until are one flag: give one")
 	case given["since"]:
 		fromName = "--since"
 	}
@@ -65,7 +65,7 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 	}
 	now := time.Now()
 	if from == "" {
-		return usagef(fs, "--from (or --since) is mandatory: %s", timeForms)
+		return Usagef(fs, "--from (or --since) is mandatory: %s", timeForms)
 	}
 	if opts.From, err = timeArg(fs, fromName, from, now); err != nil {
 		return err
@@ -77,10 +77,10 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 		}
 	}
 	if !opts.To.After(opts.From) {
-		return usagef(fs, "%s (%s) must be after %s (%s)", toName, opts.To.Format(time.RFC3339), fromName, opts.From.Format(time.RFC3339))
+		return Usagef(fs, "%s (%s) must be after %s (%s)", toName, opts.To.Format(time.RFC3339), fromName, opts.From.Format(time.RFC3339))
 	}
 
-	pool, err := openDB(ctx, env)
+	pool, err := OpenDB(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -92,13 +92,13 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 		}
 		switch len(types) {
 		case 0:
-			fmt.Fprintf(env.stdout, "no events of any aggregate with id %q; nothing to replay (an order of the log needs its --aggregate-type too)\n", opts.AggregateID)
+			fmt.Fprintf(env.Stdout, "no events of any aggregate with id %q; nothing to replay (an order of the log needs its --aggregate-type too)\n", opts.AggregateID)
 			return nil
 		case 1:
 			opts.AggregateType = types[0]
-			fmt.Fprintf(env.stdout, "aggregate %s is of type %s, the only type with an aggregate of that id\n", opts.AggregateID, opts.AggregateType)
+			fmt.Fprintf(env.Stdout, "aggregate %s is of type %s, the only type with an aggregate of that id\n", opts.AggregateID, opts.AggregateType)
 		default:
-			return usagef(fs, "aggregates of %d types have the id %q (%s): say which with --aggregate-type", len(types), opts.AggregateID, strings.Join(types, ", "))
+			return Usagef(fs, "aggregates of %d types have the id %q (%s): say which with --aggregate-type", len(types), opts.AggregateID, strings.Join(types, ", "))
 		}
 	}
 	// The plan covers outbox_events' events and the log's, which the log
@@ -116,41 +116,41 @@ func runReplay(ctx context.Context, env *cliEnv, args []string) error {
 		scope = "all " + opts.AggregateType + " aggregates"
 	}
 	if plan.Log.HeldOrders > 0 {
-		fmt.Fprintf(env.stdout, "%d orders of the log (relay source log) are under a hold and left out: `outboxctl list --quarantined` shows why; retry or skip their holds, then replay them.\n", plan.Log.HeldOrders)
+		fmt.Fprintf(env.Stdout, "%d orders of the log (relay source log) are under a hold and left out: `outboxctl list --quarantined` shows why; retry or skip their holds, then replay them.\n", plan.Log.HeldOrders)
 	}
 	if plan.Total() == 0 {
-		fmt.Fprintf(env.stdout, "no published events of %s occurred in [%s, %s); nothing to replay\n",
+		fmt.Fprintf(env.Stdout, "no published events of %s occurred in [%s, %s); nothing to replay\n",
 			scope, opts.From.Format(time.RFC3339), opts.To.Format(time.RFC3339))
 		return nil
 	}
 	if plan.Events > 0 {
-		fmt.Fprintf(env.stdout, "%d published events of %s (occurred %s .. %s) will be delivered again.\n",
+		fmt.Fprintf(env.Stdout, "%d published events of %s (occurred %s .. %s) will be delivered again.\n",
 			plan.Events, scope, plan.First.UTC().Format(time.RFC3339), plan.Last.UTC().Format(time.RFC3339))
 	}
 	if lp := plan.Log; lp.Events > 0 && lp.FromSequence > 0 {
-		fmt.Fprintf(env.stdout, "%d published log events of %s (sequence %d on, occurred %s .. %s) will be delivered again, in order, through a hold: the log replays the order's events from its first in the window to the newest delivered.\n",
+		fmt.Fprintf(env.Stdout, "%d published log events of %s (sequence %d on, occurred %s .. %s) will be delivered again, in order, through a hold: the log replays the order's events from its first in the window to the newest delivered.\n",
 			lp.Events, scope, lp.FromSequence, lp.First.UTC().Format(time.RFC3339), lp.Last.UTC().Format(time.RFC3339))
 	} else if lp.Events > 0 {
-		fmt.Fprintf(env.stdout, "%d published log events of %d orders of %s (occurred %s .. %s) will be delivered again, in order, through a hold per order: the log replays each order's events from its first in the window to the newest delivered.\n",
+		fmt.Fprintf(env.Stdout, "%d published log events of %d orders of %s (occurred %s .. %s) will be delivered again, in order, through a hold per order: the log replays each order's events from its first in the window to the newest delivered.\n",
 			lp.Events, lp.Orders, scope, lp.First.UTC().Format(time.RFC3339), lp.Last.UTC().Format(time.RFC3339))
 	}
-	fmt.Fprintln(env.stdout, "Workflows that completed stay one run; failed, terminated or timed-out ones run again (effects stay single).")
+	fmt.Fprintln(env.Stdout, "Workflows that completed stay one run; failed, terminated or timed-out ones run again (effects stay single).")
 	total := plan.Total()
-	if ok, err := proceed(env, *yes, change{
-		question: fmt.Sprintf("Replay %d events? [y/N] ", total),
-		done:     "replayed",
-		todo:     fmt.Sprintf("replay these %d events", total),
+	if ok, err := Proceed(env, *yes, Change{
+		Question: fmt.Sprintf("Replay %d events? [y/N] ", total),
+		Done:     "replayed",
+		Todo:     fmt.Sprintf("replay these %d events", total),
 	}); !ok {
 		return err
 	}
 	n, err := outboxops.Replay(ctx, pool, opts)
-	env.logger.Info("outboxctl: events replayed", "events", n, "planned_events", plan.Events, "planned_log_events", plan.Log.Events,
-		"log_from_sequence", plan.Log.FromSequence, "actor", env.actor,
+	env.Logger.Info("outboxctl: events replayed", "events", n, "planned_events", plan.Events, "planned_log_events", plan.Log.Events,
+		"log_from_sequence", plan.Log.FromSequence, "actor", env.Actor,
 		"from", opts.From, "to", opts.To, "aggregate_type", opts.AggregateType, "aggregate_id", opts.AggregateID, "error", err)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.stdout, "replayed %d events; the relays publish them again (outboxctl status shows the replays pending)\n", n)
+	fmt.Fprintf(env.Stdout, "replayed %d events; the relays publish them again (outboxctl status shows the replays pending)\n", n)
 	return nil
 }
 

@@ -1,11 +1,10 @@
-package main
+package ctl
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"text/tabwriter"
 	"time"
 
@@ -13,17 +12,17 @@ import (
 )
 
 // runStatus prints the outbox's backlog, quarantine, leases and throughput.
-func runStatus(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet(env, "status", "status [--json]")
+func runStatus(ctx context.Context, env *Env, args []string) error {
+	fs := NewFlagSet(env, "status", "status [--json]")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	pos, err := parse(env, fs, args)
+	pos, err := Parse(env, fs, args)
 	if err != nil {
 		return err
 	}
 	if len(pos) > 0 {
-		return usagef(fs, "status takes no arguments, got %q", pos)
+		return Usagef(fs, "status takes no arguments, got %q", pos)
 	}
-	pool, err := openDB(ctx, env)
+	pool, err := OpenDB(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -31,16 +30,16 @@ func runStatus(ctx context.Context, env *cliEnv, args []string) error {
 	// The cdc relay source's slot, when one exists (OUTFLOW_CDC_SLOT names
 	// it as for the starter), and the log source's state, when the log was
 	// ever written, are in the report.
-	s, err := outboxops.StatusOf(ctx, pool, outboxops.StatusOptions{CDCSlot: os.Getenv("OUTFLOW_CDC_SLOT")})
+	s, err := outboxops.StatusOf(ctx, pool, outboxops.StatusOptions{CDCSlot: env.getenv(CDCSlotVar)})
 	if err != nil {
 		return err
 	}
 	if *asJSON {
-		enc := json.NewEncoder(env.stdout)
+		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(s)
 	}
-	tw := tabwriter.NewWriter(env.stdout, 0, 4, 2, ' ', 0)
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "source\t%s\t(since %s, by %s%s)\n", s.Source.Source, s.Source.ChangedAt.UTC().Format(time.RFC3339), s.Source.ChangedBy, reasonSuffix(s.Source.Reason))
 	oldest := "-"
 	if s.Pending > 0 {

@@ -1,6 +1,6 @@
 //go:build linux
 
-package main
+package ctl
 
 import (
 	"os"
@@ -8,9 +8,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// isTerminal reports whether f is a terminal (not a pipe, a file or
+// IsTerminal reports whether f is a terminal (not a pipe, a file or
 // /dev/null), so a confirmation prompt can be answered.
-func isTerminal(f *os.File) bool {
+func IsTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
 }

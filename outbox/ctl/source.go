@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"context"
@@ -13,8 +13,8 @@ import (
 // set poll|cdc|log` prints the plan (what each table still holds, what
 // happens to it) and changes the source once confirmed; without --yes and
 // without a terminal it is a dry run.
-func runSource(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet(env, "source", "source\n       outboxctl source set poll|cdc|log [--reason TEXT] [--actor NAME] [--yes]\n\n"+
+func runSource(ctx context.Context, env *Env, args []string) error {
+	fs := NewFlagSet(env, "source", "source\n       outboxctl source set poll|cdc|log [--reason TEXT] [--actor NAME] [--yes]\n\n"+
 		"The relay's source is recorded in the database: producers (outbox.Enqueue) write where it says\n"+
 		"(poll and cdc: outbox_events; log: the append-only log) and every starter follows it within a\n"+
 		"second, without a restart. A change is safe while producers and relays run: the new source's relay\n"+
@@ -22,9 +22,9 @@ func runSource(ctx context.Context, env *cliEnv, args []string) error {
 		"and the old table keeps being swept. cdc needs wal_level=logical; a starter that leaves cdc drops\n"+
 		"the replication slot once no relay streams it.")
 	reason := fs.String("reason", "", "why the source changes (recorded with the change)")
-	actor := fs.String("actor", env.actor, "who decided the change (recorded)")
-	yes := yesFlag(fs)
-	pos, err := parse(env, fs, args)
+	actor := fs.String("actor", env.Actor, "who decided the change (recorded)")
+	yes := YesFlag(fs)
+	pos, err := Parse(env, fs, args)
 	if err != nil {
 		return err
 	}
@@ -33,17 +33,17 @@ func runSource(ctx context.Context, env *cliEnv, args []string) error {
 	case len(pos) == 0:
 	case pos[0] == "set" && len(pos) == 2:
 		if to, err = outboxops.ParseSource(pos[1]); err != nil {
-			return usagef(fs, "%v", err)
+			return Usagef(fs, "%v", err)
 		}
 	case pos[0] == "set":
-		return usagef(fs, "set takes one source: poll, cdc or log")
+		return Usagef(fs, "set takes one source: poll, cdc or log")
 	default:
-		return usagef(fs, "unexpected argument %q: `outboxctl source` prints the source, `outboxctl source set poll|cdc|log` changes it", pos[0])
+		return Usagef(fs, "unexpected argument %q: `outboxctl source` prints the source, `outboxctl source set poll|cdc|log` changes it", pos[0])
 	}
 	if to != "" && strings.TrimSpace(*actor) == "" {
-		return usagef(fs, "--actor may not be empty")
+		return Usagef(fs, "--actor may not be empty")
 	}
-	pool, err := openDB(ctx, env)
+	pool, err := OpenDB(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -52,32 +52,32 @@ func runSource(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(env.stdout, "relay source: %s (since %s, by %s%s)\n", st.Source, st.ChangedAt.UTC().Format(time.RFC3339), st.ChangedBy, reasonSuffix(st.Reason))
-	fmt.Fprintf(env.stdout, "  outbox_events: %d to publish, %d quarantined\n", st.EventsPending, st.EventsQuarantined)
-	fmt.Fprintf(env.stdout, "  log:           %d to publish, %d orders under a hold (%d quarantined)\n", st.LogPending, st.LogHolds, st.LogQuarantined)
+	fmt.Fprintf(env.Stdout, "relay source: %s (since %s, by %s%s)\n", st.Source, st.ChangedAt.UTC().Format(time.RFC3339), st.ChangedBy, reasonSuffix(st.Reason))
+	fmt.Fprintf(env.Stdout, "  outbox_events: %d to publish, %d quarantined\n", st.EventsPending, st.EventsQuarantined)
+	fmt.Fprintf(env.Stdout, "  log:           %d to publish, %d orders under a hold (%d quarantined)\n", st.LogPending, st.LogHolds, st.LogQuarantined)
 	if to == "" {
 		return nil
 	}
 	if to == st.Source {
-		fmt.Fprintf(env.stdout, "the source is %s already; nothing to change\n", to)
+		fmt.Fprintf(env.Stdout, "the source is %s already; nothing to change\n", to)
 		return nil
 	}
 	if err := outboxops.CheckSource(ctx, pool, to); err != nil {
 		return fmt.Errorf("%w; nothing was changed", err)
 	}
-	fmt.Fprintf(env.stdout, "plan: %s → %s\n", st.Source, to)
-	fmt.Fprintf(env.stdout, "  producers write to %s from their next transaction; one that read the old source writes where it read\n", table(to))
-	fmt.Fprintf(env.stdout, "  every starter switches within a second: %s's relay publishes what %s still holds first, then keeps sweeping it\n", to, table(st.Source))
+	fmt.Fprintf(env.Stdout, "plan: %s → %s\n", st.Source, to)
+	fmt.Fprintf(env.Stdout, "  producers write to %s from their next transaction; one that read the old source writes where it read\n", table(to))
+	fmt.Fprintf(env.Stdout, "  every starter switches within a second: %s's relay publishes what %s still holds first, then keeps sweeping it\n", to, table(st.Source))
 	if q := st.EventsQuarantined + st.LogQuarantined; q > 0 {
-		fmt.Fprintf(env.stdout, "  %d quarantined events do not hold the switch; their orders wait, in both tables, for retry or skip\n", q)
+		fmt.Fprintf(env.Stdout, "  %d quarantined events do not hold the switch; their orders wait, in both tables, for retry or skip\n", q)
 	}
 	if st.Source == outboxops.SourceCDC {
-		fmt.Fprintln(env.stdout, "  the cdc replication slot is dropped by the last starter that leaves cdc")
+		fmt.Fprintln(env.Stdout, "  the cdc replication slot is dropped by the last starter that leaves cdc")
 	}
-	if ok, err := proceed(env, *yes, change{
-		question: fmt.Sprintf("Switch the relay source to %s? [y/N] ", to),
-		done:     "changed",
-		todo:     "switch to " + to,
+	if ok, err := Proceed(env, *yes, Change{
+		Question: fmt.Sprintf("Switch the relay source to %s? [y/N] ", to),
+		Done:     "changed",
+		Todo:     "switch to " + to,
 	}); !ok {
 		return err
 	}
@@ -85,8 +85,8 @@ func runSource(ctx context.Context, env *cliEnv, args []string) error {
 	if err != nil {
 		return err
 	}
-	env.logger.Info("outboxctl: relay source changed", "from", c.Previous, "to", to, "actor", *actor, "reason", *reason)
-	fmt.Fprintf(env.stdout, "relay source: %s → %s at %s (by %s); producers and starters follow it now\n",
+	env.Logger.Info("outboxctl: relay source changed", "from", c.Previous, "to", to, "actor", *actor, "reason", *reason)
+	fmt.Fprintf(env.Stdout, "relay source: %s → %s at %s (by %s); producers and starters follow it now\n",
 		c.Previous, to, c.ChangedAt.UTC().Format(time.RFC3339), strings.TrimSpace(*actor))
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"bytes"
@@ -85,8 +85,8 @@ func TestRetryQuarantined(t *testing.T) {
 
 	// Not a terminal, no --yes: a dry run.
 	var out, errb bytes.Buffer
-	env := &cliEnv{stdout: &out, stderr: &errb, logger: quiet(), databaseURL: b.url, stdin: strings.NewReader(""), actor: "test@host"}
-	require.NoError(t, runRetry(b.ctx, env, args))
+	env := &Env{Stdout: &out, Stderr: &errb, Logger: quiet(), DatabaseURL: b.url, Stdin: strings.NewReader(""), Actor: "test@host"}
+	require.NoError(t, commands["retry"].Run(b.ctx, env, args))
 	require.Contains(t, out.String(), `2 quarantined events (all order aggregates, last_error contains "unavailable", quarantined since`)
 	require.Contains(t, out.String(), outage[0].ID.String())
 	require.Contains(t, out.String(), outage2.ID.String())
@@ -98,16 +98,16 @@ func TestRetryQuarantined(t *testing.T) {
 
 	// A terminal answering "n": nothing changed.
 	out.Reset()
-	env.interactive, env.stdin = true, strings.NewReader("n\n")
-	require.ErrorContains(t, runRetry(b.ctx, env, args), "not confirmed; nothing was retried")
+	env.Interactive, env.Stdin = true, strings.NewReader("n\n")
+	require.ErrorContains(t, commands["retry"].Run(b.ctx, env, args), "not confirmed; nothing was retried")
 	require.Contains(t, errb.String(), "Retry 2 events? [y/N] ")
 	require.NotNil(t, b.row(t, outage2.ID).QuarantinedAt)
 	require.Zero(t, audits())
 
 	// "y": retried in batches of one, with progress and a summary.
 	out.Reset()
-	env.stdin = strings.NewReader("y\n")
-	require.NoError(t, runRetry(b.ctx, env, args))
+	env.Stdin = strings.NewReader("y\n")
+	require.NoError(t, commands["retry"].Run(b.ctx, env, args))
 	require.Contains(t, out.String(), "batch 1: retried 1 events (1 of ~2)")
 	require.Contains(t, out.String(), "batch 2: retried 1 events (2 of ~2)")
 	require.Contains(t, out.String(), "retried 2 quarantined events in 2 batches")
@@ -126,7 +126,7 @@ func TestRetryQuarantined(t *testing.T) {
 
 	// Nothing matches any more.
 	out.Reset()
-	require.NoError(t, runRetry(b.ctx, env, args))
+	require.NoError(t, commands["retry"].Run(b.ctx, env, args))
 	require.Contains(t, out.String(), "no quarantined events match")
 
 	// Through the real entry point with --yes: the rest (the poison event)

@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"context"
@@ -21,8 +21,8 @@ const lastErrorWidth = 80
 // whole), marked as history once the event got past it (eventError). With --json it prints one JSON array of outboxops.EventInfo: the
 // field names are the columns' (event_id, aggregate_type, ...,
 // last_error) plus state, and the last error is whole.
-func runList(ctx context.Context, env *cliEnv, args []string) error {
-	fs := newFlagSet(env, "list", "list [--pending | --quarantined] [--aggregate ID] [--aggregate-type TYPE] [--limit N] [--json]")
+func runList(ctx context.Context, env *Env, args []string) error {
+	fs := NewFlagSet(env, "list", "list [--pending | --quarantined] [--aggregate ID] [--aggregate-type TYPE] [--limit N] [--json]")
 	var opts outboxops.ListOptions
 	fs.BoolVar(&opts.Pending, "pending", false, "only unpublished events that are not quarantined or skipped, the log source's after them (after their partition's cursor, or held by a retrying hold)")
 	fs.BoolVar(&opts.Quarantined, "quarantined", false, "only quarantined events (waiting for retry or skip), the log source's quarantined holds after them, by the event each is stuck on")
@@ -30,19 +30,19 @@ func runList(ctx context.Context, env *cliEnv, args []string) error {
 	fs.StringVar(&opts.AggregateType, "aggregate-type", "", "only aggregates of this type (e.g. order); default every type")
 	fs.IntVar(&opts.Limit, "limit", 100, "at most this many events (1 to 10000); without filters, the newest")
 	asJSON := fs.Bool("json", false, "print one JSON array of the events, each with every bookkeeping column under its column name and its state, the last error whole")
-	pos, err := parse(env, fs, args)
+	pos, err := Parse(env, fs, args)
 	if err != nil {
 		return err
 	}
 	switch {
 	case len(pos) > 0:
-		return usagef(fs, "list takes no arguments, got %q (did you mean --aggregate %s?)", pos, pos[0])
+		return Usagef(fs, "list takes no arguments, got %q (did you mean --aggregate %s?)", pos, pos[0])
 	case opts.Pending && opts.Quarantined:
-		return usagef(fs, "--pending and --quarantined exclude each other")
+		return Usagef(fs, "--pending and --quarantined exclude each other")
 	case opts.Limit < 1 || opts.Limit > 10000:
-		return usagef(fs, "--limit %d is out of range; use 1 to 10000", opts.Limit)
+		return Usagef(fs, "--limit %d is out of range; use 1 to 10000", opts.Limit)
 	}
-	pool, err := openDB(ctx, env)
+	pool, err := OpenDB(ctx, env)
 	if err != nil {
 		return err
 	}
@@ -68,21 +68,21 @@ func runList(ctx context.Context, env *cliEnv, args []string) error {
 		for _, e := range logged {
 			out = append(out, logEventJSON{LogEvent: e, State: e.State(), Source: "log"})
 		}
-		enc := json.NewEncoder(env.stdout)
+		enc := json.NewEncoder(env.Stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(out)
 	}
-	if err := writeEvents(env.stdout, "", events); err != nil {
+	if err := writeEvents(env.Stdout, "", events); err != nil {
 		return err
 	}
-	if err := writeLogHolds(env.stdout, "", holds); err != nil {
+	if err := writeLogHolds(env.Stdout, "", holds); err != nil {
 		return err
 	}
-	if err := writeLogEvents(env.stdout, logged); err != nil {
+	if err := writeLogEvents(env.Stdout, logged); err != nil {
 		return err
 	}
 	if len(events)+len(holds)+len(logged) == 0 {
-		fmt.Fprintln(env.stderr, "no events match")
+		fmt.Fprintln(env.Stderr, "no events match")
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"bytes"
@@ -85,7 +85,7 @@ func TestShowWithoutTemporal(t *testing.T) {
 	start := time.Now()
 	r := b.ctlIn(t, environ, "show", ev.ID.String())
 	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
-	require.Less(t, time.Since(start), temporalTimeout+5*time.Second)
+	require.Less(t, time.Since(start), TemporalTimeout+5*time.Second)
 	var cols []string
 	rows, err := b.pool.Query(b.ctx, `SELECT column_name FROM information_schema.columns WHERE table_name = 'outbox_events' AND table_schema = current_schema() ORDER BY ordinal_position`)
 	require.NoError(t, err)
@@ -208,8 +208,12 @@ func TestShowWorkflowRuns(t *testing.T) {
 // shownJSON reads show --json back.
 type shownJSON struct {
 	Temporal struct {
-		Runs  []workflowRun `json:"workflow_runs"`
-		Error string        `json:"error"`
+		Runs []struct {
+			WorkflowID string `json:"workflow_id"`
+			RunID      string `json:"run_id"`
+			Status     string `json:"status"`
+		} `json:"workflow_runs"`
+		Error string `json:"error"`
 	} `json:"temporal"`
 }
 

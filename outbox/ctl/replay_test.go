@@ -1,4 +1,4 @@
-package main
+package ctl
 
 import (
 	"bytes"
@@ -39,14 +39,14 @@ func TestReplay(t *testing.T) {
 	// Not a terminal, no --yes: a dry run, nothing changed (it was a
 	// refusal with exit status 2 before every command took one rule).
 	var out, errb bytes.Buffer
-	env := &cliEnv{stdout: &out, stderr: &errb, logger: quiet(), databaseURL: b.url, stdin: strings.NewReader(""), actor: "test"}
-	require.NoError(t, runReplay(b.ctx, env, args[1:]))
+	env := &Env{Stdout: &out, Stderr: &errb, Logger: quiet(), DatabaseURL: b.url, Stdin: strings.NewReader(""), Actor: "test"}
+	require.NoError(t, commands["replay"].Run(b.ctx, env, args[1:]))
 	require.Contains(t, out.String(), "2 published events of aggregate order/o-replay")
 	require.Contains(t, out.String(), "dry run (stdin is not a terminal, so there is nobody to confirm): nothing was replayed; pass --yes to replay these 2 events")
 	require.NotNil(t, b.row(t, evs[0].ID).PublishedAt)
 	// A terminal answering "n": nothing changed.
-	env.interactive, env.stdin = true, strings.NewReader("n\n")
-	require.ErrorContains(t, runReplay(b.ctx, env, args[1:]), "not confirmed")
+	env.Interactive, env.Stdin = true, strings.NewReader("n\n")
+	require.ErrorContains(t, commands["replay"].Run(b.ctx, env, args[1:]), "not confirmed")
 	require.NotNil(t, b.row(t, evs[0].ID).PublishedAt)
 
 	r = b.ok(t, append(args, "--yes")...)
