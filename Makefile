@@ -123,7 +123,7 @@ bench:
 	$(GO) run ./cmd/bench $(BENCH_FLAGS)
 
 ## bench-peers: outflow's relay (poll, cdc and log) beside River and Watermill doing the same job (about 35 minutes).
-# docs/performance.md, "Beside the peers". bench/peers is a module of its own, so River
+# docs/performance.md, "A no-op sink: the database's side". bench/peers is a module of its own, so River
 # and Watermill never enter go.mod. Uses DATABASE_URL (scratch databases peers_*, dropped
 # afterwards) and starts a Temporal dev server from bin/temporal. About 35 minutes on two
 # cores, 15 of them the crash round (a throwaway cluster restarted, the consumer killed;

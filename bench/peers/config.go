@@ -23,7 +23,7 @@ type config struct {
 	// measures draining: a backlog the fast contenders drain in a few tenths
 	// of a second weighs what a consumer pays once (its pool's connections,
 	// each connection's first plans of its statements, the catalog caches)
-	// as much as the drain itself (docs/performance.md, "Beside the peers").
+	// as much as the drain itself (docs/performance.md, "A no-op sink: the database's side").
 	events, orders int
 	// rate is the arrival rate of the handoff phase, orders per second,
 	// for duration after one second of warm-up.

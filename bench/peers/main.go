@@ -37,7 +37,7 @@
 //
 // It is a module of its own so that River, Watermill and DBOS never enter
 // outflow's go.mod. Progress goes to stderr; stdout gets "name: value" lines,
-// a Markdown table and notes. See docs/performance.md, "Beside the peers".
+// a Markdown table and notes. See docs/performance.md, "A no-op sink: the database's side".
 package main
 
 import (
