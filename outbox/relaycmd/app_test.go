@@ -105,9 +105,8 @@ func TestRelayStartsTheRoutedWorkflow(t *testing.T) {
 	require.Eventually(t, func() bool {
 		dctx, dcancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer dcancel()
-		d, err := temporal.Client().DescribeWorkflowExecution(dctx, e.ID.String(), "")
-		return err == nil && d.GetWorkflowExecutionInfo().GetType().GetName() == "InvoiceWorkflow" &&
-			d.GetWorkflowExecutionInfo().GetTaskQueue() == queue
+		d, err := temporal.Client().DescribeWorkflow(dctx, e.ID.String(), "")
+		return err == nil && d.WorkflowType.Name == "InvoiceWorkflow" && d.TaskQueueName == queue
 	}, time.Minute, 100*time.Millisecond, "no InvoiceWorkflow %s on %s; stderr:\n%s", e.ID, queue, stderr)
 	require.Contains(t, stderr.String(), "relay started")
 	require.Contains(t, stderr.String(), "serving metrics")
