@@ -41,9 +41,18 @@ var command = cli.Command{
 			service.MetricsVar(),
 			service.FailpointsVar(),
 		},
-		service.RetentionVars(),
+		retentionVars(),
 		temporalclient.CodecVars(),
 		service.LogVars(),
 	),
 	Notes: "A malformed setting stops it at start (exit status 2). See docs/reference.md and docs/operations.md.",
+}
+
+// retentionVars are the library's cleanup variables (relaycmd.RetentionVars).
+func retentionVars() []cli.Var {
+	var out []cli.Var
+	for _, v := range relaycmd.RetentionVars() {
+		out = append(out, cli.Var{Name: v.Name, Default: v.Default, Meaning: v.Meaning})
+	}
+	return out
 }

@@ -87,7 +87,7 @@ func (a *App) Run(ctx context.Context, args []string, p Process) int {
 
 // Vars are the variables the library's starter reads, as -h lists them.
 func Vars() []ctl.Var {
-	return []ctl.Var{
+	return append([]ctl.Var{
 		{Name: DatabaseURLEnv, Default: DefaultDatabaseURL, Meaning: "PostgreSQL, pgx/v5 syntax: the outbox; its schema must be current (outboxctl migrate)"},
 		{Name: "TEMPORAL_ADDRESS", Default: client.DefaultHostPort, Meaning: "the Temporal frontend, host:port"},
 		{Name: "TEMPORAL_NAMESPACE", Default: client.DefaultNamespace, Meaning: "the Temporal namespace"},
@@ -110,12 +110,19 @@ func Vars() []ctl.Var {
 		{Name: ReplayHorizonEnv, Default: "the namespace's retention", Meaning: "how far back `outboxctl replay` may reach; at most the retention"},
 		{Name: MetricsAddrEnv, Default: "off", Meaning: "serve Prometheus /metrics on this host:port"},
 		{Name: failpoints.EnvVar, Default: "none", Meaning: `fault injection for tests, e.g. "relay.after_publish=crash" (package failpoints)`},
+	}, append(RetentionVars(), []ctl.Var{
+		{Name: ctl.LogLevelVar, Default: "info", Meaning: "debug, info, warn or error"},
+		{Name: ctl.LogFormatVar, Default: "text", Meaning: "text or json (on stderr)"},
+	}...)...)
+}
+
+// RetentionVars are the cleanup schedule's variables, as -h lists them.
+func RetentionVars() []ctl.Var {
+	return []ctl.Var{
 		{Name: RetentionEnv, Default: "168h", Meaning: "keep published events this long, and (log source) a range partition of outbox_log this long after the sequence passed it; 0 turns cleanup off (the log's ranges are still made ahead)"},
 		{Name: InboxRetentionEnv, Default: RetentionEnv, Meaning: "keep processed_events rows this long, at least " + RetentionEnv},
 		{Name: CleanupIntervalEnv, Default: "10m", Meaning: "time between cleanup passes"},
 		{Name: CleanupBatchEnv, Default: "1000", Meaning: "rows per cleanup batch"},
-		{Name: ctl.LogLevelVar, Default: "info", Meaning: "debug, info, warn or error"},
-		{Name: ctl.LogFormatVar, Default: "text", Meaning: "text or json (on stderr)"},
 	}
 }
 
