@@ -44,9 +44,9 @@ var prometheusSeries = []string{"up", "scrape_duration_seconds", "scrape_samples
 // built the way the binaries build their registries rather than listed by
 // hand:
 //   - the starter's: service.NewRegistry (Go runtime and process
-//     collectors), a CDC relay (which holds the polling relay's collectors
-//     too) and its temporalpub publisher, all registering on one registry
-//     as starter/main.go wires them;
+//     collectors, as relaycmd.NewRegistry), a CDC relay (which holds the
+//     polling relay's collectors too) and its temporalpub publisher, all
+//     registering on one registry as outbox/relaycmd/run.go wires them;
 //   - the worker's: the same base registry, the inbox's and the activities'
 //     collectors, the saga's own counter (workflows.MetricCompensationFailures)
 //     and the Temporal SDK's metrics, named as worker/metrics.go exports

@@ -11,8 +11,9 @@
 // the order app's OrderId search attribute; then it checks from outside what
 // they left: one workflow run, one inbox row, the event published.
 //
-// TestInstallOutboxctlFromOutside runs the operator binary's install line,
-// `go install github.com/outflow/outflow/outbox/cmd/outboxctl@v0.1.0`, from
+// TestInstallFromOutside runs the install lines of the operator binary and
+// the relay, `go install github.com/outflow/outflow/outbox/cmd/outboxctl@v0.1.0`
+// and `.../outbox/cmd/starter@v0.1.0`, from
 // outside any module against a file-based module proxy holding this
 // checkout's library.
 //

@@ -20,20 +20,21 @@ import (
 // installVersion is the release the test publishes the library as.
 const installVersion = "v0.1.0"
 
-// TestInstallOutboxctlFromOutside: the install line a team copies,
-// `go install github.com/outflow/outflow/outbox/cmd/outboxctl@v0.1.0`, run
-// in a directory outside any module, builds the library's operator binary
-// from the library's module alone (its go.mod has no replace directive, or
-// the go command would refuse it), and the binary answers --version with
-// that version and -h with its commands, linking neither outflow's root
-// module nor Stripe nor NATS. The library is published from this checkout
-// into a file-based module proxy (golang.org/x/mod/zip, as a proxy serves
-// it); its requirements come from the module cache's downloads, then the
-// public proxy.
-func TestInstallOutboxctlFromOutside(t *testing.T) {
+// TestInstallFromOutside: the install lines a team copies,
+// `go install github.com/outflow/outflow/outbox/cmd/outboxctl@v0.1.0` and
+// `.../outbox/cmd/starter@v0.1.0`, run in a directory outside any module,
+// build the library's operator binary and relay from the library's module
+// alone (its go.mod has no replace directive, or the go command would
+// refuse it), and each binary answers --version with that version and -h
+// with its commands or variables, linking neither outflow's root module
+// nor Stripe nor NATS. The library is published from this checkout into a
+// file-based module proxy (golang.org/x/mod/zip, as a proxy serves it);
+// its requirements come from the module cache's downloads, then the public
+// proxy.
+func TestInstallFromOutside(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
-		t.Skip("builds outboxctl from a module proxy: not in -short")
+		t.Skip("builds outboxctl and starter from a module proxy: not in -short")
 	}
 	// The first run compiles the library's requirements once more (-trimpath
 	// below); later runs find them in the build cache.
@@ -60,27 +61,37 @@ func TestInstallOutboxctlFromOutside(t *testing.T) {
 		"GONOSUMDB=github.com/outflow", "GOPRIVATE=", "GONOPROXY=",
 		"GOBIN=" + bin,
 	}
-	goOutput(t, ctx, scratch, env, "install", libraryModule+"/cmd/outboxctl@"+installVersion)
-	exe := filepath.Join(bin, "outboxctl")
+	goOutput(t, ctx, scratch, env, "install",
+		libraryModule+"/cmd/outboxctl@"+installVersion, libraryModule+"/cmd/starter@"+installVersion)
 
-	version := runBinary(t, ctx, exe, "--version")
-	require.Contains(t, version, "outboxctl "+libraryModule+" "+installVersion+"\n")
+	for _, c := range []struct {
+		name     string
+		help     []string // what -h names
+		orderApp string   // what -h must not name: the root's binary's
+	}{
+		{"outboxctl", []string{"migrate", "status", "retry", "skip", "replay", "source", "cleanup", "DATABASE_URL"}, "forget-customer"},
+		{"starter", []string{"DATABASE_URL", "TEMPORAL_ADDRESS", "OUTFLOW_ROUTES", "OUTFLOW_RETENTION", "METRICS_ADDR"}, "OUTFLOW_NATS_URL"},
+	} {
+		exe := filepath.Join(bin, c.name)
+		version := runBinary(t, ctx, exe, "--version")
+		require.Contains(t, version, c.name+" "+libraryModule+" "+installVersion+"\n")
 
-	help := runBinary(t, ctx, exe, "-h")
-	for _, want := range []string{"migrate", "status", "retry", "skip", "replay", "source", "cleanup", "DATABASE_URL"} {
-		require.Contains(t, help, want)
-	}
-	require.NotContains(t, help, "forget-customer", "the order app's command is the root's binary's")
-
-	// The binary's build information lists every module it links.
-	var linked []string
-	for _, line := range strings.Split(goOutput(t, ctx, scratch, env, "version", "-m", exe), "\n") {
-		if f := strings.Fields(line); len(f) >= 2 && (f[0] == "dep" || f[0] == "mod") {
-			linked = append(linked, f[1])
+		help := runBinary(t, ctx, exe, "-h")
+		for _, want := range c.help {
+			require.Contains(t, help, want, c.name)
 		}
+		require.NotContains(t, help, c.orderApp, "%s: the order app's part is the root's binary's", c.name)
+
+		// The binary's build information lists every module it links.
+		var linked []string
+		for _, line := range strings.Split(goOutput(t, ctx, scratch, env, "version", "-m", exe), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 && (f[0] == "dep" || f[0] == "mod") {
+				linked = append(linked, f[1])
+			}
+		}
+		require.Contains(t, linked, libraryModule, c.name)
+		require.Empty(t, checkModules(linked), c.name)
 	}
-	require.Contains(t, linked, libraryModule)
-	require.Empty(t, checkModules(linked))
 }
 
 // publish writes version of the module in dir into proxy's layout
@@ -137,6 +148,6 @@ func runBinary(t *testing.T, ctx context.Context, exe string, args ...string) st
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
-	require.NoError(t, err, "outboxctl %s: %s", strings.Join(args, " "), stderr.String())
+	require.NoError(t, err, "%s %s: %s", filepath.Base(exe), strings.Join(args, " "), stderr.String())
 	return string(out)
 }

@@ -9,25 +9,24 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
-	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
+	"github.com/outflow/outflow/outbox/relaycmd"
 )
 
 func TestReplayHorizonRelations(t *testing.T) {
 	t.Parallel()
-	h, err := replayHorizon(0, 24*time.Hour, "default")
+	h, err := relaycmd.ReplayHorizon(0, 24*time.Hour, "default")
 	require.NoError(t, err)
 	require.Equal(t, 24*time.Hour, h, "unset: the namespace retention")
-	h, err = replayHorizon(6*time.Hour, 24*time.Hour, "default")
+	h, err = relaycmd.ReplayHorizon(6*time.Hour, 24*time.Hour, "default")
 	require.NoError(t, err)
 	require.Equal(t, 6*time.Hour, h)
-	_, err = replayHorizon(48*time.Hour, 24*time.Hour, "default")
+	_, err = relaycmd.ReplayHorizon(48*time.Hour, 24*time.Hour, "default")
 	require.ErrorContains(t, err, "OUTFLOW_REPLAY_HORIZON=48h0m0s is longer than the retention of Temporal namespace \"default\" (24h0m0s)")
 
-	env := service.NewEnv(func(string) string { return "soon" })
-	replayHorizonFromEnv(env)
-	require.ErrorContains(t, env.Err(), "OUTFLOW_REPLAY_HORIZON=\"soon\"")
+	_, err = relaycmd.ReadConfig(func(string) string { return "soon" }, orderApp)
+	require.ErrorContains(t, err, "OUTFLOW_REPLAY_HORIZON=\"soon\"")
 }
 
 // TestReplayHorizonBeyondRetentionStopsTheStarter: a replay horizon that

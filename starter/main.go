@@ -5,6 +5,10 @@
 //
 //	go run ./starter
 //
+// The wiring is the library's (package outbox/relaycmd, whose own binary
+// is outbox/cmd/starter); this main adds the order app's routes, its
+// payload codec over the customer keys, and the JetStream sink.
+//
 // Environment:
 //
 //	DATABASE_URL             PostgreSQL (pgx/v5 syntax); default postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable.
@@ -82,48 +86,45 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
-	tlog "go.temporal.io/sdk/log"
-	"google.golang.org/grpc"
 
+	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/database"
+	"github.com/outflow/outflow/internal/routes"
 	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/internal/temporalclient"
 	"github.com/outflow/outflow/outbox"
-	"github.com/outflow/outflow/outbox/failpoints"
-	"github.com/outflow/outflow/outbox/outboxops"
+	"github.com/outflow/outflow/outbox/relaycmd"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
 
 func main() { service.Main("starter", &command, "relay failed", run) }
 
+// orderApp are the starter's defaults: the order app's routes and task queue.
+var orderApp = relaycmd.Defaults{
+	Routes: func() (temporalpub.Routes, string) {
+		return routes.Orders(), "order app (OrderCreated, OrderCancelled; OrderId on every start)"
+	},
+	TaskQueue: handoff.DefaultTaskQueue,
+}
+
 func run(logger *slog.Logger, env *service.Env) error {
 	// Every setting is read, and a malformed one refused (exit status 2,
 	// plain lines), before the database or Temporal is dialled.
-	fps, err := failpoints.Parse(os.Getenv(failpoints.EnvVar))
+	cfg, err := relaycmd.ReadConfig(os.Getenv, orderApp)
 	if err != nil {
-		env.Fail(fmt.Errorf("%s: %w", failpoints.EnvVar, err))
+		env.Fail(err)
 	}
-	cfg := configFromEnv(env)
-	source := sourceFromEnv(env)
-	cdcSlot, cdcGrace := env.String(CDCSlotEnv, ""), env.Duration(CDCGraceEnv, 0, false)
 	selected := sinksFromEnv(env)
 	ns := natsSettingsFromEnv(env)
-	taskQueue := service.TaskQueue(env)
-	eventRoutes, routesFrom := routesFromEnv(env)
-	ccfg := service.Retention(env)
-	configuredHorizon := replayHorizonFromEnv(env)
 	// The Temporal client's settings and the payload codec's keys, checked
 	// here without the customer key store (which needs the database).
 	if selected.has(sinkTemporal) {
@@ -140,175 +141,40 @@ func run(logger *slog.Logger, env *service.Env) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	pool, err := database.OpenCheckedOutbox(ctx, database.URL())
-	if err != nil {
-		return err
-	}
-	defer pool.Close()
-
-	cfg.Logger = logger
-	cfg.Failpoints = fps
-	metricsAddr := os.Getenv(service.MetricsAddrEnv)
-	var reg *prometheus.Registry
-	var registerer prometheus.Registerer // a nil *Registry is not a nil interface
-	if metricsAddr != "" {
-		reg = service.NewRegistry()
-		cfg.Registerer = reg
-		registerer = reg
-	}
-
-	var (
-		pubs       fanout
-		startedLog []any
-	)
-	if selected.has(sinkTemporal) {
-		tp, tlog, closeTemporal, err := newTemporalSink(ctx, pool, logger, taskQueue, eventRoutes, configuredHorizon, registerer)
-		if err != nil {
-			return err
-		}
-		defer closeTemporal()
-		pubs = append(pubs, tp)
-		startedLog = append(startedLog, tlog...)
-		startedLog = append(startedLog, "routes", routesFrom)
-
-		// The replay horizon is checked against the namespace retention
-		// before the relay runs when Temporal answers now, and in the
-		// background otherwise; a violation stops the relay.
-		guard := &horizonGuard{pool: pool, pub: tp, namespace: tp.Namespace(), configured: configuredHorizon, logger: logger}
-		if _, err := guard.check(ctx, 3*time.Second); err != nil {
-			return err
-		}
-		var stopRelay context.CancelCauseFunc
-		ctx, stopRelay = context.WithCancelCause(ctx)
-		defer stopRelay(nil)
-		go func() {
-			if err := guard.run(ctx); err != nil {
-				stopRelay(err)
-			}
-		}()
+	hooks := relaycmd.Hooks{
+		OpenDB:          database.OpenCheckedOutbox,
+		NoTemporal:      !selected.has(sinkTemporal),
+		TemporalOptions: temporalOptions,
+		SinkNames:       selected.String(),
 	}
 	if selected.has(sinkJetStream) {
-		enc, summary, err := streamEncoder(ctx, pool)
-		if err != nil {
-			return err
-		}
-		jp, nc, err := newJetStreamSink(ctx, ns, cfg, enc, fps, registerer, logger)
-		if err != nil {
-			return err
-		}
-		defer nc.Close()
-		pubs = append(pubs, jp)
-		startedLog = append(startedLog, "nats", ns.url, "stream", jp.Stream(), "subject_prefix", ns.prefix, "duplicate_window", jp.Window(),
-			"stream_payload_codec", summary)
-	}
-	var pub outbox.Publisher = pubs
-	if len(pubs) == 1 {
-		pub = pubs[0]
-	}
-	if source != "" {
-		if err := adoptEnvSource(ctx, pool, logger, source); err != nil {
-			return err
+		hooks.Sinks = func(ctx context.Context, pool *pgxpool.Pool, reg prometheus.Registerer) ([]outbox.Publisher, []any, func(), error) {
+			enc, summary, err := streamEncoder(ctx, pool)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			jp, nc, err := newJetStreamSink(ctx, ns, cfg.Relay, enc, cfg.Relay.Failpoints, reg, logger)
+			if err != nil {
+				return nil, nil, nil, err
+			}
+			return []outbox.Publisher{jp}, []any{"nats", ns.url, "stream", jp.Stream(), "subject_prefix", ns.prefix, "duplicate_window", jp.Window(),
+				"stream_payload_codec", summary}, nc.Close, nil
 		}
 	}
-
-	if reg != nil {
-		srv, err := service.ServeMetrics(metricsAddr, reg, logger)
-		if err != nil {
-			return err
-		}
-		defer func() {
-			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			defer cancel()
-			_ = srv.Shutdown(sctx)
-		}()
-	}
-
-	// Every pass also makes the log's ranges ahead of its sequence, even
-	// when OUTFLOW_RETENTION=0 turns cleanup off (an enqueue past the last
-	// range fails), whatever the recorded source: it may become the log
-	// while the starter runs. On a log never written a pass makes and drops
-	// nothing.
-	ccfg.Failpoints, ccfg.Registerer, ccfg.Logger = fps, registerer, logger
-	sched, err := outboxops.NewSchedule(pool, ccfg)
-	if err != nil {
-		return err
-	}
-	cctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); sched.Run(cctx) }()
-	defer func() { cancel(); <-done }()
-
-	started := func(source string, eff outbox.RelayConfig) {
-		logger.Info("relay started", append([]any{
-			"owner", eff.Owner,
-			"source", source,
-			"sinks", selected.String()}, append(startedLog,
-			"batch", eff.BatchSize, "lease", eff.Lease, "publish_timeout", eff.PublishTimeout,
-			"poll", eff.PollInterval, "in_flight", eff.MaxInFlight, "max_attempts", eff.MaxAttempts,
-			"metrics_addr", metricsAddr, "failpoints", os.Getenv(failpoints.EnvVar),
-			"retention", ccfg.Retention, "cleanup_interval", ccfg.Interval, "replay_horizon", orDefault(os.Getenv("OUTFLOW_REPLAY_HORIZON"), "namespace retention"))...)...)
-	}
-	cfg.CDCSlot, cfg.CDCGrace, cfg.Started = cdcSlot, cdcGrace, started
-	relay, err := outbox.NewRelay(pool, pub, cfg)
-	if err != nil {
-		return err
-	}
-	err = relay.Run(ctx)
-	logger.Info("relay stopped")
-	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
-		return cause
-	}
-	return err
+	return relaycmd.Run(ctx, logger, cfg, hooks, os.Getenv, os.Environ())
 }
 
-// configFromEnv reads the relay's tuning variables; unset means the
-// outbox.RelayConfig default.
-func configFromEnv(env *service.Env) outbox.RelayConfig {
-	return outbox.RelayConfig{
-		Rate:         env.PositiveFloat("OUTFLOW_RELAY_RATE", 0),
-		MaxAttempts:  env.PositiveInt("OUTFLOW_MAX_ATTEMPTS", 0),
-		BatchSize:    env.PositiveInt("OUTFLOW_RELAY_BATCH", 0),
-		MaxInFlight:  env.PositiveInt("OUTFLOW_RELAY_IN_FLIGHT", 0),
-		Lease:        env.Duration("OUTFLOW_RELAY_LEASE", 0, false),
-		PollInterval: env.Duration("OUTFLOW_RELAY_POLL", 0, false),
-	}
-}
-
-// newTemporalSink builds the Temporal sink's publisher over a lazy client
-// (the relay starts while Temporal is unreachable and backs off), and the
-// attributes of the start-up log line that describe it.
-func newTemporalSink(ctx context.Context, pool *pgxpool.Pool, logger *slog.Logger, taskQueue string, eventRoutes temporalpub.Routes,
-	horizon time.Duration, reg prometheus.Registerer) (*temporalpub.Publisher, []any, func(), error) {
-	// The payload codec (OUTFLOW_CODEC_KEYS) encrypts each OrderCreated
-	// input with its customer's key from this database.
+// temporalOptions are the Temporal sink's client options: with the payload
+// codec (OUTFLOW_CODEC_KEYS), which encrypts each OrderCreated input with
+// its customer's key from pool, after checking its master keys unwrap
+// pool's customer keys.
+func temporalOptions(ctx context.Context, pool *pgxpool.Pool) (client.Options, []any, error) {
 	topts, err := temporalclient.ClientOptions(temporalclient.WithCustomerKeys(pool))
 	if err != nil {
-		return nil, nil, nil, err
+		return client.Options{}, nil, err
 	}
 	if err := temporalclient.CheckCustomerKeys(ctx, topts, pool); err != nil {
-		return nil, nil, nil, err
+		return client.Options{}, nil, err
 	}
-	topts.Logger = tlog.NewStructuredLogger(logger.With("component", "temporal-client"))
-	// The SDK retries throttled starts itself; this tells the relay of each,
-	// so that it slows down (outbox_sink_throttled_total).
-	topts.ConnectionOptions.DialOptions = append(topts.ConnectionOptions.DialOptions,
-		grpc.WithChainUnaryInterceptor(temporalpub.ThrottleInterceptor()))
-	tc, err := client.NewLazyClient(topts)
-	if err != nil {
-		return nil, nil, nil, fmt.Errorf("temporal client for %s: %w", topts.HostPort, err)
-	}
-	pub, err := temporalpub.New(tc, topts, temporalpub.Config{TaskQueue: taskQueue, Routes: eventRoutes, Logger: logger, ReplayHorizon: horizon, Registerer: reg})
-	if err != nil {
-		tc.Close()
-		return nil, nil, nil, err
-	}
-	return pub, []any{"temporal", topts.HostPort, "namespace", pub.Namespace(), "task_queue", taskQueue,
-		"payload_codec", temporalclient.CodecSummary(topts)}, tc.Close, nil
-}
-
-func orDefault(v, def string) string {
-	if v == "" {
-		return def
-	}
-	return v
+	return topts, []any{"payload_codec", temporalclient.CodecSummary(topts)}, nil
 }

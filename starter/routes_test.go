@@ -18,11 +18,11 @@ import (
 	sdktemporal "go.temporal.io/sdk/temporal"
 
 	"github.com/outflow/outflow/handoff"
-	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
+	"github.com/outflow/outflow/outbox/relaycmd"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
 
@@ -30,7 +30,7 @@ import (
 // spaces around entries.
 func TestParseRoutes(t *testing.T) {
 	t.Parallel()
-	r, err := parseRoutes(" InvoiceIssued=InvoiceWorkflow@billing[InvoiceId=invoice_id] , InvoiceVoided=VoidInvoiceWorkflow,InvoicePaid=PaidWorkflow[InvoiceId=number]")
+	r, err := relaycmd.ParseRoutes(" InvoiceIssued=InvoiceWorkflow@billing[InvoiceId=invoice_id] , InvoiceVoided=VoidInvoiceWorkflow,InvoicePaid=PaidWorkflow[InvoiceId=number]")
 	require.NoError(t, err)
 	require.Len(t, r, 3)
 
@@ -63,7 +63,7 @@ func TestParseRoutes(t *testing.T) {
 // the attribute.
 func TestParseRoutesPayloadField(t *testing.T) {
 	t.Parallel()
-	r, err := parseRoutes("InvoiceIssued=InvoiceWorkflow[InvoiceId=invoice_id]")
+	r, err := relaycmd.ParseRoutes("InvoiceIssued=InvoiceWorkflow[InvoiceId=invoice_id]")
 	require.NoError(t, err)
 	validate := r["InvoiceIssued"].Validate
 	for payload, want := range map[string]string{
@@ -105,13 +105,13 @@ func TestParseRoutesReportsEveryProblem(t *testing.T) {
 		"A=Some Workflow":           {`names may not contain spaces`},
 		"InvoiceIssued,=X,A=B@,C=D": {`entry 1 "InvoiceIssued"`, `entry 2 "=X"`, `entry 3 "A=B@"`},
 	} {
-		r, err := parseRoutes(spec)
+		r, err := relaycmd.ParseRoutes(spec)
 		require.Error(t, err, spec)
 		require.Nil(t, r)
 		for _, want := range wants {
 			require.ErrorContains(t, err, want, spec)
 		}
-		require.True(t, strings.HasSuffix(err.Error(), routesSyntax), "%s: ends with the syntax: %v", spec, err)
+		require.True(t, strings.HasSuffix(err.Error(), relaycmd.RoutesSyntax), "%s: ends with the syntax: %v", spec, err)
 	}
 }
 
@@ -121,7 +121,7 @@ func TestParseRoutesReportsEveryProblem(t *testing.T) {
 // taken for the order app's routes.
 func TestParseRoutesFile(t *testing.T) {
 	t.Parallel()
-	r, err := parseRoutesFile("routes.txt", `# billing's routes
+	r, err := relaycmd.ParseRoutesFile("routes.txt", `# billing's routes
 InvoiceIssued=InvoiceWorkflow@billing[InvoiceId=invoice_id]   # the search attribute from the payload
 
 InvoiceVoided=VoidInvoiceWorkflow, InvoicePaid=PaidWorkflow
@@ -132,12 +132,12 @@ InvoiceVoided=VoidInvoiceWorkflow, InvoicePaid=PaidWorkflow
 	require.NotNil(t, r["InvoiceIssued"].SearchAttributes)
 	require.Equal(t, "PaidWorkflow", r["InvoicePaid"].Workflow)
 
-	_, err = parseRoutesFile("routes.txt", "A=B\n\n# comment\nC=D@\nA=E\n")
+	_, err = relaycmd.ParseRoutesFile("routes.txt", "A=B\n\n# comment\nC=D@\nA=E\n")
 	require.ErrorContains(t, err, `OUTFLOW_ROUTES_FILE routes.txt line 4 "C=D@": "@" names no task queue`)
 	require.ErrorContains(t, err, `OUTFLOW_ROUTES_FILE routes.txt line 5 "A=E": routes event type A a second time (OUTFLOW_ROUTES_FILE routes.txt line 1 routes it already)`)
-	require.True(t, strings.HasSuffix(err.Error(), routesSyntax))
+	require.True(t, strings.HasSuffix(err.Error(), relaycmd.RoutesSyntax))
 
-	_, err = parseRoutesFile("empty.txt", "# nothing yet\n\n")
+	_, err = relaycmd.ParseRoutesFile("empty.txt", "# nothing yet\n\n")
 	require.ErrorContains(t, err, "OUTFLOW_ROUTES_FILE empty.txt holds no route")
 }
 
@@ -146,9 +146,13 @@ InvoiceVoided=VoidInvoiceWorkflow, InvoicePaid=PaidWorkflow
 // settings' problems, which main reports together.
 func TestRoutesFromEnv(t *testing.T) {
 	t.Parallel()
-	env := service.NewEnv(func(string) string { return "" })
-	r, from := routesFromEnv(env)
-	require.NoError(t, env.Err())
+	// routesFromEnv reads the settings as main does, with the order app's defaults.
+	routesFromEnv := func(m map[string]string) (temporalpub.Routes, string, error) {
+		c, err := relaycmd.ReadConfig(getenv(m), orderApp)
+		return c.Routes, c.RoutesFrom, err
+	}
+	r, from, err := routesFromEnv(nil)
+	require.NoError(t, err)
 	require.Contains(t, from, "order app")
 	require.ElementsMatch(t, []string{orders.EventOrderCreated, orders.EventOrderCancelled, orders.EventPaymentWebhookReceived}, keys(r))
 	webhook := r[orders.EventPaymentWebhookReceived]
@@ -162,35 +166,28 @@ func TestRoutesFromEnv(t *testing.T) {
 	created := r[orders.EventOrderCreated]
 	require.Equal(t, map[string]any{handoff.SearchAttributeOrderID: "o-1"}, untyped(created.SearchAttributes(outbox.Event{AggregateID: "o-1"})))
 
-	env = service.NewEnv(getenv(map[string]string{RoutesEnv: "InvoiceIssued=InvoiceWorkflow"}))
-	r, from = routesFromEnv(env)
-	require.NoError(t, env.Err())
+	r, from, err = routesFromEnv(map[string]string{relaycmd.RoutesEnv: "InvoiceIssued=InvoiceWorkflow"})
+	require.NoError(t, err)
 	require.Equal(t, "OUTFLOW_ROUTES=InvoiceIssued=InvoiceWorkflow", from)
 	require.Equal(t, []string{"InvoiceIssued"}, keys(r), "only the routes of OUTFLOW_ROUTES")
 
-	env = service.NewEnv(getenv(map[string]string{RoutesEnv: "InvoiceIssued,A=B@", "OUTFLOW_RELAY_BATCH": "many"}))
-	_ = configFromEnv(env)
-	_, _ = routesFromEnv(env)
-	err := env.Err()
+	_, _, err = routesFromEnv(map[string]string{relaycmd.RoutesEnv: "InvoiceIssued,A=B@", "OUTFLOW_RELAY_BATCH": "many"})
 	require.ErrorContains(t, err, `OUTFLOW_RELAY_BATCH="many"`)
 	require.ErrorContains(t, err, `entry 1 "InvoiceIssued"`)
 	require.ErrorContains(t, err, `entry 2 "A=B@"`)
 
 	file := filepath.Join(t.TempDir(), "routes")
 	require.NoError(t, os.WriteFile(file, []byte("InvoiceIssued=InvoiceWorkflow@billing\n"), 0o600))
-	env = service.NewEnv(getenv(map[string]string{RoutesFileEnv: file}))
-	r, from = routesFromEnv(env)
-	require.NoError(t, env.Err())
+	r, from, err = routesFromEnv(map[string]string{relaycmd.RoutesFileEnv: file})
+	require.NoError(t, err)
 	require.Equal(t, "OUTFLOW_ROUTES_FILE="+file, from)
 	require.Equal(t, []string{"InvoiceIssued"}, keys(r), "only the file's routes")
 
-	env = service.NewEnv(getenv(map[string]string{RoutesFileEnv: file, RoutesEnv: "A=B"}))
-	_, _ = routesFromEnv(env)
-	require.ErrorContains(t, env.Err(), "OUTFLOW_ROUTES and OUTFLOW_ROUTES_FILE are both set: set one")
+	_, _, err = routesFromEnv(map[string]string{relaycmd.RoutesFileEnv: file, relaycmd.RoutesEnv: "A=B"})
+	require.ErrorContains(t, err, "OUTFLOW_ROUTES and OUTFLOW_ROUTES_FILE are both set: set one")
 
-	env = service.NewEnv(getenv(map[string]string{RoutesFileEnv: filepath.Join(t.TempDir(), "missing")}))
-	_, _ = routesFromEnv(env)
-	require.ErrorContains(t, env.Err(), "OUTFLOW_ROUTES_FILE: open ")
+	_, _, err = routesFromEnv(map[string]string{relaycmd.RoutesFileEnv: filepath.Join(t.TempDir(), "missing")})
+	require.ErrorContains(t, err, "OUTFLOW_ROUTES_FILE: open ")
 }
 
 // TestRoutesFromTheEnvironmentOnATeamsNamespace: the starter binary with
@@ -227,7 +224,7 @@ func TestRoutesFromTheEnvironmentOnATeamsNamespace(t *testing.T) {
 	order := enqueueOrders(t, pool, 1)[0]
 
 	p := startStarter(t, url, tq, "TEMPORAL_NAMESPACE="+ns, "OUTFLOW_RELAY_POLL=200ms",
-		RoutesEnv+"=InvoiceIssued=InvoiceWorkflow[InvoiceNo=invoice_no],InvoiceVoided=VoidInvoiceWorkflow@"+voids)
+		relaycmd.RoutesEnv+"=InvoiceIssued=InvoiceWorkflow[InvoiceNo=invoice_no],InvoiceVoided=VoidInvoiceWorkflow@"+voids)
 	require.Eventually(t, func() bool { return countPublished(t, pool, routed) == len(routed) }, 60*time.Second, 50*time.Millisecond)
 	var quarantined map[uuid.UUID]outboxops.EventInfo
 	require.Eventually(t, func() bool {
@@ -242,7 +239,7 @@ func TestRoutesFromTheEnvironmentOnATeamsNamespace(t *testing.T) {
 	require.Contains(t, quarantined, order.ID)
 	require.Contains(t, quarantined[missing.ID].LastError, `no field "invoice_no"`)
 	require.Contains(t, quarantined[order.ID].LastError, `event type "OrderCreated"`)
-	p.waitLog(t, "routes="+`"`+RoutesEnv)
+	p.waitLog(t, "routes="+`"`+relaycmd.RoutesEnv)
 	p.terminate(t)
 
 	dc := converter.GetDefaultDataConverter()
@@ -269,14 +266,14 @@ func TestRoutesFromTheEnvironmentOnATeamsNamespace(t *testing.T) {
 func TestMalformedRoutesStopTheStarter(t *testing.T) {
 	t.Parallel()
 	url := testdb.NewURL(t)
-	p := startStarter(t, url, "unused", RoutesEnv+"=InvoiceIssued,A=B@", "OUTFLOW_RELAY_BATCH=many")
+	p := startStarter(t, url, "unused", relaycmd.RoutesEnv+"=InvoiceIssued,A=B@", "OUTFLOW_RELAY_BATCH=many")
 	err := p.wait(t, 30*time.Second)
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit)
 	require.Equal(t, 2, exit.ExitCode())
 	out := p.output()
-	require.Contains(t, out, "starter: "+RoutesEnv+` entry 1 "InvoiceIssued": no workflow type`)
-	require.Contains(t, out, "starter: "+RoutesEnv+` entry 2 "A=B@": "@" names no task queue`)
+	require.Contains(t, out, "starter: "+relaycmd.RoutesEnv+` entry 1 "InvoiceIssued": no workflow type`)
+	require.Contains(t, out, "starter: "+relaycmd.RoutesEnv+` entry 2 "A=B@": "@" names no task queue`)
 	require.Contains(t, out, "OUTFLOW_RELAY_BATCH")
 	require.NotContains(t, out, "relay started")
 }

@@ -83,10 +83,10 @@ func TestSettingsComeFromProcess(t *testing.T) {
 func TestVersion(t *testing.T) {
 	t.Parallel()
 	bi := &debug.BuildInfo{GoVersion: "go1.26.0", Main: debug.Module{Path: ModulePath, Version: "v0.2.3"}}
-	require.Equal(t, "outboxctl "+ModulePath+" v0.2.3\nrevision unknown (built without VCS stamping: go run, go test, or go build -buildvcs=false)\ngo go1.26.0\n", versionOf(bi))
+	require.Equal(t, "outboxctl "+ModulePath+" v0.2.3\nrevision unknown (built without VCS stamping: go run, go test, or go build -buildvcs=false)\ngo go1.26.0\n", versionOf("outboxctl", bi))
 	bi.Main.Version = unversioned
 	bi.Settings = []debug.BuildSetting{{Key: "vcs.revision", Value: "abc"}, {Key: "vcs.modified", Value: "true"}}
-	require.Equal(t, "outboxctl "+ModulePath+" "+ReleaseVersion+"\nrevision abc modified\ngo go1.26.0\n", versionOf(bi))
+	require.Equal(t, "outboxctl "+ModulePath+" "+ReleaseVersion+"\nrevision abc modified\ngo go1.26.0\n", versionOf("outboxctl", bi))
 }
 
 // TestReadsNoEnvironment: no file of the package reads the process's

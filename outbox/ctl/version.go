@@ -25,15 +25,19 @@ const unversioned = "v0.0.0-00010101000000-000000000000"
 // github.com/outflow/outflow/outbox/cmd/outboxctl@v0.1.0` stamps it, or
 // [ReleaseVersion] for a build from a checkout), the VCS revision where
 // the build recorded one, and the Go version.
-func Version() string {
+func Version() string { return BinaryVersion("outboxctl") }
+
+// BinaryVersion is [Version] for the library's binary name (outboxctl,
+// starter).
+func BinaryVersion(name string) string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "outboxctl " + ModulePath + " " + ReleaseVersion + "\nrevision unknown (no build information in this binary)\n"
+		return name + " " + ModulePath + " " + ReleaseVersion + "\nrevision unknown (no build information in this binary)\n"
 	}
-	return versionOf(bi)
+	return versionOf(name, bi)
 }
 
-func versionOf(bi *debug.BuildInfo) string {
+func versionOf(name string, bi *debug.BuildInfo) string {
 	v := ReleaseVersion
 	switch bi.Main.Version {
 	case "", "(devel)", unversioned:
@@ -47,7 +51,7 @@ func versionOf(bi *debug.BuildInfo) string {
 		settings[s.Key] = s.Value
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "outboxctl %s %s\n", cmp.Or(bi.Main.Path, ModulePath), v)
+	fmt.Fprintf(&b, "%s %s %s\n", name, cmp.Or(bi.Main.Path, ModulePath), v)
 	if rev := settings["vcs.revision"]; rev != "" {
 		fmt.Fprintf(&b, "revision %s", rev)
 		if t := settings["vcs.time"]; t != "" {

@@ -1,4 +1,4 @@
-package main
+package relaycmd
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
@@ -19,12 +18,10 @@ import (
 //
 //	charge window (workflows.ChargeWindow, 23h) < provider key lifetime (activities.KeyLifetime, 24h)
 //	replay horizon (OUTFLOW_REPLAY_HORIZON)     ≤ namespace retention (Temporal)
-//	outbox retention (OUTFLOW_RETENTION)        ≤ inbox retention (OUTFLOW_INBOX_RETENTION), checked in service.Retention
+//	outbox retention (OUTFLOW_RETENTION)        ≤ inbox retention (OUTFLOW_INBOX_RETENTION), checked in ReadConfig
 //
-// The first is fixed in code and checked by the worker at start
-// (workflows.CheckHorizons), which links both constants; the second needs
-// Temporal's answer and
-// is checked once Temporal is reachable (and again every few minutes, since
+// The first is the order app's, fixed in its code and checked by its worker
+// at start; the second needs Temporal's answer and is checked once Temporal is reachable (and again every few minutes, since
 // an operator may shorten the retention); the relay refuses to run on a
 // violation, with a message naming both settings.
 
@@ -33,14 +30,14 @@ const horizonRecheck = 5 * time.Minute
 
 // replayHorizonFromEnv reads OUTFLOW_REPLAY_HORIZON: how far back an
 // operator's replay may reach. Unset or 0: the namespace retention.
-func replayHorizonFromEnv(env *service.Env) time.Duration {
+func replayHorizonFromEnv(env *env) time.Duration {
 	return env.Duration("OUTFLOW_REPLAY_HORIZON", 0, true)
 }
 
-// replayHorizon is the effective replay horizon for a namespace retention
+// ReplayHorizon is the effective replay horizon for a namespace retention
 // and the configured OUTFLOW_REPLAY_HORIZON (0: the retention), or an error
 // naming both settings when the configured one reaches past the retention.
-func replayHorizon(configured, retention time.Duration, namespace string) (time.Duration, error) {
+func ReplayHorizon(configured, retention time.Duration, namespace string) (time.Duration, error) {
 	if configured == 0 {
 		return retention, nil
 	}
@@ -74,7 +71,7 @@ func (g *horizonGuard) check(ctx context.Context, timeout time.Duration) (ok boo
 		g.logger.Warn("cannot read the Temporal namespace's retention yet; replays wait for it", "namespace", g.namespace, "error", rerr)
 		return false, nil
 	}
-	horizon, err := replayHorizon(g.configured, retention, g.namespace)
+	horizon, err := ReplayHorizon(g.configured, retention, g.namespace)
 	if err != nil {
 		return false, err
 	}

@@ -1,4 +1,4 @@
-package main
+package relaycmd
 
 import (
 	"context"
@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/outbox/outboxops"
 )
 
@@ -32,7 +31,7 @@ const CDCSlotEnv = "OUTFLOW_CDC_SLOT"
 const CDCGraceEnv = "OUTFLOW_CDC_GRACE"
 
 // sourceFromEnv reads the deprecated OUTFLOW_RELAY_SOURCE: "" when unset.
-func sourceFromEnv(env *service.Env) string {
+func sourceFromEnv(env *env) string {
 	v := env.String(SourceEnv, "")
 	if strings.TrimSpace(v) == "" {
 		return ""

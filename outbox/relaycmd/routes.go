@@ -1,4 +1,4 @@
-package main
+package relaycmd
 
 import (
 	"bytes"
@@ -12,8 +12,6 @@ import (
 	// Named so: the package's tests call their dev server temporal.
 	sdktemporal "go.temporal.io/sdk/temporal"
 
-	"github.com/outflow/outflow/internal/routes"
-	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
@@ -32,7 +30,8 @@ import (
 // PAYLOAD_FIELD of the event's JSON payload (a string, or a number as
 // written), and an event whose payload lacks it is quarantined at once, as
 // any payload that fails validation. With it set, the starter starts only
-// these routes; unset, the order app's (routes.Orders()).
+// these routes; unset, the binary's default routes ([Defaults.Routes]),
+// and without any it stops at start asking for one.
 const RoutesEnv = "OUTFLOW_ROUTES"
 
 // RoutesFileEnv names a file holding the routes instead, for routes kept
@@ -41,16 +40,16 @@ const RoutesEnv = "OUTFLOW_ROUTES"
 // '#' starting a comment. Setting both is an error.
 const RoutesFileEnv = "OUTFLOW_ROUTES_FILE"
 
-// routesSyntax is what every OUTFLOW_ROUTES error ends with.
-const routesSyntax = RoutesEnv + ": write comma-separated EVENT_TYPE=WORKFLOW_TYPE or EVENT_TYPE=WORKFLOW_TYPE@TASK_QUEUE, " +
+// RoutesSyntax is what every OUTFLOW_ROUTES error ends with.
+const RoutesSyntax = RoutesEnv + ": write comma-separated EVENT_TYPE=WORKFLOW_TYPE or EVENT_TYPE=WORKFLOW_TYPE@TASK_QUEUE, " +
 	"each optionally followed by [SEARCH_ATTRIBUTE=PAYLOAD_FIELD], e.g. InvoiceIssued=InvoiceWorkflow@billing[InvoiceId=invoice_id],InvoiceVoided=VoidInvoiceWorkflow" +
 	" (in " + RoutesFileEnv + ": the same entries, one per line, '#' starts a comment)"
 
 // routesFromEnv returns the routes the starter publishes and where they
 // come from: OUTFLOW_ROUTES or the file OUTFLOW_ROUTES_FILE when one is
-// set, the order app's otherwise. A malformed value or file, or both set,
-// is recorded in env, every problem of it.
-func routesFromEnv(env *service.Env) (temporalpub.Routes, string) {
+// set, def's otherwise. A malformed value or file, both set, or neither
+// without def, is recorded in env, every problem of it.
+func routesFromEnv(env *env, def func() (temporalpub.Routes, string)) (temporalpub.Routes, string) {
 	spec, file := env.String(RoutesEnv, ""), env.String(RoutesFileEnv, "")
 	switch {
 	case strings.TrimSpace(spec) != "" && file != "":
@@ -62,16 +61,19 @@ func routesFromEnv(env *service.Env) (temporalpub.Routes, string) {
 			env.Fail(fmt.Errorf("%s: %w", RoutesFileEnv, err))
 			return nil, ""
 		}
-		r, err := parseRoutesFile(file, string(b))
+		r, err := ParseRoutesFile(file, string(b))
 		if err != nil {
 			env.Fail(err)
 			return nil, ""
 		}
 		return r, RoutesFileEnv + "=" + file
+	case strings.TrimSpace(spec) == "" && def != nil:
+		return def()
 	case strings.TrimSpace(spec) == "":
-		return routes.Orders(), "order app (OrderCreated, OrderCancelled; OrderId on every start)"
+		env.Fail(fmt.Errorf("%s is unset: set it (or %s) to the routes, e.g. InvoiceIssued=InvoiceWorkflow@billing", RoutesEnv, RoutesFileEnv))
+		return nil, ""
 	}
-	r, err := parseRoutes(spec)
+	r, err := ParseRoutes(spec)
 	if err != nil {
 		env.Fail(err)
 		return nil, ""
@@ -86,9 +88,9 @@ type routeEntry struct {
 	where string // e.g. `OUTFLOW_ROUTES entry 2` or `OUTFLOW_ROUTES_FILE routes.txt line 4`
 }
 
-// parseRoutes parses the value of OUTFLOW_ROUTES (see [RoutesEnv]). The
+// ParseRoutes parses the value of OUTFLOW_ROUTES (see [RoutesEnv]). The
 // error names every malformed entry, each with what to write instead.
-func parseRoutes(spec string) (temporalpub.Routes, error) {
+func ParseRoutes(spec string) (temporalpub.Routes, error) {
 	var entries []routeEntry
 	for i, raw := range strings.Split(spec, ",") {
 		entries = append(entries, routeEntry{text: strings.TrimSpace(raw), where: fmt.Sprintf("%s entry %d", RoutesEnv, i+1)})
@@ -96,9 +98,9 @@ func parseRoutes(spec string) (temporalpub.Routes, error) {
 	return parseRouteEntries(entries, "remove the extra comma")
 }
 
-// parseRoutesFile parses the content of the file OUTFLOW_ROUTES_FILE
+// ParseRoutesFile parses the content of the file OUTFLOW_ROUTES_FILE
 // names (see [RoutesFileEnv]); errors name the file and line.
-func parseRoutesFile(name, content string) (temporalpub.Routes, error) {
+func ParseRoutesFile(name, content string) (temporalpub.Routes, error) {
 	var entries []routeEntry
 	for i, line := range strings.Split(content, "\n") {
 		if c := strings.IndexByte(line, '#'); c >= 0 {
@@ -112,7 +114,7 @@ func parseRoutesFile(name, content string) (temporalpub.Routes, error) {
 		}
 	}
 	if len(entries) == 0 {
-		return nil, fmt.Errorf("%s %s holds no route: write one EVENT_TYPE=WORKFLOW_TYPE[@TASK_QUEUE] per line, or unset %s for the order app's routes", RoutesFileEnv, name, RoutesFileEnv)
+		return nil, fmt.Errorf("%s %s holds no route: write one EVENT_TYPE=WORKFLOW_TYPE[@TASK_QUEUE] per line, or unset %s", RoutesFileEnv, name, RoutesFileEnv)
 	}
 	return parseRouteEntries(entries, "remove the extra comma")
 }
@@ -145,7 +147,7 @@ func parseRouteEntries(entries []routeEntry, emptyFix string) (temporalpub.Route
 		out[eventType] = r
 	}
 	if len(errs) > 0 {
-		return nil, errors.Join(append(errs, errors.New(routesSyntax))...)
+		return nil, errors.Join(append(errs, errors.New(RoutesSyntax))...)
 	}
 	return out, nil
 }
