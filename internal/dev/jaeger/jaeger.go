@@ -45,7 +45,8 @@ type Server struct {
 
 // config is the all-in-one's pipeline cut to what the demo uses: OTLP/HTTP
 // in, memory storage, the query API and UI; no internal metrics server
-// (its fixed port 8888 would collide with a second Jaeger).
+// (its fixed port 8888 would collide with a second Jaeger) and no traces of
+// its own (exported to localhost:4317, where nothing listens).
 const config = `service:
   extensions: [jaeger_storage, jaeger_query]
   pipelines:
@@ -55,6 +56,8 @@ const config = `service:
       exporters: [jaeger_storage_exporter]
   telemetry:
     metrics:
+      level: none
+    traces:
       level: none
 extensions:
   jaeger_storage:
@@ -157,13 +160,15 @@ type Span struct {
 	ParentID string // "" for the trace's root
 }
 
+var client = &http.Client{Timeout: 10 * time.Second}
+
 // Trace returns the spans Jaeger holds for traceID (none: an error).
 func Trace(ctx context.Context, base, traceID string) ([]Span, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, APIURL(base, traceID), nil)
 	if err != nil {
 		return nil, err
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		return nil, err
 	}
