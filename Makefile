@@ -56,13 +56,13 @@ $(TEMPORAL_UI_SERVER): tools/go.mod tools/go.sum
 	@touch $(TEMPORAL_UI_SERVER)
 
 # Jaeger v1.75's all-in-one (the v2 binary: an OpenTelemetry collector with
-# Jaeger's storage and query), from the same tools module: it takes the
-# module graph's newer gRPC and OpenTelemetry, with which the Temporal
-# binaries build and run too. Built from the module proxy it has no UI
-# assets: its /trace/ID page is a placeholder, its /api/traces/ID the trace.
-$(JAEGER): tools/go.mod tools/go.sum
-	@echo "building Jaeger (github.com/jaegertracing/jaeger/cmd/jaeger) from the tools module..."
-	cd tools && $(GO) build -o $(JAEGER) github.com/jaegertracing/jaeger/cmd/jaeger
+# Jaeger's storage and query), from a tools module of its own (tools/jaeger:
+# its graph must not move the Temporal binaries'). Built from the module
+# proxy it has no UI assets: its /trace/ID page is a placeholder, its
+# /api/traces/ID the trace.
+$(JAEGER): tools/jaeger/go.mod tools/jaeger/go.sum
+	@echo "building Jaeger (github.com/jaegertracing/jaeger/cmd/jaeger) from tools/jaeger..."
+	cd tools/jaeger && $(GO) build -o $(JAEGER) github.com/jaegertracing/jaeger/cmd/jaeger
 	@touch $(JAEGER)
 
 $(BIN)/staticcheck: tools/lint/go.mod tools/lint/go.sum

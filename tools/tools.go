@@ -8,10 +8,7 @@
 // points at it. The CLI v1.5.1 embeds go.temporal.io/server v1.29.1 and
 // github.com/temporalio/ui-server/v2 v2.42.1, so all four come from one
 // module graph: one go.sum, no replace directives, and the cluster runs the
-// very server code the dev server runs. Jaeger's all-in-one (the trace
-// backend of make demo) is a tool directive of go.mod; its module graph
-// raised gRPC, OpenTelemetry and Prometheus's client for all of them, and
-// the Temporal binaries build and run with those.
+// very server code the dev server runs.
 package tools
 
 import (
