@@ -7,6 +7,10 @@ TEMPORAL := $(BIN)/temporal
 # never a download).
 export OUTFLOW_TEMPORAL_CLI := $(TEMPORAL)
 export OUTFLOW_PROMTOOL := $(BIN)/promtool
+# The trace backend of `make demo` and of the test that its trace links
+# resolve: Jaeger's all-in-one, built from the tools module.
+JAEGER := $(BIN)/jaeger
+export OUTFLOW_JAEGER := $(JAEGER)
 # The Temporal server, its SQL schema tool and the Web UI server, for the
 # two-node cluster on PostgreSQL (`make cluster`, `make test-cluster`).
 TEMPORAL_SERVER := $(BIN)/temporal-server
@@ -51,6 +55,16 @@ $(TEMPORAL_UI_SERVER): tools/go.mod tools/go.sum
 	cd tools && $(GO) build -o $(TEMPORAL_UI_SERVER) github.com/temporalio/ui-server/v2/cmd/server
 	@touch $(TEMPORAL_UI_SERVER)
 
+# Jaeger v1.75's all-in-one (the v2 binary: an OpenTelemetry collector with
+# Jaeger's storage and query), from a tools module of its own (tools/jaeger:
+# its graph must not move the Temporal binaries'). Built from the module
+# proxy it has no UI assets: its /trace/ID page is a placeholder, its
+# /api/traces/ID the trace.
+$(JAEGER): tools/jaeger/go.mod tools/jaeger/go.sum
+	@echo "building Jaeger (github.com/jaegertracing/jaeger/cmd/jaeger) from tools/jaeger..."
+	cd tools/jaeger && $(GO) build -o $(JAEGER) github.com/jaegertracing/jaeger/cmd/jaeger
+	@touch $(JAEGER)
+
 $(BIN)/staticcheck: tools/lint/go.mod tools/lint/go.sum
 	cd tools/lint && $(GO) build -o $(BIN)/staticcheck honnef.co/go/tools/cmd/staticcheck
 
@@ -65,8 +79,8 @@ $(BIN)/promtool: tools/promtool/go.mod tools/promtool/go.sum
 .PHONY: promtool
 promtool: $(BIN)/promtool
 
-## tools: build every tool binary into bin/ (Temporal CLI, server, SQL tool, UI server, staticcheck, workflowcheck, promtool).
-tools: $(TEMPORAL) $(TEMPORAL_SERVER) $(TEMPORAL_SQL_TOOL) $(TEMPORAL_UI_SERVER) $(BIN)/staticcheck $(BIN)/workflowcheck $(BIN)/promtool
+## tools: build every tool binary into bin/ (Temporal CLI, server, SQL tool, UI server, Jaeger, staticcheck, workflowcheck, promtool).
+tools: $(TEMPORAL) $(TEMPORAL_SERVER) $(TEMPORAL_SQL_TOOL) $(TEMPORAL_UI_SERVER) $(JAEGER) $(BIN)/staticcheck $(BIN)/workflowcheck $(BIN)/promtool
 
 # LIB_MODULES are the library's modules (outbox/, and the JetStream sink,
 # a module of its own): the root's ./... does not reach into them. The root
@@ -76,7 +90,7 @@ LIB_MODULES := outbox outbox/natspub
 LIB_PACKAGES := github.com/outflow/outflow/outbox/... github.com/outflow/outflow/outbox/natspub/...
 
 ## test: every test, unit and integration (real PostgreSQL, real Temporal dev server), of the root, the library's modules and the deploy module (compose, dashboard, alerts).
-test: $(TEMPORAL) $(BIN)/promtool $(TEMPORAL_SQL_TOOL)
+test: $(TEMPORAL) $(BIN)/promtool $(TEMPORAL_SQL_TOOL) $(JAEGER)
 	$(GO) test -count=1 -timeout 40m ./... $(LIB_PACKAGES)
 	cd deploy && $(GO) test -count=1 -timeout 10m ./...
 
@@ -106,7 +120,7 @@ build:
 
 ## demo: the main job: prepares what is missing, runs the stack, places the scripted orders, prints the summary.
 # DEMO_EXIT=1 exits after the table.
-demo:
+demo: $(JAEGER)
 	$(GO) run ./cmd/demo
 
 ## soak: the chaos soak alone, for DURATION (default 10m); SOAK_SOURCE=cdc or log for the other relay sources.

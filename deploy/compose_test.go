@@ -246,6 +246,16 @@ func TestComposeShape(t *testing.T) {
 		}
 	}
 
+	// Traces: every long-running outflow service exports OTLP over HTTP,
+	// by the standard variable alone, to the jaeger service's receiver.
+	require.True(t, strings.HasPrefix(p.Services["jaeger"].Image, "jaegertracing/jaeger:"))
+	for name, s := range p.Services {
+		if s.Build != nil && !slices.Contains(oneShots, name) {
+			require.NotNil(t, s.Environment["OTEL_EXPORTER_OTLP_ENDPOINT"], "%s exports its spans", name)
+			require.Equal(t, "http://jaeger:4318", *s.Environment["OTEL_EXPORTER_OTLP_ENDPOINT"], name)
+		}
+	}
+
 	// The inventory (docs/inventory.md): the saga's second service, on a
 	// database of its own that its one-shot job creates, reached by the
 	// worker, which then reserves stock in every order's saga.

@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // OrderClient drives the order API the way a careful client does: every
@@ -58,6 +60,7 @@ func (c *OrderClient) CreateOnce(ctx context.Context, key, paymentMethod string)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Idempotency-Key", key)
+	traceHeaders(ctx, req)
 	resp, err := c.http.Do(req)
 	if err != nil {
 		return CreateResponse{}, 0, err
@@ -99,6 +102,7 @@ func (c *OrderClient) Cancel(ctx context.Context, orderID string) error {
 		if err != nil {
 			return err
 		}
+		traceHeaders(ctx, req)
 		resp, err := c.http.Do(req)
 		if err == nil {
 			io.Copy(io.Discard, resp.Body)
@@ -116,4 +120,11 @@ func (c *OrderClient) Cancel(ctx context.Context, orderID string) error {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// traceHeaders sends the span of ctx, if any, as the W3C traceparent, as
+// a traced client (make demo's span of an order) does: the order API's
+// span of the request is then its child.
+func traceHeaders(ctx context.Context, req *http.Request) {
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(req.Header))
 }

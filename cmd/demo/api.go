@@ -8,6 +8,9 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/propagation"
 )
 
 // orderAPI is a minimal client of the order service's HTTP API.
@@ -51,6 +54,9 @@ func (a *orderAPI) do(ctx context.Context, method, path string, body any, header
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
+	// The order's span, when ctx has one (the create and the cancel):
+	// the order API's span of the request is its child.
+	otel.GetTextMapPropagator().Inject(ctx, propagation.HeaderCarrier(req.Header))
 	resp, err := a.http.Do(req)
 	if err != nil {
 		return err

@@ -28,13 +28,19 @@
 //     the first run and kept in .data/codec.keys (the dev server keeps its
 //     histories across runs), and bin/codecserver on CODECSERVER_ADDR
 //     (default 127.0.0.1:8081), which the dev server's Web UI decodes
-//     through (--ui-codec-endpoint, CORS for the UI's origin).
+//     through (--ui-codec-endpoint, CORS for the UI's origin);
+//   - tracing: OTEL_EXPORTER_OTLP_ENDPOINT if set, else Jaeger's all-in-one
+//     (bin/jaeger, built from the tools module) on free ports, spans in
+//     memory; the children export to it by the standard variables, and an
+//     order's create and cancel carry a span of the demo's own
+//     (outflow-demo), so the order's trace link shows the whole order.
 //
 // It then places the scripted orders (among them one out of stock, an
 // asynchronous payment settled by its webhook, and one whose webhooks come
 // twice and out of order), waits for each to reach its final state, prints
-// a summary table (with each order's reservation and its webhooks) with a Temporal UI link to every workflow
-// and how to see a history raw and decoded, and keeps the stack up until
+// a summary table (with each order's reservation and its webhooks) with a
+// Temporal UI link to every workflow, a trace link per order and how to see
+// a history raw and decoded, and keeps the stack up until
 // Ctrl-C. With DEMO_EXIT=1 it exits after the table, with status 0 only if
 // every order matched its expectation.
 package main

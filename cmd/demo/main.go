@@ -99,6 +99,13 @@ func run(ctx context.Context) error {
 		return err
 	}
 	bin := func(name string) string { return filepath.Join(root, "bin", name) }
+	// Tracing before the children start: they inherit OTEL_EXPORTER_OTLP_ENDPOINT.
+	tr, err := ensureTracing(ctx, root, dataDir)
+	if err != nil {
+		return err
+	}
+	st.add(tr.stop)
+	say("tracing: the binaries export to %s (%s)", tr.endpoint, tr.how)
 	migrate := exec.CommandContext(ctx, bin("outboxctl"), "migrate", "--order-app")
 	migrate.Env = append(os.Environ(), "DATABASE_URL="+dbURL)
 	if out, err := migrate.CombinedOutput(); err != nil {
@@ -261,11 +268,19 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	for i := range results {
+		if results[i].traceID != "" {
+			results[i].traceURL = tr.link(results[i].traceID)
+		}
+	}
 	fmt.Println()
 	allOK := printTable(os.Stdout, results)
 	fmt.Println()
 	if tmp.uiURL != "" {
 		say("Temporal Web UI: %s (search: OrderId=\"<order id>\")", tmp.uiURL)
+	}
+	if tr.ui != "" {
+		say("Jaeger: %s (built without its UI: a trace is /api/traces/<id>; a Jaeger with its UI, as in docker compose, shows it at /trace/<id>)", tr.ui)
 	}
 	say("order API: http://%s   inventory: http://%s/stock/BOOK-DDIA   provider ledger: %s/_sim/ledger   webhooks: %s/_sim/webhooks", apiAddr, invAddr, simURL, simURL)
 	fmt.Println()

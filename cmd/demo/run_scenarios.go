@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/providersim"
@@ -21,6 +23,15 @@ var finalStatuses = []string{"confirmed", "payment_failed", "cancelled"}
 func runScenarios(ctx context.Context, api *orderAPI, inv *inventoryAPI, sim *providersim.Client, db outbox.LookupDB, tmp *temporalServer) ([]result, error) {
 	all := scenarios()
 	results := make([]result, len(all))
+	// Each order's span ends when the order reaches its final state.
+	spans := make([]trace.Span, len(all))
+	defer func() {
+		for _, sp := range spans {
+			if sp != nil {
+				sp.End()
+			}
+		}
+	}()
 	// Faults hit "the next N calls" of an operation, so a faulted scenario
 	// runs alone until the simulator has recorded its charge; holding the
 	// simulator's webhooks holds everyone's, so that scenario runs alone
@@ -28,7 +39,9 @@ func runScenarios(ctx context.Context, api *orderAPI, inv *inventoryAPI, sim *pr
 	var concurrent []int
 	for i, sc := range all {
 		if sc.webhook == webhookTwiceReordered {
-			r, err := twiceReordered(ctx, api, sim, sc, i)
+			sctx, span := orderSpan(ctx, sc)
+			spans[i] = span
+			r, err := twiceReordered(sctx, api, sim, sc, i)
 			if err != nil {
 				return nil, err
 			}
@@ -43,7 +56,9 @@ func runScenarios(ctx context.Context, api *orderAPI, inv *inventoryAPI, sim *pr
 		if err := sim.InjectFault(ctx, providersim.Fault{Operation: "payment_intents.create", Fault: sc.fault, Count: 1}); err != nil {
 			return nil, fmt.Errorf("inject fault: %w", err)
 		}
-		o, err := api.create(ctx, newKey(sc.name), fmt.Sprintf("customer%d@example.com", i+1), sc.paymentMethod, sc.orderItems())
+		sctx, span := orderSpan(ctx, sc)
+		spans[i] = span
+		o, err := api.create(sctx, newKey(sc.name), fmt.Sprintf("customer%d@example.com", i+1), sc.paymentMethod, sc.orderItems())
 		if err != nil {
 			return nil, err
 		}
@@ -60,7 +75,9 @@ func runScenarios(ctx context.Context, api *orderAPI, inv *inventoryAPI, sim *pr
 		go func() {
 			defer wg.Done()
 			say("placing %q", sc.name)
-			o, err := api.create(ctx, newKey(sc.name), fmt.Sprintf("customer%d@example.com", i+1), sc.paymentMethod, sc.orderItems())
+			sctx, span := orderSpan(ctx, sc)
+			spans[i] = span
+			o, err := api.create(sctx, newKey(sc.name), fmt.Sprintf("customer%d@example.com", i+1), sc.paymentMethod, sc.orderItems())
 			if err != nil {
 				errs[i] = err
 				return
@@ -86,13 +103,13 @@ func runScenarios(ctx context.Context, api *orderAPI, inv *inventoryAPI, sim *pr
 			}
 			switch sc.cancel {
 			case cancelRacing:
-				errs[i] = api.cancel(ctx, o.OrderID)
+				errs[i] = api.cancel(sctx, o.OrderID)
 			case cancelLate:
 				if _, err := api.waitStatus(ctx, o.OrderID, 2*time.Minute, "confirmed"); err != nil {
 					errs[i] = err
 					return
 				}
-				errs[i] = api.cancel(ctx, o.OrderID)
+				errs[i] = api.cancel(sctx, o.OrderID)
 			}
 		}()
 	}
@@ -112,6 +129,12 @@ func runScenarios(ctx context.Context, api *orderAPI, inv *inventoryAPI, sim *pr
 		view, err := api.waitStatus(ctx, r.orderID, 3*time.Minute, want...)
 		if err != nil {
 			say("%v", err)
+		}
+		if sp := spans[i]; sp != nil {
+			if sc := sp.SpanContext(); sc.IsValid() {
+				r.traceID = sc.TraceID().String()
+			}
+			sp.End()
 		}
 		for _, e := range view.Events {
 			link := workflowLink{eventType: e.EventType}

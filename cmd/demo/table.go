@@ -17,6 +17,10 @@ type result struct {
 	// beforeWebhook is the order's status when the demo settled its
 	// payment at the provider (webhook scenarios).
 	beforeWebhook string
+	// traceID is the order's trace (the demo's span of the order, the
+	// parent of its requests' spans): "" when tracing is off.
+	traceID  string
+	traceURL string
 }
 
 // workflowLink names one workflow of an order and where to see it.
@@ -53,7 +57,7 @@ func printTable(w io.Writer, results []result) bool {
 			fmt.Fprintf(w, "MISMATCH %s (%s): %s\n", r.orderID, r.scenario.name, r.mismatch)
 		}
 	}
-	fmt.Fprintln(w, "Workflow histories in the Temporal UI:")
+	fmt.Fprintln(w, "Workflow histories in the Temporal UI, and each order's trace in Jaeger:")
 	for _, r := range results {
 		for _, l := range r.workflows {
 			target := l.url
@@ -61,6 +65,9 @@ func printTable(w io.Writer, results []result) bool {
 				target = "workflow id " + l.workflowID
 			}
 			fmt.Fprintf(w, "  %s %-15s %s\n", r.orderID, l.eventType, target)
+		}
+		if r.traceURL != "" {
+			fmt.Fprintf(w, "  %s trace: %s\n", r.orderID, r.traceURL)
 		}
 	}
 	return all

@@ -71,18 +71,24 @@ func ensureTemporal(ctx context.Context, root, dataDir string, say func(string, 
 }
 
 // buildTemporalCLI builds bin/temporal from the tools module unless it is
-// already newer than the module's go.sum. The first build compiles the whole
-// Temporal server and takes minutes, so it reports progress.
+// already newer than the module's go.sum.
 func buildTemporalCLI(ctx context.Context, root string, say func(string, ...any)) (string, error) {
-	bin := filepath.Join(root, "bin", "temporal")
+	return buildTool(ctx, root, "temporal", "github.com/temporalio/cli/cmd/temporal", say)
+}
+
+// buildTool builds bin/NAME from the tools module's package pkg unless it
+// is already newer than the module's go.sum. A first build compiles a
+// whole server and takes minutes, so it reports progress.
+func buildTool(ctx context.Context, root, name, pkg string, say func(string, ...any)) (string, error) {
+	bin := filepath.Join(root, "bin", name)
 	sum := filepath.Join(root, "tools", "go.sum")
 	if bi, err := os.Stat(bin); err == nil {
 		if si, err := os.Stat(sum); err == nil && !bi.ModTime().Before(si.ModTime()) {
 			return bin, nil
 		}
 	}
-	say("building the Temporal CLI from the tools module (github.com/temporalio/cli); the first build takes several minutes")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/temporalio/cli/cmd/temporal")
+	say("building bin/%s from the tools module (%s); the first build takes several minutes", name, pkg)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, pkg)
 	cmd.Dir = filepath.Join(root, "tools")
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	start := time.Now()
@@ -97,12 +103,12 @@ func buildTemporalCLI(ctx context.Context, root string, say func(string, ...any)
 		select {
 		case err := <-done:
 			if err != nil {
-				return "", fmt.Errorf("building the Temporal CLI: %w", err)
+				return "", fmt.Errorf("building bin/%s: %w", name, err)
 			}
-			say("built bin/temporal in %s", time.Since(start).Round(time.Second))
+			say("built bin/%s in %s", name, time.Since(start).Round(time.Second))
 			return bin, nil
 		case <-tick.C:
-			say("  still building the Temporal CLI (%s elapsed)...", time.Since(start).Round(time.Second))
+			say("  still building bin/%s (%s elapsed)...", name, time.Since(start).Round(time.Second))
 		}
 	}
 }
