@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/outbox/outboxtest/dev/promtest"
 )
 
 // TestPrometheusConfigOfTheDemo: the configuration the demo writes is one
@@ -17,9 +19,7 @@ func TestPrometheusConfigOfTheDemo(t *testing.T) {
 	t.Parallel()
 	root, err := filepath.Abs("../..")
 	require.NoError(t, err)
-	promtool := filepath.Join(root, "bin", "promtool")
-	_, err = os.Stat(promtool)
-	require.NoError(t, err, "run `make promtool`")
+	promtool := promtest.Promtool(t)
 	path, err := writePrometheusConfig(t.TempDir(), root, map[string]string{
 		"starter": "127.0.0.1:9102", "worker": "127.0.0.1:9103", "orderapi": "127.0.0.1:8080", "inventory": "127.0.0.1:9104",
 	})

@@ -5,27 +5,13 @@
 package prometheus
 
 import (
-	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/require"
-)
 
-// promtool finds the promtool that `make promtool` (and `make test`) builds
-// from tools/promtool, or the one OUTFLOW_PROMTOOL names.
-func promtool(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("OUTFLOW_PROMTOOL"); p != "" {
-		return p
-	}
-	p, err := filepath.Abs("../../bin/promtool")
-	require.NoError(t, err)
-	_, err = os.Stat(p)
-	require.NoError(t, err, "promtool is missing: run `make promtool` (it builds bin/promtool from tools/promtool), or set OUTFLOW_PROMTOOL to a promtool")
-	return p
-}
+	"github.com/outflow/outflow/outbox/outboxtest/dev/promtest"
+)
 
 // TestAlertRules checks the scrape configuration (which loads the rules) and
 // the rules' syntax, and runs each rule file's unit tests: every alert fires
@@ -33,7 +19,7 @@ func promtool(t *testing.T) string {
 // are tested alone, as a service embedding the outbox loads them.
 func TestAlertRules(t *testing.T) {
 	t.Parallel()
-	bin := promtool(t)
+	bin := promtest.Promtool(t)
 	// --syntax-only: the files the configuration names exist only in the
 	// Prometheus container (the order API's token, /run/secrets); the rule
 	// file it loads is checked next.
