@@ -113,7 +113,7 @@ up:
 	docker compose up --build
 
 ## build: every binary into bin/, its --version naming VERSION (default: git describe, e.g. the tag v0.1.0).
-VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null)
+VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --always --dirty 2>/dev/null)
 .PHONY: build
 build:
 	$(GO) build -ldflags "-X github.com/outflow/outflow/internal/cli.version=$(VERSION) -X main.version=$(VERSION)" -o $(BIN)/ ./worker ./starter ./cmd/...
