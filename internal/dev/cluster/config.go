@@ -3,14 +3,14 @@ package cluster
 import (
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
-	"sync/atomic"
 	"text/template"
+
+	"github.com/outflow/outflow/outbox/outboxtest/dev/ports"
 )
 
 // nodePorts are one node's gRPC and membership (ringpop) ports, one pair per
@@ -21,47 +21,14 @@ type nodePorts struct {
 }
 
 func freeNodePorts() (nodePorts, error) {
-	ps, err := freePorts(8)
+	// ports.FreeN chooses below 32768: membership ports are stored in
+	// cluster_membership.rpc_port, a SMALLINT, and a port above 32767 makes
+	// the server die at start with "value out of range for type smallint".
+	ps, err := ports.FreeN(8)
 	if err != nil {
 		return nodePorts{}, err
 	}
 	return nodePorts{ps[0], ps[1], ps[2], ps[3], ps[4], ps[5], ps[6], ps[7]}, nil
-}
-
-// Membership ports are stored in cluster_membership.rpc_port, a SMALLINT:
-// a port above 32767 (every kernel-assigned ephemeral port on Linux) makes
-// the server die at start with "value out of range for type smallint". So
-// ports are chosen, for every service, from [lowPortMin, lowPortMax).
-const lowPortMin, lowPortMax = 20000, 32000
-
-var portCursor atomic.Int64
-
-// freePorts returns n distinct loopback TCP ports below 32768 that were
-// free a moment ago (all held open together while choosing, so they
-// differ). The search starts at a random offset so that concurrent test
-// processes rarely try the same ports.
-func freePorts(n int) ([]int, error) {
-	portCursor.CompareAndSwap(0, lowPortMin+rand.Int64N(lowPortMax-lowPortMin))
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for tries := 0; len(ports) < n && tries < lowPortMax-lowPortMin; tries++ {
-		p := int(lowPortMin + (portCursor.Add(1)-lowPortMin)%(lowPortMax-lowPortMin))
-		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
-		if err != nil {
-			continue
-		}
-		ls = append(ls, l)
-		ports = append(ports, p)
-	}
-	if len(ports) < n {
-		return nil, fmt.Errorf("cluster: no %d free ports in [%d, %d)", n, lowPortMin, lowPortMax)
-	}
-	return ports, nil
 }
 
 // pgConn is where the Temporal databases live, as the server's config and

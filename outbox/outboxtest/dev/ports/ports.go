@@ -8,20 +8,61 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
 // Free asks the kernel for a TCP port on 127.0.0.1 that was free a moment
 // ago (another process may take it before the caller binds it).
-func Free() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
+// Ports are chosen from [lowPortMin, lowPortMax): below Linux's ephemeral
+// range (32768 and up), which the kernel hands to outgoing connections, so
+// that no client connection opened between choosing a port and the child's
+// bind can take it; and below 32767 with room for a +1000 neighbour (the
+// Temporal dev server's UI), since the Temporal server stores membership
+// ports in a SMALLINT.
+const lowPortMin, lowPortMax = 20000, 31000
+
+var cursor atomic.Int64
+
+// FreeN returns n distinct loopback TCP ports that were free a moment ago
+// (held open together while choosing, so that they differ). The search
+// starts at a random offset so that concurrent test processes rarely try
+// the same ports; another process may still take one before the caller
+// binds it.
+func FreeN(n int) ([]int, error) {
+	cursor.CompareAndSwap(0, lowPortMin+rand.Int64N(lowPortMax-lowPortMin))
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var ports []int
+	for tries := 0; len(ports) < n && tries < lowPortMax-lowPortMin; tries++ {
+		p := int(lowPortMin + (cursor.Add(1)-lowPortMin)%(lowPortMax-lowPortMin))
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(p)))
+		if err != nil {
+			continue
+		}
+		ls = append(ls, l)
+		ports = append(ports, p)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	if len(ports) < n {
+		return nil, fmt.Errorf("find %d free ports in [%d, %d): only %d free", n, lowPortMin, lowPortMax, len(ports))
+	}
+	return ports, nil
+}
+
+// Free is [FreeN] for one port.
+func Free() (int, error) {
+	ps, err := FreeN(1)
+	if err != nil {
+		return 0, err
+	}
+	return ps[0], nil
 }
 
 // IsFree reports whether nothing listens on 127.0.0.1:port.

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +22,39 @@ func TestFreeAndIsFree(t *testing.T) {
 	require.NoError(t, err)
 	defer l.Close()
 	require.False(t, IsFree(p), "a port someone listens on is not free")
+}
+
+// TestFreeIsOutsideTheEphemeralRange: a port the kernel may hand to any
+// outgoing connection between Free and the child's bind is a port the child
+// can fail to listen on ("address already in use", as a soak's order API
+// once did while the Temporal cluster opened connections).
+func TestFreeIsOutsideTheEphemeralRange(t *testing.T) {
+	t.Parallel()
+	raw, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		t.Skipf("no ephemeral port range to compare with: %v", err)
+	}
+	f := strings.Fields(string(raw))
+	require.Len(t, f, 2)
+	lo, err := strconv.Atoi(f[0])
+	require.NoError(t, err)
+	hi, err := strconv.Atoi(f[1])
+	require.NoError(t, err)
+	seen := map[int]bool{}
+	for range 50 {
+		p, err := Free()
+		require.NoError(t, err)
+		require.False(t, p >= lo && p <= hi, "port %d is in the kernel's ephemeral range [%d, %d]", p, lo, hi)
+		seen[p] = true
+	}
+	require.Greater(t, len(seen), 1, "Free must not hand out one port again and again")
+	ps, err := FreeN(8)
+	require.NoError(t, err)
+	distinct := map[int]bool{}
+	for _, p := range ps {
+		distinct[p] = true
+	}
+	require.Len(t, distinct, 8, "FreeN's ports differ")
 }
 
 func TestPoll(t *testing.T) {
