@@ -1,0 +1,11 @@
+// Package cmdkit holds the helpers the library's commands (outbox/ctl,
+// outbox/relaycmd) and a service's own main share: a connection string
+// with its password masked ([Redact]), opening the pool ([Open]), flags
+// written with two dashes ([ParseFlags], [PrintFlags]), --version's text
+// ([Version]), the /metrics server ([NewRegistry], [ServeMetrics]) and the
+// check of a host:port setting ([CheckHostPort]).
+//
+// It links no Temporal package, so a binary that talks to no Temporal can
+// use it, and it reads nothing of the process's environment: the main
+// passes every setting.
+package cmdkit
