@@ -120,8 +120,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: -h lists the environment variables and their defaults\n", name)
 		return 2
 	}
-	logger := slog.New(traceHandler{slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel})})
-	stopTracing, tp, err := startTracing(context.Background(), os.Getenv, logger)
+	logger := slog.New(cmdkit.LogHandler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel})))
+	tp, stopTracing, err := cmdkit.StartTracing(context.Background(), os.Getenv, serviceName, logger)
 	cfg.tracing = tp != nil
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
@@ -150,9 +150,12 @@ func printHelp(w io.Writer, fs *flag.FlagSet) {
 // version from the build information stands (cmdkit.Version).
 var version string
 
+// serviceName is the service's default OTEL_SERVICE_NAME.
+const serviceName = "outflow-inventory"
+
 // config is the binary's environment.
 type config struct {
-	// tracing: OTEL_EXPORTER_OTLP_ENDPOINT turned tracing on (startTracing).
+	// tracing: OTEL_EXPORTER_OTLP_ENDPOINT turned tracing on (cmdkit.StartTracing).
 	tracing     bool
 	databaseURL string
 	addr        string

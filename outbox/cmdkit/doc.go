@@ -2,8 +2,9 @@
 // outbox/relaycmd) and a service's own main share: a connection string
 // with its password masked ([Redact]), opening the pool ([Open]), flags
 // written with two dashes ([ParseFlags], [PrintFlags]), --version's text
-// ([Version]), the /metrics server ([NewRegistry], [ServeMetrics]) and the
-// check of a host:port setting ([CheckHostPort]).
+// ([Version]), the /metrics server ([NewRegistry], [ServeMetrics]), the
+// check of a host:port setting ([CheckHostPort]) and OTLP tracing from the
+// standard OTEL_* variables ([StartTracing], [LogHandler]).
 //
 // It links no Temporal package, so a binary that talks to no Temporal can
 // use it, and it reads nothing of the process's environment: the main
