@@ -7,6 +7,8 @@
 // standard OTEL_* variables ([StartTracing], [LogHandler]).
 //
 // It links no Temporal package, so a binary that talks to no Temporal can
-// use it, and it reads nothing of the process's environment: the main
-// passes every setting.
+// use it, and it reads nothing of the process's environment itself: the
+// main passes every setting, or its os.Getenv (only the OTLP exporters
+// [StartTracing] makes read their OTEL_EXPORTER_OTLP_* variables, as the
+// OpenTelemetry SDK specifies).
 package cmdkit
