@@ -8,7 +8,7 @@
 // Every command that changes data prints its plan, then acts with --yes,
 // asks at a terminal, and otherwise is a dry run that changes nothing
 // (exit 0); every write is logged with who ran it. A connection string is
-// shown with its password masked ([Redact]).
+// shown with its password masked (cmdkit.Redact).
 //
 // The package reads nothing of the process: main hands it its streams and
 // environment ([Process]).
