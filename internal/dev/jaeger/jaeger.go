@@ -192,7 +192,7 @@ func Trace(ctx context.Context, base, traceID string) ([]Span, error) {
 					Key   string `json:"key"`
 					Value any    `json:"value"`
 				} `json:"tags"`
-				References    []struct {
+				References []struct {
 					RefType string `json:"refType"`
 					SpanID  string `json:"spanID"`
 				} `json:"references"`
