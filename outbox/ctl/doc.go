@@ -1,7 +1,7 @@
 // Package ctl is outboxctl, the outbox's operator CLI, as a command table a
-// binary runs: migrate, status, list, show, retry, skip, replay, source,
-// cleanup, help and version, over the outbox alone (any service's
-// database). The library's binary is outbox/cmd/outboxctl; outflow's own
+// binary runs: migrate, status, list, show, retry, skip, replay, serve (the
+// outbox's web page, [Console]), source, cleanup, help and version, over
+// the outbox alone (any service's database). The library's binary is outbox/cmd/outboxctl; outflow's own
 // (cmd/outboxctl at the repository's root) adds its order app's commands
 // and hooks to [Commands] through [App].
 //
