@@ -157,7 +157,7 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		"a token holder. Every action is a POST with the session's CSRF token from the console's own\n"+
 		"origin, recorded with actor console/<identity>: X-Forwarded-User when a reverse proxy sends it\n"+
 		"with the token (the proxy injects the bearer token and asserts the user), else $USER@hostname.")
-	addr := fs.String("addr", cmp.Or(env.getenv(ConsoleAddrVar), DefaultConsoleAddr), "listen `HOST:PORT` (default "+ConsoleAddrVar+", else "+DefaultConsoleAddr+")")
+	addr := fs.String("addr", cmp.Or(env.getenv(ConsoleAddrVar), DefaultConsoleAddr), "listen `HOST:PORT`; defaulted to "+ConsoleAddrVar+" when set")
 	var opts ConsoleOptions
 	fs.StringVar(&opts.TemporalUI, "temporal-ui", "", "Temporal Web UI base `URL` (e.g. http://127.0.0.1:8233): an event links its workflow there")
 	fs.StringVar(&opts.Traces, "traces", "", "trace viewer base `URL` (Jaeger, e.g. http://127.0.0.1:16686): an event links <URL>/trace/<id>")
