@@ -71,7 +71,9 @@ func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", consoleCSP)
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("X-Frame-Options", "DENY")
-	h.Set("Referrer-Policy", "no-referrer")
+	// same-origin, not no-referrer: under no-referrer a browser sends
+	// "Origin: null" with the console's own forms, which crossSite refuses.
+	h.Set("Referrer-Policy", "same-origin")
 	h.Set("Cache-Control", "no-store")
 	if !hostcheck.Allowed(r.Host, c.opts.AllowedHosts) {
 		http.Error(w, fmt.Sprintf("forbidden: Host %q is not a name of this console (allowed: %s; outboxctl serve --allowed-hosts)",

@@ -244,6 +244,9 @@ func TestConsoleGetNeverChangesState(t *testing.T) {
 		require.Equal(t, http.StatusOK, a.code, "GET %s: %s", p, a.body)
 		require.Contains(t, a.hdr.Get("Content-Security-Policy"), "default-src 'none'")
 		require.Contains(t, a.hdr.Get("Content-Security-Policy"), "frame-ancestors 'none'")
+		// Not no-referrer: a browser then sends "Origin: null" with the
+		// console's own forms.
+		require.Equal(t, "same-origin", a.hdr.Get("Referrer-Policy"))
 	}
 	for _, m := range []string{"PUT", "DELETE", "PATCH"} {
 		a := br.do(m, "/actions/retry?event_id="+id.String(), nil)
