@@ -86,6 +86,7 @@ func BenchmarkConsoleList(b *testing.B) {
 		{"quarantined", "/events?state=quarantined", outboxops.ListOptions{Quarantined: true, Limit: 51}},
 		{"pending", "/events?state=pending", outboxops.ListOptions{Pending: true, Limit: 51}},
 		{"pending_page_100", deepPath, outboxops.ListOptions{Pending: true, Limit: 51, After: &after}},
+		{"held", "/events?state=held", outboxops.ListOptions{Held: true, Limit: 51}},
 		{"quarantined_error", "/events?state=quarantined&error=permanent", outboxops.ListOptions{Quarantined: true, ErrorContains: "permanent", Limit: 51}},
 	} {
 		page := measure(b, requests, func() {
