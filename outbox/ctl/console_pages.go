@@ -183,7 +183,7 @@ type eventData struct {
 	OccurredAt string
 	Quarantine bool
 	// Lane is the event's aggregate's events (outbox_events'), or its
-	// order's pending and held events in the log.
+	// order's events in the log.
 	Lane      []outboxops.EventInfo
 	LogLane   []outboxops.LogEvent
 	Workflow  string
@@ -250,8 +250,9 @@ func (c *Console) event(w http.ResponseWriter, r *http.Request) {
 	}
 	// Its lane: what waits behind it in its aggregate.
 	if dt.Source == outboxops.SourceLog {
-		d.LogLane, err = outboxops.PendingLogEvents(r.Context(), c.db, outboxops.PendingLogFilter{
-			AggregateType: d.Aggregate.Type, AggregateID: d.Aggregate.ID, Limit: 50})
+		// Every event of its order, in sequence: the pending list leaves
+		// out those a quarantined hold owns, which are what waits here.
+		d.LogLane, err = outboxops.LogEvents(r.Context(), c.db, d.Aggregate.Type, d.Aggregate.ID)
 	} else {
 		d.Lane, err = outboxops.List(r.Context(), c.db, outboxops.ListOptions{
 			AggregateType: d.Aggregate.Type, AggregateID: d.Aggregate.ID, Limit: 50})

@@ -7,9 +7,13 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
+
+	"github.com/outflow/outflow/outbox/outboxops"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
 const consoleToken = "s3cret-operator-token"
@@ -372,4 +376,42 @@ func TestConsolePagination(t *testing.T) {
 	require.Equal(t, want, got, "every page in order, none twice, only the filter's")
 	a := br.do("GET", "/events?state=quarantined&after=garbage", nil)
 	require.Equal(t, http.StatusBadRequest, a.code)
+}
+
+// TestConsoleOverTheLogSource: the console works for the log source as
+// the CLI does: the overview shows the log, the quarantined list has the
+// hold by the event it is stuck on, the event's page shows it and its
+// order's lane, and a retry shows the CLI's plan for a log hold, then
+// acts.
+func TestConsoleOverTheLogSource(t *testing.T) {
+	t.Parallel()
+	cb := setupConsole(t, ConsoleOptions{Token: consoleToken})
+	bad := cb.order(t)
+	evs := cb.enqueueLog(t, testdb.Event(t, bad, "OrderCreated"), testdb.Event(t, bad, "OrderCancelled"))
+	rec := &logRecorder{poison: map[uuid.UUID]bool{evs[0].ID: true}}
+	cb.runLogRelay(t, rec)
+	eventually(t, 30*time.Second, func() bool {
+		hs, err := outboxops.LogHolds(cb.ctx, cb.pool)
+		require.NoError(t, err)
+		return len(hs) == 1 && hs[0].Quarantined
+	}, "the order's hold quarantined")
+	br := cb.browser()
+	br.header.Set("Authorization", "Bearer "+consoleToken)
+	a := br.do("GET", "/", nil)
+	require.Equal(t, http.StatusOK, a.code, a.body)
+	require.Contains(t, a.body, "Log source")
+	a = br.do("GET", "/events?state=quarantined", nil)
+	require.Contains(t, a.body, evs[0].ID.String())
+	require.Contains(t, a.body, "quarantined (log hold, partition")
+	a = br.do("GET", "/events/"+evs[0].ID.String(), nil)
+	require.Equal(t, http.StatusOK, a.code, a.body)
+	require.Contains(t, a.body, "source log")
+	require.Contains(t, a.body, evs[1].ID.String(), "what waits behind it in its order")
+	csrf := br.csrf(t)
+	a = br.do("POST", "/actions/retry", url.Values{"csrf": {csrf}, "event_id": {evs[0].ID.String()}})
+	require.Equal(t, http.StatusOK, a.code, a.body)
+	require.Contains(t, a.body, "plan: retry the log hold of order/"+bad)
+	a = br.do("POST", "/actions/retry", url.Values{"csrf": {csrf}, "event_id": {evs[0].ID.String()}, "confirm": {"yes"}})
+	require.Equal(t, http.StatusOK, a.code, a.body)
+	require.Contains(t, a.body, "retried the log hold of order/"+bad)
 }
