@@ -21,7 +21,7 @@ import (
 
 // outboxVersions are the versions Migrate records: the numbers of outflow's
 // single sequence the outbox's migrations were cut from, and goose's 0.
-var outboxVersions = []int64{0, 1, 2, 4, 6, 10, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}
+var outboxVersions = []int64{0, 1, 2, 4, 6, 10, 12, 13, 14, 15, 16, 17, 18, 19, 20}
 
 // outboxTables are every table of the outbox's schema and its version table.
 var outboxTables = []string{
