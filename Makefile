@@ -59,7 +59,7 @@ $(TEMPORAL_UI_SERVER): tools/go.mod tools/go.sum
 # Jaeger's storage and query), from a tools module of its own (tools/jaeger:
 # its graph must not move the Temporal binaries'). Built from the module
 # proxy it has no UI assets: its /trace/ID page is a placeholder, its
-# /api/traces/ID the trace.
+# /api/traces/ID the trace, which make demo shows as a page of its own.
 $(JAEGER): tools/jaeger/go.mod tools/jaeger/go.sum
 	@echo "building Jaeger (github.com/jaegertracing/jaeger/cmd/jaeger) from tools/jaeger..."
 	cd tools/jaeger && $(GO) build -o $(JAEGER) github.com/jaegertracing/jaeger/cmd/jaeger

@@ -27,9 +27,9 @@ import (
 
 	"github.com/outflow/outflow/activities"
 	"github.com/outflow/outflow/internal/routes"
-	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/orders/orderhttp"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/cmdkit"
 	"github.com/outflow/outflow/outbox/inbox"
 	"github.com/outflow/outflow/outbox/temporalpub"
 	"github.com/outflow/outflow/workflows"
@@ -43,8 +43,8 @@ var prometheusSeries = []string{"up", "scrape_duration_seconds", "scrape_samples
 // registeredMetrics is every metric name outflow's binaries can export,
 // built the way the binaries build their registries rather than listed by
 // hand:
-//   - the starter's: service.NewRegistry (Go runtime and process
-//     collectors, as relaycmd.NewRegistry), a CDC relay (which holds the
+//   - the starter's: cmdkit.NewRegistry (Go runtime and process
+//     collectors), a CDC relay (which holds the
 //     polling relay's collectors too) and its temporalpub publisher, all
 //     registering on one registry as outbox/relaycmd/run.go wires them;
 //   - the worker's: the same base registry, the inbox's and the activities'
@@ -76,7 +76,7 @@ func registeredMetrics(t *testing.T) map[string]bool {
 	t.Cleanup(tc.Close)
 
 	// The starter.
-	starter := &recorder{Registry: service.NewRegistry()}
+	starter := &recorder{Registry: cmdkit.NewRegistry()}
 	pub, err := temporalpub.New(tc, client.Options{}, temporalpub.Config{Routes: routes.Orders(), Registerer: starter})
 	require.NoError(t, err)
 	_, err = outbox.NewRelay(pool, pub, outbox.RelayConfig{Registerer: starter, Source: "cdc"})
@@ -87,7 +87,7 @@ func registeredMetrics(t *testing.T) map[string]bool {
 	starter.addTo(t, names)
 
 	// The worker.
-	worker := &recorder{Registry: service.NewRegistry()}
+	worker := &recorder{Registry: cmdkit.NewRegistry()}
 	_, err = inbox.New(worker)
 	require.NoError(t, err)
 	_, err = activities.NewMetrics(worker)

@@ -14,10 +14,13 @@ import (
 	"google.golang.org/protobuf/proto"
 )
 
-// codecCostEnv runs TestCodecCost with that many orders per round:
+// codecCostEnv sets BenchmarkCodecCost's orders per round (default
+// codecCostOrders):
 //
-//	OUTFLOW_CODEC_COST=300 go test -count=1 -run TestCodecCost -v ./testsuite/
+//	OUTFLOW_CODEC_COST=400 go test -run '^$' -bench CodecCost -benchtime 1x ./testsuite/
 const codecCostEnv = "OUTFLOW_CODEC_COST"
+
+const codecCostOrders = 300
 
 // costRound is what one stack measured.
 type costRound struct {
@@ -27,7 +30,7 @@ type costRound struct {
 	bytes, bytesNoZlib, plainB int64
 }
 
-// TestCodecCost measures, in one run, what the payload codec costs: the
+// BenchmarkCodecCost measures, in one run, what the payload codec costs: the
 // relay's start rate (events published per second while draining a backlog,
 // from the first to the last published_at) and the worker's rate (orders
 // settled per second once it starts on the started workflows), with the
@@ -35,13 +38,23 @@ type costRound struct {
 // a customer key) with a shipping address; and the size of the histories
 // Temporal stores: plain, encrypted without compression, and encrypted
 // with zlib where it pays (the encrypted-without-zlib size is computed from
-// the same histories' decoded payloads). Rounds alternate plain and codec.
-// It is not part of make test.
-func TestCodecCost(t *testing.T) {
-	n, _ := strconv.Atoi(os.Getenv(codecCostEnv))
-	if n <= 0 {
-		t.Skip("set " + codecCostEnv + "=ORDERS to measure the codec's cost")
+// the same histories' decoded payloads). Rounds alternate plain and codec;
+// the ratios are codec over plain, from the same run. One iteration takes
+// minutes: run it with -benchtime 1x.
+func BenchmarkCodecCost(b *testing.B) {
+	n := codecCostOrders
+	if v := os.Getenv(codecCostEnv); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 2 {
+			b.Fatalf("%s=%q: want a number of orders, at least 2", codecCostEnv, v)
+		}
 	}
+	for range b.N {
+		codecCost(b, n)
+	}
+}
+
+func codecCost(t testing.TB, n int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 	var rounds []costRound
@@ -76,9 +89,14 @@ func TestCodecCost(t *testing.T) {
 		per(enc.plainB, enc.workflows))
 	t.Log(report)
 	fmt.Println(report)
+	if b, ok := t.(*testing.B); ok {
+		b.ReportMetric(enc.relayPerS/plain.relayPerS, "relay_ratio")
+		b.ReportMetric(enc.workerPerS/plain.workerPerS, "worker_ratio")
+		b.ReportMetric(per(enc.bytes, enc.workflows)/per(plain.bytes, plain.workflows), "history_ratio")
+	}
 }
 
-func costOf(ctx context.Context, t *testing.T, n int, withCodec bool) costRound {
+func costOf(ctx context.Context, t testing.TB, n int, withCodec bool) costRound {
 	s := NewStack(t)
 	if !withCodec {
 		s.CodecKeys = ""

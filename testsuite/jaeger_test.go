@@ -3,7 +3,12 @@ package testsuite
 import (
 	"context"
 	"fmt"
+	"html"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -99,4 +104,20 @@ func TestTheDemosTraceLinkResolves(t *testing.T) {
 	})
 	require.NoError(t, err, "%s holds:\n%s", j.APIURL(traceID), strings.Join(got, "\n"))
 	require.Equal(t, fmt.Sprintf("%s/trace/%s", j.URL(), traceID), j.TraceURL(traceID))
+
+	// The demo's link opens its page of the trace (jaeger.Viewer): every
+	// span of the order on it, each under its parent.
+	viewer := httptest.NewServer(jaeger.Viewer(j.URL()))
+	t.Cleanup(viewer.Close)
+	resp, err := http.Get(jaeger.TraceURL(viewer.URL, traceID))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
+	page := html.UnescapeString(string(body))
+	for _, w := range want {
+		svc, name, _ := strings.Cut(w, " ")
+		require.Regexp(t, `(?s)<td class="name">[\x{a0}]*`+regexp.QuoteMeta(name)+`[^<]*</td>\s*<td class="svc">`+regexp.QuoteMeta(svc)+`</td>`, page, "the trace's page shows %s", w)
+	}
 }

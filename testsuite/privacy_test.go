@@ -93,7 +93,7 @@ type history struct {
 // rawHistories fetches the histories of the orders' workflows (one per
 // outbox event) with a client that has no codec, once every workflow has
 // closed.
-func rawHistories(ctx context.Context, t *testing.T, s *Stack, orderIDs ...string) []history {
+func rawHistories(ctx context.Context, t testing.TB, s *Stack, orderIDs ...string) []history {
 	t.Helper()
 	raw, err := client.Dial(client.Options{HostPort: s.Env.Temporal.Address(), Logger: devserver.QuietLogger()})
 	require.NoError(t, err)

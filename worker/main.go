@@ -40,6 +40,7 @@ import (
 	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/internal/telemetry"
 	"github.com/outflow/outflow/internal/temporalclient"
+	"github.com/outflow/outflow/outbox/cmdkit"
 	"github.com/outflow/outflow/outbox/failpoints"
 	"github.com/outflow/outflow/outbox/inbox"
 	"github.com/outflow/outflow/workflows"
@@ -124,7 +125,7 @@ func run(ctx context.Context, logger *slog.Logger, env *service.Env) error {
 	}
 	defer pool.Close()
 
-	reg := service.NewRegistry()
+	reg := cmdkit.NewRegistry()
 
 	// The payload codec (OUTFLOW_CODEC_KEYS) encrypts a customer's personal
 	// data with the customer's key from this database (personal.Subject
@@ -160,8 +161,8 @@ func run(ctx context.Context, logger *slog.Logger, env *service.Env) error {
 
 	var metricsSrv *http.Server
 	if addr := os.Getenv(service.MetricsAddrEnv); addr != "" {
-		if metricsSrv, err = service.ServeMetrics(addr, reg, logger); err != nil {
-			return err
+		if metricsSrv, err = cmdkit.ServeMetrics(addr, reg, logger); err != nil {
+			return fmt.Errorf("%s=%s: %w", service.MetricsAddrEnv, addr, err)
 		}
 	}
 

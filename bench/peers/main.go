@@ -374,7 +374,13 @@ func (b *bench) notes(cs []Contender) {
 			"lost counts the backlog's events undelivered %s after the crash's end, or once the contender had nothing pending and "+
 			"delivered nothing for %s; duplicates are deliveries beyond an event's first; out_of_order counts events whose first "+
 			"delivery came after a later event of their order (a redelivered batch counts as duplicates, not here); the last three "+
-			"summed over rounds.", n, m, n/crashFraction, crashTimeout, crashQuiet)
+			"summed over rounds. Why outflow waits after a kill: each source leases what it holds (claimed rows; the log's "+
+			"partitions) for RelayConfig.Lease, 30 s by default, and a successor may take them only once the lease ran out, "+
+			"since a relay that looks dead may still be publishing; a SIGTERM releases them at once, and a shorter Lease "+
+			"(OUTFLOW_RELAY_LEASE, at least the publish timeout's double) shortens the wait for more renewals. Why the log "+
+			"source redelivers after a restart: it advances a partition's position after the batch it read was delivered, "+
+			"so a cut connection sends it back to the last advanced position; the duplicates are what at-least-once allows, "+
+			"and a consumer drops them by event id (outbox/inbox).", n, m, n/crashFraction, crashTimeout, crashQuiet)
 	}
 	b.res.note("handoff: %d orders/s for %s after 1 s of warm-up, each an order and its event in one transaction; from the "+
 		"return of COMMIT to the sink's call, percentiles of all rounds' samples.", b.cfg.rate, b.cfg.duration)

@@ -29,10 +29,12 @@ type config struct {
 	// can be read beside its client's.
 	cpuProfile string
 
-	// handoffEvents is how many workflows each throughput run starts, bare
-	// and through the relay; handoffRounds is how many bare/relay pairs run
-	// (ABBA order from the second on).
-	handoffEvents, handoffRounds int
+	// handoffEvents is how many workflows each side of a handoff round
+	// starts, bare and through the relay; handoffRounds is how many
+	// bare/relay pairs a run has (ABBA order from the second on), and
+	// handoffRuns how many runs the series has (handoff_ratio is the median
+	// of the runs' ratios).
+	handoffEvents, handoffRounds, handoffRuns int
 	// latencyRate is the steady order rate of the latency run, per second;
 	// latencyDuration its length after one second of warm-up.
 	latencyRate     int
@@ -56,7 +58,7 @@ type config struct {
 
 func fullConfig() config {
 	return config{
-		handoffEvents: 2000, handoffRounds: 4,
+		handoffEvents: 1000, handoffRounds: 8, handoffRuns: 5,
 		latencyRate: 50, latencyDuration: 20 * time.Second, bareLatencyStarts: 200,
 		noopEvents: 50000, noopPerAggregate: 10, noopRounds: 2,
 		writePairs:     2000,
@@ -68,7 +70,7 @@ func fullConfig() config {
 func quickConfig() config {
 	return config{
 		quick:         true,
-		handoffEvents: 300, handoffRounds: 1,
+		handoffEvents: 300, handoffRounds: 1, handoffRuns: 1,
 		latencyRate: 50, latencyDuration: 6 * time.Second, bareLatencyStarts: 50,
 		noopEvents: 10000, noopPerAggregate: 10, noopRounds: 1,
 		writePairs:     300,
@@ -81,7 +83,7 @@ func quickConfig() config {
 var command = cli.Command{
 	Name:    "bench",
 	Summary: "measures outflow's relay against baselines taken in the same run (docs/performance.md); creates and drops scratch databases outflow_bench_* on DATABASE_URL's server.",
-	Usage:   "[--quick] [--only " + strings.Join(phases, ",") + "] [--handoff-rounds N] [--cpuprofile FILE]",
+	Usage:   "[--quick] [--only " + strings.Join(phases, ",") + "] [--handoff-runs N] [--handoff-rounds N] [--cpuprofile FILE]",
 	Env: cli.Vars(
 		[]cli.Var{service.DatabaseVar(database.DefaultURL, "the server the scratch databases are made on (the role needs CREATEDB); never written itself")},
 		temporalclient.Vars(),
@@ -92,10 +94,11 @@ var command = cli.Command{
 // parseFlags reads the command line; -h and --version answer on stdout.
 func parseFlags(args []string, stdout, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	quick := fs.Bool("quick", false, "smaller sizes: about a minute instead of about three")
+	quick := fs.Bool("quick", false, "smaller sizes and one handoff run: about a minute instead of about fifteen")
 	only := fs.String("only", "", "comma-separated phases to run (default all): "+strings.Join(phases, ","))
 	cpuProfile := fs.String("cpuprofile", "", "write the bench process's CPU profile of the run to this `file` (go tool pprof)")
-	rounds := fs.Int("handoff-rounds", 0, "bare/relay `pairs` of the handoff phase (default 4, 1 with --quick); the rounds of one run spread widely on a shared machine, so more of them narrow handoff_ratio (the report gives its standard error)")
+	runs := fs.Int("handoff-runs", 0, "`runs` in the handoff phase's series (default 5, 1 with --quick); handoff_ratio is the median of the runs' ratios, since one run moves by about ±0.1 on a shared machine")
+	rounds := fs.Int("handoff-rounds", 0, "bare/relay `pairs` in each handoff run (default 8, 1 with --quick)")
 	if err := benchcmd.Parse(&command, fs, args, stdout, stderr); err != nil {
 		return config{}, err
 	}
@@ -109,6 +112,12 @@ func parseFlags(args []string, stdout, stderr io.Writer) (config, error) {
 		return config{}, fmt.Errorf("--handoff-rounds %d: want at least 1", *rounds)
 	case *rounds > 0:
 		cfg.handoffRounds = *rounds
+	}
+	switch {
+	case *runs < 0:
+		return config{}, fmt.Errorf("--handoff-runs %d: want at least 1", *runs)
+	case *runs > 0:
+		cfg.handoffRuns = *runs
 	}
 	if *only != "" {
 		for p := range strings.SplitSeq(*only, ",") {

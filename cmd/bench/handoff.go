@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -63,63 +64,76 @@ func (b *bench) measureHandoff(ctx context.Context) error {
 	var bareTime, relayTime time.Duration
 	var bareN, relayN int
 	var bareCPU, relayCPU cpuSample
-	var perRound []string
-	var ratios []float64
-	for round := range b.cfg.handoffRounds {
-		var roundBare, roundRelay float64
-		relayFirst := round%2 == 1
-		for i := range 2 {
-			if (i == 0) != relayFirst { // bare
-				b.progress("handoff round %d: bare ExecuteWorkflow loop, %d starts", round+1, n)
+	var runRatios []float64
+	var perRun []string
+	runs, rounds := b.cfg.handoffRuns, b.cfg.handoffRounds
+	for run := range runs {
+		var runBare, runRelay time.Duration
+		var perRound []string
+		for round := range rounds {
+			var roundBare, roundRelay float64
+			relayFirst := round%2 == 1
+			for i := range 2 {
+				if (i == 0) != relayFirst { // bare
+					b.progress("handoff run %d/%d, round %d/%d: bare ExecuteWorkflow loop, %d starts", run+1, runs, round+1, rounds, n)
+					if err := b.settle(ctx, pool); err != nil {
+						return err
+					}
+					before := sampleCPU()
+					d, err := b.bareStarts(ctx, n, inFlight)
+					if err != nil {
+						return err
+					}
+					bareCPU = bareCPU.add(sampleCPU().sub(before))
+					runBare += d
+					roundBare = perSecond(n, d)
+					b.progress("  %.0f starts/s", roundBare)
+					continue
+				}
+				b.progress("handoff run %d/%d, round %d/%d: enqueueing %d orders, then the relay drains them", run+1, runs, round+1, rounds, n)
+				if err := seedOrders(ctx, pool, n); err != nil {
+					return err
+				}
 				if err := b.settle(ctx, pool); err != nil {
 					return err
 				}
 				before := sampleCPU()
-				d, err := b.bareStarts(ctx, n, inFlight)
+				res, err := drain(ctx, pool, pub, n, b.logger)
 				if err != nil {
 					return err
 				}
-				bareCPU = bareCPU.add(sampleCPU().sub(before))
-				bareTime += d
-				bareN += n
-				roundBare = perSecond(n, d)
-				b.progress("  %.0f starts/s", roundBare)
-				continue
+				relayCPU = relayCPU.add(sampleCPU().sub(before))
+				if res.publishErrors > 0 {
+					b.progress("  warning: %d publish errors (retried with backoff); relay_per_s is pessimistic", res.publishErrors)
+				}
+				runRelay += res.elapsed
+				roundRelay = perSecond(n, res.elapsed)
+				b.progress("  %.0f events/s", roundRelay)
 			}
-			b.progress("handoff round %d: enqueueing %d orders, then the relay drains them", round+1, n)
-			if err := seedOrders(ctx, pool, n); err != nil {
-				return err
-			}
-			if err := b.settle(ctx, pool); err != nil {
-				return err
-			}
-			before := sampleCPU()
-			res, err := drain(ctx, pool, pub, n, b.logger)
-			if err != nil {
-				return err
-			}
-			relayCPU = relayCPU.add(sampleCPU().sub(before))
-			if res.publishErrors > 0 {
-				b.progress("  warning: %d publish errors (retried with backoff); relay_per_s is pessimistic", res.publishErrors)
-			}
-			relayTime += res.elapsed
-			relayN += n
-			roundRelay = perSecond(n, res.elapsed)
-			b.progress("  %.0f events/s", roundRelay)
+			perRound = append(perRound, fmt.Sprintf("%.2f", benchstat.Ratio(roundRelay, roundBare)))
 		}
-		ratios = append(ratios, benchstat.Ratio(roundRelay, roundBare))
-		perRound = append(perRound, fmt.Sprintf("%.2f", ratios[len(ratios)-1]))
+		// A run's ratio is its rates over all its rounds, as one run of
+		// the bench used to report it; the series' figure is their median.
+		ratio := benchstat.Ratio(perSecond(n*rounds, runRelay), perSecond(n*rounds, runBare))
+		runRatios = append(runRatios, ratio)
+		perRun = append(perRun, fmt.Sprintf("%.2f (rounds %s)", ratio, strings.Join(perRound, ", ")))
+		b.progress("handoff run %d/%d: ratio %.2f", run+1, runs, ratio)
+		bareTime += runBare
+		relayTime += runRelay
+		bareN += n * rounds
+		relayN += n * rounds
 	}
 	bare, relay := perSecond(bareN, bareTime), perSecond(relayN, relayTime)
 	b.rep.add(metric{name: "bare_start_per_s", value: bare})
 	b.rep.add(metric{name: "relay_per_s", value: relay})
-	b.rep.add(metric{name: "handoff_ratio", value: benchstat.Ratio(relay, bare), decimals: 2, target: atLeast(handoffTarget(b.store))})
-	b.rep.note("handoff: %d workflow starts per side in %d round(s), alternating which side goes first; bare = "+
+	b.rep.add(metric{name: "handoff_ratio", value: benchstat.MedianOf(runRatios), decimals: 2, target: atLeast(handoffTarget(b.store))})
+	b.rep.note("handoff: a series of %d run(s) of %d round(s); a round is %d workflow starts per side, alternating which side goes first; bare = "+
 		"client.ExecuteWorkflow (the request temporalpub sends) from %d goroutines, the relay's MaxInFlight; relay = "+
 		"outbox relay with default Config and the temporalpub publisher, from Run until every event is marked "+
 		"published; both sides warmed first with %d untimed starts each; before either side's clock starts, the scratch database is vacuumed and checkpointed (%s), so the "+
-		"seed's writes are not flushed in the relay's time; task queue without a worker; rates are total events / total time per side. Ratio per round: %s (%s).",
-		n, b.cfg.handoffRounds, inFlight, min(n, handoffWarmup), b.settledBy(), strings.Join(perRound, ", "), spread(ratios))
+		"seed's writes are not flushed in the relay's time; task queue without a worker. A run's ratio is its relay rate over its bare rate (total events / total time per side); "+
+		"handoff_ratio is the median of the runs' ratios, since one run moves by about ±0.1 with the server's own cost. Runs: %s. Series: %s.",
+		runs, rounds, n, inFlight, min(n, handoffWarmup), b.settledBy(), strings.Join(perRun, "; "), spread(runRatios))
 	b.rep.add(metric{name: "bare_cpu_ms_per_start", value: bareCPU.msPerEvent(bareN), decimals: 2})
 	b.rep.add(metric{name: "relay_cpu_ms_per_event", value: relayCPU.msPerEvent(relayN), decimals: 2})
 	b.rep.note("handoff CPU (the whole machine's busy time per event over each side's timed phases, by process): bare %s; relay %s. Placement: %s.",
@@ -131,15 +145,16 @@ func (b *bench) measureHandoff(ctx context.Context) error {
 // first round.
 const handoffWarmup = 500
 
-// spread says how far the rounds' ratios scatter: their mean and its
-// standard error, the sample's standard deviation over the square root of
-// the rounds (-handoff-rounds narrows it).
+// spread says how far the runs' ratios scatter: their median, range, mean
+// and its standard error (the sample's standard deviation over the square
+// root of the runs; --handoff-runs narrows it).
 func spread(ratios []float64) string {
 	if len(ratios) < 2 {
-		return "one round: no spread; --handoff-rounds 8 or more gives one"
+		return "one run: no spread; --handoff-runs 5 or more gives one"
 	}
 	mean, sem := benchstat.MeanSEM(ratios)
-	return fmt.Sprintf("mean %.3f, standard error %.3f over %d rounds", mean, sem, len(ratios))
+	return fmt.Sprintf("median %.3f, from %.2f to %.2f, mean %.3f, standard error %.3f over %d runs",
+		benchstat.MedianOf(ratios), slices.Min(ratios), slices.Max(ratios), mean, sem, len(ratios))
 }
 
 // settle runs the seed's aftermath before a timed phase: VACUUM (ANALYZE)

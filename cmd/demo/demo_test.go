@@ -126,7 +126,7 @@ func TestPrintTable(t *testing.T) {
 	rows := []result{
 		{orderID: "0191aaaa-bbbb", scenario: sc[1], observed: observed{status: "confirmed", charges: 1, emails: []string{"confirmation"}},
 			workflows: []workflowLink{{eventType: "OrderCreated", workflowID: "wf-1", url: "http://127.0.0.1:8233/namespaces/default/workflows/wf-1"}},
-			traceID:   "4bf92f3577b34da6a3ce929d0e0e4736", traceURL: "http://127.0.0.1:16686/api/traces/4bf92f3577b34da6a3ce929d0e0e4736"},
+			traceID:   "4bf92f3577b34da6a3ce929d0e0e4736", traceURL: "http://127.0.0.1:16686/trace/4bf92f3577b34da6a3ce929d0e0e4736"},
 		{orderID: "0191cccc-dddd", scenario: sc[2], observed: observed{status: "pending"}, mismatch: "status pending, want payment_failed",
 			workflows: []workflowLink{{eventType: "OrderCreated", workflowID: "wf-2"}}},
 	}
@@ -138,7 +138,7 @@ func TestPrintTable(t *testing.T) {
 	require.Contains(t, out, "MISMATCH 0191cccc-dddd (declined card): status pending, want payment_failed")
 	require.Contains(t, out, "http://127.0.0.1:8233/namespaces/default/workflows/wf-1")
 	require.Contains(t, out, "workflow id wf-2")
-	require.Contains(t, out, "0191aaaa-bbbb trace: http://127.0.0.1:16686/api/traces/4bf92f3577b34da6a3ce929d0e0e4736", "the order's trace beside its workflows")
+	require.Contains(t, out, "0191aaaa-bbbb trace: http://127.0.0.1:16686/trace/4bf92f3577b34da6a3ce929d0e0e4736", "the order's trace beside its workflows")
 	require.NotContains(t, out, "0191cccc-dddd trace:", "no link without a trace")
 	require.Contains(t, out, "STOCK")
 	require.Contains(t, out, "WEBHOOKS")

@@ -31,7 +31,8 @@
 //     through (--ui-codec-endpoint, CORS for the UI's origin);
 //   - tracing: OTEL_EXPORTER_OTLP_ENDPOINT if set, else Jaeger's all-in-one
 //     (bin/jaeger, built from the tools module) on free ports, spans in
-//     memory; the children export to it by the standard variables, and an
+//     memory, its traces shown as pages on 127.0.0.1:16686 (or a free
+//     port); the children export to it by the standard variables, and an
 //     order's create and cancel carry a span of the demo's own
 //     (outflow-demo), so the order's trace link shows the whole order;
 //   - the outbox's web page: bin/outboxctl serve on 127.0.0.1:8099 when free

@@ -286,7 +286,7 @@ func run(ctx context.Context) error {
 	}
 	say("outbox console: %s (pending, quarantined, one event; actions: sign in with token %s)", console.url(), console.token)
 	if tr.ui != "" {
-		say("Jaeger: %s (built without its UI: a trace is /api/traces/<id>; a Jaeger with its UI, as in docker compose, shows it at /trace/<id>)", tr.ui)
+		say("traces: %s/trace/<id> (the demo's page over Jaeger's API, %s/api/traces/<id>: Jaeger built from the module proxy has no UI)", tr.viewer, tr.ui)
 	}
 	say("order API: http://%s   inventory: http://%s/stock/BOOK-DDIA   provider ledger: %s/_sim/ledger   webhooks: %s/_sim/webhooks", apiAddr, invAddr, simURL, simURL)
 	fmt.Println()

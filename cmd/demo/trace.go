@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"time"
@@ -18,9 +20,14 @@ import (
 type tracing struct {
 	endpoint string // OTEL_EXPORTER_OTLP_ENDPOINT of the children
 	ui       string // Jaeger's base URL; "" when the endpoint is the user's own
+	viewer   string // the trace pages' base URL (jaeger.Viewer), with ui
 	how      string
 	stop     func()
 }
+
+// viewerPort is where the demo serves its trace pages when it is free:
+// Jaeger's own UI port, which the Jaeger built here leaves unused.
+const viewerPort = 16686
 
 // demoService is the service name of the demo's own spans: one per order,
 // from its placement to its final state, the parent of the order API's
@@ -42,6 +49,20 @@ func ensureTracing(ctx context.Context, root, dataDir string) (*tracing, error) 
 			return nil, err
 		}
 		tr.endpoint, tr.ui, tr.how, tr.stop = j.OTLPEndpoint(), j.URL(), "Jaeger (bin/jaeger, spans in memory)", j.Stop
+		addr, err := preferredAddr(viewerPort)
+		if err != nil {
+			tr.stop()
+			return nil, err
+		}
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			tr.stop()
+			return nil, fmt.Errorf("trace pages on %s: %w", addr, err)
+		}
+		srv := &http.Server{Handler: jaeger.Viewer(j.URL()), ReadHeaderTimeout: 10 * time.Second}
+		go func() { _ = srv.Serve(l) }()
+		tr.viewer = "http://" + addr
+		tr.stop = func() { _ = srv.Close(); j.Stop() }
 	}
 	// The OTLP exporter reads the variables itself; the children inherit
 	// them. The Jaeger started here takes OTLP over HTTP only.
@@ -70,13 +91,14 @@ func ensureTracing(ctx context.Context, root, dataDir string) (*tracing, error) 
 	return tr, nil
 }
 
-// link is where to see a trace: Jaeger's API (this build has no UI assets;
-// a Jaeger with its UI shows the same id at /trace/ID), else its id.
+// link is where to see a trace: the demo's page of it over the Jaeger it
+// started (that build has no UI assets; a Jaeger with its UI shows the
+// same id at /trace/ID), else its id.
 func (tr *tracing) link(traceID string) string {
-	if tr.ui == "" {
+	if tr.viewer == "" {
 		return "trace id " + traceID + " (at " + tr.endpoint + ")"
 	}
-	return jaeger.APIURL(tr.ui, traceID)
+	return jaeger.TraceURL(tr.viewer, traceID)
 }
 
 // orderSpan starts an order's span: the requests sent with its context

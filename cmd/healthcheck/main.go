@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/outflow/outflow/internal/cli"
+	"github.com/outflow/outflow/outbox/cmdkit"
 )
 
 func main() {
@@ -36,7 +37,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	version := fs.Bool("version", false, "print the module version and VCS revision, then exit")
 	fs.Usage = func() {
 		fmt.Fprintln(fs.Output(), "usage: healthcheck [--timeout 3s] URL\n\nGETs URL; exits 0 on a 2xx answer, 1 otherwise.\n\nenvironment: none (the URL is its argument)\n\nflags:")
-		cli.PrintFlags(fs.Output(), fs)
+		cmdkit.PrintFlags(fs.Output(), fs)
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

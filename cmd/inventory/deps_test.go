@@ -19,7 +19,8 @@ import (
 const module = "github.com/outflow/outflow"
 
 // publicPackages are the outflow packages the inventory service may import:
-// those any team adopting the outbox may (docs/embedding.md), and failpoints.
+// those any team adopting the outbox may (docs/embedding.md), failpoints,
+// and cmdkit, the helpers of a service's own main.
 var publicPackages = []string{
 	module + "/outbox",
 	module + "/outbox/outboxops",
@@ -27,6 +28,7 @@ var publicPackages = []string{
 	module + "/outbox/temporalpub/eventsignal",
 	module + "/outbox/inbox",
 	module + "/outbox/failpoints",
+	module + "/outbox/cmdkit",
 }
 
 // ownPackages are the service's own: the binary, which is the whole service.

@@ -28,7 +28,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -39,15 +38,11 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"regexp"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.temporal.io/sdk/client"
@@ -55,6 +50,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/cmdkit"
 	"github.com/outflow/outflow/outbox/failpoints"
 	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/temporalpub"
@@ -98,7 +94,7 @@ func main() {
 // flag or setting).
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	version := fs.Bool("version", false, "print the module version and VCS revision, and exit")
+	printVersion := fs.Bool("version", false, "print the module version and VCS revision, and exit")
 	fs.SetOutput(stderr)
 	fs.Usage = func() {}
 	err := fs.Parse(args)
@@ -109,8 +105,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case err != nil:
 		fmt.Fprintf(stderr, "usage: %s [flags] (%s -h for help)\n", name, name)
 		return 2
-	case *version:
-		fmt.Fprint(stdout, versionText())
+	case *printVersion:
+		fmt.Fprint(stdout, cmdkit.Version(name, version))
 		return 0
 	case fs.NArg() > 0:
 		fmt.Fprintf(stderr, "%s: no arguments expected, got %q\n", name, fs.Args())
@@ -124,8 +120,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "%s: -h lists the environment variables and their defaults\n", name)
 		return 2
 	}
-	logger := slog.New(traceHandler{slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel})})
-	stopTracing, tp, err := startTracing(context.Background(), os.Getenv, logger)
+	logger := slog.New(cmdkit.LogHandler(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel})))
+	tp, stopTracing, err := cmdkit.StartTracing(context.Background(), os.Getenv, serviceName, logger)
 	cfg.tracing = tp != nil
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", name, err)
@@ -145,56 +141,21 @@ func printHelp(w io.Writer, fs *flag.FlagSet) {
 		fmt.Fprintf(w, "  %s (default %s)\n    \t%s\n", v.name, v.def, v.meaning)
 	}
 	fmt.Fprintln(w, "\nflags:\n  -h, --help\n    \tprint this help and exit")
-	// Flags with two dashes, as every outflow binary's help writes them
-	// (internal/cli.PrintFlags, which this public-packages-only binary
-	// cannot import).
-	var b strings.Builder
-	out := fs.Output()
-	fs.SetOutput(&b)
-	fs.PrintDefaults()
-	fs.SetOutput(out)
-	fmt.Fprint(w, regexp.MustCompile(`(?m)^  -([^-\s]{2,})`).ReplaceAllString(b.String(), "  --$1"))
+	cmdkit.PrintFlags(w, fs) // two dashes, as every outflow binary's help
 	fmt.Fprintln(w, "\nA malformed setting stops it before it serves (exit status 2). docs/inventory.md is the guide, docs/reference.md the HTTP API.")
 }
 
 // version is the release a build is of, set by the Makefile's builds with
 // -ldflags "-X main.version=v0.1.0" (git describe); empty, the module
-// version from the build information stands.
+// version from the build information stands (cmdkit.Version).
 var version string
 
-// versionText is what --version prints: the binary, module and version,
-// the VCS revision and the Go version, from the build information.
-func versionText() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return name + " " + cmp.Or(version, "(devel)") + "\nrevision unknown (no build information in this binary)\n"
-	}
-	settings := map[string]string{}
-	for _, s := range bi.Settings {
-		settings[s.Key] = s.Value
-	}
-	var b strings.Builder
-	v := cmp.Or(version, bi.Main.Version, "(devel)")
-	fmt.Fprintf(&b, "%s %s %s\n", name, bi.Main.Path, v)
-	if rev := settings["vcs.revision"]; rev != "" {
-		fmt.Fprintf(&b, "revision %s", rev)
-		if t := settings["vcs.time"]; t != "" {
-			fmt.Fprintf(&b, " %s", t)
-		}
-		if settings["vcs.modified"] == "true" {
-			b.WriteString(" modified")
-		}
-		b.WriteString("\n")
-	} else {
-		b.WriteString("revision unknown (built without VCS stamping: go run, go test, or go build -buildvcs=false)\n")
-	}
-	fmt.Fprintf(&b, "go %s\n", bi.GoVersion)
-	return b.String()
-}
+// serviceName is the service's default OTEL_SERVICE_NAME.
+const serviceName = "outflow-inventory"
 
 // config is the binary's environment.
 type config struct {
-	// tracing: OTEL_EXPORTER_OTLP_ENDPOINT turned tracing on (startTracing).
+	// tracing: OTEL_EXPORTER_OTLP_ENDPOINT turned tracing on (cmdkit.StartTracing).
 	tracing     bool
 	databaseURL string
 	addr        string
@@ -280,8 +241,7 @@ func serve(cfg config, logger *slog.Logger) error {
 		return err
 	}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := cmdkit.NewRegistry()
 	svc, err := NewService(ServiceConfig{DB: db, Registerer: reg, Logger: logger, Failpoints: cfg.failpoints})
 	if err != nil {
 		return err

@@ -16,6 +16,7 @@ import (
 	"github.com/outflow/outflow/migrations"
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/ctl"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/ctltest"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
@@ -90,26 +91,26 @@ func TestMigrateOutboxOnly(t *testing.T) {
 	url := testdb.NewEmptyURL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	b := &testBundle{ctx: ctx, url: url, pool: testdb.Open(t, url)}
-	b.exec(t, `CREATE TABLE invoices (id bigint PRIMARY KEY)`)
+	b := &ctltest.Bundle{Ctx: ctx, URL: url, Pool: testdb.Open(t, url), Main: run}
+	b.Exec(t, `CREATE TABLE invoices (id bigint PRIMARY KEY)`)
 
-	r := b.ctl(t, "status")
-	require.Equal(t, 1, r.code)
-	require.Contains(t, r.stderr, "run `outboxctl migrate` against this DATABASE_URL")
+	r := b.Ctl(t, "status")
+	require.Equal(t, 1, r.Code)
+	require.Contains(t, r.Stderr, "run `outboxctl migrate` against this DATABASE_URL")
 
-	r = b.ok(t, "migrate", "--outbox-only")
-	require.Contains(t, r.stdout, "outbox schema (outflow_schema_version): applied 14 migrations: 00001_init.sql")
-	require.NotContains(t, r.stdout, "order app")
+	r = b.OK(t, "migrate", "--outbox-only")
+	require.Contains(t, r.Stdout, "outbox schema (outflow_schema_version): applied 14 migrations: 00001_init.sql")
+	require.NotContains(t, r.Stdout, "order app")
 	var n int
-	require.NoError(t, b.pool.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE tablename IN ('orders', 'idempotency_keys', 'customer_keys')`).Scan(&n))
+	require.NoError(t, b.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE tablename IN ('orders', 'idempotency_keys', 'customer_keys')`).Scan(&n))
 	require.Zero(t, n, "no order app table in a service's database")
 
 	ev, err := outbox.NewEvent("invoice", "inv-1", "InvoiceIssued", 1, map[string]int{"amount": 100})
 	require.NoError(t, err)
-	enqueued := testdb.Enqueue(t, b.pool, ev)
-	r = b.ok(t, "list", "--pending")
-	require.Contains(t, r.stdout, enqueued[0].ID.String()+"  InvoiceIssued  invoice/inv-1")
-	b.ok(t, "status")
+	enqueued := testdb.Enqueue(t, b.Pool, ev)
+	r = b.OK(t, "list", "--pending")
+	require.Contains(t, r.Stdout, enqueued[0].ID.String()+"  InvoiceIssued  invoice/inv-1")
+	b.OK(t, "status")
 }
 
 // TestHelpAndUsageErrors: `help` lists every command, `help CMD` shows its
@@ -118,12 +119,12 @@ func TestHelpAndUsageErrors(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	var out, errb bytes.Buffer
-	require.Equal(t, 0, run(b.ctx, []string{"help"}, &out, &errb))
+	require.Equal(t, 0, run(b.Ctx, []string{"help"}, &out, &errb))
 	for _, c := range []string{"migrate", "status", "list", "retry", "skip", "replay", "cleanup"} {
 		require.Contains(t, out.String(), "  "+c+" ")
 	}
 	out.Reset()
-	require.Equal(t, 0, run(b.ctx, []string{"help", "skip"}, &out, &errb))
+	require.Equal(t, 0, run(b.Ctx, []string{"help", "skip"}, &out, &errb))
 	require.Contains(t, out.String(), "usage: outboxctl skip EVENT_ID --reason TEXT")
 	require.Contains(t, out.String(), "-actor")
 
@@ -143,9 +144,9 @@ func TestHelpAndUsageErrors(t *testing.T) {
 		{[]string{"cleanup"}, "--retention is mandatory"},
 		{[]string{"cleanup", "--retention", "168h", "--inbox-retention", "1h"}, "shorter than --retention"},
 	} {
-		r := b.ctl(t, tc.args...)
-		require.Equal(t, 2, r.code, "%v: %s", tc.args, r.stderr)
-		require.Contains(t, r.stderr, tc.want, "%v", tc.args)
+		r := b.Ctl(t, tc.args...)
+		require.Equal(t, 2, r.Code, "%v: %s", tc.args, r.Stderr)
+		require.Contains(t, r.Stderr, tc.want, "%v", tc.args)
 	}
 }
 
@@ -159,20 +160,20 @@ func TestMigrateOnAFreshDatabaseIsTheOutboxAlone(t *testing.T) {
 	url := testdb.NewEmptyURL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	b := &testBundle{ctx: ctx, url: url, pool: testdb.Open(t, url)}
+	b := &ctltest.Bundle{Ctx: ctx, URL: url, Pool: testdb.Open(t, url), Main: run}
 
-	r := b.ok(t, "migrate")
-	require.Contains(t, r.stdout, "outbox schema (outflow_schema_version): applied 14 migrations")
-	require.NotContains(t, r.stdout, "order app")
-	rows, err := b.pool.Query(ctx, `SELECT tablename::text FROM pg_tables WHERE schemaname = 'public' AND tablename NOT LIKE 'outbox%' ORDER BY 1`)
+	r := b.OK(t, "migrate")
+	require.Contains(t, r.Stdout, "outbox schema (outflow_schema_version): applied 14 migrations")
+	require.NotContains(t, r.Stdout, "order app")
+	rows, err := b.Pool.Query(ctx, `SELECT tablename::text FROM pg_tables WHERE schemaname = 'public' AND tablename NOT LIKE 'outbox%' ORDER BY 1`)
 	require.NoError(t, err)
 	tables, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	require.NoError(t, err)
 	require.Equal(t, []string{"outflow_schema_version", "processed_events"}, tables, "only the outbox's tables")
 
-	r = b.ctl(t, "migrate", "--order-app", "--outbox-only")
-	require.Equal(t, 2, r.code, r.stderr)
-	require.Contains(t, r.stderr, "--order-app and --outbox-only contradict each other")
+	r = b.Ctl(t, "migrate", "--order-app", "--outbox-only")
+	require.Equal(t, 2, r.Code, r.Stderr)
+	require.Contains(t, r.Stderr, "--order-app and --outbox-only contradict each other")
 
 	// PostgreSQL's own database: refused, naming the fix, nothing created.
 	system := testdb.AdminURL()

@@ -35,7 +35,7 @@ var helpNames = map[string][]string{
 
 // singleDashLong is a flag longer than one letter written with one dash
 // (-database-url) at the start of a help line or after a space or
-// backquote: help writes --database-url (cli.PrintFlags).
+// backquote: help writes --database-url (cmdkit.PrintFlags).
 var singleDashLong = regexp.MustCompile("(?m)(^|[ `\\[(])-[a-z][a-z0-9]+(-[a-z0-9]+)*\\b")
 
 // TestEveryBinaryAnswersHelpAndVersion builds every main package of the

@@ -5,9 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/outflow/outflow/outbox/cmdkit"
 )
 
 // Exit statuses.
@@ -133,7 +134,7 @@ func (c *Command) Parse(fs *flag.FlagSet, args []string, stdout, stderr io.Write
 	version := fs.Bool("version", false, "print the module version and VCS revision, and exit")
 	fs.SetOutput(stderr)
 	fs.Usage = func() {} // a bad flag is reported below, briefly
-	err := ParseFlags(fs, args)
+	err := cmdkit.ParseFlags(fs, args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		c.PrintHelp(stdout, fs)
@@ -169,48 +170,11 @@ func (c *Command) PrintHelp(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprintln(w, "\nflags:")
 	fmt.Fprintln(w, "  -h, --help\n    \tprint this help and exit")
 	if fs != nil {
-		PrintFlags(w, fs)
+		cmdkit.PrintFlags(w, fs)
 	}
 	if c.Notes != "" {
 		fmt.Fprintf(w, "\n%s\n", strings.TrimSpace(c.Notes))
 	}
-}
-
-// longFlag is a line of flag.PrintDefaults that names a flag of more than
-// one letter, which it writes with one dash.
-var longFlag = regexp.MustCompile(`(?m)^  -([^-\s]{2,})`)
-
-// flagInError is a flag named in one of the flag package's errors, which
-// it writes with one dash ("flag provided but not defined: -bogus").
-var flagInError = regexp.MustCompile(`(^|\s)-([a-zA-Z][^\s:=]+)`)
-
-// ParseFlags is fs.Parse(args), but the flag package prints nothing itself,
-// and its error for a bad flag names it with two dashes (flag provided but
-// not defined: --bogus), the style of [PrintFlags]; the caller says it.
-func ParseFlags(fs *flag.FlagSet, args []string) error {
-	out := fs.Output()
-	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
-	fs.SetOutput(out)
-	if err == nil || errors.Is(err, flag.ErrHelp) {
-		return err
-	}
-	if strings.HasPrefix(err.Error(), "bad flag syntax") { // as typed
-		return err
-	}
-	return errors.New(flagInError.ReplaceAllString(err.Error(), "$1--$2"))
-}
-
-// PrintFlags writes fs's flags as flag.PrintDefaults does, but every flag
-// longer than one letter with two dashes (--database-url): the one style
-// every binary's help and messages use. The flag package accepts both.
-func PrintFlags(w io.Writer, fs *flag.FlagSet) {
-	var b strings.Builder
-	out := fs.Output()
-	fs.SetOutput(&b)
-	fs.PrintDefaults()
-	fs.SetOutput(out)
-	io.WriteString(w, longFlag.ReplaceAllString(b.String(), "  --$1"))
 }
 
 // PrintVars writes vars as flag.PrintDefaults writes flags: the name and

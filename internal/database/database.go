@@ -7,15 +7,15 @@ package database
 
 import (
 	"context"
-	"fmt"
 	"os"
-	"time"
 
 	"github.com/exaring/otelpgx"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/outflow/outflow/internal/telemetry"
 	"github.com/outflow/outflow/migrations"
+	"github.com/outflow/outflow/outbox/cmdkit"
 )
 
 // DefaultURL is used when DATABASE_URL is unset.
@@ -29,37 +29,27 @@ func URL() string {
 	return DefaultURL
 }
 
-// Open connects to url and pings it. While tracing is on
+// Open connects to url and pings it (cmdkit.Open). While tracing is on
 // (telemetry.Enabled), each statement is a span of the request, publish or
 // activity whose context runs it (otelpgx: never a trace of its own, and
 // the statement's text without its parameters, so no personal data).
 func Open(ctx context.Context, url string) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		return nil, fmt.Errorf("database: DATABASE_URL is not a valid PostgreSQL URL: %w", err)
-	}
+	return cmdkit.Open(ctx, url, tracer())
+}
+
+// tracer is otelpgx's while tracing is on, else nil.
+func tracer() pgx.QueryTracer {
 	if telemetry.Enabled() {
-		cfg.ConnConfig.Tracer = otelpgx.NewTracer()
+		return otelpgx.NewTracer()
 	}
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("database: %w", err)
-	}
-	pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	if err := pool.Ping(pctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("database: cannot reach %s@%s:%d/%s: %w (set DATABASE_URL)",
-			cfg.ConnConfig.User, cfg.ConnConfig.Host, cfg.ConnConfig.Port, cfg.ConnConfig.Database, err)
-	}
-	return pool, nil
+	return nil
 }
 
 // OpenChecked opens url and refuses a database whose schema, the outbox's
 // or the order app's, is behind this binary, with an error that names
 // `outboxctl migrate`: for the order app's binaries.
 func OpenChecked(ctx context.Context, url string) (*pgxpool.Pool, error) {
-	return openChecked(ctx, url, migrations.Check)
+	return cmdkit.OpenChecked(ctx, url, tracer(), migrations.Check)
 }
 
 // OpenCheckedOutbox is [OpenChecked] for a binary that needs only the
@@ -67,17 +57,5 @@ func OpenChecked(ctx context.Context, url string) (*pgxpool.Pool, error) {
 // without the order app's tables; where the database has them, they must
 // be current too (see migrations.CheckOutbox).
 func OpenCheckedOutbox(ctx context.Context, url string) (*pgxpool.Pool, error) {
-	return openChecked(ctx, url, migrations.CheckOutbox)
-}
-
-func openChecked(ctx context.Context, url string, check func(context.Context, *pgxpool.Pool) error) (*pgxpool.Pool, error) {
-	pool, err := Open(ctx, url)
-	if err != nil {
-		return nil, err
-	}
-	if err := check(ctx, pool); err != nil {
-		pool.Close()
-		return nil, err
-	}
-	return pool, nil
+	return cmdkit.OpenChecked(ctx, url, tracer(), migrations.CheckOutbox)
 }

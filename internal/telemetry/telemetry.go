@@ -17,21 +17,10 @@ package telemetry
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
-	"strings"
 	"sync/atomic"
-	"time"
 
-	"go.opentelemetry.io/otel"
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
+	"github.com/outflow/outflow/outbox/cmdkit"
 )
 
 // The default service names (OTEL_SERVICE_NAME overrides them).
@@ -43,7 +32,7 @@ const (
 	ServiceProviderSim = "outflow-providersim"
 )
 
-// The standard variables Setup reads itself; the SDK and the exporters read
+// The standard variables Setup reads (cmdkit.StartTracing); the SDK and the exporters read
 // the others (OTEL_TRACES_SAMPLER, OTEL_EXPORTER_OTLP_HEADERS, ...).
 const (
 	EndpointEnv       = "OTEL_EXPORTER_OTLP_ENDPOINT"
@@ -60,44 +49,16 @@ var enabled atomic.Bool
 func Enabled() bool { return enabled.Load() }
 
 // Setup turns tracing on when the environment (read through getenv, the
-// main's os.Getenv) names an OTLP endpoint: it sets otel's global tracer
-// provider (batching to the OTLP exporter) and the W3C trace-context and
-// baggage propagator. It returns the function that flushes and stops it,
-// which the main calls before it exits; a no-op when tracing is off.
+// main's os.Getenv) names an OTLP endpoint (cmdkit.StartTracing: otel's
+// global tracer provider, batching to the OTLP exporter, and the W3C
+// trace-context and baggage propagator). It returns the function that
+// flushes and stops it, which the main calls before it exits; a no-op when
+// tracing is off.
 func Setup(ctx context.Context, getenv func(string) string, defaultService string) (shutdown func(context.Context) error, err error) {
-	off := func(context.Context) error { return nil }
-	if strings.EqualFold(getenv(SDKDisabledEnv), "true") || getenv(EndpointEnv)+getenv(TracesEndpointEnv) == "" {
-		return off, nil
+	tp, _, err := cmdkit.StartTracing(ctx, getenv, defaultService, nil)
+	if err != nil || tp == nil {
+		return func(context.Context) error { return nil }, err
 	}
-	protocol := getenv(TracesProtocolEnv)
-	if protocol == "" {
-		protocol = getenv(ProtocolEnv)
-	}
-	var exp *otlptrace.Exporter
-	switch protocol {
-	case "", "http/protobuf":
-		exp, err = otlptracehttp.New(ctx)
-	case "grpc":
-		exp, err = otlptracegrpc.New(ctx)
-	default:
-		return off, fmt.Errorf("%s=%q: want grpc or http/protobuf", ProtocolEnv, protocol)
-	}
-	if err != nil {
-		return off, fmt.Errorf("tracing: the OTLP exporter: %w", err)
-	}
-	name := getenv(ServiceNameEnv)
-	if name == "" {
-		name = defaultService
-	}
-	// The SDK's default resource reads OTEL_RESOURCE_ATTRIBUTES; the
-	// service name is the variable's or the binary's default.
-	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(attribute.String("service.name", name)))
-	if err != nil {
-		return off, fmt.Errorf("tracing: resource: %w", err)
-	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	otel.SetTracerProvider(tp)
-	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
 	enabled.Store(true)
 	return func(ctx context.Context) error {
 		enabled.Store(false)
@@ -106,40 +67,15 @@ func Setup(ctx context.Context, getenv func(string) string, defaultService strin
 }
 
 // LogHandler wraps h so that a record logged with a context holding a
-// valid span (logger.InfoContext(ctx, ...)) carries its trace_id and
-// span_id, and the log lines of every binary can be joined to the trace.
-func LogHandler(h slog.Handler) slog.Handler { return traceHandler{h} }
-
-type traceHandler struct{ slog.Handler }
-
-func (t traceHandler) Handle(ctx context.Context, r slog.Record) error {
-	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
-		r = r.Clone()
-		r.AddAttrs(slog.String("trace_id", sc.TraceID().String()), slog.String("span_id", sc.SpanID().String()))
-	}
-	return t.Handler.Handle(ctx, r)
-}
-
-func (t traceHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return traceHandler{t.Handler.WithAttrs(attrs)}
-}
-
-func (t traceHandler) WithGroup(name string) slog.Handler {
-	return traceHandler{t.Handler.WithGroup(name)}
-}
+// valid span carries its trace_id and span_id (cmdkit.LogHandler).
+func LogHandler(h slog.Handler) slog.Handler { return cmdkit.LogHandler(h) }
 
 // Start is [Setup] for a main that defers the stop: stop flushes the last
 // spans (for at most five seconds) and logs a failure to logger.
 func Start(ctx context.Context, getenv func(string) string, defaultService string, logger *slog.Logger) (stop func(), err error) {
-	shutdown, err := Setup(ctx, getenv, defaultService)
-	if err != nil {
-		return func() {}, err
+	tp, stop, err := cmdkit.StartTracing(ctx, getenv, defaultService, logger)
+	if tp != nil {
+		enabled.Store(true)
 	}
-	return func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := shutdown(ctx); err != nil {
-			logger.Warn("tracing: flushing the last spans failed", "error", err)
-		}
-	}, nil
+	return func() { enabled.Store(false); stop() }, err
 }

@@ -9,11 +9,8 @@ package temporalclient
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"os"
-	"strconv"
 	"strings"
 
 	"go.temporal.io/sdk/client"
@@ -23,6 +20,7 @@ import (
 	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/codec"
 	"github.com/outflow/outflow/internal/telemetry"
+	"github.com/outflow/outflow/outbox/cmdkit"
 )
 
 // Option adds to what [ClientOptions] loads.
@@ -54,28 +52,6 @@ func WithPersonalData(subject codec.SubjectFunc) Option {
 // WithGetenv reads the codec's variables through getenv (tests).
 func WithGetenv(getenv func(string) string) Option {
 	return func(s *temporalSettings) { s.getenv = getenv }
-}
-
-// checkHostPort refuses an address the client would accept and then never
-// reach (it dials lazily): "host:port", or a gRPC target with a scheme
-// (dns:///host:port, unix:///path) passed through as it is.
-func checkHostPort(hostPort string) error {
-	if strings.Contains(hostPort, "://") || strings.HasPrefix(hostPort, "unix:") {
-		return nil
-	}
-	host, port, err := net.SplitHostPort(hostPort)
-	if err == nil && host == "" {
-		err = errors.New("no host")
-	}
-	if err == nil {
-		if n, perr := strconv.Atoi(port); perr != nil || n < 1 || n > 65535 {
-			err = fmt.Errorf("port %q is not a number from 1 to 65535", port)
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("TEMPORAL_ADDRESS=%q (or the address of the Temporal config file's profile): want host:port, e.g. %s: %v", hostPort, client.DefaultHostPort, err)
-	}
-	return nil
 }
 
 // WithEnviron reads every variable, the TEMPORAL_* ones and the codec's,
@@ -131,8 +107,8 @@ func ClientOptions(opts ...Option) (client.Options, error) {
 	if o.HostPort == "" {
 		o.HostPort = client.DefaultHostPort
 	}
-	if err := checkHostPort(o.HostPort); err != nil {
-		return client.Options{}, cli.Config(err)
+	if err := cmdkit.CheckHostPort(o.HostPort); err != nil {
+		return client.Options{}, cli.Config(fmt.Errorf("TEMPORAL_ADDRESS=%q (or the address of the Temporal config file's profile; e.g. %s): %w", o.HostPort, client.DefaultHostPort, err))
 	}
 	if o.Namespace == "" {
 		o.Namespace = client.DefaultNamespace

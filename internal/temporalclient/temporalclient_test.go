@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.temporal.io/sdk/client"
 
+	"github.com/outflow/outflow/internal/cli"
 	"github.com/outflow/outflow/internal/codec"
 )
 
@@ -46,10 +47,14 @@ func TestCodecDataConverterFromTheEnvironment(t *testing.T) {
 func TestTemporalAddressIsCheckedAtStart(t *testing.T) {
 	t.Parallel()
 	for _, ok := range []string{"localhost:7233", "127.0.0.1:7233", "[::1]:7233", "my-ns.a1b2c.tmprl.cloud:7233", "dns:///temporal.internal:7233", "unix:///run/temporal.sock"} {
-		require.NoError(t, checkHostPort(ok), ok)
+		o, err := ClientOptions(WithEnviron([]string{"TEMPORAL_ADDRESS=" + ok}))
+		require.NoError(t, err, ok)
+		require.Equal(t, ok, o.HostPort)
 	}
 	for _, bad := range []string{"not a host:port:x", "localhost", ":7233", "localhost:port", "localhost:0", "localhost:70000"} {
-		err := checkHostPort(bad)
+		_, err := ClientOptions(WithEnviron([]string{"TEMPORAL_ADDRESS=" + bad}))
+		var c *cli.ConfigError
+		require.ErrorAs(t, err, &c, bad)
 		require.ErrorContains(t, err, `TEMPORAL_ADDRESS="`+bad+`"`, bad)
 		require.ErrorContains(t, err, "want host:port", bad)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/outboxtest"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/ctltest"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
 
@@ -75,7 +76,7 @@ var actionSources = []actionSource{
 		name:  "poll",
 		setup: setup,
 		relay: func(t *testing.T, b *testBundle, pub outbox.Publisher) outbox.Runner {
-			r, err := outbox.NewRelay(b.pool, pub, withSource(actionRelayConfig(), "poll", nil))
+			r, err := outbox.NewRelay(b.Pool, pub, withSource(actionRelayConfig(), "poll", nil))
 			require.NoError(t, err)
 			return r
 		},
@@ -86,10 +87,10 @@ var actionSources = []actionSource{
 			pool, url := testdb.NewLogical(t)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			t.Cleanup(cancel)
-			return &testBundle{ctx: ctx, pool: pool, url: url}
+			return bundleOn(ctx, pool, url)
 		},
 		relay: func(t *testing.T, b *testBundle, pub outbox.Publisher) outbox.Runner {
-			r, err := outbox.NewRelay(b.pool, pub, withSource(actionRelayConfig(), "cdc", func(c *outbox.RelayConfig) {
+			r, err := outbox.NewRelay(b.Pool, pub, withSource(actionRelayConfig(), "cdc", func(c *outbox.RelayConfig) {
 				c.CDCSlot = "outflow_actions_" + uuid.NewString()[:8]
 				// The sweeper publishes what the stream was not handed (a
 				// retried or replayed event) once it is this old.
@@ -105,7 +106,7 @@ var actionSources = []actionSource{
 		setup:   setup,
 		enqueue: outbox.EnqueueConfig{Log: true},
 		relay: func(t *testing.T, b *testBundle, pub outbox.Publisher) outbox.Runner {
-			r, err := outbox.NewRelay(b.pool, pub, withSource(actionRelayConfig(), "log", nil))
+			r, err := outbox.NewRelay(b.Pool, pub, withSource(actionRelayConfig(), "log", nil))
 			require.NoError(t, err)
 			return r
 		},
@@ -146,9 +147,9 @@ func TestOperatorActions(t *testing.T) {
 			b := src.setup(t)
 			retried, skipped, other := b.order(t), b.order(t), b.order(t)
 			enq := outbox.NewEnqueuer(src.enqueue)
-			r := testdb.EnqueueWith(t, b.pool, enq,
+			r := testdb.EnqueueWith(t, b.Pool, enq,
 				testdb.Event(t, retried, "OrderCreated"), testdb.Event(t, retried, "OrderPaid"), testdb.Event(t, retried, "OrderShipped"))
-			s := testdb.EnqueueWith(t, b.pool, enq,
+			s := testdb.EnqueueWith(t, b.Pool, enq,
 				testdb.Event(t, skipped, "OrderCreated"), testdb.Event(t, skipped, "OrderPaid"), testdb.Event(t, skipped, "OrderShipped"))
 			pub := &actionPub{poison: map[uuid.UUID]bool{r[1].ID: true, s[1].ID: true}}
 			outboxtest.Run(t, src.relay(t, b, pub))
@@ -157,33 +158,33 @@ func TestOperatorActions(t *testing.T) {
 			for _, id := range []uuid.UUID{r[1].ID, s[1].ID} {
 				b.waitQuarantined(t, id)
 			}
-			o := testdb.EnqueueWith(t, b.pool, enq, testdb.Event(t, other, "OrderCreated"))
-			b.waitDelivered(t, pub, other, idsOf(o...), nil)
-			requireDelivered(t, pub, retried, idsOf(r[0]), nil, "a quarantined event holds its order's later events")
-			requireDelivered(t, pub, skipped, idsOf(s[0]), nil, "a quarantined event holds its order's later events")
+			o := testdb.EnqueueWith(t, b.Pool, enq, testdb.Event(t, other, "OrderCreated"))
+			b.waitDelivered(t, pub, other, ctltest.IDs(o...), nil)
+			requireDelivered(t, pub, retried, ctltest.IDs(r[0]), nil, "a quarantined event holds its order's later events")
+			requireDelivered(t, pub, skipped, ctltest.IDs(s[0]), nil, "a quarantined event holds its order's later events")
 
 			// Retry, once the cause is mended: the rest of the order, in order.
 			pub.cure(r[1].ID)
-			b.ok(t, "retry", r[1].ID.String(), "--yes")
-			b.waitDelivered(t, pub, retried, idsOf(r...), nil)
+			b.OK(t, "retry", r[1].ID.String(), "--yes")
+			b.waitDelivered(t, pub, retried, ctltest.IDs(r...), nil)
 
 			// Skip: never delivered; the order goes on past it.
-			b.ok(t, "skip", s[1].ID.String(), "--reason", "refunded by hand", "--yes")
-			b.waitDelivered(t, pub, skipped, idsOf(s[0], s[2]), nil)
-			require.Regexp(t, `state\s+skipped`, b.ok(t, "show", s[1].ID.String(), "--temporal=false").stdout)
+			b.OK(t, "skip", s[1].ID.String(), "--reason", "refunded by hand", "--yes")
+			b.waitDelivered(t, pub, skipped, ctltest.IDs(s[0], s[2]), nil)
+			require.Regexp(t, `state\s+skipped`, b.OK(t, "show", s[1].ID.String(), "--temporal=false").Stdout)
 
 			// Replay of both orders: delivered again as replays, in order,
 			// the skipped event not among them, and the plan says so.
-			require.NoError(t, outboxops.RecordReplayHorizon(b.ctx, b.pool, time.Hour, "the test's namespace keeps 1h"))
+			require.NoError(t, outboxops.RecordReplayHorizon(b.Ctx, b.Pool, time.Hour, "the test's namespace keeps 1h"))
 			from := time.Now().Add(-10 * time.Minute).UTC().Format(time.RFC3339)
 			to := time.Now().Add(time.Minute).UTC().Format(time.RFC3339)
-			out := b.ok(t, "replay", "--from", from, "--to", to, "--aggregate", skipped, "--aggregate-type", "order", "--yes").stdout
+			out := b.OK(t, "replay", "--from", from, "--to", to, "--aggregate", skipped, "--aggregate-type", "order", "--yes").Stdout
 			require.Contains(t, out, "replayed 2 events", "the plan counts what is delivered, not the skipped event")
-			b.waitDelivered(t, pub, skipped, idsOf(s[0], s[2], s[0], s[2]), []bool{false, false, true, true})
-			out = b.ok(t, "replay", "--from", from, "--to", to, "--aggregate", retried, "--aggregate-type", "order", "--yes").stdout
+			b.waitDelivered(t, pub, skipped, ctltest.IDs(s[0], s[2], s[0], s[2]), []bool{false, false, true, true})
+			out = b.OK(t, "replay", "--from", from, "--to", to, "--aggregate", retried, "--aggregate-type", "order", "--yes").Stdout
 			require.Contains(t, out, "replayed 3 events")
-			b.waitDelivered(t, pub, retried, append(idsOf(r...), idsOf(r...)...), []bool{false, false, false, true, true, true})
-			requireDelivered(t, pub, skipped, idsOf(s[0], s[2], s[0], s[2]), []bool{false, false, true, true},
+			b.waitDelivered(t, pub, retried, append(ctltest.IDs(r...), ctltest.IDs(r...)...), []bool{false, false, false, true, true, true})
+			requireDelivered(t, pub, skipped, ctltest.IDs(s[0], s[2], s[0], s[2]), []bool{false, false, true, true},
 				"a skipped event is never delivered, not even by a replay")
 		})
 	}
@@ -193,8 +194,8 @@ func TestOperatorActions(t *testing.T) {
 func (b *testBundle) waitQuarantined(t *testing.T, id uuid.UUID) {
 	t.Helper()
 	require.Eventually(t, func() bool {
-		r := b.ctl(t, "list", "--quarantined")
-		return r.code == 0 && strings.Contains(r.stdout, id.String())
+		r := b.Ctl(t, "list", "--quarantined")
+		return r.Code == 0 && strings.Contains(r.Stdout, id.String())
 	}, 30*time.Second, 50*time.Millisecond, "event %s quarantined", id)
 }
 

@@ -31,15 +31,15 @@ func (b *testBundle) seedCleanup(t *testing.T, oldPublished int) cleanupSeed {
 	var s cleanupSeed
 	var published []uuid.UUID
 	for i := range oldPublished {
-		published = append(published, b.enqueue(t, fmt.Sprintf("o-old-%d", i), "OrderCreated")[0].ID)
+		published = append(published, b.Enqueue(t, fmt.Sprintf("o-old-%d", i), "OrderCreated")[0].ID)
 	}
 	for _, id := range published {
-		b.force(t, id, outboxtest.SetOccurred(11*day), outboxtest.SetPublished(10*day))
+		b.Force(t, id, outboxtest.SetOccurred(11*day), outboxtest.SetPublished(10*day))
 	}
-	b.exec(t, `INSERT INTO processed_events (consumer_name, event_id, processed_at)
+	b.Exec(t, `INSERT INTO processed_events (consumer_name, event_id, processed_at)
 	           SELECT 'projection', id, now() - interval '10 days' FROM unnest($1::uuid[]) AS id`, published)
-	skipped := b.enqueue(t, "o-skipped", "OrderCreated")[0].ID
-	b.force(t, skipped, outboxtest.SetQuarantined(10*day, ""), outboxtest.SetSkipped(10*day, "ops", "test"))
+	skipped := b.Enqueue(t, "o-skipped", "OrderCreated")[0].ID
+	b.Force(t, skipped, outboxtest.SetQuarantined(10*day, ""), outboxtest.SetSkipped(10*day, "ops", "test"))
 	s.old = published
 	s.keep = append(s.keep, skipped) // the record of an operator's decision
 
@@ -50,13 +50,13 @@ func (b *testBundle) seedCleanup(t *testing.T, oldPublished int) cleanupSeed {
 		{outboxtest.SetOccurred(30 * day), outboxtest.SetReplayRequested()},
 		{outboxtest.SetPublished(day)},
 	} {
-		id := b.enqueue(t, "o-keep-"+uuid.NewString()[:8], "OrderCreated")[0].ID
-		b.force(t, id, state...)
+		id := b.Enqueue(t, "o-keep-"+uuid.NewString()[:8], "OrderCreated")[0].ID
+		b.Force(t, id, state...)
 		s.keep = append(s.keep, id)
 	}
 	// An old inbox row of a retained event, and a recent one: both stay.
-	b.exec(t, `INSERT INTO processed_events (consumer_name, event_id, processed_at) VALUES ('projection', $1, now() - interval '30 days')`, s.keep[0])
-	b.exec(t, `INSERT INTO processed_events (consumer_name, event_id, processed_at) VALUES ('projection', $1, now())`, uuid.New())
+	b.Exec(t, `INSERT INTO processed_events (consumer_name, event_id, processed_at) VALUES ('projection', $1, now() - interval '30 days')`, s.keep[0])
+	b.Exec(t, `INSERT INTO processed_events (consumer_name, event_id, processed_at) VALUES ('projection', $1, now())`, uuid.New())
 	return s
 }
 
@@ -66,12 +66,12 @@ const day = 24 * time.Hour
 // counts returns how many of ids are still in the outbox, and the inbox size.
 func (b *testBundle) counts(t *testing.T, ids []uuid.UUID) (events, inbox int) {
 	t.Helper()
-	for _, e := range outboxtest.Events(t, b.pool, outboxtest.Match{}) {
+	for _, e := range outboxtest.Events(t, b.Pool, outboxtest.Match{}) {
 		if slices.Contains(ids, e.ID) {
 			events++
 		}
 	}
-	require.NoError(t, b.pool.QueryRow(context.Background(), `SELECT count(*) FROM processed_events`).Scan(&inbox))
+	require.NoError(t, b.Pool.QueryRow(context.Background(), `SELECT count(*) FROM processed_events`).Scan(&inbox))
 	return events, inbox
 }
 
@@ -83,8 +83,8 @@ func TestCleanup(t *testing.T) {
 	b := setup(t)
 	s := b.seedCleanup(t, 7)
 
-	r := b.ok(t, "cleanup", "--retention", "168h", "--batch-size", "3", "--yes")
-	require.Contains(t, r.stdout, "plan: delete, in batches of 3, the events published more than 168h0m0s ago")
+	r := b.OK(t, "cleanup", "--retention", "168h", "--batch-size", "3", "--yes")
+	require.Contains(t, r.Stdout, "plan: delete, in batches of 3, the events published more than 168h0m0s ago")
 	require.Equal(t, []string{
 		"outbox_events: batch 1 deleted 3 rows (3 so far)",
 		"outbox_events: batch 2 deleted 3 rows (6 so far)",
@@ -92,10 +92,10 @@ func TestCleanup(t *testing.T) {
 		"processed_events: batch 1 deleted 3 rows (3 so far)",
 		"processed_events: batch 2 deleted 3 rows (6 so far)",
 		"processed_events: batch 3 deleted 1 rows (7 so far)",
-	}, strings.Split(strings.TrimSpace(r.stdout), "\n")[1:7])
-	require.Contains(t, r.stdout, "deleted 7 events")
-	require.Contains(t, r.stdout, "log: made 0 ranges ahead, dropped 0", "the log's ranges are there since the migration")
-	require.Contains(t, r.stderr, "outboxctl: cleanup")
+	}, strings.Split(strings.TrimSpace(r.Stdout), "\n")[1:7])
+	require.Contains(t, r.Stdout, "deleted 7 events")
+	require.Contains(t, r.Stdout, "log: made 0 ranges ahead, dropped 0", "the log's ranges are there since the migration")
+	require.Contains(t, r.Stderr, "outboxctl: cleanup")
 
 	old, inbox := b.counts(t, s.old)
 	require.Zero(t, old)
@@ -103,13 +103,13 @@ func TestCleanup(t *testing.T) {
 	require.Equal(t, len(s.keep), kept, "never an unpublished, quarantined, skipped, backing-off, replayed or recent event")
 	require.Equal(t, 2, inbox, "the inbox rows of a retained event and recent ones stay")
 
-	r = b.ok(t, "cleanup", "--retention", "168h", "--yes")
-	require.Contains(t, r.stdout, "deleted 0 events")
+	r = b.OK(t, "cleanup", "--retention", "168h", "--yes")
+	require.Contains(t, r.Stdout, "deleted 0 events")
 
-	r = b.ctl(t, "replay", "--from", time.Now().Add(-30*24*time.Hour).UTC().Format(time.RFC3339),
+	r = b.Ctl(t, "replay", "--from", time.Now().Add(-30*24*time.Hour).UTC().Format(time.RFC3339),
 		"--to", time.Now().UTC().Format(time.RFC3339), "--yes")
-	require.Equal(t, 1, r.code)
-	require.Contains(t, r.stderr, "before the cleanup horizon")
+	require.Equal(t, 1, r.Code)
+	require.Contains(t, r.Stderr, "before the cleanup horizon")
 }
 
 // TestCleanupCrashMidBatch runs the real binary with
@@ -123,10 +123,10 @@ func TestCleanupCrashMidBatch(t *testing.T) {
 	s := b.seedCleanup(t, 25)
 
 	cleanup := func(failpoints string) (*exec.Cmd, []byte, error) {
-		ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
+		ctx, cancel := context.WithTimeout(b.Ctx, time.Minute)
 		defer cancel()
 		cmd := exec.CommandContext(ctx, exe, "cleanup", "--retention", "168h", "--batch-size", "10", "--yes")
-		cmd.Env = append(os.Environ(), "DATABASE_URL="+b.url, "OUTFLOW_FAILPOINTS="+failpoints)
+		cmd.Env = append(os.Environ(), "DATABASE_URL="+b.URL, "OUTFLOW_FAILPOINTS="+failpoints)
 		out, err := cmd.CombinedOutput()
 		return cmd, out, err
 	}

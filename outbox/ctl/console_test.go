@@ -29,7 +29,7 @@ func setupConsole(t *testing.T, opts ConsoleOptions) *consoleBundle {
 	b := setup(t)
 	env := &Env{Actor: "tester@test-host", Logger: quiet(), app: &App{Commands: commands, SettleSkipTx: settleOrder}}
 	opts.Addr = "127.0.0.1:8099"
-	c, err := NewConsole(env, b.pool, opts)
+	c, err := NewConsole(env, b.Pool, opts)
 	require.NoError(t, err)
 	return &consoleBundle{testBundle: b, console: c}
 }
@@ -99,17 +99,17 @@ func (br *browser) csrf(t *testing.T) string {
 func (cb *consoleBundle) snapshot(t *testing.T) string {
 	t.Helper()
 	var s string
-	require.NoError(t, cb.pool.QueryRow(cb.ctx, `SELECT coalesce(string_agg(row_to_json(e)::text, E'\n' ORDER BY event_id), '') FROM outbox_events e`).Scan(&s))
+	require.NoError(t, cb.Pool.QueryRow(cb.Ctx, `SELECT coalesce(string_agg(row_to_json(e)::text, E'\n' ORDER BY event_id), '') FROM outbox_events e`).Scan(&s))
 	var audits string
-	require.NoError(t, cb.pool.QueryRow(cb.ctx, `SELECT count(*)::text FROM outbox_bulk_retries`).Scan(&audits))
+	require.NoError(t, cb.Pool.QueryRow(cb.Ctx, `SELECT count(*)::text FROM outbox_bulk_retries`).Scan(&audits))
 	return s + "\naudits=" + audits
 }
 
 // quarantined enqueues one event and quarantines it.
 func (cb *consoleBundle) quarantined(t *testing.T, lastError string) uuid.UUID {
 	t.Helper()
-	ev := cb.enqueue(t, cb.order(t), "OrderCreated")[0]
-	cb.quarantine(t, ev.ID, lastError)
+	ev := cb.Enqueue(t, cb.order(t), "OrderCreated")[0]
+	cb.Quarantine(t, ev.ID, lastError)
 	return ev.ID
 }
 
@@ -185,7 +185,7 @@ func TestConsoleCSRF(t *testing.T) {
 	a = br.do("POST", "/actions/retry", url.Values{"csrf": {csrf}, "event_id": {id.String()}, "confirm": {"yes"}})
 	require.Equal(t, http.StatusOK, a.code, a.body)
 	require.Contains(t, a.body, "retried "+id.String())
-	row := cb.row(t, id)
+	row := cb.Row(t, id)
 	require.Nil(t, row.QuarantinedAt)
 	require.Zero(t, row.Attempts)
 }
@@ -228,7 +228,7 @@ func TestConsoleGetNeverChangesState(t *testing.T) {
 	t.Parallel()
 	cb := setupConsole(t, ConsoleOptions{Token: consoleToken})
 	id := cb.quarantined(t, "permanent: bad payload")
-	pending := cb.enqueue(t, cb.order(t), "OrderCreated", "OrderPaid")
+	pending := cb.Enqueue(t, cb.order(t), "OrderCreated", "OrderPaid")
 	before := cb.snapshot(t)
 	br := cb.browser()
 	br.header.Set("Authorization", "Bearer "+consoleToken)
@@ -305,7 +305,7 @@ func TestConsoleSkipNeedsReasonAndIsAudited(t *testing.T) {
 	require.Equal(t, before, cb.snapshot(t), "the plan changed nothing")
 	a = br.do("POST", "/actions/skip", url.Values{"csrf": {csrf}, "event_id": {id.String()}, "reason": {"refunded by hand, OPS-7"}, "confirm": {"yes"}})
 	require.Equal(t, http.StatusOK, a.code, a.body)
-	row := cb.row(t, id)
+	row := cb.Row(t, id)
 	require.NotNil(t, row.SkippedAt)
 	require.Equal(t, "console/alice@example.com", row.SkippedBy)
 	require.Equal(t, "refunded by hand, OPS-7", row.SkipReason)
@@ -330,7 +330,7 @@ func TestConsoleLoginCookie(t *testing.T) {
 	require.Contains(t, br.cookies, authCookie)
 	a = br.do("POST", "/actions/retry", url.Values{"csrf": {csrf}, "event_id": {id.String()}, "confirm": {"yes"}})
 	require.Equal(t, http.StatusOK, a.code, a.body)
-	require.Nil(t, cb.row(t, id).QuarantinedAt)
+	require.Nil(t, cb.Row(t, id).QuarantinedAt)
 	// The cookie is bound to its session: another session cannot use it.
 	other := cb.browser()
 	ocsrf := other.csrf(t)
@@ -391,7 +391,7 @@ func TestConsoleOverTheLogSource(t *testing.T) {
 	rec := &logRecorder{poison: map[uuid.UUID]bool{evs[0].ID: true}}
 	cb.runLogRelay(t, rec)
 	eventually(t, 30*time.Second, func() bool {
-		hs, err := outboxops.LogHolds(cb.ctx, cb.pool)
+		hs, err := outboxops.LogHolds(cb.Ctx, cb.Pool)
 		require.NoError(t, err)
 		return len(hs) == 1 && hs[0].Quarantined
 	}, "the order's hold quarantined")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxtest"
+	"github.com/outflow/outflow/outbox/outboxtest/dev/ctltest"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/proc"
 )
 
@@ -27,14 +28,14 @@ func TestEveryChangeDryRunsWithoutYes(t *testing.T) {
 	exe := proc.Build(t, "outboxctl", "../cmd/outboxctl")
 	// Quarantined events of another service (an order's skip would need
 	// the order app's order).
-	q := []outbox.Event{b.enqueueTyped(t, "invoice", "inv-1", "InvoiceIssued")}
-	q2 := []outbox.Event{b.enqueueTyped(t, "invoice", "inv-2", "InvoiceIssued")}
-	q3 := []outbox.Event{b.enqueueTyped(t, "invoice", "inv-3", "InvoiceIssued")}
-	for _, id := range idsOf(q[0], q2[0], q3[0]) {
-		b.quarantine(t, id, "no route")
+	q := []outbox.Event{b.EnqueueTyped(t, "invoice", "inv-1", "InvoiceIssued")}
+	q2 := []outbox.Event{b.EnqueueTyped(t, "invoice", "inv-2", "InvoiceIssued")}
+	q3 := []outbox.Event{b.EnqueueTyped(t, "invoice", "inv-3", "InvoiceIssued")}
+	for _, id := range ctltest.IDs(q[0], q2[0], q3[0]) {
+		b.Quarantine(t, id, "no route")
 	}
-	recent := b.enqueue(t, "o-recent", "OrderCreated")[0]
-	b.force(t, recent.ID, outboxtest.SetOccurred(time.Hour), outboxtest.SetPublished(0))
+	recent := b.Enqueue(t, "o-recent", "OrderCreated")[0]
+	b.Force(t, recent.ID, outboxtest.SetOccurred(time.Hour), outboxtest.SetPublished(0))
 	b.seedCleanup(t, 3)
 
 	changes := [][]string{
@@ -73,9 +74,9 @@ func TestEveryChangeDryRunsWithoutYes(t *testing.T) {
 // (/dev/null) and returns its exit status and its output.
 func runExe(t *testing.T, b *testBundle, exe string, args ...string) (int, string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(b.ctx, time.Minute)
+	ctx, cancel := context.WithTimeout(b.Ctx, time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, exe, append(args, "--database-url", b.url)...)
+	cmd := exec.CommandContext(ctx, exe, append(args, "--database-url", b.URL)...)
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
@@ -88,7 +89,7 @@ func runExe(t *testing.T, b *testBundle, exe string, args ...string) (int, strin
 // snapshot is every table of b's database, each as the hash of its rows.
 func (b *testBundle) snapshot(t *testing.T) map[string]string {
 	t.Helper()
-	rows, err := b.pool.Query(b.ctx, `SELECT schemaname::text, tablename::text FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema')`)
+	rows, err := b.Pool.Query(b.Ctx, `SELECT schemaname::text, tablename::text FROM pg_tables WHERE schemaname NOT IN ('pg_catalog', 'information_schema')`)
 	require.NoError(t, err)
 	names, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (pgx.Identifier, error) {
 		var s, n string
@@ -98,7 +99,7 @@ func (b *testBundle) snapshot(t *testing.T) map[string]string {
 	out := map[string]string{}
 	for _, n := range names {
 		var h string
-		require.NoError(t, b.pool.QueryRow(b.ctx, `SELECT coalesce(md5(string_agg(t::text, ',' ORDER BY t::text)), '') FROM `+n.Sanitize()+` t`).Scan(&h))
+		require.NoError(t, b.Pool.QueryRow(b.Ctx, `SELECT coalesce(md5(string_agg(t::text, ',' ORDER BY t::text)), '') FROM `+n.Sanitize()+` t`).Scan(&h))
 		out[n.Sanitize()] = h
 	}
 	return out

@@ -12,6 +12,8 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/outflow/outflow/outbox/cmdkit"
 )
 
 // NewFlagSet returns a subcommand's flag set: errors and usage go to stderr,
@@ -23,7 +25,7 @@ func NewFlagSet(env *Env, name, synopsis string) *flag.FlagSet {
 	fs.Var(urlValue{&env.DatabaseURL}, "database-url", "PostgreSQL `URL`, pgx/v5 syntax; overrides DATABASE_URL")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: outboxctl %s\n\nflags:\n", synopsis)
-		printFlags(fs.Output(), fs)
+		cmdkit.PrintFlags(fs.Output(), fs)
 		fmt.Fprintln(fs.Output(), "\n`outboxctl -h` lists the environment variables.")
 	}
 	return fs
@@ -37,7 +39,7 @@ func (v urlValue) String() string {
 	if v.url == nil {
 		return ""
 	}
-	return Redact(*v.url)
+	return cmdkit.Redact(*v.url)
 }
 
 func (v urlValue) Set(s string) error {
@@ -55,7 +57,7 @@ func Parse(env *Env, fs *flag.FlagSet, args []string) ([]string, error) {
 	defer func() { fs.Usage = usage }()
 	var pos []string
 	for {
-		if err := parseFlags(fs, args); err != nil {
+		if err := cmdkit.ParseFlags(fs, args); err != nil {
 			if errors.Is(err, flag.ErrHelp) {
 				out := fs.Output()
 				fs.SetOutput(env.Stdout)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/outflow/outflow/outbox/cmdkit"
 	"github.com/outflow/outflow/outbox/namedsql"
 	"github.com/outflow/outflow/outbox/schemaset"
 )
@@ -54,7 +55,7 @@ func runMigrate(ctx context.Context, env *Env, args []string) error {
 	if len(pos) > 0 {
 		return Usagef(fs, "migrate takes no arguments, got %q", pos)
 	}
-	pool, err := Open(ctx, env.DatabaseURL)
+	pool, err := cmdkit.Open(ctx, env.DatabaseURL, nil)
 	if err != nil {
 		return err
 	}

@@ -22,8 +22,8 @@ import (
 func (b *testBundle) ctlIn(t *testing.T, environ []string, args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := runIn(b.ctx, append(args, "--database-url", b.url), &out, &errb, environ)
-	return result{code: code, stdout: out.String(), stderr: errb.String()}
+	code := runIn(b.Ctx, append(args, "--database-url", b.URL), &out, &errb, environ)
+	return result{Code: code, Stdout: out.String(), Stderr: errb.String()}
 }
 
 // unreachableTemporal is an address nothing listens on.
@@ -46,12 +46,12 @@ var longError = "temporalpub: start OrderCreatedWorkflow: rpc error: code = Inva
 func TestListJSON(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	lane := b.enqueue(t, "o-json", "OrderCreated", "OrderCancelled")
-	b.quarantine(t, lane[0].ID, longError)
+	lane := b.Enqueue(t, "o-json", "OrderCreated", "OrderCancelled")
+	b.Quarantine(t, lane[0].ID, longError)
 
-	r := b.ok(t, "list", "--aggregate", "o-json", "--json")
+	r := b.OK(t, "list", "--aggregate", "o-json", "--json")
 	var events []map[string]any
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &events), r.stdout)
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &events), r.Stdout)
 	require.Len(t, events, 2)
 	first := events[0]
 	require.Equal(t, lane[0].ID.String(), first["event_id"])
@@ -67,8 +67,8 @@ func TestListJSON(t *testing.T) {
 	require.Equal(t, "blocked", events[1]["state"])
 	require.NotContains(t, events[1], "last_error", "no error: no field")
 
-	r = b.ok(t, "list", "--aggregate", "o-none", "--json")
-	require.Equal(t, "[]\n", r.stdout)
+	r = b.OK(t, "list", "--aggregate", "o-none", "--json")
+	require.Equal(t, "[]\n", r.Stdout)
 }
 
 // TestShowWithoutTemporal: show prints every column of the row, the last
@@ -77,17 +77,17 @@ func TestListJSON(t *testing.T) {
 func TestShowWithoutTemporal(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ev := b.enqueue(t, "o-show", "OrderCreated")[0]
-	b.quarantine(t, ev.ID, longError)
+	ev := b.Enqueue(t, "o-show", "OrderCreated")[0]
+	b.Quarantine(t, ev.ID, longError)
 	addr := unreachableTemporal(t)
 	environ := []string{"TEMPORAL_ADDRESS=" + addr, "TEMPORAL_NAMESPACE=default"}
 
 	start := time.Now()
 	r := b.ctlIn(t, environ, "show", ev.ID.String())
-	require.Equal(t, 0, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+	require.Equal(t, 0, r.Code, "stdout: %s\nstderr: %s", r.Stdout, r.Stderr)
 	require.Less(t, time.Since(start), TemporalTimeout+5*time.Second)
 	var cols []string
-	rows, err := b.pool.Query(b.ctx, `SELECT column_name FROM information_schema.columns WHERE table_name = 'outbox_events' AND table_schema = current_schema() ORDER BY ordinal_position`)
+	rows, err := b.Pool.Query(b.Ctx, `SELECT column_name FROM information_schema.columns WHERE table_name = 'outbox_events' AND table_schema = current_schema() ORDER BY ordinal_position`)
 	require.NoError(t, err)
 	for rows.Next() {
 		var c string
@@ -97,7 +97,7 @@ func TestShowWithoutTemporal(t *testing.T) {
 	require.NoError(t, rows.Err())
 	require.Contains(t, cols, "payload")
 	var lines []string // the columns' lines, without continuation lines
-	for _, l := range strings.Split(r.stdout, "\n") {
+	for _, l := range strings.Split(r.Stdout, "\n") {
 		if !strings.HasPrefix(l, " ") {
 			lines = append(lines, l)
 		}
@@ -105,17 +105,17 @@ func TestShowWithoutTemporal(t *testing.T) {
 	for i, c := range cols {
 		require.True(t, strings.HasPrefix(lines[i], c+" "), "column %d is %s, in the table's order: %q", i, c, lines[i])
 	}
-	require.Contains(t, r.stdout, "event_id "+strings.Repeat(" ", len("replay_requested_at")-len("event_id")+1)+ev.ID.String()+"\n")
-	require.Contains(t, r.stdout, `{"order_id":"o-show"}`, "the payload as JSON")
+	require.Contains(t, r.Stdout, "event_id "+strings.Repeat(" ", len("replay_requested_at")-len("event_id")+1)+ev.ID.String()+"\n")
+	require.Contains(t, r.Stdout, `{"order_id":"o-show"}`, "the payload as JSON")
 	for _, l := range strings.Split(longError, "\n") {
-		require.Contains(t, r.stdout, strings.TrimLeft(l, "\t"), "every line of last_error")
+		require.Contains(t, r.Stdout, strings.TrimLeft(l, "\t"), "every line of last_error")
 	}
-	require.Regexp(t, `(?m)^state +quarantined$`, r.stdout)
-	require.Regexp(t, `(?m)^published_at +NULL$`, r.stdout, "NULL, not an empty string")
-	require.Contains(t, r.stdout, "workflow runs: unknown; Temporal at "+addr+" (namespace default) did not answer, the row above is the database's alone:")
+	require.Regexp(t, `(?m)^state +quarantined$`, r.Stdout)
+	require.Regexp(t, `(?m)^published_at +NULL$`, r.Stdout, "NULL, not an empty string")
+	require.Contains(t, r.Stdout, "workflow runs: unknown; Temporal at "+addr+" (namespace default) did not answer, the row above is the database's alone:")
 
 	r = b.ctlIn(t, environ, "show", ev.ID.String(), "--json")
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	var got struct {
 		Event    map[string]any `json:"event"`
 		State    string         `json:"state"`
@@ -125,7 +125,7 @@ func TestShowWithoutTemporal(t *testing.T) {
 			Error   string           `json:"error"`
 		} `json:"temporal"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got), r.stdout)
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &got), r.Stdout)
 	require.Len(t, got.Event, len(cols), "every column")
 	require.Equal(t, ev.ID.String(), got.Event["event_id"])
 	require.Equal(t, longError, got.Event["last_error"])
@@ -136,8 +136,8 @@ func TestShowWithoutTemporal(t *testing.T) {
 	require.Contains(t, got.Temporal.Error, "Temporal is unreachable")
 
 	r = b.ctlIn(t, environ, "show", ev.ID.String(), "--temporal=false")
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Contains(t, r.stdout, "workflow runs: not asked (--temporal=false)")
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Contains(t, r.Stdout, "workflow runs: not asked (--temporal=false)")
 }
 
 // TestShowRefusals: an unknown event fails (1), a malformed id or
@@ -146,14 +146,14 @@ func TestShowRefusals(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	r := b.ctlIn(t, []string{"TEMPORAL_ADDRESS=" + unreachableTemporal(t)}, "show", "0193a1b2-0000-7000-8000-000000000000", "--temporal=false")
-	require.Equal(t, 1, r.code)
-	require.Contains(t, r.stderr, "no event 0193a1b2-0000-7000-8000-000000000000 in the outbox")
-	r = b.ctl(t, "show", "not-an-id")
-	require.Equal(t, 2, r.code)
-	require.Contains(t, r.stderr, "is not a UUID")
+	require.Equal(t, 1, r.Code)
+	require.Contains(t, r.Stderr, "no event 0193a1b2-0000-7000-8000-000000000000 in the outbox")
+	r = b.Ctl(t, "show", "not-an-id")
+	require.Equal(t, 2, r.Code)
+	require.Contains(t, r.Stderr, "is not a UUID")
 	r = b.ctlIn(t, []string{"TEMPORAL_ADDRESS=not a host:port:x"}, "show", "0193a1b2-0000-7000-8000-000000000000")
-	require.Equal(t, 2, r.code)
-	require.Contains(t, r.stderr, `TEMPORAL_ADDRESS="not a host:port:x"`)
+	require.Equal(t, 2, r.Code)
+	require.Contains(t, r.Stderr, `TEMPORAL_ADDRESS="not a host:port:x"`)
 }
 
 // TestShowWorkflowRuns: with Temporal reachable, show lists every run of
@@ -161,14 +161,14 @@ func TestShowRefusals(t *testing.T) {
 func TestShowWorkflowRuns(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	ctx, cancel := context.WithTimeout(b.ctx, 2*time.Minute)
+	ctx, cancel := context.WithTimeout(b.Ctx, 2*time.Minute)
 	defer cancel()
 	srv, err := devserver.New(ctx, devserver.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Stop() })
 
-	ev := b.enqueue(t, "o-runs", "OrderCreated")[0]
-	b.force(t, ev.ID, outboxtest.SetPublished(0))
+	ev := b.Enqueue(t, "o-runs", "OrderCreated")[0]
+	b.Force(t, ev.ID, outboxtest.SetPublished(0))
 	c := srv.Client()
 	id := ev.ID.String()
 	// No worker polls this task queue: the runs stay as started.
@@ -186,16 +186,16 @@ func TestShowWorkflowRuns(t *testing.T) {
 
 	environ := []string{"TEMPORAL_ADDRESS=" + srv.Address(), "TEMPORAL_NAMESPACE=default"}
 	r := b.ctlIn(t, environ, "show", id)
-	require.Equal(t, 0, r.code, r.stderr)
-	require.Regexp(t, `(?m)^state +published$`, r.stdout)
-	require.Contains(t, r.stdout, "workflow runs (Temporal at "+srv.Address()+", namespace default, workflow id = event id):")
-	require.Regexp(t, `(?m)^  `+first.GetRunID()+` +OrderCreatedWorkflow +Terminated +\S+ +\S+ +outboxctl-show-test +\d+$`, r.stdout)
-	require.Regexp(t, `(?m)^  `+second.GetRunID()+` +OrderCreatedWorkflow +Running +\S+ +- +outboxctl-show-test +\d+$`, r.stdout)
+	require.Equal(t, 0, r.Code, r.Stderr)
+	require.Regexp(t, `(?m)^state +published$`, r.Stdout)
+	require.Contains(t, r.Stdout, "workflow runs (Temporal at "+srv.Address()+", namespace default, workflow id = event id):")
+	require.Regexp(t, `(?m)^  `+first.GetRunID()+` +OrderCreatedWorkflow +Terminated +\S+ +\S+ +outboxctl-show-test +\d+$`, r.Stdout)
+	require.Regexp(t, `(?m)^  `+second.GetRunID()+` +OrderCreatedWorkflow +Running +\S+ +- +outboxctl-show-test +\d+$`, r.Stdout)
 
 	r = b.ctlIn(t, environ, "show", id, "--json")
-	require.Equal(t, 0, r.code, r.stderr)
+	require.Equal(t, 0, r.Code, r.Stderr)
 	var got shownJSON
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got), r.stdout)
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &got), r.Stdout)
 	require.Empty(t, got.Temporal.Error)
 	runs := map[string]string{}
 	for _, run := range got.Temporal.Runs {

@@ -18,29 +18,29 @@ import (
 func TestStatus(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	pending := b.enqueue(t, "o-pending", "OrderCreated")[0]
-	backing := b.enqueue(t, "o-backing", "OrderCreated")[0]
-	quarantined := b.enqueue(t, "o-quarantined", "OrderCreated")[0]
-	published := b.enqueue(t, "o-published", "OrderCreated")[0]
-	leased := b.enqueue(t, "o-leased", "OrderCreated")[0]
-	b.force(t, pending.ID, outboxtest.SetOccurred(90*time.Second))
-	b.force(t, backing.ID, outboxtest.SetFailed(2, "", time.Hour))
-	b.quarantine(t, quarantined.ID, "no route")
-	b.force(t, published.ID, outboxtest.SetPublished(3*time.Minute))
-	b.force(t, leased.ID, outboxtest.SetLeased("relay-7", 30*time.Second))
+	pending := b.Enqueue(t, "o-pending", "OrderCreated")[0]
+	backing := b.Enqueue(t, "o-backing", "OrderCreated")[0]
+	quarantined := b.Enqueue(t, "o-quarantined", "OrderCreated")[0]
+	published := b.Enqueue(t, "o-published", "OrderCreated")[0]
+	leased := b.Enqueue(t, "o-leased", "OrderCreated")[0]
+	b.Force(t, pending.ID, outboxtest.SetOccurred(90*time.Second))
+	b.Force(t, backing.ID, outboxtest.SetFailed(2, "", time.Hour))
+	b.Quarantine(t, quarantined.ID, "no route")
+	b.Force(t, published.ID, outboxtest.SetPublished(3*time.Minute))
+	b.Force(t, leased.ID, outboxtest.SetLeased("relay-7", 30*time.Second))
 
-	r := b.ok(t, "status")
-	require.Regexp(t, `source\s+poll\s+\(since .*, by migration`, r.stdout, "the recorded source first")
-	require.Regexp(t, `pending\s+3\s+\(oldest 1m3\d`, r.stdout)
-	require.Regexp(t, `backing off\s+1`, r.stdout)
-	require.Regexp(t, `quarantined\s+1\s+\(outboxctl list --quarantined`, r.stdout)
-	require.Regexp(t, `published\s+1m: 0  5m: 1  15m: 1`, r.stdout)
-	require.Regexp(t, `leases\s+relay-7\s+1 events, first expires in \d`, r.stdout)
-	require.Regexp(t, `cleanup\s+never ran`, r.stdout)
+	r := b.OK(t, "status")
+	require.Regexp(t, `source\s+poll\s+\(since .*, by migration`, r.Stdout, "the recorded source first")
+	require.Regexp(t, `pending\s+3\s+\(oldest 1m3\d`, r.Stdout)
+	require.Regexp(t, `backing off\s+1`, r.Stdout)
+	require.Regexp(t, `quarantined\s+1\s+\(outboxctl list --quarantined`, r.Stdout)
+	require.Regexp(t, `published\s+1m: 0  5m: 1  15m: 1`, r.Stdout)
+	require.Regexp(t, `leases\s+relay-7\s+1 events, first expires in \d`, r.Stdout)
+	require.Regexp(t, `cleanup\s+never ran`, r.Stdout)
 
-	r = b.ok(t, "status", "--json")
+	r = b.OK(t, "status", "--json")
 	var got map[string]any
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got), r.stdout)
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &got), r.Stdout)
 	require.EqualValues(t, 3, got["pending"])
 	require.EqualValues(t, 1, got["quarantined"])
 	require.EqualValues(t, 1, got["backing_off"])
@@ -58,8 +58,8 @@ func TestStatus(t *testing.T) {
 	require.Contains(t, got, "checked_at")
 	require.Equal(t, "poll", got["source"].(map[string]any)["source"])
 
-	b.ok(t, "source", "set", "log", "--reason", "status test", "--yes")
-	require.Regexp(t, `source\s+log\s+\(since .*, by .*: status test\)`, b.ok(t, "status").stdout)
+	b.OK(t, "source", "set", "log", "--reason", "status test", "--yes")
+	require.Regexp(t, `source\s+log\s+\(since .*, by .*: status test\)`, b.OK(t, "status").Stdout)
 }
 
 // TestStatusShowsCDCSlot: when the cdc relay source's slot exists, status
@@ -68,21 +68,21 @@ func TestStatus(t *testing.T) {
 func TestStatusShowsCDCSlot(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	r := b.ok(t, "status")
-	require.NotContains(t, r.stdout, "cdc slot")
-	require.NotContains(t, b.ok(t, "status", "--json").stdout, "cdc_slot")
+	r := b.OK(t, "status")
+	require.NotContains(t, r.Stdout, "cdc slot")
+	require.NotContains(t, b.OK(t, "status", "--json").Stdout, "cdc_slot")
 
 	pool, url := testdb.NewLogical(t)
-	lb := &testBundle{ctx: b.ctx, pool: pool, url: url}
-	_, err := pool.Exec(lb.ctx, "SELECT pg_create_logical_replication_slot('outflow_outbox', 'pgoutput')")
+	lb := bundleOn(b.Ctx, pool, url)
+	_, err := pool.Exec(lb.Ctx, "SELECT pg_create_logical_replication_slot('outflow_outbox', 'pgoutput')")
 	require.NoError(t, err)
-	lb.enqueue(t, "o-1", "OrderCreated") // WAL the idle slot retains
-	r = lb.ok(t, "status")
-	require.Regexp(t, `cdc slot\s+outflow_outbox\s+inactive`, r.stdout)
-	require.Regexp(t, `lag\s+\d+(\.\d)? [KMG]?i?B`, r.stdout)
-	require.Regexp(t, `retained WAL\s+\d`, r.stdout)
+	lb.Enqueue(t, "o-1", "OrderCreated") // WAL the idle slot retains
+	r = lb.OK(t, "status")
+	require.Regexp(t, `cdc slot\s+outflow_outbox\s+inactive`, r.Stdout)
+	require.Regexp(t, `lag\s+\d+(\.\d)? [KMG]?i?B`, r.Stdout)
+	require.Regexp(t, `retained WAL\s+\d`, r.Stdout)
 
-	r = lb.ok(t, "status", "--json")
+	r = lb.OK(t, "status", "--json")
 	var got struct {
 		CDCSlot *struct {
 			Name     string `json:"name"`
@@ -90,7 +90,7 @@ func TestStatusShowsCDCSlot(t *testing.T) {
 			LagBytes int64  `json:"lag_bytes"`
 		} `json:"cdc_slot"`
 	}
-	require.NoError(t, json.Unmarshal([]byte(r.stdout), &got), r.stdout)
+	require.NoError(t, json.Unmarshal([]byte(r.Stdout), &got), r.Stdout)
 	require.NotNil(t, got.CDCSlot)
 	require.Equal(t, "outflow_outbox", got.CDCSlot.Name)
 	require.False(t, got.CDCSlot.Active)

@@ -2,9 +2,9 @@ package ctl
 
 import (
 	"cmp"
-	"fmt"
 	"runtime/debug"
-	"strings"
+
+	"github.com/outflow/outflow/outbox/cmdkit"
 )
 
 // ModulePath is the library's module, whose version the library's
@@ -32,7 +32,7 @@ func Version() string { return BinaryVersion("outboxctl") }
 func BinaryVersion(name string) string {
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
-		return name + " " + ModulePath + " " + ReleaseVersion + "\nrevision unknown (no build information in this binary)\n"
+		return cmdkit.VersionText(name, ModulePath, ReleaseVersion, nil)
 	}
 	return versionOf(name, bi)
 }
@@ -46,24 +46,5 @@ func versionOf(name string, bi *debug.BuildInfo) string {
 			v = bi.Main.Version
 		}
 	}
-	settings := map[string]string{}
-	for _, s := range bi.Settings {
-		settings[s.Key] = s.Value
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%s %s %s\n", name, cmp.Or(bi.Main.Path, ModulePath), v)
-	if rev := settings["vcs.revision"]; rev != "" {
-		fmt.Fprintf(&b, "revision %s", rev)
-		if t := settings["vcs.time"]; t != "" {
-			fmt.Fprintf(&b, " %s", t)
-		}
-		if settings["vcs.modified"] == "true" {
-			b.WriteString(" modified")
-		}
-		b.WriteString("\n")
-	} else {
-		b.WriteString("revision unknown (built without VCS stamping: go run, go test, or go build -buildvcs=false)\n")
-	}
-	fmt.Fprintf(&b, "go %s\n", bi.GoVersion)
-	return b.String()
+	return cmdkit.VersionText(name, cmp.Or(bi.Main.Path, ModulePath), v, bi)
 }

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/cmdkit"
 	"github.com/outflow/outflow/outbox/ctl"
 	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/temporalpub"
@@ -65,7 +66,7 @@ func Run(ctx context.Context, logger *slog.Logger, c Config, h Hooks, getenv fun
 	var reg *prometheus.Registry
 	var registerer prometheus.Registerer // a nil *Registry is not a nil interface
 	if c.MetricsAddr != "" {
-		reg = NewRegistry()
+		reg = cmdkit.NewRegistry()
 		cfg.Registerer = reg
 		registerer = reg
 	}
@@ -132,9 +133,9 @@ func Run(ctx context.Context, logger *slog.Logger, c Config, h Hooks, getenv fun
 	}
 
 	if reg != nil {
-		srv, err := ServeMetrics(c.MetricsAddr, reg, logger)
+		srv, err := cmdkit.ServeMetrics(c.MetricsAddr, reg, logger)
 		if err != nil {
-			return err
+			return fmt.Errorf("%s=%s: %w", MetricsAddrEnv, c.MetricsAddr, err)
 		}
 		defer func() {
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -1,14 +1,12 @@
 package relaycmd
 
 import (
-	"errors"
 	"fmt"
-	"net"
-	"strconv"
-	"strings"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/contrib/envconfig"
+
+	"github.com/outflow/outflow/outbox/cmdkit"
 )
 
 // TemporalOptions loads the Temporal client's options the SDK's way
@@ -27,8 +25,8 @@ func TemporalOptions(getenv func(string) string, environ []string) (client.Optio
 	if o.HostPort == "" {
 		o.HostPort = client.DefaultHostPort
 	}
-	if err := checkHostPort(o.HostPort); err != nil {
-		return client.Options{}, err
+	if err := cmdkit.CheckHostPort(o.HostPort); err != nil {
+		return client.Options{}, fmt.Errorf("TEMPORAL_ADDRESS=%q (or the address of the Temporal config file's profile; e.g. %s): %w", o.HostPort, client.DefaultHostPort, err)
 	}
 	if o.Namespace == "" {
 		o.Namespace = client.DefaultNamespace
@@ -47,26 +45,4 @@ func (l lookup) Environ() []string { return l.environ }
 func (l lookup) LookupEnv(key string) (string, bool) {
 	v := l.getenv(key)
 	return v, v != ""
-}
-
-// checkHostPort refuses an address the client would accept and then never
-// reach (it dials lazily): "host:port", or a gRPC target with a scheme
-// (dns:///host:port, unix:///path) passed through as it is.
-func checkHostPort(hostPort string) error {
-	if strings.Contains(hostPort, "://") || strings.HasPrefix(hostPort, "unix:") {
-		return nil
-	}
-	host, port, err := net.SplitHostPort(hostPort)
-	if err == nil && host == "" {
-		err = errors.New("no host")
-	}
-	if err == nil {
-		if n, perr := strconv.Atoi(port); perr != nil || n < 1 || n > 65535 {
-			err = fmt.Errorf("port %q is not a number from 1 to 65535", port)
-		}
-	}
-	if err != nil {
-		return fmt.Errorf("TEMPORAL_ADDRESS=%q (or the address of the Temporal config file's profile): want host:port, e.g. %s: %v", hostPort, client.DefaultHostPort, err)
-	}
-	return nil
 }

@@ -26,6 +26,21 @@ func Percentile(ds []time.Duration, p float64) time.Duration {
 // an even count).
 func Median(ds []time.Duration) time.Duration { return Percentile(ds, 50) }
 
+// MedianOf is the median of xs: the middle value, or the mean of the two
+// middle values of an even count. It returns NaN for no values, so that a
+// missing series shows as "n/a".
+func MedianOf(xs []float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
 // Ratio returns a/b, or NaN when b is zero: a missing baseline must show as
 // "n/a", never as a number that passes a target.
 func Ratio(a, b float64) float64 {

@@ -66,3 +66,13 @@ func TestMeanSEM(t *testing.T) {
 	require.Zero(t, mean)
 	require.Zero(t, sem)
 }
+
+func TestMedianOf(t *testing.T) {
+	t.Parallel()
+	require.True(t, math.IsNaN(benchstat.MedianOf(nil)), "no series has no median")
+	require.Equal(t, 0.97, benchstat.MedianOf([]float64{1.13, 0.90, 0.97}))
+	require.InDelta(t, 0.985, benchstat.MedianOf([]float64{1.13, 0.90, 0.97, 1.00}), 1e-9)
+	xs := []float64{3, 1, 2}
+	benchstat.MedianOf(xs)
+	require.Equal(t, []float64{3, 1, 2}, xs, "the caller's slice is not sorted in place")
+}

@@ -5,8 +5,8 @@
 // The server takes OTLP over HTTP (the binaries' default protocol) and keeps
 // the spans in memory; every port is a free one on 127.0.0.1, so a demo and a
 // test (or two tests) can run one each. Built from the module proxy, the
-// binary has no UI assets: TraceURL's page is Jaeger's placeholder, and
-// APIURL is the trace itself, as JSON.
+// binary has no UI assets: TraceURL's page is Jaeger's placeholder, APIURL
+// is the trace itself, as JSON, and [Viewer] shows it as a page.
 package jaeger
 
 import (
@@ -158,6 +158,10 @@ type Span struct {
 	Name     string
 	SpanID   string
 	ParentID string // "" for the trace's root
+	Start    time.Time
+	Duration time.Duration
+	// Attrs are the span's attributes, their values as text.
+	Attrs map[string]string
 }
 
 var client = &http.Client{Timeout: 10 * time.Second}
@@ -182,6 +186,12 @@ func Trace(ctx context.Context, base, traceID string) ([]Span, error) {
 				SpanID        string `json:"spanID"`
 				OperationName string `json:"operationName"`
 				ProcessID     string `json:"processID"`
+				StartTime     int64  `json:"startTime"` // µs since the epoch
+				Duration      int64  `json:"duration"`  // µs
+				Tags          []struct {
+					Key   string `json:"key"`
+					Value any    `json:"value"`
+				} `json:"tags"`
 				References    []struct {
 					RefType string `json:"refType"`
 					SpanID  string `json:"spanID"`
@@ -198,7 +208,12 @@ func Trace(ctx context.Context, base, traceID string) ([]Span, error) {
 	var out []Span
 	for _, t := range body.Data {
 		for _, sp := range t.Spans {
-			s := Span{Service: t.Processes[sp.ProcessID].ServiceName, Name: sp.OperationName, SpanID: sp.SpanID}
+			s := Span{Service: t.Processes[sp.ProcessID].ServiceName, Name: sp.OperationName, SpanID: sp.SpanID,
+				Start: time.UnixMicro(sp.StartTime), Duration: time.Duration(sp.Duration) * time.Microsecond,
+				Attrs: make(map[string]string, len(sp.Tags))}
+			for _, tag := range sp.Tags {
+				s.Attrs[tag.Key] = fmt.Sprint(tag.Value)
+			}
 			for _, r := range sp.References {
 				if r.RefType == "CHILD_OF" {
 					s.ParentID = r.SpanID

@@ -1,4 +1,4 @@
-package database
+package cmdkit
 
 import (
 	"net/url"

@@ -1,4 +1,4 @@
-package database
+package cmdkit
 
 import (
 	"testing"
@@ -9,7 +9,7 @@ import (
 func TestRedact(t *testing.T) {
 	t.Parallel()
 	for in, want := range map[string]string{
-		DefaultURL: DefaultURL,
+		"postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable":  "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable",
 		"postgres://app:s3cret@db.example:5432/orders?sslmode=require": "postgres://app:xxxxx@db.example:5432/orders?sslmode=require",
 		"postgresql://app@db/orders?password=s3cret&sslmode=disable":   "postgresql://app@db/orders?password=xxxxx&sslmode=disable",
 		"host=db user=app password=s3cret dbname=orders":               "host=db user=app password=xxxxx dbname=orders",

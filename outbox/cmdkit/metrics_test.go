@@ -1,4 +1,4 @@
-package service
+package cmdkit
 
 import (
 	"bytes"
@@ -13,7 +13,7 @@ import (
 )
 
 // TestServeMetricsHealthz: the metrics listener answers GET /healthz (what
-// the compose healthchecks of the starter and the worker probe) beside
+// a container healthcheck probes) beside
 // /metrics, and nothing else.
 func TestServeMetricsHealthz(t *testing.T) {
 	var logs bytes.Buffer

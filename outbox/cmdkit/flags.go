@@ -1,4 +1,4 @@
-package ctl
+package cmdkit
 
 import (
 	"errors"
@@ -16,10 +16,10 @@ var longFlag = regexp.MustCompile(`(?m)^  -([^-\s]{2,})`)
 // it writes with one dash ("flag provided but not defined: -bogus").
 var flagInError = regexp.MustCompile(`(^|\s)-([a-zA-Z][^\s:=]+)`)
 
-// parseFlags is fs.Parse(args), but the flag package prints nothing itself,
+// ParseFlags is fs.Parse(args), but the flag package prints nothing itself,
 // and its error for a bad flag names it with two dashes (flag provided but
-// not defined: --bogus), the style of [printFlags]; the caller says it.
-func parseFlags(fs *flag.FlagSet, args []string) error {
+// not defined: --bogus), the style of [PrintFlags]; the caller says it.
+func ParseFlags(fs *flag.FlagSet, args []string) error {
 	out := fs.Output()
 	fs.SetOutput(io.Discard)
 	err := fs.Parse(args)
@@ -33,10 +33,10 @@ func parseFlags(fs *flag.FlagSet, args []string) error {
 	return errors.New(flagInError.ReplaceAllString(err.Error(), "$1--$2"))
 }
 
-// printFlags writes fs's flags as flag.PrintDefaults does, but every flag
-// longer than one letter with two dashes (--database-url). The flag
-// package accepts both.
-func printFlags(w io.Writer, fs *flag.FlagSet) {
+// PrintFlags writes fs's flags as flag.PrintDefaults does, but every flag
+// longer than one letter with two dashes (--database-url): the one style
+// every binary's help and messages use. The flag package accepts both.
+func PrintFlags(w io.Writer, fs *flag.FlagSet) {
 	var b strings.Builder
 	out := fs.Output()
 	fs.SetOutput(&b)

@@ -1,8 +1,7 @@
-package relaycmd
+package cmdkit
 
 import (
 	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -13,20 +12,24 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// NewRegistry is the registry of a starter's /metrics: the relay's
-// collectors and the Go runtime's and process's.
+// NewRegistry returns a registry with the Go runtime and process collectors,
+// to which a binary adds its components' collectors.
 func NewRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return reg
 }
 
-// ServeMetrics serves reg on addr's /metrics, and /healthz, until the
-// server is shut down; it logs the bound address.
+// ServeMetrics serves reg's /metrics, and GET /healthz answering "ok", on
+// addr until the returned server is shut down, logging the bound address
+// and a failure of the server on logger. The listener is opened before it
+// returns, so a taken port is its error (net.Listen's, which the caller
+// prefixes with its setting), not a log line later. /healthz is what a
+// container healthcheck probes: the process is up and serving.
 func ServeMetrics(addr string, reg *prometheus.Registry, logger *slog.Logger) (*http.Server, error) {
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("%s=%s: %w", MetricsAddrEnv, addr, err)
+		return nil, err
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))

@@ -1,7 +1,8 @@
-package main
+package cmdkit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -18,18 +19,23 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// serviceName is the service's default OTEL_SERVICE_NAME.
-const serviceName = "outflow-inventory"
-
-// startTracing turns tracing on the standard way when OTEL_EXPORTER_OTLP_ENDPOINT
-// (or _TRACES_ENDPOINT) is set, as every outflow binary does; the service
-// imports only the outbox's public packages, so it has its own few lines
-// for what the others share in internal/telemetry. Off, it returns nil.
-func startTracing(ctx context.Context, getenv func(string) string, logger *slog.Logger) (stop func(), tp trace.TracerProvider, err error) {
+// StartTracing turns tracing on the standard OpenTelemetry way when the
+// environment (read through getenv, the main's os.Getenv) names an OTLP
+// endpoint, OTEL_EXPORTER_OTLP_ENDPOINT or _TRACES_ENDPOINT: it sets otel's
+// global tracer provider, batching to the exporter of
+// OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL (http/protobuf by default, or
+// grpc) under OTEL_SERVICE_NAME or defaultService, and the W3C
+// trace-context and baggage propagator, and returns the provider. The SDK
+// reads the other OTEL_* variables (sampler, headers, resource
+// attributes). With no endpoint, or OTEL_SDK_DISABLED=true, tracing is
+// off: tp is nil and otel's globals stay no-ops. stop flushes the last
+// spans, for at most five seconds, and logs a failure on logger; it is a
+// no-op when tracing is off.
+func StartTracing(ctx context.Context, getenv func(string) string, defaultService string, logger *slog.Logger) (tp *sdktrace.TracerProvider, stop func(), err error) {
 	stop = func() {}
 	if strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") ||
 		getenv("OTEL_EXPORTER_OTLP_ENDPOINT")+getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
-		return stop, nil, nil
+		return nil, stop, nil
 	}
 	protocol := getenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
 	if protocol == "" {
@@ -42,32 +48,37 @@ func startTracing(ctx context.Context, getenv func(string) string, logger *slog.
 	case "grpc":
 		exp, err = otlptracegrpc.New(ctx)
 	default:
-		return stop, nil, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%q: want grpc or http/protobuf", protocol)
+		return nil, stop, fmt.Errorf("OTEL_EXPORTER_OTLP_PROTOCOL=%q: want grpc or http/protobuf", protocol)
 	}
 	if err != nil {
-		return stop, nil, fmt.Errorf("tracing: the OTLP exporter: %w", err)
+		return nil, stop, fmt.Errorf("tracing: the OTLP exporter: %w", err)
 	}
 	name := getenv("OTEL_SERVICE_NAME")
 	if name == "" {
-		name = serviceName
+		name = defaultService
 	}
+	// The SDK's default resource reads OTEL_RESOURCE_ATTRIBUTES.
 	res, err := resource.Merge(resource.Default(), resource.NewSchemaless(attribute.String("service.name", name)))
 	if err != nil {
-		return stop, nil, err
+		return nil, stop, fmt.Errorf("tracing: resource: %w", err)
 	}
-	sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
-	otel.SetTracerProvider(sdk)
+	tp = sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+	otel.SetTracerProvider(tp)
 	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
-	return func() {
+	return tp, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
-		if err := sdk.Shutdown(ctx); err != nil {
-			logger.Warn("tracing: flushing the last spans failed", "err", err)
+		if err := errors.Join(tp.ForceFlush(ctx), tp.Shutdown(ctx)); err != nil {
+			logger.Warn("tracing: flushing the last spans failed", "error", err)
 		}
-	}, sdk, nil
+	}, nil
 }
 
-// traceHandler adds trace_id and span_id to a record logged inside a span.
+// LogHandler wraps h so that a record logged with a context holding a
+// valid span (logger.InfoContext(ctx, ...)) carries its trace_id and
+// span_id, and a binary's log lines can be joined to the trace.
+func LogHandler(h slog.Handler) slog.Handler { return traceHandler{h} }
+
 type traceHandler struct{ slog.Handler }
 
 func (t traceHandler) Handle(ctx context.Context, r slog.Record) error {
