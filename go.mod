@@ -35,8 +35,10 @@ require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cenkalti/backoff/v5 v5.0.3 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/chromedp/cdproto v0.160.1 // indirect
 	github.com/facebookgo/clock v0.0.0-20150410010913-600d898af40a // indirect
 	github.com/felixge/httpsnoop v1.1.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 	github.com/go-logr/logr v1.4.4 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/gogo/protobuf v1.3.2 // indirect
@@ -75,6 +77,7 @@ require (
 )
 
 require (
+	github.com/chromedp/chromedp v0.23.1
 	github.com/exaring/otelpgx v0.13.0
 	github.com/outflow/outflow/outbox v0.0.0-00010101000000-000000000000
 	github.com/outflow/outflow/outbox/natspub v0.0.0-00010101000000-000000000000

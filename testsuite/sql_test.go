@@ -41,4 +41,8 @@ func TestStatements(t *testing.T) {
 		t.Parallel()
 		testdb.CheckStatements(t, edgeQueries, edgeStatements...)
 	})
+	t.Run("console bench", func(t *testing.T) {
+		t.Parallel()
+		testdb.CheckStatements(t, benchQueries, benchStatements...)
+	})
 }

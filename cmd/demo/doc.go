@@ -34,7 +34,10 @@
 //     memory, its traces shown as pages on 127.0.0.1:16686 (or a free
 //     port); the children export to it by the standard variables, and an
 //     order's create and cancel carry a span of the demo's own
-//     (outflow-demo), so the order's trace link shows the whole order.
+//     (outflow-demo), so the order's trace link shows the whole order;
+//   - the outbox's web page: bin/outboxctl serve on 127.0.0.1:8099 when free
+//     (else a free port), linking the Web UI and Jaeger, its actions behind
+//     a token made for the run, printed beside the Web UI's address.
 //
 // It then places the scripted orders (among them one out of stock, an
 // asynchronous payment settled by its webhook, and one whose webhooks come

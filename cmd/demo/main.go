@@ -250,6 +250,11 @@ func run(ctx context.Context) error {
 		return fmt.Errorf("orderapi: %w (see %s)", err, api.LogPath())
 	}
 	say("worker, relay and order API (http://%s) are up; logs in %s", apiAddr, filepath.Join(dataDir, "logs"))
+	console, stopConsole, err := startConsole(ctx, dataDir, bin("outboxctl"), dbURL, tmp.uiURL, tr.ui)
+	if err != nil {
+		return err
+	}
+	st.add(stopConsole)
 	promConfig, err := writePrometheusConfig(dataDir, root, map[string]string{"starter": starterMetrics, "worker": workerMetrics, "orderapi": apiAddr, "inventory": invMetrics})
 	if err != nil {
 		return err
@@ -279,6 +284,7 @@ func run(ctx context.Context) error {
 	if tmp.uiURL != "" {
 		say("Temporal Web UI: %s (search: OrderId=\"<order id>\")", tmp.uiURL)
 	}
+	say("outbox console: %s (pending, quarantined, one event; actions: sign in with token %s)", console.url(), console.token)
 	if tr.ui != "" {
 		say("traces: %s/trace/<id> (the demo's page over Jaeger's API, %s/api/traces/<id>: Jaeger built from the module proxy has no UI)", tr.viewer, tr.ui)
 	}

@@ -95,6 +95,10 @@ var environment = cli.Vars(
 	temporalclient.Vars(), // show and forget-customer ask Temporal about an event's workflow
 	temporalclient.CodecVars(),
 	service.LogVars(),
+	[]cli.Var{
+		{Name: ctl.ConsoleAddrVar, Default: ctl.DefaultConsoleAddr, Meaning: "serve: where the outbox's web page listens, host:port; --addr overrides it"},
+		{Name: ctl.ConsoleTokenVar, Meaning: "serve: the operator token that allows actions and shows payloads (Authorization: Bearer, or the login form); unset: read-only"},
+	},
 	[]cli.Var{{Name: "USER", Meaning: "who runs the command, recorded with every write as $USER@hostname unless --actor says otherwise"}},
 	[]cli.Var{service.FailpointsVar()},
 )
@@ -142,7 +146,7 @@ func app(environ []string) *ctl.App {
 		SettleSkipTx: settleSkippedOrder,
 		SkipNote: "An event of aggregate type order, in a database with the order app's orders table, also settles\n" +
 			"its sequence in the order's projection (in the same transaction), so the order's later events apply.",
-		Notes: "show and forget-customer reach Temporal through the TEMPORAL_* variables.",
+		Notes: "show and forget-customer reach Temporal through the TEMPORAL_* variables; serve links the Temporal UI with --temporal-ui.",
 	}
 }
 

@@ -4,11 +4,12 @@ import (
 	"crypto/subtle"
 	"fmt"
 	"mime"
-	"net"
 	"net/http"
 	"strings"
 
 	"go.temporal.io/sdk/converter"
+
+	"github.com/outflow/outflow/outbox/hostcheck"
 )
 
 // ServerOptions configures [NewHTTPHandler].
@@ -34,16 +35,8 @@ type ServerOptions struct {
 const HostsEnv = "CODECSERVER_ALLOWED_HOSTS"
 
 // LoopbackHosts are the names of the loopback address on port (any port
-// when port is "").
-func LoopbackHosts(port string) []string {
-	out := []string{"localhost", "127.0.0.1", "::1"}
-	if port != "" {
-		for i, h := range out {
-			out[i] = net.JoinHostPort(h, port)
-		}
-	}
-	return out
-}
+// when port is ""): hostcheck's, which outboxctl serve shares.
+func LoopbackHosts(port string) []string { return hostcheck.Loopback(port) }
 
 // NewHTTPHandler serves Temporal's codec server protocol (POST .../encode
 // and .../decode with a Payloads message as protobuf JSON; only the last
@@ -69,7 +62,7 @@ func NewHTTPHandler(codecs []converter.PayloadCodec, opts ServerOptions) http.Ha
 	}
 	want := []byte("Bearer " + opts.Token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !hostAllowed(r.Host, hosts) {
+		if !hostcheck.Allowed(r.Host, hosts) {
 			http.Error(w, fmt.Sprintf("forbidden: Host %q is not a name of this codec server (allowed: %s; set %s)",
 				r.Host, strings.Join(hosts, ", "), HostsEnv), http.StatusForbidden)
 			return
@@ -108,25 +101,4 @@ func NewHTTPHandler(codecs []converter.PayloadCodec, opts ServerOptions) http.Ha
 		r.Body = http.MaxBytesReader(w, r.Body, opts.MaxBody)
 		codec.ServeHTTP(w, r)
 	})
-}
-
-// hostAllowed reports whether the request's Host is one of hosts: an entry
-// "host:port" matches exactly, an entry "host" matches it on any port.
-// Names compare case-insensitively, a trailing dot ignored.
-func hostAllowed(hostport string, hosts []string) bool {
-	norm := func(h string) string { return strings.TrimSuffix(strings.ToLower(h), ".") }
-	host, port, err := net.SplitHostPort(hostport)
-	if err != nil { // no port: the scheme's default
-		host, port = strings.Trim(hostport, "[]"), ""
-	}
-	for _, a := range hosts {
-		ah, ap, err := net.SplitHostPort(a)
-		if err != nil {
-			ah, ap = strings.Trim(a, "[]"), ""
-		}
-		if norm(ah) == norm(host) && (ap == "" || ap == port) {
-			return true
-		}
-	}
-	return false
 }

@@ -136,6 +136,7 @@ func Commands() map[string]Command {
 		"retry":   {Summary: "make a quarantined or backing-off event available now, attempts reset; --quarantined: every one a filter selects", Run: runRetry},
 		"skip":    {Summary: "give up a quarantined event (with a reason) so its aggregate flows again", Run: runSkip},
 		"replay":  {Summary: "deliver published events of a time window again", Run: runReplay},
+		"serve":   {Summary: "serve the outbox's web page on " + ConsoleAddrVar + ": overview, lists, one event; actions with " + ConsoleTokenVar, Run: runServe},
 		"source":  {Summary: "print the relay source recorded in the database; `source set poll|cdc|log` changes it while everything runs", Run: runSource},
 		"cleanup": {Summary: "delete old published events and inbox rows in bounded batches, and the log's partitions no longer needed", Run: runCleanup},
 		"help":    {Summary: "list the commands, or show one command's flags", Run: runHelp},

@@ -48,6 +48,8 @@ func Vars() []Var {
 		{Name: CDCSlotVar, Default: outboxops.CDCSlotDefault, Meaning: "status: the cdc relay source's replication slot to report on"},
 		{Name: "TEMPORAL_ADDRESS", Default: client.DefaultHostPort, Meaning: "show: the Temporal frontend asked for an event's workflow runs, host:port"},
 		{Name: "TEMPORAL_NAMESPACE", Default: client.DefaultNamespace, Meaning: "show: the Temporal namespace"},
+		{Name: ConsoleAddrVar, Default: DefaultConsoleAddr, Meaning: "serve: where the outbox's web page listens, host:port; --addr overrides it"},
+		{Name: ConsoleTokenVar, Meaning: "serve: the operator token that allows actions and shows payloads (Authorization: Bearer, or the login form); unset: read-only"},
 		{Name: LogLevelVar, Default: "info", Meaning: "log level: debug, info, warn or error"},
 		{Name: LogFormatVar, Default: "text", Meaning: "log format: text or json"},
 		{Name: "USER", Meaning: "who runs the command, recorded with every write as $USER@hostname unless --actor says otherwise"},

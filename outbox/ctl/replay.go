@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -108,33 +109,9 @@ func runReplay(ctx context.Context, env *Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	scope := "all aggregates"
-	switch {
-	case opts.AggregateID != "":
-		scope = "aggregate " + opts.AggregateType + "/" + opts.AggregateID
-	case opts.AggregateType != "":
-		scope = "all " + opts.AggregateType + " aggregates"
-	}
-	if plan.Log.HeldOrders > 0 {
-		fmt.Fprintf(env.Stdout, "%d orders of the log (relay source log) are under a hold and left out: `outboxctl list --quarantined` shows why; retry or skip their holds, then replay them.\n", plan.Log.HeldOrders)
-	}
-	if plan.Total() == 0 {
-		fmt.Fprintf(env.Stdout, "no published events of %s occurred in [%s, %s); nothing to replay\n",
-			scope, opts.From.Format(time.RFC3339), opts.To.Format(time.RFC3339))
+	if writeReplayPlan(env.Stdout, plan, opts) == 0 {
 		return nil
 	}
-	if plan.Events > 0 {
-		fmt.Fprintf(env.Stdout, "%d published events of %s (occurred %s .. %s) will be delivered again.\n",
-			plan.Events, scope, plan.First.UTC().Format(time.RFC3339), plan.Last.UTC().Format(time.RFC3339))
-	}
-	if lp := plan.Log; lp.Events > 0 && lp.FromSequence > 0 {
-		fmt.Fprintf(env.Stdout, "%d published log events of %s (sequence %d on, occurred %s .. %s) will be delivered again, in order, through a hold: the log replays the order's events from its first in the window to the newest delivered.\n",
-			lp.Events, scope, lp.FromSequence, lp.First.UTC().Format(time.RFC3339), lp.Last.UTC().Format(time.RFC3339))
-	} else if lp.Events > 0 {
-		fmt.Fprintf(env.Stdout, "%d published log events of %d orders of %s (occurred %s .. %s) will be delivered again, in order, through a hold per order: the log replays each order's events from its first in the window to the newest delivered.\n",
-			lp.Events, lp.Orders, scope, lp.First.UTC().Format(time.RFC3339), lp.Last.UTC().Format(time.RFC3339))
-	}
-	fmt.Fprintln(env.Stdout, "Workflows that completed stay one run; failed, terminated or timed-out ones run again (effects stay single).")
 	total := plan.Total()
 	if ok, err := Proceed(env, *yes, Change{
 		Question: fmt.Sprintf("Replay %d events? [y/N] ", total),
@@ -174,4 +151,38 @@ func aggregateTypes(ctx context.Context, pool *pgxpool.Pool, id string) ([]strin
 	}
 	slices.Sort(types)
 	return types, nil
+}
+
+// writeReplayPlan prints what replaying opts's window would deliver again
+// (what `outboxctl replay` and the console show), and returns the number of
+// events; 0 when there are none, which it says.
+func writeReplayPlan(w io.Writer, plan outboxops.ReplayPlan, opts outboxops.ReplayOptions) int64 {
+	scope := "all aggregates"
+	switch {
+	case opts.AggregateID != "":
+		scope = "aggregate " + opts.AggregateType + "/" + opts.AggregateID
+	case opts.AggregateType != "":
+		scope = "all " + opts.AggregateType + " aggregates"
+	}
+	if plan.Log.HeldOrders > 0 {
+		fmt.Fprintf(w, "%d orders of the log (relay source log) are under a hold and left out: `outboxctl list --quarantined` shows why; retry or skip their holds, then replay them.\n", plan.Log.HeldOrders)
+	}
+	if plan.Total() == 0 {
+		fmt.Fprintf(w, "no published events of %s occurred in [%s, %s); nothing to replay\n",
+			scope, opts.From.Format(time.RFC3339), opts.To.Format(time.RFC3339))
+		return 0
+	}
+	if plan.Events > 0 {
+		fmt.Fprintf(w, "%d published events of %s (occurred %s .. %s) will be delivered again.\n",
+			plan.Events, scope, plan.First.UTC().Format(time.RFC3339), plan.Last.UTC().Format(time.RFC3339))
+	}
+	if lp := plan.Log; lp.Events > 0 && lp.FromSequence > 0 {
+		fmt.Fprintf(w, "%d published log events of %s (sequence %d on, occurred %s .. %s) will be delivered again, in order, through a hold: the log replays the order's events from its first in the window to the newest delivered.\n",
+			lp.Events, scope, lp.FromSequence, lp.First.UTC().Format(time.RFC3339), lp.Last.UTC().Format(time.RFC3339))
+	} else if lp.Events > 0 {
+		fmt.Fprintf(w, "%d published log events of %d orders of %s (occurred %s .. %s) will be delivered again, in order, through a hold per order: the log replays each order's events from its first in the window to the newest delivered.\n",
+			lp.Events, lp.Orders, scope, lp.First.UTC().Format(time.RFC3339), lp.Last.UTC().Format(time.RFC3339))
+	}
+	fmt.Fprintln(w, "Workflows that completed stay one run; failed, terminated or timed-out ones run again (effects stay single).")
+	return plan.Total()
 }

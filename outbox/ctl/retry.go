@@ -4,10 +4,12 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outflow/outflow/outbox/outboxops"
@@ -80,14 +82,7 @@ func retryOne(ctx context.Context, env *Env, fs *flag.FlagSet, pos []string, yes
 	}); err != nil {
 		return err
 	}
-	if e := c.Log; e != nil {
-		fmt.Fprintf(env.Stdout, "plan: retry the log hold of %s/%s (stuck on %s, %s seq=%d): quarantined -> held, attempts %d -> 0\n",
-			e.AggregateType, e.AggregateID, id, e.Type, e.Sequence, e.Attempts)
-	} else {
-		fmt.Fprintf(env.Stdout, "plan: retry %s (%s %s/%s seq=%d): %s -> %s, attempts %d -> %d\n",
-			id, c.After.Type, c.After.AggregateType, c.After.AggregateID, c.After.Sequence,
-			c.Before.State, c.After.State, c.Before.Attempts, c.After.Attempts)
-	}
+	writeRetryPlan(env.Stdout, id, c)
 	if ok, err := Proceed(env, yes, Change{Question: "Retry it? [y/N] ", Done: "retried", Todo: "retry it"}); !ok {
 		return err
 	}
@@ -126,35 +121,10 @@ func runRetryQuarantined(ctx context.Context, env *Env, opts outboxops.RetryQuar
 	if err != nil {
 		return err
 	}
-	scope := describeRetryFilter(opts.RetryFilter)
-	holds := plan.LogHolds
-	if plan.Events == 0 && len(holds) == 0 {
-		fmt.Fprintf(env.Stdout, "no quarantined events match (%s); nothing to retry\n", scope)
-		return nil
+	total, err := writeRetryQuarantinedPlan(env.Stdout, plan, opts.RetryFilter)
+	if err != nil || total == 0 {
+		return err
 	}
-	if plan.Events > 0 {
-		fmt.Fprintf(env.Stdout, "%d quarantined events (%s; quarantined %s .. %s) will be retried: available now, attempts reset, last_error kept.\n",
-			plan.Events, scope, plan.First.UTC().Format(time.RFC3339), plan.Last.UTC().Format(time.RFC3339))
-		if err := writeEvents(env.Stdout, "  ", plan.Sample); err != nil {
-			return err
-		}
-		if more := plan.Events - int64(len(plan.Sample)); more > 0 {
-			fmt.Fprintf(env.Stdout, "  … and %d more (outboxctl list --quarantined shows them)\n", more)
-		}
-	}
-	if len(holds) > 0 {
-		// The log source's quarantined holds, by the event each is stuck on.
-		fmt.Fprintf(env.Stdout, "%d quarantined log holds (%s; quarantined %s .. %s) will be retried: attempts reset, their hold workers publish again.\n",
-			len(holds), scope, holds[0].QuarantinedAt.UTC().Format(time.RFC3339), holds[len(holds)-1].QuarantinedAt.UTC().Format(time.RFC3339))
-		sample := holds[:min(len(holds), outboxops.RetryPlanSample)]
-		if err := writeLogHolds(env.Stdout, "  ", sample); err != nil {
-			return err
-		}
-		if more := len(holds) - len(sample); more > 0 {
-			fmt.Fprintf(env.Stdout, "  … and %d more (outboxctl list --quarantined shows them)\n", more)
-		}
-	}
-	total := plan.Events + int64(len(holds))
 	if ok, err := Proceed(env, yes, Change{
 		Question: fmt.Sprintf("Retry %d events? [y/N] ", total),
 		Done:     "retried",
@@ -199,4 +169,53 @@ func describeRetryFilter(f outboxops.RetryFilter) string {
 		parts = append(parts, "quarantined since "+f.Since.UTC().Format(time.RFC3339))
 	}
 	return strings.Join(parts, ", ")
+}
+
+// writeRetryPlan prints the plan of retrying the event id, from the retry
+// rehearsed (c): what `outboxctl retry EVENT_ID` and the console show.
+func writeRetryPlan(w io.Writer, id uuid.UUID, c outboxops.Change) {
+	if e := c.Log; e != nil {
+		fmt.Fprintf(w, "plan: retry the log hold of %s/%s (stuck on %s, %s seq=%d): quarantined -> held, attempts %d -> 0\n",
+			e.AggregateType, e.AggregateID, id, e.Type, e.Sequence, e.Attempts)
+		return
+	}
+	fmt.Fprintf(w, "plan: retry %s (%s %s/%s seq=%d): %s -> %s, attempts %d -> %d\n",
+		id, c.After.Type, c.After.AggregateType, c.After.AggregateID, c.After.Sequence,
+		c.Before.State, c.After.State, c.Before.Attempts, c.After.Attempts)
+}
+
+// writeRetryQuarantinedPlan prints how many quarantined events and log
+// holds the filter f selects, with a sample (what `outboxctl retry
+// --quarantined` and the console show), and returns their number; 0 when
+// nothing matches, which it says.
+func writeRetryQuarantinedPlan(w io.Writer, plan outboxops.RetryPlan, f outboxops.RetryFilter) (int64, error) {
+	scope := describeRetryFilter(f)
+	holds := plan.LogHolds
+	if plan.Events == 0 && len(holds) == 0 {
+		fmt.Fprintf(w, "no quarantined events match (%s); nothing to retry\n", scope)
+		return 0, nil
+	}
+	if plan.Events > 0 {
+		fmt.Fprintf(w, "%d quarantined events (%s; quarantined %s .. %s) will be retried: available now, attempts reset, last_error kept.\n",
+			plan.Events, scope, plan.First.UTC().Format(time.RFC3339), plan.Last.UTC().Format(time.RFC3339))
+		if err := writeEvents(w, "  ", plan.Sample); err != nil {
+			return 0, err
+		}
+		if more := plan.Events - int64(len(plan.Sample)); more > 0 {
+			fmt.Fprintf(w, "  … and %d more (outboxctl list --quarantined shows them)\n", more)
+		}
+	}
+	if len(holds) > 0 {
+		// The log source's quarantined holds, by the event each is stuck on.
+		fmt.Fprintf(w, "%d quarantined log holds (%s; quarantined %s .. %s) will be retried: attempts reset, their hold workers publish again.\n",
+			len(holds), scope, holds[0].QuarantinedAt.UTC().Format(time.RFC3339), holds[len(holds)-1].QuarantinedAt.UTC().Format(time.RFC3339))
+		sample := holds[:min(len(holds), outboxops.RetryPlanSample)]
+		if err := writeLogHolds(w, "  ", sample); err != nil {
+			return 0, err
+		}
+		if more := len(holds) - len(sample); more > 0 {
+			fmt.Fprintf(w, "  … and %d more (outboxctl list --quarantined shows them)\n", more)
+		}
+	}
+	return plan.Events + int64(len(holds)), nil
 }

@@ -3,7 +3,9 @@ package ctl
 import (
 	"context"
 	"fmt"
+	"io"
 
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/outflow/outflow/outbox/outboxops"
@@ -51,30 +53,12 @@ func runSkip(ctx context.Context, env *Env, args []string) error {
 		c       outboxops.Change
 		settled string
 	)
-	skip := func(tx pgx.Tx) error {
-		var err error
-		if c, err = outboxops.SkipTx(ctx, tx, id, *reason, *actor); err != nil {
-			return err
-		}
-		if env.app == nil || env.app.SettleSkipTx == nil || (c.Log != nil && c.Log.Redelivery) {
-			return nil
-		}
-		settled, err = env.app.SettleSkipTx(ctx, tx, c)
-		return err
-	}
+	skip := skipFunc(ctx, env, id, *reason, *actor, &c, &settled)
 	// The plan is the skip rehearsed (refusals included).
 	if err := rehearse(ctx, pool, skip); err != nil {
 		return err
 	}
-	what := fmt.Sprintf("%s (%s %s/%s seq=%d)", id, c.Before.Type, c.Before.AggregateType, c.Before.AggregateID, c.Before.Sequence)
-	if l := c.Log; l != nil && l.Redelivery {
-		fmt.Fprintf(env.Stdout, "plan: skip the redelivery of %s by a replay (it stays published), by %s: %q\n", what, *actor, *reason)
-	} else {
-		fmt.Fprintf(env.Stdout, "plan: skip %s, by %s: %q; it will never be published, and its aggregate's later events flow again\n", what, *actor, *reason)
-	}
-	if settled != "" {
-		fmt.Fprintf(env.Stdout, "plan: %s\n", settled)
-	}
+	writeSkipPlan(env.Stdout, id, c, *actor, *reason, settled)
 	if ok, err := Proceed(env, *yes, Change{Question: "Skip it? [y/N] ", Done: "skipped", Todo: "skip it"}); !ok {
 		return err
 	}
@@ -113,4 +97,37 @@ func runSkip(ctx context.Context, env *Env, args []string) error {
 		fmt.Fprintln(env.Stdout, settled)
 	}
 	return nil
+}
+
+// skipFunc is the skip of event id in a transaction: outboxops.SkipTx, then
+// what the skip means to its consumers ([App.SettleSkipTx]), both recorded
+// in *c and *settled. The CLI and the console run it rehearsed for the
+// plan, then for real.
+func skipFunc(ctx context.Context, env *Env, id uuid.UUID, reason, actor string, c *outboxops.Change, settled *string) func(pgx.Tx) error {
+	return func(tx pgx.Tx) error {
+		var err error
+		*settled = ""
+		if *c, err = outboxops.SkipTx(ctx, tx, id, reason, actor); err != nil {
+			return err
+		}
+		if env.app == nil || env.app.SettleSkipTx == nil || (c.Log != nil && c.Log.Redelivery) {
+			return nil
+		}
+		*settled, err = env.app.SettleSkipTx(ctx, tx, *c)
+		return err
+	}
+}
+
+// writeSkipPlan prints the plan of a skip from the skip rehearsed (c,
+// settled): what `outboxctl skip` and the console show.
+func writeSkipPlan(w io.Writer, id uuid.UUID, c outboxops.Change, actor, reason, settled string) {
+	what := fmt.Sprintf("%s (%s %s/%s seq=%d)", id, c.Before.Type, c.Before.AggregateType, c.Before.AggregateID, c.Before.Sequence)
+	if l := c.Log; l != nil && l.Redelivery {
+		fmt.Fprintf(w, "plan: skip the redelivery of %s by a replay (it stays published), by %s: %q\n", what, actor, reason)
+	} else {
+		fmt.Fprintf(w, "plan: skip %s, by %s: %q; it will never be published, and its aggregate's later events flow again\n", what, actor, reason)
+	}
+	if settled != "" {
+		fmt.Fprintf(w, "plan: %s\n", settled)
+	}
 }

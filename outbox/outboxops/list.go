@@ -6,17 +6,37 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
-// ListOptions selects the events [List] returns. Pending and Quarantined
-// are exclusive; with neither, every event is listed (published and skipped
-// ones too).
+// ListOptions selects the events [List] returns. Pending, Held,
+// Quarantined and Skipped are exclusive; with none, every event is listed
+// (published and skipped ones too).
 type ListOptions struct {
 	// Pending lists unpublished events that are neither quarantined nor
 	// skipped: waiting, blocked, in flight or backing off.
 	Pending bool
+	// Held lists the pending events an unpublished predecessor of their
+	// aggregate holds back ([StateBlocked]; in the log, [StateHeld]).
+	Held bool
 	// Quarantined lists the events waiting for an operator.
 	Quarantined bool
+	// Skipped lists the events operators gave up on.
+	Skipped bool
+	// EventType restricts the list to one event type. Optional: defaulted
+	// to every type.
+	EventType string
+	// ErrorContains restricts the list to events whose last_error contains
+	// it, ignoring case. Optional: defaulted to any error, or none.
+	ErrorContains string
+	// OccurredBefore restricts the list to events that occurred before it
+	// (older than an age). Optional: the zero time is any time.
+	OccurredBefore time.Time
+	// After, when set, starts the list after this key: the next page of a
+	// list whose last event had this key ([EventInfo.Key]). Only with a
+	// filter (Pending, Held, Quarantined, Skipped or an aggregate), whose
+	// list is the oldest first.
+	After *ListKey
 	// AggregateType restricts the list to one aggregate type. Optional:
 	// defaulted to every type.
 	AggregateType string
@@ -26,6 +46,20 @@ type ListOptions struct {
 	// Limit is the most events returned, 1 to 10000. Optional: defaulted to
 	// [ListLimitDefault] (100).
 	Limit int
+}
+
+// ListKey is an event's place in a filtered list's order (oldest first),
+// the keyset a next page starts after ([ListOptions.After]).
+type ListKey struct {
+	OccurredAt    time.Time `json:"occurred_at"`
+	AggregateType string    `json:"aggregate_type"`
+	AggregateID   string    `json:"aggregate_id"`
+	Sequence      int64     `json:"aggregate_sequence"`
+}
+
+// Key is e's place in a filtered list's order.
+func (e EventInfo) Key() ListKey {
+	return ListKey{OccurredAt: e.OccurredAt, AggregateType: e.AggregateType, AggregateID: e.AggregateID, Sequence: e.Sequence}
 }
 
 // ListLimitDefault is the default of [ListOptions.Limit].
@@ -40,27 +74,42 @@ const listLimitMax = 10000
 // order.
 func List(ctx context.Context, db DB, opts ListOptions) ([]EventInfo, error) {
 	opts.Limit = cmp.Or(opts.Limit, ListLimitDefault)
+	filters := 0
+	filter := "all"
+	for name, on := range map[string]bool{"pending": opts.Pending, "held": opts.Held, "quarantined": opts.Quarantined, "skipped": opts.Skipped} {
+		if on {
+			filters++
+			filter = name
+		}
+	}
 	switch {
-	case opts.Pending && opts.Quarantined:
-		return nil, fmt.Errorf("outbox: list: Pending and Quarantined exclude each other; ask for one or neither")
+	case filters > 1:
+		return nil, fmt.Errorf("outbox: list: Pending, Held, Quarantined and Skipped exclude each other; ask for one or none")
 	case opts.Limit < 1 || opts.Limit > listLimitMax:
 		return nil, fmt.Errorf("outbox: list: limit %d is out of range; use 1 to %d (default %d)", opts.Limit, listLimitMax, ListLimitDefault)
 	}
-	filter := "all"
-	switch {
-	case opts.Pending:
-		filter = "pending"
-	case opts.Quarantined:
-		filter = "quarantined"
+	newest := filter == "all" && opts.AggregateID == "" && opts.AggregateType == "" &&
+		opts.EventType == "" && opts.ErrorContains == "" && opts.OccurredBefore.IsZero()
+	if newest && opts.After != nil {
+		return nil, fmt.Errorf("outbox: list: After pages a filtered list only (the unfiltered one is the newest events); set a filter")
 	}
-	newest := filter == "all" && opts.AggregateID == "" && opts.AggregateType == ""
-	rows, err := qOpsList.All(ctx, db, listArgs{
+	args := listArgs{
 		Filter:        filter,
 		AggregateID:   opts.AggregateID,
 		AggregateType: opts.AggregateType,
 		MaxEvents:     opts.Limit,
 		NewestFirst:   newest,
-	})
+		EventType:     opts.EventType,
+		ErrorContains: opts.ErrorContains,
+	}
+	if !opts.OccurredBefore.IsZero() {
+		args.OccurredBefore = &opts.OccurredBefore
+	}
+	if k := opts.After; k != nil {
+		args.AfterSet, args.AfterOccurredAt, args.AfterAggregateType, args.AfterAggregateID, args.AfterSequence =
+			true, k.OccurredAt, k.AggregateType, k.AggregateID, k.Sequence
+	}
+	rows, err := qOpsList.All(ctx, db, args)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: list: %w", err)
 	}
@@ -85,7 +134,8 @@ func List(ctx context.Context, db DB, opts ListOptions) ([]EventInfo, error) {
 }
 
 // Listing is what [ListAll] found: outbox_events' events, then the log
-// source's.
+// source's. The log's entries are not paged: they follow outbox_events'
+// on the first page (no [ListOptions.After]) when it has room for them.
 type Listing struct {
 	// Events are outbox_events' events, as [List] returns them.
 	Events []EventInfo
@@ -106,8 +156,9 @@ func (l Listing) Len() int { return len(l.Events) + len(l.LogHolds) + len(l.LogE
 // ListAll is [List] over every table a source keeps events in: with
 // Quarantined, the log's quarantined holds follow outbox_events'
 // quarantined events; with Pending, the log's pending and held events
-// follow outbox_events' pending ones. The filters (AggregateType,
-// AggregateID) apply to both, and Limit bounds the whole listing,
+// follow outbox_events' pending ones, with Held its held ones. The filters
+// (AggregateType, AggregateID, EventType, ErrorContains, OccurredBefore)
+// apply to both, and Limit bounds the whole listing,
 // outbox_events' events first. An unfiltered list (neither Pending nor
 // Quarantined) is outbox_events' alone: the log's published events are
 // read by position, not listed by time (`outboxctl show` finds one by ID).
@@ -120,23 +171,43 @@ func ListAll(ctx context.Context, db DB, opts ListOptions) (Listing, error) {
 	l := Listing{Events: events}
 	room := opts.Limit - len(events)
 	switch {
-	case room <= 0:
+	case room <= 0 || opts.After != nil:
 	case opts.Quarantined:
 		holds, err := QuarantinedLogHolds(ctx, db, LogHoldFilter{AggregateType: opts.AggregateType})
 		if err != nil {
 			return Listing{}, fmt.Errorf("outbox: list: %w", err)
 		}
 		for _, h := range holds {
-			if (opts.AggregateID == "" || h.AggregateID == opts.AggregateID) && len(l.LogHolds) < room {
+			if (opts.AggregateID == "" || h.AggregateID == opts.AggregateID) && len(l.LogHolds) < room &&
+				opts.logMatches(deref(h.EventType), h.LastError, h.OccurredAt) {
 				l.LogHolds = append(l.LogHolds, h)
 			}
 		}
-	case opts.Pending:
-		l.LogEvents, err = PendingLogEvents(ctx, db, PendingLogFilter{
+	case opts.Pending || opts.Held:
+		logged, err := PendingLogEvents(ctx, db, PendingLogFilter{
 			AggregateType: opts.AggregateType, AggregateID: opts.AggregateID, Limit: room})
 		if err != nil {
 			return Listing{}, fmt.Errorf("outbox: list: %w", err)
 		}
+		for _, e := range logged {
+			if (!opts.Held || e.State() == "held") && opts.logMatches(e.Type, e.LastError, &e.OccurredAt) {
+				l.LogEvents = append(l.LogEvents, e)
+			}
+		}
 	}
 	return l, nil
+}
+
+// logMatches applies the filters List applies in SQL to an entry of the
+// log: its event type, last error and time.
+func (opts ListOptions) logMatches(eventType, lastError string, occurredAt *time.Time) bool {
+	switch {
+	case opts.EventType != "" && eventType != opts.EventType:
+		return false
+	case opts.ErrorContains != "" && !strings.Contains(strings.ToLower(lastError), strings.ToLower(opts.ErrorContains)):
+		return false
+	case !opts.OccurredBefore.IsZero() && (occurredAt == nil || !occurredAt.Before(opts.OccurredBefore)):
+		return false
+	}
+	return true
 }

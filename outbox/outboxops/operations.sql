@@ -55,10 +55,16 @@ ORDER BY claimed_by;
 
 -- name: OpsList :many
 -- At most @max_events events: every event (@filter = 'all'), the
--- unpublished, unquarantined ones (@filter = 'pending') or the quarantined
--- ones waiting for an operator (@filter = 'quarantined'); of one aggregate
--- when @aggregate_id is not empty (and of type @aggregate_type when that is
--- not empty). The oldest first, or the newest when @newest_first.
+-- unpublished, unquarantined ones (@filter = 'pending'), those of them an
+-- unpublished predecessor holds back (@filter = 'held'), the quarantined
+-- ones waiting for an operator (@filter = 'quarantined') or the skipped ones
+-- (@filter = 'skipped'); of one aggregate when @aggregate_id is not empty
+-- (and of type @aggregate_type when that is not empty), of event type
+-- @event_type, whose last_error contains @error_contains ignoring case, that
+-- occurred before @occurred_before (each: any when ''/NULL). With @after_set,
+-- only those after the key (@after_occurred_at, @after_aggregate_type,
+-- @after_aggregate_id, @after_sequence) in the list's order: a keyset page.
+-- The oldest first, or the newest when @newest_first.
 -- db_now is the database's clock, which the event's state is derived at.
 -- blocked: an unpublished, unskipped predecessor holds the event back (the
 -- lane rule RelayClaim applies, migrations/00006).
@@ -72,9 +78,18 @@ SELECT e.event_id, e.aggregate_type, e.aggregate_id, e.aggregate_sequence, e.eve
 FROM outbox_events e
 WHERE (@filter = 'all'
        OR (@filter = 'pending' AND e.published_at IS NULL AND e.quarantined_at IS NULL AND e.skipped_at IS NULL)
-       OR (@filter = 'quarantined' AND e.published_at IS NULL AND e.quarantined_at IS NOT NULL AND e.skipped_at IS NULL))
+       OR (@filter = 'held' AND e.published_at IS NULL AND e.quarantined_at IS NULL AND e.skipped_at IS NULL
+           AND EXISTS (SELECT 1 FROM outbox_unpublished_predecessors(e.aggregate_type, e.aggregate_id, e.aggregate_sequence)))
+       OR (@filter = 'quarantined' AND e.published_at IS NULL AND e.quarantined_at IS NOT NULL AND e.skipped_at IS NULL)
+       OR (@filter = 'skipped' AND e.published_at IS NULL AND e.skipped_at IS NOT NULL))
   AND (@aggregate_id = '' OR e.aggregate_id = @aggregate_id)
   AND (@aggregate_type = '' OR e.aggregate_type = @aggregate_type)
+  AND (@event_type = '' OR e.event_type = @event_type)
+  AND (@error_contains = '' OR strpos(lower(e.last_error), lower(@error_contains)) > 0)
+  AND (@occurred_before::timestamptz IS NULL OR e.occurred_at < @occurred_before)
+  AND (NOT @after_set::bool
+       OR (e.occurred_at, e.aggregate_type, e.aggregate_id, e.aggregate_sequence)
+          > (@after_occurred_at::timestamptz, @after_aggregate_type::text, @after_aggregate_id::text, @after_sequence::bigint))
 ORDER BY CASE WHEN @newest_first::bool THEN e.occurred_at END DESC,
          e.occurred_at, e.aggregate_type, e.aggregate_id, e.aggregate_sequence
 LIMIT @max_events;

@@ -102,14 +102,24 @@ type leaseRow struct {
 	EarliestExpiry time.Time `db:"earliest_expiry"`
 }
 
-// listArgs select OpsList's events; Filter is "all", "pending" or
-// "quarantined".
+// listArgs select OpsList's events; Filter is "all", "pending", "held",
+// "quarantined" or "skipped".
 type listArgs struct {
 	Filter        string `db:"filter"`
 	AggregateID   string `db:"aggregate_id"`
 	AggregateType string `db:"aggregate_type"`
 	MaxEvents     int    `db:"max_events"`
 	NewestFirst   bool   `db:"newest_first"`
+	EventType     string `db:"event_type"`
+	ErrorContains string `db:"error_contains"`
+	// OccurredBefore is nil for any time.
+	OccurredBefore *time.Time `db:"occurred_before"`
+	// After* are the keyset page's start, used when AfterSet.
+	AfterSet           bool      `db:"after_set"`
+	AfterOccurredAt    time.Time `db:"after_occurred_at"`
+	AfterAggregateType string    `db:"after_aggregate_type"`
+	AfterAggregateID   string    `db:"after_aggregate_id"`
+	AfterSequence      int64     `db:"after_sequence"`
 }
 
 // eventInfoRow is a row of OpsList or OpsLockEvent: the event's columns, the
