@@ -2,11 +2,9 @@ package testsuite
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -22,10 +20,6 @@ import (
 	"github.com/outflow/outflow/outbox/outboxtest/dev/ports"
 )
 
-// consoleScreenshots, when set, writes the console's screenshots into
-// docs/img (go test -run TestConsoleInBrowser ./testsuite -console-screenshots).
-var consoleScreenshots = flag.Bool("console-screenshots", false, "write the console's screenshots to docs/img")
-
 const consoleTestToken = "console-test-token"
 
 // TestConsoleInBrowser drives `outboxctl serve` (the root's binary) in a
@@ -35,13 +29,6 @@ const consoleTestToken = "console-test-token"
 // audited; without the token every action is refused and nothing changes;
 // a form posted from another site is refused.
 func TestConsoleInBrowser(t *testing.T) {
-	chromium := "/usr/bin/chromium"
-	if p := os.Getenv("OUTFLOW_CHROMIUM"); p != "" {
-		chromium = p
-	}
-	if _, err := os.Stat(chromium); err != nil {
-		t.Fatalf("the console's browser test needs Chromium at %s (Debian: apt-get install chromium; or set OUTFLOW_CHROMIUM): %v", chromium, err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	s := NewStack(t)
@@ -82,10 +69,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	t.Cleanup(func() { console.Stop(5 * time.Second) })
 	require.NoError(t, console.WaitLog(ctx, "outbox console on"))
 
-	alloc, cancelAlloc := chromedp.NewExecAllocator(ctx, append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromium), chromedp.NoSandbox, chromedp.Headless, chromedp.DisableGPU,
-		chromedp.WindowSize(1024, 700))...)
-	defer cancelAlloc()
+	alloc := browser(t, ctx)
 
 	snapshot := func() string {
 		var out string
@@ -220,33 +204,4 @@ func forgedForm(action, eventID, poisonID string) string {
   add("event_id", %q); add("reason", "forged"); add("from", "1h"); add("confirm", "yes");
   document.body.appendChild(f); f.submit(); return true;
 })()`, action, map[bool]string{true: poisonID, false: eventID}[strings.HasSuffix(action, "skip")])
-}
-
-// waitText waits until the page's body contains text.
-func waitText(t *testing.T, ctx context.Context, text string) {
-	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	var body string
-	for time.Now().Before(deadline) {
-		b, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS("body")))
-		if body = b; err == nil && strings.Contains(body, text) {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("the page never said %q; it says:\n%s", text, body)
-}
-
-// shot takes a screenshot of the viewport, into docs/img with
-// -console-screenshots, else into the test's temporary directory.
-func shot(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.CaptureScreenshot())
-	require.NoError(t, err)
-	dir := t.TempDir()
-	if *consoleScreenshots {
-		dir = filepath.Join("..", "docs", "img")
-		require.NoError(t, os.MkdirAll(dir, 0o755))
-	}
-	require.NoError(t, os.WriteFile(filepath.Join(dir, name), png, 0o644))
 }

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/chromedp"
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
@@ -120,4 +121,19 @@ func TestTheDemosTraceLinkResolves(t *testing.T) {
 		svc, name, _ := strings.Cut(w, " ")
 		require.Regexp(t, `(?s)<td class="name">[\x{a0}]*`+regexp.QuoteMeta(name)+`[^<]*</td>\s*<td class="svc">`+regexp.QuoteMeta(svc)+`</td>`, page, "the trace's page shows %s", w)
 	}
+
+	// And in a real browser: the page the demo's link opens shows the
+	// whole order, one trace (docs/img/trace.png with -screenshots).
+	bctx, cancelTab := chromedp.NewContext(browser(t, ctx))
+	defer cancelTab()
+	require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(jaeger.TraceURL(viewer.URL, traceID))))
+	waitText(t, bctx, "trace "+traceID)
+	rows, err := chromedp.Run(bctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("tr.span")].map(r =>
+		r.querySelector("td.svc").innerText + " " + r.querySelector("td.name").innerText.trim())`))
+	require.NoError(t, err)
+	for _, w := range want {
+		require.True(t, slices.ContainsFunc(rows, func(r string) bool { return strings.HasPrefix(r, w) }),
+			"the browser shows %s among:\n%s", w, strings.Join(rows, "\n"))
+	}
+	fullShot(t, bctx, "trace.png")
 }

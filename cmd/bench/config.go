@@ -58,7 +58,7 @@ type config struct {
 
 func fullConfig() config {
 	return config{
-		handoffEvents: 1000, handoffRounds: 8, handoffRuns: 5,
+		handoffEvents: 2000, handoffRounds: 8, handoffRuns: 5,
 		latencyRate: 50, latencyDuration: 20 * time.Second, bareLatencyStarts: 200,
 		noopEvents: 50000, noopPerAggregate: 10, noopRounds: 2,
 		writePairs:     2000,
@@ -94,7 +94,7 @@ var command = cli.Command{
 // parseFlags reads the command line; -h and --version answer on stdout.
 func parseFlags(args []string, stdout, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
-	quick := fs.Bool("quick", false, "smaller sizes and one handoff run: about a minute instead of about fifteen")
+	quick := fs.Bool("quick", false, "smaller sizes and one handoff run: about a minute instead of about thirty")
 	only := fs.String("only", "", "comma-separated phases to run (default all): "+strings.Join(phases, ","))
 	cpuProfile := fs.String("cpuprofile", "", "write the bench process's CPU profile of the run to this `file` (go tool pprof)")
 	runs := fs.Int("handoff-runs", 0, "`runs` in the handoff phase's series (default 5, 1 with --quick); handoff_ratio is the median of the runs' ratios, since one run moves by about ±0.1 on a shared machine")

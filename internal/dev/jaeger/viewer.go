@@ -119,10 +119,14 @@ func layout(id string, spans []Span) page {
 }
 
 // showAttr keeps the attributes that say what a span was (outflow's, the
-// HTTP request's, the messaging system's, an error) and leaves out the
-// instrumentation's bookkeeping.
+// HTTP request's route and answer, the messaging system's, an error) and
+// leaves out the instrumentation's bookkeeping (body sizes, URL parts).
 func showAttr(k string) bool {
-	for _, prefix := range []string{"outflow.", "http.", "url.", "messaging.", "error", "temporal"} {
+	switch k {
+	case "http.route", "http.request.method", "http.response.status_code", "error":
+		return true
+	}
+	for _, prefix := range []string{"outflow.", "messaging.", "temporal"} {
 		if strings.HasPrefix(k, prefix) {
 			return true
 		}

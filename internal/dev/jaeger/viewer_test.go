@@ -13,7 +13,7 @@ func TestLayoutPutsEverySpanUnderItsParent(t *testing.T) {
 	spans := []Span{ // as Jaeger returns them: in no particular order
 		{Service: "outflow-worker", Name: "RunActivity:ChargePayment", SpanID: "c", ParentID: "w", Start: t0.Add(30 * time.Millisecond), Duration: 10 * time.Millisecond},
 		{Service: "outflow-orderapi", Name: "POST /orders", SpanID: "a", ParentID: "root", Start: t0.Add(time.Millisecond), Duration: 5 * time.Millisecond,
-			Attrs: map[string]string{"http.route": "/orders", "otel.scope.name": "otelhttp"}},
+			Attrs: map[string]string{"http.route": "/orders", "http.request.body.size": "145", "otel.scope.name": "otelhttp"}},
 		{Service: "outflow-demo", Name: "demo order", SpanID: "root", Start: t0, Duration: 100 * time.Millisecond},
 		{Service: "outflow-starter", Name: "outbox publish OrderCreated", SpanID: "p", ParentID: "a", Start: t0.Add(20 * time.Millisecond), Duration: 5 * time.Millisecond,
 			Attrs: map[string]string{"outflow.event.id": "e1", "outflow.attempt": "1"}},
