@@ -89,8 +89,21 @@ tools: $(TEMPORAL) $(TEMPORAL_SERVER) $(TEMPORAL_SQL_TOOL) $(TEMPORAL_UI_SERVER)
 LIB_MODULES := outbox outbox/natspub
 LIB_PACKAGES := github.com/outflow/outflow/outbox/... github.com/outflow/outflow/outbox/natspub/...
 
+# The Debian packages the tests need beyond Go's tools: spin and gcc (the
+# model check), chromium (the browser tests). Installed when missing and
+# apt-get can (root); otherwise the command to run is printed.
+TEST_DEBS := spin gcc chromium
+.PHONY: debs
+debs:
+	@missing=""; for p in $(TEST_DEBS); do command -v $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing the Debian packages$$missing"; apt-get update -q && apt-get install -y -q$$missing; \
+	  else echo "make test needs$$missing: sudo apt-get install$$missing"; exit 1; fi; \
+	fi
+
 ## test: every test, unit and integration (real PostgreSQL, real Temporal dev server), of the root, the library's modules and the deploy module (compose, dashboard, alerts).
-test: $(TEMPORAL) $(BIN)/promtool $(TEMPORAL_SQL_TOOL) $(JAEGER)
+test: debs $(TEMPORAL) $(BIN)/promtool $(TEMPORAL_SQL_TOOL) $(JAEGER)
 	$(GO) test -count=1 -timeout 40m ./... $(LIB_PACKAGES)
 	cd deploy && $(GO) test -count=1 -timeout 10m ./...
 
