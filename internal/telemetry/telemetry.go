@@ -73,9 +73,9 @@ func LogHandler(h slog.Handler) slog.Handler { return cmdkit.LogHandler(h) }
 // Start is [Setup] for a main that defers the stop: stop flushes the last
 // spans (for at most five seconds) and logs a failure to logger.
 func Start(ctx context.Context, getenv func(string) string, defaultService string, logger *slog.Logger) (stop func(), err error) {
-	tp, stop, err := cmdkit.StartTracing(ctx, getenv, defaultService, logger)
+	tp, stopTracing, err := cmdkit.StartTracing(ctx, getenv, defaultService, logger)
 	if tp != nil {
 		enabled.Store(true)
 	}
-	return func() { enabled.Store(false); stop() }, err
+	return func() { enabled.Store(false); stopTracing() }, err
 }

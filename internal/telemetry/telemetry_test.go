@@ -2,6 +2,7 @@ package telemetry_test
 
 import (
 	"context"
+	"log/slog"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -30,4 +31,20 @@ func TestSetupIsOffWithoutAnEndpoint(t *testing.T) {
 	_, err := telemetry.Setup(context.Background(), func(k string) string { return env[k] }, telemetry.ServiceStarter)
 	require.ErrorContains(t, err, "OTEL_EXPORTER_OTLP_PROTOCOL")
 	require.False(t, telemetry.Enabled())
+}
+
+// TestStartStops: the stop Start returns ends, off and on. (Its closure
+// once called itself: every main deferring it died of a stack overflow
+// on SIGTERM.)
+func TestStartStops(t *testing.T) {
+	for _, env := range []map[string]string{
+		{},
+		{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"},
+	} {
+		stop, err := telemetry.Start(context.Background(), func(k string) string { return env[k] }, telemetry.ServiceStarter, slog.New(slog.DiscardHandler))
+		require.NoError(t, err)
+		require.Equal(t, len(env) > 0, telemetry.Enabled(), "%v", env)
+		stop()
+		require.False(t, telemetry.Enabled(), "stopped: %v", env)
+	}
 }
