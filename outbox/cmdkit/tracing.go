@@ -29,10 +29,13 @@ import (
 // reads the other OTEL_* variables (sampler, headers, resource
 // attributes). With no endpoint, or OTEL_SDK_DISABLED=true, tracing is
 // off: tp is nil and otel's globals stay no-ops. stop flushes the last
-// spans, for at most five seconds, and logs a failure on logger; it is a
-// no-op when tracing is off.
+// spans, for at most five seconds, and logs a failure on logger (nil:
+// slog.Default()); it is a no-op when tracing is off.
 func StartTracing(ctx context.Context, getenv func(string) string, defaultService string, logger *slog.Logger) (tp *sdktrace.TracerProvider, stop func(), err error) {
 	stop = func() {}
+	if logger == nil {
+		logger = slog.Default()
+	}
 	if strings.EqualFold(getenv("OTEL_SDK_DISABLED"), "true") ||
 		getenv("OTEL_EXPORTER_OTLP_ENDPOINT")+getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
 		return nil, stop, nil

@@ -31,3 +31,16 @@ func TestLogHandlerAddsTheSpan(t *testing.T) {
 	require.Equal(t, "test", in["component"])
 	require.NotContains(t, out, "trace_id")
 }
+
+// TestStartTracingStopsWithoutALogger: a nil logger is slog.Default(), also
+// when the last spans cannot be flushed (nothing listens on the endpoint);
+// before, stop dereferenced the nil logger at every such exit.
+func TestStartTracingStopsWithoutALogger(t *testing.T) {
+	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1", "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf"}
+	tp, stop, err := StartTracing(context.Background(), func(k string) string { return env[k] }, "test", nil)
+	require.NoError(t, err)
+	require.NotNil(t, tp)
+	_, span := tp.Tracer("test").Start(context.Background(), "unsent")
+	span.End()
+	require.NotPanics(t, stop)
+}
