@@ -109,7 +109,11 @@ func List(ctx context.Context, db DB, opts ListOptions) ([]EventInfo, error) {
 		args.AfterSet, args.AfterOccurredAt, args.AfterAggregateType, args.AfterAggregateID, args.AfterSequence =
 			true, k.OccurredAt, k.AggregateType, k.AggregateID, k.Sequence
 	}
-	rows, err := qOpsList.All(ctx, db, args)
+	q := qOpsList
+	if filter == "held" {
+		q = qOpsListHeld
+	}
+	rows, err := q.All(ctx, db, args)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: list: %w", err)
 	}

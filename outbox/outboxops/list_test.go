@@ -2,12 +2,14 @@ package outboxops_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/stretchr/testify/require"
 
+	"github.com/outflow/outflow/outbox"
 	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/outboxtest"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
@@ -66,4 +68,64 @@ func TestListFiltersAndPages(t *testing.T) {
 		after = &k
 	}
 	require.Equal(t, all, paged)
+}
+
+// TestHeldIsWhatThePendingListCallsBlocked: the held list (one window over
+// the unpublished rows) lists exactly the pending events whose state, as
+// every other list derives it (a predecessor probe per event), is blocked,
+// in the same order, also page by page, over aggregates in every mix of
+// states: published, quarantined, skipped with and without its tombstone
+// handed on, backing off and pending.
+func TestHeldIsWhatThePendingListCallsBlocked(t *testing.T) {
+	t.Parallel()
+	pool := setup(t)
+	ctx := context.Background()
+	for i := range 40 {
+		var events []outbox.Event
+		for range 1 + i%5 {
+			events = append(events, testdb.Event(t, fmt.Sprintf("agg-%02d", i), "Step"))
+		}
+		testdb.Enqueue(t, pool, events...)
+	}
+	// Each event's state from its id's hash: a mix that repeats in no
+	// pattern the aggregates' sizes share.
+	_, err := pool.Exec(ctx, `
+		WITH s AS (SELECT event_id, abs(hashtext(event_id::text)) % 6 AS k FROM outbox_events)
+		UPDATE outbox_events e SET
+		    published_at      = CASE WHEN s.k = 0 THEN now() END,
+		    quarantined_at    = CASE WHEN s.k = 1 THEN now() END,
+		    skipped_at        = CASE WHEN s.k IN (2, 3) THEN now() END,
+		    skip_published_at = CASE WHEN s.k = 2 THEN now() END,
+		    attempt_count     = CASE WHEN s.k = 4 THEN 2 ELSE 0 END,
+		    available_at      = CASE WHEN s.k = 4 THEN now() + interval '1 minute' ELSE e.available_at END
+		FROM s WHERE s.event_id = e.event_id`)
+	require.NoError(t, err)
+
+	pending, err := outboxops.List(ctx, pool, outboxops.ListOptions{Pending: true, Limit: 1000})
+	require.NoError(t, err)
+	var blocked []uuid.UUID
+	for _, e := range pending {
+		if e.State == outboxops.StateBlocked {
+			blocked = append(blocked, e.ID)
+		}
+	}
+	require.NotEmpty(t, blocked, "the mix holds no blocked event: the test would prove nothing")
+	require.Less(t, len(blocked), len(pending), "every pending event is blocked: the test would not tell held from pending")
+
+	var held []uuid.UUID
+	var after *outboxops.ListKey
+	for range len(blocked) + 2 {
+		page, err := outboxops.List(ctx, pool, outboxops.ListOptions{Held: true, Limit: 3, After: after})
+		require.NoError(t, err)
+		if len(page) == 0 {
+			break
+		}
+		for _, e := range page {
+			require.Equal(t, outboxops.StateBlocked, e.State, "event %s", e.ID)
+			held = append(held, e.ID)
+		}
+		k := page[len(page)-1].Key()
+		after = &k
+	}
+	require.Equal(t, blocked, held)
 }

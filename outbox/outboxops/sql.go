@@ -21,6 +21,7 @@ var (
 	qOpsStatus                 = namedsql.Bind[namedsql.NoArgs, statusRow](queries, "OpsStatus")
 	qOpsLeases                 = namedsql.Bind[namedsql.NoArgs, leaseRow](queries, "OpsLeases")
 	qOpsList                   = namedsql.Bind[listArgs, eventInfoRow](queries, "OpsList")
+	qOpsListHeld               = namedsql.Bind[listArgs, eventInfoRow](queries, "OpsListHeld")
 	qOpsLockEvent              = namedsql.Bind[eventIDArgs, eventInfoRow](queries, "OpsLockEvent")
 	qOpsRetry                  = namedsql.Bind[eventIDArgs, namedsql.NoRows](queries, "OpsRetry")
 	qOpsRetryQuarantinedPlan   = namedsql.Bind[retryPlanArgs, retryPlanRow](queries, "OpsRetryQuarantinedPlan")
@@ -55,6 +56,7 @@ var statements = append([]namedsql.Info{
 	qOpsStatus.Info(),
 	qOpsLeases.Info(),
 	qOpsList.Info(),
+	qOpsListHeld.Info(),
 	qOpsLockEvent.Info(),
 	qOpsRetry.Info(),
 	qOpsRetryQuarantinedPlan.Info(),
