@@ -98,6 +98,12 @@ type listData struct {
 	First bool
 }
 
+// pageKey is a next page's start in its URL: each table's key.
+type pageKey struct {
+	Events *outboxops.ListKey `json:"e,omitempty"`
+	Log    *outboxops.LogKey  `json:"l,omitempty"`
+}
+
 // listOptions reads a list's filters from the query: state, aggregate_type,
 // aggregate, type, error, older_than (a duration) and after (a keyset).
 func listOptions(q url.Values, size int) (outboxops.ListOptions, listData, error) {
@@ -134,16 +140,16 @@ func listOptions(q url.Values, size int) (outboxops.ListOptions, listData, error
 	}
 	if a := q.Get("after"); a != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(a)
-		var k outboxops.ListKey
+		var k pageKey
 		if err == nil {
 			err = json.Unmarshal(raw, &k)
 		}
-		if err != nil {
+		if err != nil || k.Events == nil && k.Log == nil {
 			return o, d, errors.New("after: not a page key of this console")
 		}
-		o.After = &k
+		o.After, o.LogAfter = k.Events, k.Log
 	}
-	d.First = o.After == nil
+	d.First = o.After == nil && o.LogAfter == nil
 	return o, d, nil
 }
 
@@ -155,21 +161,22 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, v, http.StatusBadRequest, err)
 		return
 	}
-	// The same call as `outboxctl list`: outbox_events' events a keyset
-	// page at a time, the log's after them on the first page.
+	// The same call as `outboxctl list`: outbox_events' events, then the
+	// log's, each table a keyset page at a time; one entry more than the
+	// page tells whether there is a next.
 	l, err := outboxops.ListAll(r.Context(), c.db, o)
 	if err != nil {
 		c.fail(w, r, v, http.StatusInternalServerError, err)
 		return
 	}
-	d.Events, d.LogHolds, d.LogEvents = l.Events, l.LogHolds, l.LogEvents
-	if len(d.Events) > c.opts.PageSize {
-		d.Events = d.Events[:c.opts.PageSize]
-		key, _ := json.Marshal(d.Events[len(d.Events)-1].Key())
+	if l.Len() > c.opts.PageSize {
+		l = l.Head(c.opts.PageSize)
+		next := l.Next(o)
+		key, _ := json.Marshal(pageKey{Events: next.After, Log: next.LogAfter})
 		q.Set("after", base64.RawURLEncoding.EncodeToString(key))
 		d.Next = "/events?" + q.Encode()
-		d.LogHolds, d.LogEvents = nil, nil // they follow the last page of outbox_events'
 	}
+	d.Events, d.LogHolds, d.LogEvents = l.Events, l.LogHolds, l.LogEvents
 	c.render(w, r, v, http.StatusOK, "list", page{Title: "Events " + d.State, Data: d})
 }
 

@@ -37,6 +37,10 @@ type ListOptions struct {
 	// filter (Pending, Held, Quarantined, Skipped or an aggregate), whose
 	// list is the oldest first.
 	After *ListKey
+	// LogAfter, when set, starts [ListAll]'s entries of the log after this
+	// key ([LogEvent.Key], [LogHold.Key]); [Listing.Next] sets it and
+	// After for the next page. List ignores it.
+	LogAfter *LogKey
 	// AggregateType restricts the list to one aggregate type. Optional:
 	// defaulted to every type.
 	AggregateType string
@@ -138,8 +142,8 @@ func List(ctx context.Context, db DB, opts ListOptions) ([]EventInfo, error) {
 }
 
 // Listing is what [ListAll] found: outbox_events' events, then the log
-// source's. The log's entries are not paged: they follow outbox_events'
-// on the first page (no [ListOptions.After]) when it has room for them.
+// source's. A page holds outbox_events' events first and the log's after
+// them, each table paged by its own key ([Listing.Next]).
 type Listing struct {
 	// Events are outbox_events' events, as [List] returns them.
 	Events []EventInfo
@@ -157,15 +161,49 @@ type Listing struct {
 // Len is the number of entries: events, holds and log events.
 func (l Listing) Len() int { return len(l.Events) + len(l.LogHolds) + len(l.LogEvents) }
 
+// Head is the listing's first n entries, in its order: outbox_events'
+// events, then the log's holds, then its events.
+func (l Listing) Head(n int) Listing {
+	take := func(k int) int { k = min(k, n); n -= k; return k }
+	return Listing{
+		Events:    l.Events[:take(len(l.Events))],
+		LogHolds:  l.LogHolds[:take(len(l.LogHolds))],
+		LogEvents: l.LogEvents[:take(len(l.LogEvents))],
+	}
+}
+
+// Next is the options of the page after l, a page [ListAll] returned for
+// opts: each table's list starts after this page's last entry of it (or
+// where this page's started, when it had none). Listing a page of Limit-1
+// entries with Limit set one higher, as the console does, tells whether
+// there is a next page at all.
+func (l Listing) Next(opts ListOptions) ListOptions {
+	if n := len(l.Events); n > 0 {
+		k := l.Events[n-1].Key()
+		opts.After = &k
+	}
+	switch {
+	case len(l.LogHolds) > 0:
+		k := l.LogHolds[len(l.LogHolds)-1].Key()
+		opts.LogAfter = &k
+	case len(l.LogEvents) > 0:
+		k := l.LogEvents[len(l.LogEvents)-1].Key()
+		opts.LogAfter = &k
+	}
+	return opts
+}
+
 // ListAll is [List] over every table a source keeps events in: with
 // Quarantined, the log's quarantined holds follow outbox_events'
 // quarantined events; with Pending, the log's pending and held events
 // follow outbox_events' pending ones, with Held its held ones. The filters
 // (AggregateType, AggregateID, EventType, ErrorContains, OccurredBefore)
-// apply to both, and Limit bounds the whole listing,
-// outbox_events' events first. An unfiltered list (neither Pending nor
-// Quarantined) is outbox_events' alone: the log's published events are
-// read by position, not listed by time (`outboxctl show` finds one by ID).
+// apply to both, and Limit bounds the whole listing, outbox_events'
+// events first: the log's entries fill the room they leave. After and
+// LogAfter page each table by its own key ([Listing.Next]). An unfiltered
+// list (neither Pending, Held nor Quarantined) is outbox_events' alone:
+// the log's published events are read by position, not listed by time
+// (`outboxctl show` finds one by ID).
 func ListAll(ctx context.Context, db DB, opts ListOptions) (Listing, error) {
 	opts.Limit = cmp.Or(opts.Limit, ListLimitDefault)
 	events, err := List(ctx, db, opts)
@@ -175,7 +213,7 @@ func ListAll(ctx context.Context, db DB, opts ListOptions) (Listing, error) {
 	l := Listing{Events: events}
 	room := opts.Limit - len(events)
 	switch {
-	case room <= 0 || opts.After != nil:
+	case room <= 0:
 	case opts.Quarantined:
 		holds, err := QuarantinedLogHolds(ctx, db, LogHoldFilter{AggregateType: opts.AggregateType})
 		if err != nil {
@@ -183,20 +221,28 @@ func ListAll(ctx context.Context, db DB, opts ListOptions) (Listing, error) {
 		}
 		for _, h := range holds {
 			if (opts.AggregateID == "" || h.AggregateID == opts.AggregateID) && len(l.LogHolds) < room &&
+				(opts.LogAfter == nil || holdAfter(h, *opts.LogAfter)) &&
 				opts.logMatches(deref(h.EventType), h.LastError, h.OccurredAt) {
 				l.LogHolds = append(l.LogHolds, h)
 			}
 		}
 	case opts.Pending || opts.Held:
-		logged, err := PendingLogEvents(ctx, db, PendingLogFilter{
-			AggregateType: opts.AggregateType, AggregateID: opts.AggregateID, Limit: room})
-		if err != nil {
-			return Listing{}, fmt.Errorf("outbox: list: %w", err)
-		}
-		for _, e := range logged {
-			if (!opts.Held || e.State() == "held") && opts.logMatches(e.Type, e.LastError, &e.OccurredAt) {
-				l.LogEvents = append(l.LogEvents, e)
+		// Read on while the filters leave room and the log has more.
+		f := PendingLogFilter{AggregateType: opts.AggregateType, AggregateID: opts.AggregateID, After: opts.LogAfter, Limit: room}
+		for len(l.LogEvents) < room {
+			logged, last, err := pendingLogPage(ctx, db, f)
+			if err != nil {
+				return Listing{}, fmt.Errorf("outbox: list: %w", err)
 			}
+			for _, e := range logged {
+				if (!opts.Held || e.State() == "held") && opts.logMatches(e.Type, e.LastError, &e.OccurredAt) && len(l.LogEvents) < room {
+					l.LogEvents = append(l.LogEvents, e)
+				}
+			}
+			if last == nil {
+				break
+			}
+			f.After = last
 		}
 	}
 	return l, nil

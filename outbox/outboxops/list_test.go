@@ -129,3 +129,53 @@ func TestHeldIsWhatThePendingListCallsBlocked(t *testing.T) {
 	}
 	require.Equal(t, blocked, held)
 }
+
+// TestListAllPagesBothTables: pages of a pending list, read the way the
+// console reads them (one entry more than the page, then Head and Next),
+// visit every pending event of outbox_events and of the log once, in the
+// order of the whole list; before, the log's events came only on a first
+// page with room for them, so a log-source database's backlog beyond one
+// page could not be paged.
+func TestListAllPagesBothTables(t *testing.T) {
+	t.Parallel()
+	pool := setup(t)
+	ctx := context.Background()
+	for i := range 7 {
+		testdb.Enqueue(t, pool, testdb.Event(t, fmt.Sprintf("poll-%d", i), "One"))
+	}
+	for i := range 9 {
+		testdb.EnqueueAsRead(t, pool, "log", testdb.Event(t, fmt.Sprintf("log-%d", i%4), "One"))
+	}
+	ids := func(l outboxops.Listing) []uuid.UUID {
+		var out []uuid.UUID
+		for _, e := range l.Events {
+			out = append(out, e.ID)
+		}
+		for _, e := range l.LogEvents {
+			out = append(out, e.ID)
+		}
+		return out
+	}
+	whole, err := outboxops.ListAll(ctx, pool, outboxops.ListOptions{Pending: true})
+	require.NoError(t, err)
+	require.Len(t, whole.Events, 7)
+	require.Len(t, whole.LogEvents, 9)
+
+	const size = 4
+	opts := outboxops.ListOptions{Pending: true, Limit: size + 1}
+	var paged []uuid.UUID
+	for range 10 {
+		l, err := outboxops.ListAll(ctx, pool, opts)
+		require.NoError(t, err)
+		more := l.Len() > size
+		if more {
+			l = l.Head(size)
+		}
+		paged = append(paged, ids(l)...)
+		if !more {
+			break
+		}
+		opts = l.Next(opts)
+	}
+	require.Equal(t, ids(whole), paged)
+}

@@ -205,15 +205,16 @@ WHERE (@event_ids::uuid[] IS NOT NULL AND l.event_id = ANY (@event_ids::uuid[]))
 ORDER BY l.gate, l.pos;
 
 -- name: LogOpPending :many
--- The ids of the log's unpublished events that wait for no operator,
--- oldest key first, at most @max_events (LogOpEvents then reports them):
--- those after their partition's cursor (pending), and those a hold that is
--- not quarantined owns (held: its worker publishes them after a backoff).
--- Of aggregate type @aggregate_type and aggregate @aggregate_id (any when
--- ''). The events after a cursor are read per partition through
--- outbox_log_read_idx, at most @max_events each, so a long backlog costs no
--- more than the answer.
-SELECT cand.event_id
+-- The ids and keys of the log's unpublished events that wait for no
+-- operator, oldest key first, at most @max_events (LogOpEvents then
+-- reports them): those after their partition's cursor (pending), and those
+-- a hold that is not quarantined owns (held: its worker publishes them
+-- after a backoff). Of aggregate type @aggregate_type and aggregate
+-- @aggregate_id (any when ''); with @after_set, only those after the key
+-- (@after_gate, @after_pos): a keyset page. The events after a cursor are
+-- read per partition through outbox_log_read_idx, at most @max_events
+-- each, so a long backlog costs no more than the answer.
+SELECT cand.event_id, cand.gate, cand.pos
 FROM (
     SELECT a.event_id, a.gate, a.pos
     FROM outbox_log_cursors c
@@ -222,6 +223,7 @@ FROM (
         FROM outbox_log l
         WHERE l.partition = c.partition
           AND (l.gate, l.pos) > (c.gate, c.pos)
+          AND (NOT @after_set::bool OR (l.gate, l.pos) > (@after_gate::bigint, @after_pos::bigint))
           AND (@aggregate_type = '' OR l.aggregate_type = @aggregate_type)
           AND (@aggregate_id = '' OR l.aggregate_id = @aggregate_id)
         ORDER BY l.gate, l.pos
@@ -236,6 +238,7 @@ FROM (
                      AND (l.gate, l.pos) >= (h.from_gate, h.from_pos)
                      AND (l.gate, l.pos) <= (c.gate, c.pos)
     WHERE h.quarantined_at IS NULL
+      AND (NOT @after_set::bool OR (l.gate, l.pos) > (@after_gate::bigint, @after_pos::bigint))
       AND (@aggregate_type = '' OR h.aggregate_type = @aggregate_type)
       AND (@aggregate_id = '' OR h.aggregate_id = @aggregate_id)
       AND NOT EXISTS (SELECT 1 FROM outbox_log_skips s WHERE s.pos = l.pos)

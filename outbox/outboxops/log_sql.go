@@ -23,7 +23,7 @@ var (
 	qLogOpPartitions  = namedsql.Bind[namedsql.NoArgs, logPartitionRow](queries, "LogOpPartitions")
 	qLogOpQuarantined = namedsql.Bind[logHoldFilterArgs, LogHold](queries, "LogOpQuarantined")
 	qLogOpEvents      = namedsql.Bind[logOpEventsArgs, LogEvent](queries, "LogOpEvents")
-	qLogOpPending     = namedsql.Bind[logOpPendingArgs, uuid.UUID](queries, "LogOpPending")
+	qLogOpPending     = namedsql.Bind[logOpPendingArgs, logPendingRow](queries, "LogOpPending")
 
 	// qLogGauges is the relay's own gauges statement (package outbox
 	// checks it), read here for the status.

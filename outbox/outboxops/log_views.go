@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -34,6 +35,16 @@ type logOpPendingArgs struct {
 	AggregateType string `db:"aggregate_type"`
 	AggregateID   string `db:"aggregate_id"`
 	MaxEvents     int    `db:"max_events"`
+	AfterSet      bool   `db:"after_set"`
+	AfterGate     int64  `db:"after_gate"`
+	AfterPos      int64  `db:"after_pos"`
+}
+
+// logPendingRow is a row of LogOpPending: an event and its key.
+type logPendingRow struct {
+	EventID uuid.UUID `db:"event_id"`
+	Gate    int64     `db:"gate"`
+	Pos     int64     `db:"pos"`
 }
 
 type logOpEventsArgs struct {
@@ -271,8 +282,44 @@ type PendingLogFilter struct {
 	// AggregateType and AggregateID restrict the list to one aggregate
 	// type and to aggregates with that id. Optional: any.
 	AggregateType, AggregateID string
+	// After, when set, starts the list after this key: the next page of
+	// a list whose last event had it ([LogEvent.Key]). Optional.
+	After *LogKey
 	// Limit is the most events returned. Required, positive.
 	Limit int
+}
+
+// LogKey is a log entry's place in a list of the log, the keyset a next
+// page starts after ([ListOptions.LogAfter]): an event's (Gate, Pos) in
+// the pending and held lists, oldest first; a quarantined hold's
+// (QuarantinedAt, AggregateType, AggregateID) in the quarantined list,
+// oldest quarantine first.
+type LogKey struct {
+	Gate          int64     `json:"gate,omitempty"`
+	Pos           int64     `json:"pos,omitempty"`
+	QuarantinedAt time.Time `json:"quarantined_at,omitzero"`
+	AggregateType string    `json:"aggregate_type,omitempty"`
+	AggregateID   string    `json:"aggregate_id,omitempty"`
+}
+
+// Key is e's place in the log's pending and held lists.
+func (e LogEvent) Key() LogKey { return LogKey{Gate: e.Gate, Pos: e.Pos} }
+
+// Key is h's place in the log's quarantined list.
+func (h LogHold) Key() LogKey {
+	return LogKey{QuarantinedAt: h.QuarantinedAt, AggregateType: h.AggregateType, AggregateID: h.AggregateID}
+}
+
+// holdAfter reports whether h comes after k in the quarantined list's
+// order (quarantined_at, aggregate_type, aggregate_id).
+func holdAfter(h LogHold, k LogKey) bool {
+	if c := h.QuarantinedAt.Compare(k.QuarantinedAt); c != 0 {
+		return c > 0
+	}
+	if c := strings.Compare(h.AggregateType, k.AggregateType); c != 0 {
+		return c > 0
+	}
+	return h.AggregateID > k.AggregateID
 }
 
 // PendingLogEvents lists the log's unpublished events that wait for no
@@ -284,23 +331,45 @@ type PendingLogFilter struct {
 // backlog costs no more than the answer: each partition is read up to
 // Limit events after its cursor.
 func PendingLogEvents(ctx context.Context, db outbox.LookupDB, f PendingLogFilter) ([]LogEvent, error) {
+	es, _, err := pendingLogPage(ctx, db, f)
+	return es, err
+}
+
+// pendingLogPage is [PendingLogEvents] that also returns the key of the
+// last event it read, nil when it read fewer than f.Limit (the list ends
+// there): an event it read may be left out, when a relay moved on between
+// its two reads.
+func pendingLogPage(ctx context.Context, db outbox.LookupDB, f PendingLogFilter) ([]LogEvent, *LogKey, error) {
 	if f.Limit < 1 {
-		return nil, fmt.Errorf("outbox: pending log events: limit %d must be positive", f.Limit)
+		return nil, nil, fmt.Errorf("outbox: pending log events: limit %d must be positive", f.Limit)
 	}
-	ids, err := qLogOpPending.All(ctx, db, logOpPendingArgs{AggregateType: f.AggregateType, AggregateID: f.AggregateID, MaxEvents: f.Limit})
+	args := logOpPendingArgs{AggregateType: f.AggregateType, AggregateID: f.AggregateID, MaxEvents: f.Limit}
+	if f.After != nil {
+		args.AfterSet, args.AfterGate, args.AfterPos = true, f.After.Gate, f.After.Pos
+	}
+	rows, err := qLogOpPending.All(ctx, db, args)
 	if err != nil {
-		return nil, fmt.Errorf("outbox: pending log events: %w", err)
+		return nil, nil, fmt.Errorf("outbox: pending log events: %w", err)
 	}
-	if len(ids) == 0 {
-		return nil, nil
+	if len(rows) == 0 {
+		return nil, nil, nil
+	}
+	var last *LogKey
+	if len(rows) == f.Limit {
+		r := rows[len(rows)-1]
+		last = &LogKey{Gate: r.Gate, Pos: r.Pos}
+	}
+	ids := make([]uuid.UUID, len(rows))
+	for i, r := range rows {
+		ids[i] = r.EventID
 	}
 	es, err := qLogOpEvents.All(ctx, db, logOpEventsArgs{EventIDs: ids})
 	if err != nil {
-		return nil, fmt.Errorf("outbox: pending log events: %w", err)
+		return nil, nil, fmt.Errorf("outbox: pending log events: %w", err)
 	}
 	// A relay may have moved on between the two reads: what it published
 	// (or a hold quarantined) meanwhile is no longer pending.
-	return slices.DeleteFunc(es, func(e LogEvent) bool { s := e.State(); return s != "pending" && s != "held" }), nil
+	return slices.DeleteFunc(es, func(e LogEvent) bool { s := e.State(); return s != "pending" && s != "held" }), last, nil
 }
 
 // LogEventByID returns the log event eventID with its state, or an error
