@@ -35,7 +35,7 @@ var legacyFiles embed.FS
 
 // The versions each set records, goose's 0 first.
 var (
-	outboxVersions = []int64{0, 1, 2, 4, 6, 10, 12, 13, 14, 15, 16, 17, 18, 19, 20}
+	outboxVersions = []int64{0, 1, 2, 4, 6, 10, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}
 	ordersVersions = []int64{0, 1, 2, 3, 5, 7, 8, 11}
 )
 
@@ -191,7 +191,8 @@ func rowsAsText(t *testing.T, ctx context.Context, pool *pgxpool.Pool) map[strin
 // outbox_events.skip_published_at (NULL, printed empty, on every old row);
 // its 00017 only a function; its 00018 the one row of outbox_source, poll
 // (read back from the server: it records when it was made); its 00019
-// outbox_events.trace_context (NULL, printed empty, on every old row).
+// outbox_events.trace_context (NULL, printed empty, on every old row); its
+// 00021 the empty outbox_sink_breakers.
 func withNewColumns(t *testing.T, ctx context.Context, pool *pgxpool.Pool, rows map[string][]string) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
@@ -208,7 +209,7 @@ func withNewColumns(t *testing.T, ctx context.Context, pool *pgxpool.Pool, rows 
 			out[table] = append(out[table], r)
 		}
 	}
-	for _, table := range []string{"outbox_log", "outbox_log_r0", "outbox_log_r1", "outbox_log_r2", "outbox_log_holds", "outbox_log_skips", "outbox_log_relays"} {
+	for _, table := range []string{"outbox_log", "outbox_log_r0", "outbox_log_r1", "outbox_log_r2", "outbox_log_holds", "outbox_log_skips", "outbox_log_relays", "outbox_sink_breakers"} {
 		out[table] = []string{}
 	}
 	out["outbox_log_ranges"] = queryStrings(t, ctx, pool, `SELECT t::text FROM outbox_log_ranges t ORDER BY 1`)
@@ -383,8 +384,8 @@ func TestUpgradeFromTheLegacySchemaWithData(t *testing.T) {
 	report, err := migrations.Up(ctx, pool, nil)
 	require.NoError(t, err)
 	require.EqualValues(t, 10, report.Outbox.Adopted)
-	require.Equal(t, above(outboxVersions, 10), report.Outbox.Applied, "the outbox's tables were all there but 00012's to 00020's")
-	require.EqualValues(t, 20, report.Outbox.Version)
+	require.Equal(t, above(outboxVersions, 10), report.Outbox.Applied, "the outbox's tables were all there but 00012's to 00021's")
+	require.EqualValues(t, 21, report.Outbox.Version)
 	require.EqualValues(t, 10, report.Orders.Adopted)
 	require.Equal(t, above(ordersVersions, 10), report.Orders.Applied, "the order app's tables were all there but 00011's columns")
 	require.EqualValues(t, 11, report.Orders.Version)

@@ -42,7 +42,9 @@ import (
 //   - the operator's own tables (outbox_bulk_retries, the audit of bulk
 //     retries; outbox_cleanup_horizon and outbox_replay_horizon, which bound
 //     a replay) are written only by package outbox/outboxops, whose
-//     commands keep them.
+//     commands keep them;
+//   - outbox_sink_breakers, the relays' open breakers, is written only by
+//     package outbox (the breaker); outboxops reads it for the status.
 //
 // migrations/ may do anything (schema changes and their backfills). Test
 // files are covered like the rest; those that touch a table outside its
@@ -89,6 +91,12 @@ var ownershipRules = []ownershipRule{
 		owners: []string{"outbox/inbox/", "outbox/outboxops/", "outbox/migrations/", "migrations/"},
 		exempt: []string{"testsuite/"},
 		owner:  "package inbox (inbox.Inbox.Record, inbox.Inbox.Seen) and outboxops's retention cleanup (outboxops.Cleanup)",
+	},
+	{
+		what:   "writes outbox_sink_breakers",
+		match:  regexp.MustCompile(`(?i)\b(?:INSERT\s+INTO|UPDATE(?:\s+ONLY)?|DELETE\s+FROM(?:\s+ONLY)?|TRUNCATE(?:\s+TABLE)?(?:\s+ONLY)?|MERGE\s+INTO)\s+` + table("outbox_sink_breakers")),
+		owners: []string{"outbox/", "outbox/migrations/", "migrations/"},
+		owner:  "package outbox (the relay's breaker, breaker.sql)",
 	},
 	{
 		what: "writes the operator's tables",

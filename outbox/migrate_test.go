@@ -21,14 +21,14 @@ import (
 
 // outboxVersions are the versions Migrate records: the numbers of outflow's
 // single sequence the outbox's migrations were cut from, and goose's 0.
-var outboxVersions = []int64{0, 1, 2, 4, 6, 10, 12, 13, 14, 15, 16, 17, 18, 19, 20}
+var outboxVersions = []int64{0, 1, 2, 4, 6, 10, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}
 
 // outboxTables are every table of the outbox's schema and its version table.
 var outboxTables = []string{
 	"outbox_bulk_retries", "outbox_cleanup_horizon", "outbox_events", "outbox_log", "outbox_log_cursors",
 	"outbox_log_holds", "outbox_log_r0", "outbox_log_r1", "outbox_log_r2", "outbox_log_ranges", "outbox_log_relays", "outbox_log_skips",
 	"outbox_replay_horizon",
-	"outbox_sequences", "outbox_source", "outflow_schema_version", "processed_events",
+	"outbox_sequences", "outbox_sink_breakers", "outbox_source", "outflow_schema_version", "processed_events",
 }
 
 // emptyDB is a database with no schema at all, for the migration tests.

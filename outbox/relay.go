@@ -95,7 +95,7 @@ func newCore(pool *pgxpool.Pool, pub Publisher, cfg RelayConfig, backlog bool) (
 		probe = p.Probe
 	}
 	return &core{
-		sink:         newBreaker(&cfg, m.sinkUp),
+		sink:         newBreaker(&cfg, m.sinkUp, pool),
 		pace:         newThrottle(&cfg, m.throttled),
 		probe:        probe,
 		pool:         pool,

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/outboxops"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/promtest"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/testdb"
 )
@@ -184,6 +185,12 @@ func TestSinkOutageCostsNoAttempts(t *testing.T) {
 					}
 					return promtest.Value(t, reg, "outbox_publish_errors_total") >= 12
 				}, "the relay keeps probing the sink while it is down")
+				// The operator's status shows the open breaker, by relay.
+				status, err := outboxops.Status(context.Background(), pool)
+				require.NoError(t, err)
+				require.Len(t, status.SinkBreakers, 1, "the open breaker is in the status")
+				require.False(t, status.SinkBreakers[0].Stale)
+				require.Contains(t, status.SinkBreakers[0].LastError, errUnreachable.Error())
 				for _, id := range append(healthy, poison.ID) {
 					row := readRow(t, pool, id)
 					require.Nil(t, row.Quarantined, "event %s quarantined for the sink's outage", id)
@@ -207,6 +214,9 @@ func TestSinkOutageCostsNoAttempts(t *testing.T) {
 				require.True(t, s.ackedOnce(healthy...))
 				up := promtest.Value(t, reg, "outbox_sink_up")
 				require.Equal(t, 1.0, up)
+				status, err = outboxops.Status(context.Background(), pool)
+				require.NoError(t, err)
+				require.Empty(t, status.SinkBreakers, "the closed breaker left the status")
 				s.lanes.mu.Lock()
 				defer s.lanes.mu.Unlock()
 				require.Empty(t, s.lanes.errs)

@@ -53,6 +53,7 @@ var statements = append([]namedsql.Info{
 	qCDCSort.Info(), qCDCLease.Info(), qCDCLeaseVerify.Info(), qCDCMark.Info(), qCDCTakeFailed.Info(),
 	qCDCDropIdleSlot.Info(),
 	qCDCCreateSlot.Info(), qCDCSlot.Info(),
+	qBreakerOpen.Info(), qBreakerProbed.Info(), qBreakerClosed.Info(),
 }, slices.Concat(logStatements, logSwitchStatements, relaysql.Statements)...)
 
 // The lookups other packages use (lookup.sql).
@@ -154,6 +155,28 @@ var (
 	qRelaySource         = namedsql.Bind[namedsql.NoArgs, string](queries, "RelaySource")
 	qEnqueueLogAggregate = namedsql.Bind[enqueueAggregateArgs, enqueuedRow](queries, "EnqueueLogAggregate")
 )
+
+// The breaker's record (breaker.sql).
+var (
+	qBreakerOpen   = namedsql.Bind[breakerOpenArgs, namedsql.NoRows](queries, "BreakerOpen")
+	qBreakerProbed = namedsql.Bind[breakerProbedArgs, namedsql.NoRows](queries, "BreakerProbed")
+	qBreakerClosed = namedsql.Bind[ownerArgs, namedsql.NoRows](queries, "BreakerClosed")
+)
+
+type breakerOpenArgs struct {
+	Owner     string    `db:"owner"`
+	OpenedAt  time.Time `db:"opened_at"`
+	LastError string    `db:"last_error"`
+}
+
+type ownerArgs struct {
+	Owner string `db:"owner"`
+}
+
+type breakerProbedArgs struct {
+	Owner     string `db:"owner"`
+	LastError string `db:"last_error"`
+}
 
 // enqueueAggregateArgs are one aggregate's events, one element of each array
 // per event, in sequence order.

@@ -54,10 +54,10 @@ func TestMigrateBringsAnEmptyDatabaseUp(t *testing.T) {
 	// The first run says what it applied, file by file; the second that
 	// there was nothing to do.
 	for i, want := range [][]string{{
-		"outbox schema (outflow_schema_version): applied 14 migrations: 00001_init.sql, 00002_operations.sql, 00004_outbox_fillfactor.sql, 00006_replay_horizon.sql, 00010_outbox_bulk_retries.sql, 00012_log.sql, 00013_log_bulk_retries.sql, 00014_log_retention.sql, 00015_log_relays.sql, 00016_skip_tombstones.sql, 00017_log_lanes.sql, 00018_relay_source.sql, 00019_trace_context.sql, 00020_cdc_publication.sql; now at version 20\n",
+		"outbox schema (outflow_schema_version): applied 15 migrations: 00001_init.sql, 00002_operations.sql, 00004_outbox_fillfactor.sql, 00006_replay_horizon.sql, 00010_outbox_bulk_retries.sql, 00012_log.sql, 00013_log_bulk_retries.sql, 00014_log_retention.sql, 00015_log_relays.sql, 00016_skip_tombstones.sql, 00017_log_lanes.sql, 00018_relay_source.sql, 00019_trace_context.sql, 00020_cdc_publication.sql, 00021_sink_breakers.sql; now at version 21\n",
 		"order app schema (outflow_orders_schema_version): applied 7 migrations: 00001_init.sql, 00002_operations.sql, 00003_shipping_address.sql, 00005_idempotency_response_bytes.sql, 00007_projection_horizons.sql, 00008_customer_keys.sql, 00011_order_incidents.sql; now at version 11\n",
 	}, {
-		"outbox schema (outflow_schema_version): already up to date at version 20\n",
+		"outbox schema (outflow_schema_version): already up to date at version 21\n",
 		"order app schema (outflow_orders_schema_version): already up to date at version 11\n",
 	}} {
 		var out, errb bytes.Buffer
@@ -99,7 +99,7 @@ func TestMigrateOutboxOnly(t *testing.T) {
 	require.Contains(t, r.Stderr, "run `outboxctl migrate` against this DATABASE_URL")
 
 	r = b.OK(t, "migrate", "--outbox-only")
-	require.Contains(t, r.Stdout, "outbox schema (outflow_schema_version): applied 14 migrations: 00001_init.sql")
+	require.Contains(t, r.Stdout, "outbox schema (outflow_schema_version): applied 15 migrations: 00001_init.sql")
 	require.NotContains(t, r.Stdout, "order app")
 	var n int
 	require.NoError(t, b.Pool.QueryRow(ctx, `SELECT count(*) FROM pg_tables WHERE tablename IN ('orders', 'idempotency_keys', 'customer_keys')`).Scan(&n))
@@ -163,7 +163,7 @@ func TestMigrateOnAFreshDatabaseIsTheOutboxAlone(t *testing.T) {
 	b := &ctltest.Bundle{Ctx: ctx, URL: url, Pool: testdb.Open(t, url), Main: run}
 
 	r := b.OK(t, "migrate")
-	require.Contains(t, r.Stdout, "outbox schema (outflow_schema_version): applied 14 migrations")
+	require.Contains(t, r.Stdout, "outbox schema (outflow_schema_version): applied 15 migrations")
 	require.NotContains(t, r.Stdout, "order app")
 	rows, err := b.Pool.Query(ctx, `SELECT tablename::text FROM pg_tables WHERE schemaname = 'public' AND tablename NOT LIKE 'outbox%' ORDER BY 1`)
 	require.NoError(t, err)

@@ -66,8 +66,8 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, v visit, status i
 	c.render(w, r, v, status, "error", page{Title: "Error", Error: err.Error()})
 }
 
-// overviewData is the overview: outboxops' status report, and where the
-// sink's breaker is seen.
+// overviewData is the overview: outboxops' status report (the sink
+// breakers included).
 type overviewData struct {
 	S outboxops.StatusReport
 }

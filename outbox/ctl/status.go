@@ -61,6 +61,17 @@ func runStatus(ctx context.Context, env *Env, args []string) error {
 	for _, l := range s.Leases {
 		fmt.Fprintf(tw, "leases\t%s\t%d events, first expires in %s\n", l.Owner, l.Events, l.EarliestExpiry.Sub(s.CheckedAt).Round(time.Millisecond))
 	}
+	if len(s.SinkBreakers) == 0 {
+		fmt.Fprintf(tw, "sink breakers\tall closed\t\n")
+	}
+	for _, b := range s.SinkBreakers {
+		state := "open"
+		if b.Stale {
+			state = "stale"
+		}
+		fmt.Fprintf(tw, "sink breaker\t%s\t%s for %s, %d probes failed, last %s\n", b.Owner, state,
+			s.CheckedAt.Sub(b.OpenedAt).Round(time.Second), b.Probes, lastError(b.LastError))
+	}
 	horizon := "never ran"
 	if s.CleanupHorizon != nil {
 		horizon = "events published before " + s.CleanupHorizon.UTC().Format(time.RFC3339) + " may be deleted"

@@ -53,6 +53,16 @@ WHERE published_at IS NULL
 GROUP BY claimed_by
 ORDER BY claimed_by;
 
+-- name: OpsSinkBreakers :many
+-- The relays whose breaker on their sink is open (outbox_sink_breakers,
+-- written by the relays), the longest open first; stale when the relay has
+-- not probed for ten minutes (ProbeMax is 30 s by default): it stopped
+-- with its breaker open, or cannot reach the database.
+SELECT owner, opened_at, probed_at, probes, coalesce(last_error, '') AS last_error,
+       probed_at < now() - interval '10 minutes' AS stale
+FROM outbox_sink_breakers
+ORDER BY opened_at, owner;
+
 -- name: OpsList :many
 -- At most @max_events events: every event (@filter = 'all'), the
 -- unpublished, unquarantined ones (@filter = 'pending'), those of them an

@@ -22,6 +22,7 @@ var (
 	qOpsLeases                 = namedsql.Bind[namedsql.NoArgs, leaseRow](queries, "OpsLeases")
 	qOpsList                   = namedsql.Bind[listArgs, eventInfoRow](queries, "OpsList")
 	qOpsListHeld               = namedsql.Bind[listArgs, eventInfoRow](queries, "OpsListHeld")
+	qOpsSinkBreakers           = namedsql.Bind[namedsql.NoArgs, SinkBreaker](queries, "OpsSinkBreakers")
 	qOpsLockEvent              = namedsql.Bind[eventIDArgs, eventInfoRow](queries, "OpsLockEvent")
 	qOpsRetry                  = namedsql.Bind[eventIDArgs, namedsql.NoRows](queries, "OpsRetry")
 	qOpsRetryQuarantinedPlan   = namedsql.Bind[retryPlanArgs, retryPlanRow](queries, "OpsRetryQuarantinedPlan")
@@ -57,6 +58,7 @@ var statements = append([]namedsql.Info{
 	qOpsLeases.Info(),
 	qOpsList.Info(),
 	qOpsListHeld.Info(),
+	qOpsSinkBreakers.Info(),
 	qOpsLockEvent.Info(),
 	qOpsRetry.Info(),
 	qOpsRetryQuarantinedPlan.Info(),

@@ -36,6 +36,10 @@ type StatusReport struct {
 	Skipped int64 `json:"skipped"`
 	// Leases are the live leases, by relay.
 	Leases []LeaseHolder `json:"leases"`
+	// SinkBreakers are the relays whose circuit breaker on their sink is
+	// open: they claim nothing and probe the sink. Empty while every
+	// relay's sink answers.
+	SinkBreakers []SinkBreaker `json:"sink_breakers"`
 	// Published counts events marked published recently.
 	Published Throughput `json:"published"`
 	// CleanupHorizon is the newest cutoff retention cleanup has used: events
@@ -66,6 +70,25 @@ type LeaseHolder struct {
 	Events int64 `json:"events"`
 	// EarliestExpiry is when its first lease ends.
 	EarliestExpiry time.Time `json:"earliest_expiry"`
+}
+
+// SinkBreaker is one relay's open breaker on its sink: the sink failed
+// BreakerThreshold publishes in a row, and the relay probes it with
+// backoff until it answers. A sink that is down is never an event's fault:
+// no attempt is counted meanwhile.
+type SinkBreaker struct {
+	// Owner is the relay's identity, as in [LeaseHolder].
+	Owner string `db:"owner" json:"owner"`
+	// OpenedAt is when the breaker opened; ProbedAt the relay's last
+	// probe (or the opening), Probes how many failed.
+	OpenedAt time.Time `db:"opened_at" json:"opened_at"`
+	ProbedAt time.Time `db:"probed_at" json:"probed_at"`
+	Probes   int       `db:"probes" json:"probes"`
+	// LastError is the sink's last error.
+	LastError string `db:"last_error" json:"last_error,omitempty"`
+	// Stale: the relay has not probed for ten minutes; it stopped with its
+	// breaker open (its row goes when another breaker opens an hour on).
+	Stale bool `db:"stale" json:"stale"`
 }
 
 // Throughput counts events published in the last 1, 5 and 15 minutes.
@@ -110,6 +133,12 @@ func StatusOf(ctx context.Context, db DB, opts StatusOptions) (StatusReport, err
 	}
 	for _, l := range leases {
 		s.Leases = append(s.Leases, LeaseHolder{Owner: deref(l.ClaimedBy), Events: l.Events, EarliestExpiry: l.EarliestExpiry})
+	}
+	if s.SinkBreakers, err = qOpsSinkBreakers.All(ctx, db, namedsql.NoArgs{}); err != nil {
+		return StatusReport{}, fmt.Errorf("outbox: status: sink breakers: %w", err)
+	}
+	if s.SinkBreakers == nil {
+		s.SinkBreakers = []SinkBreaker{}
 	}
 	slot, hasSlot, err := Slot(ctx, db, opts.CDCSlot)
 	if err != nil {
