@@ -163,7 +163,7 @@ bench-peers: $(TEMPORAL)
 ## test-peers: the peers bench's lint and tests (bench/peers, a module that make lint and make test do not reach).
 # Every contender drains a small backlog exactly once, the out-of-order count on a known
 # sequence, the overlapping-transactions round on every contender, the effect round (a Temporal
-# dev server) for outflow and DBOS, the crash round (a restart, a kill) for outflow's sources.
+# dev server) for outflow and DBOS and its bare-start baseline, the crash round (a restart, a kill) for outflow's sources.
 # About a minute once River, Watermill and DBOS are built.
 .PHONY: test-peers
 test-peers: $(BIN)/staticcheck

@@ -41,6 +41,8 @@ type config struct {
 	temporalEvents   int
 	temporalRate     int
 	temporalDuration time.Duration
+	// effectRate is the arrival rate of the effect round's timed orders.
+	effectRate int
 	// jetstream runs the phase with a JetStream sink (NATS at
 	// OUTFLOW_NATS_URL); jetstreamEvents is its backlog, jetstreamRate its
 	// handoff's rate (for duration).
@@ -104,6 +106,7 @@ func parseFlags(args []string, stdout, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.temporal, "temporal", true, "also measure with Temporal as the sink (starts a dev server from bin/temporal)")
 	fs.IntVar(&c.temporalEvents, "temporal-events", 1000, "events in the Temporal drain's backlog")
 	fs.IntVar(&c.temporalRate, "temporal-rate", 20, "arrival rate of the Temporal handoff, orders/s")
+	fs.IntVar(&c.effectRate, "effect-rate", 100, "arrival rate of the effect round's timed orders (commit to the effect's first step, and the bare start beside them), orders/s for -temporal-duration")
 	fs.DurationVar(&c.temporalDuration, "temporal-duration", 5*time.Second, "length of the Temporal handoff after 1s of warm-up")
 	fs.BoolVar(&c.jetstream, "jetstream", true, "also measure with NATS JetStream as the sink (OUTFLOW_NATS_URL)")
 	fs.IntVar(&c.jetstreamEvents, "jetstream-events", 5000, "events in the JetStream drain's backlog")
@@ -116,8 +119,8 @@ func parseFlags(args []string, stdout, stderr io.Writer) (config, error) {
 	switch {
 	case c.events < 1 || c.orders < 1 || c.orders > c.events:
 		return config{}, fmt.Errorf("-events %d -orders %d: want 1 <= orders <= events", c.events, c.orders)
-	case c.rate < 1 || c.temporalRate < 1 || c.jetstreamRate < 1:
-		return config{}, fmt.Errorf("-rate, -temporal-rate and -jetstream-rate must be at least 1")
+	case c.rate < 1 || c.temporalRate < 1 || c.jetstreamRate < 1 || c.effectRate < 1:
+		return config{}, fmt.Errorf("-rate, -temporal-rate, -jetstream-rate and -effect-rate must be at least 1")
 	case c.duration < time.Second || c.temporalDuration < time.Second:
 		return config{}, fmt.Errorf("-duration and -temporal-duration must be at least 1s")
 	case c.overlapOrders < 1:

@@ -57,6 +57,13 @@ type drainResult struct {
 // times it from Start to the sink's receipt of the last distinct event. next
 // is the sink behind the recorder (nil: a no-op sink).
 func (b *bench) drain(ctx context.Context, c Contender, cfg *pgxpool.Config, p Profile, n, m int, layout uint64, next Sink) (drainResult, error) {
+	return b.drainObserved(ctx, c, cfg, p, n, m, layout, next, nil)
+}
+
+// drainObserved is [bench.drain] calling started (when not nil) right
+// before the contender starts, after the backlog is seeded: the start of
+// the timed window.
+func (b *bench) drainObserved(ctx context.Context, c Contender, cfg *pgxpool.Config, p Profile, n, m int, layout uint64, next Sink, started func()) (drainResult, error) {
 	events, err := backlog(n, m, layout)
 	if err != nil {
 		return drainResult{}, err
@@ -97,6 +104,9 @@ func (b *bench) drain(ctx context.Context, c Contender, cfg *pgxpool.Config, p P
 	// still in the contender's table before the first drain, and counting
 	// them stopped the timer that many events early.
 	rec := newBacklogRecorder(next, events)
+	if started != nil {
+		started()
+	}
 	start := time.Now()
 	stop, err := c.Start(ctx, pool, rec, p)
 	if err != nil {

@@ -2,15 +2,19 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox/temporalpub"
@@ -145,16 +149,21 @@ func (e *effectWorker) sinkFor(c Contender) Sink {
 }
 
 // effectRound drains a backlog of the Temporal phase's size into the effect
-// and then places orders at the Temporal handoff's rate: effect_started_per_s
-// is the backlog over the time from the contender's start to the last
-// effect's first step, and the effect_started samples are each order's time
-// from its COMMIT to its effect's first step.
+// and then places orders at -effect-rate: effect_started_per_s is the
+// backlog over the time from the contender's start to the last effect's
+// first step, with the machine's CPU over that window split between the
+// bench process (the contender, its handler and the effect's worker), the
+// Temporal dev server and the rest (PostgreSQL); the effect_started samples
+// are each order's time from its COMMIT to its effect's first step.
 func (b *bench) effectRound(ctx context.Context, c Contender, cfg *pgxpool.Config, layout uint64) error {
 	e := b.effects
 	sink := e.sinkFor(c)
 	tn, perOrder := b.cfg.temporalEvents, max(1, b.cfg.events/b.cfg.orders)
 	b.progress("round effect %s: drain %d events until each effect's first step runs", c.Name(), tn)
-	d, err := b.drain(ctx, c, cfg, Tuned, tn, max(1, tn/perOrder), layout, sink)
+	meter := cpuMeter{sinkPID: b.temporal.pid}
+	var before cpuSample
+	var sampleErr error
+	d, err := b.drainObserved(ctx, c, cfg, Tuned, tn, max(1, tn/perOrder), layout, sink, func() { before, sampleErr = meter.sample() })
 	if err != nil {
 		return fmt.Errorf("effect drain: %w", err)
 	}
@@ -164,13 +173,137 @@ func (b *bench) effectRound(ctx context.Context, c Contender, cfg *pgxpool.Confi
 	if err != nil {
 		return fmt.Errorf("effect drain: %w", err)
 	}
-	rate := float64(tn) / last.Sub(d.start).Seconds()
-	b.progress("  %.0f effects started/s", rate)
-	b.res.add(c.Name(), "effect_started_per_s", rate)
-	lat, err := b.handoffUntil(ctx, c, cfg, Tuned, b.cfg.temporalRate, b.cfg.temporalDuration, sink, e.f)
+	if err := b.addEffectRate(c.Name(), tn, d.start, last, meter, before, sampleErr); err != nil {
+		return err
+	}
+	lat, err := b.handoffUntil(ctx, c, cfg, Tuned, b.cfg.effectRate, b.cfg.temporalDuration, sink, e.f)
 	if err != nil {
 		return fmt.Errorf("effect handoff: %w", err)
 	}
 	b.res.addSamples(c.Name(), "effect_started", lat)
+	return nil
+}
+
+// addEffectRate records a saturation window's rate and CPU split: n effects
+// started from start to last; before is the meter's sample at start. The
+// window's end is sampled now, so the split's window runs a little past
+// last (the wait's last tick).
+func (b *bench) addEffectRate(name string, n int, start, last time.Time, meter cpuMeter, before cpuSample, sampleErr error) error {
+	after, err := meter.sample()
+	if err = errors.Join(sampleErr, err); err != nil {
+		return fmt.Errorf("effect cpu: %w", err)
+	}
+	rate := float64(n) / last.Sub(start).Seconds()
+	cpu := split(before, after)
+	b.progress("  %.0f effects started/s; cores busy: bench process %.2f, Temporal %.2f, PostgreSQL and the rest %.2f", rate, cpu.consumer, cpu.sink, cpu.other)
+	b.res.add(name, "effect_started_per_s", rate)
+	b.res.add(name, "effect_cpu_consumer_cores", cpu.consumer)
+	b.res.add(name, "effect_cpu_temporal_cores", cpu.sink)
+	b.res.add(name, "effect_cpu_other_cores", cpu.other)
+	return nil
+}
+
+// bareStart is the effect round's baseline, the same sink without an
+// outbox: an order-only transaction commits, then the committing goroutine
+// starts the effect's workflow itself (the request outflow's relay sends,
+// workflow ID = the event's id), the dual write the outbox exists to
+// avoid. Its effect_started figures are the floor a contender's are set
+// against (effect_started_p99_vs_bare).
+const bareStart = "bare_start"
+
+// bareRound runs the baseline in a scratch database of its own: the
+// saturation rate (the Temporal phase's backlog, started by 16 goroutines
+// as fast as they commit) and the latency at -effect-rate.
+func (b *bench) bareRound(ctx context.Context, r int) error {
+	name, cfg, err := b.srv.scratchNamed(ctx, outflowPoll{}, fmt.Sprintf("peers_bare_%d_r%d", os.Getpid(), r))
+	if err != nil {
+		return err
+	}
+	defer b.srv.Drop(context.WithoutCancel(ctx), name) //nolint:errcheck // close drops leftovers
+	pool, err := openPool(ctx, cfg, nil)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	sink, f := b.effects.sink, b.effects.f
+	// place commits an order and starts its effect; at is COMMIT's return.
+	place := func() (id uuid.UUID, at time.Time, err error) {
+		order, e, err := newOrder()
+		if err != nil {
+			return uuid.Nil, time.Time{}, err
+		}
+		if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error { return tx.SendBatch(ctx, order).Close() }); err != nil {
+			return uuid.Nil, time.Time{}, fmt.Errorf("place order: %w", err)
+		}
+		at = time.Now()
+		return e.ID, at, sink.Deliver(ctx, e)
+	}
+
+	n := b.cfg.temporalEvents
+	b.progress("round %d %s: %d orders, each committed and then its effect started, by 16 goroutines", r+1, bareStart, n)
+	meter := cpuMeter{sinkPID: b.temporal.pid}
+	before, sampleErr := meter.sample()
+	start := time.Now()
+	ids := make([]uuid.UUID, n)
+	var g errgroup.Group
+	g.SetLimit(16)
+	for i := range n {
+		g.Go(func() (err error) {
+			ids[i], _, err = place()
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	wctx, cancel := context.WithTimeout(ctx, handoffTimeout)
+	defer cancel()
+	last, err := f.waitAll(wctx, ids)
+	if err != nil {
+		return fmt.Errorf("%s: %w", bareStart, err)
+	}
+	if err := b.addEffectRate(bareStart, n, start, last, meter, before, sampleErr); err != nil {
+		return err
+	}
+
+	rate, warm := b.cfg.effectRate, b.cfg.effectRate
+	total := warm + int(b.cfg.temporalDuration.Seconds()*float64(rate))
+	b.progress("round %d %s: %d orders/s for %s", r+1, bareStart, rate, b.cfg.temporalDuration)
+	type placed struct {
+		id uuid.UUID
+		at time.Time
+	}
+	all := make([]placed, total)
+	tick := time.NewTicker(time.Second / time.Duration(rate))
+	defer tick.Stop()
+	var h errgroup.Group
+	for i := range total {
+		select {
+		case <-ctx.Done():
+			_ = h.Wait()
+			return ctx.Err()
+		case <-tick.C:
+		}
+		h.Go(func() (err error) {
+			all[i].id, all[i].at, err = place()
+			return err
+		})
+	}
+	if err := h.Wait(); err != nil {
+		return err
+	}
+	timed := make([]uuid.UUID, 0, total-warm)
+	for _, p := range all[warm:] {
+		timed = append(timed, p.id)
+	}
+	if _, err := f.waitAll(wctx, timed); err != nil {
+		return fmt.Errorf("%s: %w", bareStart, err)
+	}
+	lat := make([]time.Duration, 0, len(timed))
+	for _, p := range all[warm:] {
+		got, _ := f.startedAt(p.id)
+		lat = append(lat, got.Sub(p.at))
+	}
+	b.res.addSamples(bareStart, "effect_started", lat)
 	return nil
 }

@@ -178,10 +178,18 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "# outflow peers bench: %s %s/%s, %d CPUs, PostgreSQL %s, %d round(s), N=%d events over M=%d orders, handoff at %d/s for %s\n",
 		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), version, cfg.rounds, cfg.events, cfg.orders, cfg.rate, cfg.duration)
 	fmt.Fprintf(stdout, "# peers: %s\n", peerVersions())
+	if b.temporal != nil {
+		names = append(names, bareStart)
+	}
 	for r := range cfg.rounds {
 		for _, c := range roundOrder(cs, r) {
 			if err := b.round(ctx, c, r); err != nil {
 				return fmt.Errorf("%s, round %d: %w", c.Name(), r+1, err)
+			}
+		}
+		if b.temporal != nil {
+			if err := b.bareRound(ctx, r); err != nil {
+				return fmt.Errorf("%s, round %d: %w", bareStart, r+1, err)
 			}
 		}
 	}
@@ -401,8 +409,13 @@ func (b *bench) notes(cs []Contender) {
 		b.res.note("temporal: a dev server in memory from bin/temporal, a task queue without a worker; every contender's "+
 			"handler calls outflow's temporalpub.Publisher (ExecuteWorkflow, workflow ID = event id); drain of %d events, "+
 			"handoff at %d/s for %s, tuned settings.", b.cfg.temporalEvents, b.cfg.temporalRate, b.cfg.temporalDuration)
-		b.res.note("effect_started: from the COMMIT to the first step of the effect running, the drain and handoff of the " +
-			"temporal phase again; for outflow, River and Watermill a Temporal workflow's first activity (a worker of the " +
-			"same dev server), for DBOS its own workflow's step (DBOS runs the workflow in the consumer's process).")
+		b.res.note("effect_started: from the COMMIT to the first step of the effect running: a drain of %d events "+
+			"(effect_started_per_s, saturation) and orders at %d/s for %s (p50, p99); for outflow, River and Watermill a "+
+			"Temporal workflow's first activity (a worker of the same dev server, in the bench process), for DBOS its own "+
+			"workflow's step (DBOS runs the workflow in the consumer's process). %s: the same workflow started by the "+
+			"goroutine that committed an order-only transaction (no outbox), 16 at once for the rate; "+
+			"effect_started_p99_vs_bare is a contender's p99 over its. effect_cpu_*_cores: cores busy during the drain "+
+			"(/proc): the bench process (consumer, handler, worker), the dev server, and the rest of the machine "+
+			"(PostgreSQL).", b.cfg.temporalEvents, b.cfg.effectRate, b.cfg.temporalDuration, bareStart)
 	}
 }

@@ -20,6 +20,9 @@ const (
 	// pooled figures are percentiles of every round's samples together.
 	pooledP50
 	pooledP99
+	// p99VsBare is the pooled p99 of samples over the bare start's
+	// (bareStart, the effect round's baseline).
+	p99VsBare
 )
 
 // figure is one row of the table: "<contender>_<suffix>".
@@ -76,6 +79,10 @@ var figures = []figure{
 	{suffix: "effect_started_per_s"},
 	{suffix: "effect_started_p50_ms", decimals: 1, combine: pooledP50, samples: "effect_started"},
 	{suffix: "effect_started_p99_ms", decimals: 1, combine: pooledP99, samples: "effect_started"},
+	{suffix: "effect_started_p99_vs_bare", decimals: 2, combine: p99VsBare, samples: "effect_started"},
+	{suffix: "effect_cpu_consumer_cores", decimals: 2},
+	{suffix: "effect_cpu_temporal_cores", decimals: 2},
+	{suffix: "effect_cpu_other_cores", decimals: 2},
 }
 
 // results collects every contender's per-round values and latency samples.
@@ -123,6 +130,9 @@ func (r *results) value(contender string, f figure) float64 {
 			p = 99
 		}
 		return benchstat.Ms(benchstat.Percentile(ds, p))
+	case p99VsBare:
+		p99 := figure{combine: pooledP99, samples: f.samples}
+		return r.value(contender, p99) / r.value(bareStart, p99)
 	case sumOfRounds:
 		vs := r.values[contender][f.suffix]
 		if len(vs) == 0 {

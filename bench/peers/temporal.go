@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/outflow/outflow/internal/routes"
@@ -37,6 +38,9 @@ func (s temporalSink) Deliver(ctx context.Context, e Event) error {
 type temporal struct {
 	srv  *devserver.Server
 	sink temporalSink
+	// pid is the dev server's process (the effect round's CPU split), 0
+	// when it could not be found.
+	pid int
 }
 
 func startTemporal(ctx context.Context) (*temporal, error) {
@@ -51,7 +55,7 @@ func startTemporal(ctx context.Context) (*temporal, error) {
 		_ = srv.Stop()
 		return nil, err
 	}
-	return &temporal{srv: srv, sink: temporalSink{pub: pub}}, nil
+	return &temporal{srv: srv, sink: temporalSink{pub: pub}, pid: pidServing("start-dev", strconv.Itoa(srv.Port()))}, nil
 }
 
 func (t *temporal) stop() error {

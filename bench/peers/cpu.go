@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The CPU split says who spent the machine's CPU while a contender ran at
+// saturation: the bench process (the contender's consumer, its handler and,
+// in the effect round, the worker that runs the effect's activity), the
+// Temporal dev server (the sink), and everything else, which on this
+// machine is PostgreSQL. Read from /proc (Linux): clock ticks of the
+// processes and of the machine, turned into cores busy over the window.
+
+// clockTicks is USER_HZ, 100 on every Linux this runs on (getconf CLK_TCK).
+const clockTicks = 100
+
+// cpuSample is one reading: CPU seconds of the bench process, of the sink's
+// process (0 without one), and of the whole machine, at a wall time.
+type cpuSample struct {
+	at                  time.Time
+	self, sink, machine float64
+}
+
+// cpuSplit is the cores busy over a window, by who.
+type cpuSplit struct{ consumer, sink, other float64 }
+
+// cpuMeter reads the samples; sinkPID is the sink's process, 0 for none.
+type cpuMeter struct{ sinkPID int }
+
+func (m cpuMeter) sample() (cpuSample, error) {
+	s := cpuSample{at: time.Now()}
+	var err error
+	if s.self, err = processCPU("self"); err != nil {
+		return s, err
+	}
+	if m.sinkPID != 0 {
+		if s.sink, err = processCPU(strconv.Itoa(m.sinkPID)); err != nil {
+			return s, err
+		}
+	}
+	s.machine, err = machineCPU()
+	return s, err
+}
+
+// split is the cores busy between a and b: the machine's busy time less the
+// bench's and the sink's is the rest.
+func split(a, b cpuSample) cpuSplit {
+	wall := b.at.Sub(a.at).Seconds()
+	if wall <= 0 {
+		return cpuSplit{}
+	}
+	c := cpuSplit{consumer: (b.self - a.self) / wall, sink: (b.sink - a.sink) / wall}
+	c.other = max(0, (b.machine-a.machine)/wall-c.consumer-c.sink)
+	return c
+}
+
+// processCPU is utime+stime of /proc/<pid>/stat, in seconds.
+func processCPU(pid string) (float64, error) {
+	b, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+	if err != nil {
+		return 0, fmt.Errorf("cpu of process %s: %w", pid, err)
+	}
+	// The command name is in parentheses and may hold spaces: the fields
+	// after its closing one are fixed, utime and stime the 12th and 13th.
+	rest := b[bytes.LastIndexByte(b, ')')+1:]
+	f := strings.Fields(string(rest))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("cpu of process %s: short stat line", pid)
+	}
+	utime, err1 := strconv.ParseFloat(f[11], 64)
+	stime, err2 := strconv.ParseFloat(f[12], 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("cpu of process %s: unreadable stat line", pid)
+	}
+	return (utime + stime) / clockTicks, nil
+}
+
+// machineCPU is the busy time of every CPU from /proc/stat's first line
+// (all but idle and iowait), in seconds.
+func machineCPU() (float64, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, fmt.Errorf("machine cpu: %w", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0, fmt.Errorf("machine cpu: unexpected /proc/stat line %q", line)
+	}
+	var busy float64
+	for i, v := range f[1:] {
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		if i >= 8 { // guest times are counted in user already
+			break
+		}
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, fmt.Errorf("machine cpu: %w", err)
+		}
+		busy += n
+	}
+	return busy / clockTicks, nil
+}
+
+// pidServing is the process whose command line holds every one of words
+// (the dev server: "start-dev" and its port), 0 when none does.
+func pidServing(words ...string) int {
+	dirs, _ := os.ReadDir("/proc")
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(b), "\x00")
+		found := 0
+		for _, w := range words {
+			for _, a := range args {
+				if a == w {
+					found++
+					break
+				}
+			}
+		}
+		if found == len(words) {
+			return pid
+		}
+	}
+	return 0
+}
