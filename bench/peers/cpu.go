@@ -139,3 +139,28 @@ func pidServing(words ...string) int {
 	}
 	return 0
 }
+
+// machine names the CPU model and the memory, from /proc/cpuinfo and
+// /proc/meminfo ("unknown" for what cannot be read).
+func machine() string {
+	model, mem := "unknown model", "unknown memory"
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				model = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		for line := range strings.SplitSeq(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+				if kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64); err == nil {
+					mem = fmt.Sprintf("%.1f GiB", kb/(1<<20))
+				}
+				break
+			}
+		}
+	}
+	return model + ", " + mem
+}

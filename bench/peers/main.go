@@ -175,8 +175,8 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	for i, c := range cs {
 		names[i] = c.Name()
 	}
-	fmt.Fprintf(stdout, "# outflow peers bench: %s %s/%s, %d CPUs, PostgreSQL %s, %d round(s), N=%d events over M=%d orders, handoff at %d/s for %s\n",
-		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), version, cfg.rounds, cfg.events, cfg.orders, cfg.rate, cfg.duration)
+	fmt.Fprintf(stdout, "# outflow peers bench: %s %s/%s, %d CPUs (%s), PostgreSQL %s, %d round(s), N=%d events over M=%d orders, handoff at %d/s for %s\n",
+		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), machine(), version, cfg.rounds, cfg.events, cfg.orders, cfg.rate, cfg.duration)
 	fmt.Fprintf(stdout, "# peers: %s\n", peerVersions())
 	if b.temporal != nil {
 		names = append(names, bareStart)
