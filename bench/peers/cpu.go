@@ -13,22 +13,24 @@ import (
 // The CPU split says who spent the machine's CPU while a contender ran at
 // saturation: the bench process (the contender's consumer, its handler and,
 // in the effect round, the worker that runs the effect's activity), the
-// Temporal dev server (the sink), and everything else, which on this
-// machine is PostgreSQL. Read from /proc (Linux): clock ticks of the
-// processes and of the machine, turned into cores busy over the window.
+// Temporal dev server (the sink), and PostgreSQL (every process named
+// postgres: the server's backends). Read from /proc (Linux): clock ticks of
+// the processes, turned into cores busy over the window. A backend that
+// exits inside the window takes its ticks with it; the contenders' pools
+// keep theirs open while they run.
 
 // clockTicks is USER_HZ, 100 on every Linux this runs on (getconf CLK_TCK).
 const clockTicks = 100
 
 // cpuSample is one reading: CPU seconds of the bench process, of the sink's
-// process (0 without one), and of the whole machine, at a wall time.
+// process (0 without one), and of PostgreSQL's processes, at a wall time.
 type cpuSample struct {
-	at                  time.Time
-	self, sink, machine float64
+	at                 time.Time
+	self, sink, server float64
 }
 
 // cpuSplit is the cores busy over a window, by who.
-type cpuSplit struct{ consumer, sink, other float64 }
+type cpuSplit struct{ consumer, sink, postgres float64 }
 
 // cpuMeter reads the samples; sinkPID is the sink's process, 0 for none.
 type cpuMeter struct{ sinkPID int }
@@ -44,20 +46,17 @@ func (m cpuMeter) sample() (cpuSample, error) {
 			return s, err
 		}
 	}
-	s.machine, err = machineCPU()
+	s.server, err = postgresCPU()
 	return s, err
 }
 
-// split is the cores busy between a and b: the machine's busy time less the
-// bench's and the sink's is the rest.
+// split is the cores busy between a and b.
 func split(a, b cpuSample) cpuSplit {
 	wall := b.at.Sub(a.at).Seconds()
 	if wall <= 0 {
 		return cpuSplit{}
 	}
-	c := cpuSplit{consumer: (b.self - a.self) / wall, sink: (b.sink - a.sink) / wall}
-	c.other = max(0, (b.machine-a.machine)/wall-c.consumer-c.sink)
-	return c
+	return cpuSplit{consumer: (b.self - a.self) / wall, sink: (b.sink - a.sink) / wall, postgres: max(0, b.server-a.server) / wall}
 }
 
 // processCPU is utime+stime of /proc/<pid>/stat, in seconds.
@@ -81,33 +80,26 @@ func processCPU(pid string) (float64, error) {
 	return (utime + stime) / clockTicks, nil
 }
 
-// machineCPU is the busy time of every CPU from /proc/stat's first line
-// (all but idle and iowait), in seconds.
-func machineCPU() (float64, error) {
-	b, err := os.ReadFile("/proc/stat")
+// postgresCPU is the CPU seconds of every process named postgres.
+func postgresCPU() (float64, error) {
+	dirs, err := os.ReadDir("/proc")
 	if err != nil {
-		return 0, fmt.Errorf("machine cpu: %w", err)
+		return 0, fmt.Errorf("postgres cpu: %w", err)
 	}
-	line, _, _ := strings.Cut(string(b), "\n")
-	f := strings.Fields(line)
-	if len(f) < 8 || f[0] != "cpu" {
-		return 0, fmt.Errorf("machine cpu: unexpected /proc/stat line %q", line)
-	}
-	var busy float64
-	for i, v := range f[1:] {
-		if i == 3 || i == 4 { // idle, iowait
+	var sum float64
+	for _, d := range dirs {
+		if _, err := strconv.Atoi(d.Name()); err != nil {
 			continue
 		}
-		if i >= 8 { // guest times are counted in user already
-			break
+		comm, err := os.ReadFile(filepath.Join("/proc", d.Name(), "comm"))
+		if err != nil || strings.TrimSpace(string(comm)) != "postgres" {
+			continue
 		}
-		n, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return 0, fmt.Errorf("machine cpu: %w", err)
+		if cpu, err := processCPU(d.Name()); err == nil { // gone meanwhile: its ticks left with it
+			sum += cpu
 		}
-		busy += n
 	}
-	return busy / clockTicks, nil
+	return sum, nil
 }
 
 // pidServing is the process whose command line holds every one of words

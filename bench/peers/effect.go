@@ -151,9 +151,9 @@ func (e *effectWorker) sinkFor(c Contender) Sink {
 // effectRound drains a backlog of the Temporal phase's size into the effect
 // and then places orders at -effect-rate: effect_started_per_s is the
 // backlog over the time from the contender's start to the last effect's
-// first step, with the machine's CPU over that window split between the
+// first step, with the CPU over that window split between the
 // bench process (the contender, its handler and the effect's worker), the
-// Temporal dev server and the rest (PostgreSQL); the effect_started samples
+// Temporal dev server and PostgreSQL; the effect_started samples
 // are each order's time from its COMMIT to its effect's first step.
 func (b *bench) effectRound(ctx context.Context, c Contender, cfg *pgxpool.Config, layout uint64) error {
 	e := b.effects
@@ -195,11 +195,11 @@ func (b *bench) addEffectRate(name string, n int, start, last time.Time, meter c
 	}
 	rate := float64(n) / last.Sub(start).Seconds()
 	cpu := split(before, after)
-	b.progress("  %.0f effects started/s; cores busy: bench process %.2f, Temporal %.2f, PostgreSQL and the rest %.2f", rate, cpu.consumer, cpu.sink, cpu.other)
+	b.progress("  %.0f effects started/s; cores busy: bench process %.2f, Temporal %.2f, PostgreSQL %.2f", rate, cpu.consumer, cpu.sink, cpu.postgres)
 	b.res.add(name, "effect_started_per_s", rate)
 	b.res.add(name, "effect_cpu_consumer_cores", cpu.consumer)
 	b.res.add(name, "effect_cpu_temporal_cores", cpu.sink)
-	b.res.add(name, "effect_cpu_other_cores", cpu.other)
+	b.res.add(name, "effect_cpu_postgres_cores", cpu.postgres)
 	return nil
 }
 

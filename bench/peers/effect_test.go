@@ -52,7 +52,11 @@ func TestEffectRoundTimesTheFirstStep(t *testing.T) {
 			if c.Name() != (&dbosQueue{}).Name() {
 				require.Positive(t, cpu["effect_cpu_temporal_cores"][0], "the dev server started the workflows")
 			}
-			require.GreaterOrEqual(t, cpu["effect_cpu_other_cores"][0], 0.0)
+			// A drain this small may cost PostgreSQL less than one clock tick.
+			require.GreaterOrEqual(t, cpu["effect_cpu_postgres_cores"][0], 0.0)
+			total, err := postgresCPU()
+			require.NoError(t, err)
+			require.Positive(t, total, "PostgreSQL's processes are found and read")
 		})
 	}
 }

@@ -415,7 +415,6 @@ func (b *bench) notes(cs []Contender) {
 			"workflow's step (DBOS runs the workflow in the consumer's process). %s: the same workflow started by the "+
 			"goroutine that committed an order-only transaction (no outbox), 16 at once for the rate; "+
 			"effect_started_p99_vs_bare is a contender's p99 over its. effect_cpu_*_cores: cores busy during the drain "+
-			"(/proc): the bench process (consumer, handler, worker), the dev server, and the rest of the machine "+
-			"(PostgreSQL).", b.cfg.temporalEvents, b.cfg.effectRate, b.cfg.temporalDuration, bareStart)
+			"(/proc): the bench process (consumer, handler, worker), the dev server, and PostgreSQL's processes.", b.cfg.temporalEvents, b.cfg.effectRate, b.cfg.temporalDuration, bareStart)
 	}
 }

@@ -82,7 +82,7 @@ var figures = []figure{
 	{suffix: "effect_started_p99_vs_bare", decimals: 2, combine: p99VsBare, samples: "effect_started"},
 	{suffix: "effect_cpu_consumer_cores", decimals: 2},
 	{suffix: "effect_cpu_temporal_cores", decimals: 2},
-	{suffix: "effect_cpu_other_cores", decimals: 2},
+	{suffix: "effect_cpu_postgres_cores", decimals: 2},
 }
 
 // results collects every contender's per-round values and latency samples.

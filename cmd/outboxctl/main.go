@@ -60,7 +60,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"go.temporal.io/sdk/client"
 
+	"github.com/outflow/outflow/handoff"
 	"github.com/outflow/outflow/internal/cli"
+	"github.com/outflow/outflow/internal/codec"
 	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/internal/service"
 	"github.com/outflow/outflow/internal/temporalclient"
@@ -144,6 +146,17 @@ func app(environ []string) *ctl.App {
 			return o, err
 		},
 		SettleSkipTx: settleSkippedOrder,
+		// serve shows a payload without the token only when the codec
+		// would encrypt it with the master key: one that names a customer
+		// (an OrderCreated's customer_email) or any email address is the
+		// customer's, as in a history the codec server decodes.
+		Personal: func(_ string, payload []byte) bool {
+			if _, ok := codec.EventInputSubject(handoff.EventInput{Payload: payload}); ok {
+				return true
+			}
+			_, ok := codec.EmailIn(payload)
+			return ok
+		},
 		SkipNote: "An event of aggregate type order, in a database with the order app's orders table, also settles\n" +
 			"its sequence in the order's projection (in the same transaction), so the order's later events apply.",
 		Notes: "show and forget-customer reach Temporal through the TEMPORAL_* variables; serve links the Temporal UI with --temporal-ui.",

@@ -59,6 +59,9 @@ type App struct {
 	SettleSkipTx func(ctx context.Context, tx pgx.Tx, c outboxops.Change) (string, error)
 	// SkipNote is added to skip's -h, saying what SettleSkipTx does.
 	SkipNote string
+	// Personal, when set, tells serve's console which payloads hold
+	// personal data ([ConsoleOptions.Personal]). Optional.
+	Personal func(eventType string, payload []byte) bool
 	// Notes are lines added to -h after the environment.
 	Notes string
 }

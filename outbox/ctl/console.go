@@ -88,6 +88,14 @@ type ConsoleOptions struct {
 	CDCSlot string
 	// PageSize is the events a list page shows. Defaulted to 50.
 	PageSize int
+	// Personal reports whether an event's payload holds personal data:
+	// such a payload is shown only to a token holder, the rule a codec
+	// server keeps for what it decodes, and any other payload to every
+	// visitor. The order app's outboxctl says a payload is personal when
+	// its payload codec would encrypt it with a customer's key (it names a
+	// customer_email, or any email address). Nil: every payload is
+	// personal.
+	Personal func(eventType string, payload []byte) bool
 }
 
 // Console is the outbox's web page: an http.Handler over the operator API
@@ -153,8 +161,8 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 		"The outbox's page: overview, pending/held/quarantined/skipped lists, one event, and actions\n"+
 		"(retry, retry quarantined, skip, replay), each showing its plan (the CLI's) before it acts.\n"+
 		"Read-only unless "+ConsoleTokenVar+" is set and presented: as `Authorization: Bearer TOKEN`,\n"+
-		"or through the login form (an HttpOnly, SameSite=Strict cookie). Payloads are shown only to\n"+
-		"a token holder. Every action is a POST with the session's CSRF token from the console's own\n"+
+		"or through the login form (an HttpOnly, SameSite=Strict cookie). A payload with personal data\n"+
+		"is shown only to a token holder (the library's outboxctl treats every payload so). Every action is a POST with the session's CSRF token from the console's own\n"+
 		"origin, recorded with actor console/<identity>: X-Forwarded-User when a reverse proxy sends it\n"+
 		"with the token (the proxy injects the bearer token and asserts the user), else $USER@hostname.")
 	addr := fs.String("addr", cmp.Or(env.getenv(ConsoleAddrVar), DefaultConsoleAddr), "listen `HOST:PORT`; defaulted to "+ConsoleAddrVar+" when set")
@@ -172,6 +180,9 @@ func runServe(ctx context.Context, env *Env, args []string) error {
 	opts.Addr = *addr
 	opts.Token = env.getenv(ConsoleTokenVar)
 	opts.CDCSlot = env.getenv(CDCSlotVar)
+	if env.app != nil {
+		opts.Personal = env.app.Personal
+	}
 	if *hosts != "" {
 		opts.AllowedHosts = strings.Split(*hosts, ",")
 	}

@@ -200,6 +200,24 @@ type eventData struct {
 
 type eventColumn struct{ Name, Value string }
 
+// eventType is the row's event_type ("" without one).
+func eventType(row orderedRow) string {
+	for _, col := range row {
+		if col.Name == "event_type" {
+			var t string
+			_ = json.Unmarshal(col.Value, &t)
+			return t
+		}
+	}
+	return ""
+}
+
+// personal applies [ConsoleOptions.Personal]; without it every payload is
+// personal.
+func (c *Console) personal(eventType string, payload []byte) bool {
+	return c.opts.Personal == nil || c.opts.Personal(eventType, payload)
+}
+
 func (c *Console) event(w http.ResponseWriter, r *http.Request) {
 	v := c.visitOf(w, r)
 	id, err := uuid.Parse(r.PathValue("id"))
@@ -221,7 +239,7 @@ func (c *Console) event(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, v, http.StatusInternalServerError, err)
 		return
 	}
-	d := eventData{ID: id, Source: dt.Source, State: string(dt.State), PayloadOK: v.authed}
+	d := eventData{ID: id, Source: dt.Source, State: string(dt.State), PayloadOK: true}
 	if d.State == "" {
 		d.State = "unknown: " + dt.StateError
 	}
@@ -230,9 +248,10 @@ func (c *Console) event(w http.ResponseWriter, r *http.Request) {
 		val := formatValue(col.Value)
 		switch col.Name {
 		case "payload":
-			// A payload may hold personal data: only a token holder sees it.
-			if !v.authed {
-				val = "(hidden: the payload is shown only to a holder of the operator token; sign in)"
+			// A payload with personal data is shown only to a token holder.
+			if !v.authed && c.personal(eventType(row), col.Value) {
+				val = "(hidden: it holds personal data, shown only to a holder of the operator token; sign in)"
+				d.PayloadOK = false
 			}
 		case "aggregate_type":
 			d.Aggregate.Type = val

@@ -123,6 +123,30 @@ func actions(id uuid.UUID) map[string]url.Values {
 	}
 }
 
+// TestConsolePayloadsFollowPersonal: without the token, a payload the
+// Personal option calls personal is hidden and any other is shown; with
+// the token, every payload is shown.
+func TestConsolePayloadsFollowPersonal(t *testing.T) {
+	t.Parallel()
+	cb := setupConsole(t, ConsoleOptions{Token: consoleToken, Personal: func(eventType string, _ []byte) bool {
+		return eventType == "OrderCreated"
+	}})
+	personal := cb.quarantined(t, "permanent: bad payload")
+	other := cb.Enqueue(t, cb.order(t), "OrderCancelled")[0].ID
+	anon := cb.browser()
+	page := anon.do("GET", "/events/"+personal.String(), nil)
+	require.Contains(t, page.body, "hidden: it holds personal data")
+	require.NotContains(t, page.body, `{&#34;order_id&#34;:`)
+	page = anon.do("GET", "/events/"+other.String(), nil)
+	require.NotContains(t, page.body, "hidden:", "a payload without personal data is shown to every visitor")
+	require.Contains(t, page.body, `{&#34;order_id&#34;:`)
+	signed := cb.browser()
+	signed.header.Set("Authorization", "Bearer "+consoleToken)
+	page = signed.do("GET", "/events/"+personal.String(), nil)
+	require.NotContains(t, page.body, "hidden:", "a token holder sees every payload")
+	require.Contains(t, page.body, `{&#34;order_id&#34;:`)
+}
+
 func TestConsoleReadOnlyWithoutToken(t *testing.T) {
 	t.Parallel()
 	for name, token := range map[string]string{"token not presented": consoleToken, "no token configured": ""} {
@@ -134,8 +158,8 @@ func TestConsoleReadOnlyWithoutToken(t *testing.T) {
 			br := cb.browser()
 			page := br.do("GET", "/events/"+id.String(), nil)
 			require.Equal(t, http.StatusOK, page.code)
-			require.Contains(t, page.body, "hidden: the payload is shown only to a holder of the operator token")
-			require.NotContains(t, page.body, `"order_id"`, "the payload is not shown without the token")
+			require.Contains(t, page.body, "hidden: it holds personal data, shown only to a holder of the operator token")
+			require.NotContains(t, page.body, `{&#34;order_id&#34;:`, "the payload is not shown without the token")
 			require.NotContains(t, page.body, `action="/actions/`, "no action form without the token")
 			csrf := br.csrf(t)
 			br.header.Set("X-Forwarded-User", "mallory") // trusted only alongside the token
