@@ -57,13 +57,14 @@ type drainResult struct {
 // times it from Start to the sink's receipt of the last distinct event. next
 // is the sink behind the recorder (nil: a no-op sink).
 func (b *bench) drain(ctx context.Context, c Contender, cfg *pgxpool.Config, p Profile, n, m int, layout uint64, next Sink) (drainResult, error) {
-	return b.drainObserved(ctx, c, cfg, p, n, m, layout, next, nil)
+	return b.drainObserved(ctx, c, cfg, p, n, m, layout, next, nil, nil)
 }
 
 // drainObserved is [bench.drain] calling started (when not nil) right
-// before the contender starts, after the backlog is seeded: the start of
-// the timed window.
-func (b *bench) drainObserved(ctx context.Context, c Contender, cfg *pgxpool.Config, p Profile, n, m int, layout uint64, next Sink, started func()) (drainResult, error) {
+// before the contender starts, after the backlog is seeded, and delivered
+// (when not nil) once the sink has every event, before the contender
+// stops: the timed window, with the contender's connections open.
+func (b *bench) drainObserved(ctx context.Context, c Contender, cfg *pgxpool.Config, p Profile, n, m int, layout uint64, next Sink, started, delivered func()) (drainResult, error) {
 	events, err := backlog(n, m, layout)
 	if err != nil {
 		return drainResult{}, err
@@ -115,6 +116,9 @@ func (b *bench) drainObserved(ctx context.Context, c Contender, cfg *pgxpool.Con
 	wctx, cancel := context.WithTimeout(ctx, drainTimeout)
 	waitErr := rec.wait(wctx)
 	cancel()
+	if waitErr == nil && delivered != nil {
+		delivered()
+	}
 	res := drainResult{elapsed: time.Since(start), start: start, enqueueWALBytes: walSeeded - walSeed, enqueueDeadTuples: churnBefore - churnSeed}
 	for _, e := range events {
 		res.ids = append(res.ids, e.ID)

@@ -160,10 +160,14 @@ func (b *bench) effectRound(ctx context.Context, c Contender, cfg *pgxpool.Confi
 	sink := e.sinkFor(c)
 	tn, perOrder := b.cfg.temporalEvents, max(1, b.cfg.events/b.cfg.orders)
 	b.progress("round effect %s: drain %d events until each effect's first step runs", c.Name(), tn)
+	// The CPU window ends when the sink has every event, while the
+	// contender's connections are open: a backend that exits takes its
+	// ticks with it.
 	meter := cpuMeter{sinkPID: b.temporal.pid}
-	var before cpuSample
-	var sampleErr error
-	d, err := b.drainObserved(ctx, c, cfg, Tuned, tn, max(1, tn/perOrder), layout, sink, func() { before, sampleErr = meter.sample() })
+	var before, after cpuSample
+	var errBefore, errAfter error
+	d, err := b.drainObserved(ctx, c, cfg, Tuned, tn, max(1, tn/perOrder), layout, sink,
+		func() { before, errBefore = meter.sample() }, func() { after, errAfter = meter.sample() })
 	if err != nil {
 		return fmt.Errorf("effect drain: %w", err)
 	}
@@ -173,7 +177,7 @@ func (b *bench) effectRound(ctx context.Context, c Contender, cfg *pgxpool.Confi
 	if err != nil {
 		return fmt.Errorf("effect drain: %w", err)
 	}
-	if err := b.addEffectRate(c.Name(), tn, d.start, last, meter, before, sampleErr); err != nil {
+	if err := b.addEffectRate(c.Name(), tn, d.start, last, before, after, errors.Join(errBefore, errAfter)); err != nil {
 		return err
 	}
 	lat, err := b.handoffUntil(ctx, c, cfg, Tuned, b.cfg.effectRate, b.cfg.temporalDuration, sink, e.f)
@@ -185,13 +189,11 @@ func (b *bench) effectRound(ctx context.Context, c Contender, cfg *pgxpool.Confi
 }
 
 // addEffectRate records a saturation window's rate and CPU split: n effects
-// started from start to last; before is the meter's sample at start. The
-// window's end is sampled now, so the split's window runs a little past
-// last (the wait's last tick).
-func (b *bench) addEffectRate(name string, n int, start, last time.Time, meter cpuMeter, before cpuSample, sampleErr error) error {
-	after, err := meter.sample()
-	if err = errors.Join(sampleErr, err); err != nil {
-		return fmt.Errorf("effect cpu: %w", err)
+// started from start to last, and the cores busy between the samples
+// before and after (sampleErr: either failed).
+func (b *bench) addEffectRate(name string, n int, start, last time.Time, before, after cpuSample, sampleErr error) error {
+	if sampleErr != nil {
+		return fmt.Errorf("effect cpu: %w", sampleErr)
 	}
 	rate := float64(n) / last.Sub(start).Seconds()
 	cpu := split(before, after)
@@ -262,7 +264,8 @@ func (b *bench) bareRound(ctx context.Context, r int) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", bareStart, err)
 	}
-	if err := b.addEffectRate(bareStart, n, start, last, meter, before, sampleErr); err != nil {
+	after, err := meter.sample()
+	if err := b.addEffectRate(bareStart, n, start, last, before, after, errors.Join(sampleErr, err)); err != nil {
 		return err
 	}
 

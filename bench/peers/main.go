@@ -414,7 +414,7 @@ func (b *bench) notes(cs []Contender) {
 			"Temporal workflow's first activity (a worker of the same dev server, in the bench process), for DBOS its own "+
 			"workflow's step (DBOS runs the workflow in the consumer's process). %s: the same workflow started by the "+
 			"goroutine that committed an order-only transaction (no outbox), 16 at once for the rate; "+
-			"effect_started_p99_vs_bare is a contender's p99 over its. effect_cpu_*_cores: cores busy during the drain "+
+			"effect_started_p99_vs_bare is a contender's p99 over its. effect_cpu_*_cores: cores busy from the contender's start until the sink had every event "+
 			"(/proc): the bench process (consumer, handler, worker), the dev server, and PostgreSQL's processes.", b.cfg.temporalEvents, b.cfg.effectRate, b.cfg.temporalDuration, bareStart)
 	}
 }
