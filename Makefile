@@ -149,13 +149,12 @@ soak: $(TEMPORAL)
 bench:
 	$(GO) run ./cmd/bench $(BENCH_FLAGS)
 
-## bench-peers: outflow's relay (poll, cdc and log) beside River and Watermill doing the same job (about 35 minutes).
-# docs/performance.md, "A no-op sink: the database's side". bench/peers is a module of its own, so River
-# and Watermill never enter go.mod. Uses DATABASE_URL (scratch databases peers_*, dropped
-# afterwards) and starts a Temporal dev server from bin/temporal. About 35 minutes on two
-# cores, 15 of them the crash round (a throwaway cluster restarted, the consumer killed;
-# -crash=false skips it); PEERS_FLAGS='-events 2000 -orders 200 -rounds 1 -duration 3s
-# -crash=false' for a short run (go run . -h).
+## bench-peers: outflow's relay (poll, cdc and log) beside River, Watermill and DBOS doing the same job (about an hour).
+# docs/performance.md. bench/peers is a module of its own, so River, Watermill and DBOS never enter
+# go.mod. Uses DATABASE_URL (scratch databases peers_*, dropped afterwards) and starts a Temporal
+# dev server from bin/temporal. About 55 minutes on two cores, 12 of them DBOS's drains and a
+# fifth the crash round (-crash=false skips it); PEERS_FLAGS='-events 2000 -orders 200 -rounds 1
+# -duration 3s -held-horizon 0 -crash=false' for a short run (go run . -h).
 .PHONY: bench-peers
 bench-peers: $(TEMPORAL)
 	cd bench/peers && $(GO) run . $(PEERS_FLAGS)

@@ -88,7 +88,7 @@ func TestConsoleInBrowser(t *testing.T) {
 		require.NoError(t, chromedp.Do(bctx, chromedp.Navigate(base+"/events/"+stuck.String())))
 		body := text(t, bctx, "main")
 		require.Contains(t, body, "Read-only")
-		require.Contains(t, body, "payload is shown only to a holder of the operator token")
+		require.Contains(t, body, "hidden: it holds personal data, shown only to a holder of the operator token")
 		forms, err := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("form[action^='/actions/']").length`))
 		require.NoError(t, err)
 		require.Zero(t, forms, "no action form without the token")
