@@ -158,8 +158,11 @@ WHERE aggregate_type = 'order' AND aggregate_id = ANY(@order_ids::text[]) AND re
 -- Poison aggregates' events neither skipped nor published yet: a poison
 -- event is never published, and the deliverable ones behind it wait for
 -- its skip. In the log: after its partition's cursor, or owned by a hold of
--- its aggregate.
-SELECT (SELECT count(*) FROM outbox_events WHERE aggregate_type = @aggregate_type AND skipped_at IS NULL AND published_at IS NULL)
+-- its aggregate; and every hold of a poison aggregate, since a hold whose
+-- last event is a skipped one stays until its tombstone is handed on, and
+-- a replay of the order is refused until then.
+SELECT (SELECT count(*) FROM outbox_log_holds WHERE aggregate_type = @aggregate_type)
+     + (SELECT count(*) FROM outbox_events WHERE aggregate_type = @aggregate_type AND skipped_at IS NULL AND published_at IS NULL)
      + (SELECT count(*) FROM outbox_log l
         JOIN outbox_log_cursors c ON c.partition = l.partition
         WHERE l.aggregate_type = @aggregate_type
