@@ -17,18 +17,7 @@ import (
 // runs its first step, once per event in the figures, and the round
 // reports the drain's rate and one latency per timed order.
 func TestEffectRoundTimesTheFirstStep(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	tmp, err := startTemporal(ctx)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, tmp.stop()) })
-	effects, err := tmp.startEffects()
-	require.NoError(t, err)
-	t.Cleanup(effects.w.Stop)
-
-	srv, err := newServer(ctx, testdb.AdminURL())
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, srv.Close(context.Background())) })
+	ctx, tmp, effects, srv := effectSetup(t)
 	for _, c := range []Contender{outflowPoll{}, &dbosQueue{}} {
 		t.Run(c.Name(), func(t *testing.T) {
 			b := &bench{srv: srv, res: newResults(), stderr: io.Discard, start: time.Now(), temporal: tmp, effects: effects}
@@ -66,18 +55,8 @@ func TestEffectRoundTimesTheFirstStep(t *testing.T) {
 // reports a rate, one latency per timed order, and the contenders' p99 is
 // set against its.
 func TestBareRoundIsTheBaseline(t *testing.T) {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	tmp, err := startTemporal(ctx)
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, tmp.stop()) })
+	ctx, tmp, effects, srv := effectSetup(t)
 	require.NotZero(t, tmp.pid, "the dev server's process is found for the CPU split")
-	effects, err := tmp.startEffects()
-	require.NoError(t, err)
-	t.Cleanup(effects.w.Stop)
-	srv, err := newServer(ctx, testdb.AdminURL())
-	require.NoError(t, err)
-	t.Cleanup(func() { require.NoError(t, srv.Close(context.Background())) })
 
 	b := &bench{srv: srv, res: newResults(), stderr: io.Discard, start: time.Now(), temporal: tmp, effects: effects}
 	b.cfg.temporalEvents, b.cfg.effectRate, b.cfg.temporalDuration = 60, 20, time.Second
@@ -95,4 +74,23 @@ func TestBareRoundIsTheBaseline(t *testing.T) {
 	}
 	ratio := b.res.value("slow", figure{combine: p99VsBare, samples: "effect_started"})
 	require.InDelta(t, 2.0, ratio, 1e-9)
+}
+
+// effectSetup starts what the effect round needs, for t: a dev server, the
+// effect's worker on it, and the scratch databases' server; all stop when t
+// ends, and ctx with it (at most four minutes).
+func effectSetup(t *testing.T) (context.Context, *temporal, *effectWorker, *server) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	t.Cleanup(cancel)
+	tmp, err := startTemporal(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, tmp.stop()) })
+	effects, err := tmp.startEffects()
+	require.NoError(t, err)
+	t.Cleanup(effects.w.Stop)
+	srv, err := newServer(ctx, testdb.AdminURL())
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, srv.Close(context.Background())) })
+	return ctx, tmp, effects, srv
 }
