@@ -16,6 +16,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/outflow/outflow/internal/bench/benchcpu"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox/temporalpub"
 )
@@ -163,11 +164,11 @@ func (b *bench) effectRound(ctx context.Context, c Contender, cfg *pgxpool.Confi
 	// The CPU window ends when the sink has every event, while the
 	// contender's connections are open: a backend that exits takes its
 	// ticks with it.
-	meter := cpuMeter{sinkPID: b.temporal.pid}
-	var before, after cpuSample
+	meter := benchcpu.Meter{SinkPID: b.temporal.pid}
+	var before, after benchcpu.Sample
 	var errBefore, errAfter error
 	d, err := b.drainObserved(ctx, c, cfg, Tuned, tn, max(1, tn/perOrder), layout, sink,
-		func() { before, errBefore = meter.sample() }, func() { after, errAfter = meter.sample() })
+		func() { before, errBefore = meter.Sample() }, func() { after, errAfter = meter.Sample() })
 	if err != nil {
 		return fmt.Errorf("effect drain: %w", err)
 	}
@@ -191,17 +192,17 @@ func (b *bench) effectRound(ctx context.Context, c Contender, cfg *pgxpool.Confi
 // addEffectRate records a saturation window's rate and CPU split: n effects
 // started from start to last, and the cores busy between the samples
 // before and after (sampleErr: either failed).
-func (b *bench) addEffectRate(name string, n int, start, last time.Time, before, after cpuSample, sampleErr error) error {
+func (b *bench) addEffectRate(name string, n int, start, last time.Time, before, after benchcpu.Sample, sampleErr error) error {
 	if sampleErr != nil {
 		return fmt.Errorf("effect cpu: %w", sampleErr)
 	}
 	rate := float64(n) / last.Sub(start).Seconds()
-	cpu := split(before, after)
-	b.progress("  %.0f effects started/s; cores busy: bench process %.2f, Temporal %.2f, PostgreSQL %.2f", rate, cpu.consumer, cpu.sink, cpu.postgres)
+	cpu := after.Sub(before).Cores()
+	b.progress("  %.0f effects started/s; cores busy: bench process %.2f, Temporal %.2f, PostgreSQL %.2f", rate, cpu.Self, cpu.Temporal, cpu.Postgres)
 	b.res.add(name, "effect_started_per_s", rate)
-	b.res.add(name, "effect_cpu_consumer_cores", cpu.consumer)
-	b.res.add(name, "effect_cpu_temporal_cores", cpu.sink)
-	b.res.add(name, "effect_cpu_postgres_cores", cpu.postgres)
+	b.res.add(name, "effect_cpu_consumer_cores", cpu.Self)
+	b.res.add(name, "effect_cpu_temporal_cores", cpu.Temporal)
+	b.res.add(name, "effect_cpu_postgres_cores", cpu.Postgres)
 	return nil
 }
 
@@ -243,8 +244,8 @@ func (b *bench) bareRound(ctx context.Context, r int) error {
 
 	n := b.cfg.temporalEvents
 	b.progress("round %d %s: %d orders, each committed and then its effect started, by 16 goroutines", r+1, bareStart, n)
-	meter := cpuMeter{sinkPID: b.temporal.pid}
-	before, sampleErr := meter.sample()
+	meter := benchcpu.Meter{SinkPID: b.temporal.pid}
+	before, sampleErr := meter.Sample()
 	start := time.Now()
 	ids := make([]uuid.UUID, n)
 	var g errgroup.Group
@@ -264,7 +265,7 @@ func (b *bench) bareRound(ctx context.Context, r int) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", bareStart, err)
 	}
-	after, err := meter.sample()
+	after, err := meter.Sample()
 	if err := b.addEffectRate(bareStart, n, start, last, before, after, errors.Join(sampleErr, err)); err != nil {
 		return err
 	}

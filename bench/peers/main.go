@@ -53,6 +53,7 @@ import (
 	"time"
 
 	"github.com/outflow/outflow/internal/bench/benchcmd"
+	"github.com/outflow/outflow/internal/bench/benchcpu"
 	"github.com/outflow/outflow/internal/bench/benchstat"
 	"github.com/outflow/outflow/internal/database"
 	"github.com/outflow/outflow/outbox/outboxtest/dev/pgcluster"
@@ -176,7 +177,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		names[i] = c.Name()
 	}
 	fmt.Fprintf(stdout, "# outflow peers bench: %s %s/%s, %d CPUs (%s), PostgreSQL %s, %d round(s), N=%d events over M=%d orders, handoff at %d/s for %s\n",
-		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), machine(), version, cfg.rounds, cfg.events, cfg.orders, cfg.rate, cfg.duration)
+		runtime.Version(), runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), benchcpu.Machine(), version, cfg.rounds, cfg.events, cfg.orders, cfg.rate, cfg.duration)
 	fmt.Fprintf(stdout, "# peers: %s\n", peerVersions())
 	if b.temporal != nil {
 		names = append(names, bareStart)

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/outflow/outflow/internal/bench/benchcpu"
 	"github.com/outflow/outflow/internal/routes"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
@@ -39,7 +40,8 @@ type temporal struct {
 	srv  *devserver.Server
 	sink temporalSink
 	// pid is the dev server's process (the effect round's CPU split), 0
-	// when it could not be found.
+	// when it could not be found (the split then counts every process
+	// named temporal or temporal-server).
 	pid int
 }
 
@@ -55,7 +57,7 @@ func startTemporal(ctx context.Context) (*temporal, error) {
 		_ = srv.Stop()
 		return nil, err
 	}
-	return &temporal{srv: srv, sink: temporalSink{pub: pub}, pid: pidServing("start-dev", strconv.Itoa(srv.Port()))}, nil
+	return &temporal{srv: srv, sink: temporalSink{pub: pub}, pid: benchcpu.PIDServing("start-dev", strconv.Itoa(srv.Port()))}, nil
 }
 
 func (t *temporal) stop() error {

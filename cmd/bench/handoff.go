@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/client"
 
+	"github.com/outflow/outflow/internal/bench/benchcpu"
 	"github.com/outflow/outflow/internal/bench/benchdb"
 	"github.com/outflow/outflow/internal/bench/benchstat"
 	"github.com/outflow/outflow/internal/routes"
@@ -42,7 +43,7 @@ func (b *bench) measureHandoff(ctx context.Context) error {
 		return err
 	}
 	inFlight := defaults.MaxInFlight
-	b.progress("handoff: %s", placement())
+	b.progress("handoff: %s", benchcpu.Placement())
 
 	// Warm both paths, untimed, as a round of each would: the pool's
 	// connections and their plans of the claim and the mark (a drain of
@@ -63,7 +64,10 @@ func (b *bench) measureHandoff(ctx context.Context) error {
 
 	var bareTime, relayTime time.Duration
 	var bareN, relayN int
-	var bareCPU, relayCPU cpuSample
+	// Off Linux (no /proc) a sample's error says so and the CPU figures
+	// stay zero: the handoff figures are measured all the same.
+	var meter benchcpu.Meter
+	var bareCPU, relayCPU benchcpu.Usage
 	var runRatios []float64
 	var perRun []string
 	runs, rounds := b.cfg.handoffRuns, b.cfg.handoffRounds
@@ -79,12 +83,13 @@ func (b *bench) measureHandoff(ctx context.Context) error {
 					if err := b.settle(ctx, pool); err != nil {
 						return err
 					}
-					before := sampleCPU()
+					before, _ := meter.Sample()
 					d, err := b.bareStarts(ctx, n, inFlight)
 					if err != nil {
 						return err
 					}
-					bareCPU = bareCPU.add(sampleCPU().sub(before))
+					after, _ := meter.Sample()
+					bareCPU = bareCPU.Add(after.Sub(before))
 					runBare += d
 					roundBare = perSecond(n, d)
 					b.progress("  %.0f starts/s", roundBare)
@@ -97,12 +102,13 @@ func (b *bench) measureHandoff(ctx context.Context) error {
 				if err := b.settle(ctx, pool); err != nil {
 					return err
 				}
-				before := sampleCPU()
+				before, _ := meter.Sample()
 				res, err := drain(ctx, pool, pub, n, b.logger)
 				if err != nil {
 					return err
 				}
-				relayCPU = relayCPU.add(sampleCPU().sub(before))
+				after, _ := meter.Sample()
+				relayCPU = relayCPU.Add(after.Sub(before))
 				if res.publishErrors > 0 {
 					b.progress("  warning: %d publish errors (retried with backoff); relay_per_s is pessimistic", res.publishErrors)
 				}
@@ -134,10 +140,10 @@ func (b *bench) measureHandoff(ctx context.Context) error {
 		"seed's writes are not flushed in the relay's time; task queue without a worker. A run's ratio is its relay rate over its bare rate (total events / total time per side); "+
 		"handoff_ratio is the median of the runs' ratios, since one run moves by about ±0.1 with the server's own cost. Runs: %s. Series: %s.",
 		runs, rounds, n, inFlight, min(n, handoffWarmup), b.settledBy(), strings.Join(perRun, "; "), spread(runRatios))
-	b.rep.add(metric{name: "bare_cpu_ms_per_start", value: bareCPU.msPerEvent(bareN), decimals: 2})
-	b.rep.add(metric{name: "relay_cpu_ms_per_event", value: relayCPU.msPerEvent(relayN), decimals: 2})
+	b.rep.add(metric{name: "bare_cpu_ms_per_start", value: bareCPU.MsPerEvent(bareN), decimals: 2})
+	b.rep.add(metric{name: "relay_cpu_ms_per_event", value: relayCPU.MsPerEvent(relayN), decimals: 2})
 	b.rep.note("handoff CPU (the whole machine's busy time per event over each side's timed phases, by process): bare %s; relay %s. Placement: %s.",
-		bareCPU.perEvent(bareN), relayCPU.perEvent(relayN), placement())
+		bareCPU.PerEvent(bareN), relayCPU.PerEvent(relayN), benchcpu.Placement())
 	return nil
 }
 
