@@ -15,26 +15,54 @@ import (
 // mark records acknowledged events as published in one statement and one
 // transaction, fenced by the owner: rows whose lease another relay took over
 // are left alone. It returns the IDs it marked.
+//
+// The transaction costs two round trips: BEGIN, RelayMarkAsync and RelayMark
+// pipelined in the first, COMMIT in the second. A relay in a backlog marks
+// a few dozen events at a time, so the round trips it spares (BEGIN and the
+// SET each in its own) were a fair share of its CPU per event, in its
+// process and in its backend, on a machine where the sink's server shares
+// the cores.
 func (r *pollRelay) mark(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	var marked []uuid.UUID
-	err := pgx.BeginFunc(ctx, r.pool, func(tx pgx.Tx) error {
-		if _, err := qRelayMarkAsync.Exec(ctx, tx, namedsql.NoArgs{}); err != nil {
-			return err
-		}
-		var err error
-		marked, err = qRelayMark.All(ctx, tx, relaysql.EventsArgs{Owner: r.cfg.Owner, EventIDs: ids})
-		if err != nil {
-			return err
-		}
-		// Inside the mark transaction, before COMMIT: a crash here leaves the
-		// events unpublished, to be published (and absorbed) again.
-		return r.cfg.Failpoints.Inject(ctx, failpoints.RelayBeforeMarkCommit)
-	})
+	marked, err := r.markOnce(ctx, ids)
 	if err != nil {
 		return nil, fmt.Errorf("outbox: mark %d events published: %w", len(ids), err)
+	}
+	return marked, nil
+}
+
+func (r *pollRelay) markOnce(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
+	conn, err := r.pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// A connection an error left inside the transaction is closed rather
+	// than reused (pgxpool checks), which rolls the mark back.
+	defer conn.Release()
+	var marked []uuid.UUID
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	qRelayMarkAsync.Queue(b, namedsql.NoArgs{})
+	qRelayMark.Queue(b, relaysql.EventsArgs{Owner: r.cfg.Owner, EventIDs: ids}).Query(func(rows pgx.Rows) error {
+		var err error
+		marked, err = qRelayMark.Collect(rows)
+		return err
+	})
+	if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		return nil, err
+	}
+	// Inside the mark transaction, before COMMIT: a crash here leaves the
+	// events unpublished, to be published (and absorbed) again.
+	if err := r.cfg.Failpoints.Inject(ctx, failpoints.RelayBeforeMarkCommit); err != nil {
+		if _, rerr := conn.Exec(ctx, "ROLLBACK"); rerr != nil {
+			return nil, fmt.Errorf("%w (and its rollback: %w)", err, rerr)
+		}
+		return nil, err
+	}
+	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
+		return nil, err
 	}
 	return marked, nil
 }
