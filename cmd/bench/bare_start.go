@@ -20,12 +20,15 @@ import (
 	"github.com/outflow/outflow/internal/routes"
 	"github.com/outflow/outflow/orders"
 	"github.com/outflow/outflow/outbox"
+	"github.com/outflow/outflow/outbox/temporalpub"
 )
 
 // startRequest is the ExecuteWorkflow request of the bare baseline. It is the
-// request temporalpub.Publisher sends for an OrderCreated event (same
-// options, search attribute, summary and details, memo and input size), so that bare and relay
-// differ only by the relay.
+// request temporalpub.Publisher sends for a first delivery of an
+// OrderCreated event (same options, search attribute, summary and details,
+// memo and input: [temporalpub.InputOf], the delivery in both), so that bare
+// and relay differ only by the relay. TestBareStartIsThePublishersRequest
+// compares the two as the server recorded them.
 func (b *bench) startRequest() (client.StartWorkflowOptions, handoff.EventInput, error) {
 	id, err := uuid.NewV7()
 	if err != nil {
@@ -39,14 +42,16 @@ func (b *bench) startRequest() (client.StartWorkflowOptions, handoff.EventInput,
 	if err != nil {
 		return client.StartWorkflowOptions{}, handoff.EventInput{}, err
 	}
-	summary, details := routes.Orders()[orders.EventOrderCreated].Describe(outbox.Event{
+	e := outbox.Event{
 		ID: id, Type: orders.EventOrderCreated, AggregateType: orders.AggregateType, AggregateID: order,
-		Sequence: 1, SchemaVersion: orders.OrderCreatedVersion, Payload: payload,
-	})
+		Sequence: 1, SchemaVersion: orders.OrderCreatedVersion, Payload: payload, OccurredAt: time.Now(),
+	}
+	summary, details := routes.Orders()[orders.EventOrderCreated].Describe(e)
+	in := temporalpub.InputOf(e)
 	opts := client.StartWorkflowOptions{
 		ID:                                       id.String(),
 		TaskQueue:                                b.taskQueue,
-		WorkflowIDReusePolicy:                    enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE,
+		WorkflowIDReusePolicy:                    temporalpub.ReusePolicy(e),
 		WorkflowIDConflictPolicy:                 enumspb.WORKFLOW_ID_CONFLICT_POLICY_FAIL,
 		WorkflowExecutionErrorWhenAlreadyStarted: true,
 		TypedSearchAttributes: temporal.NewSearchAttributes(
@@ -54,14 +59,10 @@ func (b *bench) startRequest() (client.StartWorkflowOptions, handoff.EventInput,
 		StaticSummary: summary,
 		StaticDetails: details,
 		Memo: map[string]any{
-			"aggregate_type": orders.AggregateType, "aggregate_id": order, "aggregate_sequence": 1,
+			"aggregate_type": orders.AggregateType, "aggregate_id": order, "aggregate_sequence": int64(1),
 			"schema_version": orders.OrderCreatedVersion, "event_type": orders.EventOrderCreated,
+			"delivery": in.Delivery,
 		},
-	}
-	in := handoff.EventInput{
-		EventID: id.String(), EventType: orders.EventOrderCreated, AggregateType: orders.AggregateType,
-		AggregateID: order, Sequence: 1, SchemaVersion: orders.OrderCreatedVersion,
-		OccurredAt: time.Now(), Payload: payload,
 	}
 	return opts, in, nil
 }
