@@ -61,6 +61,10 @@ CHECKPOINT;
 -- name: TruncateOutbox :exec
 TRUNCATE outbox_events, outbox_sequences;
 
+-- name: BackendPID :one
+-- The process of the connection's backend, to place it beside the bench's.
+SELECT pg_backend_pid();
+
 -- name: CountPending :one
 -- Served by the partial index over unpublished rows.
 SELECT count(*) FROM outbox_events WHERE published_at IS NULL;

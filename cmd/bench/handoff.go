@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.temporal.io/sdk/client"
 
@@ -29,7 +30,8 @@ import (
 // alternate the order (bare, relay, relay, bare, ...) so drift hits both.
 func (b *bench) measureHandoff(ctx context.Context) error {
 	n := b.cfg.handoffEvents
-	pool, done, err := b.srv.scratchPool(ctx, "handoff")
+	var backends backendPlacement
+	pool, done, err := b.srv.scratchPool(ctx, "handoff", backends.follow)
 	if err != nil {
 		return err
 	}
@@ -43,7 +45,7 @@ func (b *bench) measureHandoff(ctx context.Context) error {
 		return err
 	}
 	inFlight := defaults.MaxInFlight
-	b.progress("handoff: %s", benchcpu.Placement())
+	b.progress("handoff: %s", backends.placement())
 
 	// Warm both paths, untimed, as a round of each would: the pool's
 	// connections and their plans of the claim and the mark (a drain of
@@ -143,7 +145,7 @@ func (b *bench) measureHandoff(ctx context.Context) error {
 	b.rep.add(metric{name: "bare_cpu_ms_per_start", value: bareCPU.MsPerEvent(bareN), decimals: 2})
 	b.rep.add(metric{name: "relay_cpu_ms_per_event", value: relayCPU.MsPerEvent(relayN), decimals: 2})
 	b.rep.note("handoff CPU (the whole machine's busy time per event over each side's timed phases, by process): bare %s; relay %s. Placement: %s.",
-		bareCPU.PerEvent(bareN), relayCPU.PerEvent(relayN), benchcpu.Placement())
+		bareCPU.PerEvent(bareN), relayCPU.PerEvent(relayN), backends.placement())
 	return nil
 }
 
@@ -244,4 +246,50 @@ func seedOrders(ctx context.Context, pool *pgxpool.Pool, n int) error {
 	}
 	wg.Wait()
 	return firstErr
+}
+
+// backendPlacement puts the PostgreSQL backends of the handoff's pool on
+// the bench's CPUs (benchcpu.FollowMe) as they connect, so that a bench
+// placed apart from the Temporal server (taskset) has the relay's database
+// work apart too; it remembers what it could not place.
+type backendPlacement struct {
+	mu       sync.Mutex
+	placed   int
+	unplaced int
+	err      error
+}
+
+// follow is the pool's configuration: every new connection's backend
+// follows the bench. A backend that cannot be placed (PostgreSQL on
+// another machine, or another user's) is only counted.
+func (p *backendPlacement) follow(cfg *pgxpool.Config) {
+	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		pid, err := qBackendPID.Value(ctx, c, namedsql.NoArgs{})
+		if err == nil {
+			err = benchcpu.FollowMe(pid)
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if err != nil {
+			p.unplaced++
+			p.err = err
+			return nil
+		}
+		p.placed++
+		return nil
+	}
+}
+
+// placement is benchcpu.Placement with where the pool's backends run.
+func (p *backendPlacement) placement() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := benchcpu.Placement()
+	switch {
+	case p.unplaced > 0:
+		return fmt.Sprintf("%s; %d of the relay's PostgreSQL backends run where the kernel puts them (%v)", s, p.unplaced, p.err)
+	case p.placed > 0:
+		return fmt.Sprintf("%s; the relay's %d PostgreSQL backend(s) on the bench's CPUs", s, p.placed)
+	}
+	return s
 }

@@ -40,11 +40,14 @@ func (s *server) scratch(ctx context.Context, phase string) (string, *pgxpool.Co
 
 // scratchPool is [server.scratch] with a pool open on the database; done
 // closes the pool and drops the database (on a context that outlives ctx's
-// cancellation).
-func (s *server) scratchPool(ctx context.Context, phase string) (pool *pgxpool.Pool, done func(), err error) {
+// cancellation). Each of configure changes the pool's configuration first.
+func (s *server) scratchPool(ctx context.Context, phase string, configure ...func(*pgxpool.Config)) (pool *pgxpool.Pool, done func(), err error) {
 	name, cfg, err := s.scratch(ctx, phase)
 	if err != nil {
 		return nil, nil, err
+	}
+	for _, c := range configure {
+		c(cfg)
 	}
 	drop := func() { _ = s.Drop(context.WithoutCancel(ctx), name) } // close drops leftovers
 	if pool, err = openPool(ctx, cfg); err != nil {

@@ -22,6 +22,7 @@ var (
 	qTruncateOutbox       = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "TruncateOutbox")
 	qSeedTraceContexts    = namedsql.Bind[seedTraceArgs, namedsql.NoRows](queries, "SeedTraceContexts")
 	qCountPending         = namedsql.Bind[namedsql.NoArgs, int64](queries, "CountPending")
+	qBackendPID           = namedsql.Bind[namedsql.NoArgs, int](queries, "BackendPID")
 	qDatabaseTransactions = namedsql.Bind[databaseArgs, int64](queries, "DatabaseTransactions")
 	qDropSlot             = namedsql.Bind[slotArgs, namedsql.NoRows](queries, "DropSlot")
 	qNotify               = namedsql.Bind[namedsql.NoArgs, namedsql.NoRows](queries, "Notify")
@@ -45,6 +46,7 @@ var statements = []namedsql.Info{
 	qCheckpoint.Info(),
 	qTruncateOutbox.Info(),
 	qCountPending.Info(),
+	qBackendPID.Info(),
 	qDatabaseTransactions.Info(),
 	qDropSlot.Info(),
 	qNotify.Info(),

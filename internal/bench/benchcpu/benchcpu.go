@@ -19,6 +19,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // clockTick is USER_HZ, the unit of /proc's CPU times: 100 on every Linux
@@ -399,4 +401,22 @@ func Machine() string {
 		}
 	}
 	return model + ", " + mem
+}
+
+// FollowMe gives process pid this process's CPU affinity: a PostgreSQL
+// backend serving a benchmark then runs where the benchmark runs. Run
+// apart from the Temporal server (taskset), a relay's backend would
+// otherwise still take the server's CPUs, and the relay's database work
+// would again be paid for with the server's starts. It fails where the
+// backend is not on this machine or not this user's to change (then the
+// placement stays the kernel's, and Placement cannot tell).
+func FollowMe(pid int) error {
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		return fmt.Errorf("this process's CPUs: %w", err)
+	}
+	if err := unix.SchedSetaffinity(pid, &set); err != nil {
+		return fmt.Errorf("placing process %d on this process's CPUs: %w", pid, err)
+	}
+	return nil
 }

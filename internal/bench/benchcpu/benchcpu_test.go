@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // busyWindow takes m's samples before and after this process has spent
@@ -182,4 +183,31 @@ func TestMachine(t *testing.T) {
 	}
 	require.Regexp(t, `^.+, [0-9]+\.[0-9] GiB$`, Machine())
 	require.NotContains(t, Machine(), "unknown")
+}
+
+// TestFollowMe places a process confined to one CPU on this process's CPUs,
+// as the handoff does with its PostgreSQL backends.
+func TestFollowMe(t *testing.T) {
+	if runtime.GOOS != "linux" {
+		t.Skip("CPU affinity is read from /proc")
+	}
+	require.GreaterOrEqual(t, runtime.NumCPU(), 2, "placing a process needs two CPUs to tell places apart")
+	child := exec.Command("sleep", "30")
+	require.NoError(t, child.Start())
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	pid := child.Process.Pid
+	var one unix.CPUSet
+	one.Set(0)
+	require.NoError(t, unix.SchedSetaffinity(pid, &one))
+	list, _, ok := CPUsAllowed(strconv.Itoa(pid))
+	require.True(t, ok)
+	require.Equal(t, "0", list)
+
+	require.NoError(t, FollowMe(pid))
+	mine, _, ok := CPUsAllowed("self")
+	require.True(t, ok)
+	list, _, ok = CPUsAllowed(strconv.Itoa(pid))
+	require.True(t, ok)
+	require.Equal(t, mine, list)
+	require.Error(t, FollowMe(1<<30), "no such process")
 }
