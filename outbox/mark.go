@@ -25,17 +25,12 @@ func (r *pollRelay) mark(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, err
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	marked, err := r.markOnce(ctx, ids)
-	if err != nil {
+	fail := func(err error) ([]uuid.UUID, error) {
 		return nil, fmt.Errorf("outbox: mark %d events published: %w", len(ids), err)
 	}
-	return marked, nil
-}
-
-func (r *pollRelay) markOnce(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID, error) {
 	conn, err := r.pool.Acquire(ctx)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	// A connection an error left inside the transaction is closed rather
 	// than reused (pgxpool checks), which rolls the mark back.
@@ -50,18 +45,18 @@ func (r *pollRelay) markOnce(ctx context.Context, ids []uuid.UUID) ([]uuid.UUID,
 		return err
 	})
 	if err := conn.SendBatch(ctx, b).Close(); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	// Inside the mark transaction, before COMMIT: a crash here leaves the
 	// events unpublished, to be published (and absorbed) again.
 	if err := r.cfg.Failpoints.Inject(ctx, failpoints.RelayBeforeMarkCommit); err != nil {
 		if _, rerr := conn.Exec(ctx, "ROLLBACK"); rerr != nil {
-			return nil, fmt.Errorf("%w (and its rollback: %w)", err, rerr)
+			return fail(fmt.Errorf("%w (and its rollback: %w)", err, rerr))
 		}
-		return nil, err
+		return fail(err)
 	}
 	if _, err := conn.Exec(ctx, "COMMIT"); err != nil {
-		return nil, err
+		return fail(err)
 	}
 	return marked, nil
 }
