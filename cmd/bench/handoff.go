@@ -261,9 +261,16 @@ type backendPlacement struct {
 
 // follow is the pool's configuration: every new connection's backend
 // follows the bench. A backend that cannot be placed (PostgreSQL on
-// another machine, or another user's) is only counted.
+// another machine, or another user's) is only counted. A hook cfg had
+// runs first.
 func (p *backendPlacement) follow(cfg *pgxpool.Config) {
+	before := cfg.AfterConnect
 	cfg.AfterConnect = func(ctx context.Context, c *pgx.Conn) error {
+		if before != nil {
+			if err := before(ctx, c); err != nil {
+				return err
+			}
+		}
 		pid, err := qBackendPID.Value(ctx, c, namedsql.NoArgs{})
 		if err == nil {
 			err = benchcpu.FollowMe(pid)
