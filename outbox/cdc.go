@@ -50,8 +50,8 @@ type cdcConfig struct {
 	// server (standby status update). Defaults to one second.
 	StatusInterval time.Duration
 	// StandbyRetry is how long a relay waits before trying the slot again
-	// when another relay streams it, or after a failed session. Defaults to
-	// 2 seconds.
+	// when another relay streams it. Defaults to 2 seconds. A failed
+	// session is retried with errorBackoff instead.
 	StandbyRetry time.Duration
 }
 
@@ -131,6 +131,10 @@ type cdcRelay struct {
 	// commit; nil while no session streams.
 	mark    atomic.Pointer[watermark]
 	running atomic.Bool
+	// walsender is the server pid of the last session's replication
+	// connection (0 before the first): the slot active under that pid is
+	// this relay's own session, not yet ended by the server.
+	walsender int32
 }
 
 // NewCDCRelay returns a CDC relay over pool that publishes through pub, with
@@ -222,9 +226,10 @@ func dropIdleCDCSlot(ctx context.Context, pool *pgxpool.Pool, slot string) (stri
 // Run relays until ctx ends, then shuts down gracefully: in-flight publishes
 // finish, acknowledged events are marked, the settled position is confirmed
 // and the sweeper stops. It returns an error at once when the server cannot
-// serve CDC (see relaysql.CheckCDC); every later failure (a lost connection, a slot
-// streamed by another relay, a restarted server) is retried after
-// StandbyRetry.
+// serve CDC (see relaysql.CheckCDC); every later failure is retried: a slot
+// streamed by another relay after StandbyRetry, a lost connection or a
+// restarted server with the relay's error backoff (the first try within
+// 100ms, then up to 5s apart).
 func (c *cdcRelay) Run(ctx context.Context) error {
 	if !c.running.CompareAndSwap(false, true) {
 		return errors.New("outbox: the cdc relay's Run called twice; create one Relay per loop")
@@ -247,16 +252,25 @@ func (c *cdcRelay) Run(ctx context.Context) error {
 	failures := 0
 	standingBy := false
 	for ctx.Err() == nil {
+		began := time.Now()
 		streamed, err := c.session(ctx)
 		if ctx.Err() != nil {
 			break
 		}
-		if streamed {
+		// A session that streamed a while ended on a new failure (a
+		// restarted server, a dropped connection): the backoff starts
+		// over, so the first try comes within errorBackoff.Base. One that
+		// fails again soon after it streamed keeps backing off.
+		if streamed && time.Since(began) >= errorBackoff.Max {
 			failures = 0
 		}
 		failures++
 		delay := c.cfg.StandbyRetry
 		switch {
+		case errors.Is(err, errSlotLingering):
+			delay = errorBackoff.Delay(failures)
+			c.cfg.Logger.Debug("outbox cdc: the server has not yet ended the last session's walsender; trying again",
+				"owner", c.cfg.Owner, "slot", c.cfg.Slot, "walsender", c.walsender, "retry_in", delay)
 		case errors.Is(err, errSlotActive):
 			// Said once when it begins, not at every retry.
 			level := slog.LevelDebug
@@ -271,7 +285,7 @@ func (c *cdcRelay) Run(ctx context.Context) error {
 			}
 			continue
 		default:
-			delay = max(delay, errorBackoff.Delay(failures))
+			delay = errorBackoff.Delay(failures)
 			c.cfg.Logger.Error("outbox cdc: streaming session ended; starting again", "owner", c.cfg.Owner, "slot", c.cfg.Slot, "retry_in", delay, "error", err)
 		}
 		standingBy = false
@@ -284,6 +298,10 @@ func (c *cdcRelay) Run(ctx context.Context) error {
 
 // errSlotActive: another session streams the slot.
 var errSlotActive = errors.New("outbox cdc: the slot is streamed by another session")
+
+// errSlotLingering: the slot is still held by the walsender of this relay's
+// last session, whose connection ended; the server ends it soon.
+var errSlotLingering = errors.New("outbox cdc: the slot is still held by this relay's last session")
 
 // ensureSlot creates the slot when it is missing and returns its status.
 func (c *cdcRelay) ensureSlot(ctx context.Context) (slotState, bool, error) {

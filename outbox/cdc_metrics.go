@@ -14,6 +14,7 @@ import (
 // outboxops.Slot is the operator's view of the same statement).
 type slotState struct {
 	Active            bool   `db:"active"`
+	ActivePID         int32  `db:"active_pid"`
 	ConfirmedFlushLSN string `db:"confirmed_flush_lsn"`
 	LagBytes          int64  `db:"lag_bytes"`
 	RetainedBytes     int64  `db:"retained_bytes"`

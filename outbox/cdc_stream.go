@@ -50,6 +50,9 @@ func (c *cdcRelay) session(ctx context.Context) (streamed bool, err error) {
 		return false, err
 	}
 	if slot.Active {
+		if c.walsender != 0 && slot.ActivePID == c.walsender {
+			return false, errSlotLingering
+		}
 		return false, errSlotActive
 	}
 	if created {
@@ -78,6 +81,7 @@ func (c *cdcRelay) session(ctx context.Context) (streamed bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("replication connection: %w", err)
 	}
+	c.walsender = int32(conn.PID())
 	defer func() {
 		closeCtx, cancel := context.WithTimeout(bk, 5*time.Second)
 		defer cancel()

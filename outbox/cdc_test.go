@@ -306,6 +306,27 @@ func TestCDCStandbyTakesOver(t *testing.T) {
 	eventually(t, 20*time.Second, func() bool { return published(b.pool, ids(second)...) }, "the standby takes over")
 }
 
+// TestCDCLostStreamIsTriedAgainAtOnce: a relay whose walsender the server
+// ended (as a restart or a dropped connection ends it) streams again within
+// its error backoff, not after StandbyRetry, which is for a slot another
+// relay streams: the event committed meanwhile is published long before a
+// minute. The sweeper's Grace of an hour leaves the stream alone to
+// publish it. Failed before: the retry waited max(StandbyRetry, backoff).
+func TestCDCLostStreamIsTriedAgainAtOnce(t *testing.T) {
+	t.Parallel()
+	b := setupCDC(t, nil)
+	r := b.newCDC(t, outbox.CDCConfig{StandbyRetry: time.Minute, Grace: time.Hour})
+	run(t, r)
+	waitStreaming(t, b.pool, r)
+	var ended bool
+	require.NoError(t, b.pool.QueryRow(context.Background(),
+		`SELECT pg_terminate_backend(pid) FROM pg_stat_replication WHERE application_name = $1`,
+		outbox.CDCApplicationName(r.Owner())).Scan(&ended))
+	require.True(t, ended, "the walsender ended")
+	e := testdb.Enqueue(t, b.pool, testdb.Event(t, "a", "Created"))
+	eventually(t, 15*time.Second, func() bool { return published(b.pool, ids(e)...) }, "the relay streams again at once")
+}
+
 // TestCDCWALLevelError: on a server without wal_level=logical the relay
 // refuses to run with an error that names the setting.
 func TestCDCWALLevelError(t *testing.T) {

@@ -36,6 +36,8 @@ type SlotStatus struct {
 	Name string `db:"-" json:"name"`
 	// Active: a session streams the slot now.
 	Active bool `db:"active" json:"active"`
+	// ActivePID is the walsender that streams it (0 when none).
+	ActivePID int32 `db:"active_pid" json:"active_pid"`
 	// ConfirmedFlushLSN is where a restarted stream resumes.
 	ConfirmedFlushLSN string `db:"confirmed_flush_lsn" json:"confirmed_flush_lsn"`
 	// LagBytes is the server's WAL position minus the confirmed position.

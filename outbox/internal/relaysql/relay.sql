@@ -293,11 +293,12 @@ SELECT coalesce(extract(epoch FROM now() - least(
 
 -- name: CDCSlot :many
 -- The slot @slot_name of this database, if it exists: whether a relay streams
--- it, how far its confirmed position trails the server's WAL (lag) and how
+-- it and the pid of the walsender that does (0 when none), how far its confirmed position trails the server's WAL (lag) and how
 -- much WAL it holds back from recycling (retained, from its restart_lsn),
 -- its wal_status ('lost' once max_slot_wal_keep_size removed WAL it needed)
 -- and max_slot_wal_keep_size in bytes (-1: unlimited).
 SELECT s.active,
+       coalesce(s.active_pid, 0) AS active_pid,
        coalesce(s.confirmed_flush_lsn::text, '0/0') AS confirmed_flush_lsn,
        coalesce((pg_current_wal_lsn() - s.confirmed_flush_lsn)::bigint, 0) AS lag_bytes,
        coalesce((pg_current_wal_lsn() - s.restart_lsn)::bigint, 0) AS retained_bytes,
