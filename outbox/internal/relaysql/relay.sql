@@ -293,8 +293,9 @@ SELECT coalesce(extract(epoch FROM now() - least(
 
 -- name: CDCSlot :many
 -- The slot @slot_name of this database, if it exists: whether a relay streams
--- it and the pid of the walsender that does (0 when none), how far its confirmed position trails the server's WAL (lag) and how
--- much WAL it holds back from recycling (retained, from its restart_lsn),
+-- it and the pid of the walsender that does (0 when none), how far its
+-- confirmed position trails the server's WAL (lag) and how much WAL it
+-- holds back from recycling (retained, from its restart_lsn),
 -- its wal_status ('lost' once max_slot_wal_keep_size removed WAL it needed)
 -- and max_slot_wal_keep_size in bytes (-1: unlimited).
 SELECT s.active,
